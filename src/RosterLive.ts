@@ -1,0 +1,18 @@
+import { NodeContext } from "@effect/platform-node"
+import { Layer } from "effect"
+import { Firewall } from "./box/Firewall.js"
+import { ImageStore } from "./box/ImageStore.js"
+import { OrgConfig } from "./config/OrgConfig.js"
+import { Paths } from "./config/Paths.js"
+import { DockerLive } from "./docker/DockerLive.js"
+import { Dialer } from "./gateway/Dialer.js"
+import { GatewayProbe } from "./gateway/GatewayProbe.js"
+import { RunLog } from "./run/RunLog.js"
+import { Vault } from "./vault/Vault.js"
+
+const Base = Layer.mergeAll(NodeContext.layer, Paths.layer, DockerLive, GatewayProbe.layer, Firewall.layer, Dialer.layer)
+
+/** Every live service roster needs, built once and provided at the edge. */
+export const RosterLive = Layer.mergeAll(OrgConfig.layer, RunLog.layer, ImageStore.layer, Vault.layer).pipe(
+  Layer.provideMerge(Base)
+)

@@ -1,0 +1,47 @@
+import { NodeRuntime } from "@effect/platform-node"
+import { Cause, Console, Effect, Exit, Logger, LogLevel } from "effect"
+import { cli } from "./cli/Cli.js"
+import { ExitCode } from "./cli/exit.js"
+import { RosterLive } from "./RosterLive.js"
+
+// runMain turns SIGINT/SIGTERM into interruption (finalizers kill the box, drop the token);
+// remember which one so the process exits 130/143 as a shell expects.
+let signalled: NodeJS.Signals | undefined
+process.once("SIGINT", () => (signalled = "SIGINT"))
+process.once("SIGTERM", () => (signalled = "SIGTERM"))
+
+const plainLogger = Logger.make(({ logLevel, message }) => {
+  const text = Array.isArray(message) ? message.join(" ") : String(message)
+  const prefix = logLevel._tag === "Warning" ? "warning: " : logLevel._tag === "Error" || logLevel._tag === "Fatal" ? "error: " : ""
+  globalThis.console.error(`${prefix}${text}`)
+})
+
+const errorMessage = (e: unknown) =>
+  e instanceof Error ? e.message : typeof e === "object" && e !== null && "message" in e ? String(e.message) : String(e)
+
+const main = cli(process.argv).pipe(
+  Effect.catchAll((e) =>
+    e instanceof ExitCode
+      ? Effect.fail(e)
+      // @effect/cli has printed its own help for a usage error.
+      : typeof e === "object" && e !== null && "_tag" in e && String(e._tag).endsWith("Error") && "error" in e
+      ? Effect.fail(new ExitCode({ code: 1 }))
+      : Console.error(`roster: ${errorMessage(e)}`).pipe(Effect.zipRight(Effect.fail(new ExitCode({ code: 1 }))))
+  ),
+  Effect.provide(Logger.replace(Logger.defaultLogger, plainLogger)),
+  Logger.withMinimumLogLevel(LogLevel.Info),
+  Effect.provide(RosterLive)
+)
+
+NodeRuntime.runMain(main, {
+  disableErrorReporting: true,
+  disablePrettyLogger: true,
+  teardown: (exit, onExit) => {
+    if (Exit.isSuccess(exit)) return onExit(0)
+    if (Cause.isInterruptedOnly(exit.cause)) return onExit(signalled === "SIGTERM" ? 143 : 130)
+    const failure = Cause.failureOption(exit.cause)
+    if (failure._tag === "Some" && failure.value instanceof ExitCode) return onExit(failure.value.code)
+    globalThis.console.error(`roster: unexpected failure\n${Cause.pretty(exit.cause)}`)
+    onExit(70)
+  }
+})

@@ -1,0 +1,24 @@
+import { Duration, Effect, Schema } from "effect"
+
+export class InvalidCeiling extends Schema.TaggedError<InvalidCeiling>()("InvalidCeiling", {
+  value: Schema.String
+}) {
+  override get message() {
+    return `--ceiling wants a positive number of minutes (got ${this.value}), e.g. --ceiling 30`
+  }
+}
+
+export const validateCeiling = (minutes: number) =>
+  Number.isFinite(minutes) && minutes > 0
+    ? Effect.succeed(minutes)
+    : Effect.fail(new InvalidCeiling({ value: String(minutes) }))
+
+// Node timers fire at once past 2^31-1 ms, which would turn a huge ceiling into an instant
+// kill; a sub-second one would race the box's own start. Clamp instead of trusting the caller.
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** Minutes as a wall-clock bound that never throws: NaN and negatives floor to 1 s, huge values cap at ~24.8 days. */
+export const ceilingDuration = (minutes: number): Duration.Duration => {
+  const ms = Number.isNaN(minutes) ? 0 : minutes * 60_000
+  return Duration.millis(Math.min(Math.max(ms, 1000), MAX_TIMER_MS))
+}

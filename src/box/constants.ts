@@ -1,0 +1,30 @@
+/** Fixed facts of the box, shared by the provisioner, the gateway and the tests. */
+export const LOCKDOWN_NETWORK = "roster-locked"
+export const EGRESS_CHAIN = "ROSTER-LOCKED"
+export const SENTINEL = "roster-sentinel-no-real-credential-in-box"
+export const LLM_PROVIDERS = ["anthropic", "openai-codex"] as const
+
+export const LABEL_RUN_ID = "roster.run-id"
+export const LABEL_WORKER = "roster.worker"
+export const LABEL_KIND = "roster.kind"
+
+// Writable run storage binds at fixed container paths, never at the host path, so nothing in
+// the box (pwd, $HOME, a stack trace) reveals the host layout or can name a host path to plant
+// a file at. Read-only mounts sit under the same home for one legible tree.
+export const PIHOME = "/pihome"
+export const WORKSPACE = "/pihome/workspace"
+export const SESSION = "/pihome/session"
+export const AGENT_DIR = "/pihome/agent"
+export const STORE = "/pihome/store"
+export const MNT = "/pihome/mnt"
+export const SELF = "/pihome/self"
+export const CHANNEL = "/pihome/channel"
+export const TASKS_FILE = "/pihome/self/schedule.json"
+export const BOX_CA = "/opt/roster/ca.crt"
+export const BOX_CA_BUNDLE = "/opt/roster/ca-bundle.crt"
+export const BAKED_RUN_PI = "/opt/roster/engine/run-pi"
+/** Where a dev checkout (`[engine] dir`) is mounted read-only. */
+export const MOUNTED_ENGINE = "/opt/roster/checkout"
+
+/** When the host user is root the box still must not be: it runs as this unprivileged id. */
+export const BOX_FALLBACK_UID = 65532

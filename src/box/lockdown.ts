@@ -1,0 +1,165 @@
+import { Effect, Schema } from "effect"
+import type { BoxPolicy } from "../config/schema.js"
+import { Paths } from "../config/Paths.js"
+import { Docker, type DockerError, type NetworkInfo } from "../docker/Docker.js"
+import { GatewayProbe } from "../gateway/GatewayProbe.js"
+import { readGatewayState } from "../gateway/state.js"
+import { EGRESS_CHAIN, LOCKDOWN_NETWORK } from "./constants.js"
+import { Firewall, type FirewallTool } from "./Firewall.js"
+
+export class LockdownError extends Schema.TaggedError<LockdownError>()("LockdownError", {
+  reason: Schema.String
+}) {
+  override get message() {
+    return `refusing to start the box with open egress: ${this.reason}`
+  }
+}
+
+export class GatewayDown extends Schema.TaggedError<GatewayDown>()("GatewayDown", {
+  port: Schema.Number,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `refusing to start the box with open egress: ${this.reason} — start it with: roster server start`
+  }
+}
+
+const ICC = "com.docker.network.bridge.enable_icc"
+
+const networkProblem = (net: NetworkInfo): string | undefined => {
+  if (!net.internal) {
+    return `the existing "${net.name}" docker network is not internal, so boxes could route past the gateway`
+  }
+  if (net.options[ICC] !== "false") {
+    return `the existing "${net.name}" docker network lets boxes reach each other (inter-container traffic is on)`
+  }
+  if (net.subnets.length === 0 || !net.subnets[0]?.gateway) {
+    return `the "${net.name}" docker network has no gateway address for the box to reach roster's gateway on`
+  }
+  return undefined
+}
+
+/**
+ * The `roster-locked` network: an internal bridge (no route off the host at all — a
+ * masquerade-off bridge still forwards box packets with their private source address) with
+ * inter-container traffic off, so a box can reach nothing but the host's bridge address.
+ */
+export const ensureLockedNetwork = Effect.fn("lockdown.ensureLockedNetwork")(function*() {
+  const docker = yield* Docker
+  const existing = yield* docker.networkInspect(LOCKDOWN_NETWORK)
+  const net = existing ?? (yield* docker.networkCreate({
+    name: LOCKDOWN_NETWORK,
+    internal: true,
+    options: {
+      [ICC]: "false",
+      "com.docker.network.bridge.enable_ip_masquerade": "false"
+    },
+    labels: { "roster.network": "locked" }
+  }).pipe(
+    Effect.mapError((e: DockerError) =>
+      new LockdownError({ reason: `the "${LOCKDOWN_NETWORK}" docker network could not be created (${e.detail})` })
+    )
+  ))
+  const problem = networkProblem(net)
+  if (problem) {
+    return yield* Effect.fail(new LockdownError({
+      reason: `${problem}. Remove it and let roster recreate it: docker network rm ${LOCKDOWN_NETWORK}`
+    }))
+  }
+  return net
+})
+
+export const bridgeAddress = (net: NetworkInfo): string => net.subnets[0]?.gateway ?? ""
+export const bridgeInterface = (net: NetworkInfo): string =>
+  net.options["com.docker.network.bridge.name"] ?? `br-${net.id.slice(0, 12)}`
+
+/** The chain's contents, in order: the gateway port first, then drop — order is the whole point. */
+export const egressChainRules = (gatewayPort: number): ReadonlyArray<ReadonlyArray<string>> => [
+  ["-p", "tcp", "--dport", String(gatewayPort), "-j", "ACCEPT"],
+  ["-j", "DROP"]
+]
+
+/** Box traffic to any address of the host itself (not only the bridge's) goes through the chain. */
+export const egressJump = (tool: FirewallTool, net: NetworkInfo): ReadonlyArray<string> => [
+  "INPUT",
+  ...(tool === "iptables" ? ["-s", net.subnets[0]?.subnet ?? ""] : ["-i", bridgeInterface(net)]),
+  "-m", "addrtype", "--dst-type", "LOCAL",
+  "-j", EGRESS_CHAIN
+]
+
+/** Pins box->host traffic to the gateway port, rebuilt each time so it is idempotent; fails closed. */
+export const ensureEgressLockdown = Effect.fn("lockdown.ensureEgressLockdown")(function*(
+  net: NetworkInfo,
+  gatewayPort: number
+) {
+  const fw = yield* Firewall
+  for (const tool of ["iptables", "ip6tables"] as const) {
+    const fail = new LockdownError({
+      reason: `[box] egress_lockdown is on but the ${tool} rules could not be installed for ${LOCKDOWN_NETWORK} ` +
+        `(they need root / CAP_NET_ADMIN and the ${tool} command: apt-get install -y iptables). ` +
+        `Run roster as root, or set egress_lockdown = false in org.toml`
+    })
+    yield* fw.run(tool, ["-N", EGRESS_CHAIN]) // "already exists" is fine
+    if (!(yield* fw.run(tool, ["-F", EGRESS_CHAIN]))) return yield* Effect.fail(fail)
+    for (const rule of egressChainRules(gatewayPort)) {
+      if (!(yield* fw.run(tool, ["-A", EGRESS_CHAIN, ...rule]))) return yield* Effect.fail(fail)
+    }
+    const jump = egressJump(tool, net)
+    if (!(yield* fw.run(tool, ["-C", ...jump])) && !(yield* fw.run(tool, ["-I", ...jump]))) {
+      return yield* Effect.fail(fail)
+    }
+  }
+})
+
+let warnedOpenHost = false
+
+const warnOpenHostOnce = (gatewayPort: number) =>
+  Effect.suspend(() => {
+    if (warnedOpenHost) return Effect.void
+    warnedOpenHost = true
+    return Effect.logWarning(
+      "the box can't reach the internet, but it can reach this host on every port (a local database, " +
+        "a published container port, ssh) — these bypass the gateway. Set `[box] egress_lockdown = true` " +
+        `in org.toml to pin box traffic to the gateway on :${gatewayPort} (needs root for iptables).`
+    )
+  })
+
+export interface Lockdown {
+  readonly network: NetworkInfo
+  readonly gatewayAddress: string
+  readonly gatewayPort: number
+}
+
+/** Everything that must hold before a box may start: the network, this deployment's gateway, the host pinning. */
+export const ensureLockdown = Effect.fn("lockdown.ensureLockdown")(function*(policy: BoxPolicy) {
+  const net = yield* ensureLockedNetwork()
+  const paths = yield* Paths
+  const state = yield* readGatewayState
+  if (!state) {
+    return yield* Effect.fail(new GatewayDown({ port: 0, reason: "the gateway is not running (no state/gateway.json)" }))
+  }
+  const port = state.port
+  // A loopback-only gateway is healthy from the host but unreachable from a box.
+  if (!state.addrs.some((a) => !a.startsWith("127.") && a !== "::1" && a !== "localhost")) {
+    return yield* Effect.fail(new LockdownError({
+      reason: `the gateway is bound to loopback only (${state.addrs.join(", ")}) and boxes cannot reach it. ` +
+        `Restart it with the default addresses: roster server stop && roster server start`
+    }))
+  }
+  const health = yield* (yield* GatewayProbe).health(port)
+  if (!health?.ok) {
+    return yield* Effect.fail(new GatewayDown({ port, reason: `the gateway is not answering on :${port}` }))
+  }
+  // The right port answering is not enough: it must be this deployment's daemon, or the box
+  // would run under another deployment's policy.
+  if (health.config_root !== paths.config) {
+    return yield* Effect.fail(new GatewayDown({
+      port,
+      reason: `the gateway on :${port} belongs to another deployment (config ${health.config_root ?? "unknown"}); ` +
+        `stop that one or set [gateway] port in ${paths.config}/org.toml to a free port`
+    }))
+  }
+  if (policy.egress_lockdown) yield* ensureEgressLockdown(net, port)
+  else yield* warnOpenHostOnce(port)
+  return { network: net, gatewayAddress: bridgeAddress(net), gatewayPort: port } satisfies Lockdown
+})

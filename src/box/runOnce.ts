@@ -1,0 +1,135 @@
+import { Path } from "@effect/platform"
+import { Cause, Console, Effect, Schema } from "effect"
+import { validateWorkerName } from "../config/names.js"
+import { OrgConfig } from "../config/OrgConfig.js"
+import { newRunId } from "../run/runId.js"
+import { RunLog } from "../run/RunLog.js"
+import { readIdentity, readWorkerSettings } from "../worker/workers.js"
+import { ceilingDuration, validateCeiling } from "./ceiling.js"
+import { runContainer } from "./container.js"
+import { compileContext } from "./context.js"
+import { provisionBox } from "./provision.js"
+import { containerSpec } from "./spec.js"
+import { snapshotStore } from "./store.js"
+
+export class BlankPrompt extends Schema.TaggedError<BlankPrompt>()("BlankPrompt", {}) {
+  override get message() {
+    return `worker run needs a prompt, e.g.: roster worker run alice "summarise the notes in my store"`
+  }
+}
+
+export interface RunRequest {
+  readonly worker: string
+  readonly prompt: string
+  /** Minutes; the org's `[box] ceiling_min` when absent. */
+  readonly ceilingMin?: number
+  readonly taskId?: string
+  readonly onStderr?: (chunk: Uint8Array) => Effect.Effect<void>
+}
+
+export interface RunOutcome {
+  readonly runId: string
+  readonly runDir: string
+  readonly endedBy: "exit" | "ceiling"
+  readonly exitCode: number | null
+}
+
+/** The process exit code a CLI reports for a run: 2 at the ceiling, else the box's own (1 if none). */
+export const cliExitCode = (o: Pick<RunOutcome, "endedBy" | "exitCode">) =>
+  o.endedBy === "ceiling" ? 2 : o.exitCode ?? 1
+
+const errorText = (cause: Cause.Cause<unknown>) => {
+  const failure = Cause.failureOption(cause)
+  if (failure._tag === "Some") {
+    const e = failure.value
+    return e instanceof Error ? e.message : String(e)
+  }
+  return Cause.pretty(cause).split("\n")[0] ?? "unknown error"
+}
+
+/**
+ * One pi session in a locked-down box: validate before anything is written, then
+ * run log -> context -> provision -> container (raced against the ceiling) -> store snapshot -> run log.
+ */
+export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
+  yield* validateWorkerName(req.worker)
+  if (req.ceilingMin !== undefined) yield* validateCeiling(req.ceilingMin)
+  if (req.prompt.trim() === "") return yield* Effect.fail(new BlankPrompt())
+  yield* readIdentity(req.worker)
+  const org = yield* (yield* OrgConfig).snapshot
+  const settings = yield* readWorkerSettings(req.worker)
+  const ceilingMin = req.ceilingMin ?? org.box.ceiling_min
+  const path = yield* Path.Path
+  const runLog = yield* RunLog
+
+  const runId = yield* newRunId
+  const taskId = req.taskId ?? null
+  yield* runLog.start({ runId, worker: req.worker, kind: "box", ...(req.taskId ? { taskId: req.taskId } : {}) })
+  const runDir = runLog.runDir(req.worker, runId)
+  let started = false
+
+  const box = Effect.gen(function*() {
+    const context = yield* compileContext({
+      runId,
+      worker: req.worker,
+      surface: "direct-box",
+      prompt: req.prompt,
+      mounts: org.mount.filter((m) => !m.workers || m.workers.includes(req.worker))
+    }, path.join(runDir, "context.json"))
+    const { plan } = yield* provisionBox({
+      worker: req.worker,
+      runId,
+      taskId,
+      kind: "box",
+      ceilingMin,
+      mode: "json",
+      org,
+      settings
+    })
+    const spec = containerSpec({
+      ...plan,
+      piArgs: [
+        "--session-id", context.cache.route_key,
+        "--append-system-prompt", context.system_prompt,
+        context.input_prompt ?? req.prompt
+      ]
+    })
+    yield* runLog.update(req.worker, runId, { container: spec.name, image: spec.Image, ceiling_min: ceilingMin })
+    started = true
+    return yield* runContainer(spec, {
+      stdoutFile: path.join(runDir, "stdout.jsonl"),
+      ceiling: ceilingDuration(ceilingMin),
+      ...(req.onStderr ? { onStderr: req.onStderr } : {})
+    })
+  }).pipe(Effect.scoped)
+
+  // However the box ended, the store gets its snapshot; a failed snapshot is reported, never fatal.
+  const snapshot = Effect.gen(function*() {
+    if (!started) return null
+    const outcome = yield* snapshotStore(req.worker, runId, settings.store.snapshots).pipe(
+      Effect.catchAll((e) => Console.error(`run ${runId}: ${e.message}`).pipe(Effect.as(undefined)))
+    )
+    if (!outcome) return null
+    yield* Console.error(`run ${runId}: store snapshot ${path.basename(outcome.dir)} (${outcome.changes} change${outcome.changes === 1 ? "" : "s"})`)
+    return outcome.dir
+  })
+
+  const end = yield* box.pipe(
+    Effect.onError((cause) =>
+      Effect.gen(function*() {
+        const store_snapshot = yield* snapshot
+        const interrupted = Cause.isInterruptedOnly(cause)
+        yield* runLog.finish(req.worker, runId, {
+          endedBy: interrupted ? "signal" : "error",
+          exitCode: null,
+          ...(interrupted ? {} : { error: errorText(cause) }),
+          extra: { store_snapshot }
+        }).pipe(Effect.ignore)
+        if (interrupted) yield* Console.error(`box ${runId} ended by signal\noutputs: ${runDir}`)
+      }).pipe(Effect.uninterruptible)
+    )
+  )
+  const store_snapshot = yield* snapshot
+  yield* runLog.finish(req.worker, runId, { endedBy: end.endedBy, exitCode: end.exitCode, extra: { store_snapshot } })
+  return { runId, runDir, ...end } satisfies RunOutcome
+})

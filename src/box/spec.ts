@@ -1,0 +1,167 @@
+import type { BoxPolicy, MountRule } from "../config/schema.js"
+import type { ContainerSpec } from "../docker/Docker.js"
+import * as C from "./constants.js"
+import { proxyUrl } from "./identity.js"
+
+export type Engine =
+  | { readonly kind: "baked" }
+  | {
+    readonly kind: "mounted"
+    /** The checkout on the host, mounted read-only at MOUNTED_ENGINE. */
+    readonly hostDir: string
+    /** Container paths (under MOUNTED_ENGINE) of pi's JS entry and each box extension. */
+    readonly entry: string
+    readonly extensions: ReadonlyArray<string>
+  }
+
+export interface HostDirs {
+  readonly pihome: string
+  readonly store: string
+  readonly selfView: string
+  readonly workerConfig: string
+  readonly workerRuns: string
+  readonly journal: string | undefined
+  readonly tasksView: string
+  readonly ca: string
+  readonly caBundle: string
+}
+
+export interface BoxPlan {
+  readonly runId: string
+  readonly worker: string
+  readonly kind: "box" | "task" | "session"
+  readonly taskId: string | null
+  readonly image: string
+  readonly policy: BoxPolicy
+  readonly user: { readonly uid: number; readonly gid: number }
+  readonly gatewayAddress: string
+  readonly gatewayPort: number
+  readonly token: string
+  readonly dirs: HostDirs
+  readonly mounts: ReadonlyArray<MountRule>
+  /** [[expose]] variables whose scope matches this worker. */
+  readonly exposedEnv: ReadonlyArray<string>
+  readonly envKeyOnly: boolean
+  readonly ceilingMin: number | null
+  readonly engine: Engine
+  readonly mode: "json" | "rpc"
+  /** pi's arguments after the mode and session dir (session id, system prompt, prompt). */
+  readonly piArgs: ReadonlyArray<string>
+}
+
+const UNITS: Record<string, number> = { b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }
+
+/** "4g" -> bytes, as docker's --memory reads it. */
+export const parseSize = (text: string): number => {
+  const m = /^(\d+(?:\.\d+)?)([bkmg]?)$/i.exec(text.trim())
+  if (!m) return Number.NaN
+  return Math.floor(Number(m[1]) * (UNITS[(m[2] || "b").toLowerCase()] ?? 1))
+}
+
+export const containerName = (runId: string) => `roster-box-${runId}`
+
+/** The pi command line: the baked wrapper, or node + the checkout's entry with roster's extensions only. */
+export const piCommand = (engine: Engine, mode: "json" | "rpc"): Array<string> =>
+  engine.kind === "baked"
+    ? [C.BAKED_RUN_PI, "--mode", mode]
+    : ["node", engine.entry, "--mode", mode, "--no-extensions", ...engine.extensions.flatMap((e) => ["-e", e])]
+
+const binds = (plan: BoxPlan): Array<string> => {
+  const d = plan.dirs
+  const out = [
+    // The home first, then what nests inside it (the reading order matches the mount order).
+    `${d.pihome}:${C.PIHOME}`,
+    `${d.store}:${C.STORE}`
+  ]
+  for (const m of plan.mounts) {
+    const target = `${C.MNT}/${m.name}`
+    if (m.kind === "dir") out.push(`${m.path}:${target}${m.rw ? "" : ":ro"}`)
+    // A gated repo is provisioned per run as a clone with a read-only origin; without that
+    // machinery it must not fall back to a raw bind of the real repository.
+    else if (!m.gated) out.push(`${m.path}:${target}:ro`)
+  }
+  out.push(`${d.selfView}:${C.SELF}:ro`, `${d.workerConfig}:${C.SELF}/config:ro`, `${d.workerRuns}:${C.SELF}/runs:ro`)
+  if (d.journal) out.push(`${d.journal}:${C.SELF}/journal/journal.jsonl:ro`)
+  out.push(`${d.tasksView}:${C.TASKS_FILE}:ro`, `${d.ca}:${C.BOX_CA}:ro`, `${d.caBundle}:${C.BOX_CA_BUNDLE}:ro`)
+  if (plan.engine.kind === "mounted") out.push(`${plan.engine.hostDir}:${C.MOUNTED_ENGINE}:ro`)
+  return out
+}
+
+const environment = (plan: BoxPlan): Array<string> => {
+  const proxy = proxyUrl(plan.token, plan.gatewayPort)
+  const env = [
+    `HOME=${C.PIHOME}`,
+    `PI_CODING_AGENT_DIR=${C.AGENT_DIR}`,
+    `ROSTER_RUN_ID=${plan.runId}`,
+    `ROSTER_TASKS_FILE=${C.TASKS_FILE}`,
+    `ROSTER_STORE_DIR=${C.STORE}`,
+    `ROSTER_SELF_DIR=${C.SELF}`,
+    "TMPDIR=/tmp",
+    "PI_OFFLINE=1",
+    "PI_SKIP_VERSION_CHECK=1",
+    "PI_TELEMETRY=0"
+  ]
+  if (plan.ceilingMin !== null) env.push(`ROSTER_CEILING_MIN=${plan.ceilingMin}`)
+  if (plan.taskId) env.push(`ROSTER_TASK_ID=${plan.taskId}`)
+  for (const name of plan.exposedEnv) env.push(`${name}=${C.SENTINEL}`)
+  // A host ANTHROPIC_API_KEY is a credential the gateway injects; the box only ever sees the sentinel.
+  if (plan.envKeyOnly) env.push(`ANTHROPIC_API_KEY=${C.SENTINEL}`)
+  for (const k of ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"]) env.push(`${k}=${proxy}`)
+  env.push("NO_PROXY=", "no_proxy=")
+  // git's libcurl waits for a 407 challenge before sending proxy credentials; preemptive Basic
+  // puts the run token on every CONNECT so git runs as the worker, not as an anonymous caller.
+  env.push("GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.proxyAuthMethod", "GIT_CONFIG_VALUE_0=basic")
+  // NODE_EXTRA_CA_CERTS adds to Node's roots; the others replace their tool's roots, so they get
+  // the combined bundle (system roots + roster CA).
+  env.push(`NODE_EXTRA_CA_CERTS=${C.BOX_CA}`)
+  for (const k of ["SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT"]) {
+    env.push(`${k}=${C.BOX_CA_BUNDLE}`)
+  }
+  return env
+}
+
+/** The full create body of one box: hardening, labels, mounts, environment and the pi command. */
+export const containerSpec = (plan: BoxPlan): ContainerSpec => {
+  const p = plan.policy
+  const memory = p.memory ? parseSize(p.memory) : undefined
+  const cpus = p.cpus ? Number(p.cpus) : undefined
+  return {
+    name: containerName(plan.runId),
+    Image: plan.image,
+    Cmd: [...piCommand(plan.engine, plan.mode), "--session-dir", C.SESSION, ...plan.piArgs],
+    Env: environment(plan),
+    Labels: {
+      [C.LABEL_RUN_ID]: plan.runId,
+      [C.LABEL_WORKER]: plan.worker,
+      [C.LABEL_KIND]: plan.kind
+    },
+    User: `${plan.user.uid}:${plan.user.gid}`,
+    WorkingDir: C.WORKSPACE,
+    // json mode reads stdin to EOF before it starts: a one-shot box gets no stdin at all.
+    OpenStdin: plan.mode === "rpc",
+    StdinOnce: plan.mode === "rpc",
+    AttachStdin: plan.mode === "rpc",
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    HostConfig: {
+      AutoRemove: true,
+      NetworkMode: C.LOCKDOWN_NETWORK,
+      ExtraHosts: [`host.docker.internal:${plan.gatewayAddress}`],
+      // Proxied clients hand host names to CONNECT, so the box needs no DNS; a dead resolver
+      // closes the exfiltration path Docker's embedded one would leave open.
+      Dns: ["127.0.0.1"],
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges"],
+      ...(p.pids_limit > 0 ? { PidsLimit: p.pids_limit } : {}),
+      ...(memory !== undefined && Number.isFinite(memory) ? { Memory: memory } : {}),
+      ...(cpus !== undefined && Number.isFinite(cpus) ? { NanoCpus: Math.round(cpus * 1e9) } : {}),
+      Tmpfs: { "/tmp": `rw,nosuid,nodev,size=${parseSize(p.tmp_size)},mode=1777` },
+      Binds: binds(plan)
+    }
+  }
+}
+
+/** Does a `scope` list admit this subject? "org/*" is every worker; "org" only host-side callers. */
+export const scopeAdmits = (scope: ReadonlyArray<string>, subject: string) =>
+  scope.some((s) => s === subject || (s === "org/*" && subject.startsWith("org/")))

@@ -1,0 +1,17 @@
+import { Command } from "@effect/cli"
+import { VERSION } from "../version.js"
+import { boxCommand } from "./boxCommand.js"
+import { initCommand } from "./initCommand.js"
+import { runsCommand } from "./runsCommand.js"
+import { serverCommand } from "./serverCommand.js"
+import { workerCommand } from "./workerCommand.js"
+
+const roster = Command.make("roster").pipe(
+  Command.withDescription(
+    "Run AI workers (the pi coding agent) in locked-down Docker boxes whose only way out is roster's gateway. " +
+      "Start with: roster init"
+  ),
+  Command.withSubcommands([initCommand, workerCommand, serverCommand, runsCommand, boxCommand])
+)
+
+export const cli = Command.run(roster, { name: "roster", version: VERSION })

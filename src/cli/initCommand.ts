@@ -1,0 +1,43 @@
+import { Command, Options } from "@effect/cli"
+import { FileSystem } from "@effect/platform"
+import { Console, Effect } from "effect"
+import { validateWorkerName } from "../config/names.js"
+import { Paths, layout } from "../config/Paths.js"
+import { ORG_TEMPLATE } from "../config/template.js"
+import { writeAtomic } from "../fs/files.js"
+import { addWorker } from "../worker/workers.js"
+
+const worker = Options.text("worker").pipe(
+  Options.withDefault("alice"),
+  Options.withDescription("name of the first worker to create (a-z, 0-9, -)")
+)
+
+export const initCommand = Command.make("init", { worker }, ({ worker }) =>
+  Effect.gen(function*() {
+    yield* validateWorkerName(worker)
+    const fs = yield* FileSystem.FileSystem
+    const paths = yield* Paths
+    const files = layout(paths)
+    for (const dir of [paths.config, paths.data, paths.state]) yield* fs.makeDirectory(dir, { recursive: true })
+    yield* fs.makeDirectory(files.vaultDir, { recursive: true, mode: 0o700 })
+    yield* fs.chmod(files.vaultDir, 0o700)
+    if (yield* fs.exists(files.orgToml)) {
+      yield* Console.log(`kept     ${files.orgToml} (already there)`)
+    } else {
+      yield* writeAtomic(files.orgToml, ORG_TEMPLATE)
+      yield* Console.log(`created  ${files.orgToml}`)
+    }
+    if (yield* fs.exists(files.identityMd(worker))) {
+      yield* Console.log(`kept     worker ${worker} (already there)`)
+    } else {
+      yield* addWorker(worker)
+      yield* Console.log(`created  worker ${worker}: ${files.identityMd(worker)}`)
+    }
+    yield* Console.log(
+      `\nnext:\n  roster server start                    # the gateway every box talks through\n` +
+        `  roster box build                       # the box image (once)\n` +
+        `  roster worker run ${worker} "say hello"`
+    )
+  })).pipe(Command.withDescription(
+    "Create roster's config, data and state folders, a commented org.toml with safe defaults, and a first worker. Never overwrites."
+  ))

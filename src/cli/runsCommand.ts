@@ -1,0 +1,63 @@
+import { Args, Command, Options } from "@effect/cli"
+import { FileSystem, Path } from "@effect/platform"
+import { Console, Effect, Schema } from "effect"
+import { Paths, layout } from "../config/Paths.js"
+import type { RunRecord } from "../run/RunLog.js"
+import { findRun, listRuns } from "./runsQuery.js"
+
+const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
+
+export class UnknownRun extends Schema.TaggedError<UnknownRun>()("UnknownRun", { runId: Schema.String }) {
+  override get message() {
+    return `no run ${this.runId} — list runs with: roster runs list`
+  }
+}
+
+const line = (r: RunRecord) =>
+  `${r.run_id}  ${r.worker.padEnd(12)} ${r.kind.padEnd(7)} ${(r.ended_by ?? "running").padEnd(8)} exit ${r.exit_code ?? "-"}${r.error ? `  ${r.error.split("\n")[0]}` : ""}`
+
+const list = Command.make("list", {
+  json,
+  worker: Options.text("worker").pipe(Options.optional, Options.withDescription("only this worker's runs")),
+  limit: Options.integer("limit").pipe(Options.withDefault(20), Options.withDescription("how many (newest first)"))
+}, ({ json, limit, worker }) =>
+  Effect.gen(function*() {
+    const runs = (yield* listRuns(worker)).slice(0, Math.max(0, limit))
+    if (json) return yield* Console.log(JSON.stringify(runs, null, 2))
+    if (runs.length === 0) return yield* Console.log("no runs yet")
+    for (const r of runs) yield* Console.log(line(r))
+  })).pipe(Command.withDescription("List runs, newest first."))
+
+const show = Command.make("show", {
+  json,
+  runId: Args.text({ name: "run-id" }).pipe(Args.withDescription("a run id from roster runs list"))
+}, ({ json, runId }) =>
+  Effect.gen(function*() {
+    const run = yield* findRun(runId)
+    if (!run) return yield* Effect.fail(new UnknownRun({ runId }))
+    const dir = layout(yield* Paths).runDir(run.worker, run.run_id)
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const transcript = path.join(dir, "stdout.jsonl")
+    const lines = yield* fs.readFileString(transcript).pipe(
+      Effect.map((t) => t.split("\n").filter((l) => l.trim() !== "").length),
+      Effect.orElseSucceed(() => 0)
+    )
+    if (json) return yield* Console.log(JSON.stringify({ ...run, dir, transcript_lines: lines }, null, 2))
+    yield* Console.log(`run ${run.run_id}`)
+    yield* Console.log(`  worker:    ${run.worker} (${run.kind}${run.task_id ? `, task ${run.task_id}` : ""})`)
+    yield* Console.log(`  started:   ${run.started_at}`)
+    yield* Console.log(`  finished:  ${run.finished_at ?? "(still running, or the runner died)"}`)
+    yield* Console.log(`  ended by:  ${run.ended_by ?? "-"}   exit code: ${run.exit_code ?? "-"}`)
+    if (run.error) yield* Console.log(`  error:     ${run.error}`)
+    if (run.ceiling_min !== undefined) yield* Console.log(`  ceiling:   ${run.ceiling_min} min`)
+    if (run.store_snapshot) yield* Console.log(`  snapshot:  ${run.store_snapshot}`)
+    yield* Console.log(`  outputs:   ${dir}`)
+    yield* Console.log(`  transcript: ${transcript} (${lines} lines)`)
+  })).pipe(Command.withDescription("Show one run: how it ended, its error, where its outputs are."))
+
+export const runsCommand = Command.make("runs").pipe(
+  Command.withDescription("Look at past runs."),
+  Command.withSubcommands([list, show])
+)
+

@@ -1,0 +1,118 @@
+import { Command, Options } from "@effect/cli"
+import { FileSystem } from "@effect/platform"
+import { Console, Effect, Schedule, Schema } from "effect"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import { Paths, layout } from "../config/Paths.js"
+import { runDaemon } from "../gateway/daemon.js"
+import { GatewayProbe } from "../gateway/GatewayProbe.js"
+import { readGatewayState } from "../gateway/state.js"
+import { OrgConfig } from "../config/OrgConfig.js"
+
+export class ServerError extends Schema.TaggedError<ServerError>()("ServerError", { detail: Schema.String }) {
+  override get message() {
+    return this.detail
+  }
+}
+
+const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The running daemon of this deployment, if any: state file, live pid, and a health answer naming our config. */
+const current = Effect.gen(function*() {
+  const state = yield* readGatewayState
+  if (!state || !alive(state.pid)) return undefined
+  const health = yield* (yield* GatewayProbe).health(state.port)
+  const paths = yield* Paths
+  return { state, healthy: health?.ok === true && health.config_root === paths.config }
+})
+
+const start = Command.make("start", {
+  foreground: Options.boolean("foreground").pipe(Options.withDescription("stay in the foreground (logs to the terminal; Ctrl-C stops)"))
+}, ({ foreground }) =>
+  Effect.gen(function*() {
+    if (foreground) return yield* runDaemon().pipe(Effect.scoped)
+    // Validate before detaching, so a bad org.toml is reported here and not only in a log.
+    yield* (yield* OrgConfig).snapshot
+    const running = yield* current
+    if (running?.healthy) {
+      return yield* Console.log(`roster server already running (pid ${running.state.pid}) on ${running.state.addrs.map((a) => `${a}:${running.state.port}`).join(", ")}`)
+    }
+    const files = layout(yield* Paths)
+    const fsx = yield* FileSystem.FileSystem
+    yield* fsx.makeDirectory(files.gatewayJson.replace(/\/[^/]+$/, ""), { recursive: true })
+    const log = fs.openSync(files.gatewayLog, "a", 0o600)
+    const script = process.argv[1] ?? ""
+    const child = spawn(process.execPath, [...process.execArgv, script, "server", "start", "--foreground"], {
+      detached: true,
+      stdio: ["ignore", log, log],
+      env: process.env
+    })
+    fs.closeSync(log)
+    child.unref()
+    const pid = child.pid ?? -1
+    const up = yield* Effect.gen(function*() {
+      const s = yield* readGatewayState
+      if (!alive(pid)) return "died" as const
+      if (s?.pid !== pid) return yield* Effect.fail("starting" as const)
+      const health = yield* (yield* GatewayProbe).health(s.port)
+      return health?.ok ? "up" as const : yield* Effect.fail("starting" as const)
+    }).pipe(
+      Effect.retry(Schedule.spaced("200 millis").pipe(Schedule.upTo("30 seconds"))),
+      Effect.orElseSucceed(() => "timeout" as const)
+    )
+    if (up !== "up") {
+      const tail = fs.existsSync(files.gatewayLog) ? fs.readFileSync(files.gatewayLog, "utf8").trimEnd().split("\n").slice(-8).join("\n") : ""
+      return yield* Effect.fail(new ServerError({
+        detail: `the roster server did not come up (${up === "died" ? "it exited" : "no answer in 30 s"}). Last lines of ${files.gatewayLog}:\n${tail}`
+      }))
+    }
+    const s = yield* readGatewayState
+    yield* Console.log(`roster server started (pid ${pid}) on ${s?.addrs.map((a) => `${a}:${s.port}`).join(", ")}`)
+    yield* Console.log(`log: ${files.gatewayLog}`)
+  })).pipe(Command.withDescription(
+    "Start the daemon: the gateway every box talks through (default :7300 on loopback and the roster-locked bridge). " +
+      "Detaches and prints where its log is; --foreground stays."
+  ))
+
+const stop = Command.make("stop", {}, () =>
+  Effect.gen(function*() {
+    const state = yield* readGatewayState
+    if (!state || !alive(state.pid)) return yield* Console.log("roster server is not running")
+    process.kill(state.pid, "SIGTERM")
+    const gone = yield* Effect.suspend(() => (alive(state.pid) ? Effect.fail("alive") : Effect.succeed(true))).pipe(
+      Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo("10 seconds"))),
+      Effect.orElseSucceed(() => false)
+    )
+    if (!gone) {
+      return yield* Effect.fail(new ServerError({ detail: `the roster server (pid ${state.pid}) did not stop in 10 s — kill it: kill -9 ${state.pid}` }))
+    }
+    yield* Console.log(`roster server stopped (pid ${state.pid})`)
+  })).pipe(Command.withDescription("Stop the daemon of this deployment."))
+
+const status = Command.make("status", { json }, ({ json }) =>
+  Effect.gen(function*() {
+    const running = yield* current
+    if (json) {
+      return yield* Console.log(JSON.stringify(running ? { running: true, healthy: running.healthy, ...running.state } : { running: false }))
+    }
+    if (!running) return yield* Console.log("roster server is not running — start it: roster server start")
+    const s = running.state
+    yield* Console.log(`roster server ${running.healthy ? "running" : "NOT ANSWERING"} (pid ${s.pid}, version ${s.version})`)
+    yield* Console.log(`listening: ${s.addrs.map((a) => `${a}:${s.port}`).join(", ")}`)
+    yield* Console.log(`config: ${s.config_root}`)
+    if (s.log) yield* Console.log(`log: ${s.log}`)
+  })).pipe(Command.withDescription("Is the daemon running, where, and is it healthy?"))
+
+export const serverCommand = Command.make("server").pipe(
+  Command.withDescription("The roster daemon (the gateway; later the supervisor)."),
+  Command.withSubcommands([start, stop, status])
+)

@@ -1,0 +1,78 @@
+import { Args, Command, Options } from "@effect/cli"
+import { FileSystem } from "@effect/platform"
+import { Console, Effect, Option } from "effect"
+import { cliExitCode, runOnce } from "../box/runOnce.js"
+import { validateWorkerName } from "../config/names.js"
+import { Paths, layout } from "../config/Paths.js"
+import { addWorker, listWorkers, readIdentity, readWorkerSettings } from "../worker/workers.js"
+import { ExitCode } from "./exit.js"
+import { listRuns } from "./runsQuery.js"
+
+const workerArg = Args.text({ name: "worker" }).pipe(Args.withDescription("the worker's name"))
+const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
+
+const add = Command.make("add", {
+  worker: workerArg,
+  identity: Options.file("identity", { exists: "yes" }).pipe(
+    Options.optional,
+    Options.withDescription("a Markdown file to use as the worker's identity.md (default: a short starter)")
+  )
+}, ({ identity, worker }) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const text = Option.isSome(identity) ? yield* fs.readFileString(identity.value) : undefined
+    const dir = yield* addWorker(worker, text)
+    yield* Console.log(`created worker ${worker}: ${dir}\nedit its identity.md to say who it is; run it with: roster worker run ${worker} "..."`)
+  })).pipe(Command.withDescription("Add a worker: workers/<name>/identity.md (who it is) and worker.toml (model, snapshots)."))
+
+const list = Command.make("list", { json }, ({ json }) =>
+  Effect.gen(function*() {
+    const names = yield* listWorkers
+    if (json) return yield* Console.log(JSON.stringify(names))
+    if (names.length === 0) return yield* Console.log("no workers yet — add one: roster worker add alice")
+    for (const n of names) yield* Console.log(n)
+  })).pipe(Command.withDescription("List the workers."))
+
+const show = Command.make("show", { worker: workerArg, json }, ({ json, worker }) =>
+  Effect.gen(function*() {
+    const identity = yield* readIdentity(worker)
+    const settings = yield* readWorkerSettings(worker)
+    const runs = (yield* listRuns(Option.some(worker))).slice(0, 5)
+    const dir = layout(yield* Paths).workerDir(worker)
+    if (json) return yield* Console.log(JSON.stringify({ worker, dir, identity, settings, recent_runs: runs }, null, 2))
+    yield* Console.log(`worker ${worker}  (${dir})`)
+    yield* Console.log(`model: ${settings.model ?? "(pi's default)"}  thinking: ${settings.thinking ?? "(default)"}  store snapshots kept: ${settings.store.snapshots}`)
+    yield* Console.log(`\n${identity.trimEnd()}\n`)
+    yield* Console.log(runs.length === 0 ? "no runs yet" : "recent runs:")
+    for (const r of runs) yield* Console.log(`  ${r.run_id}  ${r.ended_by ?? "running"}  exit ${r.exit_code ?? "-"}`)
+  })).pipe(Command.withDescription("Show a worker's identity, settings and recent runs."))
+
+const run = Command.make("run", {
+  worker: workerArg,
+  ceiling: Options.float("ceiling").pipe(
+    Options.optional,
+    Options.withDescription("minutes before the box is killed (default: [box] ceiling_min in org.toml)")
+  ),
+  prompt: Args.text({ name: "prompt" }).pipe(Args.atLeast(1), Args.withDescription("what the worker should do"))
+}, ({ ceiling, prompt, worker }) =>
+  Effect.gen(function*() {
+    yield* validateWorkerName(worker)
+    const outcome = yield* runOnce({
+      worker,
+      prompt: prompt.join(" "),
+      ...(Option.isSome(ceiling) ? { ceilingMin: ceiling.value } : {}),
+      onStderr: (chunk) => Effect.sync(() => void process.stderr.write(chunk))
+    })
+    yield* Console.log(`box ${outcome.runId} ended by ${outcome.endedBy} (exit code ${outcome.exitCode ?? "none"})`)
+    yield* Console.log(`outputs: ${outcome.runDir}`)
+    const code = cliExitCode(outcome)
+    if (code !== 0) return yield* Effect.fail(new ExitCode({ code }))
+  })).pipe(Command.withDescription(
+    "Run one pi session for a worker in a locked-down box. Prints how the box ended and where its outputs are. " +
+      "Exit code: the box's own; 2 when the ceiling killed it; 130/143 on Ctrl-C/SIGTERM (the box is killed too)."
+  ))
+
+export const workerCommand = Command.make("worker").pipe(
+  Command.withDescription("Manage workers and run them in boxes."),
+  Command.withSubcommands([add, list, show, run])
+)

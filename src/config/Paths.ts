@@ -1,0 +1,73 @@
+import { Context, Effect, Layer } from "effect"
+import * as os from "node:os"
+import * as path from "node:path"
+
+/** The three roots roster keeps its files under, plus the host user's home (for ~/.pi). */
+export interface RosterPaths {
+  readonly config: string
+  readonly data: string
+  readonly state: string
+  readonly home: string
+}
+
+export class Paths extends Context.Tag("roster/Paths")<Paths, RosterPaths>() {
+  /** `ROSTER_HOME=/x` puts everything under /x/{config,data,state}; otherwise XDG. */
+  static fromEnv(env: NodeJS.ProcessEnv = process.env): RosterPaths {
+    const home = env.HOME && env.HOME.length > 0 ? env.HOME : os.homedir()
+    const rosterHome = env.ROSTER_HOME
+    if (rosterHome && rosterHome.length > 0) {
+      const root = path.resolve(rosterHome)
+      return {
+        config: path.join(root, "config"),
+        data: path.join(root, "data"),
+        state: path.join(root, "state"),
+        home
+      }
+    }
+    const xdg = (name: string, fallback: string) => {
+      const value = env[name]
+      return value && path.isAbsolute(value) ? value : path.join(home, fallback)
+    }
+    return {
+      config: path.join(xdg("XDG_CONFIG_HOME", ".config"), "roster"),
+      data: path.join(xdg("XDG_DATA_HOME", ".local/share"), "roster"),
+      state: path.join(xdg("XDG_STATE_HOME", ".local/state"), "roster"),
+      home
+    }
+  }
+
+  static readonly layer = Layer.sync(Paths, () => Paths.fromEnv())
+  static readonly layerAt = (paths: RosterPaths) => Layer.succeed(Paths, paths)
+}
+
+/** Where each file lives; pure so both the CLI and the gateway agree without a service call. */
+export const layout = (p: RosterPaths) => ({
+  orgToml: path.join(p.config, "org.toml"),
+  workersDir: path.join(p.config, "workers"),
+  workerDir: (worker: string) => path.join(p.config, "workers", worker),
+  identityMd: (worker: string) => path.join(p.config, "workers", worker, "identity.md"),
+  workerToml: (worker: string) => path.join(p.config, "workers", worker, "worker.toml"),
+  runsDir: path.join(p.data, "runs"),
+  workerRunsDir: (worker: string) => path.join(p.data, "runs", worker),
+  runDir: (worker: string, runId: string) => path.join(p.data, "runs", worker, runId),
+  storeDir: (worker: string) => path.join(p.data, "stores", worker),
+  snapshotsDir: (worker: string) => path.join(p.data, "stores", ".snapshots", worker),
+  journalFile: (worker: string) => path.join(p.data, "journal", `${worker}.jsonl`),
+  tasksView: (worker: string) => path.join(p.data, "tasks", `${worker}.json`),
+  vaultDir: path.join(p.data, "vault"),
+  gatewayJson: path.join(p.state, "gateway.json"),
+  gatewayLog: path.join(p.state, "gateway.log"),
+  caDir: path.join(p.state, "ca"),
+  caCert: path.join(p.state, "ca", "ca.crt"),
+  caKey: path.join(p.state, "ca", "ca.key"),
+  caBundle: path.join(p.state, "ca", "ca-bundle.crt"),
+  identityDir: path.join(p.state, "identity"),
+  imagePulls: path.join(p.state, "image-pulls.json"),
+  auditDir: path.join(p.state, "audit"),
+  hostPiAuth: path.join(p.home, ".pi", "agent", "auth.json"),
+  hostPiSettings: path.join(p.home, ".pi", "agent", "settings.json")
+})
+
+export type Layout = ReturnType<typeof layout>
+
+export const Layout = Effect.map(Paths, layout)

@@ -1,0 +1,20 @@
+import { Effect, Schema } from "effect"
+
+const WORKER_NAME = /^[a-z][a-z0-9-]{0,31}$/
+
+export class InvalidWorkerName extends Schema.TaggedError<InvalidWorkerName>()("InvalidWorkerName", {
+  name: Schema.String
+}) {
+  override get message() {
+    return `"${this.name}" is not a worker name: use 1-32 characters of a-z, 0-9 and "-", starting with a letter (e.g. "alice")`
+  }
+}
+
+export const isWorkerName = (name: string): boolean => WORKER_NAME.test(name)
+
+/** Checked before any file or Docker call, so a name can never become a path or a label it shouldn't. */
+export const validateWorkerName = (name: string) =>
+  isWorkerName(name) ? Effect.succeed(name) : Effect.fail(new InvalidWorkerName({ name }))
+
+const RUN_ID = /^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9a-f]{8}$/
+export const isRunId = (id: string): boolean => RUN_ID.test(id)

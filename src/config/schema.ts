@@ -1,0 +1,100 @@
+import { Schema } from "effect"
+
+const Port = Schema.Int.pipe(Schema.between(1, 65535))
+const Minutes = Schema.Number.pipe(Schema.finite(), Schema.positive())
+const Scope = Schema.Array(Schema.String.pipe(Schema.pattern(/^org(\/(\*|[a-z][a-z0-9-]{0,31}))?$/, {
+  message: () => `a scope entry is "org", "org/*" or "org/<worker>"`
+})))
+const Host = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9.*:[\]-]+$/, {
+  message: () => "a host is a bare name or address, without scheme, path or port"
+}))
+
+export const EngineSection = Schema.Struct({
+  image: Schema.optionalWith(Schema.NonEmptyString, { default: () => "roster-box:1" }),
+  dir: Schema.optional(Schema.NonEmptyString)
+})
+
+export const BoxSection = Schema.Struct({
+  pids_limit: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 512 }),
+  memory: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d+(\.\d+)?[bkmg]?$/i, {
+    message: () => `memory is a size such as "4g" or "512m"`
+  }))),
+  cpus: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d+(\.\d+)?$/, {
+    message: () => `cpus is a number of cores such as "2" or "1.5"`
+  }))),
+  egress_lockdown: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  ceiling_min: Schema.optionalWith(Minutes, { default: () => 30 }),
+  session_ceiling_min: Schema.optionalWith(Minutes, { default: () => 240 }),
+  turn_ceiling_min: Schema.optionalWith(Minutes, { default: () => 30 }),
+  idle_secs: Schema.optionalWith(Schema.Number.pipe(Schema.finite(), Schema.positive()), { default: () => 600 }),
+  tmp_size: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^\d+[kmg]?$/i)), { default: () => "2g" })
+})
+
+export const GatewaySection = Schema.Struct({
+  port: Schema.optionalWith(Port, { default: () => 7300 })
+})
+
+export const Grant = Schema.Struct({
+  name: Schema.NonEmptyString,
+  hosts: Schema.NonEmptyArray(Host),
+  scope: Scope,
+  credential: Schema.NonEmptyString,
+  ports: Schema.optional(Schema.Array(Port))
+})
+
+export const Allow = Schema.Struct({
+  hosts: Schema.NonEmptyArray(Host),
+  scope: Scope,
+  ports: Schema.optional(Schema.Array(Port))
+})
+
+export const Expose = Schema.Struct({
+  env: Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: () => "env is a variable name" })),
+  credential: Schema.NonEmptyString,
+  scope: Scope
+})
+
+export const Route = Schema.Struct({
+  host: Host,
+  upstream: Schema.String.pipe(Schema.pattern(/^https?:\/\/[^/\s]+\/?$/, {
+    message: () => `upstream is "http://host:port" or "https://host:port"`
+  }))
+})
+
+export const Mount = Schema.Struct({
+  name: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/, {
+    message: () => "a mount name is lower-case letters, digits, '.', '_' or '-'"
+  })),
+  path: Schema.String.pipe(Schema.filter((p) => p.startsWith("/") || "path must be absolute")),
+  kind: Schema.optionalWith(Schema.Literal("dir", "repo"), { default: () => "dir" as const }),
+  rw: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  gated: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  workers: Schema.optional(Schema.Array(Schema.String))
+})
+
+export const OrgSchema = Schema.Struct({
+  engine: Schema.optionalWith(EngineSection, { default: () => ({ image: "roster-box:1" }) }),
+  box: Schema.optionalWith(BoxSection, { default: () => Schema.decodeSync(BoxSection)({}) }),
+  gateway: Schema.optionalWith(GatewaySection, { default: () => ({ port: 7300 }) }),
+  grant: Schema.optionalWith(Schema.Array(Grant), { default: () => [] }),
+  allow: Schema.optionalWith(Schema.Array(Allow), { default: () => [] }),
+  expose: Schema.optionalWith(Schema.Array(Expose), { default: () => [] }),
+  route: Schema.optionalWith(Schema.Array(Route), { default: () => [] }),
+  mount: Schema.optionalWith(Schema.Array(Mount), { default: () => [] })
+})
+
+export type Org = typeof OrgSchema.Type
+export type BoxPolicy = Org["box"]
+export type AllowRule = typeof Allow.Type
+export type GrantRule = typeof Grant.Type
+export type MountRule = typeof Mount.Type
+
+export const WorkerSchema = Schema.Struct({
+  model: Schema.optional(Schema.NonEmptyString),
+  thinking: Schema.optional(Schema.Literal("off", "minimal", "low", "medium", "high", "xhigh", "max")),
+  store: Schema.optionalWith(
+    Schema.Struct({ snapshots: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 1000)), { default: () => 5 }) }),
+    { default: () => ({ snapshots: 5 }) }
+  )
+})
+export type WorkerSettings = typeof WorkerSchema.Type

@@ -1,0 +1,130 @@
+import { Context, Effect, Schema, Scope, Stream } from "effect"
+
+/** The subset of the Engine API's container-create body roster uses (field names as the API spells them). */
+export interface ContainerSpec {
+  readonly name: string
+  readonly Image: string
+  readonly Cmd: ReadonlyArray<string>
+  readonly Entrypoint?: ReadonlyArray<string>
+  readonly Env: ReadonlyArray<string>
+  readonly Labels: Readonly<Record<string, string>>
+  readonly User: string
+  readonly WorkingDir: string
+  readonly OpenStdin: boolean
+  readonly StdinOnce: boolean
+  readonly AttachStdin: boolean
+  readonly AttachStdout: boolean
+  readonly AttachStderr: boolean
+  readonly Tty: false
+  readonly HostConfig: {
+    readonly AutoRemove: boolean
+    readonly NetworkMode: string
+    readonly ExtraHosts: ReadonlyArray<string>
+    readonly Dns: ReadonlyArray<string>
+    readonly CapDrop: ReadonlyArray<string>
+    readonly SecurityOpt: ReadonlyArray<string>
+    readonly PidsLimit?: number
+    readonly Memory?: number
+    readonly NanoCpus?: number
+    readonly Tmpfs: Readonly<Record<string, string>>
+    readonly Binds: ReadonlyArray<string>
+    readonly Init?: boolean
+  }
+}
+
+export interface NetworkInfo {
+  readonly id: string
+  readonly name: string
+  readonly driver: string
+  readonly internal: boolean
+  readonly options: Readonly<Record<string, string>>
+  readonly subnets: ReadonlyArray<{ readonly subnet: string; readonly gateway: string }>
+}
+
+export interface NetworkSpec {
+  readonly name: string
+  readonly internal: boolean
+  readonly options: Readonly<Record<string, string>>
+  readonly labels: Readonly<Record<string, string>>
+}
+
+export interface ImageInfo {
+  readonly id: string
+  readonly created: string
+  readonly labels: Readonly<Record<string, string>>
+}
+
+export interface ContainerSummary {
+  readonly id: string
+  readonly names: ReadonlyArray<string>
+  readonly state: string
+  readonly labels: Readonly<Record<string, string>>
+}
+
+/** The box's output, demultiplexed. Both streams end when the container's output does. */
+export interface Attached {
+  readonly stdout: Stream.Stream<Uint8Array, DockerError>
+  readonly stderr: Stream.Stream<Uint8Array, DockerError>
+  /** Writes to the box's stdin (only when created with OpenStdin); `closeStdin` sends EOF. */
+  readonly write: (chunk: string) => Effect.Effect<void, DockerError>
+  readonly closeStdin: Effect.Effect<void>
+}
+
+export interface PullProgress {
+  readonly status: string
+  readonly id?: string
+  readonly progress?: string
+}
+
+export class DockerError extends Schema.TaggedError<DockerError>()("DockerError", {
+  operation: Schema.String,
+  detail: Schema.String,
+  statusCode: Schema.optional(Schema.Number)
+}) {
+  override get message() {
+    return `docker ${this.operation} failed: ${this.detail}`
+  }
+}
+
+export class DockerUnavailable extends Schema.TaggedError<DockerUnavailable>()("DockerUnavailable", {
+  detail: Schema.String
+}) {
+  override get message() {
+    return `the Docker engine is not answering (${this.detail}). Start it (sudo systemctl start docker, or dockerd &) ` +
+      `or point DOCKER_HOST at it; on Debian: sudo apt-get install -y docker.io`
+  }
+}
+
+/** The Engine API, as roster needs it. Live: dockerode. Test: a scripted fake that records every call. */
+export interface DockerApi {
+  readonly ping: Effect.Effect<void, DockerUnavailable>
+  readonly networkInspect: (name: string) => Effect.Effect<NetworkInfo | undefined, DockerError>
+  readonly networkCreate: (spec: NetworkSpec) => Effect.Effect<NetworkInfo, DockerError>
+  readonly imageInspect: (ref: string) => Effect.Effect<ImageInfo | undefined, DockerError>
+  readonly imagePull: (ref: string, onProgress: (p: PullProgress) => void) => Effect.Effect<void, DockerError>
+  /** Builds an image from a folder (the files listed, Dockerfile among them), streaming build output lines. */
+  readonly imageBuild: (
+    contextDir: string,
+    files: ReadonlyArray<string>,
+    tag: string,
+    onLine: (line: string) => void,
+    labels?: Readonly<Record<string, string>>
+  ) => Effect.Effect<void, DockerError>
+  readonly containerCreate: (spec: ContainerSpec) => Effect.Effect<string, DockerError>
+  /** Attached before start so no byte of output is lost; the attachment ends with the scope. */
+  readonly containerAttach: (id: string) => Effect.Effect<Attached, DockerError, Scope.Scope>
+  /**
+   * Registers a wait for the container's next exit and succeeds once the engine has it armed;
+   * the inner effect then yields the exit code. Armed before start, so an AutoRemove box that
+   * exits at once still reports its code.
+   */
+  readonly containerWait: (id: string) => Effect.Effect<Effect.Effect<number, DockerError>, DockerError>
+  readonly containerStart: (id: string) => Effect.Effect<void, DockerError>
+  /** Kills a running container; a container already gone is not an error (false). */
+  readonly containerKill: (id: string, signal?: string) => Effect.Effect<boolean, DockerError>
+  /** Force-removes; a container already gone is not an error. */
+  readonly containerRemove: (id: string) => Effect.Effect<void, DockerError>
+  readonly containerList: (labels: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ContainerSummary>, DockerError>
+}
+
+export class Docker extends Context.Tag("roster/Docker")<Docker, DockerApi>() {}

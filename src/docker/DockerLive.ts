@@ -1,0 +1,225 @@
+import Dockerode from "dockerode"
+import { Effect, Layer } from "effect"
+import * as NodeStream from "@effect/platform-node/NodeStream"
+import { PassThrough, type Readable } from "node:stream"
+import type { Duplex } from "node:stream"
+import {
+  type Attached,
+  type ContainerSpec,
+  Docker,
+  type DockerApi,
+  DockerError,
+  DockerUnavailable,
+  type NetworkInfo,
+  type PullProgress
+} from "./Docker.js"
+
+interface EngineError {
+  readonly statusCode?: number
+  readonly message?: string
+  readonly json?: { readonly message?: string }
+}
+
+const describe = (cause: unknown): { detail: string; statusCode?: number } => {
+  const e = cause as EngineError
+  const detail = e?.json?.message ?? e?.message ?? String(cause)
+  return typeof e?.statusCode === "number" ? { detail, statusCode: e.statusCode } : { detail }
+}
+
+const call = <A>(operation: string, f: (signal: AbortSignal) => Promise<A>) =>
+  Effect.tryPromise({
+    try: f,
+    catch: (cause) => new DockerError({ operation, ...describe(cause) })
+  })
+
+/** 404 (gone) and 304/409 (not running) are answers, not failures, for the calls that use this. */
+const absent = (e: DockerError) => e.statusCode === 404 || e.statusCode === 409 || e.statusCode === 304
+
+const toNetworkInfo = (raw: Dockerode.NetworkInspectInfo): NetworkInfo => ({
+  id: raw.Id,
+  name: raw.Name,
+  driver: raw.Driver,
+  internal: raw.Internal === true,
+  options: raw.Options ?? {},
+  subnets: (raw.IPAM?.Config ?? []).map((c) => ({ subnet: c.Subnet ?? "", gateway: c.Gateway ?? "" }))
+})
+
+export const makeDockerApi = (engine: Dockerode): DockerApi => {
+  const modem = engine.modem as unknown as {
+    dial: (opts: object, cb: (err: unknown, res: Readable) => void) => void
+    demuxStream: (src: Readable, out: PassThrough, err: PassThrough) => void
+    followProgress: (s: Readable, done: (e: unknown) => void, progress: (p: PullProgress) => void) => void
+  }
+
+  const networkInspect = (name: string) =>
+    call("network inspect", () => engine.getNetwork(name).inspect()).pipe(
+      Effect.map((raw) => toNetworkInfo(raw as Dockerode.NetworkInspectInfo)),
+      Effect.catchIf((e) => e.statusCode === 404, () => Effect.succeed(undefined))
+    )
+
+  return {
+    ping: call("ping", () => engine.ping()).pipe(
+      Effect.timeout("5 seconds"),
+      Effect.asVoid,
+      Effect.mapError((e) => new DockerUnavailable({ detail: e._tag === "TimeoutException" ? "no answer in 5 s" : e.detail }))
+    ),
+
+    networkInspect,
+
+    networkCreate: (spec) =>
+      call("network create", () =>
+        engine.createNetwork({
+          Name: spec.name,
+          Driver: "bridge",
+          Internal: spec.internal,
+          CheckDuplicate: true,
+          Options: { ...spec.options },
+          Labels: { ...spec.labels }
+        })).pipe(
+          Effect.zipRight(networkInspect(spec.name)),
+          Effect.flatMap((info) =>
+            info ? Effect.succeed(info) : Effect.fail(new DockerError({ operation: "network create", detail: `${spec.name} vanished after creation` }))
+          )
+        ),
+
+    imageInspect: (ref) =>
+      call("image inspect", () => engine.getImage(ref).inspect()).pipe(
+        Effect.map((raw) => ({ id: raw.Id, created: raw.Created, labels: raw.Config?.Labels ?? {} })),
+        Effect.catchIf((e) => e.statusCode === 404, () => Effect.succeed(undefined))
+      ),
+
+    imagePull: (ref, onProgress) =>
+      call("pull", (abortSignal) =>
+        new Promise<void>((resolve, reject) => {
+          engine.pull(ref, { abortSignal }, (err: unknown, stream?: NodeJS.ReadableStream) => {
+            if (err || !stream) return reject(err ?? new Error("no pull stream"))
+            modem.followProgress(stream as Readable, (e) => (e ? reject(e) : resolve()), onProgress)
+          })
+        })),
+
+    imageBuild: (contextDir, files, tag, onLine, labels) =>
+      call("build", (abortSignal) =>
+        engine.buildImage({ context: contextDir, src: [...files] }, { t: tag, labels: { ...labels }, rm: true, forcerm: true, abortSignal })
+          .then((stream) =>
+            new Promise<void>((resolve, reject) => {
+              let failure: string | undefined
+              modem.followProgress(
+                stream as Readable,
+                (e) => (e ? reject(e) : failure ? reject(new Error(failure)) : resolve()),
+                (event) => {
+                  const ev = event as { stream?: string; error?: string; status?: string }
+                  if (ev.error) failure = ev.error
+                  const text = ev.stream ?? ev.status ?? ev.error
+                  if (text) for (const l of text.split("\n")) if (l.trim() !== "") onLine(l)
+                }
+              )
+            })
+          )),
+
+    containerCreate: (spec: ContainerSpec) =>
+      call("create", () =>
+        engine.createContainer(JSON.parse(JSON.stringify(spec)) as Dockerode.ContainerCreateOptions)).pipe(
+          Effect.map((c) => c.id)
+        ),
+
+    containerAttach: (id) =>
+      Effect.acquireRelease(
+        call("attach", (abortSignal) =>
+          new Promise<Duplex>((resolve, reject) =>
+            modem.dial({
+              path: `/containers/${id}/attach?`,
+              method: "POST",
+              abortSignal,
+              isStream: true,
+              hijack: true,
+              openStdin: true,
+              statusCodes: { 101: true, 200: true, 404: "no such container", 500: "server error" },
+              options: { stream: true, stdin: true, stdout: true, stderr: true }
+            }, (err, res) => (err ? reject(err) : resolve(res as unknown as Duplex))))),
+        (socket) => Effect.sync(() => socket.destroy())
+      ).pipe(Effect.map((socket): Attached => {
+        const out = new PassThrough()
+        const err = new PassThrough()
+        modem.demuxStream(socket as unknown as Readable, out, err)
+        // demuxStream never ends its outputs: end them when the raw stream does.
+        const end = () => {
+          out.end()
+          err.end()
+        }
+        socket.once("end", end)
+        socket.once("close", end)
+        socket.once("error", end)
+        const toStream = (s: PassThrough) =>
+          NodeStream.fromReadable<DockerError>(() => s, (cause) => new DockerError({ operation: "attach", ...describe(cause) }))
+        return {
+          stdout: toStream(out),
+          stderr: toStream(err),
+          write: (chunk) =>
+            Effect.async<void, DockerError>((resume) => {
+              socket.write(chunk, (e) => resume(e ? Effect.fail(new DockerError({ operation: "stdin", ...describe(e) })) : Effect.void))
+            }),
+          closeStdin: Effect.sync(() => {
+            socket.end()
+          })
+        }
+      })),
+
+    containerWait: (id) =>
+      call("wait", (abortSignal) =>
+        new Promise<Readable>((resolve, reject) =>
+          modem.dial({
+            path: `/containers/${id}/wait?`,
+            method: "POST",
+            abortSignal,
+            isStream: true,
+            statusCodes: { 200: true, 400: "bad parameter", 404: "no such container", 500: "server error" },
+            options: { condition: "next-exit" }
+          }, (err, res) => (err ? reject(err) : resolve(res))))).pipe(
+          Effect.map((res) =>
+            Effect.async<number, DockerError>((resume) => {
+              let body = ""
+              res.setEncoding("utf8")
+              res.on("data", (c: string) => (body += c))
+              res.once("error", (e) => resume(Effect.fail(new DockerError({ operation: "wait", ...describe(e) }))))
+              res.once("end", () => {
+                try {
+                  const parsed = JSON.parse(body) as { StatusCode?: number; Error?: { Message?: string } | null }
+                  if (parsed.Error?.Message) {
+                    return resume(Effect.fail(new DockerError({ operation: "wait", detail: parsed.Error.Message })))
+                  }
+                  resume(Effect.succeed(parsed.StatusCode ?? -1))
+                } catch {
+                  resume(Effect.fail(new DockerError({ operation: "wait", detail: `unreadable answer: ${body.slice(0, 200)}` })))
+                }
+              })
+              return Effect.sync(() => res.destroy())
+            })
+          )
+        ),
+
+    containerStart: (id) => call("start", (abortSignal) => engine.getContainer(id).start({ abortSignal })).pipe(Effect.asVoid),
+
+    containerKill: (id, signal = "SIGKILL") =>
+      call("kill", (abortSignal) => engine.getContainer(id).kill({ signal, abortSignal })).pipe(
+        Effect.as(true),
+        Effect.catchIf(absent, () => Effect.succeed(false))
+      ),
+
+    containerRemove: (id) =>
+      call("remove", () => engine.getContainer(id).remove({ force: true, v: true })).pipe(
+        Effect.asVoid,
+        Effect.catchIf(absent, () => Effect.void)
+      ),
+
+    containerList: (labels) =>
+      call("list", (abortSignal) =>
+        engine.listContainers({ all: true, filters: { label: [...labels] }, abortSignal })).pipe(
+          Effect.map((list) =>
+            list.map((c) => ({ id: c.Id, names: c.Names, state: c.State, labels: c.Labels ?? {} }))
+          )
+        )
+  }
+}
+
+/** dockerode honours DOCKER_HOST / the default socket. */
+export const DockerLive = Layer.sync(Docker, () => makeDockerApi(new Dockerode()))

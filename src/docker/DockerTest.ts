@@ -1,0 +1,215 @@
+import { Context, Deferred, Effect, Layer, Mailbox, Ref } from "effect"
+import {
+  type ContainerSpec,
+  Docker,
+  DockerError,
+  DockerUnavailable,
+  type ImageInfo,
+  type NetworkInfo
+} from "./Docker.js"
+
+/** What a scripted box does once started. */
+export interface ContainerScript {
+  /** Written to stdout in order, one chunk each. */
+  readonly stdout?: ReadonlyArray<string>
+  readonly stderr?: ReadonlyArray<string>
+  /** Exit code after the output; ignored when `hang`. */
+  readonly exitCode?: number
+  /** Runs until killed (exit 137). */
+  readonly hang?: boolean
+}
+
+export interface FakeContainer {
+  readonly id: string
+  readonly spec: ContainerSpec
+  state: "created" | "running" | "exited" | "removed"
+  readonly exit: Deferred.Deferred<number>
+  readonly stdout: Mailbox.Mailbox<Uint8Array>
+  readonly stderr: Mailbox.Mailbox<Uint8Array>
+  readonly stdin: Array<string>
+  stdinClosed: boolean
+  readonly script: ContainerScript
+}
+
+export interface FakeCall {
+  readonly op: string
+  readonly arg: unknown
+}
+
+export interface DockerFakeOptions {
+  readonly up?: boolean
+  readonly networks?: ReadonlyArray<NetworkInfo>
+  readonly images?: Readonly<Record<string, ImageInfo>>
+  readonly script?: (spec: ContainerSpec) => ContainerScript
+  /** How a pull behaves: "ok" adds the image, "offline" fails. */
+  readonly pull?: "ok" | "offline"
+  readonly pullDelay?: Effect.Effect<void>
+  readonly networkCreate?: "ok" | "fail"
+}
+
+/** The fake's record of what the code under test asked the engine to do. */
+export class DockerFake extends Context.Tag("roster/DockerFake")<DockerFake, {
+  readonly calls: Ref.Ref<ReadonlyArray<FakeCall>>
+  readonly containers: Map<string, FakeContainer>
+  readonly networks: Map<string, NetworkInfo>
+  readonly images: Map<string, ImageInfo>
+  readonly callsOf: (op: string) => Effect.Effect<ReadonlyArray<unknown>>
+}>() {}
+
+const encoder = new TextEncoder()
+
+export const lockedNetwork = (overrides: Partial<NetworkInfo> = {}): NetworkInfo => ({
+  id: "fakenet0123456789",
+  name: "roster-locked",
+  driver: "bridge",
+  internal: true,
+  options: { "com.docker.network.bridge.enable_icc": "false" },
+  subnets: [{ subnet: "172.30.0.0/16", gateway: "172.30.0.1" }],
+  ...overrides
+})
+
+export const fakeImage = (created = new Date().toISOString()): ImageInfo => ({ id: "sha256:fake", created, labels: {} })
+
+export const makeDockerTest = (options: DockerFakeOptions = {}) =>
+  Layer.effectContext(Effect.gen(function*() {
+    const calls = yield* Ref.make<ReadonlyArray<FakeCall>>([])
+    const containers = new Map<string, FakeContainer>()
+    const networks = new Map((options.networks ?? [lockedNetwork()]).map((n) => [n.name, n]))
+    const images = new Map(Object.entries(options.images ?? { "roster-box:1": fakeImage() }))
+    let counter = 0
+    const record = (op: string, arg: unknown) => Ref.update(calls, (cs) => [...cs, { op, arg }])
+    const find = (op: string, id: string) => {
+      const c = containers.get(id)
+      return c && c.state !== "removed"
+        ? Effect.succeed(c)
+        : Effect.fail(new DockerError({ operation: op, detail: `no such container: ${id}`, statusCode: 404 }))
+    }
+    const finish = (c: FakeContainer, code: number) =>
+      Effect.gen(function*() {
+        if (c.state !== "running") return
+        c.state = c.spec.HostConfig.AutoRemove ? "removed" : "exited"
+        yield* c.stdout.end
+        yield* c.stderr.end
+        yield* Deferred.succeed(c.exit, code)
+      })
+
+    const docker = Docker.of({
+      ping: options.up === false
+        ? Effect.fail(new DockerUnavailable({ detail: "connect ENOENT /var/run/docker.sock" }))
+        : record("ping", null),
+      networkInspect: (name) => record("networkInspect", name).pipe(Effect.as(networks.get(name))),
+      networkCreate: (spec) =>
+        Effect.gen(function*() {
+          yield* record("networkCreate", spec)
+          if (options.networkCreate === "fail") {
+            return yield* Effect.fail(new DockerError({ operation: "network create", detail: "permission denied" }))
+          }
+          const info: NetworkInfo = {
+            id: `net${networks.size}`,
+            name: spec.name,
+            driver: "bridge",
+            internal: spec.internal,
+            options: spec.options,
+            subnets: [{ subnet: "172.30.0.0/16", gateway: "172.30.0.1" }]
+          }
+          networks.set(spec.name, info)
+          return info
+        }),
+      imageInspect: (ref) => record("imageInspect", ref).pipe(Effect.as(images.get(ref))),
+      imagePull: (ref, onProgress) =>
+        Effect.gen(function*() {
+          yield* record("imagePull", ref)
+          if (options.pullDelay) yield* options.pullDelay
+          if (options.pull === "offline") {
+            return yield* Effect.fail(new DockerError({ operation: "pull", detail: "dial tcp: lookup registry: no such host" }))
+          }
+          onProgress({ status: "Downloaded newer image" })
+          images.set(ref, fakeImage())
+        }),
+      imageBuild: (contextDir, files, tag) =>
+        record("imageBuild", { contextDir, files, tag }).pipe(Effect.tap(() => Effect.sync(() => images.set(tag, fakeImage())))),
+      containerCreate: (spec) =>
+        Effect.gen(function*() {
+          yield* record("containerCreate", spec)
+          const id = `fake${++counter}`
+          containers.set(id, {
+            id,
+            spec,
+            state: "created",
+            exit: yield* Deferred.make<number>(),
+            stdout: yield* Mailbox.make<Uint8Array>(),
+            stderr: yield* Mailbox.make<Uint8Array>(),
+            stdin: [],
+            stdinClosed: false,
+            script: options.script?.(spec) ?? { exitCode: 0 }
+          })
+          return id
+        }),
+      containerAttach: (id) =>
+        Effect.gen(function*() {
+          yield* record("containerAttach", id)
+          const c = yield* find("attach", id)
+          return {
+            stdout: Mailbox.toStream(c.stdout),
+            stderr: Mailbox.toStream(c.stderr),
+            write: (chunk: string) => Effect.sync(() => void c.stdin.push(chunk)),
+            closeStdin: Effect.sync(() => {
+              c.stdinClosed = true
+            })
+          }
+        }),
+      containerWait: (id) =>
+        Effect.gen(function*() {
+          yield* record("containerWait", id)
+          const c = yield* find("wait", id)
+          return Deferred.await(c.exit)
+        }),
+      containerStart: (id) =>
+        Effect.gen(function*() {
+          yield* record("containerStart", id)
+          const c = yield* find("start", id)
+          c.state = "running"
+          yield* c.stdout.offerAll((c.script.stdout ?? []).map((s) => encoder.encode(s)))
+          yield* c.stderr.offerAll((c.script.stderr ?? []).map((s) => encoder.encode(s)))
+          if (!c.script.hang) yield* finish(c, c.script.exitCode ?? 0)
+        }),
+      containerKill: (id, signal) =>
+        Effect.gen(function*() {
+          yield* record("containerKill", { id, signal })
+          const c = containers.get(id)
+          if (!c || c.state !== "running") return false
+          yield* finish(c, 137)
+          return true
+        }),
+      containerRemove: (id) =>
+        Effect.gen(function*() {
+          yield* record("containerRemove", id)
+          const c = containers.get(id)
+          if (c) {
+            yield* finish(c, 137)
+            c.state = "removed"
+          }
+        }),
+      containerList: (labels) =>
+        record("containerList", labels).pipe(Effect.as(
+          [...containers.values()]
+            .filter((c) => c.state !== "removed")
+            .filter((c) =>
+              labels.every((l) => {
+                const [k, v] = l.split("=")
+                return k !== undefined && (v === undefined ? k in c.spec.Labels : c.spec.Labels[k] === v)
+              })
+            )
+            .map((c) => ({ id: c.id, names: [`/${c.spec.name}`], state: c.state, labels: c.spec.Labels }))
+        ))
+    })
+
+    const fake = DockerFake.of({
+      calls,
+      containers,
+      networks,
+      images,
+      callsOf: (op) => Ref.get(calls).pipe(Effect.map((cs) => cs.filter((c) => c.op === op).map((c) => c.arg)))
+    })
+    return Context.make(Docker, docker).pipe(Context.add(DockerFake, fake))
+  }))

@@ -1,0 +1,85 @@
+import "reflect-metadata"
+import { FileSystem } from "@effect/platform"
+import * as x509 from "@peculiar/x509"
+import { Effect, Schema } from "effect"
+import { webcrypto } from "node:crypto"
+import * as tls from "node:tls"
+import { Paths, layout } from "../config/Paths.js"
+import { writeAtomic } from "../fs/files.js"
+
+export class CaError extends Schema.TaggedError<CaError>()("CaError", { detail: Schema.String }) {
+  override get message() {
+    return `the roster CA could not be prepared: ${this.detail}`
+  }
+}
+
+export class CaMissing extends Schema.TaggedError<CaMissing>()("CaMissing", { file: Schema.String }) {
+  override get message() {
+    return `the gateway CA is not present at ${this.file} — start the gateway first (roster server start creates it)`
+  }
+}
+
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0])
+
+const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const
+const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000
+
+const generate = Effect.tryPromise({
+  try: async () => {
+    const keys = await webcrypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as webcrypto.CryptoKeyPair
+    const now = Date.now()
+    const cert = await x509.X509CertificateGenerator.createSelfSigned({
+      serialNumber: webcrypto.getRandomValues(new Uint8Array(16)).reduce((s, b) => s + b.toString(16).padStart(2, "0"), "7"),
+      name: "CN=roster gateway CA, O=roster",
+      notBefore: new Date(now - 60_000),
+      notAfter: new Date(now + TEN_YEARS_MS),
+      signingAlgorithm: ALG,
+      keys,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, 0, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey)
+      ]
+    })
+    const pkcs8 = await webcrypto.subtle.exportKey("pkcs8", keys.privateKey)
+    const keyPem = x509.PemConverter.encode(pkcs8, "PRIVATE KEY")
+    return { certPem: cert.toString("pem"), keyPem }
+  },
+  catch: (e) => new CaError({ detail: String(e) })
+})
+
+const SYSTEM_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"]
+
+/** The system roots (the distribution's bundle, else Node's) plus the roster CA: what every non-Node TLS stack in the box trusts. */
+export const ensureBundle = Effect.fn("ca.ensureBundle")(function*() {
+  const fs = yield* FileSystem.FileSystem
+  const files = layout(yield* Paths)
+  const ca = yield* fs.readFileString(files.caCert).pipe(Effect.mapError(() => new CaMissing({ file: files.caCert })))
+  let roots = tls.rootCertificates.join("\n")
+  for (const candidate of SYSTEM_BUNDLES) {
+    const text = yield* fs.readFileString(candidate).pipe(Effect.orElseSucceed(() => ""))
+    if (text.includes("BEGIN CERTIFICATE")) {
+      roots = text
+      break
+    }
+  }
+  const bundle = `${roots.trimEnd()}\n${ca.trimEnd()}\n`
+  const current = yield* fs.readFileString(files.caBundle).pipe(Effect.orElseSucceed(() => ""))
+  if (current !== bundle) yield* writeAtomic(files.caBundle, bundle, 0o644)
+  return files.caBundle
+})
+
+/** Creates `state/ca/` (ca.crt, ca.key 0600) on first start; later starts reuse it. */
+export const ensureCa = Effect.fn("ca.ensure")(function*() {
+  const fs = yield* FileSystem.FileSystem
+  const files = layout(yield* Paths)
+  const present = (yield* fs.exists(files.caCert)) && (yield* fs.exists(files.caKey))
+  if (!present) {
+    yield* fs.makeDirectory(files.caDir, { recursive: true, mode: 0o700 })
+    const { certPem, keyPem } = yield* generate
+    yield* writeAtomic(files.caKey, keyPem, 0o600)
+    yield* writeAtomic(files.caCert, certPem, 0o644)
+  }
+  yield* ensureBundle()
+  return { cert: files.caCert, key: files.caKey, bundle: files.caBundle }
+})

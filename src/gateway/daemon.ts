@@ -1,0 +1,53 @@
+import { FileSystem } from "@effect/platform"
+import { Console, Effect } from "effect"
+import { ImageStore, isRegistryRef } from "../box/ImageStore.js"
+import { bridgeAddress, ensureEgressLockdown, ensureLockedNetwork } from "../box/lockdown.js"
+import { OrgConfig } from "../config/OrgConfig.js"
+import { Paths, layout } from "../config/Paths.js"
+import { Docker } from "../docker/Docker.js"
+import { VERSION } from "../version.js"
+import { ensureCa } from "./ca.js"
+import { serveGateway } from "./server.js"
+import { readGatewayState, writeGatewayState } from "./state.js"
+
+/**
+ * The daemon in the foreground: the locked network, the CA, the gateway on loopback and on the
+ * network's bridge address (where boxes reach it as host.docker.internal), its state file,
+ * and a fresh pull of a registry box image. Runs until interrupted; the scope closes it all.
+ */
+export const runDaemon = Effect.fn("daemon.run")(function*() {
+  const org = yield* (yield* OrgConfig).snapshot
+  const paths = yield* Paths
+  const files = layout(paths)
+  const fs = yield* FileSystem.FileSystem
+  yield* (yield* Docker).ping
+  const net = yield* ensureLockedNetwork()
+  yield* ensureCa()
+  const addrs = ["127.0.0.1", bridgeAddress(net)]
+  const bound = yield* serveGateway({ addrs, port: org.gateway.port })
+  yield* writeGatewayState({
+    port: bound.port,
+    addrs,
+    pid: process.pid,
+    config_root: paths.config,
+    version: VERSION,
+    started_at: new Date().toISOString(),
+    log: files.gatewayLog
+  })
+  yield* Effect.addFinalizer(() =>
+    readGatewayState.pipe(
+      Effect.flatMap((s) => (s?.pid === process.pid ? fs.remove(files.gatewayJson) : Effect.void)),
+      Effect.ignore
+    )
+  )
+  if (org.box.egress_lockdown) yield* ensureEgressLockdown(net, bound.port)
+  yield* Console.log(`roster gateway ${VERSION} listening on ${addrs.map((a) => `${a}:${bound.port}`).join(", ")} (config ${paths.config})`)
+  // A `:latest`-style deployment picks up a published image on every daemon start.
+  if (isRegistryRef(org.engine.image)) {
+    yield* (yield* ImageStore).ensure(org.engine.image, { force: true }).pipe(
+      Effect.catchAll((e) => Console.error(`note: ${e.message}`)),
+      Effect.forkScoped
+    )
+  }
+  return yield* Effect.never
+})

@@ -1,0 +1,52 @@
+import { FileSystem, Path } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import type { IncomingHttpHeaders } from "node:http"
+import { IdentityRecord, TOKEN_PATTERN } from "../box/identity.js"
+import { Paths, layout } from "../config/Paths.js"
+import { isLoopback } from "./addresses.js"
+
+export interface Caller {
+  readonly subject: string
+  readonly runId: string | null
+  readonly worker: string | null
+}
+
+export type Identification =
+  | { readonly ok: true; readonly caller: Caller }
+  | { readonly ok: false; readonly reason: string }
+
+/** The run token from `Proxy-Authorization: Basic base64(<token>:x)`; the password is never read. */
+export const tokenFrom = (headers: IncomingHttpHeaders): string | undefined => {
+  const value = headers["proxy-authorization"]
+  if (typeof value !== "string") return undefined
+  const m = /^\s*basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(value)
+  if (!m?.[1]) return ""
+  const decoded = Buffer.from(m[1], "base64").toString("utf8")
+  const colon = decoded.indexOf(":")
+  return colon < 0 ? decoded : decoded.slice(0, colon)
+}
+
+/**
+ * Who is calling: a known run token names its worker and run; no token at all is a host-side
+ * caller ("org"), accepted only from loopback. Everything else is refused (407).
+ */
+export const identify = Effect.fn("gateway.identify")(function*(headers: IncomingHttpHeaders, remote: string | undefined) {
+  const token = tokenFrom(headers)
+  if (token === undefined) {
+    return isLoopback(remote)
+      ? { ok: true, caller: { subject: "org", runId: null, worker: null } } satisfies Identification
+      : { ok: false, reason: "no run token" } satisfies Identification
+  }
+  if (!TOKEN_PATTERN.test(token)) return { ok: false, reason: "malformed run token" } satisfies Identification
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const file = path.join(layout(yield* Paths).identityDir, `${token}.json`)
+  const record = yield* fs.readFileString(file).pipe(
+    Effect.flatMap((text) => Effect.try(() => JSON.parse(text) as unknown)),
+    Effect.flatMap(Schema.decodeUnknown(IdentityRecord)),
+    Effect.option
+  )
+  if (record._tag === "None") return { ok: false, reason: "unknown run token" } satisfies Identification
+  const r = record.value
+  return { ok: true, caller: { subject: r.subject, runId: r.run_id, worker: r.worker } } satisfies Identification
+})

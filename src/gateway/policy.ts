@@ -1,0 +1,37 @@
+import * as net from "node:net"
+import type { AllowRule, GrantRule, Org } from "../config/schema.js"
+import { scopeAdmits } from "../box/spec.js"
+import { normalizeHost } from "./addresses.js"
+
+export type Decision =
+  | { readonly allowed: true; readonly via: "allow" | "grant"; readonly rule: AllowRule | GrantRule }
+  | { readonly allowed: false; readonly reason: string }
+
+/** "*.example.com" matches a subdomain (not the apex); anything else matches exactly, after normalising. */
+export const hostMatches = (pattern: string, host: string): boolean => {
+  const p = normalizeHost(pattern)
+  if (p.startsWith("*.")) return host.endsWith(p.slice(1)) && host.length > p.length - 1
+  return p === host
+}
+
+const portMatches = (rule: { readonly ports?: ReadonlyArray<number> | undefined }, port: number) =>
+  (rule.ports && rule.ports.length > 0 ? rule.ports : [443]).includes(port)
+
+/**
+ * Deny by default: a host:port is reachable only through an `[[allow]]` (tunnelled as is) whose
+ * hosts, ports and scope match the calling subject. Grants (credential injection) come later;
+ * until the gateway can terminate TLS for them, a grant alone opens nothing.
+ */
+export const decide = (org: Org, subject: string, rawHost: string, port: number): Decision => {
+  const host = normalizeHost(rawHost)
+  for (const rule of org.allow) {
+    if (rule.hosts.some((h) => hostMatches(h, host)) && portMatches(rule, port) && scopeAdmits(rule.scope, subject)) {
+      return { allowed: true, via: "allow", rule }
+    }
+  }
+  return { allowed: false, reason: `${host}:${port} is not allowed for ${subject} (no matching [[allow]] in org.toml)` }
+}
+
+/** A rule "names" an address when it lists that literal address: the only way past the private-address guard. */
+export const ruleNamesAddress = (rule: AllowRule | GrantRule, addr: string): boolean =>
+  net.isIP(addr) !== 0 && rule.hosts.some((h) => normalizeHost(h) === normalizeHost(addr))

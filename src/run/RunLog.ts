@@ -1,0 +1,121 @@
+import { FileSystem, Path } from "@effect/platform"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Paths, layout } from "../config/Paths.js"
+import { readJsonOptional, writeJson } from "../fs/files.js"
+
+export const EndedBy = Schema.Literal(
+  "exit", "ceiling", "signal", "error", "idle", "closed", "session-ceiling", "turn-ceiling", "box-died"
+)
+export type EndedBy = typeof EndedBy.Type
+
+export const RunRecord = Schema.Struct({
+  run_id: Schema.String,
+  worker: Schema.String,
+  kind: Schema.Literal("box", "task", "session"),
+  task_id: Schema.NullOr(Schema.String),
+  started_at: Schema.String,
+  finished_at: Schema.NullOr(Schema.String),
+  ended_by: Schema.NullOr(EndedBy),
+  exit_code: Schema.NullOr(Schema.Number),
+  error: Schema.NullOr(Schema.String),
+  container: Schema.optional(Schema.String),
+  image: Schema.optional(Schema.String),
+  ceiling_min: Schema.optional(Schema.Number),
+  store_snapshot: Schema.optional(Schema.NullOr(Schema.String))
+})
+export type RunRecord = typeof RunRecord.Type
+
+export class RunLogError extends Schema.TaggedError<RunLogError>()("RunLogError", {
+  file: Schema.String,
+  detail: Schema.String
+}) {
+  override get message() {
+    return `cannot write the run record ${this.file}: ${this.detail}`
+  }
+}
+
+export interface RunStart {
+  readonly runId: string
+  readonly worker: string
+  readonly kind: RunRecord["kind"]
+  readonly taskId?: string
+}
+
+export interface RunEnd {
+  readonly endedBy: EndedBy
+  readonly exitCode: number | null
+  readonly error?: string
+  readonly extra?: Partial<RunRecord>
+}
+
+/** `run.json` of each run: written at start, rewritten at the end, never lost to a half write. */
+export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
+  readonly runDir: (worker: string, runId: string) => string
+  readonly start: (run: RunStart) => Effect.Effect<RunRecord, RunLogError>
+  readonly update: (worker: string, runId: string, patch: Partial<RunRecord>) => Effect.Effect<void, RunLogError>
+  readonly finish: (worker: string, runId: string, end: RunEnd) => Effect.Effect<RunRecord, RunLogError>
+  readonly read: (worker: string, runId: string) => Effect.Effect<RunRecord | undefined>
+}>() {
+  static readonly layer = Layer.effect(
+    RunLog,
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const files = layout(yield* Paths)
+      const ctx = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path))
+      const fileOf = (worker: string, runId: string) => path.join(files.runDir(worker, runId), "run.json")
+      const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
+      const write = (file: string, record: RunRecord) =>
+        writeJson(file, record).pipe(
+          Effect.mapError((e) => new RunLogError({ file, detail: e.message })),
+          Effect.provide(ctx)
+        )
+      const read = (worker: string, runId: string) =>
+        readJsonOptional(fileOf(worker, runId)).pipe(
+          Effect.map((raw) => Schema.decodeUnknownOption(RunRecord)(raw)),
+          Effect.map((o) => (o._tag === "Some" ? o.value : undefined)),
+          Effect.provide(ctx)
+        )
+      const modify = (worker: string, runId: string, f: (r: RunRecord) => Effect.Effect<RunRecord>) =>
+        Effect.gen(function*() {
+          const file = fileOf(worker, runId)
+          const current = yield* read(worker, runId)
+          if (!current) return yield* Effect.fail(new RunLogError({ file, detail: "no run record to update" }))
+          const next = yield* f(current)
+          yield* write(file, next)
+          return next
+        })
+      return {
+        runDir: files.runDir,
+        start: (run) =>
+          Effect.gen(function*() {
+            const record: RunRecord = {
+              run_id: run.runId,
+              worker: run.worker,
+              kind: run.kind,
+              task_id: run.taskId ?? null,
+              started_at: yield* now,
+              finished_at: null,
+              ended_by: null,
+              exit_code: null,
+              error: null
+            }
+            yield* write(fileOf(run.worker, run.runId), record)
+            return record
+          }),
+        update: (worker, runId, patch) => modify(worker, runId, (r) => Effect.succeed({ ...r, ...patch })).pipe(Effect.asVoid),
+        finish: (worker, runId, end) =>
+          modify(worker, runId, (r) =>
+            now.pipe(Effect.map((finished_at) => ({
+              ...r,
+              ...end.extra,
+              finished_at,
+              ended_by: end.endedBy,
+              exit_code: end.exitCode,
+              error: end.error ?? null
+            })))),
+        read
+      }
+    })
+  )
+}

@@ -1,0 +1,72 @@
+import { FileSystem, Path } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { ConfigError, readToml } from "../config/decode.js"
+import { validateWorkerName } from "../config/names.js"
+import { Paths, layout } from "../config/Paths.js"
+import { WorkerSchema, type WorkerSettings } from "../config/schema.js"
+import { writeAtomic } from "../fs/files.js"
+
+export class UnknownWorker extends Schema.TaggedError<UnknownWorker>()("UnknownWorker", {
+  worker: Schema.String,
+  file: Schema.String
+}) {
+  override get message() {
+    return `there is no worker "${this.worker}" (no ${this.file}) — add one: roster worker add ${this.worker}`
+  }
+}
+
+export class WorkerExists extends Schema.TaggedError<WorkerExists>()("WorkerExists", {
+  worker: Schema.String
+}) {
+  override get message() {
+    return `worker "${this.worker}" already exists — see it with: roster worker show ${this.worker}`
+  }
+}
+
+export const defaultIdentity = (worker: string) =>
+  `# ${worker}\n\nYou are ${worker}, a careful software worker. Do the task you are given, say plainly what you did ` +
+  `and what you could not do, and leave your results in your workspace or store.\n`
+
+/** The worker's identity.md; its absence means the worker does not exist. */
+export const readIdentity = Effect.fn("workers.readIdentity")(function*(worker: string) {
+  yield* validateWorkerName(worker)
+  const fs = yield* FileSystem.FileSystem
+  const file = layout(yield* Paths).identityMd(worker)
+  return yield* fs.readFileString(file).pipe(Effect.mapError(() => new UnknownWorker({ worker, file })))
+})
+
+export const readWorkerSettings = Effect.fn("workers.readSettings")(function*(worker: string) {
+  const file = layout(yield* Paths).workerToml(worker)
+  return yield* readToml(WorkerSchema, file, Effect.succeed(Schema.decodeSync(WorkerSchema)({})))
+})
+
+export type { WorkerSettings }
+export { ConfigError }
+
+export const listWorkers = Effect.gen(function*() {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const dir = layout(yield* Paths).workersDir
+  const names = yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed(() => [] as Array<string>))
+  const out: Array<string> = []
+  for (const name of names.sort()) {
+    if (yield* fs.exists(path.join(dir, name, "identity.md")).pipe(Effect.orElseSucceed(() => false))) out.push(name)
+  }
+  return out
+})
+
+export const addWorker = Effect.fn("workers.add")(function*(worker: string, identity?: string) {
+  yield* validateWorkerName(worker)
+  const fs = yield* FileSystem.FileSystem
+  const files = layout(yield* Paths)
+  if (yield* fs.exists(files.identityMd(worker))) return yield* Effect.fail(new WorkerExists({ worker }))
+  yield* writeAtomic(files.identityMd(worker), identity ?? defaultIdentity(worker))
+  yield* writeAtomic(
+    files.workerToml(worker),
+    `# ${worker}'s settings (all optional)\n` +
+      `# model = "anthropic/claude-sonnet-4-5"   # provider/model id for pi\n` +
+      `# thinking = "medium"                       # off|minimal|low|medium|high|xhigh|max\n` +
+      `[store]\nsnapshots = 5                             # rotating snapshots of the store kept after runs\n`
+  )
+  return files.workerDir(worker)
+})
