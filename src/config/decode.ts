@@ -27,12 +27,15 @@ const keyOf = (path: ReadonlyArray<PropertyKey>): string =>
 
 /** Schema issues as `key: problem` lines, unknown keys included so a typo never silently turns a setting off. */
 export const problemsOf = (error: ParseResult.ParseError): Array<ConfigProblem> =>
-  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
-    key: keyOf(issue.path),
-    problem: issue.message === "is unexpected"
-      ? "unknown key (check its spelling against the commented defaults `roster init` writes)"
-      : issue.message
-  }))
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    // An optional key is "X | undefined": the undefined branch's complaint says nothing useful.
+    .filter((issue) => !issue.message.startsWith("Expected undefined"))
+    .map((issue) => ({
+      key: keyOf(issue.path),
+      problem: issue.message.startsWith("is unexpected")
+        ? "unknown key (check its spelling against the commented defaults `roster init` writes)"
+        : issue.message
+    }))
 
 export const decodeToml = <A, I>(schema: Schema.Schema<A, I>, file: string, text: string): Either.Either<A, ConfigError> => {
   let raw: unknown

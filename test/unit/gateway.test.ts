@@ -1,0 +1,84 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Schema, Stream } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { drainTo } from "../../src/box/container.js"
+import { OrgSchema } from "../../src/config/schema.js"
+import { isRefusedAddress, isValidHost, normalizeHost } from "../../src/gateway/addresses.js"
+import { tokenFrom } from "../../src/gateway/identify.js"
+import { decide, ruleNamesAddress } from "../../src/gateway/policy.js"
+import { NodeContext } from "@effect/platform-node"
+
+const org = Schema.decodeUnknownSync(OrgSchema)({
+  allow: [
+    { hosts: ["registry.npmjs.org"], scope: ["org/*"] },
+    { hosts: ["*.example.test"], scope: ["org/alice"], ports: [443, 8443] },
+    { hosts: ["10.1.2.3"], scope: ["org"], ports: [80] }
+  ]
+})
+
+describe("gateway policy", () => {
+  it("denies by default and allows only matching host, port and subject", () => {
+    expect(decide(org, "org/alice", "registry.npmjs.org", 443).allowed).toBe(true)
+    expect(decide(org, "org/alice", "Registry.NPMJS.org.", 443).allowed).toBe(true)
+    expect(decide(org, "org/alice", "registry.npmjs.org", 80).allowed).toBe(false)
+    expect(decide(org, "org", "registry.npmjs.org", 443).allowed).toBe(false)
+    expect(decide(org, "org/alice", "api.example.test", 8443).allowed).toBe(true)
+    expect(decide(org, "org/bob", "api.example.test", 443).allowed).toBe(false)
+    expect(decide(org, "org/alice", "example.test", 443).allowed).toBe(false)
+    expect(decide(org, "org/alice", "api.example.test.evil.test", 443).allowed).toBe(false)
+    expect(decide(org, "org/alice", "evil.test", 443).allowed).toBe(false)
+  })
+
+  it("a rule names a private address only by listing it", () => {
+    const rule = org.allow[2]
+    if (!rule) throw new Error("fixture")
+    expect(ruleNamesAddress(rule, "10.1.2.3")).toBe(true)
+    expect(ruleNamesAddress(rule, "10.1.2.4")).toBe(false)
+  })
+
+  it("refuses loopback, private, link-local, CGNAT, metadata and mapped forms", () => {
+    for (const a of [
+      "127.0.0.1", "127.9.9.9", "10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1",
+      "0.0.0.0", "::1", "::", "fe80::1", "fd00::1", "fd00:ec2::254", "::ffff:127.0.0.1", "::ffff:169.254.169.254",
+      "::ffff:a9fe:a9fe", "0:0:0:0:0:ffff:7f00:1", "224.0.0.1", "not-an-ip"
+    ]) expect(isRefusedAddress(a), a).toBe(true)
+    for (const a of ["198.51.100.7", "93.184.216.34", "2606:4700::1111", "172.32.0.1"]) expect(isRefusedAddress(a), a).toBe(false)
+  })
+
+  it("normalises host names once and rejects ones that smuggle meaning", () => {
+    expect(normalizeHost("API.Example.TEST.")).toBe("api.example.test")
+    expect(normalizeHost("[::1]")).toBe("::1")
+    for (const bad of ["a\0b", "a\r\nb", "user@host", "fe80::1%eth0", "", "a b", "a/b"]) expect(isValidHost(bad), bad).toBe(false)
+    expect(isValidHost("api.anthropic.com")).toBe(true)
+    expect(isValidHost("198.51.100.7")).toBe(true)
+  })
+
+  it("reads the run token from Proxy-Authorization Basic, never the password", () => {
+    const b = (s: string) => `Basic ${Buffer.from(s).toString("base64")}`
+    expect(tokenFrom({ "proxy-authorization": b("abc:x") })).toBe("abc")
+    expect(tokenFrom({ "proxy-authorization": b("abc") })).toBe("abc")
+    expect(tokenFrom({})).toBeUndefined()
+    expect(tokenFrom({ "proxy-authorization": "Bearer zzz" })).toBe("")
+  })
+})
+
+describe("the box's stdout", () => {
+  it.effect("is drained even when the transcript file cannot be opened", () =>
+    Effect.gen(function*() {
+      let pulled = 0
+      const stdout = Stream.range(1, 50).pipe(Stream.map((n) => {
+        pulled = n
+        return new TextEncoder().encode(`${n}\n`)
+      }))
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-drain-"))
+      const blocked = path.join(dir, "is-a-dir")
+      fs.mkdirSync(blocked)
+      yield* drainTo(stdout, blocked)
+      expect(pulled).toBe(50)
+      const good = path.join(dir, "stdout.jsonl")
+      yield* drainTo(Stream.make(new TextEncoder().encode("a\n"), new TextEncoder().encode("b\n")), good)
+      expect(fs.readFileSync(good, "utf8")).toBe("a\nb\n")
+    }).pipe(Effect.provide(NodeContext.layer)))
+})

@@ -1,0 +1,27 @@
+import { defineConfig } from "vitest/config"
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts"],
+          testTimeout: 30_000
+        }
+      },
+      {
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts"],
+          globalSetup: ["test/integration/globalSetup.ts"],
+          testTimeout: 180_000,
+          hookTimeout: 600_000,
+          // One Docker engine, one iptables: the integration files run one at a time.
+          pool: "forks",
+          poolOptions: { forks: { singleFork: true } }
+        }
+      }
+    ]
+  }
+})
