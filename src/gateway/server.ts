@@ -190,8 +190,8 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
           method,
           path: `${url.pathname}${url.search}`,
           headers,
-          createConnection: () => sock,
-          agent: false
+          // The socket already dialled to the checked address: no agent, no second lookup.
+          createConnection: () => sock
         }, (upRes) => {
           // A redirect goes back to the box as it came: the gateway never follows one.
           const pairs: Array<string> = []

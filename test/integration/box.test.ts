@@ -1,0 +1,228 @@
+import Dockerode from "dockerode"
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { collect, type Deployment, HOST_KEY, makeDeployment } from "../support/deployment.js"
+import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
+
+const docker = new Dockerode()
+const boxes = () => docker.listContainers({ all: true, filters: { label: ["roster.run-id"] } })
+
+const lastRun = (d: Deployment, worker = "alice") => {
+  const dir = d.file("data", "runs", worker)
+  const id = fs.readdirSync(dir).sort().at(-1) ?? ""
+  return {
+    dir: path.join(dir, id),
+    record: JSON.parse(fs.readFileSync(path.join(dir, id, "run.json"), "utf8")),
+    stdout: fs.existsSync(path.join(dir, id, "stdout.jsonl")) ? fs.readFileSync(path.join(dir, id, "stdout.jsonl"), "utf8") : ""
+  }
+}
+
+/** A script in the worker's store (mounted at /pihome/store), so the prompt stays one line. */
+const script = (d: Deployment, name: string, body: string) => {
+  const dir = d.file("data", "stores", "alice")
+  fs.mkdirSync(dir, { recursive: true })
+  fs.writeFileSync(path.join(dir, name), body, { mode: 0o755 })
+  return `!sh /pihome/store/${name}`
+}
+
+const identityFiles = (d: Deployment) => {
+  const dir = d.file("state", "identity")
+  return fs.existsSync(dir) ? fs.readdirSync(dir) : []
+}
+
+// CONNECT through the gateway from inside the box, with the run's own token from HTTP_PROXY.
+const CONNECT = `T=\${HTTP_PROXY#http://}; T=\${T%%:*}; P=\${HTTP_PROXY##*:}
+A=$(printf '%s:x' "$T" | base64 | tr -d '\\n')
+connect() { (printf 'CONNECT %s HTTP/1.1\\r\\nProxy-Authorization: Basic %s\\r\\n\\r\\n' "$1" "$A"; sleep 1) | nc -w 3 host.docker.internal "$P"; }
+`
+
+describe("the one-shot box on a real Docker engine, through the real gateway", () => {
+  let d: Deployment
+  let outside: OutsideHost
+
+  beforeAll(async () => {
+    outside = await makeOutsideHost()
+    d = await makeDeployment(`[[allow]]\nhosts = ["${"198.51.100.7"}"]\nports = [9099]\nscope = ["org/*"]\n`)
+  })
+
+  afterAll(async () => {
+    await d?.stop()
+    outside?.close()
+  })
+
+  it("runs a box that prints JSON lines and exits 0", async () => {
+    const r = await d.roster(["worker", "run", "alice", `!echo '{"type":"one"}'; echo '{"type":"two"}'`])
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toMatch(/^box \S+ ended by exit \(exit code 0\)$/m)
+    expect(r.stdout).toMatch(/^outputs: \//m)
+    const run = lastRun(d)
+    expect(run.stdout).toContain(`{"type":"one"}\n{"type":"two"}\n`)
+    expect(run.record).toMatchObject({ worker: "alice", kind: "box", ended_by: "exit", exit_code: 0, error: null })
+    expect(identityFiles(d)).toEqual([])
+    expect(await boxes()).toEqual([])
+  })
+
+  it("passes the box's exit code through", async () => {
+    const r = await d.roster(["worker", "run", "alice", "!exit 7"])
+    expect(r.code).toBe(7)
+    expect(r.stdout).toContain("ended by exit (exit code 7)")
+  })
+
+  it("kills a box that sleeps forever within 2 s of its ceiling and exits 2", async () => {
+    const ceilingMin = 0.05 // 3 s
+    const r = await d.roster(["worker", "run", "alice", "--ceiling", String(ceilingMin), "!echo started; sleep 100000"])
+    expect(r.code, r.stderr).toBe(2)
+    expect(r.stdout).toContain("ended by ceiling")
+    const run = lastRun(d)
+    expect(run.record.ended_by).toBe("ceiling")
+    const took = Date.parse(run.record.finished_at) - Date.parse(run.record.started_at)
+    expect(took).toBeGreaterThanOrEqual(ceilingMin * 60_000)
+    // The record's start precedes provisioning, so this bound includes it too.
+    expect(took).toBeLessThan(ceilingMin * 60_000 + 2_000)
+    expect(run.stdout).toContain("started")
+    expect(identityFiles(d)).toEqual([])
+    expect(await boxes()).toEqual([])
+  })
+
+  it("on SIGINT leaves no container, no token, and run.json ended_by signal; exits 130", async () => {
+    const child = d.spawn(["worker", "run", "alice", "!sleep 100000"])
+    const done = collect(child)
+    const deadline = Date.now() + 30_000
+    while ((await boxes()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+    expect((await boxes()).length).toBe(1)
+    expect(identityFiles(d)).toHaveLength(1)
+    child.kill("SIGINT")
+    const r = await done
+    expect(r.code).toBe(130)
+    expect(await boxes()).toEqual([])
+    expect(identityFiles(d)).toEqual([])
+    expect(lastRun(d).record.ended_by).toBe("signal")
+  })
+
+  it("inside the box: not root, no capabilities, no new privileges, a bounded /tmp, no host key", async () => {
+    const r = await d.roster(["worker", "run", "alice", script(d, "probe.sh", [
+      "echo uid=$(id -u)",
+      "grep -E '^(CapEff|CapPrm|NoNewPrivs):' /proc/self/status",
+      "df -k /tmp | tail -n 1",
+      "echo home=$HOME pwd=$(pwd)",
+      "env",
+      "cat /pihome/agent/settings.json; cat /pihome/agent/auth.json 2>/dev/null; true"
+    ].join("\n"))])
+    expect(r.code, r.stderr).toBe(0)
+    const out = lastRun(d).stdout
+    expect(out).toMatch(/^uid=(\d+)$/m)
+    expect(out).not.toMatch(/^uid=0$/m)
+    expect(out).toMatch(/^CapEff:\s+0000000000000000$/m)
+    expect(out).toMatch(/^CapPrm:\s+0000000000000000$/m)
+    expect(out).toMatch(/^NoNewPrivs:\s+1$/m)
+    const tmp = /^tmpfs\s+(\d+)\s/m.exec(out)
+    expect(tmp).not.toBeNull()
+    expect(Number(tmp?.[1])).toBeLessThanOrEqual(2 * 1024 * 1024)
+    expect(out).toContain("home=/pihome pwd=/pihome/workspace")
+    expect(out).toContain("ANTHROPIC_API_KEY=roster-sentinel-no-real-credential-in-box")
+    expect(out).not.toContain(HOST_KEY)
+  })
+
+  it("a direct connection to an outside host fails, though the host itself reaches it", async () => {
+    // The control: from the host, the stand-in outside host answers.
+    const greeting = await new Promise<string>((resolve, reject) => {
+      const s = net.connect(outside.port, outside.address)
+      let data = ""
+      s.on("data", (c) => (data += c.toString()))
+      s.on("end", () => resolve(data))
+      s.on("error", reject)
+    })
+    expect(greeting).toContain(outside.greeting)
+    const r = await d.roster(["worker", "run", "alice", `!nc -w 3 ${outside.address} ${outside.port}; echo "direct-rc=$?"`])
+    expect(r.code, r.stderr).toBe(0)
+    const out = lastRun(d).stdout
+    expect(out).not.toContain(outside.greeting)
+    expect(out).toMatch(/direct-rc=[1-9]/)
+  })
+
+  it("through the gateway an allowed host:port tunnels and any other is refused", async () => {
+    const r = await d.roster(["worker", "run", "alice", script(d, "gw.sh", CONNECT + [
+      `connect ${outside.address}:${outside.port}`,
+      "echo ---",
+      `connect ${outside.address}:${outside.httpPort}`,
+      "echo ---",
+      `connect 198.51.100.8:${outside.port}`
+    ].join("\n"))])
+    expect(r.code, r.stderr).toBe(0)
+    const [allowed, otherPort, otherHost] = lastRun(d).stdout.split("---")
+    expect(allowed).toContain("HTTP/1.1 200 Connection Established")
+    expect(allowed).toContain(outside.greeting)
+    expect(otherPort).toContain("HTTP/1.1 403")
+    expect(otherPort).not.toContain(outside.greeting)
+    expect(otherHost).toContain("HTTP/1.1 403")
+    // Every request is audited with the run's identity.
+    const auditDir = d.file("state", "audit")
+    const records = fs.readdirSync(auditDir).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n"))
+      .map((l) => JSON.parse(l))
+    const runId = lastRun(d).record.run_id
+    const mine = records.filter((x) => x.run_id === runId)
+    expect(mine.map((x) => x.status).sort()).toEqual([200, 403, 403])
+    expect(mine.every((x) => x.subject === "org/alice")).toBe(true)
+  })
+
+  it("a request without the run's token from a box is refused with 407", async () => {
+    const r = await d.roster(["worker", "run", "alice", script(d, "notoken.sh", [
+      "P=${HTTP_PROXY##*:}",
+      `(printf 'CONNECT ${outside.address}:${outside.port} HTTP/1.1\\r\\n\\r\\n'; sleep 1) | nc -w 3 host.docker.internal "$P"`,
+      "echo ---",
+      `(printf 'CONNECT ${outside.address}:${outside.port} HTTP/1.1\\r\\nProxy-Authorization: Basic %s\\r\\n\\r\\n' "$(printf '%064d:x' 0 | base64 | tr -d '\\n')"; sleep 1) | nc -w 3 host.docker.internal "$P"`
+    ].join("\n"))])
+    expect(r.code, r.stderr).toBe(0)
+    const [none, unknown] = lastRun(d).stdout.split("---")
+    expect(none).toContain("407")
+    expect(unknown).toContain("407")
+    expect(lastRun(d).stdout).not.toContain(outside.greeting)
+  })
+
+  it("with egress_lockdown the host is reachable from a box only on the gateway port", async () => {
+    const hostPortServer = net.createServer((s) => s.end("host-service-reached\n"))
+    await new Promise<void>((resolve) => hostPortServer.listen(0, "0.0.0.0", resolve))
+    const hostPort = (hostPortServer.address() as net.AddressInfo).port
+    const probe = script(d, "hostports.sh", CONNECT + [
+      `nc -w 3 host.docker.internal ${hostPort}; echo "other-rc=$?"`,
+      "echo ---",
+      `connect ${outside.address}:${outside.port}`
+    ].join("\n"))
+    try {
+      // The control: without the lockdown a box reaches the host's other ports.
+      const open = await d.roster(["worker", "run", "alice", probe])
+      expect(open.code, open.stderr).toBe(0)
+      expect(lastRun(d).stdout).toContain("host-service-reached")
+
+      d.writeOrg(`[box]\negress_lockdown = true\n[[allow]]\nhosts = ["198.51.100.7"]\nports = [9099]\nscope = ["org/*"]\n`)
+      const locked = await d.roster(["worker", "run", "alice", probe])
+      expect(locked.code, locked.stderr).toBe(0)
+      const [other, gateway] = lastRun(d).stdout.split("---")
+      expect(other).not.toContain("host-service-reached")
+      expect(other).toMatch(/other-rc=[1-9]/)
+      expect(gateway).toContain("200 Connection Established")
+      expect(gateway).toContain(outside.greeting)
+    } finally {
+      hostPortServer.close()
+      d.writeOrg(`[[allow]]\nhosts = ["198.51.100.7"]\nports = [9099]\nscope = ["org/*"]\n`)
+      removeLockdownRules()
+    }
+  })
+})
+
+/** Leaves the machine as it was: the jump rules and the ROSTER-LOCKED chains go. */
+const removeLockdownRules = () => {
+  for (const tool of ["iptables", "ip6tables"]) {
+    try {
+      const rules = execFileSync(tool, ["-S", "INPUT"]).toString().split("\n").filter((l) => l.includes("ROSTER-LOCKED"))
+      for (const rule of rules) execFileSync(tool, ["-D", ...rule.replace(/^-A /, "").split(" ")])
+      execFileSync(tool, ["-F", "ROSTER-LOCKED"])
+      execFileSync(tool, ["-X", "ROSTER-LOCKED"])
+    } catch {
+      // nothing installed for this tool
+    }
+  }
+}

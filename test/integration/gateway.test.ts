@@ -1,0 +1,138 @@
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Ref } from "effect"
+import * as fs from "node:fs"
+import * as http from "node:http"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { OrgConfig } from "../../src/config/OrgConfig.js"
+import { layout, Paths } from "../../src/config/Paths.js"
+import { Dialer } from "../../src/gateway/Dialer.js"
+import { serveGateway } from "../../src/gateway/server.js"
+import { makeOutsideHost } from "../support/netns.js"
+
+const TOKEN = "ab".repeat(32)
+
+const deployment = (org: string) => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "roster-gw-"))
+  const paths = { ...Paths.fromEnv({ ROSTER_HOME: root, HOME: root }), home: root }
+  fs.mkdirSync(paths.config, { recursive: true })
+  fs.writeFileSync(layout(paths).orgToml, org)
+  fs.mkdirSync(layout(paths).identityDir, { recursive: true })
+  fs.writeFileSync(path.join(layout(paths).identityDir, `${TOKEN}.json`), JSON.stringify({ subject: "org/alice", run_id: "2026-01-01-00-00-00-00000000", worker: "alice", task_id: null }))
+  return paths
+}
+
+const auth = (token: string) => `Basic ${Buffer.from(`${token}:x`).toString("base64")}`
+
+/** A raw CONNECT: the status line and whatever the tunnel brought back within a second. */
+const connect = (port: number, target: string, headers: Record<string, string> = {}) =>
+  Effect.promise(() =>
+    new Promise<string>((resolve) => {
+      const s = net.connect(port, "127.0.0.1")
+      let data = ""
+      s.on("data", (c) => (data += c.toString()))
+      s.on("close", () => resolve(data))
+      s.on("error", () => resolve(data))
+      s.write(`CONNECT ${target} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("")}\r\n`)
+      setTimeout(() => s.end(), 1000)
+    })
+  )
+
+const get = (port: number, target: string, headers: Record<string, string> = {}) =>
+  Effect.promise(() =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request({ host: "127.0.0.1", port, path: target, headers }, (res) => {
+        let body = ""
+        res.on("data", (c) => (body += c.toString()))
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }))
+      })
+      req.on("error", reject)
+      req.end()
+    })
+  )
+
+const serve = (paths: ReturnType<typeof deployment>, dialer: Layer.Layer<Dialer>) =>
+  serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(
+    Effect.provide(Layer.mergeAll(OrgConfig.layer, dialer).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Paths.layerAt(paths)))))
+  )
+
+describe("the gateway (real listener)", () => {
+  it.live("answers /healthz with this deployment's config root", () => {
+    const paths = deployment("")
+    return Effect.gen(function*() {
+      const { port } = yield* serve(paths, Dialer.layer)
+      const r = yield* get(port, "/healthz")
+      expect(r.status).toBe(200)
+      expect(JSON.parse(r.body)).toMatchObject({ ok: true, config_root: paths.config })
+    }).pipe(Effect.scoped)
+  })
+
+  it.live("never dials loopback, private, link-local or metadata addresses a name resolves to", () => {
+    const paths = deployment(`[[allow]]\nhosts = ["*.inside.test", "2852039166"]\nscope = ["org/*", "org"]\nports = [80, 443]\n`)
+    return Effect.gen(function*() {
+      const dialled = yield* Ref.make<ReadonlyArray<string>>([])
+      const table = {
+        "meta.inside.test": ["169.254.169.254"],
+        "loop.inside.test": ["127.0.0.1"],
+        "ten.inside.test": ["10.0.0.5"],
+        "mapped.inside.test": ["::ffff:127.0.0.1"],
+        "cgnat.inside.test": ["100.64.1.1"],
+        "mixed.inside.test": ["198.51.100.9", "192.168.1.1"],
+        // What libc makes of a decimal address: the check is on the address dialled, not the name.
+        "2852039166": ["169.254.169.254"]
+      }
+      const { port } = yield* serve(paths, Dialer.layerRecording(table, dialled))
+      for (const host of Object.keys(table)) {
+        const r = yield* connect(port, `${host}:443`, { "Proxy-Authorization": auth(TOKEN) })
+        expect(r, host).toContain("HTTP/1.1 403")
+      }
+      const plain = yield* get(port, "http://meta.inside.test/latest/meta-data/", { "Proxy-Authorization": auth(TOKEN) })
+      expect(plain.status).toBe(403)
+      expect(yield* Ref.get(dialled)).toEqual([])
+    }).pipe(Effect.scoped)
+  })
+
+  it.live("refuses a box without a known token (407) and hosts no rule allows (403)", () => {
+    const paths = deployment(`[[allow]]\nhosts = ["198.51.100.7"]\nscope = ["org/alice"]\nports = [9099]\n`)
+    return Effect.gen(function*() {
+      const dialled = yield* Ref.make<ReadonlyArray<string>>([])
+      const { port } = yield* serve(paths, Dialer.layerRecording({}, dialled))
+      expect(yield* connect(port, "198.51.100.7:9099", { "Proxy-Authorization": auth("cd".repeat(32)) })).toContain("407")
+      expect(yield* connect(port, "198.51.100.7:9099", { "Proxy-Authorization": auth("../../etc/passwd") })).toContain("407")
+      expect(yield* connect(port, "198.51.100.7:9100", { "Proxy-Authorization": auth(TOKEN) })).toContain("403")
+      // No token from loopback is the host itself (subject "org"), which this rule does not admit.
+      expect(yield* connect(port, "198.51.100.7:9099")).toContain("403")
+      expect(yield* Ref.get(dialled)).toEqual([])
+    }).pipe(Effect.scoped)
+  })
+
+  it.live("an oversized header gets 431 and the gateway keeps serving", () => {
+    const paths = deployment("")
+    return Effect.gen(function*() {
+      const { port } = yield* serve(paths, Dialer.layer)
+      const r = yield* connect(port, "198.51.100.7:443", { "X-Big": "a".repeat(64 * 1024) })
+      expect(r).toContain("431")
+      expect((yield* get(port, "/healthz")).status).toBe(200)
+    }).pipe(Effect.scoped)
+  })
+
+  it.live("tunnels and forwards to an allowed outside host (a network namespace of the test)", () =>
+    Effect.gen(function*() {
+      const outside = yield* Effect.acquireRelease(Effect.promise(makeOutsideHost), (o) => Effect.sync(o.close))
+      const paths = deployment(`[[allow]]\nhosts = ["198.51.100.7"]\nscope = ["org/alice"]\nports = [${outside.port}, ${outside.httpPort}]\n`)
+      const { port } = yield* serve(paths, Dialer.layer)
+      const tunnel = yield* connect(port, `${outside.address}:${outside.port}`, { "Proxy-Authorization": auth(TOKEN) })
+      expect(tunnel).toContain("200 Connection Established")
+      expect(tunnel).toContain(outside.greeting)
+      const r = yield* get(port, `http://${outside.address}:${outside.httpPort}/x?q=1`, { "Proxy-Authorization": auth(TOKEN), "X-Keep": "yes" })
+      expect(r.status).toBe(200)
+      const echoed = JSON.parse(r.body)
+      expect(echoed.greeting).toBe(outside.greeting)
+      expect(echoed.path).toBe("/x?q=1")
+      expect(echoed.headers["x-keep"]).toBe("yes")
+      // The run token is the gateway's business, never the upstream's.
+      expect(echoed.headers["proxy-authorization"]).toBeUndefined()
+    }).pipe(Effect.scoped))
+})

@@ -1,0 +1,34 @@
+import Dockerode from "dockerode"
+import { execFileSync } from "node:child_process"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
+export const TEST_IMAGE = "roster-scripted:test"
+
+/**
+ * The integration suite needs a real engine: no engine is a loud failure with the fix, never
+ * a skip. Builds roster (the tests drive the real CLI) and the scripted-engine image once.
+ */
+export default async function setup() {
+  const docker = new Dockerode()
+  try {
+    await docker.ping()
+  } catch (e) {
+    throw new Error(
+      `The integration tests need a running Docker engine and none answered (${e instanceof Error ? e.message : e}).\n` +
+        `Fix: apt-get install -y docker.io && (dockerd > /var/log/dockerd.log 2>&1 &) — or run .ci/run, which does this.`
+    )
+  }
+  execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: root, stdio: "inherit" })
+  execFileSync(process.execPath, [path.join(root, "bin/roster.js"), "box", "build-scripted", "--tag", TEST_IMAGE], {
+    cwd: root,
+    stdio: ["ignore", "inherit", "pipe"],
+    env: { ...process.env, ROSTER_HOME: path.join(root, ".roster-dev", "build") }
+  })
+  return async () => {
+    const left = await docker.listContainers({ all: true, filters: { label: ["roster.run-id"] } })
+    for (const c of left) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)
+    if (left.length > 0) throw new Error(`the integration tests left ${left.length} roster container(s) behind: ${left.map((c) => c.Names.join(",")).join(" ")}`)
+  }
+}

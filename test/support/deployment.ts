@@ -1,0 +1,84 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
+export const ROSTER_BIN = path.join(root, "bin/roster.js")
+export const TEST_IMAGE = "roster-scripted:test"
+/** A fake host key: the tests check it never reaches a box. */
+export const HOST_KEY = "sk-ant-integration-REAL-host-key-0123456789"
+
+export interface Result {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const s = net.createServer()
+    s.once("error", reject)
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port
+      s.close(() => resolve(port))
+    })
+  })
+
+export const collect = (child: ChildProcess) =>
+  new Promise<Result>((resolve) => {
+    let stdout = ""
+    let stderr = ""
+    child.stdout?.on("data", (c: Buffer) => (stdout += c.toString()))
+    child.stderr?.on("data", (c: Buffer) => (stderr += c.toString()))
+    child.once("close", (code, signal) => resolve({ code, signal, stdout, stderr }))
+  })
+
+export interface Deployment {
+  readonly home: string
+  readonly env: NodeJS.ProcessEnv
+  readonly port: number
+  readonly spawn: (args: ReadonlyArray<string>) => ChildProcess
+  readonly roster: (args: ReadonlyArray<string>) => Promise<Result>
+  readonly writeOrg: (extra: string) => void
+  readonly file: (...parts: Array<string>) => string
+  readonly stop: () => Promise<void>
+}
+
+/** A deployment in a temp ROSTER_HOME driven through the real CLI: init, org.toml, the real daemon. */
+export const makeDeployment = async (orgExtra = ""): Promise<Deployment> => {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-it-"))
+  const port = await freePort()
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ROSTER_HOME: home,
+    HOME: path.join(home, "user"),
+    ANTHROPIC_API_KEY: HOST_KEY
+  }
+  fs.mkdirSync(path.join(home, "user"), { recursive: true })
+  const spawnRoster = (args: ReadonlyArray<string>) =>
+    spawn(process.execPath, [ROSTER_BIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] })
+  const roster = (args: ReadonlyArray<string>) => collect(spawnRoster(args))
+  const writeOrg = (extra: string) =>
+    fs.writeFileSync(path.join(home, "config", "org.toml"), `[engine]\nimage = "${TEST_IMAGE}"\n[gateway]\nport = ${port}\n${extra}\n`)
+  const init = await roster(["init"])
+  if (init.code !== 0) throw new Error(`roster init failed: ${init.stderr}`)
+  writeOrg(orgExtra)
+  const started = await roster(["server", "start"])
+  if (started.code !== 0) throw new Error(`roster server start failed:\n${started.stdout}\n${started.stderr}`)
+  return {
+    home,
+    env,
+    port,
+    spawn: spawnRoster,
+    roster,
+    writeOrg,
+    file: (...parts) => path.join(home, ...parts),
+    stop: async () => {
+      await roster(["server", "stop"])
+    }
+  }
+}
