@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Makes this machine ready for roster's boxes, idempotently: a Docker engine that answers,
+# iptables and iproute2 (lockdown and the tests' network namespaces), and a static busybox
+# (the scripted engine image). Installs from Debian's packages when root; otherwise says what to run.
+set -euo pipefail
+
+missing=()
+command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "roster needs: ${missing[*]} — install them: sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "installing ${missing[*]} …" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq "${missing[@]}" >&2
+fi
+
+engine_up() { [ -S /var/run/docker.sock ] && docker version >/dev/null 2>&1; }
+if ! engine_up; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "the Docker engine is not running — start it: sudo systemctl start docker (or sudo dockerd &)" >&2
+    exit 1
+  fi
+  echo "starting dockerd (log: /var/log/roster-dockerd.log) …" >&2
+  nohup dockerd > /var/log/roster-dockerd.log 2>&1 &
+  for _ in $(seq 1 120); do
+    engine_up && break
+    sleep 0.5
+  done
+  if ! engine_up; then
+    echo "dockerd did not come up in 60 s; its log:" >&2
+    tail -n 30 /var/log/roster-dockerd.log >&2 || true
+    exit 1
+  fi
+fi
+echo "docker engine: $(docker version --format '{{.Server.Version}}' 2>/dev/null)" >&2
