@@ -7,12 +7,13 @@ import { Paths } from "./config/Paths.js"
 import { DockerLive } from "./docker/DockerLive.js"
 import { Dialer } from "./gateway/Dialer.js"
 import { GatewayProbe } from "./gateway/GatewayProbe.js"
+import { LiveRuns } from "./gateway/LiveRuns.js"
 import { RunLog } from "./run/RunLog.js"
 import { Vault } from "./vault/Vault.js"
 
 const Base = Layer.mergeAll(NodeContext.layer, Paths.layer, DockerLive, GatewayProbe.layer, Firewall.layer, Dialer.layer)
 
 /** Every live service roster needs, built once and provided at the edge. */
-export const RosterLive = Layer.mergeAll(OrgConfig.layer, RunLog.layer, ImageStore.layer, Vault.layer).pipe(
+export const RosterLive = Layer.mergeAll(OrgConfig.layer, RunLog.layer, ImageStore.layer, Vault.layer, LiveRuns.layer).pipe(
   Layer.provideMerge(Base)
 )

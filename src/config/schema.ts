@@ -31,7 +31,11 @@ export const BoxSection = Schema.Struct({
 })
 
 export const GatewaySection = Schema.Struct({
-  port: Schema.optionalWith(Port, { default: () => 7300 })
+  port: Schema.optionalWith(Port, { default: () => 7300 }),
+  /** A PEM file of extra roots to trust for upstream TLS, on top of the system's (a test or private upstream). */
+  upstream_ca_file: Schema.optional(Schema.String.pipe(Schema.filter((p) => p.startsWith("/") || "path must be absolute"))),
+  /** Largest request body forwarded on a terminated connection, in MiB. */
+  max_body_mib: Schema.optionalWith(Schema.Number.pipe(Schema.positive()), { default: () => 32 })
 })
 
 export const Grant = Schema.Struct({
@@ -39,7 +43,9 @@ export const Grant = Schema.Struct({
   hosts: Schema.NonEmptyArray(Host),
   scope: Scope,
   credential: Schema.NonEmptyString,
-  ports: Schema.optional(Schema.Array(Port))
+  ports: Schema.optional(Schema.Array(Port)),
+  /** Which header carries the credential; by default the credential's own kind decides. */
+  header: Schema.optional(Schema.Literal("x-api-key", "bearer", "basic"))
 })
 
 export const Allow = Schema.Struct({
@@ -75,7 +81,7 @@ export const Mount = Schema.Struct({
 export const OrgSchema = Schema.Struct({
   engine: Schema.optionalWith(EngineSection, { default: () => ({ image: "roster-box:1" }) }),
   box: Schema.optionalWith(BoxSection, { default: () => Schema.decodeSync(BoxSection)({}) }),
-  gateway: Schema.optionalWith(GatewaySection, { default: () => ({ port: 7300 }) }),
+  gateway: Schema.optionalWith(GatewaySection, { default: () => ({ port: 7300, max_body_mib: 32 }) }),
   grant: Schema.optionalWith(Schema.Array(Grant), { default: () => [] }),
   allow: Schema.optionalWith(Schema.Array(Allow), { default: () => [] }),
   expose: Schema.optionalWith(Schema.Array(Expose), { default: () => [] }),

@@ -4,6 +4,7 @@ import type { IncomingHttpHeaders } from "node:http"
 import { IdentityRecord, TOKEN_PATTERN } from "../box/identity.js"
 import { Paths, layout } from "../config/Paths.js"
 import { isLoopback } from "./addresses.js"
+import { LiveRuns } from "./LiveRuns.js"
 
 export interface Caller {
   readonly subject: string
@@ -48,5 +49,6 @@ export const identify = Effect.fn("gateway.identify")(function*(headers: Incomin
   )
   if (record._tag === "None") return { ok: false, reason: "unknown run token" } satisfies Identification
   const r = record.value
+  if (!(yield* (yield* LiveRuns).isLive(r.run_id))) return { ok: false, reason: "the run of this token has ended" } satisfies Identification
   return { ok: true, caller: { subject: r.subject, runId: r.run_id, worker: r.worker } } satisfies Identification
 })

@@ -4,7 +4,8 @@ import { scopeAdmits } from "../box/spec.js"
 import { normalizeHost } from "./addresses.js"
 
 export type Decision =
-  | { readonly allowed: true; readonly via: "allow" | "grant"; readonly rule: AllowRule | GrantRule }
+  | { readonly allowed: true; readonly via: "grant"; readonly rule: GrantRule }
+  | { readonly allowed: true; readonly via: "allow"; readonly rule: AllowRule }
   | { readonly allowed: false; readonly reason: string }
 
 /** "*.example.com" matches a subdomain (not the apex); anything else matches exactly, after normalising. */
@@ -18,19 +19,28 @@ const portMatches = (rule: { readonly ports?: ReadonlyArray<number> | undefined 
   (rule.ports && rule.ports.length > 0 ? rule.ports : [443]).includes(port)
 
 /**
- * Deny by default: a host:port is reachable only through an `[[allow]]` (tunnelled as is) whose
- * hosts, ports and scope match the calling subject. Grants (credential injection) come later;
- * until the gateway can terminate TLS for them, a grant alone opens nothing.
+ * Deny by default: a host:port is reachable only through a `[[grant]]` (TLS terminated, the
+ * credential injected) or an `[[allow]]` (tunnelled as is) whose hosts, ports and scope match
+ * the calling subject. A grant wins over an allow for the same host, so a credential is never
+ * silently skipped.
  */
 export const decide = (org: Org, subject: string, rawHost: string, port: number): Decision => {
   const host = normalizeHost(rawHost)
+  for (const rule of org.grant) {
+    if (rule.hosts.some((h) => hostMatches(h, host)) && portMatches(rule, port) && scopeAdmits(rule.scope, subject)) {
+      return { allowed: true, via: "grant", rule }
+    }
+  }
   for (const rule of org.allow) {
     if (rule.hosts.some((h) => hostMatches(h, host)) && portMatches(rule, port) && scopeAdmits(rule.scope, subject)) {
       return { allowed: true, via: "allow", rule }
     }
   }
-  return { allowed: false, reason: `${host}:${port} is not allowed for ${subject} (no matching [[allow]] in org.toml)` }
+  return { allowed: false, reason: `${host}:${port} is not allowed for ${subject} (no matching [[grant]] or [[allow]] in org.toml)` }
 }
+
+/** The [[route]] for a host, if any: where its traffic really goes. */
+export const routeFor = (org: Org, host: string) => org.route.find((r) => normalizeHost(r.host) === host)
 
 /** A rule "names" an address when it lists that literal address: the only way past the private-address guard. */
 export const ruleNamesAddress = (rule: AllowRule | GrantRule, addr: string): boolean =>

@@ -1,17 +1,20 @@
-import type { FileSystem, Path } from "@effect/platform"
+import { FileSystem } from "@effect/platform"
 import { Effect, Runtime, Schema } from "effect"
 import * as http from "node:http"
 import type * as net from "node:net"
 import type { Duplex } from "node:stream"
-import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths } from "../config/Paths.js"
-import type { AllowRule, GrantRule } from "../config/schema.js"
 import { VERSION } from "../version.js"
-import { isLoopback, isRefusedAddress, isValidHost, normalizeHost } from "./addresses.js"
+import { isValidHost, normalizeHost } from "./addresses.js"
 import { audit, type AuditRecord } from "./audit.js"
-import { Dialer } from "./Dialer.js"
-import { type Caller, identify } from "./identify.js"
-import { decide, ruleNamesAddress } from "./policy.js"
+import { authorize, dialChecked, namedBy, type Refusal, type Self } from "./authorize.js"
+import { ensureCa } from "./ca.js"
+import type { GatewayEnv } from "./env.js"
+import { forwardable, responsePairs } from "./headers.js"
+import { identify } from "./identify.js"
+import { makeLeafIssuer } from "./leafCerts.js"
+import { routeFor } from "./policy.js"
+import { makeTerminator } from "./terminate.js"
 
 export class GatewayListenError extends Schema.TaggedError<GatewayListenError>()("GatewayListenError", {
   address: Schema.String,
@@ -45,48 +48,30 @@ const refuseSocket = (socket: Duplex, status: number, reason: string) => {
   )
 }
 
-class Refusal {
-  constructor(readonly status: number, readonly reason: string) {}
+/** Where a route sends an allowed tunnel or plain request; the route names its upstream outright. */
+const upstreamOf = (org: Parameters<typeof routeFor>[0], host: string, port: number) => {
+  const route = routeFor(org, host)
+  if (!route) return { host, port, routed: false }
+  const u = new URL(route.upstream)
+  return { host: normalizeHost(u.hostname), port: Number(u.port || (u.protocol === "https:" ? 443 : 80)), routed: true }
 }
 
-const HOP_BY_HOP = new Set([
-  "proxy-authorization", "proxy-connection", "proxy-authenticate", "connection", "keep-alive", "te", "trailer", "upgrade"
-])
-
-/** Starts the gateway on every address; the scope closes the listeners and open tunnels. */
+/**
+ * Starts the gateway on every address; the scope closes the listeners and open tunnels. Hosts
+ * with an injecting grant are TLS-terminated (the CA in state/ca signs a leaf per host);
+ * [[allow]] hosts are tunnelled; plain http:// absolute URIs are forwarded for [[allow]] only.
+ */
 export const serveGateway = Effect.fn("gateway.serve")(function*(options: GatewayOptions) {
-  const runtime = yield* Effect.runtime<OrgConfig | Dialer | Paths | FileSystem.FileSystem | Path.Path>()
+  const runtime = yield* Effect.runtime<GatewayEnv>()
   const run = Runtime.runFork(runtime)
   const paths = yield* Paths
-  const config = yield* OrgConfig
-  const dialer = yield* Dialer
+  const fs = yield* FileSystem.FileSystem
+  const ca = yield* ensureCa()
+  const issuer = yield* makeLeafIssuer(yield* fs.readFileString(ca.cert), yield* fs.readFileString(ca.key))
   const sockets = new Set<net.Socket>()
   let boundPort = options.port
-
-  /** Policy, then the address actually dialled: never loopback/private/metadata unless a rule names it, never ourselves. */
-  const authorize = (caller: Caller, rawHost: string, port: number) =>
-    Effect.gen(function*() {
-      const host = normalizeHost(rawHost)
-      if (!isValidHost(host) || !Number.isInteger(port) || port < 1 || port > 65535) {
-        return yield* Effect.fail(new Refusal(400, "malformed target"))
-      }
-      const org = yield* config.snapshot.pipe(Effect.mapError(() => new Refusal(403, "org.toml is invalid: nothing is allowed until it is fixed")))
-      const decision = decide(org, caller.subject, host, port)
-      if (!decision.allowed) return yield* Effect.fail(new Refusal(403, decision.reason))
-      const rule: AllowRule | GrantRule = decision.rule
-      const addrs = yield* dialer.resolve(host).pipe(Effect.mapError((e) => new Refusal(502, e.detail)))
-      if (addrs.length === 0) return yield* Effect.fail(new Refusal(502, `${host} has no address`))
-      for (const a of addrs) {
-        if (port === boundPort && (isLoopback(a) || options.addrs.includes(a))) {
-          return yield* Effect.fail(new Refusal(403, "the gateway does not proxy to itself"))
-        }
-        // One refused address refuses the host: a mixed answer is how DNS rebinding starts.
-        if (isRefusedAddress(a) && !ruleNamesAddress(rule, a)) {
-          return yield* Effect.fail(new Refusal(403, `${host} resolves to ${a}, a private/loopback/metadata address no rule names`))
-        }
-      }
-      return { host, address: addrs[0] as string }
-    })
+  const self: Self = { port: () => boundPort, addrs: options.addrs }
+  const { terminate } = yield* makeTerminator(self, issuer)
 
   const record = (partial: Omit<AuditRecord, "duration_ms">, startedAt: number) =>
     audit({ ...partial, duration_ms: Date.now() - startedAt })
@@ -104,21 +89,23 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
       }
       const caller = who.caller
       const withCaller = { ...base, run_id: caller.runId, subject: caller.subject }
-      if (!m) {
-        refuseSocket(client, 400, "roster gateway: CONNECT wants host:port")
-        return yield* record({ ...withCaller, status: 400, bytes_up: 0, bytes_down: 0 }, startedAt)
-      }
+      const refuse = (r: Refusal) =>
+        Effect.sync(() => refuseSocket(client, r.status, `roster gateway: ${r.reason}`)).pipe(
+          Effect.zipRight(record({ ...withCaller, status: r.status, bytes_up: 0, bytes_down: 0, note: r.reason }, startedAt))
+        )
+      if (!m) return yield* refuse({ _tag: "Refusal", status: 400, reason: "CONNECT wants host:port" })
       const ok = yield* authorize(caller, m[1] ?? "", Number(m[2])).pipe(Effect.either)
-      if (ok._tag === "Left") {
-        refuseSocket(client, ok.left.status, `roster gateway: ${ok.left.reason}`)
-        return yield* record({ ...withCaller, status: ok.left.status, bytes_up: 0, bytes_down: 0, note: ok.left.reason }, startedAt)
+      if (ok._tag === "Left") return yield* refuse(ok.left)
+      if (ok.right.decision.via === "grant") {
+        // Each request inside is audited on its own; the CONNECT itself is not a request upstream.
+        return yield* terminate(client, head, caller, ok.right.host, ok.right.port).pipe(
+          Effect.catchAll((e) => refuse({ _tag: "Refusal", status: 502, reason: `cannot present a certificate for ${e.host}` }))
+        )
       }
-      const upstream = yield* dialer.connect(ok.right.address, Number(m[2])).pipe(Effect.either)
-      if (upstream._tag === "Left") {
-        refuseSocket(client, 502, `roster gateway: ${upstream.left.detail}`)
-        return yield* record({ ...withCaller, host: ok.right.host, status: 502, bytes_up: 0, bytes_down: 0, note: upstream.left.detail }, startedAt)
-      }
-      const up = upstream.right
+      const to = upstreamOf(ok.right.org, ok.right.host, ok.right.port)
+      const dialled = yield* dialChecked(self, to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
+      if (dialled._tag === "Left") return yield* refuse(dialled.left)
+      const up = dialled.right.socket
       sockets.add(up)
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n")
       if (head.length > 0) up.write(head)
@@ -165,41 +152,31 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
         return yield* record({ ...base, status: 407, bytes_up: 0, bytes_down: 0, note: who.reason }, startedAt)
       }
       const withCaller = { ...base, run_id: who.caller.runId, subject: who.caller.subject }
-      if (url.protocol !== "http:" || url.username || url.password) {
-        res.writeHead(400).end("roster gateway: only plain http:// absolute URIs (use CONNECT for https)\n")
-        return yield* record({ ...withCaller, status: 400, bytes_up: 0, bytes_down: 0 }, startedAt)
+      const refuse = (r: Refusal) =>
+        Effect.sync(() => res.writeHead(r.status, { "content-type": "text/plain" }).end(`roster gateway: ${r.reason}\n`)).pipe(
+          Effect.zipRight(record({ ...withCaller, status: r.status, bytes_up: 0, bytes_down: 0, note: r.reason }, startedAt))
+        )
+      if (url.protocol !== "http:" || url.username || url.password || !isValidHost(normalizeHost(url.hostname))) {
+        return yield* refuse({ _tag: "Refusal", status: 400, reason: "only plain http:// absolute URIs without userinfo (use CONNECT for https)" })
       }
       const ok = yield* authorize(who.caller, url.hostname, base.port).pipe(Effect.either)
-      if (ok._tag === "Left") {
-        res.writeHead(ok.left.status).end(`roster gateway: ${ok.left.reason}\n`)
-        return yield* record({ ...withCaller, status: ok.left.status, bytes_up: 0, bytes_down: 0, note: ok.left.reason }, startedAt)
+      if (ok._tag === "Left") return yield* refuse(ok.left)
+      if (ok.right.decision.via === "grant") {
+        return yield* refuse({ _tag: "Refusal", status: 403, reason: "credentials are injected only over TLS: use https://" })
       }
-      const headers: http.OutgoingHttpHeaders = {}
-      for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = v
+      const to = upstreamOf(ok.right.org, ok.right.host, ok.right.port)
+      const dialled = yield* dialChecked(self, to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
+      if (dialled._tag === "Left") return yield* refuse(dialled.left)
+      const headers = forwardable(req.headers)
       headers.host = url.host
-      const upstream = yield* dialer.connect(ok.right.address, base.port).pipe(Effect.either)
-      if (upstream._tag === "Left") {
-        res.writeHead(502).end(`roster gateway: ${upstream.left.detail}\n`)
-        return yield* record({ ...withCaller, status: 502, bytes_up: 0, bytes_down: 0 }, startedAt)
-      }
-      const sock = upstream.right
+      const sock = dialled.right.socket
       const counts = yield* Effect.async<{ status: number; up: number; down: number }>((resume) => {
         let up = 0
         let down = 0
-        const out = http.request({
-          method,
-          path: `${url.pathname}${url.search}`,
-          headers,
-          // The socket already dialled to the checked address: no agent, no second lookup.
-          createConnection: () => sock
-        }, (upRes) => {
+        // The socket is already dialled to the checked address: no agent, no second lookup.
+        const out = http.request({ method, path: `${url.pathname}${url.search}`, headers, createConnection: () => sock }, (upRes) => {
           // A redirect goes back to the box as it came: the gateway never follows one.
-          const pairs: Array<string> = []
-          for (let i = 0; i + 1 < upRes.rawHeaders.length; i += 2) {
-            const k = upRes.rawHeaders[i] as string
-            if (!HOP_BY_HOP.has(k.toLowerCase())) pairs.push(k, upRes.rawHeaders[i + 1] as string)
-          }
-          res.writeHead(upRes.statusCode ?? 502, pairs)
+          res.writeHead(upRes.statusCode ?? 502, responsePairs(upRes.rawHeaders))
           upRes.on("data", (c: Buffer) => (down += c.length))
           upRes.pipe(res)
           upRes.once("end", () => resume(Effect.succeed({ status: upRes.statusCode ?? 502, up, down })))
@@ -213,7 +190,7 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
         req.pipe(out)
         return Effect.sync(() => out.destroy())
       })
-      yield* record({ ...withCaller, status: counts.status, bytes_up: counts.up, bytes_down: counts.down }, startedAt)
+      yield* record({ ...withCaller, host: ok.right.host, status: counts.status, bytes_up: counts.up, bytes_down: counts.down }, startedAt)
     })
 
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -235,8 +212,6 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
     Effect.async<number, GatewayListenError>((resume) => {
       const server = http.createServer({ maxHeaderSize: 16 * 1024, headersTimeout: 15_000, requestTimeout: 0 }, onRequest)
       server.on("connect", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
-        sockets.add(socket as net.Socket)
-        socket.once("close", () => sockets.delete(socket as net.Socket))
         run(handleConnect(req, socket, head).pipe(Effect.catchAllCause(() => Effect.sync(() => socket.destroy()))))
       })
       server.on("connection", (socket: net.Socket) => {

@@ -9,10 +9,13 @@ import * as path from "node:path"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { layout, Paths } from "../../src/config/Paths.js"
 import { Dialer } from "../../src/gateway/Dialer.js"
+import { LiveRuns } from "../../src/gateway/LiveRuns.js"
 import { serveGateway } from "../../src/gateway/server.js"
+import { Vault } from "../../src/vault/Vault.js"
 import { makeOutsideHost } from "../support/netns.js"
 
 const TOKEN = "ab".repeat(32)
+const LIVE_RUN = "2026-01-01-00-00-00-00000000"
 
 const deployment = (org: string) => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "roster-gw-"))
@@ -20,7 +23,7 @@ const deployment = (org: string) => {
   fs.mkdirSync(paths.config, { recursive: true })
   fs.writeFileSync(layout(paths).orgToml, org)
   fs.mkdirSync(layout(paths).identityDir, { recursive: true })
-  fs.writeFileSync(path.join(layout(paths).identityDir, `${TOKEN}.json`), JSON.stringify({ subject: "org/alice", run_id: "2026-01-01-00-00-00-00000000", worker: "alice", task_id: null }))
+  fs.writeFileSync(path.join(layout(paths).identityDir, `${TOKEN}.json`), JSON.stringify({ subject: "org/alice", run_id: LIVE_RUN, worker: "alice", task_id: null }))
   return paths
 }
 
@@ -53,9 +56,14 @@ const get = (port: number, target: string, headers: Record<string, string> = {})
     })
   )
 
-const serve = (paths: ReturnType<typeof deployment>, dialer: Layer.Layer<Dialer>) =>
+
+const serve = (paths: ReturnType<typeof deployment>, dialer: Layer.Layer<Dialer>, live = (id: string) => id === LIVE_RUN) =>
   serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(
-    Effect.provide(Layer.mergeAll(OrgConfig.layer, dialer).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Paths.layerAt(paths)))))
+    Effect.provide(
+      Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live)).pipe(
+        Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Paths.layerAt(paths)))
+      )
+    )
   )
 
 describe("the gateway (real listener)", () => {

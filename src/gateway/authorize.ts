@@ -1,0 +1,69 @@
+import { Effect } from "effect"
+import { OrgConfig } from "../config/OrgConfig.js"
+import type { Org } from "../config/schema.js"
+import { isLoopback, isRefusedAddress, isValidHost, normalizeHost } from "./addresses.js"
+import { Dialer } from "./Dialer.js"
+import type { Caller } from "./identify.js"
+import { decide, type Decision, ruleNamesAddress } from "./policy.js"
+
+/** A request the gateway answers itself, with a status and a reason for the box and the audit log. */
+export class Refusal {
+  readonly _tag = "Refusal"
+  constructor(readonly status: number, readonly reason: string) {}
+}
+
+export interface Self {
+  /** The gateway's own port and addresses: never a target, whatever a rule says (no loops). */
+  readonly port: () => number
+  readonly addrs: ReadonlyArray<string>
+}
+
+export type Allowed = Extract<Decision, { allowed: true }>
+
+export interface Authorized {
+  readonly host: string
+  readonly port: number
+  readonly decision: Allowed
+  readonly org: Org
+}
+
+/** Policy first: is this subject allowed this host:port, and by which rule? */
+export const authorize = (caller: Caller, rawHost: string, port: number) =>
+  Effect.gen(function*() {
+    const host = normalizeHost(rawHost)
+    if (!isValidHost(host) || !Number.isInteger(port) || port < 1 || port > 65535) {
+      return yield* Effect.fail(new Refusal(400, "malformed target"))
+    }
+    const org = yield* (yield* OrgConfig).snapshot.pipe(
+      Effect.mapError(() => new Refusal(403, "org.toml is invalid: nothing is allowed until it is fixed"))
+    )
+    const decision = decide(org, caller.subject, host, port)
+    if (!decision.allowed) return yield* Effect.fail(new Refusal(403, decision.reason))
+    return { host, port, decision, org } satisfies Authorized
+  })
+
+/**
+ * The address actually dialled: never loopback, private, link-local, CGNAT or metadata unless
+ * `named` says a rule (or a [[route]]) lists it, and never the gateway itself. One refused
+ * address refuses the name: a mixed answer is how DNS rebinding starts.
+ */
+export const dialChecked = (self: Self, host: string, port: number, named: (address: string) => boolean) =>
+  Effect.gen(function*() {
+    const dialer = yield* Dialer
+    const addrs = yield* dialer.resolve(host).pipe(Effect.mapError((e) => new Refusal(502, e.detail)))
+    if (addrs.length === 0) return yield* Effect.fail(new Refusal(502, `${host} has no address`))
+    for (const a of addrs) {
+      if (port === self.port() && (isLoopback(a) || self.addrs.includes(a) || a === "0.0.0.0")) {
+        return yield* Effect.fail(new Refusal(403, "the gateway does not proxy to itself"))
+      }
+      if (isRefusedAddress(a) && !named(a)) {
+        return yield* Effect.fail(new Refusal(403, `${host} resolves to ${a}, a private/loopback/metadata address no rule names`))
+      }
+    }
+    const address = addrs[0] as string
+    const socket = yield* dialer.connect(address, port).pipe(Effect.mapError((e) => new Refusal(502, e.detail)))
+    return { socket, address }
+  })
+
+export const namedBy = (a: Authorized) => (address: string) => ruleNamesAddress(a.decision.rule, address)
+

@@ -1,0 +1,62 @@
+import { Transform, type TransformCallback } from "node:stream"
+
+/**
+ * Replaces every occurrence of a secret in a byte stream, across chunk boundaries. Only a tail
+ * that could be the start of a secret is held back, so a streamed (SSE) answer still flows
+ * event by event.
+ * The real credential never reaches the box, even when an upstream echoes it back.
+ */
+export class Scrub extends Transform {
+  private carry = Buffer.alloc(0)
+  private readonly secrets: ReadonlyArray<Buffer>
+  private readonly keep: number
+
+  constructor(secrets: ReadonlyArray<string>, private readonly replacement: Buffer) {
+    super()
+    this.secrets = secrets.filter((s) => s.length > 0).map((s) => Buffer.from(s))
+    this.keep = Math.max(0, ...this.secrets.map((s) => s.length - 1))
+  }
+
+  private replaceAll(buf: Buffer): Buffer {
+    let out = buf
+    for (const secret of this.secrets) {
+      let i = out.indexOf(secret)
+      if (i < 0) continue
+      const parts: Array<Buffer> = []
+      let from = 0
+      while (i >= 0) {
+        parts.push(out.subarray(from, i), this.replacement)
+        from = i + secret.length
+        i = out.indexOf(secret, from)
+      }
+      parts.push(out.subarray(from))
+      out = Buffer.concat(parts)
+    }
+    return out
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback) {
+    const joined = this.replaceAll(Buffer.concat([this.carry, chunk]))
+    const cut = joined.length - this.heldTail(joined)
+    this.carry = Buffer.from(joined.subarray(cut))
+    if (cut > 0) this.push(joined.subarray(0, cut))
+    done()
+  }
+
+  /** The longest suffix of `buf` that a secret starts with (and so might complete in the next chunk). */
+  private heldTail(buf: Buffer): number {
+    for (let k = Math.min(this.keep, buf.length); k > 0; k--) {
+      const tail = buf.subarray(buf.length - k)
+      if (this.secrets.some((s) => s.length > k && s.subarray(0, k).equals(tail))) return k
+    }
+    return 0
+  }
+
+  override _flush(done: TransformCallback) {
+    if (this.carry.length > 0) this.push(this.replaceAll(this.carry))
+    done()
+  }
+}
+
+export const scrubText = (text: string, secrets: ReadonlyArray<string>, replacement: string) =>
+  secrets.filter((s) => s.length > 0).reduce((t, s) => t.split(s).join(replacement), text)
