@@ -3,7 +3,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Console, Effect, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import type { RunRecord } from "../run/RunLog.js"
-import { findRun, listRuns } from "./runsQuery.js"
+import { auditOf, findRun, listRuns } from "./runsQuery.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
 
@@ -43,7 +43,8 @@ const show = Command.make("show", {
       Effect.map((t) => t.split("\n").filter((l) => l.trim() !== "").length),
       Effect.orElseSucceed(() => 0)
     )
-    if (json) return yield* Console.log(JSON.stringify({ ...run, dir, transcript_lines: lines }, null, 2))
+    const requests = yield* auditOf(run.run_id, run.started_at)
+    if (json) return yield* Console.log(JSON.stringify({ ...run, dir, transcript_lines: lines, gateway_requests: requests }, null, 2))
     yield* Console.log(`run ${run.run_id}`)
     yield* Console.log(`  worker:    ${run.worker} (${run.kind}${run.task_id ? `, task ${run.task_id}` : ""})`)
     yield* Console.log(`  started:   ${run.started_at}`)
@@ -54,6 +55,12 @@ const show = Command.make("show", {
     if (run.store_snapshot) yield* Console.log(`  snapshot:  ${run.store_snapshot}`)
     yield* Console.log(`  outputs:   ${dir}`)
     yield* Console.log(`  transcript: ${transcript} (${lines} lines)`)
+    yield* Console.log(requests.length === 0 ? "  gateway requests: none" : `  gateway requests (${requests.length}):`)
+    for (const r of requests) {
+      const target = `${String(r.method)} ${String(r.host)}:${String(r.port)}${String(r.path ?? "")}`
+      yield* Console.log(`    ${String(r.time).slice(11, 19)}  ${String(r.status)}  ${target}${r.injected ? "  [credential injected]" : ""}  ` +
+        `${String(r.bytes_up)}B up ${String(r.bytes_down)}B down${r.note ? `  (${String(r.note)})` : ""}`)
+    }
   })).pipe(Command.withDescription("Show one run: how it ended, its error, where its outputs are."))
 
 export const runsCommand = Command.make("runs").pipe(

@@ -27,3 +27,28 @@ export const listRuns = (worker: Option.Option<string>) =>
 
 export const findRun = (runId: string) =>
   listRuns(Option.none()).pipe(Effect.map((runs) => runs.find((r) => r.run_id === runId)))
+
+/** The gateway's audit records of one run (state/audit/<day>.jsonl from the run's first day on). */
+export const auditOf = (runId: string, startedAt: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const dir = layout(yield* Paths).auditDir
+    const firstDay = startedAt.slice(0, 10)
+    const files = (yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed(() => [] as Array<string>)))
+      .filter((f) => f.endsWith(".jsonl") && f.slice(0, 10) >= firstDay).sort()
+    const out: Array<Record<string, unknown>> = []
+    for (const f of files) {
+      const text = yield* fs.readFileString(path.join(dir, f)).pipe(Effect.orElseSucceed(() => ""))
+      for (const line of text.split("\n")) {
+        if (!line.includes(runId)) continue
+        try {
+          const rec = JSON.parse(line) as Record<string, unknown>
+          if (rec.run_id === runId) out.push(rec)
+        } catch {
+          // a torn last line while the daemon writes: skip it
+        }
+      }
+    }
+    return out
+  })

@@ -16,6 +16,8 @@ export const isSentinel = (value: string): boolean => {
 export interface Injected {
   readonly headers: IncomingHttpHeaders
   readonly injected: boolean
+  /** Every string on the wire that carries the real value (the value itself, and an encoded form): scrubbed from answers. */
+  readonly reveals: ReadonlyArray<string>
 }
 
 /**
@@ -25,23 +27,24 @@ export interface Injected {
  */
 export const injectCredential = (headers: IncomingHttpHeaders, kind: InjectKind, real: string): Injected => {
   const out: IncomingHttpHeaders = { ...headers }
+  const none: Injected = { headers: out, injected: false, reveals: [real] }
   if (kind === "x-api-key") {
     const v = headers["x-api-key"]
     if (typeof v === "string" && isSentinel(v.trim())) {
       out["x-api-key"] = real
-      return { headers: out, injected: true }
+      return { headers: out, injected: true, reveals: [real] }
     }
-    return { headers: out, injected: false }
+    return none
   }
   const auth = headers.authorization
-  if (typeof auth !== "string") return { headers: out, injected: false }
+  if (typeof auth !== "string") return none
   const m = /^(\S+)\s+(.+)$/.exec(auth.trim())
-  if (!m) return { headers: out, injected: false }
+  if (!m) return none
   const scheme = (m[1] ?? "").toLowerCase()
   const rest = (m[2] ?? "").trim()
   if (kind === "bearer" && scheme === "bearer" && isSentinel(rest)) {
     out.authorization = `Bearer ${real}`
-    return { headers: out, injected: true }
+    return { headers: out, injected: true, reveals: [real] }
   }
   if (kind === "basic" && scheme === "basic") {
     const decoded = Buffer.from(rest, "base64").toString("utf8")
@@ -49,10 +52,10 @@ export const injectCredential = (headers: IncomingHttpHeaders, kind: InjectKind,
     const user = colon < 0 ? decoded : decoded.slice(0, colon)
     const pass = colon < 0 ? "" : decoded.slice(colon + 1)
     if (isSentinel(pass) || isSentinel(user)) {
-      const swapped = `${isSentinel(user) ? real : user}:${isSentinel(pass) ? real : pass}`
-      out.authorization = `Basic ${Buffer.from(swapped).toString("base64")}`
-      return { headers: out, injected: true }
+      const swapped = Buffer.from(`${isSentinel(user) ? real : user}:${isSentinel(pass) ? real : pass}`).toString("base64")
+      out.authorization = `Basic ${swapped}`
+      return { headers: out, injected: true, reveals: [real, swapped] }
     }
   }
-  return { headers: out, injected: false }
+  return none
 }

@@ -1,7 +1,7 @@
 import { Effect, Runtime } from "effect"
 import * as fs from "node:fs"
 import * as http from "node:http"
-import type * as net from "node:net"
+import * as net from "node:net"
 import type { Duplex } from "node:stream"
 import * as tls from "node:tls"
 import { SENTINEL } from "../box/constants.js"
@@ -38,9 +38,13 @@ const trustRoots = (() => {
   }
 })()
 
-const upstreamTls = (socket: net.Socket, servername: string | undefined, ca: Array<string>) =>
+/** TLS to the upstream, verified: the certificate must name `host` (a name via SNI, or an IP address). */
+const upstreamTls = (socket: net.Socket, host: string, ca: Array<string>) =>
   Effect.async<tls.TLSSocket, Refusal>((resume) => {
-    const s = tls.connect({ socket, ca, rejectUnauthorized: true, ...(servername ? { servername } : {}), ALPNProtocols: ["http/1.1"] })
+    const s = tls.connect({
+      socket, host, ca, rejectUnauthorized: true, ALPNProtocols: ["http/1.1"],
+      ...(net.isIP(host) ? {} : { servername: host })
+    })
     s.once("secureConnect", () => resume(Effect.succeed(s)))
     s.once("error", (e) => resume(Effect.fail(new Refusal(502, `upstream TLS failed: ${e.message}`))))
     return Effect.sync(() => s.destroy())
@@ -88,7 +92,7 @@ export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(self
         return yield* refuse(new Refusal(502,
           `no credential "${grant.credential}" for grant "${grant.name}" — connect one: roster connection add ${grant.credential}`))
       }
-      const { headers, injected } = injectCredential(req.headers, credential.kind, credential.value)
+      const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
       const out = forwardable(headers)
       // The answer is scanned for the real value, so it must arrive uncompressed.
       out["accept-encoding"] = "identity"
@@ -103,16 +107,12 @@ export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(self
       if (dialled._tag === "Left") return yield* refuse(dialled.left)
       let socket: net.Socket = dialled.right.socket
       if (upstream.protocol === "https:") {
-        const secured = yield* upstreamTls(
-          socket,
-          /^[0-9.:]+$/.test(upstreamHost) ? undefined : upstreamHost,
-          trustRoots(ok.right.org.gateway.upstream_ca_file)
-        ).pipe(Effect.either)
+        const secured = yield* upstreamTls(socket, upstreamHost, trustRoots(ok.right.org.gateway.upstream_ca_file)).pipe(Effect.either)
         if (secured._tag === "Left") return yield* refuse(secured.left)
         socket = secured.right
       }
       const limit = ok.right.org.gateway.max_body_mib * 1024 * 1024
-      const secrets = [credential.value]
+      const secrets = reveals
       const result = yield* Effect.async<{ status: number; up: number; down: number; note?: string }>((resume) => {
         let up = 0
         let down = 0

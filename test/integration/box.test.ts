@@ -1,10 +1,10 @@
 import Dockerode from "dockerode"
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { collect, type Deployment, HOST_KEY, makeDeployment } from "../support/deployment.js"
+import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 
 const docker = new Dockerode()
@@ -182,6 +182,64 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     expect(lastRun(d).stdout).not.toContain(outside.greeting)
   })
 
+  it("a vault credential and the host key exist nowhere in the box: not its env, docker inspect, or the run dir", async () => {
+    const VAULT_KEY = "sk-ant-vault-REAL-9f8e7d6c5b4a"
+    const added = await collect(d.spawn(["connection", "add", "anthropic", "--from-env", "VAULT_KEY_FOR_TEST"]))
+    expect(added.code, added.stderr).toBe(1) // not in the environment yet: refused, nothing stored
+    const withEnv = spawnWith(d, { VAULT_KEY_FOR_TEST: VAULT_KEY }, ["connection", "add", "anthropic", "--from-env", "VAULT_KEY_FOR_TEST"])
+    expect((await collect(withEnv)).code).toBe(0)
+    const listed = await d.roster(["connection", "list", "--json"])
+    expect(JSON.parse(listed.stdout).map((c: { name: string }) => c.name)).toEqual(["anthropic"])
+    expect(listed.stdout).not.toContain(VAULT_KEY)
+    expect(fs.statSync(d.file("data", "vault", "anthropic.json")).mode & 0o777).toBe(0o600)
+    expect(fs.statSync(d.file("data", "vault")).mode & 0o777).toBe(0o700)
+
+    const child = d.spawn(["worker", "run", "alice", "!env; cat /pihome/agent/auth.json; sleep 3"])
+    const done = collect(child)
+    const deadline = Date.now() + 30_000
+    let running = await boxes()
+    while (running.length === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100))
+      running = await boxes()
+    }
+    const inspected = JSON.stringify(await docker.getContainer(running[0]?.Id ?? "").inspect())
+    expect(inspected).toContain("HTTPS_PROXY=http://")
+    expect(inspected).not.toContain(VAULT_KEY)
+    expect(inspected).not.toContain(HOST_KEY)
+    expect((await done).code).toBe(0)
+    const run = lastRun(d)
+    expect(run.stdout).toContain('"key": "roster-sentinel-no-real-credential-in-box"')
+    const everything = (fs.readdirSync(run.dir, { recursive: true }) as Array<string>)
+      .map((f) => path.join(run.dir, f)).filter((f) => fs.statSync(f).isFile()).map((f) => fs.readFileSync(f, "utf8")).join("\n")
+    expect(everything).not.toContain(VAULT_KEY)
+    expect(everything).not.toContain(HOST_KEY)
+    await d.roster(["connection", "rm", "anthropic"])
+  })
+
+  it("a token is dead once its run has ended, even if its file were left behind", async () => {
+    const r = await d.roster(["worker", "run", "alice", "!echo proxy=$HTTP_PROXY"])
+    expect(r.code, r.stderr).toBe(0)
+    const token = /proxy=http:\/\/([0-9a-f]{64}):x@/.exec(lastRun(d).stdout)?.[1] ?? ""
+    expect(token).toHaveLength(64)
+    const stale = d.file("state", "identity", `${token}.json`)
+    expect(fs.existsSync(stale)).toBe(false)
+    fs.writeFileSync(stale, JSON.stringify({ subject: "org/alice", run_id: lastRun(d).record.run_id, worker: "alice", task_id: null }), { mode: 0o600 })
+    try {
+      const answer = await new Promise<string>((resolve) => {
+        const s = net.connect(d.port, "127.0.0.1")
+        let data = ""
+        s.on("data", (c) => (data += c.toString()))
+        s.on("close", () => resolve(data))
+        s.write(`CONNECT ${outside.address}:${outside.port} HTTP/1.1\r\nProxy-Authorization: Basic ${Buffer.from(`${token}:x`).toString("base64")}\r\n\r\n`)
+        setTimeout(() => s.end(), 1000)
+      })
+      expect(answer).toContain("407")
+      expect(answer).not.toContain(outside.greeting)
+    } finally {
+      fs.rmSync(stale, { force: true })
+    }
+  })
+
   it("with egress_lockdown the host is reachable from a box only on the gateway port", async () => {
     const hostPortServer = net.createServer((s) => s.end("host-service-reached\n"))
     await new Promise<void>((resolve) => hostPortServer.listen(0, "0.0.0.0", resolve))
@@ -212,6 +270,9 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     }
   })
 })
+
+const spawnWith = (d: Deployment, extra: Record<string, string>, args: ReadonlyArray<string>) =>
+  spawn(process.execPath, [ROSTER_BIN, ...args], { env: { ...d.env, ...extra }, stdio: ["ignore", "pipe", "pipe"] })
 
 /** Leaves the machine as it was: the jump rules and the ROSTER-LOCKED chains go. */
 const removeLockdownRules = () => {

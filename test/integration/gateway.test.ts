@@ -128,7 +128,7 @@ describe("the gateway (real listener)", () => {
 
   it.live("tunnels and forwards to an allowed outside host (a network namespace of the test)", () =>
     Effect.gen(function*() {
-      const outside = yield* Effect.acquireRelease(Effect.promise(makeOutsideHost), (o) => Effect.sync(o.close))
+      const outside = yield* Effect.acquireRelease(Effect.promise(() => makeOutsideHost()), (o) => Effect.sync(o.close))
       const paths = deployment(`[[allow]]\nhosts = ["198.51.100.7"]\nscope = ["org/alice"]\nports = [${outside.port}, ${outside.httpPort}]\n`)
       const { port } = yield* serve(paths, Dialer.layer)
       const tunnel = yield* connect(port, `${outside.address}:${outside.port}`, { "Proxy-Authorization": auth(TOKEN) })

@@ -9,13 +9,38 @@ export interface OutsideHost {
   readonly address: string
   readonly port: number
   readonly httpPort: number
+  /** HTTPS echo servers (with `tls`): the same app on two ports. */
+  readonly httpsPorts: readonly [number, number]
   readonly greeting: string
   readonly close: () => void
 }
 
 const sh = (cmd: string, args: ReadonlyArray<string>) => execFileSync(cmd, [...args], { stdio: "pipe" }).toString()
 
-export const makeOutsideHost = async (): Promise<OutsideHost> => {
+// The upstream app: echoes what it received (headers included, so a leaked key would show),
+// with a hash of the credential headers as proof of what arrived; /redirect and /sse for the
+// proxy's redirect and streaming behaviour.
+const APP = `
+  const crypto = require("crypto");
+  const sha = (v) => v === undefined ? null : crypto.createHash("sha256").update(String(v)).digest("hex");
+  const app = (q, r) => {
+    if (q.url === "/redirect") { r.writeHead(302, { location: "https://elsewhere.test/next" }); return r.end(); }
+    if (q.url === "/sse") {
+      r.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      let n = 0;
+      const tick = () => { r.write("event: tick\\ndata: " + n + "\\n\\n"); if (++n < 3) setTimeout(tick, 500); else r.end(); };
+      return tick();
+    }
+    let body = "";
+    q.on("data", (c) => body += c);
+    q.on("end", () => r.end(JSON.stringify({
+      greeting: GREETING, method: q.method, path: q.url, headers: q.headers, body,
+      x_api_key_sha256: sha(q.headers["x-api-key"]), authorization_sha256: sha(q.headers["authorization"])
+    })));
+  };
+`
+
+export const makeOutsideHost = async (tlsFiles?: { readonly cert: string; readonly key: string }): Promise<OutsideHost> => {
   const id = crypto.randomBytes(3).toString("hex")
   const ns = `roster-t-${id}`
   const hostIf = `rth${id}`
@@ -48,10 +73,15 @@ export const makeOutsideHost = async (): Promise<OutsideHost> => {
     sh("ip", ["netns", "exec", ns, "ip", "link", "set", nsIf, "up"])
     sh("ip", ["netns", "exec", ns, "ip", "link", "set", "lo", "up"])
     const program = `
-      const net = require("net"), http = require("http");
+      const net = require("net"), http = require("http"), https = require("https"), fs = require("fs");
+      const GREETING = ${JSON.stringify(greeting)};
+      ${APP}
       net.createServer((s) => { s.on("error", () => {}); s.end(${JSON.stringify(`${greeting}\n`)}) }).listen(${port}, ${JSON.stringify(address)});
-      http.createServer((q, r) => r.end(JSON.stringify({ greeting: ${JSON.stringify(greeting)}, path: q.url, headers: q.headers })))
-        .listen(${httpPort}, ${JSON.stringify(address)}, () => console.log("ready"));
+      ${tlsFiles ? `
+      const opts = { cert: fs.readFileSync(${JSON.stringify(tlsFiles.cert)}), key: fs.readFileSync(${JSON.stringify(tlsFiles.key)}) };
+      https.createServer(opts, app).listen(8443, ${JSON.stringify(address)});
+      https.createServer(opts, app).listen(9443, ${JSON.stringify(address)});` : ""}
+      http.createServer(app).listen(${httpPort}, ${JSON.stringify(address)}, () => setTimeout(() => console.log("ready"), 100));
     `
     listener = spawn("ip", ["netns", "exec", ns, process.execPath, "-e", program], { stdio: ["ignore", "pipe", "inherit"] })
     await new Promise<void>((resolve, reject) => {
@@ -66,5 +96,5 @@ export const makeOutsideHost = async (): Promise<OutsideHost> => {
     close()
     throw e
   }
-  return { address, port, httpPort, greeting, close }
+  return { address, port, httpPort, httpsPorts: [8443, 9443], greeting, close }
 }

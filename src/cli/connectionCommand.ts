@@ -1,0 +1,85 @@
+import { Args, Command, Options, Prompt } from "@effect/cli"
+import { Config, Console, Effect, Option, Redacted, Schema } from "effect"
+import { LLM_PROVIDERS } from "../box/constants.js"
+import { Vault } from "../vault/Vault.js"
+
+export class ConnectionError extends Schema.TaggedError<ConnectionError>()("ConnectionError", { detail: Schema.String }) {
+  override get message() {
+    return this.detail
+  }
+}
+
+const nameArg = Args.text({ name: "name" }).pipe(
+  Args.withDescription(`a connection name: ${LLM_PROVIDERS.join(", ")}, or your own (e.g. github)`)
+)
+const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
+
+const readStdin = Effect.async<string>((resume) => {
+  let data = ""
+  process.stdin.setEncoding("utf8")
+  process.stdin.on("data", (c: string) => (data += c))
+  process.stdin.once("end", () => resume(Effect.succeed(data)))
+  process.stdin.once("error", () => resume(Effect.succeed(data)))
+})
+
+/** The secret from the environment, a hidden prompt, or piped stdin — never from the command line. */
+const readSecret = (name: string, fromEnv: Option.Option<string>) =>
+  Effect.gen(function*() {
+    if (Option.isSome(fromEnv)) {
+      const v = yield* Config.redacted(fromEnv.value).pipe(
+        Effect.mapError(() => new ConnectionError({ detail: `${fromEnv.value} is not set in this environment` }))
+      )
+      return Redacted.value(v)
+    }
+    if (process.stdin.isTTY) {
+      const v = yield* Prompt.hidden({ message: `secret for ${name} (not echoed)` })
+      return Redacted.value(v)
+    }
+    return yield* readStdin
+  }).pipe(Effect.map((s) => s.trim()))
+
+const add = Command.make("add", {
+  name: nameArg,
+  fromEnv: Options.text("from-env").pipe(Options.optional, Options.withDescription("read the secret from this environment variable")),
+  kind: Options.choice("kind", ["x-api-key", "bearer", "basic"]).pipe(
+    Options.optional,
+    Options.withDescription("the header the gateway puts it in (default: x-api-key for anthropic, bearer otherwise; basic for git over HTTPS)")
+  )
+}, ({ fromEnv, kind, name }) =>
+  Effect.gen(function*() {
+    const secret = yield* readSecret(name, fromEnv)
+    if (secret === "" || /\s/.test(secret)) {
+      return yield* Effect.fail(new ConnectionError({ detail: "the secret is empty or contains whitespace — nothing was stored" }))
+    }
+    const chosen = Option.getOrElse(kind, () => (name === "anthropic" ? "x-api-key" : "bearer"))
+    yield* (yield* Vault).put(name, { type: "api_key", key: secret, kind: chosen, added_at: new Date().toISOString() })
+    yield* Console.log(`stored connection "${name}" (${chosen}) in the vault; boxes only ever see a sentinel.`)
+    yield* Console.log(`the gateway injects it for a [[grant]] with credential = "${name}" in org.toml`)
+  })).pipe(Command.withDescription(
+    "Store a credential in roster's vault. The secret is read from a hidden prompt, --from-env VAR, or stdin — never from the command line."
+  ))
+
+const list = Command.make("list", { json }, ({ json }) =>
+  Effect.gen(function*() {
+    const entries = (yield* (yield* Vault).list).map(({ entry, name }) => ({
+      name,
+      type: typeof entry.type === "string" ? entry.type : "unknown",
+      kind: typeof entry.kind === "string" ? entry.kind : entry.type === "oauth" ? "bearer" : "x-api-key",
+      added_at: typeof entry.added_at === "string" ? entry.added_at : null
+    }))
+    if (json) return yield* Console.log(JSON.stringify(entries, null, 2))
+    if (entries.length === 0) return yield* Console.log("no connections — add one: roster connection add anthropic")
+    for (const e of entries) yield* Console.log(`${e.name.padEnd(16)} ${e.type.padEnd(8)} ${e.kind.padEnd(10)} ${e.added_at ?? ""}`)
+  })).pipe(Command.withDescription("List stored connections: names and kinds, never values."))
+
+const rm = Command.make("rm", { name: nameArg }, ({ name }) =>
+  Effect.gen(function*() {
+    const removed = yield* (yield* Vault).remove(name)
+    if (!removed) return yield* Effect.fail(new ConnectionError({ detail: `no connection "${name}" — see: roster connection list` }))
+    yield* Console.log(`removed connection "${name}"`)
+  })).pipe(Command.withDescription("Remove a stored connection."))
+
+export const connectionCommand = Command.make("connection").pipe(
+  Command.withDescription("Credentials the gateway injects in transit (the vault)."),
+  Command.withSubcommands([add, list, rm])
+)

@@ -1,0 +1,226 @@
+import { NodeContext } from "@effect/platform-node"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Effect, Exit, Layer, Scope } from "effect"
+import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import * as http from "node:http"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as tls from "node:tls"
+import { SENTINEL } from "../../src/box/constants.js"
+import { sentinelJwt } from "../../src/box/sentinel.js"
+import { OrgConfig } from "../../src/config/OrgConfig.js"
+import { layout, Paths } from "../../src/config/Paths.js"
+import { Dialer } from "../../src/gateway/Dialer.js"
+import { LiveRuns } from "../../src/gateway/LiveRuns.js"
+import { serveGateway } from "../../src/gateway/server.js"
+import { Vault } from "../../src/vault/Vault.js"
+import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
+import { makeTestTls } from "../support/testCa.js"
+
+const REAL_KEY = "sk-ant-api03-REAL-injected-key-7f3a9c"
+const REAL_GIT = "ghp_REALgitTOKEN0123456789"
+const ALICE = "a1".repeat(32)
+const BOB = "b2".repeat(32)
+const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex")
+
+interface Reply {
+  readonly status: number
+  readonly headers: http.IncomingHttpHeaders
+  readonly body: string
+  /** ms since the request, for each chunk of the body as it arrived */
+  readonly arrivals: ReadonlyArray<number>
+}
+
+/** What a box's HTTPS client does through HTTPS_PROXY: CONNECT with its token, TLS inside, one request. */
+const viaGateway = (
+  gatewayPort: number,
+  token: string | undefined,
+  target: string,
+  request: { method?: string; path: string; headers?: Record<string, string>; body?: string },
+  ca: ReadonlyArray<string>
+) =>
+  new Promise<Reply>((resolve, reject) => {
+    const started = Date.now()
+    const connect = http.request({
+      host: "127.0.0.1", port: gatewayPort, method: "CONNECT", path: target,
+      headers: token ? { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` } : {}
+    })
+    connect.once("connect", (res, socket) => {
+      if (res.statusCode !== 200) {
+        socket.destroy()
+        return resolve({ status: res.statusCode ?? 0, headers: res.headers, body: "", arrivals: [] })
+      }
+      const host = target.slice(0, target.lastIndexOf(":"))
+      const secured = tls.connect({ socket, host, ca: [...ca], ...(net.isIP(host) ? {} : { servername: host }) })
+      secured.once("error", reject)
+      const req = http.request({
+        method: request.method ?? "GET", path: request.path, headers: { host, ...request.headers }, createConnection: () => secured
+      }, (res) => {
+        let body = ""
+        const arrivals: Array<number> = []
+        res.on("data", (c: Buffer) => {
+          arrivals.push(Date.now() - started)
+          body += c.toString()
+        })
+        res.on("end", () => {
+          secured.destroy()
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, arrivals })
+        })
+      })
+      req.once("error", reject)
+      req.end(request.body)
+    })
+    connect.once("error", reject)
+    connect.end()
+  })
+
+describe("the gateway injects credentials in transit (real TLS upstream in a test network namespace)", () => {
+  let outside: OutsideHost
+  let scope: Scope.CloseableScope
+  let port: number
+  let rosterCa: string
+  let testCa: string
+  let auditDir: string
+  const live = new Set(["run-alice", "run-bob"])
+
+  beforeAll(async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-inject-"))
+    const tlsFiles = await makeTestTls("198.51.100.7")
+    testCa = tlsFiles.caPem
+    fs.writeFileSync(path.join(dir, "upstream.crt"), tlsFiles.certPem)
+    fs.writeFileSync(path.join(dir, "upstream.key"), tlsFiles.keyPem)
+    fs.writeFileSync(path.join(dir, "test-ca.crt"), tlsFiles.caPem)
+    outside = await makeOutsideHost({ cert: path.join(dir, "upstream.crt"), key: path.join(dir, "upstream.key") })
+
+    const paths = { ...Paths.fromEnv({ ROSTER_HOME: dir, HOME: dir }), home: dir }
+    fs.mkdirSync(paths.config, { recursive: true })
+    fs.writeFileSync(layout(paths).orgToml, [
+      "[gateway]", `upstream_ca_file = "${path.join(dir, "test-ca.crt")}"`,
+      "[[grant]]", `name = "model"`, `hosts = ["198.51.100.7", "api.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "anthropic"`,
+      "[[grant]]", `name = "git"`, `hosts = ["git.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "github"`, `header = "basic"`,
+      "[[grant]]", `name = "oauth"`, `hosts = ["oauth.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "openai-codex"`,
+      "[[grant]]", `name = "unconnected"`, `hosts = ["nokey.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "nothing"`,
+      "[[allow]]", `hosts = ["198.51.100.7"]`, "ports = [9443]", `scope = ["org/*"]`,
+      ...["api.example.com", "git.example.com", "oauth.example.com", "nokey.example.com"].flatMap((h) => ["[[route]]", `host = "${h}"`, `upstream = "https://198.51.100.7:8443"`])
+    ].join("\n"))
+    const identity = layout(paths).identityDir
+    fs.mkdirSync(identity, { recursive: true })
+    fs.writeFileSync(path.join(identity, `${ALICE}.json`), JSON.stringify({ subject: "org/alice", run_id: "run-alice", worker: "alice", task_id: null }))
+    fs.writeFileSync(path.join(identity, `${BOB}.json`), JSON.stringify({ subject: "org/bob", run_id: "run-bob", worker: "bob", task_id: null }))
+    auditDir = layout(paths).auditDir
+
+    const layer = Layer.mergeAll(
+      OrgConfig.layer,
+      Vault.layerTest({
+        anthropic: { type: "api_key", key: REAL_KEY },
+        github: { type: "api_key", key: REAL_GIT, kind: "basic" },
+        "openai-codex": { type: "oauth", access: "REAL.oauth.access", refresh: "REAL-refresh", expires: 1 }
+      }),
+      Dialer.layer,
+      LiveRuns.layerTest((id) => live.has(id))
+    ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Paths.layerAt(paths))))
+    scope = Effect.runSync(Scope.make())
+    port = (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(layer), Scope.extend(scope)))).port
+    rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
+  })
+
+  afterAll(async () => {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    outside?.close()
+  })
+
+  const echo = (r: Reply) => JSON.parse(r.body) as {
+    method: string; path: string; headers: Record<string, string>; body: string; x_api_key_sha256: string | null; authorization_sha256: string | null
+  }
+
+  it("an in-scope request reaches the TLS upstream with the real key, and an echo never shows it to the box", async () => {
+    const r = await viaGateway(port, ALICE, "198.51.100.7:8443", {
+      method: "POST", path: `/v1/messages?key=${SENTINEL}`,
+      headers: { "x-api-key": SENTINEL, cookie: `k=${SENTINEL}`, "x-other": SENTINEL, "content-type": "application/json" },
+      body: JSON.stringify({ note: SENTINEL })
+    }, [rosterCa])
+    expect(r.status).toBe(200)
+    const e = echo(r)
+    expect(e.x_api_key_sha256).toBe(sha(REAL_KEY))
+    // The upstream echoed the key it got; the gateway scrubbed it on the way back.
+    expect(e.headers["x-api-key"]).toBe(SENTINEL)
+    expect(r.body).not.toContain(REAL_KEY)
+    expect(JSON.stringify(r.headers)).not.toContain(REAL_KEY)
+    // A sentinel anywhere else is forwarded untouched.
+    expect(e.path).toBe(`/v1/messages?key=${SENTINEL}`)
+    expect(e.headers.cookie).toBe(`k=${SENTINEL}`)
+    expect(e.headers["x-other"]).toBe(SENTINEL)
+    expect(JSON.parse(e.body).note).toBe(SENTINEL)
+    expect(e.headers["proxy-authorization"]).toBeUndefined()
+  })
+
+  it("a [[route]] sends a granted host to its upstream, injected", async () => {
+    const r = await viaGateway(port, ALICE, "api.example.com:8443", { path: "/v1/models", headers: { "x-api-key": SENTINEL } }, [rosterCa])
+    expect(r.status).toBe(200)
+    expect(echo(r).x_api_key_sha256).toBe(sha(REAL_KEY))
+    expect(echo(r).headers.host).toBe("api.example.com")
+  })
+
+  it("Bearer (a sentinel JWT) and Basic (git over HTTPS) are swapped in their own header only", async () => {
+    const bearer = await viaGateway(port, ALICE, "oauth.example.com:8443", {
+      path: "/", headers: { authorization: `Bearer ${sentinelJwt(Date.now())}`, "x-api-key": SENTINEL }
+    }, [rosterCa])
+    expect(echo(bearer).authorization_sha256).toBe(sha("Bearer REAL.oauth.access"))
+    expect(echo(bearer).x_api_key_sha256).toBe(sha(SENTINEL))
+    const basic = await viaGateway(port, ALICE, "git.example.com:8443", {
+      path: "/org/repo.git/info/refs", headers: { authorization: `Basic ${Buffer.from(`x-access-token:${SENTINEL}`).toString("base64")}` }
+    }, [rosterCa])
+    expect(echo(basic).authorization_sha256).toBe(sha(`Basic ${Buffer.from(`x-access-token:${REAL_GIT}`).toString("base64")}`))
+    expect(basic.body).not.toContain(Buffer.from(`x-access-token:${REAL_GIT}`).toString("base64"))
+  })
+
+  it("never replaces the sentinel outside the grant: another subject, host, port, or a tunnelled host", async () => {
+    expect((await viaGateway(port, BOB, "198.51.100.7:8443", { path: "/", headers: { "x-api-key": SENTINEL } }, [rosterCa])).status).toBe(403)
+    expect((await viaGateway(port, ALICE, "api.example.com.evil.test:8443", { path: "/", headers: { "x-api-key": SENTINEL } }, [rosterCa])).status).toBe(403)
+    expect((await viaGateway(port, ALICE, "198.51.100.7:8444", { path: "/", headers: { "x-api-key": SENTINEL } }, [rosterCa])).status).toBe(403)
+    // 9443 is an [[allow]]: tunnelled end to end (the box talks TLS with the upstream itself), unchanged.
+    const tunnelled = await viaGateway(port, BOB, "198.51.100.7:9443", { path: "/", headers: { "x-api-key": SENTINEL } }, [testCa])
+    expect(tunnelled.status).toBe(200)
+    expect(echo(tunnelled).x_api_key_sha256).toBe(sha(SENTINEL))
+  })
+
+  it("a redirect is passed back to the box, not followed", async () => {
+    const r = await viaGateway(port, ALICE, "198.51.100.7:8443", { path: "/redirect", headers: { "x-api-key": SENTINEL } }, [rosterCa])
+    expect(r.status).toBe(302)
+    expect(r.headers.location).toBe("https://elsewhere.test/next")
+  })
+
+  it("a streamed (SSE) answer arrives incrementally, not buffered to the end", async () => {
+    const r = await viaGateway(port, ALICE, "198.51.100.7:8443", { path: "/sse", headers: { "x-api-key": SENTINEL } }, [rosterCa])
+    expect(r.status).toBe(200)
+    expect(r.body).toBe("event: tick\ndata: 0\n\nevent: tick\ndata: 1\n\nevent: tick\ndata: 2\n\n")
+    expect(r.arrivals.length).toBeGreaterThanOrEqual(3)
+    // The upstream waits 500 ms between events: the first must not wait for the last.
+    expect((r.arrivals.at(-1) ?? 0) - (r.arrivals[0] ?? 0)).toBeGreaterThanOrEqual(800)
+  })
+
+  it("a grant whose credential is not connected says how to connect it", async () => {
+    const r = await viaGateway(port, ALICE, "nokey.example.com:8443", { path: "/", headers: { "x-api-key": SENTINEL } }, [rosterCa])
+    expect(r.status).toBe(502)
+  })
+
+  it("a token whose run has ended gets 407 at once, though its file is still there", async () => {
+    const before = await viaGateway(port, BOB, "198.51.100.7:9443", { path: "/" }, [testCa])
+    expect(before.status).toBe(200)
+    live.delete("run-bob")
+    const after = await viaGateway(port, BOB, "198.51.100.7:9443", { path: "/" }, [testCa])
+    expect(after.status).toBe(407)
+  })
+
+  it("audits each request: path without query, injected yes/no, bytes", () => {
+    const records = fs.readdirSync(auditDir).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n")).map((l) => JSON.parse(l))
+    const injected = records.find((r) => r.path === "/v1/messages")
+    expect(injected).toMatchObject({ run_id: "run-alice", subject: "org/alice", host: "198.51.100.7", method: "POST", status: 200, injected: true })
+    expect(injected.bytes_up).toBeGreaterThan(0)
+    expect(injected.bytes_down).toBeGreaterThan(0)
+    expect(JSON.stringify(records)).not.toContain(SENTINEL)
+    expect(JSON.stringify(records)).not.toContain(REAL_KEY)
+  })
+})

@@ -1,0 +1,82 @@
+import { describe, expect, it } from "@effect/vitest"
+import fc from "fast-check"
+import { Readable } from "node:stream"
+import { SENTINEL } from "../../src/box/constants.js"
+import { sentinelJwt } from "../../src/box/sentinel.js"
+import { injectCredential, isSentinel } from "../../src/gateway/inject.js"
+import { Scrub } from "../../src/gateway/scrub.js"
+
+const REAL = "sk-ant-REAL-0123456789"
+
+describe("injection", () => {
+  it("recognises every sentinel form the provisioner writes, and nothing else", () => {
+    expect(isSentinel(SENTINEL)).toBe(true)
+    expect(isSentinel(sentinelJwt(Date.now()))).toBe(true)
+    expect(isSentinel("a.b.c")).toBe(false)
+    expect(isSentinel(`${SENTINEL}x`)).toBe(false)
+    expect(isSentinel(REAL)).toBe(false)
+  })
+
+  it("x-api-key: only that header, only when it holds the sentinel", () => {
+    const r = injectCredential({ "x-api-key": SENTINEL, authorization: `Bearer ${SENTINEL}`, cookie: SENTINEL }, "x-api-key", REAL)
+    expect(r.injected).toBe(true)
+    expect(r.headers).toEqual({ "x-api-key": REAL, authorization: `Bearer ${SENTINEL}`, cookie: SENTINEL })
+    const own = injectCredential({ "x-api-key": "the-box's-own-key" }, "x-api-key", REAL)
+    expect(own.injected).toBe(false)
+    expect(own.headers["x-api-key"]).toBe("the-box's-own-key")
+  })
+
+  it("bearer: the Authorization scheme must be Bearer and the token a sentinel", () => {
+    expect(injectCredential({ authorization: `Bearer ${sentinelJwt(0)}` }, "bearer", REAL).headers.authorization).toBe(`Bearer ${REAL}`)
+    expect(injectCredential({ authorization: `Basic ${SENTINEL}` }, "bearer", REAL).injected).toBe(false)
+    expect(injectCredential({ "x-api-key": SENTINEL }, "bearer", REAL).injected).toBe(false)
+  })
+
+  it("basic: the sentinel as password (or user) is swapped inside the encoding, and the encoded form is scrubbed too", () => {
+    const r = injectCredential({ authorization: `Basic ${Buffer.from(`git:${SENTINEL}`).toString("base64")}` }, "basic", REAL)
+    const encoded = Buffer.from(`git:${REAL}`).toString("base64")
+    expect(r.headers.authorization).toBe(`Basic ${encoded}`)
+    expect(r.reveals).toEqual([REAL, encoded])
+  })
+})
+
+const scrubbed = (chunks: ReadonlyArray<string>, secrets: ReadonlyArray<string>) =>
+  new Promise<string>((resolve) => {
+    let out = ""
+    Readable.from(chunks.map((c) => Buffer.from(c))).pipe(new Scrub(secrets, Buffer.from("[S]")))
+      .on("data", (c: Buffer) => (out += c.toString()))
+      .on("end", () => resolve(out))
+  })
+
+describe("scrubbing answers", () => {
+  it("removes a secret however the stream is cut (property)", async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(fc.constantFrom("a", "b", REAL, "sk-", "REAL", "\n\n"), { maxLength: 30 }),
+      fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 40 }),
+      async (parts, cuts) => {
+        const text = parts.join("")
+        const chunks: Array<string> = []
+        let i = 0
+        for (let k = 0; i < text.length; k++) {
+          const n = cuts[k % cuts.length] ?? 1
+          chunks.push(text.slice(i, i + n))
+          i += n
+        }
+        const out = await scrubbed(chunks, [REAL])
+        expect(out).toBe(text.split(REAL).join("[S]"))
+      }
+    ), { numRuns: 200 })
+  })
+
+  it("holds nothing back when no secret could be starting: each event flows at once", async () => {
+    const s = new Scrub([REAL], Buffer.from("[S]"))
+    const seen: Array<string> = []
+    s.on("data", (c: Buffer) => seen.push(c.toString()))
+    s.write("event: a\ndata: 1\n\n")
+    await new Promise((r) => setImmediate(r))
+    expect(seen.join("")).toBe("event: a\ndata: 1\n\n")
+    s.write("data: sk-an")
+    await new Promise((r) => setImmediate(r))
+    expect(seen.join("")).toBe("event: a\ndata: 1\n\ndata: ")
+  })
+})
