@@ -1,6 +1,9 @@
 import { Path } from "@effect/platform"
 import { Cause, Console, Effect, Schema } from "effect"
+import * as fsp from "node:fs/promises"
+import * as nodePath from "node:path"
 import { validateWorkerName } from "../config/names.js"
+import { messagesFile } from "../gateway/actions.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { newRunId } from "../run/runId.js"
 import { RunLog } from "../run/RunLog.js"
@@ -11,6 +14,7 @@ import { compileContext } from "./context.js"
 import { provisionBox } from "./provision.js"
 import { containerSpec } from "./spec.js"
 import { snapshotStore } from "./store.js"
+import { summarize } from "./transcript.js"
 
 export class BlankPrompt extends Schema.TaggedError<BlankPrompt>()("BlankPrompt", {}) {
   override get message() {
@@ -32,11 +36,32 @@ export interface RunOutcome {
   readonly runDir: string
   readonly endedBy: "exit" | "ceiling"
   readonly exitCode: number | null
+  /** Set when the box exited but its run failed all the same (pi exits 0 when the model call failed). */
+  readonly error: string | null
+  readonly finalText: string | null
+  readonly messages: ReadonlyArray<string>
 }
 
-/** The process exit code a CLI reports for a run: 2 at the ceiling, else the box's own (1 if none). */
-export const cliExitCode = (o: Pick<RunOutcome, "endedBy" | "exitCode">) =>
-  o.endedBy === "ceiling" ? 2 : o.exitCode ?? 1
+/** The process exit code a CLI reports for a run: 2 at the ceiling, 1 for a failed model call, else the box's own (1 if none). */
+export const cliExitCode = (o: Pick<RunOutcome, "endedBy" | "exitCode" | "error">) =>
+  o.endedBy === "ceiling" ? 2 : o.exitCode === 0 && o.error ? 1 : o.exitCode ?? 1
+
+const readOr = (file: string) => Effect.promise(() => fsp.readFile(file, "utf8").catch(() => ""))
+
+/** What the run said: pi's final text and stop reason from the transcript, and its messages to its person. */
+const outcomeOf = (runDir: string) =>
+  Effect.gen(function*() {
+    const summary = summarize(yield* readOr(nodePath.join(runDir, "stdout.jsonl")))
+    const messages = (yield* readOr(messagesFile(runDir))).split("\n").flatMap((l) => {
+      try {
+        const m = JSON.parse(l) as { text?: unknown }
+        return typeof m.text === "string" ? [m.text] : []
+      } catch {
+        return []
+      }
+    })
+    return { summary, messages }
+  })
 
 const errorText = (cause: Cause.Cause<unknown>) => {
   const failure = Cause.failureOption(cause)
@@ -130,6 +155,13 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
     )
   )
   const store_snapshot = yield* snapshot
-  yield* runLog.finish(req.worker, runId, { endedBy: end.endedBy, exitCode: end.exitCode, extra: { store_snapshot } })
-  return { runId, runDir, ...end } satisfies RunOutcome
+  const { messages, summary } = yield* outcomeOf(runDir)
+  const error = end.endedBy === "exit" ? summary.errorMessage : null
+  yield* runLog.finish(req.worker, runId, {
+    endedBy: end.endedBy,
+    exitCode: end.exitCode,
+    ...(error ? { error: `the model call failed: ${error}` } : {}),
+    extra: { store_snapshot, final_text: summary.finalText, stop_reason: summary.stopReason, messages }
+  })
+  return { runId, runDir, ...end, error, finalText: summary.finalText, messages } satisfies RunOutcome
 })

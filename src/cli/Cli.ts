@@ -2,6 +2,7 @@ import { Command } from "@effect/cli"
 import { VERSION } from "../version.js"
 import { boxCommand } from "./boxCommand.js"
 import { connectionCommand } from "./connectionCommand.js"
+import { rehearsalCommand } from "./rehearsalCommand.js"
 import { initCommand } from "./initCommand.js"
 import { runsCommand } from "./runsCommand.js"
 import { serverCommand } from "./serverCommand.js"
@@ -12,7 +13,7 @@ const roster = Command.make("roster").pipe(
     "Run AI workers (the pi coding agent) in locked-down Docker boxes whose only way out is roster's gateway. " +
       "Start with: roster init"
   ),
-  Command.withSubcommands([initCommand, workerCommand, serverCommand, runsCommand, connectionCommand, boxCommand])
+  Command.withSubcommands([initCommand, workerCommand, serverCommand, runsCommand, connectionCommand, boxCommand, rehearsalCommand])
 )
 
 export const cli = Command.run(roster, { name: "roster", version: VERSION })

@@ -1,6 +1,48 @@
 import { Command, Options } from "@effect/cli"
-import { Console, Effect } from "effect"
-import { buildScriptedImage, SCRIPTED_TAG } from "../box/buildScripted.js"
+import { Console, Effect, Option } from "effect"
+import { buildBoxImage, runCaptured } from "../box/build/build.js"
+import { buildScriptedImage, BuildError, SCRIPTED_TAG } from "../box/buildScripted.js"
+import { OrgConfig } from "../config/OrgConfig.js"
+import { Docker } from "../docker/Docker.js"
+
+const tagOption = Options.text("tag").pipe(
+  Options.optional,
+  Options.withDescription("the image tag (default: [engine] image in org.toml, else roster-box:1)")
+)
+
+const configuredTag = (tag: Option.Option<string>) =>
+  Option.isSome(tag)
+    ? Effect.succeed(tag.value)
+    : Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(Effect.map((o) => o.engine.image), Effect.orElseSucceed(() => "roster-box:1"))
+
+const build = Command.make("build", {
+  tag: tagOption,
+  offline: Options.boolean("offline").pipe(Options.withDescription("build without a registry (debootstrap + npm); chosen automatically when no registry answers"))
+}, ({ offline, tag }) =>
+  Effect.gen(function*() {
+    const target = yield* configuredTag(tag)
+    yield* (yield* Docker).ping
+    yield* buildBoxImage(target, offline)
+    yield* Console.log(`built ${target} — check it: roster box check`)
+  })).pipe(Command.withDescription(
+    "Build the box image with pi in it: box/Dockerfile where a registry answers, else (or with --offline) from Debian's " +
+      "packages and the npm registry. Tags the image org.toml names."
+  ))
+
+const check = Command.make("check", { tag: tagOption }, ({ tag }) =>
+  Effect.gen(function*() {
+    const target = yield* configuredTag(tag)
+    const docker = yield* Docker
+    const image = yield* docker.imageInspect(target)
+    if (!image) return yield* Effect.fail(new BuildError({ detail: `${target} is not present — build it: roster box build` }))
+    const r = yield* runCaptured(target, ["sh", "-c", "echo \"node $(node --version)\"; echo \"pi $(/opt/roster/engine/run-pi --version)\""])
+    const node = /node (v\S+)/.exec(r.stdout)?.[1]
+    const pi = /pi (\d\S*)/.exec(r.stdout)?.[1]
+    if (r.exitCode !== 0 || !node || !pi) {
+      return yield* Effect.fail(new BuildError({ detail: `${target} does not run pi (exit ${r.exitCode}):\n${r.stdout.trim()}` }))
+    }
+    yield* Console.log(`${target}: node ${node}, pi ${pi}${image.labels["org.roster.pi-version"] ? ` (label ${image.labels["org.roster.pi-version"]})` : ""}`)
+  })).pipe(Command.withDescription("Run pi --version in the box image and report the Node and pi versions."))
 
 const buildScripted = Command.make("build-scripted", {
   tag: Options.text("tag").pipe(Options.withDefault(SCRIPTED_TAG), Options.withDescription("the image tag to build"))
@@ -9,11 +51,11 @@ const buildScripted = Command.make("build-scripted", {
     yield* buildScriptedImage(tag)
     yield* Console.log(`built ${tag} (scripted engine). Use it with [engine] image = "${tag}" in org.toml`)
   })).pipe(Command.withDescription(
-    "Build the scripted-engine box image: a busybox stand-in for pi with no model, for tests and rehearsals. " +
+    "Build the scripted-engine box image: a busybox stand-in for pi with no model, for tests. " +
       "It runs a prompt whose first line starts with '!' as a shell script."
   ))
 
 export const boxCommand = Command.make("box").pipe(
-  Command.withDescription("Box images."),
-  Command.withSubcommands([buildScripted])
+  Command.withDescription("Box images: build the pi image, check it, or build the scripted stand-in for tests."),
+  Command.withSubcommands([build, check, buildScripted])
 )

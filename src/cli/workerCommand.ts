@@ -63,6 +63,9 @@ const run = Command.make("run", {
       ...(Option.isSome(ceiling) ? { ceilingMin: ceiling.value } : {}),
       onStderr: (chunk) => Effect.sync(() => void process.stderr.write(chunk))
     })
+    for (const m of outcome.messages) yield* Console.log(`message from ${worker}: ${m}`)
+    if (outcome.finalText) yield* Console.log(`${worker}: ${outcome.finalText}`)
+    if (outcome.error) yield* Console.error(`the run failed: the model call failed: ${outcome.error}`)
     yield* Console.log(`box ${outcome.runId} ended by ${outcome.endedBy} (exit code ${outcome.exitCode ?? "none"})`)
     yield* Console.log(`outputs: ${outcome.runDir}`)
     const code = cliExitCode(outcome)

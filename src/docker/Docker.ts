@@ -110,6 +110,8 @@ export interface DockerApi {
     onLine: (line: string) => void,
     labels?: Readonly<Record<string, string>>
   ) => Effect.Effect<void, DockerError>
+  /** `docker import`: a root filesystem tarball becomes an image tagged `ref`. */
+  readonly imageImport: (tarball: NodeJS.ReadableStream, ref: string) => Effect.Effect<void, DockerError>
   readonly containerCreate: (spec: ContainerSpec) => Effect.Effect<string, DockerError>
   /** Attached before start so no byte of output is lost; the attachment ends with the scope. */
   readonly containerAttach: (id: string) => Effect.Effect<Attached, DockerError, Scope.Scope>

@@ -116,6 +116,17 @@ export const makeDockerApi = (engine: Dockerode): DockerApi => {
             })
           )),
 
+    imageImport: (tarball, ref) =>
+      call("import", () =>
+        new Promise<void>((resolve, reject) => {
+          const colon = ref.lastIndexOf(":")
+          const [repo, tag] = colon > ref.lastIndexOf("/") ? [ref.slice(0, colon), ref.slice(colon + 1)] : [ref, "latest"]
+          engine.importImage(tarball, { repo, tag }, (err: unknown, stream?: NodeJS.ReadableStream) => {
+            if (err || !stream) return reject(err ?? new Error("no import stream"))
+            modem.followProgress(stream as Readable, (e) => (e ? reject(e) : resolve()), () => undefined)
+          })
+        })),
+
     containerCreate: (spec: ContainerSpec) =>
       call("create", () =>
         engine.createContainer(JSON.parse(JSON.stringify(spec)) as Dockerode.ContainerCreateOptions)).pipe(

@@ -128,6 +128,8 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
         }),
       imageBuild: (contextDir, files, tag) =>
         record("imageBuild", { contextDir, files, tag }).pipe(Effect.tap(() => Effect.sync(() => images.set(tag, fakeImage())))),
+      imageImport: (_tarball, ref) =>
+        record("imageImport", ref).pipe(Effect.tap(() => Effect.sync(() => images.set(ref, fakeImage())))),
       containerCreate: (spec) =>
         Effect.gen(function*() {
           yield* record("containerCreate", spec)

@@ -10,6 +10,7 @@ export interface Caller {
   readonly subject: string
   readonly runId: string | null
   readonly worker: string | null
+  readonly taskId: string | null
 }
 
 export type Identification =
@@ -35,9 +36,14 @@ export const identify = Effect.fn("gateway.identify")(function*(headers: Incomin
   const token = tokenFrom(headers)
   if (token === undefined) {
     return isLoopback(remote)
-      ? { ok: true, caller: { subject: "org", runId: null, worker: null } } satisfies Identification
+      ? { ok: true, caller: { subject: "org", runId: null, worker: null, taskId: null } } satisfies Identification
       : { ok: false, reason: "no run token" } satisfies Identification
   }
+  return yield* lookupToken(token)
+})
+
+/** A run token's identity, honoured only while its run is live. */
+export const lookupToken = Effect.fn("gateway.lookupToken")(function*(token: string) {
   if (!TOKEN_PATTERN.test(token)) return { ok: false, reason: "malformed run token" } satisfies Identification
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
@@ -50,5 +56,5 @@ export const identify = Effect.fn("gateway.identify")(function*(headers: Incomin
   if (record._tag === "None") return { ok: false, reason: "unknown run token" } satisfies Identification
   const r = record.value
   if (!(yield* (yield* LiveRuns).isLive(r.run_id))) return { ok: false, reason: "the run of this token has ended" } satisfies Identification
-  return { ok: true, caller: { subject: r.subject, runId: r.run_id, worker: r.worker } } satisfies Identification
+  return { ok: true, caller: { subject: r.subject, runId: r.run_id, worker: r.worker, taskId: r.task_id } } satisfies Identification
 })

@@ -6,6 +6,7 @@ import type { Duplex } from "node:stream"
 import { Paths } from "../config/Paths.js"
 import { VERSION } from "../version.js"
 import { isValidHost, normalizeHost } from "./addresses.js"
+import { handleAction } from "./actions.js"
 import { audit, type AuditRecord } from "./audit.js"
 import { authorize, dialChecked, namedBy, type Refusal, type Self } from "./authorize.js"
 import { ensureCa } from "./ca.js"
@@ -196,7 +197,9 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const target = req.url ?? ""
     if (target.startsWith("/")) {
-      if (req.method === "GET" && target === "/healthz") {
+      if (target.startsWith("/v1/actions/")) {
+        run(handleAction(req, res).pipe(Effect.catchAllCause(() => Effect.sync(() => res.destroy()))))
+      } else if (req.method === "GET" && target === "/healthz") {
         res.writeHead(200, { "content-type": "application/json" })
           .end(JSON.stringify({ ok: true, config_root: paths.config, version: VERSION }))
       } else {

@@ -21,7 +21,11 @@ export const RunRecord = Schema.Struct({
   container: Schema.optional(Schema.String),
   image: Schema.optional(Schema.String),
   ceiling_min: Schema.optional(Schema.Number),
-  store_snapshot: Schema.optional(Schema.NullOr(Schema.String))
+  store_snapshot: Schema.optional(Schema.NullOr(Schema.String)),
+  /** pi's last assistant text, its stop reason, and what the box sent its person (message_user). */
+  final_text: Schema.optional(Schema.NullOr(Schema.String)),
+  stop_reason: Schema.optional(Schema.NullOr(Schema.String)),
+  messages: Schema.optional(Schema.Array(Schema.String))
 })
 export type RunRecord = typeof RunRecord.Type
 

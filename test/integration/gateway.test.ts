@@ -116,6 +116,18 @@ describe("the gateway (real listener)", () => {
     }).pipe(Effect.scoped)
   })
 
+  it.live("never proxies to itself, even when a rule names loopback", () => {
+    const paths = deployment(`[[allow]]\nhosts = ["127.0.0.1", "loop.inside.test"]\nscope = ["org/alice"]\nports = [1, 65535]\n`)
+    return Effect.gen(function*() {
+      const dialled = yield* Ref.make<ReadonlyArray<string>>([])
+      const { port } = yield* serve(paths, Dialer.layerRecording({ "loop.inside.test": ["127.0.0.1"] }, dialled))
+      fs.writeFileSync(layout(paths).orgToml, `[[allow]]\nhosts = ["127.0.0.1", "loop.inside.test"]\nscope = ["org/alice"]\nports = [${port}]\n`)
+      expect(yield* connect(port, `127.0.0.1:${port}`, { "Proxy-Authorization": auth(TOKEN) })).toContain("403")
+      expect(yield* connect(port, `loop.inside.test:${port}`, { "Proxy-Authorization": auth(TOKEN) })).toContain("403")
+      expect(yield* Ref.get(dialled)).toEqual([])
+    }).pipe(Effect.scoped)
+  })
+
   it.live("an oversized header gets 431 and the gateway keeps serving", () => {
     const paths = deployment("")
     return Effect.gen(function*() {

@@ -1,0 +1,68 @@
+import { Console, Effect, Stream } from "effect"
+import { Docker, type ContainerSpec } from "../../docker/Docker.js"
+import { BuildError } from "../buildScripted.js"
+import { BOX_DIR, engineFiles, pinnedPiVersion } from "./engineFiles.js"
+import { buildOffline } from "./offline.js"
+
+export const BASE_IMAGE = "node:22-bookworm-slim"
+
+/** Can this machine get the Dockerfile's base image? Present, or pulled within 30 s. */
+const registryReachable = Effect.gen(function*() {
+  const docker = yield* Docker
+  if (yield* docker.imageInspect(BASE_IMAGE).pipe(Effect.orElseSucceed(() => undefined))) return true
+  return yield* docker.imagePull(BASE_IMAGE, () => undefined).pipe(
+    Effect.timeout("30 seconds"),
+    Effect.as(true),
+    Effect.orElseSucceed(() => false)
+  )
+})
+
+/** box/Dockerfile, for machines with a registry. */
+const buildFromDockerfile = (tag: string, labels: Record<string, string>) =>
+  Effect.gen(function*() {
+    const docker = yield* Docker
+    yield* Console.error(`building ${tag} from box/Dockerfile (${BASE_IMAGE})`)
+    yield* docker.imageBuild(BOX_DIR(), ["Dockerfile", ...engineFiles()], tag, (line) => process.stderr.write(`    ${line}\n`), {
+      ...labels,
+      "org.roster.build": "dockerfile"
+    }).pipe(Effect.mapError((e) => new BuildError({ detail: e.message })))
+  })
+
+/** `roster box build`: the Dockerfile when a registry answers, the offline builder otherwise (or when asked). */
+export const buildBoxImage = Effect.fn("box.build")(function*(tag: string, offline: boolean) {
+  const labels = { "org.roster.engine": "pi", "org.roster.pi-version": pinnedPiVersion() }
+  if (!offline && (yield* registryReachable)) return yield* buildFromDockerfile(tag, labels)
+  if (!offline) yield* Console.error(`no container registry answers (${BASE_IMAGE} can't be pulled): building offline`)
+  yield* buildOffline(tag, labels)
+})
+
+export interface Captured {
+  readonly exitCode: number
+  readonly stdout: string
+}
+
+/** A short command in a throwaway, network-less, unprivileged container of `image`; its output collected. */
+export const runCaptured = Effect.fn("box.runCaptured")(function*(image: string, cmd: ReadonlyArray<string>) {
+  const docker = yield* Docker
+  const spec: ContainerSpec = {
+    name: `roster-check-${Date.now().toString(36)}`,
+    Image: image,
+    Cmd: cmd,
+    Env: ["HOME=/tmp", "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0"],
+    Labels: { "roster.kind": "check" },
+    User: "65532:65532",
+    WorkingDir: "/tmp",
+    OpenStdin: false, StdinOnce: false, AttachStdin: false, AttachStdout: true, AttachStderr: true, Tty: false,
+    HostConfig: {
+      AutoRemove: false, NetworkMode: "none", ExtraHosts: [], Dns: [], CapDrop: ["ALL"], SecurityOpt: ["no-new-privileges"],
+      Tmpfs: { "/tmp": "rw,nosuid,nodev,size=67108864,mode=1777" }, Binds: []
+    }
+  }
+  const id = yield* Effect.acquireRelease(docker.containerCreate(spec), (id) => docker.containerRemove(id).pipe(Effect.ignore))
+  const attached = yield* docker.containerAttach(id)
+  const exited = yield* docker.containerWait(id)
+  const out = yield* Effect.fork(Stream.runFold(Stream.merge(attached.stdout, attached.stderr), "", (acc, c) => acc + new TextDecoder().decode(c)))
+  yield* docker.containerStart(id)
+  const exitCode = yield* exited.pipe(Effect.timeout("60 seconds"))
+  return { exitCode, stdout: yield* out.await.pipe(Effect.flatten, Effect.timeout("5 seconds"), Effect.orElseSucceed(() => "")) } satisfies Captured
+}, Effect.scoped)

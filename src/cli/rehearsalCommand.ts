@@ -1,0 +1,16 @@
+import { Command, Options } from "@effect/cli"
+import { Console, Effect, Option } from "effect"
+import { serveRehearsal } from "../rehearsal/server.js"
+
+export const rehearsalCommand = Command.make("rehearsal", {
+  port: Options.integer("port").pipe(Options.withDefault(7391), Options.withDescription("port on 127.0.0.1")),
+  failWith: Options.integer("fail-with").pipe(Options.optional, Options.withDescription("answer every request with this HTTP status (e.g. 529)"))
+}, ({ failWith, port }) =>
+  Effect.gen(function*() {
+    const served = yield* serveRehearsal({ port, ...(Option.isSome(failWith) ? { failWith: failWith.value } : {}) })
+    yield* Console.log(`rehearsal model (not Claude) listening on http://127.0.0.1:${served.port} — route a host to it with [[route]]`)
+    return yield* Effect.never
+  }).pipe(Effect.scoped)).pipe(Command.withDescription(
+    "Run the rehearsal model in the foreground: an Anthropic-Messages-compatible stand-in that calls bash in the box, " +
+      "messages the user and answers, for demos and tests without a real model. Route api.anthropic.com to it with [[route]]."
+  ))

@@ -1,0 +1,63 @@
+/**
+ * The rehearsal model's script: a deterministic stand-in for Claude that exercises the whole
+ * path — a bash tool call run in the box, a message_user call, then a final answer quoting
+ * what the box printed. No intelligence, labelled as a rehearsal wherever it speaks.
+ */
+export const REHEARSAL_COMMAND = "cat /etc/os-release; echo \"box: uid=$(id -u) host=$(hostname)\""
+export const REHEARSAL_MESSAGE = "rehearsal: hello from inside the box (this is the rehearsal model, not Claude)"
+
+interface Block {
+  readonly type: string
+  readonly text?: string
+  readonly tool_use_id?: string
+  readonly content?: unknown
+}
+interface Message {
+  readonly role: string
+  readonly content: string | ReadonlyArray<Block>
+}
+
+export type Step =
+  | { readonly kind: "tool"; readonly intro: string; readonly id: string; readonly name: string; readonly input: Record<string, unknown> }
+  | { readonly kind: "final"; readonly text: string }
+
+const resultText = (b: Block): string =>
+  typeof b.content === "string"
+    ? b.content
+    : Array.isArray(b.content)
+    ? (b.content as ReadonlyArray<Block>).map((c) => c.text ?? "").join("")
+    : ""
+
+/** The next step, from the conversation so far: which tool results came back decides. */
+export const nextStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<string>): Step => {
+  const results = messages
+    .filter((m) => m.role === "user" && Array.isArray(m.content))
+    .flatMap((m) => (m.content as ReadonlyArray<Block>).filter((b) => b.type === "tool_result"))
+  const bash = results.find((r) => r.tool_use_id?.startsWith("toolu_rehearsal_bash"))
+  const told = results.some((r) => r.tool_use_id?.startsWith("toolu_rehearsal_msg"))
+  if (!bash) {
+    return {
+      kind: "tool",
+      intro: "Rehearsal model here (not Claude). Let me look at the box I run in.",
+      id: `toolu_rehearsal_bash_${Date.now()}`,
+      name: "bash",
+      input: { command: REHEARSAL_COMMAND }
+    }
+  }
+  if (!told && tools.includes("message_user")) {
+    return {
+      kind: "tool",
+      intro: "Telling the person who started this run.",
+      id: `toolu_rehearsal_msg_${Date.now()}`,
+      name: "message_user",
+      input: { text: REHEARSAL_MESSAGE }
+    }
+  }
+  const output = resultText(bash).trim().split("\n")
+  const pretty = output.find((l) => l.startsWith("PRETTY_NAME=")) ?? output[0] ?? "(nothing)"
+  const who = output.find((l) => l.startsWith("box: ")) ?? ""
+  return {
+    kind: "final",
+    text: `Rehearsal answer: I ran \`${REHEARSAL_COMMAND}\` in the box. It says ${pretty}; ${who}. Done.`
+  }
+}

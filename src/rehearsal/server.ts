@@ -1,0 +1,130 @@
+import { Effect } from "effect"
+import * as http from "node:http"
+import { nextStep, type Step } from "./script.js"
+
+export interface RehearsalOptions {
+  readonly port: number
+  readonly host?: string
+  /** Answer every request with this status (500, 529, ...) to rehearse a model failure. */
+  readonly failWith?: number
+}
+
+export interface Received {
+  readonly path: string
+  readonly apiKey: string | undefined
+  readonly authorization: string | undefined
+}
+
+const sse = (res: http.ServerResponse, event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
+
+/** The assistant message a step streams, as it joins the conversation of a thread. */
+const assistantMessage = (step: Step) => ({
+  role: "assistant",
+  content: step.kind === "final"
+    ? [{ type: "text", text: step.text }]
+    : [{ type: "text", text: step.intro }, { type: "tool_use", id: step.id, name: step.name, input: step.input }]
+})
+
+const stream = (res: http.ServerResponse, model: string, step: Step, id: string) => {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+  sse(res, "message_start", {
+    type: "message_start",
+    message: {
+      id, type: "message", role: "assistant", model, content: [],
+      stop_reason: null, stop_sequence: null, usage: { input_tokens: 12, output_tokens: 1 }
+    }
+  })
+  const text = step.kind === "final" ? step.text : step.intro
+  sse(res, "content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } })
+  for (const piece of text.match(/.{1,24}/gs) ?? []) {
+    sse(res, "content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } })
+  }
+  sse(res, "content_block_stop", { type: "content_block_stop", index: 0 })
+  if (step.kind === "tool") {
+    sse(res, "content_block_start", { type: "content_block_start", index: 1, content_block: { type: "tool_use", id: step.id, name: step.name, input: {} } })
+    sse(res, "content_block_delta", { type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: JSON.stringify(step.input) } })
+    sse(res, "content_block_stop", { type: "content_block_stop", index: 1 })
+  }
+  sse(res, "message_delta", {
+    type: "message_delta",
+    delta: { stop_reason: step.kind === "tool" ? "tool_use" : "end_turn", stop_sequence: null },
+    usage: { output_tokens: 24 }
+  })
+  sse(res, "message_stop", { type: "message_stop" })
+  res.end()
+}
+
+/**
+ * The rehearsal model: a small Anthropic-Messages-compatible server (streaming SSE) that the
+ * gateway routes api.anthropic.com to when there is no real model to call. It records which
+ * credential each request carried, so a test can prove the real key arrived by injection.
+ */
+export const serveRehearsal = (options: RehearsalOptions) =>
+  Effect.acquireRelease(
+    Effect.async<{ server: http.Server; port: number; received: Array<Received> }, Error>((resume) => {
+      const received: Array<Received> = []
+      // Message threads (pi sends them to api.anthropic.com): a `continue` carries only the new
+      // messages and names the reply it builds on; the server keeps the rest, tools included.
+      const threads = new Map<string, { readonly tools: ReadonlyArray<string>; readonly messages: ReadonlyArray<unknown> }>()
+      let counter = 0
+      const server = http.createServer((req, res) => {
+        let body = ""
+        req.setEncoding("utf8")
+        req.on("data", (c: string) => (body += c))
+        req.on("end", () => {
+          const key = req.headers["x-api-key"]
+          received.push({
+            path: req.url ?? "",
+            apiKey: typeof key === "string" ? key : undefined,
+            authorization: req.headers.authorization
+          })
+          if (req.method !== "POST" || !(req.url ?? "").startsWith("/v1/messages")) {
+            res.writeHead(404, { "content-type": "application/json" })
+            return res.end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: "rehearsal model: only /v1/messages" } }))
+          }
+          if (options.failWith) {
+            res.writeHead(options.failWith, { "content-type": "application/json" })
+            return res.end(JSON.stringify({
+              type: "error",
+              error: { type: options.failWith === 529 ? "overloaded_error" : "api_error", message: `rehearsal model: rehearsed failure ${options.failWith}` }
+            }))
+          }
+          try {
+            const request = JSON.parse(body) as {
+              model?: string
+              messages?: Array<never>
+              tools?: Array<{ name?: string }>
+              thread?: { type?: string; previous_message_id?: string }
+            }
+            let tools = (request.tools ?? []).map((t) => t.name ?? "")
+            let messages: ReadonlyArray<unknown> = request.messages ?? []
+            if (request.thread?.type === "continue") {
+              const previous = threads.get(request.thread.previous_message_id ?? "")
+              if (!previous) {
+                res.writeHead(400, { "content-type": "application/json" })
+                return res.end(JSON.stringify({
+                  type: "error",
+                  error: { type: "invalid_request_error", message: "rehearsal model: no such thread", details: { error_code: "thread_not_found" } }
+                }))
+              }
+              tools = [...previous.tools]
+              messages = [...previous.messages, ...messages]
+            }
+            const step = nextStep(messages as Array<never>, tools)
+            const id = `msg_rehearsal_${Date.now()}_${++counter}`
+            if (request.thread) threads.set(id, { tools, messages: [...messages, assistantMessage(step)] })
+            stream(res, request.model ?? "rehearsal", step, id)
+          } catch (e) {
+            res.writeHead(400, { "content-type": "application/json" })
+            res.end(JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: `rehearsal model: ${String(e)}` } }))
+          }
+        })
+      })
+      server.once("error", (e) => resume(Effect.fail(e)))
+      server.listen(options.port, options.host ?? "127.0.0.1", () => {
+        const a = server.address()
+        resume(Effect.succeed({ server, port: typeof a === "object" && a ? a.port : options.port, received }))
+      })
+    }),
+    ({ server }) => Effect.sync(() => server.close())
+  )
