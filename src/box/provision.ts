@@ -60,7 +60,11 @@ export const resolveMountedEngine = Effect.fn("provision.resolveMountedEngine")(
   )
   const inBox = (p: string) => `${C.MOUNTED_ENGINE}/${nodePath.relative(root, p).split(nodePath.sep).join("/")}`
   const resolved = yield* io("resolving pi", async () => {
-    const pkgDir = await fsp.realpath(nodePath.join(root, "node_modules/@earendil-works/pi-coding-agent"))
+    // pi installed in the checkout itself, or in its box/engine (npm ci --prefix box/engine).
+    const candidates = ["node_modules", "box/engine/node_modules"].map((d) => nodePath.join(root, d, "@earendil-works/pi-coding-agent"))
+    const found = await Promise.all(candidates.map((c) => fsp.realpath(c).catch(() => undefined)))
+    const pkgDir = found.find((f) => f !== undefined)
+    if (!pkgDir) throw new Error("pi is not installed there (npm ci --prefix box/engine)")
     const pkg = JSON.parse(await fsp.readFile(nodePath.join(pkgDir, "package.json"), "utf8")) as { bin?: string | Record<string, string> }
     const bin = typeof pkg.bin === "string" ? pkg.bin : pkg.bin?.pi
     if (!bin) throw new Error("pi's package.json has no bin")

@@ -1,6 +1,6 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
-import { buildBoxImage, runCaptured } from "../box/build/build.js"
+import { buildBoxImage, imageIsCurrent, runCaptured } from "../box/build/build.js"
 import { buildScriptedImage, BuildError, SCRIPTED_TAG } from "../box/buildScripted.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Docker } from "../docker/Docker.js"
@@ -17,11 +17,13 @@ const configuredTag = (tag: Option.Option<string>) =>
 
 const build = Command.make("build", {
   tag: tagOption,
-  offline: Options.boolean("offline").pipe(Options.withDescription("build without a registry (debootstrap + npm); chosen automatically when no registry answers"))
-}, ({ offline, tag }) =>
+  offline: Options.boolean("offline").pipe(Options.withDescription("build without a registry (debootstrap + npm); chosen automatically when no registry answers")),
+  ifChanged: Options.boolean("if-changed").pipe(Options.withDescription("skip the build when the image already carries this checkout's engine"))
+}, ({ ifChanged, offline, tag }) =>
   Effect.gen(function*() {
     const target = yield* configuredTag(tag)
     yield* (yield* Docker).ping
+    if (ifChanged && (yield* imageIsCurrent(target))) return yield* Console.log(`${target} is up to date (no rebuild)`)
     yield* buildBoxImage(target, offline)
     yield* Console.log(`built ${target} — check it: roster box check`)
   })).pipe(Command.withDescription(

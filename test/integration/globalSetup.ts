@@ -1,10 +1,12 @@
 import Dockerode from "dockerode"
 import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 export const TEST_IMAGE = "roster-scripted:test"
+export const PI_IMAGE = "roster-box:test"
 
 /**
  * The integration suite needs a real engine: no engine is a loud failure with the fix, never
@@ -26,6 +28,16 @@ export default async function setup() {
     stdio: ["ignore", "inherit", "pipe"],
     env: { ...process.env, ROSTER_HOME: path.join(root, ".roster-dev", "build") }
   })
+  // The real pi image, offline (no registry is probed), rebuilt only when box/ changed.
+  execFileSync(process.execPath, [path.join(root, "bin/roster.js"), "box", "build", "--offline", "--if-changed", "--tag", PI_IMAGE], {
+    cwd: root,
+    stdio: ["ignore", "inherit", "inherit"],
+    env: { ...process.env, ROSTER_HOME: path.join(root, ".roster-dev", "build") }
+  })
+  // The mounted-engine test runs pi from this checkout's box/engine.
+  if (!fs.existsSync(path.join(root, "box/engine/node_modules/@earendil-works/pi-coding-agent/package.json"))) {
+    execFileSync("npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--ignore-scripts"], { cwd: path.join(root, "box/engine"), stdio: "inherit" })
+  }
   return async () => {
     const left = await docker.listContainers({ all: true, filters: { label: ["roster.run-id"] } })
     for (const c of left) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)

@@ -43,13 +43,13 @@ export interface Deployment {
   readonly port: number
   readonly spawn: (args: ReadonlyArray<string>) => ChildProcess
   readonly roster: (args: ReadonlyArray<string>) => Promise<Result>
-  readonly writeOrg: (extra: string) => void
+  readonly writeOrg: (extra: string, engine?: string) => void
   readonly file: (...parts: Array<string>) => string
   readonly stop: () => Promise<void>
 }
 
 /** A deployment in a temp ROSTER_HOME driven through the real CLI: init, org.toml, the real daemon. */
-export const makeDeployment = async (orgExtra = ""): Promise<Deployment> => {
+export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE): Promise<Deployment> => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-it-"))
   const port = await freePort()
   const env: NodeJS.ProcessEnv = {
@@ -62,8 +62,8 @@ export const makeDeployment = async (orgExtra = ""): Promise<Deployment> => {
   const spawnRoster = (args: ReadonlyArray<string>) =>
     spawn(process.execPath, [ROSTER_BIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] })
   const roster = (args: ReadonlyArray<string>) => collect(spawnRoster(args))
-  const writeOrg = (extra: string) =>
-    fs.writeFileSync(path.join(home, "config", "org.toml"), `[engine]\nimage = "${TEST_IMAGE}"\n[gateway]\nport = ${port}\n${extra}\n`)
+  const writeOrg = (extra: string, engine = `[engine]\nimage = "${image}"`) =>
+    fs.writeFileSync(path.join(home, "config", "org.toml"), `${engine}\n[gateway]\nport = ${port}\n${extra}\n`)
   const init = await roster(["init"])
   if (init.code !== 0) throw new Error(`roster init failed: ${init.stderr}`)
   writeOrg(orgExtra)

@@ -1,7 +1,7 @@
 import { Console, Effect, Stream } from "effect"
 import { Docker, type ContainerSpec } from "../../docker/Docker.js"
 import { BuildError } from "../buildScripted.js"
-import { BOX_DIR, engineFiles, pinnedPiVersion } from "./engineFiles.js"
+import { BOX_DIR, engineFiles, engineHash, pinnedPiVersion } from "./engineFiles.js"
 import { buildOffline } from "./offline.js"
 
 export const BASE_IMAGE = "node:22-bookworm-slim"
@@ -28,9 +28,16 @@ const buildFromDockerfile = (tag: string, labels: Record<string, string>) =>
     }).pipe(Effect.mapError((e) => new BuildError({ detail: e.message })))
   })
 
+/** Is `image` present and built from the engine files as they are now? */
+export const imageIsCurrent = (image: string) =>
+  Effect.flatMap(Docker, (docker) => docker.imageInspect(image)).pipe(
+    Effect.map((info) => info?.labels["org.roster.engine-hash"] === engineHash()),
+    Effect.orElseSucceed(() => false)
+  )
+
 /** `roster box build`: the Dockerfile when a registry answers, the offline builder otherwise (or when asked). */
 export const buildBoxImage = Effect.fn("box.build")(function*(tag: string, offline: boolean) {
-  const labels = { "org.roster.engine": "pi", "org.roster.pi-version": pinnedPiVersion() }
+  const labels = { "org.roster.engine": "pi", "org.roster.pi-version": pinnedPiVersion(), "org.roster.engine-hash": engineHash() }
   if (!offline && (yield* registryReachable)) return yield* buildFromDockerfile(tag, labels)
   if (!offline) yield* Console.error(`no container registry answers (${BASE_IMAGE} can't be pulled): building offline`)
   yield* buildOffline(tag, labels)

@@ -1,3 +1,4 @@
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { packageRoot } from "../packageRoot.js"
@@ -11,6 +12,13 @@ export const engineFiles = (boxDir = BOX_DIR()) => [
   "engine/run-pi",
   ...fs.readdirSync(path.join(boxDir, "extensions")).filter((f) => f.endsWith(".ts")).sort().map((f) => `extensions/${f}`)
 ]
+
+/** A digest of everything baked into /opt/roster/engine: an image carrying it is up to date. */
+export const engineHash = (boxDir = BOX_DIR()): string => {
+  const h = crypto.createHash("sha256")
+  for (const f of engineFiles(boxDir)) h.update(f).update("\0").update(fs.readFileSync(path.join(boxDir, f))).update("\0")
+  return h.digest("hex").slice(0, 16)
+}
 
 /** The pi version the lockfile pins (recorded as an image label). */
 export const pinnedPiVersion = (boxDir = BOX_DIR()): string => {

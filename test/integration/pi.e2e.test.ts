@@ -1,0 +1,146 @@
+import Dockerode from "dockerode"
+import { Effect, Exit, Scope } from "effect"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { REHEARSAL_MESSAGE } from "../../src/rehearsal/script.js"
+import { type Received, serveRehearsal } from "../../src/rehearsal/server.js"
+import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
+
+const PI_IMAGE = "roster-box:test"
+const TEST_KEY = "sk-ant-e2e-REAL-vault-key-5a4b3c2d1e"
+const checkout = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
+const docker = new Dockerode()
+const boxes = () => docker.listContainers({ all: true, filters: { label: ["roster.run-id"] } })
+
+const lastRun = (d: Deployment) => {
+  const dir = d.file("data", "runs", "alice")
+  const id = fs.readdirSync(dir).sort().at(-1) ?? ""
+  const runDir = path.join(dir, id)
+  return {
+    dir: runDir,
+    record: JSON.parse(fs.readFileSync(path.join(runDir, "run.json"), "utf8")),
+    events: fs.readFileSync(path.join(runDir, "stdout.jsonl"), "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l))
+  }
+}
+
+const allText = (dir: string) =>
+  (fs.readdirSync(dir, { recursive: true }) as Array<string>).map((f) => path.join(dir, f))
+    .filter((f) => fs.statSync(f).isFile()).map((f) => fs.readFileSync(f, "utf8")).join("\n")
+
+describe("real pi in a real box, through the real gateway, against the rehearsal model", () => {
+  let d: Deployment
+  let scope: Scope.CloseableScope
+  let model: { port: number; received: Array<Received> }
+  let failing: { port: number; received: Array<Received> }
+
+  const org = (upstreamPort: number, extra = "") => [
+    "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
+    "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${upstreamPort}"`, extra
+  ].join("\n")
+
+  beforeAll(async () => {
+    scope = Effect.runSync(Scope.make())
+    model = await Effect.runPromise(serveRehearsal({ port: 0 }).pipe(Scope.extend(scope)))
+    failing = await Effect.runPromise(serveRehearsal({ port: 0, failWith: 500 }).pipe(Scope.extend(scope)))
+    d = await makeDeployment(org(model.port), PI_IMAGE)
+    fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
+    const added = await collect(spawn(process.execPath, [ROSTER_BIN, "connection", "add", "anthropic", "--from-env", "E2E_KEY"], {
+      env: { ...d.env, E2E_KEY: TEST_KEY }, stdio: ["ignore", "pipe", "pipe"]
+    }))
+    expect(added.code, added.stderr).toBe(0)
+  })
+
+  afterAll(async () => {
+    await d?.stop()
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+  })
+
+  const runAndInspect = async (prompt: string) => {
+    const child = d.spawn(["worker", "run", "alice", prompt])
+    const done = collect(child)
+    let inspected = ""
+    const deadline = Date.now() + 60_000
+    while (Date.now() < deadline) {
+      const running = await boxes()
+      if (running[0]) {
+        inspected = JSON.stringify(await docker.getContainer(running[0].Id).inspect().catch(() => ({})))
+        break
+      }
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    return { result: await done, inspected }
+  }
+
+  const expectWholePath = async () => {
+    model.received.length = 0
+    const { inspected, result } = await runAndInspect("What system is your box running?")
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stdout).toContain(`message from alice: ${REHEARSAL_MESSAGE}`)
+    expect(result.stdout).toMatch(/ended by exit \(exit code 0\)/)
+    const run = lastRun(d)
+    expect(run.record).toMatchObject({ ended_by: "exit", exit_code: 0, error: null, stop_reason: "stop", messages: [REHEARSAL_MESSAGE] })
+    // pi's bash tool ran in the box: the output is the box's, as its unprivileged user.
+    const call = run.events.find((e) => e.type === "tool_execution_start" && e.toolName === "bash")
+    expect(call?.args?.command).toContain("/etc/os-release")
+    const output = run.events.find((e) => e.type === "tool_execution_end" && e.toolName === "bash")
+    const text = JSON.stringify(output?.result)
+    expect(text).toContain("PRETTY_NAME=")
+    expect(text).toMatch(/box: uid=65532 host=[0-9a-f]{12}/)
+    expect(run.record.final_text).toContain("uid=65532")
+    // The model got the real key, injected in transit; the box never had it.
+    const calls = model.received.filter((r) => r.path.startsWith("/v1/messages"))
+    expect(calls.length).toBeGreaterThanOrEqual(3)
+    expect(calls.every((r) => r.apiKey === TEST_KEY)).toBe(true)
+    expect(inspected).toContain("roster-box-")
+    expect(inspected).not.toContain(TEST_KEY)
+    expect(inspected).not.toContain(HOST_KEY)
+    const files = allText(run.dir)
+    expect(files).not.toContain(TEST_KEY)
+    expect(files).not.toContain(HOST_KEY)
+    expect(files).toContain("roster-sentinel-no-real-credential-in-box")
+    // Every model call was audited as injected, and the message_user call as an action of this run.
+    const show = await d.roster(["runs", "show", run.record.run_id, "--json"])
+    const requests = JSON.parse(show.stdout).gateway_requests as Array<{ path: string; injected: boolean; status: number }>
+    expect(requests.filter((r) => r.path === "/v1/messages").every((r) => r.injected && r.status === 200)).toBe(true)
+    expect(requests.some((r) => r.path === "/v1/actions/message_user" && r.status === 200)).toBe(true)
+    expect(await boxes()).toEqual([])
+    return inspected
+  }
+
+  it("runs pi to exit 0: a bash tool call in the box, message_user, the real key only in transit", async () => {
+    const inspected = await expectWholePath()
+    expect(inspected).toContain("/opt/roster/engine/run-pi")
+  })
+
+  it("a model error ends as a failed run with the error recorded, not as success", async () => {
+    d.writeOrg(org(failing.port))
+    try {
+      const r = await d.roster(["worker", "run", "alice", "hello"])
+      expect(r.code).toBe(1)
+      expect(r.stderr).toContain("the model call failed")
+      const run = lastRun(d)
+      expect(run.record.ended_by).toBe("exit")
+      expect(run.record.exit_code).toBe(0)
+      expect(run.record.stop_reason).toBe("error")
+      expect(run.record.error).toContain("the model call failed")
+      expect(failing.received.every((x) => x.apiKey === TEST_KEY)).toBe(true)
+    } finally {
+      d.writeOrg(org(model.port))
+    }
+  })
+
+  it("the mounted engine ([engine] dir = this checkout) runs the same path", async () => {
+    d.writeOrg(org(model.port), `[engine]\nimage = "${PI_IMAGE}"\ndir = "${checkout}"`)
+    try {
+      const inspected = await expectWholePath()
+      // pi ran from the read-only checkout, not from the image's engine.
+      expect(inspected).toContain(`${checkout}:/opt/roster/checkout:ro`)
+      expect(inspected).toContain("/opt/roster/checkout/box/extensions/message_user.ts")
+    } finally {
+      d.writeOrg(org(model.port))
+    }
+  })
+})
