@@ -1,43 +1,45 @@
 #!/usr/bin/env node
-// roster's demo on a fresh machine: installs what is missing, builds roster and the box image,
-// starts the daemon, and runs a worker in a locked-down box twice — once to its own exit, once
-// into its ceiling — then shows what the box could and could not do.
-//
-// This increment's box runs the SCRIPTED engine (busybox, no model): the real pi image and the
-// rehearsal model arrive with the box-image issue. Everything else is the real thing: the real
-// Docker engine, the real gateway, the real lockdown.
-import { execFileSync, spawnSync } from "node:child_process"
+// roster's demo on a fresh machine: installs what is missing, builds roster and the box image
+// (offline when no registry answers), starts the daemon, and runs worker alice — the real pi in a
+// locked-down box, its model calls through roster's gateway. With no model credential configured
+// it talks to the REHEARSAL model (a scripted stand-in for Claude, on this machine), so the whole
+// path runs anywhere; with one (ANTHROPIC_API_KEY, a vault connection, a pi login) it calls the real API.
+import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const home = path.join(root, ".roster-dev", "demo")
-const IMAGE = "roster-scripted:1"
+const IMAGE = "roster-box:1"
+const GATEWAY_PORT = 7390
+const REHEARSAL_PORT = 7391
 const env = { ...process.env, ROSTER_HOME: home }
-const bold = (s) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s)
+const tty = process.stdout.isTTY
+const bold = (s) => (tty ? `\x1b[1m${s}\x1b[0m` : s)
+const dim = (s) => (tty ? `\x1b[2m${s}\x1b[0m` : s)
 const step = (s) => console.log(`\n${bold(`== ${s}`)}`)
+const started = Date.now()
 
-const sh = (cmd, args, opts = {}) => {
-  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit", env, ...opts })
-  if (r.status !== 0) {
-    console.error(`demo: ${cmd} ${args.join(" ")} failed (exit ${r.status})`)
-    process.exit(1)
-  }
+const fail = (msg) => {
+  console.error(`demo: ${msg}`)
+  process.exit(1)
 }
-const roster = (args, { allowFail = false } = {}) => {
-  const r = spawnSync(process.execPath, [path.join(root, "bin/roster.js"), ...args], { cwd: root, env, encoding: "utf8" })
-  if (r.status !== 0 && !allowFail) {
-    console.error(r.stdout, r.stderr)
-    console.error(`demo: roster ${args.join(" ")} failed (exit ${r.status})`)
-    process.exit(1)
-  }
+const sh = (cmd, args) => {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit", env })
+  if (r.status !== 0) fail(`${cmd} ${args.join(" ")} failed (exit ${r.status})`)
+}
+const roster = (args, { allowFail = false, inherit = false, extraEnv = {} } = {}) => {
+  const r = spawnSync(process.execPath, [path.join(root, "bin/roster.js"), ...args], {
+    cwd: root, env: { ...env, ...extraEnv }, encoding: "utf8", stdio: inherit ? ["ignore", "inherit", "inherit"] : "pipe"
+  })
+  if (r.status !== 0 && !allowFail) fail(`roster ${args.join(" ")} failed (exit ${r.status})\n${r.stdout ?? ""}${r.stderr ?? ""}`)
   return r
 }
-
 const newest = (dir) => fs.readdirSync(dir).filter((f) => /^\d{4}-/.test(f)).sort().at(-1)
 
-step("1/6 this machine: Docker engine, iptables, busybox")
+step("1/6 this machine: Docker engine, iptables, debootstrap")
 if (!fs.existsSync(path.join(root, "node_modules"))) sh("npm", ["ci", "--no-audit", "--no-fund"])
 sh(path.join(root, "scripts/ensure-host.sh"), [])
 
@@ -50,62 +52,84 @@ if (!fs.existsSync(built) || fs.statSync(built).mtimeMs < newestMtime(path.join(
   console.log("built dist/")
 } else console.log("dist/ is up to date")
 
-step("3/6 the box image")
-const present = spawnSync("docker", ["image", "inspect", IMAGE], { stdio: "ignore" }).status === 0
-if (present) console.log(`${IMAGE} is present (no rebuild)`)
-else roster(["box", "build-scripted", "--tag", IMAGE])
+step("3/6 the box image (pi 1.6 on Node 22)")
+roster(["box", "build", "--if-changed", "--tag", IMAGE], { inherit: true })
+roster(["box", "check", "--tag", IMAGE], { inherit: true })
 
-step("4/6 a deployment in .roster-dev/demo and its daemon")
+step("4/6 a deployment in .roster-dev/demo, its daemon, and a model")
 roster(["init", "--worker", "alice"])
+const vault = JSON.parse(roster(["connection", "list", "--json"]).stdout).map((c) => c.name)
+const realCredential = Boolean(process.env.ANTHROPIC_API_KEY) || vault.includes("anthropic") && !fs.existsSync(path.join(home, ".rehearsal-key")) ||
+  fs.existsSync(path.join(os.homedir(), ".pi/agent/auth.json"))
+let rehearsal
+if (!realCredential) {
+  // A placeholder key, so the injection is real and visible: the rehearsal model records what it gets.
+  roster(["connection", "add", "anthropic", "--from-env", "DEMO_REHEARSAL_KEY"], { extraEnv: { DEMO_REHEARSAL_KEY: "sk-ant-rehearsal-demo-key-0000" } })
+  fs.writeFileSync(path.join(home, ".rehearsal-key"), "the vault's anthropic key is the demo's placeholder\n")
+  rehearsal = spawn(process.execPath, [path.join(root, "bin/roster.js"), "rehearsal", "--port", String(REHEARSAL_PORT)], { env, stdio: "ignore" })
+  await new Promise((r) => setTimeout(r, 800))
+  console.log(`no model credential configured: using the REHEARSAL model on 127.0.0.1:${REHEARSAL_PORT} (a scripted stand-in for Claude)`)
+} else console.log("a model credential is configured: alice talks to the real Anthropic API through the gateway")
 fs.writeFileSync(path.join(home, "config", "org.toml"), [
-  "# the demo's org.toml (the full commented template is what `roster init` writes)",
+  "# the demo's org.toml (roster init writes the full commented template)",
   "[engine]", `image = "${IMAGE}"`,
   "[box]", "ceiling_min = 5",
-  "[gateway]", "port = 7390", ""
+  "[gateway]", `port = ${GATEWAY_PORT}`,
+  "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
+  ...(rehearsal ? ["[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${REHEARSAL_PORT}"`] : []),
+  ""
 ].join("\n"))
-const started = roster(["server", "start"])
-process.stdout.write(started.stdout)
+fs.writeFileSync(path.join(home, "config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n[store]\nsnapshots = 5\n`)
+roster(["server", "stop"], { allowFail: true })
+process.stdout.write(roster(["server", "start"]).stdout)
 
-// A model credential is required before any box starts. The demo's engine calls no model, so a
-// placeholder stands in; it is still proven never to enter the box.
-const DEMO_KEY = "sk-ant-demo-placeholder-never-in-the-box"
-env.ANTHROPIC_API_KEY = process.env.ANTHROPIC_API_KEY ?? DEMO_KEY
+const cleanup = () => {
+  roster(["server", "stop"], { allowFail: true })
+  rehearsal?.kill()
+}
+process.on("exit", cleanup)
 
-step("5/6 run alice in a box, to its own exit")
-const probe = [
-  "echo \"I am uid $(id -u) in $(pwd)\"",
-  "grep -E '^(CapEff|NoNewPrivs):' /proc/self/status",
-  "if nc -w 2 192.0.2.1 443 </dev/null 2>/dev/null; then echo 'direct egress: CONNECTED (bug!)'; else echo 'direct egress to 192.0.2.1:443: refused (no way out but the gateway)'; fi",
-  "T=${HTTP_PROXY#http://}; T=${T%%:*}; P=${HTTP_PROXY##*:}",
-  "printf 'gateway asked for example.com:443 -> '; (printf 'CONNECT example.com:443 HTTP/1.1\\r\\nProxy-Authorization: Basic %s\\r\\n\\r\\n' \"$(printf '%s:x' \"$T\" | base64 | tr -d '\\n')\"; sleep 1) | nc -w 3 host.docker.internal \"$P\" | head -n 1",
-  "echo \"ANTHROPIC_API_KEY in the box: $ANTHROPIC_API_KEY\"",
-  "echo \"note to self\" > /pihome/store/notes.txt; echo 'saved a note in my store'"
-].join("\n")
-const storeDir = path.join(home, "data", "stores", "alice")
-fs.mkdirSync(storeDir, { recursive: true })
-fs.writeFileSync(path.join(storeDir, "demo-probe.sh"), `${probe}\n`, { mode: 0o755 })
-const first = roster(["worker", "run", "alice", "!sh /pihome/store/demo-probe.sh"], { allowFail: true })
+step("5/6 alice runs in a box, to her own exit")
+const prompt = "What system is your box running? Look, tell me, and say hello."
+console.log(dim(`$ roster worker run alice "${prompt}"`))
+const first = roster(["worker", "run", "alice", prompt], { allowFail: true })
 process.stdout.write(first.stdout)
 const runsDir = path.join(home, "data", "runs", "alice")
-const firstRun = path.join(runsDir, newest(runsDir))
-console.log(bold("\nwhat the box printed (stdout.jsonl):"))
-for (const line of fs.readFileSync(path.join(firstRun, "stdout.jsonl"), "utf8").trim().split("\n")) console.log(`  | ${line}`)
+const runDir = path.join(runsDir, newest(runsDir))
+console.log(bold("\nthe conversation (from stdout.jsonl):"))
+for (const line of fs.readFileSync(path.join(runDir, "stdout.jsonl"), "utf8").split("\n")) {
+  if (!line.startsWith("{")) continue
+  const e = JSON.parse(line)
+  if (e.type === "message_end" && e.message?.role === "user") {
+    console.log(`  you:   ${(e.message.content ?? []).map((c) => c.text ?? "").join("").slice(0, 200)}`)
+  } else if (e.type === "message_end" && e.message?.role === "assistant") {
+    const text = (e.message.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("").trim()
+    if (text) console.log(`  alice: ${text}`)
+    if (e.message.stopReason === "error") console.log(`  alice: (model error: ${e.message.errorMessage})`)
+  } else if (e.type === "tool_execution_start") {
+    console.log(`  tool:  ${e.toolName} ${JSON.stringify(e.args).slice(0, 120)}${JSON.stringify(e.args).length > 120 ? "…" : ""}`)
+  } else if (e.type === "tool_execution_end") {
+    const out = (e.result?.content ?? []).map((c) => c.text ?? "").join("").trim().split("\n")
+    for (const l of out.slice(0, 6)) console.log(dim(`         | ${l}`))
+  }
+}
 
-step("6/6 run alice into her ceiling (3 s)")
-const second = roster(["worker", "run", "alice", "--ceiling", "0.05", "!echo working forever; sleep 100000"], { allowFail: true })
+step("6/6 and into her ceiling (1 s)")
+const second = roster(["worker", "run", "alice", "--ceiling", "0.02", "Take your time."], { allowFail: true })
 process.stdout.write(second.stdout)
 console.log(`roster exited ${second.status} (2 = ended by the ceiling)`)
 
-const leftovers = execFileSync("docker", ["ps", "-aq", "--filter", "label=roster.run-id"]).toString().trim()
-const everything = fs.readdirSync(firstRun, { recursive: true })
-  .map((f) => path.join(firstRun, String(f))).filter((f) => fs.statSync(f).isFile())
-  .some((f) => fs.readFileSync(f, "utf8").includes(env.ANTHROPIC_API_KEY))
+const leftovers = spawnSync("docker", ["ps", "-aq", "--filter", "label=roster.run-id"], { encoding: "utf8" }).stdout.trim()
+const key = rehearsal ? "sk-ant-rehearsal-demo-key-0000" : process.env.ANTHROPIC_API_KEY
+const files = fs.readdirSync(runDir, { recursive: true }).map((f) => path.join(runDir, String(f))).filter((f) => fs.statSync(f).isFile())
+const leaked = key ? files.some((f) => fs.readFileSync(f, "utf8").includes(key)) : false
+const audit = fs.readdirSync(path.join(home, "state", "audit")).flatMap((f) => fs.readFileSync(path.join(home, "state", "audit", f), "utf8").trim().split("\n"))
+  .map((l) => JSON.parse(l)).filter((r) => r.run_id === path.basename(runDir))
 console.log(bold("\nproof of the lockdown"))
+console.log(`  the box's way out:             ${audit.length} gateway request(s): ${[...new Set(audit.map((r) => `${r.method} ${r.host}${r.path}${r.injected ? " [key injected]" : ""}`))].join(", ")}`)
+console.log(`  the key anywhere in the run:   ${leaked ? "FOUND (bug!)" : "nowhere — the box held only a sentinel"}`)
 console.log(`  boxes left running:            ${leftovers === "" ? "none" : leftovers}`)
-console.log(`  host key anywhere in the run:  ${everything ? "FOUND (bug!)" : "nowhere (the box saw only the sentinel)"}`)
-console.log(`  run records:                   ${firstRun}/run.json`)
-console.log(`                                 ${path.join(runsDir, newest(runsDir))}/run.json`)
-console.log(`  gateway audit:                 ${path.join(home, "state", "audit")}/`)
-roster(["server", "stop"])
-console.log("\nthe daemon was stopped; start it again with: ROSTER_HOME=.roster-dev/demo node bin/roster.js server start")
-console.log("note: this box ran the scripted engine (no model). The real pi image comes with the box-image issue.")
+console.log(`  the run record:                ${runDir}/run.json`)
+console.log(`\ndone in ${Math.round((Date.now() - started) / 1000)} s. The daemon stops with the demo; see everything again with:`)
+console.log(`  ROSTER_HOME=.roster-dev/demo node bin/roster.js runs show ${path.basename(runDir)}`)
+process.exit(first.status === 0 && second.status === 2 && !leaked && leftovers === "" ? 0 : 1)

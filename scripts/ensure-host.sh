@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes this machine ready for roster's boxes, idempotently: a Docker engine that answers,
 # iptables and iproute2 (lockdown and the tests' network namespaces), and a static busybox
-# (the scripted engine image). Installs from Debian's packages when root; otherwise says what to run.
+# (the scripted engine image), debootstrap (the offline box image build). Installs from Debian's packages when root; otherwise says what to run.
 set -euo pipefail
 
 missing=()
@@ -9,6 +9,7 @@ command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v iptables >/dev/null 2>&1 || missing+=(iptables)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

@@ -3,7 +3,13 @@
  * path — a bash tool call run in the box, a message_user call, then a final answer quoting
  * what the box printed. No intelligence, labelled as a rehearsal wherever it speaks.
  */
-export const REHEARSAL_COMMAND = "cat /etc/os-release; echo \"box: uid=$(id -u) host=$(hostname)\""
+// What the box is, who runs in it, and whether it can leave other than through the gateway
+// (192.0.2.1 is TEST-NET-1: never routed anywhere, and the box has no way out to try).
+const EGRESS_PROBE = "node -e \"const s=require('net').connect(443,'192.0.2.1');" +
+  "s.on('connect',()=>{console.log('direct egress: CONNECTED');process.exit(0)});" +
+  "s.on('error',e=>console.log('direct egress: refused ('+e.code+')'));" +
+  "s.setTimeout(2000,()=>{console.log('direct egress: refused (no route out)');s.destroy()})\""
+export const REHEARSAL_COMMAND = `head -n 2 /etc/os-release; echo "box: uid=$(id -u) host=$(hostname)"; ${EGRESS_PROBE}`
 export const REHEARSAL_MESSAGE = "rehearsal: hello from inside the box (this is the rehearsal model, not Claude)"
 
 interface Block {
@@ -56,8 +62,9 @@ export const nextStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<
   const output = resultText(bash).trim().split("\n")
   const pretty = output.find((l) => l.startsWith("PRETTY_NAME=")) ?? output[0] ?? "(nothing)"
   const who = output.find((l) => l.startsWith("box: ")) ?? ""
+  const egress = output.find((l) => l.startsWith("direct egress: ")) ?? ""
   return {
     kind: "final",
-    text: `Rehearsal answer: I ran \`${REHEARSAL_COMMAND}\` in the box. It says ${pretty}; ${who}. Done.`
+    text: `Rehearsal answer: I looked at my box with bash. It says ${pretty}; ${who}; ${egress}. Done.`
   }
 }

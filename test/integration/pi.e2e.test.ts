@@ -90,6 +90,8 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     expect(text).toContain("PRETTY_NAME=")
     expect(text).toMatch(/box: uid=65532 host=[0-9a-f]{12}/)
     expect(run.record.final_text).toContain("uid=65532")
+    expect(text).toContain("direct egress: refused")
+    expect(text).not.toContain("CONNECTED")
     // The model got the real key, injected in transit; the box never had it.
     const calls = model.received.filter((r) => r.path.startsWith("/v1/messages"))
     expect(calls.length).toBeGreaterThanOrEqual(3)
