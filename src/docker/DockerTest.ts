@@ -17,6 +17,10 @@ export interface ContainerScript {
   readonly exitCode?: number
   /** Runs until killed (exit 137). */
   readonly hang?: boolean
+  /** An rpc engine: each line written to stdin gives these stdout lines (newline added). */
+  readonly onStdin?: (line: string) => ReadonlyArray<string>
+  /** Exits 0 when stdin is closed, as pi does in rpc mode. */
+  readonly exitOnEof?: boolean
 }
 
 export interface FakeContainer {
@@ -154,9 +158,17 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
           return {
             stdout: Mailbox.toStream(c.stdout),
             stderr: Mailbox.toStream(c.stderr),
-            write: (chunk: string) => Effect.sync(() => void c.stdin.push(chunk)),
-            closeStdin: Effect.sync(() => {
+            write: (chunk: string) =>
+              Effect.gen(function*() {
+                c.stdin.push(chunk)
+                if (!c.script.onStdin || c.state !== "running") return
+                for (const line of chunk.split("\n").filter((l) => l !== "")) {
+                  yield* c.stdout.offerAll(c.script.onStdin(line).map((o) => encoder.encode(`${o}\n`)))
+                }
+              }),
+            closeStdin: Effect.gen(function*() {
               c.stdinClosed = true
+              if (c.script.exitOnEof) yield* finish(c, 0)
             })
           }
         }),

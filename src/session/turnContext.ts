@@ -1,0 +1,30 @@
+import { Effect } from "effect"
+import * as fsp from "node:fs/promises"
+
+/** One message for a warm session: its text and where it came from. */
+export interface SessionMessage {
+  readonly text: string
+  readonly author: string
+  readonly provider: string
+  readonly messageId: string
+  /** The room's recent messages; used on the session's first turn only. */
+  readonly history?: ReadonlyArray<{ readonly author: string; readonly text: string }>
+}
+
+/**
+ * A turn's input: the message with its provenance, the room's recent past on the first turn
+ * only (a warm session already holds everything since), traced to turns.jsonl.
+ */
+export const compileTurn = (message: SessionMessage, turn: number, traceFile: string) =>
+  Effect.gen(function*() {
+    if (message.text.trim() === "") return yield* Effect.fail(new Error("the message is blank"))
+    const history = turn === 1 && message.history && message.history.length > 0
+      ? `Recent messages before this one:\n${message.history.map((h) => `- ${h.author}: ${h.text}`).join("\n")}\n\n`
+      : ""
+    const input = message.provider === "terminal" ? `${history}${message.text}` :
+      `${history}[${message.provider} message ${message.messageId} from ${message.author}]\n${message.text}`
+    yield* Effect.tryPromise(() =>
+      fsp.appendFile(traceFile, `${JSON.stringify({ turn, author: message.author, provider: message.provider, message_id: message.messageId, input })}\n`)
+    )
+    return input
+  })
