@@ -10,6 +10,7 @@ command -v iptables >/dev/null 2>&1 || missing+=(iptables)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

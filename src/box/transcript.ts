@@ -57,3 +57,24 @@ export const summarize = (jsonl: string): TranscriptSummary => {
     toolResults
   }
 }
+
+/** A session's turns, from its rpc transcript: each prompt pi accepted, and the replies until the next. */
+export const turnsOf = (jsonl: string): ReadonlyArray<{ readonly replies: ReadonlyArray<string> }> => {
+  const turns: Array<{ replies: Array<string> }> = []
+  for (const line of jsonl.split("\n")) {
+    if (!line.startsWith("{")) continue
+    let e: Record<string, unknown>
+    try {
+      e = JSON.parse(line) as Record<string, unknown>
+    } catch {
+      continue
+    }
+    if (e.type === "response" && e.command === "prompt" && e.success !== false) turns.push({ replies: [] })
+    else if (e.type === "message_end" && turns.length > 0) {
+      const m = (e.message ?? {}) as Record<string, unknown>
+      const text = m.role === "assistant" ? textOf(m.content).trim() : ""
+      if (text !== "") turns.at(-1)?.replies.push(text)
+    }
+  }
+  return turns
+}

@@ -3,6 +3,7 @@ import { VERSION } from "../version.js"
 import { boxCommand } from "./boxCommand.js"
 import { connectionCommand } from "./connectionCommand.js"
 import { rehearsalCommand } from "./rehearsalCommand.js"
+import { talkCommand } from "./talkCommand.js"
 import { initCommand } from "./initCommand.js"
 import { runsCommand } from "./runsCommand.js"
 import { serverCommand } from "./serverCommand.js"
@@ -13,7 +14,7 @@ const roster = Command.make("roster").pipe(
     "Run AI workers (the pi coding agent) in locked-down Docker boxes whose only way out is roster's gateway. " +
       "Start with: roster init"
   ),
-  Command.withSubcommands([initCommand, workerCommand, serverCommand, runsCommand, connectionCommand, boxCommand, rehearsalCommand])
+  Command.withSubcommands([initCommand, workerCommand, talkCommand, serverCommand, runsCommand, connectionCommand, boxCommand, rehearsalCommand])
 )
 
 export const cli = Command.run(roster, { name: "roster", version: VERSION })

@@ -3,6 +3,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Console, Effect, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import type { RunRecord } from "../run/RunLog.js"
+import { turnsOf } from "../box/transcript.js"
 import { auditOf, findRun, listRuns } from "./runsQuery.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
@@ -44,7 +45,17 @@ const show = Command.make("show", {
       Effect.orElseSucceed(() => 0)
     )
     const requests = yield* auditOf(run.run_id, run.started_at)
-    if (json) return yield* Console.log(JSON.stringify({ ...run, dir, transcript_lines: lines, gateway_requests: requests }, null, 2))
+    const turnInputs = run.kind === "session"
+      ? (yield* fs.readFileString(path.join(dir, "turns.jsonl")).pipe(Effect.orElseSucceed(() => ""))).split("\n").filter((l) => l.startsWith("{"))
+        .map((l) => (JSON.parse(l) as { input?: string }).input ?? "")
+      : []
+    const turnReplies = run.kind === "session"
+      ? turnsOf(yield* fs.readFileString(transcript).pipe(Effect.orElseSucceed(() => "")))
+      : []
+    const turns = turnInputs.map((input, i) => ({ input, replies: turnReplies[i]?.replies ?? [] }))
+    if (json) {
+      return yield* Console.log(JSON.stringify({ ...run, dir, transcript_lines: lines, gateway_requests: requests, ...(run.kind === "session" ? { turns } : {}) }, null, 2))
+    }
     yield* Console.log(`run ${run.run_id}`)
     yield* Console.log(`  worker:    ${run.worker} (${run.kind}${run.task_id ? `, task ${run.task_id}` : ""})`)
     yield* Console.log(`  started:   ${run.started_at}`)
@@ -55,6 +66,16 @@ const show = Command.make("show", {
     if (run.store_snapshot) yield* Console.log(`  snapshot:  ${run.store_snapshot}`)
     yield* Console.log(`  outputs:   ${dir}`)
     yield* Console.log(`  transcript: ${transcript} (${lines} lines)`)
+    if (run.final_text) yield* Console.log(`  final text: ${run.final_text.slice(0, 300)}`)
+    for (const m of run.messages ?? []) yield* Console.log(`  message:   ${m}`)
+    if (run.kind === "session") {
+      yield* Console.log(`  turns (${turns.length}):`)
+      for (const [i, t] of turns.entries()) {
+        yield* Console.log(`    ${i + 1}. ${t.input.split("\n").at(-1)?.slice(0, 100) ?? ""}`)
+        const last = t.replies.at(-1)
+        if (last) yield* Console.log(`       -> ${last.slice(0, 200)}`)
+      }
+    }
     yield* Console.log(requests.length === 0 ? "  gateway requests: none" : `  gateway requests (${requests.length}):`)
     for (const r of requests) {
       const target = `${String(r.method)} ${String(r.host)}:${String(r.port)}${String(r.path ?? "")}`

@@ -34,9 +34,24 @@ const resultText = (b: Block): string =>
     ? (b.content as ReadonlyArray<Block>).map((c) => c.text ?? "").join("")
     : ""
 
-/** The next step, from the conversation so far: which tool results came back decides. */
+const userText = (m: Message): string =>
+  m.role !== "user" ? "" : typeof m.content === "string" ? m.content : m.content.filter((b) => b.type === "text").map((b) => b.text ?? "").join("")
+
+/**
+ * The next step, from the conversation so far. The first turn looks at the box (bash, then
+ * message_user, then an answer); a later turn of the same conversation answers from memory,
+ * quoting the first message — proof that the session kept its context.
+ */
 export const nextStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<string>): Step => {
-  const results = messages
+  const asked = messages.map((m, i) => ({ i, text: userText(m).trim() })).filter((x) => x.text !== "")
+  const current = asked.at(-1)
+  if (asked.length >= 2 && current) {
+    return {
+      kind: "final",
+      text: `Rehearsal answer: earlier in this conversation you said "${asked[0]?.text}". Now you say "${current.text}".`
+    }
+  }
+  const results = messages.slice(current?.i ?? 0)
     .filter((m) => m.role === "user" && Array.isArray(m.content))
     .flatMap((m) => (m.content as ReadonlyArray<Block>).filter((b) => b.type === "tool_result"))
   const bash = results.find((r) => r.tool_use_id?.startsWith("toolu_rehearsal_bash"))

@@ -28,6 +28,8 @@ export interface SessionRequest {
   readonly onEvent?: (line: string) => Effect.Effect<void>
   readonly onTurnEnd?: (turn: number) => Effect.Effect<void>
   readonly onNote?: (text: string) => Effect.Effect<void>
+  /** The box is up and the first message can be taken. */
+  readonly onReady?: (runId: string) => Effect.Effect<void>
 }
 
 export interface SessionOutcome {
@@ -115,6 +117,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     if (req.controls) yield* Effect.forever(Queue.take(req.controls).pipe(Effect.zipRight(events.offer({ _tag: "abort" })))).pipe(Effect.forkScoped)
     yield* docker.containerStart(id)
     const waiting = yield* Effect.forkScoped(exited)
+    if (req.onReady) yield* req.onReady(runId)
 
     const send = (command: unknown) => attached.write(`${JSON.stringify(command)}\n`)
     const idle = Duration.toMillis(Duration.seconds(org.box.idle_secs))

@@ -1,6 +1,6 @@
 import Dockerode from "dockerode"
 import { Effect, Exit, Scope } from "effect"
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -132,6 +132,40 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     } finally {
       d.writeOrg(org(model.port))
     }
+  })
+
+  it("roster talk in a terminal: two turns, the second remembering the first; Ctrl-D ends it; no box remains", async () => {
+    const session = `roster-talk-${process.pid}`
+    const tmux = (...args: Array<string>) => execFileSync("tmux", args, { encoding: "utf8" })
+    const screen = () => tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", session)
+    const waitFor = async (text: string, ms = 90_000) => {
+      const deadline = Date.now() + ms
+      while (Date.now() < deadline) {
+        if (screen().includes(text)) return
+        await new Promise((r) => setTimeout(r, 200))
+      }
+      throw new Error(`the terminal never showed ${JSON.stringify(text)}:\n${screen()}`)
+    }
+    const env = Object.entries({ ROSTER_HOME: d.env.ROSTER_HOME, HOME: d.env.HOME, ANTHROPIC_API_KEY: HOST_KEY })
+      .map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ")
+    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", `env ${env} ${process.execPath} ${ROSTER_BIN} talk alice; echo "EXIT=$?"; sleep 120`)
+    try {
+      await waitFor("you> ")
+      tmux("send-keys", "-t", session, "What system is your box running?", "Enter")
+      await waitFor("alice> Rehearsal answer: I looked at my box")
+      tmux("send-keys", "-t", session, "What did I ask first?", "Enter")
+      await waitFor('earlier in this conversation you said "What system is your box running?"')
+      tmux("send-keys", "-t", session, "C-d")
+      await waitFor("EXIT=0")
+      expect(screen()).toContain("ended: closed")
+    } finally {
+      tmux("kill-session", "-t", session)
+    }
+    const run = lastRun(d)
+    expect(run.record).toMatchObject({ kind: "session", ended_by: "closed", exit_code: 0 })
+    expect(fs.readFileSync(path.join(run.dir, "turns.jsonl"), "utf8").trim().split("\n")).toHaveLength(2)
+    expect(await boxes()).toEqual([])
+    expect(fs.readdirSync(d.file("state", "identity"))).toEqual([])
   })
 
   it("the mounted engine ([engine] dir = this checkout) runs the same path", async () => {

@@ -1,0 +1,83 @@
+import { Args, Command, Options } from "@effect/cli"
+import { Console, Deferred, Effect, Exit, Mailbox, Queue } from "effect"
+import * as readline from "node:readline"
+import { ExitCode } from "./exit.js"
+import { runSession } from "../session/runSession.js"
+import type { SessionMessage } from "../session/turnContext.js"
+
+const say = (text: string) => Effect.sync(() => void process.stdout.write(`${text}\n`))
+
+/**
+ * `roster talk <worker>`: a conversation with a worker in a warm box. Each line you type is a
+ * turn; Ctrl-D ends the session cleanly; Ctrl-C during a turn aborts that turn, a second
+ * Ctrl-C ends the session. `--json` prints pi's raw events instead, for scripts.
+ */
+export const talkCommand = Command.make("talk", {
+  worker: Args.text({ name: "worker" }).pipe(Args.withDescription("the worker to talk to")),
+  json: Options.boolean("json").pipe(Options.withDescription("print pi's raw rpc events (one JSON per line) instead of the conversation"))
+}, ({ json, worker }) =>
+  Effect.gen(function*() {
+    const inbox = yield* Mailbox.make<SessionMessage>()
+    const controls = yield* Queue.unbounded<"abort">()
+    const quit = yield* Deferred.make<void>()
+    const interactive = process.stdin.isTTY === true && !json
+    let busy = false
+    let aborting = false
+    let counter = 0
+    const rl = yield* Effect.acquireRelease(
+      Effect.sync(() => readline.createInterface({ input: process.stdin, output: process.stdout, prompt: "you> ", terminal: interactive })),
+      (r) => Effect.sync(() => r.close())
+    )
+    rl.pause()
+    const showPrompt = () => {
+      if (interactive) rl.prompt()
+    }
+    rl.on("line", (text) => {
+      if (text.trim() === "") return showPrompt()
+      busy = true
+      aborting = false
+      inbox.unsafeOffer({ text, author: process.env.USER ?? "you", provider: "terminal", messageId: String(++counter) })
+    })
+    rl.on("close", () => inbox.unsafeDone(Exit.void))
+    rl.on("SIGINT", () => {
+      if (busy && !aborting) {
+        aborting = true
+        controls.unsafeOffer("abort")
+        process.stdout.write("\n(aborting this turn — Ctrl-C again ends the session)\n")
+      } else {
+        Deferred.unsafeDone(quit, Exit.void)
+      }
+    })
+
+    const session = runSession({
+      worker,
+      inbox,
+      controls,
+      surface: "term-session",
+      onReady: () =>
+        Effect.gen(function*() {
+          if (interactive) yield* Console.log(`talking to ${worker} in a box — Ctrl-D ends, Ctrl-C aborts a turn`)
+          rl.resume()
+          showPrompt()
+        }),
+      onReply: (text) => (json ? Effect.void : say(interactive ? `\r\x1b[K${worker}> ${text}` : `${worker}> ${text}`)),
+      onEvent: (line) => (json ? say(line) : Effect.void),
+      onTurnEnd: () =>
+        Effect.sync(() => {
+          busy = false
+          aborting = false
+          showPrompt()
+        }),
+      onNote: (text) => say(`(${text})`)
+    })
+    const ended = yield* Effect.raceFirst(session.pipe(Effect.map((o) => ({ _tag: "ended" as const, o }))), Deferred.await(quit).pipe(Effect.as({ _tag: "quit" as const })))
+    if (ended._tag === "quit") {
+      if (interactive) yield* Console.log("\n(session ended)")
+      return yield* Effect.fail(new ExitCode({ code: 130 }))
+    }
+    if (interactive) yield* Console.log(`\n(session ${ended.o.runId}: ${ended.o.turns} turn${ended.o.turns === 1 ? "" : "s"}, ended: ${ended.o.reason})`)
+    if (!ended.o.clean) return yield* Effect.fail(new ExitCode({ code: 1 }))
+  }).pipe(Effect.scoped)).pipe(Command.withDescription(
+    "Talk with a worker in a warm box: each line is a turn of one conversation. Ctrl-D ends the session; " +
+      "Ctrl-C aborts the turn in flight, a second Ctrl-C ends the session. --json prints pi's raw events for scripts."
+  ))
