@@ -3,9 +3,9 @@ import { Clock, Config, Effect, Option, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import type { WorkerSettings } from "../config/schema.js"
 import { readJsonOptional, writeJson } from "../fs/files.js"
-import { Vault } from "../vault/Vault.js"
+import { isConnectionName, Vault } from "../vault/Vault.js"
 import { LLM_PROVIDERS } from "./constants.js"
-import { isProviderName, sentinelize } from "./sentinel.js"
+import { sentinelize } from "./sentinel.js"
 
 export class NoModelCredential extends Schema.TaggedError<NoModelCredential>()("NoModelCredential", {}) {
   override get message() {
@@ -39,7 +39,7 @@ export const preparePiHome = Effect.fn("pihome.prepare")(function*(agentDir: str
   const sentinel: Record<string, unknown> = {}
   const hostAuth = asObject(yield* readJsonOptional(files.hostPiAuth))
   for (const [name, entry] of Object.entries(hostAuth)) {
-    if (isProviderName(name)) sentinel[name] = sentinelize(entry, now)
+    if (isConnectionName(name)) sentinel[name] = sentinelize(entry, now)
   }
   for (const name of LLM_PROVIDERS) {
     if (name in sentinel) continue

@@ -43,6 +43,3 @@ export const sentinelize = (entry: unknown, nowMs: number): JsonObject => {
   if ("expires" in entry) out.expires = nowMs + HUNDRED_YEARS_MS
   return Object.fromEntries(KNOWN_FIELDS.filter((k) => k in out).map((k) => [k, out[k] as Json]))
 }
-
-/** Provider names are keys in auth.json; a name that isn't plainly a name is not carried over. */
-export const isProviderName = (name: string) => /^[a-z0-9][a-z0-9._-]{0,63}$/.test(name)

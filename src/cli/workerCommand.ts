@@ -2,7 +2,6 @@ import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Option } from "effect"
 import { cliExitCode, runOnce } from "../box/runOnce.js"
-import { validateWorkerName } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
 import { addWorker, listWorkers, readIdentity, readWorkerSettings } from "../worker/workers.js"
 import { ExitCode } from "./exit.js"
@@ -56,7 +55,6 @@ const run = Command.make("run", {
   prompt: Args.text({ name: "prompt" }).pipe(Args.atLeast(1), Args.withDescription("what the worker should do"))
 }, ({ ceiling, prompt, worker }) =>
   Effect.gen(function*() {
-    yield* validateWorkerName(worker)
     const outcome = yield* runOnce({
       worker,
       prompt: prompt.join(" "),

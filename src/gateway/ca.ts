@@ -3,6 +3,7 @@ import { FileSystem } from "@effect/platform"
 import * as x509 from "@peculiar/x509"
 import { Effect, Schema } from "effect"
 import { webcrypto } from "node:crypto"
+import * as nodeFs from "node:fs"
 import * as tls from "node:tls"
 import { Paths, layout } from "../config/Paths.js"
 import { writeAtomic } from "../fs/files.js"
@@ -50,20 +51,24 @@ const generate = Effect.tryPromise({
 
 const SYSTEM_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"]
 
-/** The system roots (the distribution's bundle, else Node's) plus the roster CA: what every non-Node TLS stack in the box trusts. */
+/** This machine's trust roots: the distribution's bundle, else the ones Node ships. Read once. */
+export const systemRoots = (() => {
+  let roots: string | undefined
+  return (): string => {
+    if (roots === undefined) {
+      const file = SYSTEM_BUNDLES.find((f) => nodeFs.existsSync(f) && nodeFs.readFileSync(f, "utf8").includes("BEGIN CERTIFICATE"))
+      roots = file ? nodeFs.readFileSync(file, "utf8") : tls.rootCertificates.join("\n")
+    }
+    return roots
+  }
+})()
+
+/** The system roots plus the roster CA: what every non-Node TLS stack in the box trusts. */
 export const ensureBundle = Effect.fn("ca.ensureBundle")(function*() {
   const fs = yield* FileSystem.FileSystem
   const files = layout(yield* Paths)
   const ca = yield* fs.readFileString(files.caCert).pipe(Effect.mapError(() => new CaMissing({ file: files.caCert })))
-  let roots = tls.rootCertificates.join("\n")
-  for (const candidate of SYSTEM_BUNDLES) {
-    const text = yield* fs.readFileString(candidate).pipe(Effect.orElseSucceed(() => ""))
-    if (text.includes("BEGIN CERTIFICATE")) {
-      roots = text
-      break
-    }
-  }
-  const bundle = `${roots.trimEnd()}\n${ca.trimEnd()}\n`
+  const bundle = `${systemRoots().trimEnd()}\n${ca.trimEnd()}\n`
   const current = yield* fs.readFileString(files.caBundle).pipe(Effect.orElseSucceed(() => ""))
   if (current !== bundle) yield* writeAtomic(files.caBundle, bundle, 0o644)
   return files.caBundle

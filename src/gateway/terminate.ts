@@ -8,6 +8,7 @@ import { SENTINEL } from "../box/constants.js"
 import { isValidHost, normalizeHost } from "./addresses.js"
 import { audit } from "./audit.js"
 import { authorize, dialChecked, namedBy, Refusal, type Self } from "./authorize.js"
+import { systemRoots } from "./ca.js"
 import { resolveCredential } from "./credentials.js"
 import type { GatewayEnv } from "./env.js"
 import { forwardable, responsePairs } from "./headers.js"
@@ -23,20 +24,9 @@ interface Target {
   readonly port: number
 }
 
-const SYSTEM_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"]
-
-/** The system's roots (the distribution's bundle, else Node's), plus an org-configured extra file. */
-const trustRoots = (() => {
-  let system: ReadonlyArray<string> | undefined
-  return (extraFile: string | undefined): Array<string> => {
-    if (!system) {
-      const file = SYSTEM_BUNDLES.find((f) => fs.existsSync(f))
-      system = file ? [fs.readFileSync(file, "utf8")] : [...tls.rootCertificates]
-    }
-    const extra = extraFile && fs.existsSync(extraFile) ? [fs.readFileSync(extraFile, "utf8")] : []
-    return [...system, ...extra]
-  }
-})()
+/** The system's roots plus an org-configured extra file (a private or test upstream). */
+const trustRoots = (extraFile: string | undefined): Array<string> =>
+  [systemRoots(), ...(extraFile && fs.existsSync(extraFile) ? [fs.readFileSync(extraFile, "utf8")] : [])]
 
 /** TLS to the upstream, verified: the certificate must name `host` (a name via SNI, or an IP address). */
 const upstreamTls = (socket: net.Socket, host: string, ca: Array<string>) =>
