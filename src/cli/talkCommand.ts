@@ -61,6 +61,7 @@ export const talkCommand = Command.make("talk", {
           showPrompt()
         }),
       onReply: (text) => (json ? Effect.void : say(interactive ? `\r\x1b[K${worker}> ${text}` : `${worker}> ${text}`)),
+      onMessage: (text) => (json ? Effect.void : say(interactive ? `\r\x1b[K${worker} (message)> ${text}` : `${worker} (message)> ${text}`)),
       onEvent: (line) => (json ? say(line) : Effect.void),
       onTurnEnd: () =>
         Effect.sync(() => {

@@ -4,7 +4,7 @@ export type PiEvent =
   | { readonly kind: "turn-end" }
   | { readonly kind: "settled" }
   | { readonly kind: "agent-start" }
-  | { readonly kind: "tool-start"; readonly name: string }
+  | { readonly kind: "tool-start"; readonly name: string; readonly args: unknown }
   | { readonly kind: "refused"; readonly error: string }
   | { readonly kind: "other" }
 
@@ -39,7 +39,7 @@ export const readEvent = (line: string): PiEvent => {
     case "agent_start":
       return { kind: "agent-start" }
     case "tool_execution_start":
-      return { kind: "tool-start", name: String(e.toolName ?? "") }
+      return { kind: "tool-start", name: String(e.toolName ?? ""), args: e.args }
     case "response":
       return e.command === "prompt" && e.success === false ? { kind: "refused", error: String(e.error ?? "refused") } : { kind: "other" }
     default:

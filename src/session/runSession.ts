@@ -25,6 +25,8 @@ export interface SessionRequest {
   /** On a chat surface replies leave the box only through a send tool; text without one is reported as undelivered. */
   readonly surface: "term-session" | "chat-session"
   readonly onReply?: (text: string) => Effect.Effect<void>
+  /** What the box sends its person with message_user, as pi calls the tool. */
+  readonly onMessage?: (text: string) => Effect.Effect<void>
   readonly onEvent?: (line: string) => Effect.Effect<void>
   readonly onTurnEnd?: (turn: number) => Effect.Effect<void>
   readonly onNote?: (text: string) => Effect.Effect<void>
@@ -193,6 +195,8 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
               else if (req.onReply) yield* req.onReply(e.text)
             } else if (e.kind === "tool-start" && isSendTool(e.name)) {
               sent = true
+              const text = (e.args as { text?: unknown } | undefined)?.text
+              if (e.name === "message_user" && typeof text === "string" && req.onMessage) yield* req.onMessage(text)
             } else if (e.kind === "agent-start") {
               sawStart = true
               staleSettle = false

@@ -162,6 +162,23 @@ describe("warm sessions (Docker test layer, TestClock)", () => {
     }).pipe(Effect.provide(layer))
   })
 
+  it.effect("a message that cannot be prepared is reported and skipped; the session goes on", () => {
+    const { layer } = setup()
+    return Effect.gen(function*() {
+      const inbox = yield* Mailbox.make<SessionMessage>()
+      const notes: Array<string> = []
+      const fiber = yield* Effect.fork(runSession({ worker: "alice", inbox, surface: "term-session", onNote: (t) => Effect.sync(() => void notes.push(t)) }))
+      yield* inbox.offerAll([msg("   "), msg("real one")])
+      const c = yield* eventually(box, "the box")
+      yield* eventually(Effect.sync(() => prompts(c).length === 1), "the prompt")
+      expect(prompts(c)).toEqual(["real one"])
+      expect(notes.some((n) => n.includes("not delivered"))).toBe(true)
+      yield* inbox.end
+      yield* emit(c, ...END)
+      expect(yield* Fiber.join(fiber)).toMatchObject({ clean: true, turns: 1 })
+    }).pipe(Effect.provide(layer))
+  })
+
   it.effect("a malformed event line never crashes the session", () => {
     const { layer } = setup()
     return Effect.gen(function*() {
