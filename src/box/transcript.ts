@@ -20,20 +20,24 @@ const textOf = (content: unknown): string =>
     ? (content as ReadonlyArray<Part>).filter((p) => p.type === "text" && typeof p.text === "string").map((p) => p.text).join("")
     : ""
 
+/** The JSON object lines of a transcript; anything else (a torn line, pi's noise) is skipped. */
+const eventsOf = (jsonl: string): Array<Record<string, unknown>> =>
+  jsonl.split("\n").flatMap((line) => {
+    if (!line.startsWith("{")) return []
+    try {
+      return [JSON.parse(line) as Record<string, unknown>]
+    } catch {
+      return []
+    }
+  })
+
 export const summarize = (jsonl: string): TranscriptSummary => {
   const assistantTexts: Array<string> = []
   const toolCalls: Array<{ name: string; args: unknown }> = []
   const toolResults: Array<{ name: string; output: string; isError: boolean }> = []
   let stopReason: string | null = null
   let errorMessage: string | null = null
-  for (const line of jsonl.split("\n")) {
-    if (!line.startsWith("{")) continue
-    let event: Record<string, unknown>
-    try {
-      event = JSON.parse(line) as Record<string, unknown>
-    } catch {
-      continue
-    }
+  for (const event of eventsOf(jsonl)) {
     if (event.type === "message_end") {
       const message = (event.message ?? {}) as Record<string, unknown>
       if (message.role !== "assistant") continue
@@ -61,14 +65,7 @@ export const summarize = (jsonl: string): TranscriptSummary => {
 /** A session's turns, from its rpc transcript: each prompt pi accepted, and the replies until the next. */
 export const turnsOf = (jsonl: string): ReadonlyArray<{ readonly replies: ReadonlyArray<string> }> => {
   const turns: Array<{ replies: Array<string> }> = []
-  for (const line of jsonl.split("\n")) {
-    if (!line.startsWith("{")) continue
-    let e: Record<string, unknown>
-    try {
-      e = JSON.parse(line) as Record<string, unknown>
-    } catch {
-      continue
-    }
+  for (const e of eventsOf(jsonl)) {
     if (e.type === "response" && e.command === "prompt" && e.success !== false) turns.push({ replies: [] })
     else if (e.type === "message_end" && turns.length > 0) {
       const m = (e.message ?? {}) as Record<string, unknown>
