@@ -4,10 +4,15 @@ import { serveRehearsal } from "../rehearsal/server.js"
 
 export const rehearsalCommand = Command.make("rehearsal", {
   port: Options.integer("port").pipe(Options.withDefault(7391), Options.withDescription("port on 127.0.0.1")),
-  failWith: Options.integer("fail-with").pipe(Options.optional, Options.withDescription("answer every request with this HTTP status (e.g. 529)"))
-}, ({ failWith, port }) =>
+  failWith: Options.integer("fail-with").pipe(Options.optional, Options.withDescription("answer every request with this HTTP status (e.g. 529)")),
+  delayMs: Options.integer("delay-ms").pipe(Options.optional, Options.withDescription("wait this long before each answer (a slow model)"))
+}, ({ delayMs, failWith, port }) =>
   Effect.gen(function*() {
-    const served = yield* serveRehearsal({ port, ...(Option.isSome(failWith) ? { failWith: failWith.value } : {}) })
+    const served = yield* serveRehearsal({
+      port,
+      ...(Option.isSome(failWith) ? { failWith: failWith.value } : {}),
+      ...(Option.isSome(delayMs) ? { delayMs: delayMs.value } : {})
+    })
     yield* Console.log(`rehearsal model (not Claude) listening on http://127.0.0.1:${served.port} — route a host to it with [[route]]`)
     return yield* Effect.never
   }).pipe(Effect.scoped)).pipe(Command.withDescription(

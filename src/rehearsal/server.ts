@@ -7,6 +7,8 @@ export interface RehearsalOptions {
   readonly host?: string
   /** Answer every request with this status (500, 529, ...) to rehearse a model failure. */
   readonly failWith?: number
+  /** Think this long before answering (to rehearse a slow turn, e.g. for Ctrl-C). */
+  readonly delayMs?: number
 }
 
 export interface Received {
@@ -113,7 +115,11 @@ export const serveRehearsal = (options: RehearsalOptions) =>
             const step = nextStep(messages as Array<never>, tools)
             const id = `msg_rehearsal_${Date.now()}_${++counter}`
             if (request.thread) threads.set(id, { tools, messages: [...messages, assistantMessage(step)] })
-            stream(res, request.model ?? "rehearsal", step, id)
+            const answer = () => {
+              if (!res.destroyed) stream(res, request.model ?? "rehearsal", step, id)
+            }
+            if (options.delayMs) setTimeout(answer, options.delayMs)
+            else answer()
           } catch (e) {
             res.writeHead(400, { "content-type": "application/json" })
             res.end(JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: `rehearsal model: ${String(e)}` } }))

@@ -35,6 +35,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
   let scope: Scope.CloseableScope
   let model: { port: number; received: Array<Received> }
   let failing: { port: number; received: Array<Received> }
+  let slow: { port: number; received: Array<Received> }
 
   const org = (upstreamPort: number, extra = "") => [
     "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
@@ -45,6 +46,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     scope = Effect.runSync(Scope.make())
     model = await Effect.runPromise(serveRehearsal({ port: 0 }).pipe(Scope.extend(scope)))
     failing = await Effect.runPromise(serveRehearsal({ port: 0, failWith: 500 }).pipe(Scope.extend(scope)))
+    slow = await Effect.runPromise(serveRehearsal({ port: 0, delayMs: 60_000 }).pipe(Scope.extend(scope)))
     d = await makeDeployment(org(model.port), PI_IMAGE)
     fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
     const added = await collect(spawn(process.execPath, [ROSTER_BIN, "connection", "add", "anthropic", "--from-env", "E2E_KEY"], {
@@ -134,21 +136,28 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     }
   })
 
-  it("roster talk in a terminal: two turns, the second remembering the first; Ctrl-D ends it; no box remains", async () => {
-    const session = `roster-talk-${process.pid}`
+  /** `roster talk alice` in a tmux terminal of its own: keys in, the screen out. */
+  const terminal = () => {
+    const session = `roster-talk-${process.pid}-${Date.now()}`
     const tmux = (...args: Array<string>) => execFileSync("tmux", args, { encoding: "utf8" })
     const screen = () => tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", session)
-    const waitFor = async (text: string, ms = 90_000) => {
+    /** Waits until the screen shows `text` at least `times` times. */
+    const waitFor = async (text: string, ms = 90_000, times = 1) => {
       const deadline = Date.now() + ms
       while (Date.now() < deadline) {
-        if (screen().includes(text)) return
+        if (screen().split(text).length - 1 >= times) return
         await new Promise((r) => setTimeout(r, 200))
       }
-      throw new Error(`the terminal never showed ${JSON.stringify(text)}:\n${screen()}`)
+      throw new Error(`the terminal never showed ${JSON.stringify(text)}${times > 1 ? ` ${times} times` : ""}:\n${screen()}`)
     }
     const env = Object.entries({ ROSTER_HOME: d.env.ROSTER_HOME, HOME: d.env.HOME, ANTHROPIC_API_KEY: HOST_KEY })
       .map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ")
     tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", `env ${env} ${process.execPath} ${ROSTER_BIN} talk alice; echo "EXIT=$?"; sleep 120`)
+    return { tmux, screen, waitFor, session, close: () => tmux("kill-session", "-t", session) }
+  }
+
+  it("roster talk in a terminal: two turns, the second remembering the first; Ctrl-D ends it; no box remains", async () => {
+    const { close, screen, session, tmux, waitFor } = terminal()
     try {
       await waitFor("you> ")
       tmux("send-keys", "-t", session, "What system is your box running?", "Enter")
@@ -159,11 +168,37 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
       await waitFor("EXIT=0")
       expect(screen()).toContain("ended: closed")
     } finally {
-      tmux("kill-session", "-t", session)
+      close()
     }
     const run = lastRun(d)
     expect(run.record).toMatchObject({ kind: "session", ended_by: "closed", exit_code: 0 })
     expect(fs.readFileSync(path.join(run.dir, "turns.jsonl"), "utf8").trim().split("\n")).toHaveLength(2)
+    expect(await boxes()).toEqual([])
+    expect(fs.readdirSync(d.file("state", "identity"))).toEqual([])
+  })
+
+  it("roster talk: Ctrl-C during a turn aborts that turn, a second Ctrl-C ends the session", async () => {
+    d.writeOrg(org(slow.port))
+    const { close, session, tmux, waitFor } = terminal()
+    try {
+      await waitFor("you> ")
+      tmux("send-keys", "-t", session, "Take a minute over this.", "Enter")
+      const deadline = Date.now() + 30_000
+      while (slow.received.filter((r) => r.path.startsWith("/v1/messages")).length === 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100))
+      }
+      tmux("send-keys", "-t", session, "C-c")
+      await waitFor("(aborting this turn")
+      // pi aborts the turn: the prompt comes back long before the slow model would answer.
+      await waitFor("you> ", 20_000, 2)
+      tmux("send-keys", "-t", session, "C-c")
+      await waitFor("EXIT=130", 20_000)
+    } finally {
+      close()
+      d.writeOrg(org(model.port))
+    }
+    const run = lastRun(d)
+    expect(run.record).toMatchObject({ kind: "session", ended_by: "signal" })
     expect(await boxes()).toEqual([])
     expect(fs.readdirSync(d.file("state", "identity"))).toEqual([])
   })
