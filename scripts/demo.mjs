@@ -69,7 +69,14 @@ if (!realCredential) {
   rehearsal = spawn(process.execPath, [path.join(root, "bin/roster.js"), "rehearsal", "--port", String(REHEARSAL_PORT)], { env, stdio: "ignore" })
   await new Promise((r) => setTimeout(r, 800))
   console.log(`no model credential configured: using the REHEARSAL model on 127.0.0.1:${REHEARSAL_PORT} (a scripted stand-in for Claude)`)
-} else console.log("a model credential is configured: alice talks to the real Anthropic API through the gateway")
+} else {
+  // A placeholder left by an earlier rehearsal must not shadow the real credential (the vault wins).
+  if (fs.existsSync(path.join(home, ".rehearsal-key"))) {
+    roster(["connection", "rm", "anthropic"], { allowFail: true })
+    fs.rmSync(path.join(home, ".rehearsal-key"))
+  }
+  console.log("a model credential is configured: alice talks to the real Anthropic API through the gateway")
+}
 fs.writeFileSync(path.join(home, "config", "org.toml"), [
   "# the demo's org.toml (roster init writes the full commented template)",
   "[engine]", `image = "${IMAGE}"`,
