@@ -44,7 +44,8 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
 
   beforeAll(async () => {
     scope = Effect.runSync(Scope.make())
-    model = await Effect.runPromise(serveRehearsal({ port: 0 }).pipe(Scope.extend(scope)))
+    // A little thinking time keeps each box alive long enough to be inspected while it runs.
+    model = await Effect.runPromise(serveRehearsal({ port: 0, delayMs: 800 }).pipe(Scope.extend(scope)))
     failing = await Effect.runPromise(serveRehearsal({ port: 0, failWith: 500 }).pipe(Scope.extend(scope)))
     slow = await Effect.runPromise(serveRehearsal({ port: 0, delayMs: 60_000 }).pipe(Scope.extend(scope)))
     d = await makeDeployment(org(model.port), PI_IMAGE)
@@ -65,11 +66,11 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     const done = collect(child)
     let inspected = ""
     const deadline = Date.now() + 60_000
-    while (Date.now() < deadline) {
+    while (Date.now() < deadline && inspected === "") {
       const running = await boxes()
       if (running[0]) {
-        inspected = JSON.stringify(await docker.getContainer(running[0].Id).inspect().catch(() => ({})))
-        break
+        const info = await docker.getContainer(running[0].Id).inspect().catch(() => undefined)
+        if (info) inspected = JSON.stringify(info)
       }
       await new Promise((r) => setTimeout(r, 50))
     }
@@ -113,6 +114,12 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     expect(await boxes()).toEqual([])
     return inspected
   }
+
+  it("roster box check reports the image's Node and pi", async () => {
+    const r = await d.roster(["box", "check", "--tag", PI_IMAGE])
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toMatch(/node v22\.\d+\.\d+, pi 1\.6\.\d+ \(label 1\.6\.\d+\)/)
+  })
 
   it("runs pi to exit 0: a bash tool call in the box, message_user, the real key only in transit", async () => {
     const inspected = await expectWholePath()

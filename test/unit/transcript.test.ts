@@ -28,3 +28,21 @@ describe("reading pi's transcript", () => {
     expect(turns).toEqual([{ replies: ["one"] }, { replies: ["two"] }])
   })
 })
+
+describe("a session turn's input", () => {
+  it("carries the message's provenance, and the room's history on the first turn only", async () => {
+    const { Effect } = await import("effect")
+    const { compileTurn } = await import("../../src/session/turnContext.js")
+    const fs = await import("node:fs")
+    const os = await import("node:os")
+    const path = await import("node:path")
+    const trace = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "roster-turn-")), "turns.jsonl")
+    const message = { text: "deploy?", author: "sam", provider: "discord", messageId: "m7", history: [{ author: "kim", text: "tests are green" }] }
+    const first = await Effect.runPromise(compileTurn(message, 1, trace))
+    const second = await Effect.runPromise(compileTurn(message, 2, trace))
+    expect(first).toContain("kim: tests are green")
+    expect(first).toContain("[discord message m7 from sam]\ndeploy?")
+    expect(second).not.toContain("tests are green")
+    expect(fs.readFileSync(trace, "utf8").trim().split("\n")).toHaveLength(2)
+  })
+})

@@ -1,0 +1,87 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import { collect, ROSTER_BIN } from "../support/deployment.js"
+import { spawn } from "node:child_process"
+
+const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-cli-"))
+const roster = (...args: Array<string>) =>
+  collect(spawn(process.execPath, [ROSTER_BIN, ...args], { env: { ...process.env, ROSTER_HOME: home, HOME: home }, stdio: ["ignore", "pipe", "pipe"] }))
+
+describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
+  it("init makes the roots, a commented org.toml and a first worker, and never overwrites", async () => {
+    const first = await roster("init")
+    expect(first.code, first.stderr).toBe(0)
+    expect(first.stdout).toContain("created  ")
+    const toml = fs.readFileSync(path.join(home, "config", "org.toml"), "utf8")
+    expect(toml).toContain("egress_lockdown = false")
+    expect(fs.statSync(path.join(home, "data", "vault")).mode & 0o777).toBe(0o700)
+    fs.appendFileSync(path.join(home, "config", "org.toml"), "# mine\n")
+    const again = await roster("init")
+    expect(again.stdout).toContain("kept     ")
+    expect(fs.readFileSync(path.join(home, "config", "org.toml"), "utf8")).toContain("# mine")
+  })
+
+  it("worker add | list | show", async () => {
+    expect((await roster("worker", "add", "bob")).code).toBe(0)
+    const dup = await roster("worker", "add", "bob")
+    expect(dup.code).toBe(1)
+    expect(dup.stderr).toContain("already exists")
+    const bad = await roster("worker", "add", "Bob!")
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain("is not a worker name")
+    expect(fs.existsSync(path.join(home, "config", "workers", "Bob!"))).toBe(false)
+    expect(JSON.parse((await roster("worker", "list", "--json")).stdout)).toEqual(["alice", "bob"])
+    const show = JSON.parse((await roster("worker", "show", "bob", "--json")).stdout)
+    expect(show).toMatchObject({ worker: "bob", settings: { store: { snapshots: 5 } }, recent_runs: [] })
+    expect(show.identity).toContain("You are bob")
+  })
+
+  it("refuses a run before anything is written when the prompt is blank or the ceiling is nonsense", async () => {
+    for (const args of [["alice", "  "], ["alice", "--ceiling", "-3", "x"], ["alice", "--ceiling", "0", "x"], ["nobody", "x"]]) {
+      const r = await roster("worker", "run", ...args)
+      expect(r.code, args.join(" ")).toBe(1)
+      expect(r.stderr.length).toBeGreaterThan(0)
+    }
+    expect(fs.existsSync(path.join(home, "data", "runs"))).toBe(false)
+    expect(JSON.parse((await roster("runs", "list", "--json")).stdout)).toEqual([])
+  })
+
+  it("a bad org.toml is reported with the file, every key and a fix", async () => {
+    const file = path.join(home, "config", "org.toml")
+    const saved = fs.readFileSync(file, "utf8")
+    fs.writeFileSync(file, "[box]\npids_limit = -1\negress_lockdwn = true\n")
+    try {
+      const r = await roster("worker", "run", "alice", "x")
+      expect(r.code).toBe(1)
+      expect(r.stderr).toContain(file)
+      expect(r.stderr).toContain("box.pids_limit")
+      expect(r.stderr).toContain("box.egress_lockdwn")
+    } finally {
+      fs.writeFileSync(file, saved)
+    }
+  })
+
+  it("connection add reads the secret from stdin or the environment, never argv, and list never shows it", async () => {
+    const child = spawn(process.execPath, [ROSTER_BIN, "connection", "add", "github", "--kind", "basic"], {
+      env: { ...process.env, ROSTER_HOME: home, HOME: home }, stdio: ["pipe", "pipe", "pipe"]
+    })
+    child.stdin.end("ghp_SECRET_from_stdin\n")
+    expect((await collect(child)).code).toBe(0)
+    const list = await roster("connection", "list", "--json")
+    expect(JSON.parse(list.stdout)).toMatchObject([{ name: "github", kind: "basic" }])
+    expect(list.stdout).not.toContain("SECRET")
+    expect(fs.statSync(path.join(home, "data", "vault", "github.json")).mode & 0o777).toBe(0o600)
+    expect((await roster("connection", "rm", "github")).code).toBe(0)
+    expect((await roster("connection", "rm", "github")).code).toBe(1)
+  })
+
+  it("every command has --help", async () => {
+    for (const cmd of [[], ["worker"], ["worker", "run"], ["talk"], ["server", "start"], ["runs", "show"], ["connection", "add"], ["box", "build"], ["init"]]) {
+      const r = await roster(...cmd, "--help")
+      expect(r.code, cmd.join(" ")).toBe(0)
+      expect(r.stdout, cmd.join(" ")).toContain("USAGE")
+    }
+  })
+})
