@@ -1,4 +1,4 @@
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Layer } from "effect"
 import { Firewall } from "./box/Firewall.js"
 import { ImageStore } from "./box/ImageStore.js"

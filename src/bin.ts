@@ -1,4 +1,4 @@
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Console, Effect, Exit, Logger, LogLevel } from "effect"
 import { cli } from "./cli/Cli.js"
 import { ExitCode } from "./cli/exit.js"

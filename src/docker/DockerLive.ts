@@ -1,4 +1,4 @@
-import Dockerode from "dockerode"
+import type Dockerode from "dockerode"
 import { Effect, Layer } from "effect"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { PassThrough, type Readable } from "node:stream"
@@ -26,11 +26,11 @@ const describe = (cause: unknown): { detail: string; statusCode?: number } => {
   return typeof e?.statusCode === "number" ? { detail, statusCode: e.statusCode } : { detail }
 }
 
-const call = <A>(operation: string, f: (signal: AbortSignal) => Promise<A>) =>
-  Effect.tryPromise({
-    try: f,
-    catch: (cause) => new DockerError({ operation, ...describe(cause) })
-  })
+interface Modem {
+  readonly dial: (opts: object, cb: (err: unknown, res: Readable) => void) => void
+  readonly demuxStream: (src: Readable, out: PassThrough, err: PassThrough) => void
+  readonly followProgress: (s: Readable, done: (e: unknown) => void, progress: (p: PullProgress) => void) => void
+}
 
 /** 404 (gone) and 304/409 (not running) are answers, not failures, for the calls that use this. */
 const absent = (e: DockerError) => e.statusCode === 404 || e.statusCode === 409 || e.statusCode === 304
@@ -44,21 +44,29 @@ const toNetworkInfo = (raw: Dockerode.NetworkInspectInfo): NetworkInfo => ({
   subnets: (raw.IPAM?.Config ?? []).map((c) => ({ subnet: c.Subnet ?? "", gateway: c.Gateway ?? "" }))
 })
 
-export const makeDockerApi = (engine: Dockerode): DockerApi => {
-  const modem = engine.modem as unknown as {
-    dial: (opts: object, cb: (err: unknown, res: Readable) => void) => void
-    demuxStream: (src: Readable, out: PassThrough, err: PassThrough) => void
-    followProgress: (s: Readable, done: (e: unknown) => void, progress: (p: PullProgress) => void) => void
-  }
+/**
+ * The Engine API over dockerode. dockerode (with its ssh and grpc stack) loads on the first
+ * call, so commands that never reach the engine (help, init, runs) start without it.
+ */
+export const makeDockerApi = (load: () => Promise<Dockerode>): DockerApi => {
+  let loaded: Promise<Dockerode> | undefined
+  const call = <A>(operation: string, f: (engine: Dockerode, modem: Modem, signal: AbortSignal) => Promise<A>) =>
+    Effect.tryPromise({
+      try: async (signal) => {
+        const engine = await (loaded ??= load())
+        return f(engine, engine.modem as unknown as Modem, signal)
+      },
+      catch: (cause) => new DockerError({ operation, ...describe(cause) })
+    })
 
   const networkInspect = (name: string) =>
-    call("network inspect", () => engine.getNetwork(name).inspect()).pipe(
+    call("network inspect", (engine) => engine.getNetwork(name).inspect()).pipe(
       Effect.map((raw) => toNetworkInfo(raw as Dockerode.NetworkInspectInfo)),
       Effect.catchIf((e) => e.statusCode === 404, () => Effect.succeed(undefined))
     )
 
   return {
-    ping: call("ping", () => engine.ping()).pipe(
+    ping: call("ping", (engine) => engine.ping()).pipe(
       Effect.timeout("5 seconds"),
       Effect.asVoid,
       Effect.mapError((e) => new DockerUnavailable({ detail: e._tag === "TimeoutException" ? "no answer in 5 s" : e.detail }))
@@ -67,7 +75,7 @@ export const makeDockerApi = (engine: Dockerode): DockerApi => {
     networkInspect,
 
     networkCreate: (spec) =>
-      call("network create", () =>
+      call("network create", (engine) =>
         engine.createNetwork({
           Name: spec.name,
           Driver: "bridge",
@@ -83,13 +91,13 @@ export const makeDockerApi = (engine: Dockerode): DockerApi => {
         ),
 
     imageInspect: (ref) =>
-      call("image inspect", () => engine.getImage(ref).inspect()).pipe(
+      call("image inspect", (engine) => engine.getImage(ref).inspect()).pipe(
         Effect.map((raw) => ({ id: raw.Id, created: raw.Created, labels: raw.Config?.Labels ?? {} })),
         Effect.catchIf((e) => e.statusCode === 404, () => Effect.succeed(undefined))
       ),
 
     imagePull: (ref, onProgress) =>
-      call("pull", (abortSignal) =>
+      call("pull", (engine, modem, abortSignal) =>
         new Promise<void>((resolve, reject) => {
           engine.pull(ref, { abortSignal }, (err: unknown, stream?: NodeJS.ReadableStream) => {
             if (err || !stream) return reject(err ?? new Error("no pull stream"))
@@ -98,7 +106,7 @@ export const makeDockerApi = (engine: Dockerode): DockerApi => {
         })),
 
     imageBuild: (contextDir, files, tag, onLine, labels) =>
-      call("build", (abortSignal) =>
+      call("build", (engine, modem, abortSignal) =>
         engine.buildImage({ context: contextDir, src: [...files] }, { t: tag, labels: { ...labels }, rm: true, forcerm: true, abortSignal })
           .then((stream) =>
             new Promise<void>((resolve, reject) => {
@@ -117,7 +125,7 @@ export const makeDockerApi = (engine: Dockerode): DockerApi => {
           )),
 
     imageImport: (tarball, ref) =>
-      call("import", () =>
+      call("import", (engine, modem) =>
         new Promise<void>((resolve, reject) => {
           const colon = ref.lastIndexOf(":")
           const [repo, tag] = colon > ref.lastIndexOf("/") ? [ref.slice(0, colon), ref.slice(colon + 1)] : [ref, "latest"]
@@ -128,15 +136,15 @@ export const makeDockerApi = (engine: Dockerode): DockerApi => {
         })),
 
     containerCreate: (spec: ContainerSpec) =>
-      call("create", () =>
+      call("create", (engine) =>
         engine.createContainer(JSON.parse(JSON.stringify(spec)) as Dockerode.ContainerCreateOptions)).pipe(
           Effect.map((c) => c.id)
         ),
 
     containerAttach: (id) =>
       Effect.acquireRelease(
-        call("attach", (abortSignal) =>
-          new Promise<Duplex>((resolve, reject) =>
+        call("attach", (_engine, modem, abortSignal) =>
+          new Promise<{ socket: Duplex; modem: Modem }>((resolve, reject) =>
             modem.dial({
               path: `/containers/${id}/attach?`,
               method: "POST",
@@ -146,9 +154,9 @@ export const makeDockerApi = (engine: Dockerode): DockerApi => {
               openStdin: true,
               statusCodes: { 101: true, 200: true, 404: "no such container", 500: "server error" },
               options: { stream: true, stdin: true, stdout: true, stderr: true }
-            }, (err, res) => (err ? reject(err) : resolve(res as unknown as Duplex))))),
-        (socket) => Effect.sync(() => socket.destroy())
-      ).pipe(Effect.map((socket): Attached => {
+            }, (err, res) => (err ? reject(err) : resolve({ socket: res as unknown as Duplex, modem }))))),
+        ({ socket }) => Effect.sync(() => socket.destroy())
+      ).pipe(Effect.map(({ modem, socket }): Attached => {
         const out = new PassThrough()
         const err = new PassThrough()
         modem.demuxStream(socket as unknown as Readable, out, err)
@@ -176,7 +184,7 @@ export const makeDockerApi = (engine: Dockerode): DockerApi => {
       })),
 
     containerWait: (id) =>
-      call("wait", (abortSignal) =>
+      call("wait", (_engine, modem, abortSignal) =>
         new Promise<Readable>((resolve, reject) =>
           modem.dial({
             path: `/containers/${id}/wait?`,
@@ -208,22 +216,22 @@ export const makeDockerApi = (engine: Dockerode): DockerApi => {
           )
         ),
 
-    containerStart: (id) => call("start", (abortSignal) => engine.getContainer(id).start({ abortSignal })).pipe(Effect.asVoid),
+    containerStart: (id) => call("start", (engine, _modem, abortSignal) => engine.getContainer(id).start({ abortSignal })).pipe(Effect.asVoid),
 
     containerKill: (id, signal = "SIGKILL") =>
-      call("kill", (abortSignal) => engine.getContainer(id).kill({ signal, abortSignal })).pipe(
+      call("kill", (engine, _modem, abortSignal) => engine.getContainer(id).kill({ signal, abortSignal })).pipe(
         Effect.as(true),
         Effect.catchIf(absent, () => Effect.succeed(false))
       ),
 
     containerRemove: (id) =>
-      call("remove", () => engine.getContainer(id).remove({ force: true, v: true })).pipe(
+      call("remove", (engine) => engine.getContainer(id).remove({ force: true, v: true })).pipe(
         Effect.asVoid,
         Effect.catchIf(absent, () => Effect.void)
       ),
 
     containerList: (labels) =>
-      call("list", (abortSignal) =>
+      call("list", (engine, _modem, abortSignal) =>
         engine.listContainers({ all: true, filters: { label: [...labels] }, abortSignal })).pipe(
           Effect.map((list) =>
             list.map((c) => ({ id: c.Id, names: c.Names, state: c.State, labels: c.Labels ?? {} }))
@@ -233,4 +241,4 @@ export const makeDockerApi = (engine: Dockerode): DockerApi => {
 }
 
 /** dockerode honours DOCKER_HOST / the default socket. */
-export const DockerLive = Layer.sync(Docker, () => makeDockerApi(new Dockerode()))
+export const DockerLive = Layer.sync(Docker, () => makeDockerApi(() => import("dockerode").then((m) => new m.default())))

@@ -1,12 +1,11 @@
-import "reflect-metadata"
 import { FileSystem } from "@effect/platform"
-import * as x509 from "@peculiar/x509"
 import { Effect, Schema } from "effect"
 import { webcrypto } from "node:crypto"
 import * as nodeFs from "node:fs"
 import * as tls from "node:tls"
 import { Paths, layout } from "../config/Paths.js"
 import { writeAtomic } from "../fs/files.js"
+import { loadX509 } from "./x509.js"
 
 export class CaError extends Schema.TaggedError<CaError>()("CaError", { detail: Schema.String }) {
   override get message() {
@@ -20,13 +19,13 @@ export class CaMissing extends Schema.TaggedError<CaMissing>()("CaMissing", { fi
   }
 }
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0])
 
 const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const
 const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000
 
 const generate = Effect.tryPromise({
   try: async () => {
+    const x509 = await loadX509()
     const keys = await webcrypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as webcrypto.CryptoKeyPair
     const now = Date.now()
     const cert = await x509.X509CertificateGenerator.createSelfSigned({

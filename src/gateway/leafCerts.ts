@@ -1,9 +1,8 @@
-import "reflect-metadata"
-import * as x509 from "@peculiar/x509"
 import { Effect, Schema } from "effect"
 import { webcrypto } from "node:crypto"
 import * as net from "node:net"
 import * as tls from "node:tls"
+import { loadX509 } from "./x509.js"
 
 export class LeafError extends Schema.TaggedError<LeafError>()("LeafError", { host: Schema.String, detail: Schema.String }) {}
 
@@ -21,15 +20,16 @@ export interface LeafIssuer {
 export const makeLeafIssuer = (caCertPem: string, caKeyPem: string) =>
   Effect.tryPromise({
     try: async () => {
+      const x509 = await loadX509()
       const caCert = new x509.X509Certificate(caCertPem)
       const caKey = await subtle.importKey("pkcs8", x509.PemConverter.decodeFirst(caKeyPem), ALG, false, ["sign"])
       const leafKeys = await subtle.generateKey(ALG, true, ["sign", "verify"]) as webcrypto.CryptoKeyPair
       const leafKeyPem = x509.PemConverter.encode(await subtle.exportKey("pkcs8", leafKeys.privateKey), "PRIVATE KEY")
       const authorityKeyId = await x509.AuthorityKeyIdentifierExtension.create(caCert, false)
-      return { caCert, caKey, leafKeys, leafKeyPem, authorityKeyId }
+      return { x509, caCert, caKey, leafKeys, leafKeyPem, authorityKeyId }
     },
     catch: (e) => new LeafError({ host: "*", detail: `the roster CA cannot sign: ${String(e)}` })
-  }).pipe(Effect.map(({ authorityKeyId, caCert, caKey, leafKeyPem, leafKeys }): LeafIssuer => {
+  }).pipe(Effect.map(({ authorityKeyId, caCert, caKey, leafKeyPem, leafKeys, x509 }): LeafIssuer => {
     const cache = new Map<string, Promise<tls.SecureContext>>()
     const issue = async (host: string) => {
       const now = Date.now()

@@ -1,4 +1,4 @@
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
 import * as crypto from "node:crypto"

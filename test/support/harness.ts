@@ -1,4 +1,4 @@
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { ConfigProvider, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"

@@ -8,7 +8,7 @@ import { OrgSchema } from "../../src/config/schema.js"
 import { isRefusedAddress, isValidHost, normalizeHost } from "../../src/gateway/addresses.js"
 import { tokenFrom } from "../../src/gateway/identify.js"
 import { decide, ruleNamesAddress } from "../../src/gateway/policy.js"
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 
 const org = Schema.decodeUnknownSync(OrgSchema)({
   allow: [
