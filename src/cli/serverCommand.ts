@@ -46,9 +46,9 @@ const start = Command.make("start", {
     if (running?.healthy) {
       return yield* Console.log(`roster server already running (pid ${running.state.pid}) on ${running.state.addrs.map((a) => `${a}:${running.state.port}`).join(", ")}`)
     }
-    const files = layout(yield* Paths)
-    const fsx = yield* FileSystem.FileSystem
-    yield* fsx.makeDirectory(files.gatewayJson.replace(/\/[^/]+$/, ""), { recursive: true })
+    const paths = yield* Paths
+    const files = layout(paths)
+    yield* (yield* FileSystem.FileSystem).makeDirectory(paths.state, { recursive: true })
     const log = fs.openSync(files.gatewayLog, "a", 0o600)
     const script = process.argv[1] ?? ""
     const child = spawn(process.execPath, [...process.execArgv, script, "server", "start", "--foreground"], {
