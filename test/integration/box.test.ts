@@ -102,6 +102,19 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     expect(lastRun(d).record.ended_by).toBe("signal")
   })
 
+  it("on SIGTERM the box is killed too and roster exits 143", async () => {
+    const child = d.spawn(["worker", "run", "alice", "!sleep 100000"])
+    const done = collect(child)
+    const deadline = Date.now() + 30_000
+    while ((await boxes()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+    child.kill("SIGTERM")
+    const r = await done
+    expect(r.code).toBe(143)
+    expect(await boxes()).toEqual([])
+    expect(identityFiles(d)).toEqual([])
+    expect(lastRun(d).record.ended_by).toBe("signal")
+  })
+
   it("inside the box: not root, no capabilities, no new privileges, a bounded /tmp, no host key", async () => {
     const r = await d.roster(["worker", "run", "alice", script(d, "probe.sh", [
       "echo uid=$(id -u)",
