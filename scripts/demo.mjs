@@ -99,31 +99,13 @@ process.on("exit", cleanup)
 step("5/6 alice runs in a box, to her own exit")
 const prompt = "What system is your box running? Look, tell me, and say hello."
 console.log(dim(`$ roster worker run alice "${prompt}"`))
-const first = roster(["worker", "run", "alice", prompt], { allowFail: true })
-process.stdout.write(first.stdout)
+// The conversation streams as it happens: alice's words, each tool call and what it gave back.
+const first = roster(["worker", "run", "alice", prompt], { allowFail: true, inherit: true })
 const runsDir = path.join(home, "data", "runs", "alice")
 const runDir = path.join(runsDir, newest(runsDir))
-console.log(bold("\nthe conversation (from stdout.jsonl):"))
-for (const line of fs.readFileSync(path.join(runDir, "stdout.jsonl"), "utf8").split("\n")) {
-  if (!line.startsWith("{")) continue
-  const e = JSON.parse(line)
-  if (e.type === "message_end" && e.message?.role === "user") {
-    console.log(`  you:   ${(e.message.content ?? []).map((c) => c.text ?? "").join("").slice(0, 200)}`)
-  } else if (e.type === "message_end" && e.message?.role === "assistant") {
-    const text = (e.message.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("").trim()
-    if (text) console.log(`  alice: ${text}`)
-    if (e.message.stopReason === "error") console.log(`  alice: (model error: ${e.message.errorMessage})`)
-  } else if (e.type === "tool_execution_start") {
-    console.log(`  tool:  ${e.toolName} ${JSON.stringify(e.args).slice(0, 120)}${JSON.stringify(e.args).length > 120 ? "…" : ""}`)
-  } else if (e.type === "tool_execution_end") {
-    const out = (e.result?.content ?? []).map((c) => c.text ?? "").join("").trim().split("\n")
-    for (const l of out.slice(0, 6)) console.log(dim(`         | ${l}`))
-  }
-}
 
 step("6/6 and into her ceiling (1 s)")
-const second = roster(["worker", "run", "alice", "--ceiling", "0.02", "Take your time."], { allowFail: true })
-process.stdout.write(second.stdout)
+const second = roster(["worker", "run", "alice", "--ceiling", "0.02", "Take your time."], { allowFail: true, inherit: true })
 console.log(`roster exited ${second.status} (2 = ended by the ceiling)`)
 
 const leftovers = spawnSync("docker", ["ps", "-aq", "--filter", "label=roster.run-id"], { encoding: "utf8" }).stdout.trim()

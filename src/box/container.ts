@@ -26,15 +26,30 @@ export const acquireContainer = (spec: ContainerSpec) =>
  * Box stdout to a file. If the file can't be opened the output is still drained: dropping the
  * pipe would kill the box with EPIPE mid-run and report a failure nobody could explain.
  */
-export const drainTo = (stdout: Stream.Stream<Uint8Array, unknown>, file: string) =>
+export const drainTo = (
+  stdout: Stream.Stream<Uint8Array, unknown>,
+  file: string,
+  onLine?: (line: string) => Effect.Effect<void>
+) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const handle = yield* fs.open(file, { flag: "w" }).pipe(Effect.either)
     if (handle._tag === "Left") {
       yield* Console.error(`warning: could not open ${file} (${handle.left.message}); the transcript will be missing`)
-      return yield* Stream.runDrain(stdout)
     }
-    yield* Stream.runForEach(stdout, (chunk) => handle.right.writeAll(chunk))
+    const decoder = new TextDecoder()
+    let partial = ""
+    // Complete lines go to the watcher as they arrive; the file gets the bytes as they are.
+    const lines = (chunk: Uint8Array) => {
+      if (!onLine) return Effect.void
+      partial += decoder.decode(chunk, { stream: true })
+      const complete = partial.split("\n")
+      partial = complete.pop() ?? ""
+      return Effect.forEach(complete, onLine, { discard: true })
+    }
+    yield* Stream.runForEach(stdout, (chunk) =>
+      (handle._tag === "Right" ? handle.right.writeAll(chunk).pipe(Effect.ignore) : Effect.void).pipe(Effect.zipRight(lines(chunk))))
+    if (onLine && partial !== "") yield* onLine(partial)
   }).pipe(Effect.scoped, Effect.ignore)
 
 /** Created, attached, started; then the exit raced against the ceiling. Kill on ceiling, kill on interrupt. */
@@ -44,13 +59,14 @@ export const runContainer = Effect.fn("box.runContainer")(function*(
     readonly stdoutFile: string
     readonly ceiling: Duration.Duration
     readonly onStderr?: (chunk: Uint8Array) => Effect.Effect<void>
+    readonly onLine?: (line: string) => Effect.Effect<void>
   }
 ) {
   const docker = yield* Docker
   const id = yield* acquireContainer(spec)
   const attached = yield* docker.containerAttach(id)
   const exited = yield* docker.containerWait(id)
-  const out = yield* Effect.forkScoped(drainTo(attached.stdout, options.stdoutFile))
+  const out = yield* Effect.forkScoped(drainTo(attached.stdout, options.stdoutFile, options.onLine))
   const err = yield* Effect.forkScoped(
     Stream.runForEach(attached.stderr, options.onStderr ?? (() => Effect.void)).pipe(Effect.ignore)
   )

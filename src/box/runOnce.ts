@@ -1,4 +1,4 @@
-import { Path } from "@effect/platform"
+import { FileSystem, Path } from "@effect/platform"
 import { Cause, Console, Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
@@ -29,6 +29,8 @@ export interface RunRequest {
   readonly ceilingMin?: number
   readonly taskId?: string
   readonly onStderr?: (chunk: Uint8Array) => Effect.Effect<void>
+  /** Each line of pi's output as it arrives (the transcript file gets them all regardless). */
+  readonly onLine?: (line: string) => Effect.Effect<void>
 }
 
 export interface RunOutcome {
@@ -121,10 +123,17 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
     })
     yield* runLog.update(req.worker, runId, { container: spec.name, image: spec.Image, ceiling_min: ceilingMin })
     started = true
+    // pi's stderr is diagnostics, not conversation: it goes to stderr.log beside the transcript.
+    const stderrLog = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.open(path.join(runDir, "stderr.log"), { flag: "w" })).pipe(Effect.option)
     return yield* runContainer(spec, {
       stdoutFile: path.join(runDir, "stdout.jsonl"),
       ceiling: ceilingDuration(ceilingMin),
-      ...(req.onStderr ? { onStderr: req.onStderr } : {})
+      onStderr: (chunk) =>
+        Effect.all([
+          stderrLog._tag === "Some" ? stderrLog.value.writeAll(chunk).pipe(Effect.ignore) : Effect.void,
+          req.onStderr ? req.onStderr(chunk) : Effect.void
+        ], { discard: true }),
+      ...(req.onLine ? { onLine: req.onLine } : {})
     })
   }).pipe(Effect.scoped)
 

@@ -1,10 +1,13 @@
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Option } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { cliExitCode, runOnce } from "../box/runOnce.js"
 import { Paths, layout } from "../config/Paths.js"
 import { addWorker, listWorkers, readIdentity, readWorkerSettings } from "../worker/workers.js"
 import { ExitCode } from "./exit.js"
+import { liveLine } from "./liveView.js"
 import { listRuns } from "./runsQuery.js"
 
 const workerArg = Args.text({ name: "worker" }).pipe(Args.withDescription("the worker's name"))
@@ -59,11 +62,15 @@ const run = Command.make("run", {
       worker,
       prompt: prompt.join(" "),
       ...(Option.isSome(ceiling) ? { ceilingMin: ceiling.value } : {}),
-      onStderr: (chunk) => Effect.sync(() => void process.stderr.write(chunk))
+      onLine: liveLine(worker)
     })
     for (const m of outcome.messages) yield* Console.log(`message from ${worker}: ${m}`)
-    if (outcome.finalText) yield* Console.log(`${worker}: ${outcome.finalText}`)
     if (outcome.error) yield* Console.error(`the run failed: the model call failed: ${outcome.error}`)
+    if (outcome.error || (outcome.endedBy === "exit" && outcome.exitCode !== 0)) {
+      const log = path.join(outcome.runDir, "stderr.log")
+      const tail = fs.existsSync(log) ? fs.readFileSync(log, "utf8").trimEnd().split("\n").slice(-10).join("\n") : ""
+      if (tail !== "") yield* Console.error(`the box's stderr (last lines; all of it in ${log}):\n${tail}`)
+    }
     yield* Console.log(`box ${outcome.runId} ended by ${outcome.endedBy} (exit code ${outcome.exitCode ?? "none"})`)
     yield* Console.log(`outputs: ${outcome.runDir}`)
     const code = cliExitCode(outcome)

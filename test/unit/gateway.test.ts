@@ -82,3 +82,16 @@ describe("the box's stdout", () => {
       expect(fs.readFileSync(good, "utf8")).toBe("a\nb\n")
     }).pipe(Effect.provide(NodeContext.layer)))
 })
+
+describe("watching the box's output", () => {
+  it.effect("hands complete lines to the watcher as they arrive, across chunk boundaries", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-lines-"))
+      const seen: Array<string> = []
+      const enc = new TextEncoder()
+      yield* drainTo(Stream.make(enc.encode("{\"a\":"), enc.encode("1}\n{\"b\""), enc.encode(":2}\nlast")), path.join(dir, "out"), (l) =>
+        Effect.sync(() => void seen.push(l)))
+      expect(seen).toEqual(["{\"a\":1}", "{\"b\":2}", "last"])
+      expect(fs.readFileSync(path.join(dir, "out"), "utf8")).toBe("{\"a\":1}\n{\"b\":2}\nlast")
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
