@@ -2,6 +2,7 @@ import { Effect, Schema } from "effect"
 import type { BoxPolicy } from "../config/schema.js"
 import { Paths } from "../config/Paths.js"
 import { Docker, type DockerError, type NetworkInfo } from "../docker/Docker.js"
+import { isLoopback } from "../gateway/addresses.js"
 import { GatewayProbe } from "../gateway/GatewayProbe.js"
 import { readGatewayState } from "../gateway/state.js"
 import { EGRESS_CHAIN, LOCKDOWN_NETWORK } from "./constants.js"
@@ -140,7 +141,7 @@ export const ensureLockdown = Effect.fn("lockdown.ensureLockdown")(function*(pol
   }
   const port = state.port
   // A loopback-only gateway is healthy from the host but unreachable from a box.
-  if (!state.addrs.some((a) => !a.startsWith("127.") && a !== "::1" && a !== "localhost")) {
+  if (!state.addrs.some((a) => !isLoopback(a) && a !== "localhost")) {
     return yield* Effect.fail(new LockdownError({
       reason: `the gateway is bound to loopback only (${state.addrs.join(", ")}) and boxes cannot reach it. ` +
         `Restart it with the default addresses: roster server stop && roster server start`

@@ -3,7 +3,7 @@ import { Effect, Schema } from "effect"
 import * as fsp from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Paths, layout } from "../config/Paths.js"
-import type { Org, WorkerSettings } from "../config/schema.js"
+import { mountsFor, type Org, type WorkerSettings } from "../config/schema.js"
 import { ensureBundle, CaMissing } from "../gateway/ca.js"
 import * as C from "./constants.js"
 import { mintIdentity } from "./identity.js"
@@ -158,7 +158,7 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
       ca: files.caCert,
       caBundle
     },
-    mounts: org.mount.filter((m) => !m.workers || m.workers.includes(worker)),
+    mounts: mountsFor(org, worker),
     exposedEnv: org.expose.filter((e) => scopeAdmits(e.scope, subject)).map((e) => e.env),
     envKeyOnly: piHome.envKeyOnly,
     ceilingMin: req.ceilingMin,

@@ -5,6 +5,8 @@ import * as nodePath from "node:path"
 import { validateWorkerName } from "../config/names.js"
 import { messagesFile } from "../gateway/actions.js"
 import { OrgConfig } from "../config/OrgConfig.js"
+import { mountsFor } from "../config/schema.js"
+import { causeText } from "../run/causeText.js"
 import { newRunId } from "../run/runId.js"
 import { RunLog } from "../run/RunLog.js"
 import { readIdentity, readWorkerSettings } from "../worker/workers.js"
@@ -65,15 +67,6 @@ const outcomeOf = (runDir: string) =>
     return { summary, messages }
   })
 
-const errorText = (cause: Cause.Cause<unknown>) => {
-  const failure = Cause.failureOption(cause)
-  if (failure._tag === "Some") {
-    const e = failure.value
-    return e instanceof Error ? e.message : String(e)
-  }
-  return Cause.pretty(cause).split("\n")[0] ?? "unknown error"
-}
-
 /**
  * One pi session in a locked-down box: validate before anything is written, then
  * run log -> context -> provision -> container (raced against the ceiling) -> store snapshot -> run log.
@@ -101,7 +94,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       worker: req.worker,
       surface: "direct-box",
       prompt: req.prompt,
-      mounts: org.mount.filter((m) => !m.workers || m.workers.includes(req.worker))
+      mounts: mountsFor(org, req.worker)
     }, path.join(runDir, "context.json"))
     const { plan } = yield* provisionBox({
       worker: req.worker,
@@ -156,7 +149,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
         yield* runLog.finish(req.worker, runId, {
           endedBy: interrupted ? "signal" : "error",
           exitCode: null,
-          ...(interrupted ? {} : { error: errorText(cause) }),
+          ...(interrupted ? {} : { error: causeText(cause) }),
           extra: { store_snapshot }
         }).pipe(Effect.ignore)
         if (interrupted) yield* Console.error(`box ${runId} ended by signal\noutputs: ${runDir}`)

@@ -13,7 +13,8 @@ interface Part {
   readonly text?: string
 }
 
-const textOf = (content: unknown): string =>
+/** The text parts of a pi message's content (a plain string counts as one). */
+export const textOf = (content: unknown): string =>
   typeof content === "string"
     ? content
     : Array.isArray(content)

@@ -1,6 +1,7 @@
 import { Args, Command, Options, Prompt } from "@effect/cli"
 import { Config, Console, Effect, Option, Redacted, Schema } from "effect"
 import { LLM_PROVIDERS } from "../box/constants.js"
+import { defaultKind } from "../gateway/credentials.js"
 import { Vault } from "../vault/Vault.js"
 
 export class ConnectionError extends Schema.TaggedError<ConnectionError>()("ConnectionError", { detail: Schema.String }) {
@@ -51,7 +52,7 @@ const add = Command.make("add", {
     if (secret === "" || /\s/.test(secret)) {
       return yield* Effect.fail(new ConnectionError({ detail: "the secret is empty or contains whitespace — nothing was stored" }))
     }
-    const chosen = Option.getOrElse(kind, () => (name === "anthropic" ? "x-api-key" : "bearer"))
+    const chosen = Option.getOrElse(kind, () => defaultKind(name))
     yield* (yield* Vault).put(name, { type: "api_key", key: secret, kind: chosen, added_at: new Date().toISOString() })
     yield* Console.log(`stored connection "${name}" (${chosen}) in the vault; boxes only ever see a sentinel.`)
     yield* Console.log(`the gateway injects it for a [[grant]] with credential = "${name}" in org.toml`)

@@ -1,12 +1,8 @@
 import { Effect } from "effect"
+import { textOf } from "../box/transcript.js"
 
 const dim = (s: string) => (process.stdout.isTTY ? `\x1b[2m${s}\x1b[0m` : s)
 const short = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s)
-
-const textOf = (content: unknown) =>
-  Array.isArray(content)
-    ? (content as Array<{ type?: string; text?: string }>).filter((c) => c.type === "text").map((c) => c.text ?? "").join("").trim()
-    : ""
 
 /**
  * What a person watching `roster worker run` sees while the box works: the worker's words,
@@ -25,7 +21,7 @@ export const liveLine = (worker: string) => (line: string) =>
     if (e.type === "message_end") {
       const m = (e.message ?? {}) as { role?: string; content?: unknown; stopReason?: string; errorMessage?: string }
       if (m.role !== "assistant") return
-      const text = textOf(m.content)
+      const text = textOf(m.content).trim()
       if (text !== "") process.stdout.write(`${worker}: ${text}\n`)
       if (m.stopReason === "error") process.stdout.write(dim(`${worker}: (model error: ${m.errorMessage ?? "unknown"})\n`))
     } else if (e.type === "tool_execution_start") {

@@ -95,6 +95,10 @@ export type AllowRule = typeof Allow.Type
 export type GrantRule = typeof Grant.Type
 export type MountRule = typeof Mount.Type
 
+/** The [[mount]]s granted to a worker (all workers when a mount names none). */
+export const mountsFor = (org: Org, worker: string): ReadonlyArray<MountRule> =>
+  org.mount.filter((m) => !m.workers || m.workers.includes(worker))
+
 export const WorkerSchema = Schema.Struct({
   model: Schema.optional(Schema.NonEmptyString),
   thinking: Schema.optional(Schema.Literal("off", "minimal", "low", "medium", "high", "xhigh", "max")),

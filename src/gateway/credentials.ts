@@ -11,7 +11,8 @@ export interface RealCredential {
   readonly source: "vault" | "pi-login" | "env"
 }
 
-const defaultKind = (name: string): InjectKind => (name === "anthropic" ? "x-api-key" : "bearer")
+/** The header a connection's key travels in unless it says otherwise: Anthropic's own, else a Bearer token. */
+export const defaultKind = (name: string): InjectKind => (name === "anthropic" ? "x-api-key" : "bearer")
 
 const isKind = (k: unknown): k is InjectKind => k === "x-api-key" || k === "bearer" || k === "basic"
 

@@ -42,6 +42,23 @@ export const decide = (org: Org, subject: string, rawHost: string, port: number)
 /** The [[route]] for a host, if any: where its traffic really goes. */
 export const routeFor = (org: Org, host: string) => org.route.find((r) => normalizeHost(r.host) === host)
 
+export interface Upstream {
+  readonly host: string
+  readonly port: number
+  readonly protocol: "http:" | "https:"
+  /** A route names its upstream outright, private address or not. */
+  readonly routed: boolean
+}
+
+/** Where traffic for host:port goes: the host's [[route]] if it has one, else the host itself over `protocol`. */
+export const upstreamFor = (org: Org, host: string, port: number, protocol: Upstream["protocol"]): Upstream => {
+  const route = routeFor(org, host)
+  if (!route) return { host, port, protocol, routed: false }
+  const u = new URL(route.upstream)
+  const scheme = u.protocol === "https:" ? "https:" : "http:"
+  return { host: normalizeHost(u.hostname), port: Number(u.port || (scheme === "https:" ? 443 : 80)), protocol: scheme, routed: true }
+}
+
 /** A rule "names" an address when it lists that literal address: the only way past the private-address guard. */
 export const ruleNamesAddress = (rule: AllowRule | GrantRule, addr: string): boolean =>
   net.isIP(addr) !== 0 && rule.hosts.some((h) => normalizeHost(h) === normalizeHost(addr))

@@ -14,7 +14,7 @@ import type { GatewayEnv } from "./env.js"
 import { forwardable, responsePairs } from "./headers.js"
 import { identify } from "./identify.js"
 import { makeLeafIssuer } from "./leafCerts.js"
-import { routeFor } from "./policy.js"
+import { upstreamFor } from "./policy.js"
 import { makeTerminator } from "./terminate.js"
 
 export class GatewayListenError extends Schema.TaggedError<GatewayListenError>()("GatewayListenError", {
@@ -47,14 +47,6 @@ const refuseSocket = (socket: Duplex, status: number, reason: string) => {
     `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Error"}\r\n${extra}Content-Type: text/plain\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
   )
-}
-
-/** Where a route sends an allowed tunnel or plain request; the route names its upstream outright. */
-const upstreamOf = (org: Parameters<typeof routeFor>[0], host: string, port: number) => {
-  const route = routeFor(org, host)
-  if (!route) return { host, port, routed: false }
-  const u = new URL(route.upstream)
-  return { host: normalizeHost(u.hostname), port: Number(u.port || (u.protocol === "https:" ? 443 : 80)), routed: true }
 }
 
 /**
@@ -103,7 +95,7 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
           Effect.catchAll((e) => refuse({ _tag: "Refusal", status: 502, reason: `cannot present a certificate for ${e.host}` }))
         )
       }
-      const to = upstreamOf(ok.right.org, ok.right.host, ok.right.port)
+      const to = upstreamFor(ok.right.org, ok.right.host, ok.right.port, "https:")
       const dialled = yield* dialChecked(self, to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
       if (dialled._tag === "Left") return yield* refuse(dialled.left)
       const up = dialled.right.socket
@@ -165,7 +157,7 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
       if (ok.right.decision.via === "grant") {
         return yield* refuse({ _tag: "Refusal", status: 403, reason: "credentials are injected only over TLS: use https://" })
       }
-      const to = upstreamOf(ok.right.org, ok.right.host, ok.right.port)
+      const to = upstreamFor(ok.right.org, ok.right.host, ok.right.port, "http:")
       const dialled = yield* dialChecked(self, to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
       if (dialled._tag === "Left") return yield* refuse(dialled.left)
       const headers = forwardable(req.headers)

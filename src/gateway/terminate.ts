@@ -5,7 +5,7 @@ import * as net from "node:net"
 import type { Duplex } from "node:stream"
 import * as tls from "node:tls"
 import { SENTINEL } from "../box/constants.js"
-import { isValidHost, normalizeHost } from "./addresses.js"
+import { isValidHost } from "./addresses.js"
 import { audit } from "./audit.js"
 import { authorize, dialChecked, namedBy, Refusal, type Self } from "./authorize.js"
 import { systemRoots } from "./ca.js"
@@ -15,7 +15,7 @@ import { forwardable, responsePairs } from "./headers.js"
 import type { Caller } from "./identify.js"
 import { injectCredential } from "./inject.js"
 import type { LeafIssuer } from "./leafCerts.js"
-import { routeFor } from "./policy.js"
+import { upstreamFor } from "./policy.js"
 import { Scrub, scrubText } from "./scrub.js"
 
 interface Target {
@@ -87,17 +87,14 @@ export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(self
       // The answer is scanned for the real value, so it must arrive uncompressed.
       out["accept-encoding"] = "identity"
 
-      const route = routeFor(ok.right.org, target.host)
-      const upstream = route ? new URL(route.upstream) : new URL(`https://${target.host}:${target.port}`)
-      const upstreamHost = normalizeHost(upstream.hostname)
-      const upstreamPort = Number(upstream.port || (upstream.protocol === "https:" ? 443 : 80))
-      if (!isValidHost(upstreamHost)) return yield* refuse(new Refusal(502, "the route's upstream is not a valid host"))
+      const upstream = upstreamFor(ok.right.org, target.host, target.port, "https:")
+      if (!isValidHost(upstream.host)) return yield* refuse(new Refusal(502, "the route's upstream is not a valid host"))
       // A [[route]] names its upstream outright; otherwise the grant must name a private address.
-      const dialled = yield* dialChecked(self, upstreamHost, upstreamPort, route ? () => true : namedBy(ok.right)).pipe(Effect.either)
+      const dialled = yield* dialChecked(self, upstream.host, upstream.port, upstream.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
       if (dialled._tag === "Left") return yield* refuse(dialled.left)
       let socket: net.Socket = dialled.right.socket
       if (upstream.protocol === "https:") {
-        const secured = yield* upstreamTls(socket, upstreamHost, trustRoots(ok.right.org.gateway.upstream_ca_file)).pipe(Effect.either)
+        const secured = yield* upstreamTls(socket, upstream.host, trustRoots(ok.right.org.gateway.upstream_ca_file)).pipe(Effect.either)
         if (secured._tag === "Left") return yield* refuse(secured.left)
         socket = secured.right
       }

@@ -1,3 +1,5 @@
+import { textOf } from "../box/transcript.js"
+
 /** Reading pi's rpc event lines: what the session runner needs to know of each. */
 export type PiEvent =
   | { readonly kind: "assistant-text"; readonly text: string }
@@ -24,11 +26,9 @@ export const readEvent = (line: string): PiEvent => {
   switch (e.type) {
     case "message_end": {
       const m = (e.message ?? {}) as { role?: unknown; content?: unknown }
+      // pi always sends content parts; anything else is not a message to relay.
       if (m.role !== "assistant" || !Array.isArray(m.content)) return { kind: "other" }
-      const text = (m.content as Array<{ type?: unknown; text?: unknown }>)
-        .filter((p) => p.type === "text" && typeof p.text === "string")
-        .map((p) => p.text as string)
-        .join("")
+      const text = textOf(m.content)
       return text.trim() === "" ? { kind: "other" } : { kind: "assistant-text", text }
     }
     // A retried model error (529) ends one low-level run with willRetry: true; the turn goes on.

@@ -8,7 +8,9 @@ import { containerSpec } from "../box/spec.js"
 import { snapshotStore } from "../box/store.js"
 import { validateWorkerName } from "../config/names.js"
 import { OrgConfig } from "../config/OrgConfig.js"
+import { mountsFor } from "../config/schema.js"
 import { Docker } from "../docker/Docker.js"
+import { causeText } from "../run/causeText.js"
 import { newRunId } from "../run/runId.js"
 import { RunLog } from "../run/RunLog.js"
 import { readIdentity, readWorkerSettings } from "../worker/workers.js"
@@ -49,11 +51,6 @@ type Ev =
   | { readonly _tag: "died" }
   | { readonly _tag: "abort" }
 
-const errorText = (cause: Cause.Cause<unknown>) => {
-  const f = Cause.failureOption(cause)
-  return f._tag === "Some" ? (f.value instanceof Error ? f.value.message : String(f.value)) : Cause.pretty(cause).split("\n")[0] ?? "error"
-}
-
 /**
  * A warm session (seed run_session): one box running pi in rpc mode, serving an inbox of
  * messages as distinct turns of one conversation. A message becomes a prompt only when the
@@ -78,7 +75,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
   const session = Effect.gen(function*() {
     const start = yield* compileContext({
       runId, worker: req.worker, surface: "term-session", prompt: null,
-      mounts: org.mount.filter((m) => !m.workers || m.workers.includes(req.worker))
+      mounts: mountsFor(org, req.worker)
     }, path.join(runDir, "context.json"))
     const { plan } = yield* provisionBox({ worker: req.worker, runId, taskId: null, kind: "session", ceilingMin: null, mode: "rpc", org, settings })
     const spec = containerSpec({
@@ -230,7 +227,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
         Effect.zipRight(runLog.finish(req.worker, runId, {
           endedBy: Cause.isInterruptedOnly(cause) ? "signal" : "error",
           exitCode: null,
-          ...(Cause.isInterruptedOnly(cause) ? {} : { error: errorText(cause) })
+          ...(Cause.isInterruptedOnly(cause) ? {} : { error: causeText(cause) })
         })),
         Effect.ignore,
         Effect.uninterruptible

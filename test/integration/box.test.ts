@@ -28,6 +28,17 @@ const script = (d: Deployment, name: string, body: string) => {
   return `!sh /pihome/store/${name}`
 }
 
+/** The running boxes, once there is one (30 s at most). */
+const waitForBox = async () => {
+  const deadline = Date.now() + 30_000
+  let running = await boxes()
+  while (running.length === 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100))
+    running = await boxes()
+  }
+  return running
+}
+
 const identityFiles = (d: Deployment) => {
   const dir = d.file("state", "identity")
   return fs.existsSync(dir) ? fs.readdirSync(dir) : []
@@ -87,33 +98,21 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     expect(await boxes()).toEqual([])
   })
 
-  it("on SIGINT leaves no container, no token, and run.json ended_by signal; exits 130", async () => {
-    const child = d.spawn(["worker", "run", "alice", "!sleep 100000"])
-    const done = collect(child)
-    const deadline = Date.now() + 30_000
-    while ((await boxes()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
-    expect((await boxes()).length).toBe(1)
-    expect(identityFiles(d)).toHaveLength(1)
-    child.kill("SIGINT")
-    const r = await done
-    expect(r.code).toBe(130)
-    expect(await boxes()).toEqual([])
-    expect(identityFiles(d)).toEqual([])
-    expect(lastRun(d).record.ended_by).toBe("signal")
-  })
-
-  it("on SIGTERM the box is killed too and roster exits 143", async () => {
-    const child = d.spawn(["worker", "run", "alice", "!sleep 100000"])
-    const done = collect(child)
-    const deadline = Date.now() + 30_000
-    while ((await boxes()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
-    child.kill("SIGTERM")
-    const r = await done
-    expect(r.code).toBe(143)
-    expect(await boxes()).toEqual([])
-    expect(identityFiles(d)).toEqual([])
-    expect(lastRun(d).record.ended_by).toBe("signal")
-  })
+  it.each([["SIGINT", 130], ["SIGTERM", 143]] as const)(
+    "on %s leaves no container, no token, and run.json ended_by signal; exits %i",
+    async (signal, code) => {
+      const child = d.spawn(["worker", "run", "alice", "!sleep 100000"])
+      const done = collect(child)
+      expect(await waitForBox()).toHaveLength(1)
+      expect(identityFiles(d)).toHaveLength(1)
+      child.kill(signal)
+      const r = await done
+      expect(r.code).toBe(code)
+      expect(await boxes()).toEqual([])
+      expect(identityFiles(d)).toEqual([])
+      expect(lastRun(d).record.ended_by).toBe("signal")
+    }
+  )
 
   it("inside the box: not root, no capabilities, no new privileges, a bounded /tmp, no host key", async () => {
     const r = await d.roster(["worker", "run", "alice", script(d, "probe.sh", [
@@ -209,12 +208,7 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
 
     const child = d.spawn(["worker", "run", "alice", "!env; cat /pihome/agent/auth.json; sleep 3"])
     const done = collect(child)
-    const deadline = Date.now() + 30_000
-    let running = await boxes()
-    while (running.length === 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100))
-      running = await boxes()
-    }
+    const running = await waitForBox()
     const inspected = JSON.stringify(await docker.getContainer(running[0]?.Id ?? "").inspect())
     expect(inspected).toContain("HTTPS_PROXY=http://")
     expect(inspected).not.toContain(VAULT_KEY)
