@@ -97,7 +97,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     const paths = { ...Paths.fromEnv({ ROSTER_HOME: dir, HOME: dir }), home: dir }
     fs.mkdirSync(paths.config, { recursive: true })
     fs.writeFileSync(layout(paths).orgToml, [
-      "[gateway]", `upstream_ca_file = "${path.join(dir, "test-ca.crt")}"`,
+      "[gateway]", `upstream_ca_file = "${path.join(dir, "test-ca.crt")}"`, "max_body_mib = 0.01",
       "[[grant]]", `name = "model"`, `hosts = ["198.51.100.7", "api.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "anthropic"`,
       "[[grant]]", `name = "git"`, `hosts = ["git.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "github"`, `header = "basic"`,
       "[[grant]]", `name = "oauth"`, `hosts = ["oauth.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "openai-codex"`,
@@ -184,6 +184,13 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     const tunnelled = await viaGateway(port, BOB, "198.51.100.7:9443", { path: "/", headers: { "x-api-key": SENTINEL } }, [testCa])
     expect(tunnelled.status).toBe(200)
     expect(echo(tunnelled).x_api_key_sha256).toBe(sha(SENTINEL))
+  })
+
+  it("a request body over [gateway] max_body_mib gets 413", async () => {
+    const r = await viaGateway(port, ALICE, "198.51.100.7:8443", {
+      method: "POST", path: "/v1/messages", headers: { "x-api-key": SENTINEL }, body: "x".repeat(64 * 1024)
+    }, [rosterCa])
+    expect(r.status).toBe(413)
   })
 
   it("a redirect is passed back to the box, not followed", async () => {

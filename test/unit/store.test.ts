@@ -1,0 +1,50 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { aptMirror } from "../../src/box/build/mirror.js"
+import { provisionStore, snapshotStore } from "../../src/box/store.js"
+import { layout } from "../../src/config/Paths.js"
+import { tempPaths, unitLayer } from "../support/harness.js"
+
+describe("store snapshots after a run", () => {
+  it.effect("taken only when the store changed, counted, the oldest pruned beyond keep, symlinks never followed", () => {
+    const paths = tempPaths()
+    const files = layout(paths)
+    const secret = path.join(paths.home, "host-secret")
+    fs.writeFileSync(secret, "HOST-ONLY")
+    return Effect.gen(function*() {
+      const store = yield* provisionStore("alice")
+      expect(yield* snapshotStore("alice", "2026-01-01-00-00-01-00000001", 2)).toBeUndefined() // empty store
+      fs.writeFileSync(path.join(store, "notes.txt"), "one")
+      fs.symlinkSync(secret, path.join(store, "link"))
+      const first = yield* snapshotStore("alice", "2026-01-01-00-00-02-00000002", 2)
+      expect(first?.changes).toBe(2)
+      expect(fs.readlinkSync(path.join(first?.dir ?? "", "store", "link"))).toBe(secret)
+      expect(fs.readFileSync(path.join(first?.dir ?? "", "manifest.json"), "utf8")).not.toContain("HOST-ONLY")
+      expect(yield* snapshotStore("alice", "2026-01-01-00-00-03-00000003", 2)).toBeUndefined() // unchanged
+      fs.writeFileSync(path.join(store, "notes.txt"), "two")
+      expect((yield* snapshotStore("alice", "2026-01-01-00-00-04-00000004", 2))?.changes).toBe(1)
+      fs.writeFileSync(path.join(store, "more.txt"), "three")
+      yield* snapshotStore("alice", "2026-01-01-00-00-05-00000005", 2)
+      expect(fs.readdirSync(files.snapshotsDir("alice")).sort()).toEqual(["2026-01-01-00-00-04-00000004", "2026-01-01-00-00-05-00000005"])
+      expect(yield* snapshotStore("alice", "2026-01-01-00-00-06-00000006", 0)).toBeUndefined() // keep 0: none
+    }).pipe(Effect.provide(unitLayer(paths)))
+  })
+})
+
+describe("the offline builder's mirror", () => {
+  it("comes from this machine's apt configuration: deb822 first match, one-line lists, disabled stanzas skipped", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "roster-apt-"))
+    fs.mkdirSync(path.join(root, "sources.list.d"))
+    fs.writeFileSync(path.join(root, "sources.list.d", "a.sources"), [
+      "Types: deb", "URIs: http://disabled.example/debian", "Suites: bookworm", "Components: main", "Enabled: no", "",
+      "Types: deb", "# URIs: http://commented.example/debian", "URIs: http://mirror.example/debian", "Suites: bookworm bookworm-updates", "Components: main contrib", ""
+    ].join("\n"))
+    expect(aptMirror("bookworm", root)).toBe("http://mirror.example/debian")
+    fs.writeFileSync(path.join(root, "sources.list"), "deb [arch=amd64] http://list.example/debian bookworm main\n")
+    expect(aptMirror("bookworm", root)).toBe("http://list.example/debian")
+    expect(aptMirror("trixie", root)).toBeUndefined()
+  })
+})
