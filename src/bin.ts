@@ -2,6 +2,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Console, Effect, Exit, Logger, LogLevel } from "effect"
 import { cli } from "./cli/Cli.js"
 import { ExitCode } from "./cli/exit.js"
+import { Hurry } from "./run/Hurry.js"
 import { RosterLive } from "./RosterLive.js"
 
 // runMain turns SIGINT/SIGTERM into interruption (finalizers kill the box, drop the token);
@@ -30,6 +31,8 @@ const main = cli(process.argv).pipe(
   ),
   Effect.provide(Logger.replace(Logger.defaultLogger, plainLogger)),
   Logger.withMinimumLogLevel(LogLevel.Info),
+  // A second Ctrl-C cuts long clean-up short (Hurry); the first interrupts the run.
+  Effect.provide(Hurry.layerSignals),
   Effect.provide(RosterLive)
 )
 

@@ -2,7 +2,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Clock, Console, Context, Effect, Layer, Ref, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import { Docker } from "../docker/Docker.js"
-import { readJsonOptional, writeJson } from "../fs/files.js"
+import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
 export class ImageMissing extends Schema.TaggedError<ImageMissing>()("ImageMissing", {
   image: Schema.String,

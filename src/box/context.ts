@@ -1,8 +1,8 @@
 import { Effect } from "effect"
 import * as crypto from "node:crypto"
-import { writeJson } from "../fs/files.js"
+import { writeJson } from "../fs/atomic.js"
 import { readIdentity } from "../worker/workers.js"
-import { MNT, PIHOME, SELF, STORE, WORKSPACE } from "./constants.js"
+import { MNT, PIHOME, SELF, STORE, WORKSPACE } from "../contract/constants.js"
 
 export interface CompiledContext {
   readonly system_prompt: string

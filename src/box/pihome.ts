@@ -2,9 +2,9 @@ import { FileSystem, Path } from "@effect/platform"
 import { Clock, Config, Effect, Option, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import type { WorkerSettings } from "../config/schema.js"
-import { readJsonOptional, writeJson } from "../fs/files.js"
+import { readJsonOptional, writeJson } from "../fs/atomic.js"
 import { isConnectionName, Vault } from "../vault/Vault.js"
-import { LLM_PROVIDERS } from "./constants.js"
+import { LLM_PROVIDERS } from "../contract/constants.js"
 import { sentinelize } from "./sentinel.js"
 
 export class NoModelCredential extends Schema.TaggedError<NoModelCredential>()("NoModelCredential", {}) {

@@ -1,22 +1,17 @@
-import { FileSystem, Path } from "@effect/platform"
-import { Cause, Console, Effect, Schema } from "effect"
-import * as fsp from "node:fs/promises"
-import * as nodePath from "node:path"
+import { FileSystem } from "@effect/platform"
+import { Duration, Effect, Ref, Schema } from "effect"
 import { validateWorkerName } from "../config/names.js"
-import { messagesFile } from "../gateway/actions.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { mountsFor } from "../config/schema.js"
-import { causeText } from "../run/causeText.js"
+import { readEvent } from "../contract/piEvents.js"
+import { runFiles } from "../contract/runFiles.js"
+import { emptySummary, summaryStep } from "../contract/transcript.js"
+import { openRunRecord } from "../run/record.js"
 import { newRunId } from "../run/runId.js"
-import { RunLog } from "../run/RunLog.js"
 import { readIdentity, readWorkerSettings } from "../worker/workers.js"
 import { ceilingDuration, validateCeiling } from "./ceiling.js"
-import { runContainer } from "./container.js"
 import { compileContext } from "./context.js"
-import { provisionBox } from "./provision.js"
-import { containerSpec } from "./spec.js"
-import { snapshotStore } from "./store.js"
-import { summarize } from "./transcript.js"
+import { openBox, type OpenBox } from "./openBox.js"
 
 export class BlankPrompt extends Schema.TaggedError<BlankPrompt>()("BlankPrompt", {}) {
   override get message() {
@@ -29,6 +24,7 @@ export interface RunRequest {
   readonly prompt: string
   /** Minutes; the org's `[box] ceiling_min` when absent. */
   readonly ceilingMin?: number
+  /** A queued task's run: kind "task", ROSTER_TASK_ID in the box, task_id in the records. */
   readonly taskId?: string
   readonly onStderr?: (chunk: Uint8Array) => Effect.Effect<void>
   /** Each line of pi's output as it arrives (the transcript file gets them all regardless). */
@@ -50,26 +46,34 @@ export interface RunOutcome {
 export const cliExitCode = (o: Pick<RunOutcome, "endedBy" | "exitCode" | "error">) =>
   o.endedBy === "ceiling" ? 2 : o.exitCode === 0 && o.error ? 1 : o.exitCode ?? 1
 
-const readOr = (file: string) => Effect.promise(() => fsp.readFile(file, "utf8").catch(() => ""))
+const MessageLine = Schema.parseJson(Schema.Struct({ text: Schema.String }))
 
-/** What the run said: pi's final text and stop reason from the transcript, and its messages to its person. */
-const outcomeOf = (runDir: string) =>
-  Effect.gen(function*() {
-    const summary = summarize(yield* readOr(nodePath.join(runDir, "stdout.jsonl")))
-    const messages = (yield* readOr(messagesFile(runDir))).split("\n").flatMap((l) => {
-      try {
-        const m = JSON.parse(l) as { text?: unknown }
-        return typeof m.text === "string" ? [m.text] : []
-      } catch {
-        return []
-      }
-    })
-    return { summary, messages }
-  })
+/** What the box sent its person with message_user, as the gateway recorded it. */
+const messagesOf = (runDir: string) =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(runFiles(runDir).messages)).pipe(
+    Effect.orElseSucceed(() => ""),
+    Effect.map((text) => text.split("\n").flatMap((l) => Schema.decodeUnknownOption(MessageLine)(l).pipe((o) => (o._tag === "Some" ? [o.value.text] : []))))
+  )
+
+/** The box's exit raced against the ceiling; at the ceiling it is killed and its code (if any) collected. */
+export const awaitBox = (box: OpenBox, ceiling: Duration.Duration) =>
+  Effect.raceFirst(
+    box.exited.pipe(Effect.map((code): number | "ceiling" => code)),
+    Effect.sleep(ceiling).pipe(Effect.as("ceiling" as const))
+  ).pipe(Effect.flatMap((first): Effect.Effect<{ readonly endedBy: "exit" | "ceiling"; readonly exitCode: number | null }> =>
+    first !== "ceiling"
+      ? Effect.succeed({ endedBy: "exit", exitCode: first })
+      : box.kill.pipe(
+        Effect.zipRight(box.exited.pipe(Effect.timeout("10 seconds"), Effect.option)),
+        Effect.map((code) => ({ endedBy: "ceiling", exitCode: code._tag === "Some" ? code.value : null }))
+      )
+  ))
 
 /**
- * One pi session in a locked-down box: validate before anything is written, then
- * run log -> context -> provision -> container (raced against the ceiling) -> store snapshot -> run log.
+ * One pi session in a locked-down box (seed run_once / dispatch): validate before anything is
+ * written, then the run record and the box as scoped resources, the exit raced against the
+ * ceiling. However it ends, the scope kills the box, revokes its token, snapshots the store
+ * and finishes the record.
  */
 export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
   yield* validateWorkerName(req.worker)
@@ -79,91 +83,44 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
   const org = yield* (yield* OrgConfig).snapshot
   const settings = yield* readWorkerSettings(req.worker)
   const ceilingMin = req.ceilingMin ?? org.box.ceiling_min
-  const path = yield* Path.Path
-  const runLog = yield* RunLog
-
-  const runId = yield* newRunId
+  const mounts = mountsFor(org, req.worker)
   const taskId = req.taskId ?? null
-  yield* runLog.start({ runId, worker: req.worker, kind: "box", ...(req.taskId ? { taskId: req.taskId } : {}) })
-  const runDir = runLog.runDir(req.worker, runId)
-  let started = false
+  const runId = yield* newRunId
 
-  const box = Effect.gen(function*() {
+  return yield* Effect.gen(function*() {
+    const record = yield* openRunRecord({ runId, worker: req.worker, kind: taskId ? "task" : "box", ...(taskId ? { taskId } : {}) })
     const context = yield* compileContext({
       runId,
       worker: req.worker,
-      surface: "direct-box",
+      surface: taskId ? "queued-task" : "direct-box",
       prompt: req.prompt,
-      mounts: mountsFor(org, req.worker)
-    }, path.join(runDir, "context.json"))
-    const { plan } = yield* provisionBox({
-      worker: req.worker,
-      runId,
+      mounts
+    }, runFiles(record.runDir).context)
+    const summary = yield* Ref.make(emptySummary)
+    const box = yield* openBox({
+      record,
+      kind: taskId ? "task" : "box",
       taskId,
-      kind: "box",
       ceilingMin,
       mode: "json",
       org,
-      settings
+      settings,
+      mounts,
+      piArgs: ["--session-id", context.cache.route_key, "--append-system-prompt", context.system_prompt, context.input_prompt ?? req.prompt],
+      onLine: (line) => Ref.update(summary, (s) => summaryStep(s, readEvent(line))).pipe(Effect.zipRight(req.onLine ? req.onLine(line) : Effect.void)),
+      ...(req.onStderr ? { onStderr: req.onStderr } : {})
     })
-    const spec = containerSpec({
-      ...plan,
-      piArgs: [
-        "--session-id", context.cache.route_key,
-        "--append-system-prompt", context.system_prompt,
-        context.input_prompt ?? req.prompt
-      ]
+    const end = yield* awaitBox(box, ceilingDuration(ceilingMin))
+    // The transcript is whole before the result is read or reported.
+    yield* box.drained.pipe(Effect.timeout("10 seconds"), Effect.ignore)
+    const said = yield* Ref.get(summary)
+    const messages = yield* messagesOf(record.runDir)
+    const error = end.endedBy === "exit" ? said.errorMessage : null
+    yield* record.settle({
+      ...end,
+      ...(error ? { error: `the model call failed: ${error}` } : {}),
+      extra: { final_text: said.finalText, stop_reason: said.stopReason, messages }
     })
-    yield* runLog.update(req.worker, runId, { container: spec.name, image: spec.Image, ceiling_min: ceilingMin })
-    started = true
-    // pi's stderr is diagnostics, not conversation: it goes to stderr.log beside the transcript.
-    const stderrLog = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.open(path.join(runDir, "stderr.log"), { flag: "w" })).pipe(Effect.option)
-    return yield* runContainer(spec, {
-      stdoutFile: path.join(runDir, "stdout.jsonl"),
-      ceiling: ceilingDuration(ceilingMin),
-      onStderr: (chunk) =>
-        Effect.all([
-          stderrLog._tag === "Some" ? stderrLog.value.writeAll(chunk).pipe(Effect.ignore) : Effect.void,
-          req.onStderr ? req.onStderr(chunk) : Effect.void
-        ], { discard: true }),
-      ...(req.onLine ? { onLine: req.onLine } : {})
-    })
+    return { runId, runDir: record.runDir, ...end, error, finalText: said.finalText, messages } satisfies RunOutcome
   }).pipe(Effect.scoped)
-
-  // However the box ended, the store gets its snapshot; a failed snapshot is reported, never fatal.
-  const snapshot = Effect.gen(function*() {
-    if (!started) return null
-    const outcome = yield* snapshotStore(req.worker, runId, settings.store.snapshots).pipe(
-      Effect.catchAll((e) => Console.error(`run ${runId}: ${e.message}`).pipe(Effect.as(undefined)))
-    )
-    if (!outcome) return null
-    yield* Console.error(`run ${runId}: store snapshot ${path.basename(outcome.dir)} (${outcome.changes} change${outcome.changes === 1 ? "" : "s"})`)
-    return outcome.dir
-  })
-
-  const end = yield* box.pipe(
-    Effect.onError((cause) =>
-      Effect.gen(function*() {
-        const store_snapshot = yield* snapshot
-        const interrupted = Cause.isInterruptedOnly(cause)
-        yield* runLog.finish(req.worker, runId, {
-          endedBy: interrupted ? "signal" : "error",
-          exitCode: null,
-          ...(interrupted ? {} : { error: causeText(cause) }),
-          extra: { store_snapshot }
-        }).pipe(Effect.ignore)
-        if (interrupted) yield* Console.error(`box ${runId} ended by signal\noutputs: ${runDir}`)
-      }).pipe(Effect.uninterruptible)
-    )
-  )
-  const store_snapshot = yield* snapshot
-  const { messages, summary } = yield* outcomeOf(runDir)
-  const error = end.endedBy === "exit" ? summary.errorMessage : null
-  yield* runLog.finish(req.worker, runId, {
-    endedBy: end.endedBy,
-    exitCode: end.exitCode,
-    ...(error ? { error: `the model call failed: ${error}` } : {}),
-    extra: { store_snapshot, final_text: summary.finalText, stop_reason: summary.stopReason, messages }
-  })
-  return { runId, runDir, ...end, error, finalText: summary.finalText, messages } satisfies RunOutcome
 })

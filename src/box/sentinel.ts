@@ -1,4 +1,4 @@
-import { SENTINEL } from "./constants.js"
+import { SENTINEL } from "../contract/constants.js"
 
 type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [k: string]: Json }
 type JsonObject = { readonly [k: string]: Json }

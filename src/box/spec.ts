@@ -1,7 +1,7 @@
 import type { BoxPolicy, MountRule } from "../config/schema.js"
 import type { ContainerSpec } from "../docker/Docker.js"
-import * as C from "./constants.js"
-import { proxyUrl } from "./identity.js"
+import * as C from "../contract/constants.js"
+import { proxyUrl } from "../contract/identity.js"
 
 export type Engine =
   | { readonly kind: "baked" }
@@ -161,7 +161,3 @@ export const containerSpec = (plan: BoxPlan): ContainerSpec => {
     }
   }
 }
-
-/** Does a `scope` list admit this subject? "org/*" is every worker; "org" only host-side callers. */
-export const scopeAdmits = (scope: ReadonlyArray<string>, subject: string) =>
-  scope.some((s) => s === subject || (s === "org/*" && subject.startsWith("org/")))

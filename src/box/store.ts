@@ -1,8 +1,8 @@
+import { FileSystem, Path } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import * as crypto from "node:crypto"
-import * as fsp from "node:fs/promises"
-import * as nodePath from "node:path"
 import { Paths, layout } from "../config/Paths.js"
+import { Files } from "../fs/Files.js"
 
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", { detail: Schema.String }) {
   override get message() {
@@ -10,33 +10,57 @@ export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   }
 }
 
-type Manifest = Record<string, string>
+const Manifest = Schema.Record({ key: Schema.String, value: Schema.String })
+type Manifest = typeof Manifest.Type
 
-const io = <A>(what: string, f: () => Promise<A>) =>
-  Effect.tryPromise({ try: f, catch: (e) => new StoreError({ detail: `${what}: ${e instanceof Error ? e.message : String(e)}` }) })
+const failing = (what: string) => (e: { readonly message: string }) => new StoreError({ detail: `${what}: ${e.message}` })
 
 /**
  * path -> digest of every entry in the store. The box writes here, so a symlink is recorded
  * by its target text and never followed: a snapshot must not read host files through it.
+ * Each file is its own step, so an interrupt lands between files, not after the whole walk.
  */
 const manifestOf = (root: string) =>
-  io("reading the store", async () => {
-    const out: Manifest = {}
-    const walk = async (dir: string): Promise<void> => {
-      for (const entry of await fsp.readdir(dir, { withFileTypes: true })) {
-        const full = nodePath.join(dir, entry.name)
-        const rel = nodePath.relative(root, full)
-        if (entry.isSymbolicLink()) out[rel] = `link:${await fsp.readlink(full)}`
-        else if (entry.isDirectory()) {
-          out[`${rel}/`] = "dir"
-          await walk(full)
-        } else if (entry.isFile()) {
-          out[rel] = crypto.createHash("sha256").update(await fsp.readFile(full)).digest("hex")
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const files = yield* Files
+    const path = yield* Path.Path
+    const out: Record<string, string> = {}
+    const walk = (dir: string): Effect.Effect<void, StoreError> =>
+      Effect.gen(function*() {
+        for (const entry of yield* files.list(dir).pipe(Effect.mapError(failing("reading the store")))) {
+          const full = path.join(dir, entry.name)
+          const rel = path.relative(root, full)
+          if (entry.kind === "symlink") out[rel] = `link:${yield* fs.readLink(full).pipe(Effect.mapError(failing("reading a link")))}`
+          else if (entry.kind === "directory") {
+            out[`${rel}/`] = "dir"
+            yield* walk(full)
+          } else if (entry.kind === "file") {
+            const bytes = yield* fs.readFile(full).pipe(Effect.mapError(failing("reading the store")))
+            out[rel] = crypto.createHash("sha256").update(bytes).digest("hex")
+          }
         }
-      }
+      })
+    yield* walk(root)
+    return out as Manifest
+  })
+
+/** A copy of the store that keeps symlinks as links (never their targets), file by file. */
+const copyTree = (from: string, to: string): Effect.Effect<void, StoreError, FileSystem.FileSystem | Files | Path.Path> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const files = yield* Files
+    const path = yield* Path.Path
+    yield* fs.makeDirectory(to, { recursive: true }).pipe(Effect.mapError(failing("creating the snapshot")))
+    for (const entry of yield* files.list(from).pipe(Effect.mapError(failing("reading the store")))) {
+      const src = path.join(from, entry.name)
+      const dst = path.join(to, entry.name)
+      if (entry.kind === "symlink") {
+        const target = yield* fs.readLink(src).pipe(Effect.mapError(failing("reading a link")))
+        yield* fs.symlink(target, dst).pipe(Effect.mapError(failing("copying a link")))
+      } else if (entry.kind === "directory") yield* copyTree(src, dst)
+      else if (entry.kind === "file") yield* fs.copyFile(src, dst).pipe(Effect.mapError(failing("copying the store")))
     }
-    await walk(root)
-    return out
   })
 
 const changesBetween = (a: Manifest, b: Manifest) => {
@@ -53,41 +77,55 @@ export interface SnapshotOutcome {
 /** The worker's durable store, created on first use. */
 export const provisionStore = Effect.fn("store.provision")(function*(worker: string) {
   const dir = layout(yield* Paths).storeDir(worker)
-  yield* io("creating the store", () => fsp.mkdir(dir, { recursive: true }))
+  yield* (yield* FileSystem.FileSystem).makeDirectory(dir, { recursive: true }).pipe(Effect.mapError(failing("creating the store")))
   return dir
+})
+
+/** The snapshots of a worker's store, oldest first; a `.partial` left by a cut copy is never one. */
+export const listSnapshots = Effect.fn("store.listSnapshots")(function*(worker: string) {
+  const root = layout(yield* Paths).snapshotsDir(worker)
+  const names = yield* (yield* FileSystem.FileSystem).readDirectory(root).pipe(Effect.orElseSucceed(() => [] as Array<string>))
+  return names.filter((n) => !n.startsWith(".") && !n.endsWith(".partial")).sort()
 })
 
 /**
  * A rotating snapshot of the store after a run ("restore to just before the bad run"): taken
- * only when the store changed since the last one, the oldest pruned beyond `keep`.
+ * only when the store changed since the last one, the oldest pruned beyond `keep`. The copy
+ * goes to `<id>.partial` and is renamed when whole; an interrupt or a failure removes the
+ * partial copy, so a half-copied snapshot is never counted as one.
  */
 export const snapshotStore = Effect.fn("store.snapshot")(function*(worker: string, runId: string, keep: number) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
   const files = layout(yield* Paths)
   const store = files.storeDir(worker)
   const root = files.snapshotsDir(worker)
   if (keep <= 0) return undefined
   const current = yield* manifestOf(store)
-  yield* io("creating the snapshot folder", () => fsp.mkdir(root, { recursive: true }))
-  const existing = (yield* io("listing snapshots", () => fsp.readdir(root))).filter((n) => !n.startsWith(".")).sort()
+  const existing = yield* listSnapshots(worker)
   const latest = existing.at(-1)
   const previous: Manifest = latest
-    ? yield* io("reading the last snapshot", async () =>
-      JSON.parse(await fsp.readFile(nodePath.join(root, latest, "manifest.json"), "utf8")) as Manifest).pipe(
-        Effect.orElseSucceed((): Manifest => ({}))
-      )
+    ? yield* fs.readFileString(path.join(root, latest, "manifest.json")).pipe(
+      Effect.flatMap(Schema.decode(Schema.parseJson(Manifest))),
+      Effect.orElseSucceed((): Manifest => ({}))
+    )
     : {}
   const changes = changesBetween(previous, current)
   if (changes === 0) return undefined
-  const dir = nodePath.join(root, runId)
-  const tmp = `${dir}.partial`
-  yield* io("copying the store", async () => {
-    await fsp.rm(tmp, { recursive: true, force: true })
-    await fsp.cp(store, nodePath.join(tmp, "store"), { recursive: true, verbatimSymlinks: true, preserveTimestamps: true })
-    await fsp.writeFile(nodePath.join(tmp, "manifest.json"), JSON.stringify(current))
-    await fsp.rename(tmp, dir)
-  })
+  const dir = path.join(root, runId)
+  const partial = `${dir}.partial`
+  yield* Effect.acquireUseRelease(
+    fs.remove(partial, { recursive: true }).pipe(Effect.ignore, Effect.as(partial)),
+    (tmp) =>
+      Effect.gen(function*() {
+        yield* copyTree(store, path.join(tmp, "store"))
+        yield* fs.writeFileString(path.join(tmp, "manifest.json"), JSON.stringify(current)).pipe(Effect.mapError(failing("writing the manifest")))
+        yield* fs.rename(tmp, dir).pipe(Effect.mapError(failing("completing the snapshot")))
+      }),
+    (tmp, exit) => (exit._tag === "Success" ? Effect.void : fs.remove(tmp, { recursive: true }).pipe(Effect.ignore))
+  )
   for (const old of [...existing, runId].sort().slice(0, Math.max(0, existing.length + 1 - keep))) {
-    yield* io("pruning an old snapshot", () => fsp.rm(nodePath.join(root, old), { recursive: true, force: true }))
+    yield* fs.remove(path.join(root, old), { recursive: true }).pipe(Effect.mapError(failing("pruning an old snapshot")))
   }
   return { dir, changes } satisfies SnapshotOutcome
 })

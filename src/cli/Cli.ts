@@ -1,5 +1,5 @@
 import { Command } from "@effect/cli"
-import { VERSION } from "../version.js"
+import { VERSION } from "../contract/version.js"
 import { boxCommand } from "./boxCommand.js"
 import { connectionCommand } from "./connectionCommand.js"
 import { rehearsalCommand } from "./rehearsalCommand.js"

@@ -1,7 +1,7 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
-import { buildBoxImage, imageIsCurrent, runCaptured } from "../box/build/build.js"
-import { buildScriptedImage, BuildError, SCRIPTED_TAG } from "../box/buildScripted.js"
+import { buildBoxImage, imageIsCurrent, runCaptured } from "../image/build/build.js"
+import { buildScriptedImage, BuildError, SCRIPTED_TAG } from "../image/buildScripted.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Docker } from "../docker/Docker.js"
 

@@ -1,6 +1,6 @@
 import { Args, Command, Options, Prompt } from "@effect/cli"
 import { Config, Console, Effect, Option, Redacted, Schema } from "effect"
-import { LLM_PROVIDERS } from "../box/constants.js"
+import { LLM_PROVIDERS } from "../contract/constants.js"
 import { defaultKind } from "../gateway/credentials.js"
 import { Vault } from "../vault/Vault.js"
 

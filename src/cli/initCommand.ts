@@ -4,7 +4,7 @@ import { Console, Effect } from "effect"
 import { validateWorkerName } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
 import { ORG_TEMPLATE } from "../config/template.js"
-import { writeAtomic } from "../fs/files.js"
+import { writeAtomic } from "../fs/atomic.js"
 import { addWorker } from "../worker/workers.js"
 
 const worker = Options.text("worker").pipe(

@@ -3,7 +3,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Console, Effect, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import type { RunRecord } from "../run/RunLog.js"
-import { turnsOf } from "../box/transcript.js"
+import { turnsOf } from "../contract/transcript.js"
 import { auditOf, findRun, listRuns } from "./runsQuery.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))

@@ -2,7 +2,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
 import { isRunId } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
-import { readJsonOptional } from "../fs/files.js"
+import { readJsonOptional } from "../fs/atomic.js"
 import { RunRecord } from "../run/RunLog.js"
 
 /** Every run record, newest first; one worker's when given. */

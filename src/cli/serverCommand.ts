@@ -4,9 +4,9 @@ import { Console, Effect, Schedule, Schema } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { Paths, layout } from "../config/Paths.js"
-import { runDaemon } from "../gateway/daemon.js"
-import { GatewayProbe } from "../gateway/GatewayProbe.js"
-import { readGatewayState } from "../gateway/state.js"
+import { runDaemon } from "../daemon/daemon.js"
+import { GatewayProbe } from "../contract/GatewayProbe.js"
+import { readGatewayState } from "../contract/gatewayState.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 
 export class ServerError extends Schema.TaggedError<ServerError>()("ServerError", { detail: Schema.String }) {

@@ -30,7 +30,7 @@ port = 7300
 
 # Egress without credentials (tunnelled as is; port 443 unless ports are listed):
 # [[allow]]
-# hosts = ["registry.npmjs.org"]
+# hosts = ["packages.example.org"]
 # scope = ["org/*"]
 # ports = [443]
 

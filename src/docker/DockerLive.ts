@@ -3,16 +3,7 @@ import { Effect, Layer } from "effect"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { PassThrough, type Readable } from "node:stream"
 import type { Duplex } from "node:stream"
-import {
-  type Attached,
-  type ContainerSpec,
-  Docker,
-  type DockerApi,
-  DockerError,
-  DockerUnavailable,
-  type NetworkInfo,
-  type PullProgress
-} from "./Docker.js"
+import { type Attached, type ContainerSpec, Docker, type DockerApi, DockerError, DockerUnavailable, type NetworkInfo, type PullProgress } from "./Docker.js"
 
 interface EngineError {
   readonly statusCode?: number

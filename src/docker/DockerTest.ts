@@ -1,12 +1,5 @@
 import { Context, Deferred, Effect, Layer, Mailbox, Ref } from "effect"
-import {
-  type ContainerSpec,
-  Docker,
-  DockerError,
-  DockerUnavailable,
-  type ImageInfo,
-  type NetworkInfo
-} from "./Docker.js"
+import { type ContainerSpec, Docker, DockerError, DockerUnavailable, type ImageInfo, type NetworkInfo } from "./Docker.js"
 
 /** What a scripted box does once started. */
 export interface ContainerScript {
@@ -49,6 +42,8 @@ export interface DockerFakeOptions {
   readonly pull?: "ok" | "offline"
   readonly pullDelay?: Effect.Effect<void>
   readonly networkCreate?: "ok" | "fail"
+  /** Runs before each call is carried out, after it is recorded: a test can hold an operation (Effect.never) to interrupt there. */
+  readonly before?: (op: string, arg: unknown) => Effect.Effect<void>
 }
 
 /** The fake's record of what the code under test asked the engine to do. */
@@ -81,9 +76,12 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
     const networks = new Map((options.networks ?? [lockedNetwork()]).map((n) => [n.name, n]))
     const images = new Map(Object.entries(options.images ?? { "roster-box:1": fakeImage() }))
     let counter = 0
-    const record = (op: string, arg: unknown) => Ref.update(calls, (cs) => [...cs, { op, arg }])
+    const record = (op: string, arg: unknown) =>
+      Ref.update(calls, (cs) => [...cs, { op, arg }]).pipe(Effect.zipRight(options.before ? options.before(op, arg) : Effect.void))
+    // The engine takes a container's id or its name.
+    const lookup = (ref: string) => containers.get(ref) ?? [...containers.values()].find((c) => c.spec.name === ref && c.state !== "removed")
     const find = (op: string, id: string) => {
-      const c = containers.get(id)
+      const c = lookup(id)
       return c && c.state !== "removed"
         ? Effect.succeed(c)
         : Effect.fail(new DockerError({ operation: op, detail: `no such container: ${id}`, statusCode: 404 }))
@@ -190,7 +188,7 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
       containerKill: (id, signal) =>
         Effect.gen(function*() {
           yield* record("containerKill", { id, signal })
-          const c = containers.get(id)
+          const c = lookup(id)
           if (!c || c.state !== "running") return false
           yield* finish(c, 137)
           return true
@@ -198,7 +196,7 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
       containerRemove: (id) =>
         Effect.gen(function*() {
           yield* record("containerRemove", id)
-          const c = containers.get(id)
+          const c = lookup(id)
           if (c) {
             yield* finish(c, 137)
             c.state = "removed"

@@ -1,5 +1,5 @@
 import { Clock, Context, Effect, Layer } from "effect"
-import { LABEL_RUN_ID } from "../box/constants.js"
+import { LABEL_RUN_ID } from "../contract/constants.js"
 import { Docker } from "../docker/Docker.js"
 
 /**

@@ -1,16 +1,15 @@
-import { Effect } from "effect"
-import * as fsp from "node:fs/promises"
+import { Clock, Effect, Schema } from "effect"
 import type * as http from "node:http"
-import * as path from "node:path"
 import { Paths, layout } from "../config/Paths.js"
-import { audit } from "./audit.js"
+import { runFiles } from "../contract/runFiles.js"
+import { Files } from "../fs/Files.js"
 import { lookupToken } from "./identify.js"
+import { auditTrace, type RequestTrace } from "./supervise.js"
 
 const MAX_BODY = 64 * 1024
 const MAX_TEXT = 8000
 
-/** Where a run's messages to its person are recorded (beside run.json). */
-export const messagesFile = (runDir: string) => path.join(runDir, "messages.jsonl")
+const MessageUser = Schema.parseJson(Schema.Struct({ text: Schema.String }))
 
 const answer = (res: http.ServerResponse, status: number, body: unknown) =>
   Effect.sync(() => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body)))
@@ -35,34 +34,31 @@ const readBody = (req: http.IncomingMessage) =>
  * Box actions on the gateway itself (POST /v1/actions/<name>), authenticated by the run token
  * as `Authorization: Bearer`. Provenance — worker, run, task — comes from the token alone.
  */
-export const handleAction = (req: http.IncomingMessage, res: http.ServerResponse) =>
+export const handleAction = (req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace) =>
   Effect.gen(function*() {
-    const startedAt = Date.now()
-    const url = req.url ?? ""
     const token = /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ""))?.[1] ?? ""
     const who = yield* lookupToken(token)
-    const base = { host: "roster-gateway", port: 0, method: req.method ?? "POST", path: url.split("?")[0] ?? "", injected: false, bytes_up: 0, bytes_down: 0 }
     if (!who.ok || !who.caller.runId || !who.caller.worker) {
       yield* answer(res, 401, { ok: false, error: who.ok ? "a run token is required" : who.reason })
-      return yield* audit({ ...base, run_id: null, subject: "?", status: 401, duration_ms: Date.now() - startedAt })
+      return yield* auditTrace(trace, { status: 401 })
     }
     const caller = who.caller
-    const done = (status: number, body: unknown) =>
-      answer(res, status, body).pipe(Effect.zipRight(audit({ ...base, run_id: caller.runId, subject: caller.subject, status, duration_ms: Date.now() - startedAt })))
-    if (req.method !== "POST" || base.path !== "/v1/actions/message_user") return yield* done(404, { ok: false, error: "no such action" })
+    trace.run_id = caller.runId
+    trace.subject = caller.subject
+    const done = (status: number, body: unknown) => answer(res, status, body).pipe(Effect.zipRight(auditTrace(trace, { status })))
+    if (req.method !== "POST" || trace.path !== "/v1/actions/message_user") return yield* done(404, { ok: false, error: "no such action" })
     const body = yield* readBody(req)
-    let text: unknown
-    try {
-      text = body === undefined ? undefined : (JSON.parse(body) as { text?: unknown }).text
-    } catch {
-      text = undefined
-    }
-    if (typeof text !== "string" || text.trim() === "" || text.length > MAX_TEXT) {
+    const text = body === undefined ? undefined : Schema.decodeUnknownOption(MessageUser)(body).pipe((o) => (o._tag === "Some" ? o.value.text : undefined))
+    if (text === undefined || text.trim() === "" || text.length > MAX_TEXT) {
       return yield* done(400, { ok: false, error: `text must be a non-empty string of at most ${MAX_TEXT} characters` })
     }
     const runDir = layout(yield* Paths).runDir(caller.worker, caller.runId)
-    const record = { time: new Date().toISOString(), run_id: caller.runId, task_id: caller.taskId, worker: caller.worker, text }
-    const written = yield* Effect.tryPromise(() => fsp.appendFile(messagesFile(runDir), `${JSON.stringify(record)}\n`, { mode: 0o600 })).pipe(Effect.either)
-    if (written._tag === "Left") return yield* done(500, { ok: false, error: "the message could not be recorded" })
+    const time = new Date(yield* Clock.currentTimeMillis).toISOString()
+    const record = { time, run_id: caller.runId, task_id: caller.taskId, worker: caller.worker, text }
+    const written = yield* (yield* Files).append(runFiles(runDir).messages, `${JSON.stringify(record)}\n`).pipe(Effect.either)
+    if (written._tag === "Left") {
+      yield* Effect.logWarning(`gateway: a message_user of run ${caller.runId} could not be recorded: ${written.left.message}`)
+      return yield* done(500, { ok: false, error: "the message could not be recorded" })
+    }
     yield* done(200, { ok: true })
   })

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import type { Org } from "../config/schema.js"
-import { isLoopback, isRefusedAddress, isValidHost, normalizeHost } from "./addresses.js"
+import { isLoopback, isRefusedAddress, isValidHost, normalizeHost } from "../contract/addresses.js"
 import { Dialer } from "./Dialer.js"
 import type { Caller } from "./identify.js"
 import { decide, type Decision, ruleNamesAddress } from "./policy.js"

@@ -1,10 +1,9 @@
 import { FileSystem } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { webcrypto } from "node:crypto"
-import * as nodeFs from "node:fs"
-import * as tls from "node:tls"
 import { Paths, layout } from "../config/Paths.js"
-import { writeAtomic } from "../fs/files.js"
+import { writeAtomic } from "../fs/atomic.js"
+import { ensureBundle } from "../contract/caFiles.js"
 import { loadX509 } from "./x509.js"
 
 export class CaError extends Schema.TaggedError<CaError>()("CaError", { detail: Schema.String }) {
@@ -12,13 +11,6 @@ export class CaError extends Schema.TaggedError<CaError>()("CaError", { detail: 
     return `the roster CA could not be prepared: ${this.detail}`
   }
 }
-
-export class CaMissing extends Schema.TaggedError<CaMissing>()("CaMissing", { file: Schema.String }) {
-  override get message() {
-    return `the gateway CA is not present at ${this.file} — start the gateway first (roster server start creates it)`
-  }
-}
-
 
 const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const
 const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000
@@ -46,31 +38,6 @@ const generate = Effect.tryPromise({
     return { certPem: cert.toString("pem"), keyPem }
   },
   catch: (e) => new CaError({ detail: String(e) })
-})
-
-const SYSTEM_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"]
-
-/** This machine's trust roots: the distribution's bundle, else the ones Node ships. Read once. */
-export const systemRoots = (() => {
-  let roots: string | undefined
-  return (): string => {
-    if (roots === undefined) {
-      const file = SYSTEM_BUNDLES.find((f) => nodeFs.existsSync(f) && nodeFs.readFileSync(f, "utf8").includes("BEGIN CERTIFICATE"))
-      roots = file ? nodeFs.readFileSync(file, "utf8") : tls.rootCertificates.join("\n")
-    }
-    return roots
-  }
-})()
-
-/** The system roots plus the roster CA: what every non-Node TLS stack in the box trusts. */
-export const ensureBundle = Effect.fn("ca.ensureBundle")(function*() {
-  const fs = yield* FileSystem.FileSystem
-  const files = layout(yield* Paths)
-  const ca = yield* fs.readFileString(files.caCert).pipe(Effect.mapError(() => new CaMissing({ file: files.caCert })))
-  const bundle = `${systemRoots().trimEnd()}\n${ca.trimEnd()}\n`
-  const current = yield* fs.readFileString(files.caBundle).pipe(Effect.orElseSucceed(() => ""))
-  if (current !== bundle) yield* writeAtomic(files.caBundle, bundle, 0o644)
-  return files.caBundle
 })
 
 /** Creates `state/ca/` (ca.crt, ca.key 0600) on first start; later starts reuse it. */

@@ -1,7 +1,7 @@
 import { Config, Effect, Option, Redacted } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import type { GrantRule } from "../config/schema.js"
-import { readJsonOptional } from "../fs/files.js"
+import { readJsonOptional } from "../fs/atomic.js"
 import { Vault, type VaultEntry } from "../vault/Vault.js"
 import type { InjectKind } from "./inject.js"
 

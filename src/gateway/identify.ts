@@ -1,9 +1,9 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
-import { IdentityRecord, TOKEN_PATTERN } from "../box/identity.js"
+import { IdentityRecord, TOKEN_PATTERN } from "../contract/identity.js"
 import { Paths, layout } from "../config/Paths.js"
-import { isLoopback } from "./addresses.js"
+import { isLoopback } from "../contract/addresses.js"
 import { LiveRuns } from "./LiveRuns.js"
 
 export interface Caller {

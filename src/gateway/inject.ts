@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http"
-import { SENTINEL } from "../box/constants.js"
+import { SENTINEL } from "../contract/constants.js"
 
 /** Which header a credential travels in. */
 export type InjectKind = "x-api-key" | "bearer" | "basic"

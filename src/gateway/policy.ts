@@ -1,7 +1,7 @@
 import * as net from "node:net"
 import type { AllowRule, GrantRule, Org } from "../config/schema.js"
-import { scopeAdmits } from "../box/spec.js"
-import { normalizeHost } from "./addresses.js"
+import { scopeAdmits } from "../contract/scope.js"
+import { normalizeHost } from "../contract/addresses.js"
 
 export type Decision =
   | { readonly allowed: true; readonly via: "grant"; readonly rule: GrantRule }

@@ -1,7 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
-import { readJsonOptional, writeJson } from "../fs/files.js"
+import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
 export const EndedBy = Schema.Literal(
   "exit", "ceiling", "signal", "error", "idle", "closed", "session-ceiling", "turn-ceiling", "box-died"
@@ -21,7 +21,9 @@ export const RunRecord = Schema.Struct({
   container: Schema.optional(Schema.String),
   image: Schema.optional(Schema.String),
   ceiling_min: Schema.optional(Schema.Number),
+  /** The snapshot folder, null when nothing changed, or "interrupted" when a second Ctrl-C or the time limit cut it. */
   store_snapshot: Schema.optional(Schema.NullOr(Schema.String)),
+  store_snapshot_error: Schema.optional(Schema.String),
   /** pi's last assistant text, its stop reason, and what the box sent its person (message_user). */
   final_text: Schema.optional(Schema.NullOr(Schema.String)),
   stop_reason: Schema.optional(Schema.NullOr(Schema.String)),

@@ -1,23 +1,20 @@
-import { FileSystem, Path } from "@effect/platform"
-import { Cause, Clock, Console, Duration, Effect, Fiber, Mailbox, Option, Queue, Stream } from "effect"
+import { Clock, Duration, Effect, Mailbox, Option, Queue } from "effect"
 import { ceilingDuration } from "../box/ceiling.js"
-import { acquireContainer } from "../box/container.js"
 import { compileContext } from "../box/context.js"
-import { provisionBox } from "../box/provision.js"
-import { containerSpec } from "../box/spec.js"
-import { snapshotStore } from "../box/store.js"
+import { openBox } from "../box/openBox.js"
 import { validateWorkerName } from "../config/names.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { mountsFor } from "../config/schema.js"
-import { Docker } from "../docker/Docker.js"
-import { causeText } from "../run/causeText.js"
+import { readEvent } from "../contract/piEvents.js"
+import type { Files } from "../fs/Files.js"
+import { runFiles } from "../contract/runFiles.js"
+import { openRunRecord } from "../run/record.js"
 import { newRunId } from "../run/runId.js"
-import { RunLog } from "../run/RunLog.js"
 import { readIdentity, readWorkerSettings } from "../worker/workers.js"
-import { isSendTool, readEvent } from "./events.js"
 import { compileTurn, type SessionMessage } from "./turnContext.js"
+import { initialTurnState, nextMessage, type SessionEndReason, step, type Surface, type TurnInput, type TurnOutput } from "./turns.js"
 
-export type SessionEndReason = "idle" | "closed" | "session-ceiling" | "turn-ceiling" | "box-died"
+export type { SessionEndReason }
 
 export interface SessionRequest {
   readonly worker: string
@@ -25,7 +22,7 @@ export interface SessionRequest {
   /** "abort" stops the turn in flight (pi's abort); the session goes on. */
   readonly controls?: Queue.Dequeue<"abort">
   /** On a chat surface replies leave the box only through a send tool; text without one is reported as undelivered. */
-  readonly surface: "term-session" | "chat-session"
+  readonly surface: Surface
   readonly onReply?: (text: string) => Effect.Effect<void>
   /** What the box sends its person with message_user, as pi calls the tool. */
   readonly onMessage?: (text: string) => Effect.Effect<void>
@@ -44,201 +41,124 @@ export interface SessionOutcome {
   readonly turns: number
 }
 
-type Ev =
-  | { readonly _tag: "msg"; readonly message: SessionMessage }
-  | { readonly _tag: "closed" }
-  | { readonly _tag: "line"; readonly line: string }
-  | { readonly _tag: "died" }
-  | { readonly _tag: "abort" }
+type Timed = TurnInput | { readonly _tag: "line"; readonly line: string }
 
 /**
  * A warm session (seed run_session): one box running pi in rpc mode, serving an inbox of
- * messages as distinct turns of one conversation. A message becomes a prompt only when the
- * previous turn has ended, so rapid messages stay distinct and in order. Bounds: idle between
- * turns only, a per-turn ceiling, a whole-session ceiling; the inbox closing with nothing in
- * flight ends it at once.
+ * messages as distinct turns of one conversation. The box is `openBox`'s, exactly as a
+ * one-shot run's; the turns are the pure state machine in turns.ts; this runner owns time
+ * (idle between turns only, a per-turn ceiling, a whole-session ceiling) and I/O.
  */
 export const runSession = Effect.fn("session.run")(function*(req: SessionRequest) {
   yield* validateWorkerName(req.worker)
   yield* readIdentity(req.worker)
   const org = yield* (yield* OrgConfig).snapshot
   const settings = yield* readWorkerSettings(req.worker)
-  const runLog = yield* RunLog
-  const path = yield* Path.Path
-  const fs = yield* FileSystem.FileSystem
+  const mounts = mountsFor(org, req.worker)
   const runId = yield* newRunId
-  yield* runLog.start({ runId, worker: req.worker, kind: "session" })
-  const runDir = runLog.runDir(req.worker, runId)
-  const note = req.onNote ?? ((t: string) => Console.error(`session ${runId}: ${t}`))
-  let turns = 0
 
-  const session = Effect.gen(function*() {
-    const start = yield* compileContext({
-      runId, worker: req.worker, surface: "term-session", prompt: null,
-      mounts: mountsFor(org, req.worker)
-    }, path.join(runDir, "context.json"))
-    const { plan } = yield* provisionBox({ worker: req.worker, runId, taskId: null, kind: "session", ceilingMin: null, mode: "rpc", org, settings })
-    const spec = containerSpec({
-      ...plan,
-      piArgs: ["--session-id", start.cache.route_key, "--append-system-prompt", start.system_prompt]
+  return yield* Effect.gen(function*() {
+    const record = yield* openRunRecord({ runId, worker: req.worker, kind: "session" })
+    const note = req.onNote ?? ((t: string) => Effect.logInfo(`session ${runId}: ${t}`))
+    const start = yield* compileContext({ runId, worker: req.worker, surface: "term-session", prompt: null, mounts }, runFiles(record.runDir).context)
+    const inputs = yield* Queue.unbounded<Timed>()
+    const box = yield* openBox({
+      record, kind: "session", taskId: null, ceilingMin: null, mode: "rpc", org, settings, mounts,
+      piArgs: ["--session-id", start.cache.route_key, "--append-system-prompt", start.system_prompt],
+      onLine: (line) => inputs.offer({ _tag: "line", line })
     })
-    yield* runLog.update(req.worker, runId, { container: spec.name, image: spec.Image })
-    const docker = yield* Docker
-    const id = yield* acquireContainer(spec)
-    const attached = yield* docker.containerAttach(id)
-    const exited = yield* docker.containerWait(id)
-    const events = yield* Queue.unbounded<Ev>()
-    const transcript = yield* fs.open(path.join(runDir, "stdout.jsonl"), { flag: "w" }).pipe(
-      Effect.tapError((e) => note(`could not open the transcript (${e.message}); it will be missing`)),
-      Effect.option
-    )
-    const stderrLog = yield* fs.open(path.join(runDir, "stderr.log"), { flag: "w" }).pipe(Effect.option)
-    const encoder = new TextEncoder()
-    yield* attached.stdout.pipe(
-      Stream.decodeText(),
-      Stream.splitLines,
-      Stream.runForEach((line) =>
-        Effect.all([
-          Option.match(transcript, { onNone: () => Effect.void, onSome: (f) => f.writeAll(encoder.encode(`${line}\n`)).pipe(Effect.ignore) }),
-          events.offer({ _tag: "line", line })
-        ])),
-      Effect.ignore,
-      Effect.zipRight(events.offer({ _tag: "died" })),
+    yield* box.stdoutEnded.pipe(Effect.zipRight(inputs.offer({ _tag: "died" })), Effect.forkScoped)
+    yield* Effect.forever(req.inbox.take.pipe(Effect.flatMap((message) => inputs.offer({ _tag: "msg", message })))).pipe(
+      Effect.catchAll(() => inputs.offer({ _tag: "closed" })),
       Effect.forkScoped
     )
-    // pi's stderr is not part of a conversation: it goes to a file beside the transcript.
-    yield* Stream.runForEach(attached.stderr, (c) =>
-      Option.match(stderrLog, { onNone: () => Effect.void, onSome: (f) => f.writeAll(c).pipe(Effect.ignore) })).pipe(Effect.ignore, Effect.forkScoped)
-    yield* Effect.forever(req.inbox.take.pipe(Effect.flatMap((message) => events.offer({ _tag: "msg", message })))).pipe(
-      Effect.catchAll(() => events.offer({ _tag: "closed" })),
-      Effect.forkScoped
-    )
-    if (req.controls) yield* Effect.forever(Queue.take(req.controls).pipe(Effect.zipRight(events.offer({ _tag: "abort" })))).pipe(Effect.forkScoped)
-    yield* docker.containerStart(id)
-    const waiting = yield* Effect.forkScoped(exited)
+    if (req.controls) yield* Effect.forever(Queue.take(req.controls).pipe(Effect.zipRight(inputs.offer({ _tag: "abort" })))).pipe(Effect.forkScoped)
     if (req.onReady) yield* req.onReady(runId)
 
-    const send = (command: unknown) => attached.write(`${JSON.stringify(command)}\n`)
+    const send = (command: unknown) => box.write(`${JSON.stringify(command)}\n`)
     const idle = Duration.toMillis(Duration.seconds(org.box.idle_secs))
     const turnCeiling = Duration.toMillis(ceilingDuration(org.box.turn_ceiling_min))
     const sessionDeadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(ceilingDuration(org.box.session_ceiling_min))
-    const pending: Array<SessionMessage> = []
-    let inboxOpen = true
-    let busy = false
+    let state = initialTurnState
     let turnStarted = 0
     let idleSince = yield* Clock.currentTimeMillis
-    // After a turn ends on agent_end, pi still settles that run; its agent_settled must not end the next turn.
-    let staleSettle = false
-    let sawStart = false
-    let droppedChars = 0
-    let sent = false
 
-    const endTurn = Effect.gen(function*() {
-      if (req.surface === "chat-session" && droppedChars > 0 && !sent) {
-        yield* note(`turn ${turns} ended with assistant text (${droppedChars} chars) but no send action — not delivered to the channel`)
-      }
-      droppedChars = 0
-      sent = false
-      busy = false
-      idleSince = yield* Clock.currentTimeMillis
-      if (req.onTurnEnd) yield* req.onTurnEnd(turns)
-    })
-
-    const reason = yield* Effect.gen(function*() {
-      for (;;) {
-        if (!inboxOpen && !busy && pending.length === 0) return "closed" as const
-        while (!busy && pending.length > 0) {
-          const message = pending.shift() as SessionMessage
-          const input = yield* compileTurn(message, turns + 1, path.join(runDir, "turns.jsonl")).pipe(
-            Effect.tapError((e) => note(`a message could not be prepared and was not delivered: ${e instanceof Error ? e.message : String(e)}`)),
-            Effect.option
-          )
-          if (Option.isNone(input)) continue
-          const written = yield* send({ type: "prompt", message: input.value }).pipe(Effect.either)
-          if (written._tag === "Left") return "box-died" as const
-          turns++
-          busy = true
-          sawStart = false
-          turnStarted = yield* Clock.currentTimeMillis
-        }
-        if (!inboxOpen && !busy && pending.length === 0) return "closed" as const
-        const now = yield* Clock.currentTimeMillis
-        const deadline = Math.min(sessionDeadline, busy ? turnStarted + turnCeiling : idleSince + idle)
-        const next = yield* Queue.take(events).pipe(Effect.timeoutOption(Duration.millis(Math.max(0, deadline - now))))
-        if (Option.isNone(next)) {
-          const at = yield* Clock.currentTimeMillis
-          if (at >= sessionDeadline) return "session-ceiling" as const
-          if (busy) return "turn-ceiling" as const
-          return "idle" as const
-        }
-        const ev = next.value
-        switch (ev._tag) {
-          case "msg":
-            pending.push(ev.message)
-            break
-          case "closed":
-            inboxOpen = false
-            break
-          case "died":
-            return "box-died" as const
-          case "abort":
-            if (busy) yield* send({ type: "abort" }).pipe(Effect.ignore)
-            break
-          case "line": {
-            if (req.onEvent) yield* req.onEvent(ev.line)
-            const e = readEvent(ev.line)
-            if (e.kind === "assistant-text") {
-              if (req.surface === "chat-session") droppedChars += e.text.length
-              else if (req.onReply) yield* req.onReply(e.text)
-            } else if (e.kind === "tool-start" && isSendTool(e.name)) {
-              sent = true
-              const text = (e.args as { text?: unknown } | undefined)?.text
-              if (e.name === "message_user" && typeof text === "string" && req.onMessage) yield* req.onMessage(text)
-            } else if (e.kind === "agent-start") {
-              sawStart = true
-              staleSettle = false
-            } else if (busy && e.kind === "turn-end") {
-              staleSettle = true
-              yield* endTurn
-            } else if (busy && e.kind === "settled" && !(staleSettle && !sawStart)) {
-              yield* endTurn
-            } else if (busy && e.kind === "refused") {
-              yield* note(`pi refused the message: ${e.error}`)
-              yield* endTurn
-            }
-            break
+    /** Carries out what the state machine asked for; an `end` output is the session's reason. */
+    const perform = (outputs: ReadonlyArray<TurnOutput>) =>
+      Effect.gen(function*() {
+        for (const o of outputs) {
+          switch (o._tag) {
+            case "reply":
+              if (req.onReply) yield* req.onReply(o.text)
+              break
+            case "message":
+              if (req.onMessage) yield* req.onMessage(o.text)
+              break
+            case "abort":
+              yield* send({ type: "abort" }).pipe(Effect.ignore)
+              break
+            case "note":
+              yield* note(o.text)
+              break
+            case "turn-end":
+              idleSince = yield* Clock.currentTimeMillis
+              if (req.onTurnEnd) yield* req.onTurnEnd(o.turn)
+              break
+            case "end":
+              return o.reason
           }
         }
+        return undefined
+      })
+    const feed = (input: TurnInput) => {
+      const [next, outputs] = step(state, input, req.surface)
+      state = next
+      return perform(outputs)
+    }
+
+    /** Prompts the next pending message when pi is free: one turn at a time, in order. */
+    const promptNext: Effect.Effect<SessionEndReason | undefined, never, Files> = Effect.gen(function*() {
+      const message = nextMessage(state)
+      if (!message) return undefined
+      const input = yield* compileTurn(message, state.turns + 1, runFiles(record.runDir).turns).pipe(
+        Effect.tapError((e) => note(`a message could not be prepared and was not delivered: ${e.message}`)),
+        Effect.option
+      )
+      if (Option.isNone(input)) return (yield* feed({ _tag: "skipped" })) ?? (yield* promptNext)
+      const written = yield* send({ type: "prompt", message: input.value }).pipe(Effect.either)
+      if (written._tag === "Left") return "box-died" as const
+      turnStarted = yield* Clock.currentTimeMillis
+      return yield* feed({ _tag: "prompted" })
+    })
+
+    const reason: SessionEndReason = yield* Effect.gen(function*() {
+      for (;;) {
+        const ended = yield* promptNext
+        if (ended) return ended
+        const now = yield* Clock.currentTimeMillis
+        const deadline = Math.min(sessionDeadline, state.busy ? turnStarted + turnCeiling : idleSince + idle)
+        const next = yield* Queue.take(inputs).pipe(Effect.timeoutOption(Duration.millis(Math.max(0, deadline - now))))
+        if (Option.isNone(next)) {
+          if ((yield* Clock.currentTimeMillis) >= sessionDeadline) return "session-ceiling"
+          return state.busy ? "turn-ceiling" : "idle"
+        }
+        const input = next.value
+        if (input._tag === "line" && req.onEvent) yield* req.onEvent(input.line)
+        const end = yield* feed(input._tag === "line" ? { _tag: "event", event: readEvent(input.line) } : input)
+        if (end) return end
       }
     })
-    const clean = reason === "closed" || reason === "idle" || (reason === "session-ceiling" && !busy)
+    const clean = reason === "closed" || reason === "idle" || (reason === "session-ceiling" && !state.busy)
     if (reason === "session-ceiling") yield* note(`reached the session ceiling (${org.box.session_ceiling_min} min); ending`)
     if (reason === "turn-ceiling") yield* note(`a turn ran past the turn ceiling (${org.box.turn_ceiling_min} min); ending`)
-    // Closing stdin ends pi cleanly; the container's finalizer kills whatever is left.
-    yield* attached.closeStdin
-    yield* Fiber.join(waiting).pipe(Effect.timeout("5 seconds"), Effect.ignore)
-    return { reason, clean }
+    // Closing stdin ends pi cleanly; the scope kills whatever is left.
+    yield* box.closeStdin
+    yield* box.exited.pipe(Effect.timeout("5 seconds"), Effect.ignore)
+    yield* record.settle({
+      endedBy: reason,
+      exitCode: clean ? 0 : null,
+      ...(clean ? {} : { error: reason === "box-died" ? "the session box exited before completing the turn" : `ended by ${reason} mid-turn` })
+    })
+    return { runId, runDir: record.runDir, reason, clean, turns: state.turns } satisfies SessionOutcome
   }).pipe(Effect.scoped)
-
-  const snapshot = snapshotStore(req.worker, runId, settings.store.snapshots).pipe(Effect.ignore)
-  const end = yield* session.pipe(
-    Effect.onError((cause) =>
-      snapshot.pipe(
-        Effect.zipRight(runLog.finish(req.worker, runId, {
-          endedBy: Cause.isInterruptedOnly(cause) ? "signal" : "error",
-          exitCode: null,
-          ...(Cause.isInterruptedOnly(cause) ? {} : { error: causeText(cause) })
-        })),
-        Effect.ignore,
-        Effect.uninterruptible
-      )
-    )
-  )
-  yield* snapshot
-  yield* runLog.finish(req.worker, runId, {
-    endedBy: end.reason,
-    exitCode: end.clean ? 0 : null,
-    ...(end.clean ? {} : { error: end.reason === "box-died" ? "the session box exited before completing the turn" : `ended by ${end.reason} mid-turn` })
-  })
-  return { runId, runDir, reason: end.reason, clean: end.clean, turns } satisfies SessionOutcome
 })

@@ -1,5 +1,11 @@
-import { Effect } from "effect"
-import * as fsp from "node:fs/promises"
+import { Effect, Schema } from "effect"
+import { Files } from "../fs/Files.js"
+
+export class UnpreparableMessage extends Schema.TaggedError<UnpreparableMessage>()("UnpreparableMessage", { detail: Schema.String }) {
+  override get message() {
+    return this.detail
+  }
+}
 
 /** One message for a warm session: its text and where it came from. */
 export interface SessionMessage {
@@ -17,14 +23,15 @@ export interface SessionMessage {
  */
 export const compileTurn = (message: SessionMessage, turn: number, traceFile: string) =>
   Effect.gen(function*() {
-    if (message.text.trim() === "") return yield* Effect.fail(new Error("the message is blank"))
+    if (message.text.trim() === "") return yield* Effect.fail(new UnpreparableMessage({ detail: "the message is blank" }))
     const history = turn === 1 && message.history && message.history.length > 0
       ? `Recent messages before this one:\n${message.history.map((h) => `- ${h.author}: ${h.text}`).join("\n")}\n\n`
       : ""
     const input = message.provider === "terminal" ? `${history}${message.text}` :
       `${history}[${message.provider} message ${message.messageId} from ${message.author}]\n${message.text}`
-    yield* Effect.tryPromise(() =>
-      fsp.appendFile(traceFile, `${JSON.stringify({ turn, author: message.author, provider: message.provider, message_id: message.messageId, input })}\n`)
+    const line = `${JSON.stringify({ turn, author: message.author, provider: message.provider, message_id: message.messageId, input })}\n`
+    yield* (yield* Files).append(traceFile, line, 0o644).pipe(
+      Effect.mapError((e) => new UnpreparableMessage({ detail: `its trace could not be written: ${e.message}` }))
     )
     return input
   })

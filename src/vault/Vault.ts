@@ -1,7 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Context, Effect, Layer, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
-import { readJsonOptional, writeJson } from "../fs/files.js"
+import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
 export class VaultError extends Schema.TaggedError<VaultError>()("VaultError", { detail: Schema.String }) {
   override get message() {

@@ -4,7 +4,7 @@ import { ConfigError, readToml } from "../config/decode.js"
 import { validateWorkerName } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
 import { WorkerSchema, type WorkerSettings } from "../config/schema.js"
-import { writeAtomic } from "../fs/files.js"
+import { writeAtomic } from "../fs/atomic.js"
 
 export class UnknownWorker extends Schema.TaggedError<UnknownWorker>()("UnknownWorker", {
   worker: Schema.String,

@@ -8,6 +8,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { layout, Paths } from "../../src/config/Paths.js"
+import { Files } from "../../src/fs/Files.js"
+import { Audit } from "../../src/gateway/Audit.js"
 import { Dialer } from "../../src/gateway/Dialer.js"
 import { LiveRuns } from "../../src/gateway/LiveRuns.js"
 import { serveGateway } from "../../src/gateway/server.js"
@@ -60,8 +62,8 @@ const get = (port: number, target: string, headers: Record<string, string> = {})
 const serve = (paths: ReturnType<typeof deployment>, dialer: Layer.Layer<Dialer>, live = (id: string) => id === LIVE_RUN) =>
   serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(
     Effect.provide(
-      Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live)).pipe(
-        Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Paths.layerAt(paths)))
+      Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer).pipe(
+        Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, Paths.layerAt(paths)))
       )
     )
   )

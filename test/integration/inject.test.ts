@@ -8,10 +8,12 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as tls from "node:tls"
-import { SENTINEL } from "../../src/box/constants.js"
+import { SENTINEL } from "../../src/contract/constants.js"
 import { sentinelJwt } from "../../src/box/sentinel.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { layout, Paths } from "../../src/config/Paths.js"
+import { Files } from "../../src/fs/Files.js"
+import { Audit } from "../../src/gateway/Audit.js"
 import { Dialer } from "../../src/gateway/Dialer.js"
 import { LiveRuns } from "../../src/gateway/LiveRuns.js"
 import { serveGateway } from "../../src/gateway/server.js"
@@ -119,8 +121,9 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
         "openai-codex": { type: "oauth", access: "REAL.oauth.access", refresh: "REAL-refresh", expires: 1 }
       }),
       Dialer.layer,
-      LiveRuns.layerTest((id) => live.has(id))
-    ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Paths.layerAt(paths))))
+      LiveRuns.layerTest((id) => live.has(id)),
+      Audit.layer
+    ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, Paths.layerAt(paths))))
     scope = Effect.runSync(Scope.make())
     port = (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(layer), Scope.extend(scope)))).port
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")

@@ -1,5 +1,7 @@
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { FileSystem } from "@effect/platform"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import { ConfigProvider, type Deferred, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -8,7 +10,9 @@ import { ImageStore } from "../../src/box/ImageStore.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { Paths, type RosterPaths, layout } from "../../src/config/Paths.js"
 import { type DockerFakeOptions, makeDockerTest } from "../../src/docker/DockerTest.js"
-import { GatewayProbe, type Health } from "../../src/gateway/GatewayProbe.js"
+import { GatewayProbe, type Health } from "../../src/contract/GatewayProbe.js"
+import { Files } from "../../src/fs/Files.js"
+import { Hurry } from "../../src/run/Hurry.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { Vault } from "../../src/vault/Vault.js"
 
@@ -52,12 +56,26 @@ export interface UnitOptions {
   readonly firewall?: (tool: FirewallTool, args: ReadonlyArray<string>) => boolean
   readonly env?: Record<string, string>
   readonly vault?: Record<string, Record<string, unknown>>
+  /** Completing it plays a person's second Ctrl-C. */
+  readonly hurry?: Deferred.Deferred<void>
+  /** Replaces some FileSystem calls (to fail or hold them); the rest are the real ones. */
+  readonly fs?: (real: FileSystem.FileSystem) => Partial<FileSystem.FileSystem>
 }
+
+const fileSystem = (override: UnitOptions["fs"]) =>
+  override
+    ? Layer.effect(FileSystem.FileSystem, Effect.map(FileSystem.FileSystem, (real) => ({ ...real, ...override(real) }))).pipe(
+      Layer.provide(NodeFileSystem.layer)
+    )
+    : NodeFileSystem.layer
 
 /** The live services over a temp deployment, with the Docker fake, a scripted gateway probe and a recording firewall. */
 export const unitLayer = (paths: RosterPaths, o: UnitOptions = {}) => {
   const base = Layer.mergeAll(
-    NodeContext.layer,
+    NodePath.layer,
+    fileSystem(o.fs),
+    Files.layer,
+    o.hurry ? Hurry.layerTest(o.hurry) : Hurry.layerNever,
     Paths.layerAt(paths),
     makeDockerTest(o.docker),
     GatewayProbe.layerTest(o.health ?? (() => ({ ok: true, config_root: paths.config, version: "test" }))),

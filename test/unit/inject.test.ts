@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
 import { Readable } from "node:stream"
-import { SENTINEL } from "../../src/box/constants.js"
+import { SENTINEL } from "../../src/contract/constants.js"
 import { sentinelJwt } from "../../src/box/sentinel.js"
 import { injectCredential, isSentinel } from "../../src/gateway/inject.js"
 import { Scrub } from "../../src/gateway/scrub.js"

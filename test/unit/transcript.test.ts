@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { summarize, turnsOf } from "../../src/box/transcript.js"
+import { summarize, turnsOf } from "../../src/contract/transcript.js"
 
 const l = (v: unknown) => JSON.stringify(v)
 
@@ -33,13 +33,14 @@ describe("a session turn's input", () => {
   it("carries the message's provenance, and the room's history on the first turn only", async () => {
     const { Effect } = await import("effect")
     const { compileTurn } = await import("../../src/session/turnContext.js")
+    const { Files } = await import("../../src/fs/Files.js")
     const fs = await import("node:fs")
     const os = await import("node:os")
     const path = await import("node:path")
     const trace = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "roster-turn-")), "turns.jsonl")
     const message = { text: "deploy?", author: "sam", provider: "discord", messageId: "m7", history: [{ author: "kim", text: "tests are green" }] }
-    const first = await Effect.runPromise(compileTurn(message, 1, trace))
-    const second = await Effect.runPromise(compileTurn(message, 2, trace))
+    const first = await Effect.runPromise(compileTurn(message, 1, trace).pipe(Effect.provide(Files.layer)))
+    const second = await Effect.runPromise(compileTurn(message, 2, trace).pipe(Effect.provide(Files.layer)))
     expect(first).toContain("kim: tests are green")
     expect(first).toContain("[discord message m7 from sam]\ndeploy?")
     expect(second).not.toContain("tests are green")

@@ -5,10 +5,10 @@ import { bridgeAddress, ensureEgressLockdown, ensureLockedNetwork } from "../box
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths, layout } from "../config/Paths.js"
 import { Docker } from "../docker/Docker.js"
-import { VERSION } from "../version.js"
-import { ensureCa } from "./ca.js"
-import { serveGateway } from "./server.js"
-import { readGatewayState, writeGatewayState } from "./state.js"
+import { VERSION } from "../contract/version.js"
+import { ensureCa } from "../gateway/ca.js"
+import { serveGateway } from "../gateway/server.js"
+import { readGatewayState, writeGatewayState } from "../contract/gatewayState.js"
 
 /**
  * The daemon in the foreground: the locked network, the CA, the gateway on loopback and on the

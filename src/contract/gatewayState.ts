@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
-import { readJsonOptional, writeJson } from "../fs/files.js"
+import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
 /** `state/gateway.json`: where the running daemon listens, so boxes and the CLI follow it. */
 export const GatewayState = Schema.Struct({

@@ -1,0 +1,139 @@
+import { Effect, Fiber, Ref } from "effect"
+import type { WorkerSettings } from "../config/schema.js"
+import { runFiles } from "../contract/runFiles.js"
+import { Docker, type ContainerSpec, type DockerError } from "../docker/Docker.js"
+import { Hurry } from "../run/Hurry.js"
+import type { OpenRecord } from "../run/record.js"
+import { mintIdentity } from "./identity.js"
+import { drainTo } from "./output.js"
+import { provisionBox, type ProvisionRequest } from "./provision.js"
+import { containerSpec } from "./spec.js"
+import { provisionStore, snapshotStore } from "./store.js"
+
+export interface BoxRequest extends Omit<ProvisionRequest, "worker" | "runId" | "runDir"> {
+  /** The run this box belongs to: its record gets the container, the image and the snapshot. */
+  readonly record: OpenRecord
+  readonly settings: WorkerSettings
+  /** Each complete line of pi's stdout as it arrives (the transcript file gets every byte regardless). */
+  readonly onLine?: (line: string) => Effect.Effect<void>
+  readonly onStderr?: (chunk: Uint8Array) => Effect.Effect<void>
+}
+
+/** A started box, held by the scope that opened it. */
+export interface OpenBox {
+  readonly id: string
+  readonly spec: ContainerSpec
+  /** The box's exit code, once it exits (shared: await it as often as needed). */
+  readonly exited: Effect.Effect<number, DockerError>
+  /** Completes when the box's stdout has ended (it exited or closed it) and every line was handed on. */
+  readonly stdoutEnded: Effect.Effect<void>
+  /** Completes when both stdout and stderr are fully written to their files. */
+  readonly drained: Effect.Effect<void>
+  readonly write: (chunk: string) => Effect.Effect<void, DockerError>
+  readonly closeStdin: Effect.Effect<void>
+  readonly kill: Effect.Effect<void>
+}
+
+/** How long a store snapshot may take at a run's end before it is cut (a second Ctrl-C cuts it sooner). */
+export const SNAPSHOT_LIMIT = "10 minutes"
+
+/**
+ * However the run ends, once its box is gone the store gets its snapshot: a finalizer, so no
+ * exit path skips it; interruptible by a second Ctrl-C and bounded in time, and never fatal.
+ * The record says which: the snapshot's folder, null (nothing changed), or "interrupted".
+ */
+type SnapshotEnd =
+  | { readonly _tag: "done"; readonly dir: string | null; readonly changes: number }
+  | { readonly _tag: "failed"; readonly message: string }
+  | { readonly _tag: "cut" }
+
+const snapshotEnd = (record: OpenRecord, keep: number) =>
+  Effect.flatMap(Hurry, (hurry) =>
+    Effect.raceFirst(
+      snapshotStore(record.worker, record.runId, keep).pipe(
+        Effect.map((o): SnapshotEnd => ({ _tag: "done", dir: o?.dir ?? null, changes: o?.changes ?? 0 })),
+        Effect.catchAll((e) => Effect.succeed<SnapshotEnd>({ _tag: "failed", message: e.message })),
+        Effect.timeoutTo({ duration: SNAPSHOT_LIMIT, onTimeout: (): SnapshotEnd => ({ _tag: "cut" }), onSuccess: (x) => x })
+      ),
+      hurry.requested.pipe(Effect.as<SnapshotEnd>({ _tag: "cut" }))
+    ))
+
+const noteSnapshot = (record: OpenRecord, end: SnapshotEnd) => {
+  switch (end._tag) {
+    case "cut":
+      return Effect.logWarning(`run ${record.runId}: the store snapshot was cut short`).pipe(
+        Effect.zipRight(record.note({ store_snapshot: "interrupted" }))
+      )
+    case "failed":
+      return Effect.logWarning(`run ${record.runId}: ${end.message}`).pipe(
+        Effect.zipRight(record.note({ store_snapshot: null, store_snapshot_error: end.message }))
+      )
+    case "done":
+      return end.dir === null ? record.note({ store_snapshot: null }) : Effect.logInfo(
+        `run ${record.runId}: store snapshot (${end.changes} change${end.changes === 1 ? "" : "s"})`
+      ).pipe(Effect.zipRight(record.note({ store_snapshot: end.dir })))
+  }
+}
+
+// The snapshot runs as a daemon fiber the finalizer joins: an interrupt signal reaches every
+// child of the interrupted fiber, even in a finalizer, so the first Ctrl-C would otherwise
+// cut the copy it is meant to let finish. Only Hurry (the second) or the time limit cut it.
+const snapshotOnClose = (record: OpenRecord, keep: number) =>
+  Effect.addFinalizer(() =>
+    // A finalizer is uninterruptible and a fork inherits that: the race inside must be able to stop its loser.
+    Effect.forkDaemon(Effect.interruptible(snapshotEnd(record, keep))).pipe(
+      Effect.flatMap(Fiber.join),
+      Effect.flatMap((end) => noteSnapshot(record, end))
+    )
+  )
+
+/**
+ * One box of one run, as a scoped resource — the one way roster opens a box (one-shot runs,
+ * sessions, queued tasks). Acquired in order: the store (whose snapshot is registered first so
+ * it runs last, after the box is gone), the lockdown, image and run folders, the identity
+ * token, the container (created, attached, its wait armed, started). The scope's close undoes
+ * each in reverse whatever the exit: the box killed and removed, the token revoked, the store
+ * snapshotted.
+ */
+export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
+  const { record } = req
+  const docker = yield* Docker
+  const store = yield* provisionStore(record.worker)
+  yield* snapshotOnClose(record, req.settings.store.snapshots)
+  const planFor = yield* provisionBox({ ...req, worker: record.worker, runId: record.runId, runDir: record.runDir }, store)
+  const identity = yield* mintIdentity(record.worker, record.runId, req.taskId)
+  const spec = containerSpec(planFor(identity.token))
+  yield* record.note({ container: spec.name, image: spec.Image, ...(req.ceilingMin !== null ? { ceiling_min: req.ceilingMin } : {}) })
+
+  // The create stays interruptible (an engine that hangs must not hold a Ctrl-C); if it is
+  // cut after the engine made the container, the unique name still finds it.
+  const created = yield* Ref.make<string | undefined>(undefined)
+  yield* Effect.addFinalizer(() =>
+    Ref.get(created).pipe(
+      Effect.map((id) => id ?? spec.name),
+      Effect.flatMap((ref) => docker.containerKill(ref).pipe(Effect.zipRight(docker.containerRemove(ref)))),
+      Effect.catchAll((e) => Effect.logWarning(`could not remove box ${spec.name}: ${e.message} — remove it with: docker rm -f ${spec.name}`))
+    )
+  )
+  const id = yield* docker.containerCreate(spec)
+  yield* Ref.set(created, id)
+  const attached = yield* docker.containerAttach(id)
+  const wait = yield* docker.containerWait(id)
+  const files = runFiles(record.runDir)
+  const out = yield* Effect.forkScoped(drainTo(attached.stdout, files.transcript, { onLine: req.onLine }))
+  // pi's stderr is diagnostics, not conversation: it goes to stderr.log beside the transcript.
+  const err = yield* Effect.forkScoped(drainTo(attached.stderr, files.stderr, { onChunk: req.onStderr }))
+  yield* docker.containerStart(id)
+  const waiting = yield* Effect.forkScoped(wait)
+  return {
+    id,
+    spec,
+    exited: Fiber.join(waiting),
+    stdoutEnded: Fiber.join(out),
+    drained: Fiber.join(out).pipe(Effect.zipRight(Fiber.join(err))),
+    write: attached.write,
+    closeStdin: attached.closeStdin,
+    kill: docker.containerKill(id).pipe(Effect.ignore)
+  } satisfies OpenBox
+})
+

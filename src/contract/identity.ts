@@ -1,0 +1,21 @@
+import { Schema } from "effect"
+import * as path from "node:path"
+
+/** What the gateway learns from a run's token: who is calling, for which run. */
+export const IdentityRecord = Schema.Struct({
+  subject: Schema.String,
+  run_id: Schema.String,
+  worker: Schema.String,
+  task_id: Schema.NullOr(Schema.String)
+})
+export type IdentityRecord = typeof IdentityRecord.Type
+
+/** 256 random bits, hex: the only form of token the gateway will look up (no path tricks). */
+export const TOKEN_PATTERN = /^[0-9a-f]{64}$/
+
+/** Where a token's record lives: one 0600 file per live run under state/identity. */
+export const identityFile = (identityDir: string, token: string) => path.join(identityDir, `${token}.json`)
+
+// The ":x" password is a placebo (the gateway reads only the token), but git refuses a proxy
+// URL whose user has no password: it tries to prompt and dies in the headless box.
+export const proxyUrl = (token: string, port: number) => `http://${token}:x@host.docker.internal:${port}`

@@ -1,0 +1,93 @@
+import { Option, Schema } from "effect"
+
+// The one reader of pi's json/rpc event lines (pi 1.6; PI.md). Only the fields roster acts on
+// are declared; anything else on a line is ignored, and a line that is not one of these events
+// is "other" — never a crash, whatever a box prints.
+
+const Part = Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.String) })
+// pi always sends content as parts; a bare string is not a message roster relays.
+const Content = Schema.Array(Part)
+
+const Message = Schema.Struct({
+  role: Schema.String,
+  content: Schema.optional(Content),
+  stopReason: Schema.optional(Schema.String),
+  errorMessage: Schema.optional(Schema.String)
+})
+
+const MessageEnd = Schema.Struct({ type: Schema.Literal("message_end"), message: Message })
+const AgentStart = Schema.Struct({ type: Schema.Literal("agent_start") })
+const AgentEnd = Schema.Struct({ type: Schema.Literal("agent_end"), willRetry: Schema.optional(Schema.Boolean) })
+const AgentSettled = Schema.Struct({ type: Schema.Literal("agent_settled") })
+const ToolStart = Schema.Struct({ type: Schema.Literal("tool_execution_start"), toolName: Schema.String, args: Schema.optional(Schema.Unknown) })
+const ToolEnd = Schema.Struct({
+  type: Schema.Literal("tool_execution_end"),
+  toolName: Schema.String,
+  result: Schema.optional(Schema.Struct({ content: Schema.optional(Content) })),
+  isError: Schema.optional(Schema.Boolean)
+})
+const Response = Schema.Struct({
+  type: Schema.Literal("response"),
+  command: Schema.String,
+  success: Schema.Boolean,
+  error: Schema.optional(Schema.String)
+})
+
+export const PiEventSchema = Schema.Union(MessageEnd, AgentStart, AgentEnd, AgentSettled, ToolStart, ToolEnd, Response)
+export type RawPiEvent = typeof PiEventSchema.Type
+
+/** What roster reads from one line of pi's output. */
+export type PiEvent =
+  | { readonly kind: "assistant"; readonly text: string; readonly stopReason: string | null; readonly errorMessage: string | null }
+  | { readonly kind: "agent-start" }
+  /** End of a turn: agent_end with willRetry false (a retried 529 ends one low-level run, not the turn). */
+  | { readonly kind: "turn-end" }
+  | { readonly kind: "settled" }
+  | { readonly kind: "tool-start"; readonly name: string; readonly args: unknown }
+  | { readonly kind: "tool-end"; readonly name: string; readonly output: string; readonly isError: boolean }
+  | { readonly kind: "prompt-accepted" }
+  | { readonly kind: "prompt-refused"; readonly error: string }
+  | { readonly kind: "other" }
+
+/** The text parts of a pi message's content. */
+export const textOf = (content: typeof Content.Type | undefined): string =>
+  content === undefined ? "" : content.filter((p) => p.type === "text" && p.text !== undefined).map((p) => p.text).join("")
+
+const decode = Schema.decodeUnknownOption(Schema.parseJson(PiEventSchema))
+
+const OTHER: PiEvent = { kind: "other" }
+
+export const readEvent = (line: string): PiEvent => {
+  // Cheap refusal of what cannot be an event: pi's events are JSON objects, one per line.
+  if (!line.startsWith("{")) return OTHER
+  const decoded = decode(line)
+  if (Option.isNone(decoded)) return OTHER
+  const e = decoded.value
+  switch (e.type) {
+    case "message_end":
+      // pi also emits system (the appended prompt) and toolResult messages: only the assistant speaks.
+      return e.message.role !== "assistant" ? OTHER : {
+        kind: "assistant",
+        text: textOf(e.message.content),
+        stopReason: e.message.stopReason ?? null,
+        errorMessage: e.message.errorMessage ?? null
+      }
+    case "agent_start":
+      return { kind: "agent-start" }
+    case "agent_end":
+      return e.willRetry === true ? OTHER : { kind: "turn-end" }
+    case "agent_settled":
+      return { kind: "settled" }
+    case "tool_execution_start":
+      return { kind: "tool-start", name: e.toolName, args: e.args }
+    case "tool_execution_end":
+      return { kind: "tool-end", name: e.toolName, output: textOf(e.result?.content), isError: e.isError === true }
+    case "response":
+      if (e.command !== "prompt") return OTHER
+      return e.success ? { kind: "prompt-accepted" } : { kind: "prompt-refused", error: e.error ?? "refused" }
+  }
+}
+
+const SEND_TOOLS = new Set(["discord_send", "slack_send", "term_send", "message_user"])
+/** Tools that carry a reply out of the box to a person. */
+export const isSendTool = (name: string) => SEND_TOOLS.has(name)

@@ -1,0 +1,15 @@
+import * as path from "node:path"
+
+/** The files of one run folder (data/runs/<worker>/<run-id>/): the host writes them, `runs show` and the box's self view read them. */
+export const runFiles = (runDir: string) => ({
+  record: path.join(runDir, "run.json"),
+  context: path.join(runDir, "context.json"),
+  transcript: path.join(runDir, "stdout.jsonl"),
+  stderr: path.join(runDir, "stderr.log"),
+  /** What the box sent its person with message_user (written by the gateway). */
+  messages: path.join(runDir, "messages.jsonl"),
+  /** A session's turn inputs, one line each. */
+  turns: path.join(runDir, "turns.jsonl"),
+  home: path.join(runDir, "home"),
+  self: path.join(runDir, "self")
+})

@@ -1,0 +1,47 @@
+import type { PlatformError } from "@effect/platform/Error"
+import { SystemError } from "@effect/platform/Error"
+import { Context, Effect, Layer } from "effect"
+import * as fsp from "node:fs/promises"
+
+export type EntryKind = "file" | "directory" | "symlink" | "other"
+
+export interface Entry {
+  readonly name: string
+  readonly kind: EntryKind
+}
+
+/**
+ * The file calls `@effect/platform`'s FileSystem lacks and roster needs where a box has
+ * written: listing without following symlinks, `lchown`, and appends with a mode. Everything
+ * else goes through FileSystem. Test layers wrap it to fail or hang a call.
+ */
+export class Files extends Context.Tag("roster/Files")<Files, {
+  /** A folder's entries, each with its own kind: a symlink is reported as one, never followed. */
+  readonly list: (dir: string) => Effect.Effect<ReadonlyArray<Entry>, PlatformError>
+  readonly lchown: (path: string, uid: number, gid: number) => Effect.Effect<void, PlatformError>
+  readonly append: (file: string, text: string, mode?: number) => Effect.Effect<void, PlatformError>
+}>() {
+  static readonly layer = Layer.succeed(Files, {
+    list: (dir) =>
+      io("list", dir, async () =>
+        (await fsp.readdir(dir, { withFileTypes: true })).map((d) => ({
+          name: d.name,
+          kind: d.isSymbolicLink() ? "symlink" : d.isDirectory() ? "directory" : d.isFile() ? "file" : "other"
+        } satisfies Entry))),
+    lchown: (path, uid, gid) => io("lchown", path, () => fsp.lchown(path, uid, gid)),
+    append: (file, text, mode = 0o600) => io("append", file, () => fsp.appendFile(file, text, { mode }))
+  })
+}
+
+const io = <A>(method: string, path: string, f: () => Promise<A>) =>
+  Effect.tryPromise({
+    try: f,
+    catch: (e) =>
+      new SystemError({
+        reason: (e as NodeJS.ErrnoException).code === "ENOENT" ? "NotFound" : "Unknown",
+        module: "FileSystem",
+        method,
+        pathOrDescriptor: path,
+        description: e instanceof Error ? e.message : String(e)
+      })
+  })

@@ -1,0 +1,68 @@
+import { FileSystem, Path } from "@effect/platform"
+import { Clock, Context, Effect, Layer, Ref } from "effect"
+import { Paths, layout } from "../config/Paths.js"
+import { Files } from "../fs/Files.js"
+
+export interface AuditRecord {
+  readonly run_id: string | null
+  readonly subject: string
+  readonly host: string
+  readonly port: number
+  readonly method: string
+  /** Without the query: a query can carry secrets the audit log must not keep. */
+  readonly path: string
+  readonly status: number
+  readonly injected: boolean
+  readonly bytes_up: number
+  readonly bytes_down: number
+  readonly duration_ms: number
+  readonly note?: string
+}
+
+/** How often a failing audit log is reported: once a minute, not once a request. */
+const WARN_EVERY_MS = 60_000
+
+/**
+ * One JSONL line per gateway request under state/audit/<day>.jsonl. A write never fails the
+ * request it records, but a failing audit log is never silent: it is logged once a minute.
+ */
+export class Audit extends Context.Tag("roster/Audit")<Audit, {
+  readonly write: (record: AuditRecord) => Effect.Effect<void>
+}>() {
+  static readonly layer = Layer.effect(
+    Audit,
+    Effect.gen(function*() {
+      const files = yield* Files
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const dir = layout(yield* Paths).auditDir
+      const lastWarned = yield* Ref.make(Number.NEGATIVE_INFINITY)
+      const warn = (detail: string) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const due = yield* Ref.modify(lastWarned, (at) => (now - at >= WARN_EVERY_MS ? [true, now] : [false, at]))
+          if (due) yield* Effect.logWarning(`the gateway's audit log cannot be written (${dir}): ${detail} — requests go on unrecorded until it can`)
+        })
+      return {
+        write: (record) =>
+          Effect.gen(function*() {
+            const now = new Date(yield* Clock.currentTimeMillis)
+            const line = `${JSON.stringify({ time: now.toISOString(), ...record })}\n`
+            const file = path.join(dir, `${now.toISOString().slice(0, 10)}.jsonl`)
+            yield* files.append(file, line, 0o600).pipe(
+              // The first record of a deployment (or after someone removed the folder) makes it.
+              Effect.catchTag("SystemError", (e) =>
+                e.reason === "NotFound"
+                  ? fs.makeDirectory(dir, { recursive: true, mode: 0o700 }).pipe(Effect.zipRight(files.append(file, line, 0o600)))
+                  : Effect.fail(e)),
+              Effect.catchAll((e) => warn(e.message))
+            )
+          })
+      }
+    })
+  )
+
+  /** Keeps records in memory, for tests that read what the gateway recorded. */
+  static readonly layerMemory = (records: Array<AuditRecord>) =>
+    Layer.succeed(Audit, { write: (record) => Effect.sync(() => void records.push(record)) })
+}

@@ -1,0 +1,87 @@
+import { Effect } from "effect"
+import type * as http from "node:http"
+import type * as net from "node:net"
+import type { Duplex } from "node:stream"
+import { authorize, dialChecked, namedBy, type Refusal, type Self } from "./authorize.js"
+import type { Caller } from "./identify.js"
+import { identify } from "./identify.js"
+import { upstreamFor } from "./policy.js"
+import { refuseSocket } from "./refuse.js"
+import { auditTrace, type RequestTrace } from "./supervise.js"
+
+export interface ConnectContext {
+  readonly self: Self
+  /** Hands a granted host's tunnel to the TLS terminator (which audits each request inside). */
+  readonly terminate: (client: Duplex, head: Buffer, caller: Caller, host: string, port: number) => Effect.Effect<void, { readonly host: string }>
+  /** Open upstream sockets, closed with the gateway. */
+  readonly sockets: Set<net.Socket>
+}
+
+/** `host:port` or `[v6]:port`; anything else is not a CONNECT target. */
+export const parseConnectTarget = (target: string) => {
+  const m = /^\[?([^\]]*?)\]?:(\d{1,5})$/.exec(target)
+  return m ? { host: m[1] ?? "", port: Number(m[2]) } : undefined
+}
+
+/** Both ends piped until either closes; counts the bytes each way. */
+const pipeBoth = (client: Duplex, up: net.Socket, head: Buffer) =>
+  Effect.async<{ up: number; down: number }>((resume) => {
+    let bytesUp = head.length
+    let bytesDown = 0
+    if (head.length > 0) up.write(head)
+    client.on("data", (c: Buffer) => (bytesUp += c.length))
+    up.on("data", (c: Buffer) => (bytesDown += c.length))
+    client.pipe(up)
+    up.pipe(client)
+    let open = 2
+    const done = () => {
+      if (--open === 0) resume(Effect.succeed({ up: bytesUp, down: bytesDown }))
+    }
+    const closeBoth = () => {
+      client.destroy()
+      up.destroy()
+    }
+    client.once("close", done)
+    up.once("close", done)
+    client.once("error", closeBoth)
+    up.once("error", closeBoth)
+    return Effect.sync(closeBoth)
+  })
+
+/**
+ * A CONNECT: who is calling, is the target allowed, and by which rule. A granted host goes to
+ * the TLS terminator; an [[allow]]ed one is tunnelled to the checked address as is.
+ */
+export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, client: Duplex, head: Buffer, trace: RequestTrace) =>
+  Effect.gen(function*() {
+    const refuse = (r: Refusal) =>
+      Effect.sync(() => refuseSocket(client, r.status, `roster gateway: ${r.reason}`)).pipe(
+        Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
+      )
+    const who = yield* identify(req.headers, req.socket.remoteAddress)
+    if (!who.ok) {
+      refuseSocket(client, 407, `roster gateway: ${who.reason}`)
+      return yield* auditTrace(trace, { status: 407, note: who.reason })
+    }
+    const caller = who.caller
+    trace.run_id = caller.runId
+    trace.subject = caller.subject
+    const target = parseConnectTarget(req.url ?? "")
+    if (!target) return yield* refuse({ _tag: "Refusal", status: 400, reason: "CONNECT wants host:port" })
+    const ok = yield* authorize(caller, target.host, target.port).pipe(Effect.either)
+    if (ok._tag === "Left") return yield* refuse(ok.left)
+    trace.host = ok.right.host
+    if (ok.right.decision.via === "grant") {
+      return yield* ctx.terminate(client, head, caller, ok.right.host, ok.right.port).pipe(
+        Effect.catchAll((e) => refuse({ _tag: "Refusal", status: 502, reason: `cannot present a certificate for ${e.host}` }))
+      )
+    }
+    const to = upstreamFor(ok.right.org, ok.right.host, ok.right.port, "https:")
+    const dialled = yield* dialChecked(ctx.self, to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
+    if (dialled._tag === "Left") return yield* refuse(dialled.left)
+    const up = dialled.right.socket
+    ctx.sockets.add(up)
+    client.write("HTTP/1.1 200 Connection Established\r\n\r\n")
+    const bytes = yield* pipeBoth(client, up, head).pipe(Effect.ensuring(Effect.sync(() => ctx.sockets.delete(up))))
+    yield* auditTrace(trace, { status: 200, bytes_up: bytes.up, bytes_down: bytes.down })
+  })

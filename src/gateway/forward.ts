@@ -1,0 +1,67 @@
+import { Effect } from "effect"
+import * as http from "node:http"
+import { isValidHost, normalizeHost } from "../contract/addresses.js"
+import { authorize, dialChecked, namedBy, type Refusal, type Self } from "./authorize.js"
+import { forwardable, responsePairs } from "./headers.js"
+import { identify } from "./identify.js"
+import { upstreamFor } from "./policy.js"
+import { refuseResponse } from "./refuse.js"
+import { auditTrace, type RequestTrace } from "./supervise.js"
+
+/** The request to the upstream on an already-dialled socket, streamed both ways; the answer's status and byte counts. */
+const relay = (req: http.IncomingMessage, res: http.ServerResponse, url: URL, headers: http.OutgoingHttpHeaders, sock: import("node:net").Socket) =>
+  Effect.async<{ status: number; up: number; down: number }>((resume) => {
+    let up = 0
+    let down = 0
+    // The socket is already dialled to the checked address: no agent, no second lookup.
+    const out = http.request({ method: req.method ?? "GET", path: `${url.pathname}${url.search}`, headers, createConnection: () => sock }, (upRes) => {
+      // A redirect goes back to the box as it came: the gateway never follows one.
+      res.writeHead(upRes.statusCode ?? 502, responsePairs(upRes.rawHeaders))
+      upRes.on("data", (c: Buffer) => (down += c.length))
+      upRes.pipe(res)
+      upRes.once("end", () => resume(Effect.succeed({ status: upRes.statusCode ?? 502, up, down })))
+    })
+    out.once("error", (e) => {
+      refuseResponse(res, 502, e.message)
+      resume(Effect.succeed({ status: 502, up, down }))
+    })
+    req.on("data", (c: Buffer) => (up += c.length))
+    req.pipe(out)
+    return Effect.sync(() => out.destroy())
+  })
+
+/** A plain http:// absolute URI: forwarded for [[allow]] hosts only; credentials are injected only over TLS. */
+export const handleForward = (self: Self, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace) =>
+  Effect.gen(function*() {
+    let url: URL
+    try {
+      url = new URL(req.url ?? "")
+    } catch {
+      return refuseResponse(res, 400, "malformed request target")
+    }
+    trace.host = url.hostname
+    trace.port = Number(url.port || 80)
+    trace.path = url.pathname
+    const refuse = (r: Refusal) =>
+      Effect.sync(() => refuseResponse(res, r.status, r.reason)).pipe(Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason })))
+    const who = yield* identify(req.headers, req.socket.remoteAddress)
+    if (!who.ok) return yield* refuse({ _tag: "Refusal", status: 407, reason: who.reason })
+    trace.run_id = who.caller.runId
+    trace.subject = who.caller.subject
+    if (url.protocol !== "http:" || url.username || url.password || !isValidHost(normalizeHost(url.hostname))) {
+      return yield* refuse({ _tag: "Refusal", status: 400, reason: "only plain http:// absolute URIs without userinfo (use CONNECT for https)" })
+    }
+    const ok = yield* authorize(who.caller, url.hostname, trace.port).pipe(Effect.either)
+    if (ok._tag === "Left") return yield* refuse(ok.left)
+    trace.host = ok.right.host
+    if (ok.right.decision.via === "grant") {
+      return yield* refuse({ _tag: "Refusal", status: 403, reason: "credentials are injected only over TLS: use https://" })
+    }
+    const to = upstreamFor(ok.right.org, ok.right.host, ok.right.port, "http:")
+    const dialled = yield* dialChecked(self, to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
+    if (dialled._tag === "Left") return yield* refuse(dialled.left)
+    const headers = forwardable(req.headers)
+    headers.host = url.host
+    const counts = yield* relay(req, res, url, headers, dialled.right.socket)
+    yield* auditTrace(trace, { status: counts.status, bytes_up: counts.up, bytes_down: counts.down })
+  })

@@ -1,0 +1,133 @@
+import { FileSystem } from "@effect/platform"
+import { Effect } from "effect"
+import * as http from "node:http"
+import * as net from "node:net"
+import * as tls from "node:tls"
+import { isValidHost } from "../contract/addresses.js"
+import { systemRoots } from "../contract/caFiles.js"
+import { SENTINEL } from "../contract/constants.js"
+import { authorize, dialChecked, namedBy, Refusal, type Self } from "./authorize.js"
+import { resolveCredential } from "./credentials.js"
+import { forwardable, responsePairs } from "./headers.js"
+import type { Caller } from "./identify.js"
+import { injectCredential } from "./inject.js"
+import { upstreamFor } from "./policy.js"
+import { refuseResponse } from "./refuse.js"
+import { Scrub, scrubText } from "./scrub.js"
+import { auditTrace, type RequestTrace } from "./supervise.js"
+
+/** Who a terminated TLS connection belongs to: set when the CONNECT was authorised. */
+export interface Target {
+  readonly caller: Caller
+  readonly host: string
+  readonly port: number
+}
+
+/** The system's roots plus an org-configured extra file (a private or test upstream). */
+const trustRoots = (extraFile: string | undefined) =>
+  Effect.gen(function*() {
+    const roots = yield* systemRoots
+    if (!extraFile) return [roots]
+    const extra = yield* (yield* FileSystem.FileSystem).readFileString(extraFile).pipe(Effect.option)
+    return extra._tag === "Some" ? [roots, extra.value] : [roots]
+  })
+
+/** TLS to the upstream, verified: the certificate must name `host` (a name via SNI, or an IP address). */
+const upstreamTls = (socket: net.Socket, host: string, ca: Array<string>) =>
+  Effect.async<tls.TLSSocket, Refusal>((resume) => {
+    const s = tls.connect({
+      socket, host, ca, rejectUnauthorized: true, ALPNProtocols: ["http/1.1"],
+      ...(net.isIP(host) ? {} : { servername: host })
+    })
+    s.once("secureConnect", () => resume(Effect.succeed(s)))
+    s.once("error", (e) => resume(Effect.fail(new Refusal(502, `upstream TLS failed: ${e.message}`))))
+    return Effect.sync(() => s.destroy())
+  })
+
+interface Relayed {
+  readonly status: number
+  readonly up: number
+  readonly down: number
+  readonly note?: string
+}
+
+/** The request to the upstream and the answer back, the real value scrubbed out, streaming intact, the body capped. */
+const relay = (
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  out: http.OutgoingHttpHeaders,
+  socket: net.Socket,
+  secrets: ReadonlyArray<string>,
+  limit: number
+) =>
+  Effect.async<Relayed>((resume) => {
+    let up = 0
+    let down = 0
+    const upReq = http.request({ method: req.method ?? "GET", path: req.url ?? "/", headers: out, createConnection: () => socket }, (upRes) => {
+      // Length may change when a secret is scrubbed: the box gets a chunked answer instead.
+      res.writeHead(
+        upRes.statusCode ?? 502,
+        responsePairs(upRes.rawHeaders, new Set(["content-length"]), (v) => scrubText(v, secrets, SENTINEL))
+      )
+      res.flushHeaders()
+      upRes.on("data", (c: Buffer) => (down += c.length))
+      upRes.pipe(new Scrub(secrets, Buffer.from(SENTINEL))).pipe(res)
+      upRes.once("end", () => resume(Effect.succeed({ status: upRes.statusCode ?? 502, up, down })))
+      upRes.once("error", () => resume(Effect.succeed({ status: 502, up, down, note: "upstream closed mid-answer" })))
+    })
+    upReq.once("error", (e) => {
+      refuseResponse(res, 502, e.message)
+      resume(Effect.succeed({ status: 502, up, down, note: e.message }))
+    })
+    req.on("data", (c: Buffer) => {
+      up += c.length
+      if (up > limit) {
+        upReq.destroy()
+        req.unpipe(upReq)
+        if (!res.headersSent) res.writeHead(413, { "content-type": "text/plain", connection: "close" }).end("roster gateway: request body too large\n")
+        resume(Effect.succeed({ status: 413, up, down, note: "body over the limit" }))
+      }
+    })
+    req.pipe(upReq)
+    return Effect.sync(() => upReq.destroy())
+  })
+
+/**
+ * One request inside a terminated tunnel: re-authorised, the real credential in the one header
+ * its kind uses, to the verified upstream (or the host's [[route]]), the answer scrubbed.
+ */
+export const injectForward = (self: Self, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace) =>
+  Effect.gen(function*() {
+    const refuse = (r: Refusal) =>
+      Effect.sync(() => refuseResponse(res, r.status, r.reason)).pipe(Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason })))
+    const ok = yield* authorize(target.caller, target.host, target.port).pipe(Effect.either)
+    if (ok._tag === "Left") return yield* refuse(ok.left)
+    const decision = ok.right.decision
+    if (decision.via !== "grant") return yield* refuse(new Refusal(403, "the grant for this host is gone; reconnect"))
+    const grant = decision.rule
+    const credential = yield* resolveCredential(grant)
+    if (!credential) {
+      return yield* refuse(new Refusal(502,
+        `no credential "${grant.credential}" for grant "${grant.name}" — connect one: roster connection add ${grant.credential}`))
+    }
+    const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
+    const out = forwardable(headers)
+    // The answer is scanned for the real value, so it must arrive uncompressed.
+    out["accept-encoding"] = "identity"
+
+    const upstream = upstreamFor(ok.right.org, target.host, target.port, "https:")
+    if (!isValidHost(upstream.host)) return yield* refuse(new Refusal(502, "the route's upstream is not a valid host"))
+    // A [[route]] names its upstream outright; otherwise the grant must name a private address.
+    const dialled = yield* dialChecked(self, upstream.host, upstream.port, upstream.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
+    if (dialled._tag === "Left") return yield* refuse(dialled.left)
+    let socket: net.Socket = dialled.right.socket
+    if (upstream.protocol === "https:") {
+      const secured = yield* upstreamTls(socket, upstream.host, yield* trustRoots(ok.right.org.gateway.upstream_ca_file)).pipe(Effect.either)
+      if (secured._tag === "Left") return yield* refuse(secured.left)
+      socket = secured.right
+    }
+    const result = yield* relay(req, res, out, socket, reveals, ok.right.org.gateway.max_body_mib * 1024 * 1024)
+    yield* auditTrace(trace, {
+      status: result.status, injected, bytes_up: result.up, bytes_down: result.down, ...(result.note ? { note: result.note } : {})
+    })
+  })

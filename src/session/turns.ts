@@ -1,0 +1,111 @@
+import { isSendTool, type PiEvent } from "../contract/piEvents.js"
+import type { SessionMessage } from "./turnContext.js"
+
+export type SessionEndReason = "idle" | "closed" | "session-ceiling" | "turn-ceiling" | "box-died"
+
+/** Where the session stands between two inputs. Pure data: the runner owns time and I/O. */
+export interface TurnState {
+  readonly busy: boolean
+  readonly pending: ReadonlyArray<SessionMessage>
+  readonly inboxOpen: boolean
+  readonly turns: number
+  /** After a turn ends on agent_end, pi still settles that run: its agent_settled must not end the next turn. */
+  readonly staleSettle: boolean
+  readonly sawStart: boolean
+  /** Chat surfaces: assistant text of this turn that no send tool carried out. */
+  readonly droppedChars: number
+  readonly sent: boolean
+}
+
+export const initialTurnState: TurnState = {
+  busy: false, pending: [], inboxOpen: true, turns: 0, staleSettle: false, sawStart: false, droppedChars: 0, sent: false
+}
+
+export type TurnInput =
+  | { readonly _tag: "msg"; readonly message: SessionMessage }
+  | { readonly _tag: "closed" }
+  | { readonly _tag: "event"; readonly event: PiEvent }
+  | { readonly _tag: "died" }
+  | { readonly _tag: "abort" }
+  /** The runner wrote the next pending message to pi as a prompt. */
+  | { readonly _tag: "prompted" }
+  /** The next pending message could not be prepared; it is dropped. */
+  | { readonly _tag: "skipped" }
+
+export type TurnOutput =
+  | { readonly _tag: "reply"; readonly text: string }
+  | { readonly _tag: "message"; readonly text: string }
+  | { readonly _tag: "abort" }
+  | { readonly _tag: "turn-end"; readonly turn: number }
+  | { readonly _tag: "note"; readonly text: string }
+  | { readonly _tag: "end"; readonly reason: SessionEndReason }
+
+export type Surface = "term-session" | "chat-session"
+
+/** The message to prompt next, if pi is free for one. */
+export const nextMessage = (s: TurnState): SessionMessage | undefined => (s.busy ? undefined : s.pending[0])
+
+/** Nothing in flight, nothing waiting, and no more coming: the session is done. */
+export const isDrained = (s: TurnState) => !s.inboxOpen && !s.busy && s.pending.length === 0
+
+const endTurn = (s: TurnState, surface: Surface): [TurnState, Array<TurnOutput>] => {
+  const out: Array<TurnOutput> = []
+  if (surface === "chat-session" && s.droppedChars > 0 && !s.sent) {
+    out.push({ _tag: "note", text: `turn ${s.turns} ended with assistant text (${s.droppedChars} chars) but no send action — not delivered to the channel` })
+  }
+  out.push({ _tag: "turn-end", turn: s.turns })
+  return [{ ...s, busy: false, droppedChars: 0, sent: false }, out]
+}
+
+const onEvent = (s: TurnState, e: PiEvent, surface: Surface): [TurnState, Array<TurnOutput>] => {
+  switch (e.kind) {
+    case "assistant":
+      if (e.text.trim() === "") return [s, []]
+      return surface === "chat-session" ? [{ ...s, droppedChars: s.droppedChars + e.text.length }, []] : [s, [{ _tag: "reply", text: e.text }]]
+    case "tool-start": {
+      if (!isSendTool(e.name)) return [s, []]
+      const text = (e.args as { text?: unknown } | undefined)?.text
+      return [{ ...s, sent: true }, e.name === "message_user" && typeof text === "string" ? [{ _tag: "message", text }] : []]
+    }
+    case "agent-start":
+      return [{ ...s, sawStart: true, staleSettle: false }, []]
+    case "turn-end":
+      return s.busy ? endTurn({ ...s, staleSettle: true }, surface) : [s, []]
+    case "settled":
+      return s.busy && !(s.staleSettle && !s.sawStart) ? endTurn(s, surface) : [s, []]
+    case "prompt-refused": {
+      if (!s.busy) return [s, []]
+      const [next, out] = endTurn(s, surface)
+      return [next, [{ _tag: "note", text: `pi refused the message: ${e.error}` }, ...out]]
+    }
+    default:
+      return [s, []]
+  }
+}
+
+/**
+ * The turn state machine of a warm session (seed run_session): one prompt at a time, a turn
+ * ends at agent_settled or agent_end without retry, a stale settle is not taken for the next
+ * turn, the inbox closing with nothing in flight ends the session.
+ */
+export const step = (s: TurnState, input: TurnInput, surface: Surface): [TurnState, Array<TurnOutput>] => {
+  const [next, out] = ((): [TurnState, Array<TurnOutput>] => {
+    switch (input._tag) {
+      case "msg":
+        return [{ ...s, pending: [...s.pending, input.message] }, []]
+      case "closed":
+        return [{ ...s, inboxOpen: false }, []]
+      case "died":
+        return [s, [{ _tag: "end", reason: "box-died" }]]
+      case "abort":
+        return [s, s.busy ? [{ _tag: "abort" }] : []]
+      case "prompted":
+        return [{ ...s, pending: s.pending.slice(1), busy: true, sawStart: false, turns: s.turns + 1 }, []]
+      case "skipped":
+        return [{ ...s, pending: s.pending.slice(1) }, []]
+      case "event":
+        return onEvent(s, input.event, surface)
+    }
+  })()
+  return isDrained(next) && !out.some((o) => o._tag === "end") ? [next, [...out, { _tag: "end", reason: "closed" }]] : [next, out]
+}
