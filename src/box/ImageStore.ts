@@ -16,6 +16,9 @@ export class ImageMissing extends Schema.TaggedError<ImageMissing>()("ImageMissi
   }
 }
 
+/** `state/image-pulls.json`: when each registry image was last pulled (ms since the epoch). */
+const PullTimes = Schema.Record({ key: Schema.String, value: Schema.Number })
+
 /** How long a CLI run trusts the last pull; the daemon pulls on every start regardless. */
 export const PULL_TTL_MS = 24 * 60 * 60 * 1000
 
@@ -37,7 +40,7 @@ export class ImageStore extends Context.Tag("roster/ImageStore")<ImageStore, {
       const ensured = yield* Ref.make<ReadonlySet<string>>(new Set())
 
       const pulls = readJsonOptional(file).pipe(
-        Effect.map((raw) => (raw && typeof raw === "object" ? raw as Record<string, number> : {}))
+        Effect.map((raw) => Schema.decodeUnknownOption(PullTimes)(raw).pipe((o) => (o._tag === "Some" ? o.value : {})))
       )
       const pulledRecently = (image: string) =>
         Effect.gen(function*() {

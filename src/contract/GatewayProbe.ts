@@ -1,10 +1,12 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 
-export interface Health {
-  readonly ok: boolean
-  readonly config_root?: string
-  readonly version?: string
-}
+/** The gateway's `/healthz` answer: whose deployment it serves and which version. */
+export const Health = Schema.Struct({
+  ok: Schema.Boolean,
+  config_root: Schema.optional(Schema.String),
+  version: Schema.optional(Schema.String)
+})
+export type Health = typeof Health.Type
 
 /** Asks a gateway whether it is up and whose it is. Test layer: a scripted answer. */
 export class GatewayProbe extends Context.Tag("roster/GatewayProbe")<GatewayProbe, {
@@ -14,9 +16,9 @@ export class GatewayProbe extends Context.Tag("roster/GatewayProbe")<GatewayProb
     health: (port) =>
       Effect.tryPromise(async (signal) => {
         const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal })
-        if (!res.ok) return undefined
-        return (await res.json()) as Health
+        return res.ok ? await res.text() : undefined
       }).pipe(
+        Effect.flatMap((text) => (text === undefined ? Effect.succeed(undefined) : Schema.decode(Schema.parseJson(Health))(text))),
         Effect.timeout("2 seconds"),
         Effect.orElseSucceed(() => undefined)
       )

@@ -1,7 +1,8 @@
 import { FileSystem } from "@effect/platform"
-import { Console, Effect } from "effect"
+import { Clock, Console, Effect } from "effect"
 import { ImageStore, isRegistryRef } from "../box/ImageStore.js"
-import { bridgeAddress, ensureEgressLockdown, ensureLockedNetwork } from "../box/lockdown.js"
+import { ensureEgressLockdown } from "../box/egressChain.js"
+import { bridgeAddress, ensureLockedNetwork } from "../box/lockdown.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths, layout } from "../config/Paths.js"
 import { Docker } from "../docker/Docker.js"
@@ -31,7 +32,7 @@ export const runDaemon = Effect.fn("daemon.run")(function*() {
     pid: process.pid,
     config_root: paths.config,
     version: VERSION,
-    started_at: new Date().toISOString(),
+    started_at: new Date(yield* Clock.currentTimeMillis).toISOString(),
     log: files.gatewayLog
   })
   yield* Effect.addFinalizer(() =>

@@ -1,5 +1,5 @@
 import { FileSystem } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { webcrypto } from "node:crypto"
 import { Paths, layout } from "../config/Paths.js"
 import { writeAtomic } from "../fs/atomic.js"
@@ -15,11 +15,10 @@ export class CaError extends Schema.TaggedError<CaError>()("CaError", { detail: 
 const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const
 const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000
 
-const generate = Effect.tryPromise({
+const generate = (now: number) => Effect.tryPromise({
   try: async () => {
     const x509 = await loadX509()
     const keys = await webcrypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as webcrypto.CryptoKeyPair
-    const now = Date.now()
     const cert = await x509.X509CertificateGenerator.createSelfSigned({
       serialNumber: webcrypto.getRandomValues(new Uint8Array(16)).reduce((s, b) => s + b.toString(16).padStart(2, "0"), "7"),
       name: "CN=roster gateway CA, O=roster",
@@ -47,7 +46,7 @@ export const ensureCa = Effect.fn("ca.ensure")(function*() {
   const present = (yield* fs.exists(files.caCert)) && (yield* fs.exists(files.caKey))
   if (!present) {
     yield* fs.makeDirectory(files.caDir, { recursive: true, mode: 0o700 })
-    const { certPem, keyPem } = yield* generate
+    const { certPem, keyPem } = yield* generate(yield* Clock.currentTimeMillis)
     yield* writeAtomic(files.caKey, keyPem, 0o600)
     yield* writeAtomic(files.caCert, certPem, 0o644)
   }

@@ -1,4 +1,4 @@
-import { Effect, Schema } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { webcrypto } from "node:crypto"
 import * as net from "node:net"
 import * as tls from "node:tls"
@@ -31,8 +31,7 @@ export const makeLeafIssuer = (caCertPem: string, caKeyPem: string) =>
     catch: (e) => new LeafError({ host: "*", detail: `the roster CA cannot sign: ${String(e)}` })
   }).pipe(Effect.map(({ authorityKeyId, caCert, caKey, leafKeyPem, leafKeys, x509 }): LeafIssuer => {
     const cache = new Map<string, Promise<tls.SecureContext>>()
-    const issue = async (host: string) => {
-      const now = Date.now()
+    const issue = async (host: string, now: number) => {
       const cert = await x509.X509CertificateGenerator.create({
         serialNumber: hexSerial(),
         subject: `CN=${host}`,
@@ -54,17 +53,17 @@ export const makeLeafIssuer = (caCertPem: string, caKeyPem: string) =>
     }
     return {
       contextFor: (host) =>
-        Effect.tryPromise({
+        Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.tryPromise({
           try: () => {
             let ctx = cache.get(host)
             if (!ctx) {
-              ctx = issue(host)
+              ctx = issue(host, now)
               ctx.catch(() => cache.delete(host))
               cache.set(host, ctx)
             }
             return ctx
           },
           catch: (e) => new LeafError({ host, detail: String(e) })
-        })
+        }))
     }
   }))

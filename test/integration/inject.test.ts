@@ -3,11 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
-import * as http from "node:http"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as tls from "node:tls"
 import { SENTINEL } from "../../src/contract/constants.js"
 import { sentinelJwt } from "../../src/box/sentinel.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
@@ -20,63 +17,13 @@ import { serveGateway } from "../../src/gateway/server.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { makeTestTls } from "../support/testCa.js"
+import { type Reply, viaGateway } from "../support/boxClient.js"
 
 const REAL_KEY = "sk-ant-api03-REAL-injected-key-7f3a9c"
 const REAL_GIT = "ghp_REALgitTOKEN0123456789"
 const ALICE = "a1".repeat(32)
 const BOB = "b2".repeat(32)
 const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex")
-
-interface Reply {
-  readonly status: number
-  readonly headers: http.IncomingHttpHeaders
-  readonly body: string
-  /** ms since the request, for each chunk of the body as it arrived */
-  readonly arrivals: ReadonlyArray<number>
-}
-
-/** What a box's HTTPS client does through HTTPS_PROXY: CONNECT with its token, TLS inside, one request. */
-const viaGateway = (
-  gatewayPort: number,
-  token: string | undefined,
-  target: string,
-  request: { method?: string; path: string; headers?: Record<string, string>; body?: string },
-  ca: ReadonlyArray<string>
-) =>
-  new Promise<Reply>((resolve, reject) => {
-    const started = Date.now()
-    const connect = http.request({
-      host: "127.0.0.1", port: gatewayPort, method: "CONNECT", path: target,
-      headers: token ? { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` } : {}
-    })
-    connect.once("connect", (res, socket) => {
-      if (res.statusCode !== 200) {
-        socket.destroy()
-        return resolve({ status: res.statusCode ?? 0, headers: res.headers, body: "", arrivals: [] })
-      }
-      const host = target.slice(0, target.lastIndexOf(":"))
-      const secured = tls.connect({ socket, host, ca: [...ca], ...(net.isIP(host) ? {} : { servername: host }) })
-      secured.once("error", reject)
-      const req = http.request({
-        method: request.method ?? "GET", path: request.path, headers: { host, ...request.headers }, createConnection: () => secured
-      }, (res) => {
-        let body = ""
-        const arrivals: Array<number> = []
-        res.on("data", (c: Buffer) => {
-          arrivals.push(Date.now() - started)
-          body += c.toString()
-        })
-        res.on("end", () => {
-          secured.destroy()
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, arrivals })
-        })
-      })
-      req.once("error", reject)
-      req.end(request.body)
-    })
-    connect.once("error", reject)
-    connect.end()
-  })
 
 describe("the gateway injects credentials in transit (real TLS upstream in a test network namespace)", () => {
   let outside: OutsideHost

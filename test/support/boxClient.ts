@@ -1,0 +1,55 @@
+import * as http from "node:http"
+import * as net from "node:net"
+import * as tls from "node:tls"
+
+export interface Reply {
+  readonly status: number
+  readonly headers: http.IncomingHttpHeaders
+  readonly body: string
+  /** ms since the request, for each chunk of the body as it arrived */
+  readonly arrivals: ReadonlyArray<number>
+}
+
+/** What a box's HTTPS client does through HTTPS_PROXY: CONNECT with its token, TLS inside, one request. */
+export const viaGateway = (
+  gatewayPort: number,
+  token: string | undefined,
+  target: string,
+  request: { method?: string; path: string; headers?: Record<string, string>; body?: string },
+  ca: ReadonlyArray<string>
+) =>
+  new Promise<Reply>((resolve, reject) => {
+    const started = Date.now()
+    const connect = http.request({
+      host: "127.0.0.1", port: gatewayPort, method: "CONNECT", path: target,
+      headers: token ? { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` } : {}
+    })
+    connect.once("connect", (res, socket) => {
+      if (res.statusCode !== 200) {
+        socket.destroy()
+        return resolve({ status: res.statusCode ?? 0, headers: res.headers, body: "", arrivals: [] })
+      }
+      const host = target.slice(0, target.lastIndexOf(":"))
+      const secured = tls.connect({ socket, host, ca: [...ca], ...(net.isIP(host) ? {} : { servername: host }) })
+      secured.once("error", reject)
+      const req = http.request({
+        method: request.method ?? "GET", path: request.path, headers: { host, ...request.headers }, createConnection: () => secured
+      }, (res) => {
+        let body = ""
+        const arrivals: Array<number> = []
+        res.on("data", (c: Buffer) => {
+          arrivals.push(Date.now() - started)
+          body += c.toString()
+        })
+        res.on("end", () => {
+          secured.destroy()
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, arrivals })
+        })
+      })
+      req.once("error", reject)
+      req.end(request.body)
+    })
+    connect.once("error", reject)
+    connect.end()
+  })
+
