@@ -20,6 +20,16 @@ const onlyRecord = (paths: Paths) => {
 }
 const liveContainers = Effect.map(DockerFake, (fake) => [...fake.containers.values()].filter((c) => c.state !== "removed"))
 
+/** What an interrupted run must leave: no container, no token, a record finished as ended by signal. */
+const expectEndedBySignal = (paths: Paths) =>
+  Effect.gen(function*() {
+    expect(yield* liveContainers).toEqual([])
+    expect(tokens(paths)).toEqual([])
+    const record = onlyRecord(paths)
+    expect(record.ended_by).toBe("signal")
+    expect(record.finished_at).toEqual(expect.any(String))
+  })
+
 /** Real-time polling of a fiber that should end: its Exit, or None — so a missing kill fails an assertion, not the test's timeout. */
 const ended = <A, E>(fiber: Fiber.Fiber<A, E>, ms = 3000) =>
   Effect.gen(function*() {
@@ -57,11 +67,7 @@ describe("openBox: a run is a scoped resource (Docker test layer)", () => {
           : Effect.map(fake.callsOf(op), (calls) => calls.length > 0), `the run to reach ${op}`)
         const exit = yield* Fiber.interrupt(fiber)
         expect(Exit.isInterrupted(exit)).toBe(true)
-        expect(yield* liveContainers).toEqual([])
-        expect(tokens(paths)).toEqual([])
-        const record = onlyRecord(paths)
-        expect(record.ended_by).toBe("signal")
-        expect(record.finished_at).toEqual(expect.any(String))
+        yield* expectEndedBySignal(paths)
       }).pipe(Effect.provide(layer))
     })
   }
@@ -81,11 +87,7 @@ describe("openBox: a run is a scoped resource (Docker test layer)", () => {
       const fiber = yield* Effect.fork(runOnce({ worker: "alice", prompt: "work" }))
       yield* Deferred.await(reading)
       yield* Fiber.interrupt(fiber)
-      expect(yield* liveContainers).toEqual([])
-      expect(tokens(paths)).toEqual([])
-      const record = onlyRecord(paths)
-      expect(record.ended_by).toBe("signal")
-      expect(record.finished_at).toEqual(expect.any(String))
+      yield* expectEndedBySignal(paths)
     }).pipe(Effect.provide(layer))
   })
 
