@@ -1,5 +1,5 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Clock, Duration, Effect, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import type { MountRule, Org, WorkerSettings } from "../config/schema.js"
 import { CaMissing, ensureBundle } from "../contract/caFiles.js"
@@ -7,6 +7,7 @@ import * as C from "../contract/constants.js"
 import { runFiles } from "../contract/runFiles.js"
 import { scopeAdmits, workerSubject } from "../contract/scope.js"
 import { Files } from "../fs/Files.js"
+import { ceilingDuration } from "./ceiling.js"
 import { resolveMountedEngine } from "./engine.js"
 import { ImageStore } from "./ImageStore.js"
 import { ensureLockdown } from "./lockdown.js"
@@ -93,9 +94,12 @@ export interface ProvisionRequest {
  * logins and the self view, all handed to the box user.
  */
 export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionRequest, store: string) {
-  const files = layout(yield* Paths)
+  const paths = yield* Paths
+  const files = layout(paths)
   const fs = yield* FileSystem.FileSystem
   const { org, worker } = req
+  // A session has no run ceiling of its own (no ROSTER_CEILING_MIN), but its box still has an end.
+  const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(ceilingDuration(req.ceilingMin ?? org.box.session_ceiling_min))
   const [lockdown, , caBundle] = yield* Effect.all([
     ensureLockdown(org.box),
     Effect.flatMap(ImageStore, (images) => images.ensure(org.engine.image)),
@@ -129,6 +133,8 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     exposedEnv: org.expose.filter((e) => scopeAdmits(e.scope, workerSubject(worker))).map((e) => e.env),
     envKeyOnly: piHome.envKeyOnly,
     ceilingMin: req.ceilingMin,
+    deployment: paths.config,
+    deadline,
     engine,
     mode: req.mode,
     piArgs: req.piArgs

@@ -43,6 +43,9 @@ export interface BoxPlan {
   readonly exposedEnv: ReadonlyArray<string>
   readonly envKeyOnly: boolean
   readonly ceilingMin: number | null
+  /** The deployment's config root and the ceiling's end (ms since the epoch), put on the box as labels. */
+  readonly deployment: string
+  readonly deadline: number
   readonly engine: Engine
   readonly mode: "json" | "rpc"
   /** pi's arguments after the mode and session dir (session id, system prompt, prompt). */
@@ -133,7 +136,9 @@ export const containerSpec = (plan: BoxPlan): ContainerSpec => {
     Labels: {
       [C.LABEL_RUN_ID]: plan.runId,
       [C.LABEL_WORKER]: plan.worker,
-      [C.LABEL_KIND]: plan.kind
+      [C.LABEL_KIND]: plan.kind,
+      [C.LABEL_DEPLOYMENT]: plan.deployment,
+      [C.LABEL_DEADLINE]: String(plan.deadline)
     },
     User: `${plan.user.uid}:${plan.user.gid}`,
     WorkingDir: C.WORKSPACE,

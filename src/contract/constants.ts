@@ -7,6 +7,10 @@ export const LLM_PROVIDERS = ["anthropic", "openai-codex"] as const
 export const LABEL_RUN_ID = "roster.run-id"
 export const LABEL_WORKER = "roster.worker"
 export const LABEL_KIND = "roster.kind"
+/** The config root of the deployment a box belongs to: a daemon adopts and reaps only its own. */
+export const LABEL_DEPLOYMENT = "roster.deployment"
+/** When the box's ceiling passes (ms since the epoch): a box found alive after it is killed. */
+export const LABEL_DEADLINE = "roster.deadline"
 
 // Writable run storage binds at fixed container paths, never at the host path, so nothing in
 // the box (pwd, $HOME, a stack trace) reveals the host layout or can name a host path to plant

@@ -49,6 +49,8 @@ describe("warm sessions (Docker test layer, TestClock)", () => {
       }))
       yield* inbox.offerAll([msg("one"), msg("two"), msg("three")])
       const c = yield* eventually(box, "the box")
+      // A session has no run ceiling, but its box is labelled with the session ceiling's end.
+      expect(c.spec.Labels["roster.deadline"]).toBe(String(240 * 60_000))
       yield* eventually(Effect.sync(() => prompts(c).length === 1), "the first prompt")
       expect(prompts(c)).toEqual(["one"])
       yield* emit(c, assistant("reply one"), ...END)

@@ -48,7 +48,10 @@ describe("the box's create spec", () => {
       const runId = outcome.runId
       expect(spec.name).toBe(`roster-box-${runId}`)
       expect(spec.Image).toBe("roster-box:1")
-      expect(spec.Labels).toEqual({ "roster.run-id": runId, "roster.worker": "alice", "roster.kind": "box" })
+      expect(spec.Labels).toEqual({
+        "roster.run-id": runId, "roster.worker": "alice", "roster.kind": "box",
+        "roster.deployment": paths.config, "roster.deadline": String(12 * 60_000)
+      })
       expect(spec.WorkingDir).toBe("/pihome/workspace")
       expect(spec.OpenStdin).toBe(false)
       expect(spec.AttachStdin).toBe(false)
@@ -141,7 +144,7 @@ describe("the box's create spec", () => {
       runId: "2026-01-01-00-00-00-abcdef01", worker: "alice", kind: "box", taskId: "t1", image: "img", policy: org.box,
       user: { uid: 1000, gid: 1000 }, gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
       dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
-      mounts: [], exposedEnv: [], envKeyOnly: false, ceilingMin: null,
+      mounts: [], exposedEnv: [], envKeyOnly: false, ceilingMin: null, deployment: "/cfg", deadline: 1,
       engine: { kind: "mounted", hostDir: "/src/roster", entry: "/opt/roster/checkout/node_modules/pi/cli.js", extensions: ["/opt/roster/checkout/box/extensions/a.ts", "/opt/roster/checkout/box/extensions/b.ts"] },
       mode: "rpc", piArgs: ["--session-id", "k"]
     }
