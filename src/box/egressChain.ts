@@ -48,4 +48,3 @@ export const ensureEgressLockdown = Effect.fn("lockdown.ensureEgressLockdown")(f
     }
   }
 })
-

@@ -2,7 +2,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Clock, Duration, Effect, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import type { MountRule, Org, WorkerSettings } from "../config/schema.js"
-import { CaMissing, ensureBundle } from "../contract/caFiles.js"
+import { ensureBundle } from "../contract/caFiles.js"
 import * as C from "../contract/constants.js"
 import { runFiles } from "../contract/runFiles.js"
 import { scopeAdmits, workerSubject } from "../contract/scope.js"
@@ -96,17 +96,14 @@ export interface ProvisionRequest {
 export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionRequest, store: string) {
   const paths = yield* Paths
   const files = layout(paths)
-  const fs = yield* FileSystem.FileSystem
   const { org, worker } = req
   // A session has no run ceiling of its own (no ROSTER_CEILING_MIN), but its box still has an end.
   const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(ceilingDuration(req.ceilingMin ?? org.box.session_ceiling_min))
   const [lockdown, , caBundle] = yield* Effect.all([
     ensureLockdown(org.box),
     Effect.flatMap(ImageStore, (images) => images.ensure(org.engine.image)),
-    fs.exists(files.caCert).pipe(
-      Effect.orElseSucceed(() => false),
-      Effect.flatMap((present) => (present ? ensureBundle() : Effect.fail(new CaMissing({ file: files.caCert }))))
-    )
+    // Fails with CaMissing (start the gateway) when there is no CA to bundle.
+    ensureBundle()
   ], { concurrency: "unbounded" })
   const engine: Engine = org.engine.dir ? yield* resolveMountedEngine(org.engine.dir) : { kind: "baked" }
   const dirs = yield* prepareRunDirs(worker, req.runDir)

@@ -1,7 +1,8 @@
 import { Args, Command, Options } from "@effect/cli"
-import { FileSystem, Path } from "@effect/platform"
+import { FileSystem } from "@effect/platform"
 import { Console, Effect, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
+import { runFiles } from "../contract/runFiles.js"
 import type { RunRecord } from "../run/RunLog.js"
 import { turnsOf } from "../contract/transcript.js"
 import { auditOf, findRun, listRuns } from "./runsQuery.js"
@@ -38,15 +39,14 @@ const show = Command.make("show", {
     if (!run) return yield* Effect.fail(new UnknownRun({ runId }))
     const dir = layout(yield* Paths).runDir(run.worker, run.run_id)
     const fs = yield* FileSystem.FileSystem
-    const path = yield* Path.Path
-    const transcript = path.join(dir, "stdout.jsonl")
+    const { transcript, turns: turnsFile } = runFiles(dir)
     const lines = yield* fs.readFileString(transcript).pipe(
       Effect.map((t) => t.split("\n").filter((l) => l.trim() !== "").length),
       Effect.orElseSucceed(() => 0)
     )
     const requests = yield* auditOf(run.run_id, run.started_at)
     const turnInputs = run.kind === "session"
-      ? (yield* fs.readFileString(path.join(dir, "turns.jsonl")).pipe(Effect.orElseSucceed(() => ""))).split("\n").filter((l) => l.startsWith("{"))
+      ? (yield* fs.readFileString(turnsFile).pipe(Effect.orElseSucceed(() => ""))).split("\n").filter((l) => l.startsWith("{"))
         .map((l) => (JSON.parse(l) as { input?: string }).input ?? "")
       : []
     const turnReplies = run.kind === "session"

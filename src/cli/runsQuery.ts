@@ -2,6 +2,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
 import { isRunId } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
+import { runFiles } from "../contract/runFiles.js"
 import { readJsonOptional } from "../fs/atomic.js"
 import { RunRecord } from "../run/RunLog.js"
 
@@ -18,7 +19,7 @@ export const listRuns = (worker: Option.Option<string>) =>
     for (const w of workers) {
       const ids = yield* fs.readDirectory(path.join(root, w)).pipe(Effect.orElseSucceed(() => [] as Array<string>))
       for (const id of ids.filter(isRunId)) {
-        const decoded = Schema.decodeUnknownOption(RunRecord)(yield* readJsonOptional(path.join(root, w, id, "run.json")))
+        const decoded = Schema.decodeUnknownOption(RunRecord)(yield* readJsonOptional(runFiles(path.join(root, w, id)).record))
         if (Option.isSome(decoded)) out.push(decoded.value)
       }
     }

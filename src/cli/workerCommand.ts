@@ -2,9 +2,9 @@ import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Option } from "effect"
 import * as fs from "node:fs"
-import * as path from "node:path"
 import { cliExitCode, runOnce } from "../box/runOnce.js"
 import { Paths, layout } from "../config/Paths.js"
+import { runFiles } from "../contract/runFiles.js"
 import { addWorker, listWorkers, readIdentity, readWorkerSettings } from "../worker/workers.js"
 import { ExitCode } from "./exit.js"
 import { liveLine } from "./liveView.js"
@@ -67,7 +67,7 @@ const run = Command.make("run", {
     for (const m of outcome.messages) yield* Console.log(`message from ${worker}: ${m}`)
     if (outcome.error) yield* Console.error(`the run failed: the model call failed: ${outcome.error}`)
     if (outcome.error || (outcome.endedBy === "exit" && outcome.exitCode !== 0)) {
-      const log = path.join(outcome.runDir, "stderr.log")
+      const log = runFiles(outcome.runDir).stderr
       const tail = fs.existsSync(log) ? fs.readFileSync(log, "utf8").trimEnd().split("\n").slice(-10).join("\n") : ""
       if (tail !== "") yield* Console.error(`the box's stderr (last lines; all of it in ${log}):\n${tail}`)
     }

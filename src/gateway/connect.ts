@@ -58,15 +58,16 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
       Effect.sync(() => refuseSocket(client, r.status, `roster gateway: ${r.reason}`)).pipe(
         Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
       )
-    const who = yield* identify(req.headers, req.socket.remoteAddress)
-    if (!who.ok) {
-      refuseSocket(client, 407, `roster gateway: ${who.reason}`)
-      return yield* auditTrace(trace, { status: 407, note: who.reason })
+    const target = parseConnectTarget(req.url ?? "")
+    if (target) {
+      trace.host = target.host
+      trace.port = target.port
     }
+    const who = yield* identify(req.headers, req.socket.remoteAddress)
+    if (!who.ok) return yield* refuse({ _tag: "Refusal", status: 407, reason: who.reason })
     const caller = who.caller
     trace.run_id = caller.runId
     trace.subject = caller.subject
-    const target = parseConnectTarget(req.url ?? "")
     if (!target) return yield* refuse({ _tag: "Refusal", status: 400, reason: "CONNECT wants host:port" })
     const ok = yield* authorize(caller, target.host, target.port).pipe(Effect.either)
     if (ok._tag === "Left") return yield* refuse(ok.left)

@@ -1,7 +1,7 @@
-import { FileSystem, Path } from "@effect/platform"
+import { FileSystem } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
-import { IdentityRecord, TOKEN_PATTERN } from "../contract/identity.js"
+import { IdentityRecord, identityFile, TOKEN_PATTERN } from "../contract/identity.js"
 import { Paths, layout } from "../config/Paths.js"
 import { isLoopback } from "../contract/addresses.js"
 import { LiveRuns } from "./LiveRuns.js"
@@ -46,8 +46,7 @@ export const identify = Effect.fn("gateway.identify")(function*(headers: Incomin
 export const lookupToken = Effect.fn("gateway.lookupToken")(function*(token: string) {
   if (!TOKEN_PATTERN.test(token)) return { ok: false, reason: "malformed run token" } satisfies Identification
   const fs = yield* FileSystem.FileSystem
-  const path = yield* Path.Path
-  const file = path.join(layout(yield* Paths).identityDir, `${token}.json`)
+  const file = identityFile(layout(yield* Paths).identityDir, token)
   const record = yield* fs.readFileString(file).pipe(
     Effect.flatMap((text) => Effect.try(() => JSON.parse(text) as unknown)),
     Effect.flatMap(Schema.decodeUnknown(IdentityRecord)),

@@ -1,6 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
+import { runFiles } from "../contract/runFiles.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
 export const EndedBy = Schema.Literal(
@@ -69,7 +70,7 @@ export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
       const path = yield* Path.Path
       const files = layout(yield* Paths)
       const ctx = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path))
-      const fileOf = (worker: string, runId: string) => path.join(files.runDir(worker, runId), "run.json")
+      const fileOf = (worker: string, runId: string) => runFiles(files.runDir(worker, runId)).record
       const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
       const write = (file: string, record: RunRecord) =>
         writeJson(file, record).pipe(

@@ -41,7 +41,8 @@ export interface SessionOutcome {
   readonly turns: number
 }
 
-type Timed = TurnInput | { readonly _tag: "line"; readonly line: string }
+/** What the runner waits on: the state machine's inputs, and raw lines not yet read. */
+type RunnerInput = TurnInput | { readonly _tag: "line"; readonly line: string }
 
 /**
  * A warm session (seed run_session): one box running pi in rpc mode, serving an inbox of
@@ -61,7 +62,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     const record = yield* openRunRecord({ runId, worker: req.worker, kind: "session" })
     const note = req.onNote ?? ((t: string) => Effect.logInfo(`session ${runId}: ${t}`))
     const start = yield* compileContext({ runId, worker: req.worker, surface: "term-session", prompt: null, mounts }, runFiles(record.runDir).context)
-    const inputs = yield* Queue.unbounded<Timed>()
+    const inputs = yield* Queue.unbounded<RunnerInput>()
     const box = yield* openBox({
       record, kind: "session", taskId: null, ceilingMin: null, mode: "rpc", org, settings, mounts,
       piArgs: ["--session-id", start.cache.route_key, "--append-system-prompt", start.system_prompt],

@@ -20,6 +20,15 @@ const onlyRecord = (paths: Paths) => {
 }
 const liveContainers = Effect.map(DockerFake, (fake) => [...fake.containers.values()].filter((c) => c.state !== "removed"))
 
+/** A deployment whose worker already keeps a file in its store (so the run's end has a snapshot to take). */
+const withStoredNote = () => {
+  const paths = tempPaths()
+  writeFixture({ paths })
+  fs.mkdirSync(layout(paths).storeDir("alice"), { recursive: true })
+  fs.writeFileSync(path.join(layout(paths).storeDir("alice"), "notes.txt"), "kept")
+  return paths
+}
+
 /** What an interrupted run must leave: no container, no token, a record finished as ended by signal. */
 const expectEndedBySignal = (paths: Paths) =>
   Effect.gen(function*() {
@@ -92,10 +101,7 @@ describe("openBox: a run is a scoped resource (Docker test layer)", () => {
   })
 
   it.effect("a first interrupt lets a slow store snapshot finish; a second cuts it, and the record says interrupted", () => {
-    const paths = tempPaths()
-    writeFixture({ paths })
-    fs.mkdirSync(layout(paths).storeDir("alice"), { recursive: true })
-    fs.writeFileSync(path.join(layout(paths).storeDir("alice"), "notes.txt"), "kept")
+    const paths = withStoredNote()
     const copying = Effect.runSync(Deferred.make<void>())
     const release = Effect.runSync(Deferred.make<void>())
     const hurry = Effect.runSync(Deferred.make<void>())
@@ -127,10 +133,7 @@ describe("openBox: a run is a scoped resource (Docker test layer)", () => {
   })
 
   it.effect("a store snapshot that fails is recorded and never fails the run", () => {
-    const paths = tempPaths()
-    writeFixture({ paths })
-    fs.mkdirSync(layout(paths).storeDir("alice"), { recursive: true })
-    fs.writeFileSync(path.join(layout(paths).storeDir("alice"), "notes.txt"), "kept")
+    const paths = withStoredNote()
     const layer = unitLayer(paths, {
       docker: { script: () => ({ exitCode: 0 }) },
       fs: (real) => ({
