@@ -4,11 +4,11 @@
 const LAYERS = [
   ["fs", "docker"], //                       engine and files: no roster knowledge
   ["config"], //                             org.toml, worker files, the three roots
-  ["contract"], //                           what box and gateway both read: identity, labels, sentinel, gateway state, CA files, addresses, scope, run files, pi events
-  ["vault", "run", "worker"], //             stored credentials, run records, workers
-  ["box", "gateway", "image", "rehearsal"], // a box of one run; the gateway; building the box image; the rehearsal model
-  ["session"], //                            warm sessions (boxes in rpc mode)
-  ["daemon"], //                             gateway + supervisor + image pulls
+  ["contract", "journal"], //                what box and gateway both read: identity, labels, sentinel, gateway state, CA files, addresses, scope, run files, pi events; the worker's journal
+  ["vault", "run", "worker", "task"], //     stored credentials, run records, workers, task records
+  ["box", "gateway", "image", "rehearsal", "api"], // a box of one run; the gateway; building the box image; the rehearsal model; the control API's declaration
+  ["session", "supervisor"], //              warm sessions (boxes in rpc mode); the task queue's dispatch, adoption and reaper
+  ["daemon"], //                             gateway + supervisor + control API + image pulls
   ["cli"], //                                the roster command
   ["(root)"] //                              src/bin.ts, src/index.ts, src/RosterLive.ts
 ]

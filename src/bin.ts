@@ -11,8 +11,10 @@ let signalled: NodeJS.Signals | undefined
 process.once("SIGINT", () => (signalled = "SIGINT"))
 process.once("SIGTERM", () => (signalled = "SIGTERM"))
 
-const plainLogger = Logger.make(({ logLevel, message }) => {
-  const text = Array.isArray(message) ? message.join(" ") : String(message)
+const plainLogger = Logger.make(({ cause, logLevel, message }) => {
+  const said = Array.isArray(message) ? message.join(" ") : String(message)
+  // A failure logged with its cause (a background fiber's) shows what failed, not only that it did.
+  const text = Cause.isEmpty(cause) ? said : `${said}: ${Cause.pretty(cause)}`
   const prefix = logLevel._tag === "Warning" ? "warning: " : logLevel._tag === "Error" || logLevel._tag === "Fatal" ? "error: " : ""
   globalThis.console.error(`${prefix}${text}`)
 })

@@ -1,10 +1,10 @@
 import { FileSystem } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { Paths, layout } from "../config/Paths.js"
-import { identityFile, type IdentityRecord } from "../contract/identity.js"
+import { identityFile, IdentityRecord } from "../contract/identity.js"
 import { workerSubject } from "../contract/scope.js"
-import { writeJson } from "../fs/atomic.js"
+import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
 export interface Identity {
   readonly token: string
@@ -26,3 +26,23 @@ export const mintIdentity = (worker: string, runId: string, taskId: string | nul
     }),
     ({ file }) => Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(file)).pipe(Effect.ignore)
   )
+
+/**
+ * Removes every token of a run whose owner is gone (a killed CLI, a daemon killed mid-task):
+ * the adopter or reaper finds them by the run id inside, as the gateway would read them.
+ */
+export const revokeRunTokens = Effect.fn("identity.revokeRun")(function*(runId: string) {
+  const fs = yield* FileSystem.FileSystem
+  const dir = layout(yield* Paths).identityDir
+  const names = yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
+  let removed = 0
+  for (const name of names.filter((n) => n.endsWith(".json"))) {
+    const file = `${dir}/${name}`
+    const record = Schema.decodeUnknownOption(IdentityRecord)(yield* readJsonOptional(file))
+    if (record._tag === "Some" && record.value.run_id === runId) {
+      yield* fs.remove(file).pipe(Effect.ignore)
+      removed++
+    }
+  }
+  return removed
+})

@@ -78,7 +78,7 @@ const noteSnapshot = (record: OpenRecord, end: SnapshotEnd) => {
 // The snapshot runs as a daemon fiber the finalizer joins: an interrupt signal reaches every
 // child of the interrupted fiber, even in a finalizer, so the first Ctrl-C would otherwise
 // cut the copy it is meant to let finish. Only Hurry (the second) or the time limit cut it.
-const snapshotOnClose = (record: OpenRecord, keep: number) =>
+export const snapshotOnClose = (record: OpenRecord, keep: number) =>
   Effect.addFinalizer(() =>
     // A finalizer is uninterruptible and a fork inherits that: the race inside must be able to stop its loser.
     Effect.forkDaemon(Effect.interruptible(snapshotEnd(record, keep))).pipe(
@@ -102,8 +102,14 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
   yield* snapshotOnClose(record, req.settings.store.snapshots)
   const planFor = yield* provisionBox({ ...req, worker: record.worker, runId: record.runId, runDir: record.runDir }, store)
   const identity = yield* mintIdentity(record.worker, record.runId, req.taskId)
-  const spec = containerSpec(planFor(identity.token))
-  yield* record.note({ container: spec.name, image: spec.Image, ...(req.ceilingMin !== null ? { ceiling_min: req.ceilingMin } : {}) })
+  const plan = planFor(identity.token)
+  const spec = containerSpec(plan)
+  yield* record.note({
+    container: spec.name,
+    image: spec.Image,
+    owner: plan.owner,
+    ...(req.ceilingMin !== null ? { ceiling_min: req.ceilingMin } : {})
+  })
 
   // The create stays interruptible (an engine that hangs must not hold a Ctrl-C); if it is
   // cut after the engine made the container, the unique name still finds it.

@@ -12,11 +12,13 @@ export const drainTo = (
   watch: {
     readonly onLine?: ((line: string) => Effect.Effect<void>) | undefined
     readonly onChunk?: ((chunk: Uint8Array) => Effect.Effect<void>) | undefined
+    /** Append after the file's first `skip` bytes, dropping that many from the output (a replay of what is already there). */
+    readonly skip?: number | undefined
   } = {}
 ) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const handle = yield* fs.open(file, { flag: "w" }).pipe(
+    const handle = yield* fs.open(file, { flag: watch.skip === undefined ? "w" : "a" }).pipe(
       Effect.tapError((e) => Effect.logWarning(`could not open ${file} (${e.message}); that output will be missing`)),
       Effect.option
     )
@@ -30,10 +32,18 @@ export const drainTo = (
       partial = complete.pop() ?? ""
       return Effect.forEach(complete, onLine, { discard: true })
     }
-    yield* Stream.runForEach(output, (chunk) =>
+    yield* Stream.runForEach(watch.skip ? skipBytes(output, watch.skip) : output, (chunk) =>
       Option.match(handle, { onNone: () => Effect.void, onSome: (h) => h.writeAll(chunk).pipe(Effect.ignore) }).pipe(
         Effect.zipRight(onChunk ? onChunk(chunk) : Effect.void),
         Effect.zipRight(lines(chunk))
       ))
     if (onLine && partial !== "") yield* onLine(partial)
   }).pipe(Effect.scoped, Effect.ignore)
+
+/** The stream without its first `n` bytes. */
+const skipBytes = <E>(output: Stream.Stream<Uint8Array, E>, n: number) =>
+  output.pipe(
+    Stream.mapAccum(n, (left, chunk): readonly [number, Uint8Array] =>
+      left <= 0 ? [0, chunk] : left >= chunk.length ? [left - chunk.length, new Uint8Array(0)] : [0, chunk.subarray(left)]),
+    Stream.filter((chunk) => chunk.length > 0)
+  )

@@ -71,3 +71,17 @@ export const preparePiHome = Effect.fn("pihome.prepare")(function*(agentDir: str
   if (!hasAuth && Option.isNone(envKey)) return yield* Effect.fail(new NoModelCredential())
   return { hasAuth, envKeyOnly: !hasAuth } satisfies PiHome
 })
+
+/**
+ * Can a box reach a model right now (reference `model_credentials_available`)? A vault login
+ * for a model provider, a host pi login, or ANTHROPIC_API_KEY in roster's environment. The
+ * supervisor holds its queue while this is false instead of burning each task on a failed run.
+ */
+export const modelCredentialAvailable = Effect.gen(function*() {
+  const vault = yield* Vault
+  for (const name of LLM_PROVIDERS) if (yield* vault.get(name)) return true
+  const hostAuth = asObject(yield* readJsonOptional(layout(yield* Paths).hostPiAuth))
+  if (Object.keys(hostAuth).length > 0) return true
+  const envKey = yield* Config.option(Config.redacted("ANTHROPIC_API_KEY")).pipe(Effect.orElseSucceed(() => Option.none()))
+  return Option.isSome(envKey)
+})

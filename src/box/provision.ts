@@ -4,9 +4,11 @@ import { Paths, layout } from "../config/Paths.js"
 import type { MountRule, Org, WorkerSettings } from "../config/schema.js"
 import { ensureBundle } from "../contract/caFiles.js"
 import * as C from "../contract/constants.js"
+import { currentOwner } from "../contract/owner.js"
 import { runFiles } from "../contract/runFiles.js"
 import { scopeAdmits, workerSubject } from "../contract/scope.js"
 import { Files } from "../fs/Files.js"
+import { ensureJournal } from "../journal/journal.js"
 import { ceilingDuration } from "./ceiling.js"
 import { resolveMountedEngine } from "./engine.js"
 import { ImageStore } from "./ImageStore.js"
@@ -63,13 +65,13 @@ const prepareRunDirs = Effect.fn("provision.runDirs")(function*(worker: string, 
     yield* fs.makeDirectory(path.dirname(tasksView), { recursive: true })
     yield* fs.writeFileString(tasksView, "{}\n")
   }
-  const journal = files.journalFile(worker)
+  const journal = yield* ensureJournal(worker)
   return {
     pihome: run.home,
     selfView: run.self,
     workerConfig: files.workerDir(worker),
     workerRuns: files.workerRunsDir(worker),
-    journal: (yield* fs.exists(journal)) ? journal : undefined,
+    journal,
     tasksView
   }
 }, Effect.mapError(failing("preparing the run folders")))
@@ -109,6 +111,7 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
   const dirs = yield* prepareRunDirs(worker, req.runDir)
   const piHome = yield* preparePiHome((yield* Path.Path).join(dirs.pihome, "agent"), req.settings)
   const user = hostUser()
+  const owner = yield* currentOwner
   if (user.uid !== process.getuid?.()) {
     yield* chownTree(dirs.pihome, user.uid, user.gid)
     yield* chownTree(store, user.uid, user.gid)
@@ -132,6 +135,7 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     ceilingMin: req.ceilingMin,
     deployment: paths.config,
     deadline,
+    owner,
     engine,
     mode: req.mode,
     piArgs: req.piArgs

@@ -26,6 +26,10 @@ export interface RunRequest {
   readonly ceilingMin?: number
   /** A queued task's run: kind "task", ROSTER_TASK_ID in the box, task_id in the records. */
   readonly taskId?: string
+  /** The run id when the caller must record it before the box starts (a task's claim). */
+  readonly runId?: string
+  /** Completes when the run must stop early (a cancelled task): the box is killed, the run ends "cancelled". */
+  readonly stop?: Effect.Effect<void>
   readonly onStderr?: (chunk: Uint8Array) => Effect.Effect<void>
   /** Each line of pi's output as it arrives (the transcript file gets them all regardless). */
   readonly onLine?: (line: string) => Effect.Effect<void>
@@ -34,7 +38,7 @@ export interface RunRequest {
 export interface RunOutcome {
   readonly runId: string
   readonly runDir: string
-  readonly endedBy: "exit" | "ceiling"
+  readonly endedBy: BoxEnd
   readonly exitCode: number | null
   /** Set when the box exited but its run failed all the same (pi exits 0 when the model call failed). */
   readonly error: string | null
@@ -44,7 +48,7 @@ export interface RunOutcome {
 
 /** The process exit code a CLI reports for a run: 2 at the ceiling, 1 for a failed model call, else the box's own (1 if none). */
 export const cliExitCode = (o: Pick<RunOutcome, "endedBy" | "exitCode" | "error">) =>
-  o.endedBy === "ceiling" ? 2 : o.exitCode === 0 && o.error ? 1 : o.exitCode ?? 1
+  o.endedBy === "ceiling" ? 2 : o.endedBy === "cancelled" ? 1 : o.exitCode === 0 && o.error ? 1 : o.exitCode ?? 1
 
 const MessageLine = Schema.parseJson(Schema.Struct({ text: Schema.String }))
 
@@ -55,17 +59,23 @@ const messagesOf = (runDir: string) =>
     Effect.map((text) => text.split("\n").flatMap((l) => Schema.decodeUnknownOption(MessageLine)(l).pipe((o) => (o._tag === "Some" ? [o.value.text] : []))))
   )
 
-/** The box's exit raced against the ceiling; at the ceiling it is killed and its code (if any) collected. */
-export const awaitBox = (box: OpenBox, ceiling: Duration.Duration) =>
-  Effect.raceFirst(
-    box.exited.pipe(Effect.map((code): number | "ceiling" => code)),
-    Effect.sleep(ceiling).pipe(Effect.as("ceiling" as const))
-  ).pipe(Effect.flatMap((first): Effect.Effect<{ readonly endedBy: "exit" | "ceiling"; readonly exitCode: number | null }> =>
-    first !== "ceiling"
+export type BoxEnd = "exit" | "ceiling" | "cancelled"
+
+/**
+ * The box's exit raced against the ceiling (and a stop, when the run has one); at the ceiling
+ * or a stop it is killed and its code (if any) collected.
+ */
+export const awaitBox = (box: OpenBox, ceiling: Duration.Duration, stop: Effect.Effect<void> = Effect.never) =>
+  Effect.raceAll([
+    box.exited.pipe(Effect.map((code): number | "ceiling" | "cancelled" => code)),
+    Effect.sleep(ceiling).pipe(Effect.as("ceiling" as const)),
+    stop.pipe(Effect.as("cancelled" as const))
+  ]).pipe(Effect.flatMap((first): Effect.Effect<{ readonly endedBy: BoxEnd; readonly exitCode: number | null }> =>
+    typeof first === "number"
       ? Effect.succeed({ endedBy: "exit", exitCode: first })
       : box.kill.pipe(
         Effect.zipRight(box.exited.pipe(Effect.timeout("10 seconds"), Effect.option)),
-        Effect.map((code) => ({ endedBy: "ceiling", exitCode: code._tag === "Some" ? code.value : null }))
+        Effect.map((code) => ({ endedBy: first, exitCode: code._tag === "Some" ? code.value : null }))
       )
   ))
 
@@ -85,7 +95,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
   const ceilingMin = req.ceilingMin ?? org.box.ceiling_min
   const mounts = mountsFor(org, req.worker)
   const taskId = req.taskId ?? null
-  const runId = yield* newRunId
+  const runId = req.runId ?? (yield* newRunId)
 
   return yield* Effect.gen(function*() {
     const record = yield* openRunRecord({ runId, worker: req.worker, kind: taskId ? "task" : "box", ...(taskId ? { taskId } : {}) })
@@ -110,7 +120,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       onLine: (line) => Ref.update(summary, (s) => summaryStep(s, readEvent(line))).pipe(Effect.zipRight(req.onLine ? req.onLine(line) : Effect.void)),
       ...(req.onStderr ? { onStderr: req.onStderr } : {})
     })
-    const end = yield* awaitBox(box, ceilingDuration(ceilingMin))
+    const end = yield* awaitBox(box, ceilingDuration(ceilingMin), req.stop)
     // The transcript is whole before the result is read or reported.
     yield* box.drained.pipe(Effect.timeout("10 seconds"), Effect.ignore)
     const said = yield* Ref.get(summary)

@@ -1,6 +1,7 @@
 import type { BoxPolicy, MountRule } from "../config/schema.js"
 import type { ContainerSpec } from "../docker/Docker.js"
 import * as C from "../contract/constants.js"
+import type { Owner } from "../contract/owner.js"
 import { proxyUrl } from "../contract/identity.js"
 
 export type Engine =
@@ -46,6 +47,8 @@ export interface BoxPlan {
   /** The deployment's config root and the ceiling's end (ms since the epoch), put on the box as labels. */
   readonly deployment: string
   readonly deadline: number
+  /** The process the box must not outlive: the daemon's reaper kills a box whose owner is gone. */
+  readonly owner: Owner
   readonly engine: Engine
   readonly mode: "json" | "rpc"
   /** pi's arguments after the mode and session dir (session id, system prompt, prompt). */
@@ -138,7 +141,10 @@ export const containerSpec = (plan: BoxPlan): ContainerSpec => {
       [C.LABEL_WORKER]: plan.worker,
       [C.LABEL_KIND]: plan.kind,
       [C.LABEL_DEPLOYMENT]: plan.deployment,
-      [C.LABEL_DEADLINE]: String(plan.deadline)
+      [C.LABEL_DEADLINE]: String(plan.deadline),
+      [C.LABEL_OWNER_PID]: String(plan.owner.pid),
+      [C.LABEL_OWNER_START]: plan.owner.start,
+      ...(plan.taskId ? { [C.LABEL_TASK_ID]: plan.taskId } : {})
     },
     User: `${plan.user.uid}:${plan.user.gid}`,
     WorkingDir: C.WORKSPACE,

@@ -7,6 +7,7 @@ import { talkCommand } from "./talkCommand.js"
 import { initCommand } from "./initCommand.js"
 import { runsCommand } from "./runsCommand.js"
 import { serverCommand } from "./serverCommand.js"
+import { taskCommand } from "./taskCommand.js"
 import { workerCommand } from "./workerCommand.js"
 
 const roster = Command.make("roster").pipe(
@@ -14,7 +15,7 @@ const roster = Command.make("roster").pipe(
     "Run AI workers (the pi coding agent) in locked-down Docker boxes whose only way out is roster's gateway. " +
       "Start with: roster init"
   ),
-  Command.withSubcommands([initCommand, workerCommand, talkCommand, serverCommand, runsCommand, connectionCommand, boxCommand, rehearsalCommand])
+  Command.withSubcommands([initCommand, workerCommand, talkCommand, taskCommand, serverCommand, runsCommand, connectionCommand, boxCommand, rehearsalCommand])
 )
 
 export const cli = Command.run(roster, { name: "roster", version: VERSION })

@@ -1,6 +1,6 @@
 import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
-import { Console, Effect, Schedule, Schema } from "effect"
+import { Console, Effect, Option, Schedule, Schema } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { Paths, layout } from "../config/Paths.js"
@@ -8,6 +8,7 @@ import { runDaemon } from "../daemon/daemon.js"
 import { GatewayProbe } from "../contract/GatewayProbe.js"
 import { readGatewayState } from "../contract/gatewayState.js"
 import { OrgConfig } from "../config/OrgConfig.js"
+import { viaDaemon } from "./controlClient.js"
 
 export class ServerError extends Schema.TaggedError<ServerError>()("ServerError", { detail: Schema.String }) {
   override get message() {
@@ -98,11 +99,18 @@ const stop = Command.make("stop", {}, () =>
     yield* Console.log(`roster server stopped (pid ${state.pid})`)
   })).pipe(Command.withDescription("Stop the daemon of this deployment."))
 
+const minutes = (s: number) => (Math.abs(s) < 90 ? `${s}s` : `${Math.round(s / 60)}m`)
+
 const status = Command.make("status", { json }, ({ json }) =>
   Effect.gen(function*() {
     const running = yield* current
+    const supervisor = running ? yield* viaDaemon((c) => c.server.status()) : Option.none()
     if (json) {
-      return yield* Console.log(JSON.stringify(running ? { running: true, healthy: running.healthy, ...running.state } : { running: false }))
+      return yield* Console.log(JSON.stringify(
+        running
+          ? { running: true, healthy: running.healthy, ...running.state, ...(Option.isSome(supervisor) ? { supervisor: supervisor.value } : {}) }
+          : { running: false }
+      ))
     }
     if (!running) return yield* Console.log("roster server is not running — start it: roster server start")
     const s = running.state
@@ -110,9 +118,21 @@ const status = Command.make("status", { json }, ({ json }) =>
     yield* Console.log(`listening: ${s.addrs.map((a) => `${a}:${s.port}`).join(", ")}`)
     yield* Console.log(`config: ${s.config_root}`)
     if (s.log) yield* Console.log(`log: ${s.log}`)
-  })).pipe(Command.withDescription("Is the daemon running, where, and is it healthy?"))
+    if (Option.isNone(supervisor)) return yield* Console.log("supervisor: not answering on its control socket — see the log")
+    const v = supervisor.value
+    yield* Console.log(`queue: ${Object.entries(v.queue).map(([k, n]) => `${n} ${k}`).join(", ")}`)
+    if (v.held_reason) yield* Console.log(`held: ${v.held_reason}`)
+    yield* Console.log(`boxes: ${v.boxes.length === 0 ? "none" : v.boxes.length}`)
+    for (const b of v.boxes) {
+      yield* Console.log(
+        `  ${b.run_id}  ${b.worker}  ${b.task_id ? `task ${b.task_id}` : b.kind}  ${b.held_by}  age ${minutes(b.age_s)}` +
+          (b.remaining_s === null ? "" : `  ceiling in ${minutes(b.remaining_s)}`)
+      )
+    }
+    yield* Console.log(`since start: ${v.adopted} adopted, ${v.reaped} reaped`)
+  })).pipe(Command.withDescription("Is the daemon running and healthy; its queue (counts by status), live boxes, and boxes adopted or reaped since it started."))
 
 export const serverCommand = Command.make("server").pipe(
-  Command.withDescription("The roster daemon (the gateway; later the supervisor)."),
+  Command.withDescription("The roster daemon: the gateway every box talks through, the supervisor that runs queued tasks and reaps orphaned boxes, and its control API."),
   Command.withSubcommands([start, stop, status])
 )

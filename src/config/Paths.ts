@@ -53,10 +53,15 @@ export const layout = (p: RosterPaths) => ({
   storeDir: (worker: string) => path.join(p.data, "stores", worker),
   snapshotsDir: (worker: string) => path.join(p.data, "stores", ".snapshots", worker),
   journalFile: (worker: string) => path.join(p.data, "journal", `${worker}.jsonl`),
-  tasksView: (worker: string) => path.join(p.data, "tasks", `${worker}.json`),
+  tasksDir: path.join(p.data, "tasks", "records"),
+  taskFile: (taskId: string) => path.join(p.data, "tasks", "records", `${taskId}.json`),
+  /** The worker's queue as its boxes see it (/pihome/self/schedule.json), rewritten in place. */
+  tasksView: (worker: string) => path.join(p.data, "tasks", "views", `${worker}.json`),
   vaultDir: path.join(p.data, "vault"),
   gatewayJson: path.join(p.state, "gateway.json"),
   gatewayLog: path.join(p.state, "gateway.log"),
+  /** The daemon's control API (HTTP on a unix socket, 0600): the CLI and the dashboard talk to it. */
+  controlSocket: path.join(p.state, "control.sock"),
   caDir: path.join(p.state, "ca"),
   caCert: path.join(p.state, "ca", "ca.crt"),
   caKey: path.join(p.state, "ca", "ca.key"),

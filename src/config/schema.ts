@@ -38,6 +38,13 @@ export const GatewaySection = Schema.Struct({
   max_body_mib: Schema.optionalWith(Schema.Number.pipe(Schema.positive()), { default: () => 32 })
 })
 
+export const SupervisorSection = Schema.Struct({
+  /** Boxes the daemon runs at once for queued tasks (never two of one worker). */
+  concurrency: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 64)), { default: () => 2 }),
+  /** Follow-ups a worker may have queued for itself (set_tasks) at once. */
+  max_self_tasks: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { default: () => 5 })
+})
+
 export const Grant = Schema.Struct({
   name: Schema.NonEmptyString,
   hosts: Schema.NonEmptyArray(Host),
@@ -82,6 +89,7 @@ export const OrgSchema = Schema.Struct({
   engine: Schema.optionalWith(EngineSection, { default: () => ({ image: "roster-box:1" }) }),
   box: Schema.optionalWith(BoxSection, { default: () => Schema.decodeSync(BoxSection)({}) }),
   gateway: Schema.optionalWith(GatewaySection, { default: () => ({ port: 7300, max_body_mib: 32 }) }),
+  supervisor: Schema.optionalWith(SupervisorSection, { default: () => ({ concurrency: 2, max_self_tasks: 5 }) }),
   grant: Schema.optionalWith(Schema.Array(Grant), { default: () => [] }),
   allow: Schema.optionalWith(Schema.Array(Allow), { default: () => [] }),
   expose: Schema.optionalWith(Schema.Array(Expose), { default: () => [] }),

@@ -21,6 +21,10 @@ tmp_size = "2g"                 # bound on the box's /tmp (tmpfs)
 [gateway]
 port = 7300
 
+[supervisor]
+concurrency = 2                 # boxes the daemon runs at once for queued tasks (one per worker)
+max_self_tasks = 5              # follow-ups a worker may queue for itself with set_tasks
+
 # Egress WITH a credential injected in transit (the box only ever holds a sentinel):
 # [[grant]]
 # name = "anthropic"

@@ -11,6 +11,10 @@ export const LABEL_KIND = "roster.kind"
 export const LABEL_DEPLOYMENT = "roster.deployment"
 /** When the box's ceiling passes (ms since the epoch): a box found alive after it is killed. */
 export const LABEL_DEADLINE = "roster.deadline"
+/** The process that owns the box (a CLI run or session, or the daemon for a task): pid and start time. */
+export const LABEL_OWNER_PID = "roster.owner-pid"
+export const LABEL_OWNER_START = "roster.owner-start"
+export const LABEL_TASK_ID = "roster.task-id"
 
 // Writable run storage binds at fixed container paths, never at the host path, so nothing in
 // the box (pwd, $HOME, a stack trace) reveals the host layout or can name a host path to plant

@@ -1,5 +1,5 @@
 import { FileSystem } from "@effect/platform"
-import { Clock, Console, Effect } from "effect"
+import { Clock, Console, Effect, Layer } from "effect"
 import { ImageStore, isRegistryRef } from "../box/ImageStore.js"
 import { ensureEgressLockdown } from "../box/egressChain.js"
 import { bridgeAddress, ensureLockedNetwork } from "../box/lockdown.js"
@@ -10,6 +10,8 @@ import { VERSION } from "../contract/version.js"
 import { ensureCa } from "../gateway/ca.js"
 import { serveGateway } from "../gateway/server.js"
 import { readGatewayState, writeGatewayState } from "../contract/gatewayState.js"
+import { Supervisor } from "../supervisor/Supervisor.js"
+import { serveControl } from "./controlServer.js"
 
 /**
  * The daemon in the foreground: the locked network, the CA, the gateway on loopback and on the
@@ -43,6 +45,10 @@ export const runDaemon = Effect.fn("daemon.run")(function*() {
   )
   if (org.box.egress_lockdown) yield* ensureEgressLockdown(net, bound.port)
   yield* Console.log(`roster gateway ${VERSION} listening on ${addrs.map((a) => `${a}:${bound.port}`).join(", ")} (config ${paths.config})`)
+  // The supervisor adopts what a dead daemon left before the queue moves; then the API opens.
+  const supervisor = yield* Layer.build(Supervisor.layer)
+  const socket = yield* serveControl().pipe(Effect.provide(supervisor))
+  yield* Console.log(`roster supervisor running; control API on ${socket}`)
   // A `:latest`-style deployment picks up a published image on every daemon start.
   if (isRegistryRef(org.engine.image)) {
     yield* (yield* ImageStore).ensure(org.engine.image, { force: true }).pipe(

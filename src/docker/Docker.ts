@@ -59,6 +59,8 @@ export interface ContainerSummary {
   readonly names: ReadonlyArray<string>
   readonly state: string
   readonly labels: Readonly<Record<string, string>>
+  /** When the engine created it, ms since the epoch. */
+  readonly created: number
 }
 
 /** The box's output, demultiplexed. Both streams end when the container's output does. */
@@ -113,8 +115,11 @@ export interface DockerApi {
   /** `docker import`: a root filesystem tarball becomes an image tagged `ref`. */
   readonly imageImport: (tarball: NodeJS.ReadableStream, ref: string) => Effect.Effect<void, DockerError>
   readonly containerCreate: (spec: ContainerSpec) => Effect.Effect<string, DockerError>
-  /** Attached before start so no byte of output is lost; the attachment ends with the scope. */
-  readonly containerAttach: (id: string) => Effect.Effect<Attached, DockerError, Scope.Scope>
+  /**
+   * Attached before start so no byte of output is lost; the attachment ends with the scope.
+   * `replay` (a box adopted while it runs) first replays what it printed so far from its log.
+   */
+  readonly containerAttach: (id: string, options?: { readonly replay?: boolean }) => Effect.Effect<Attached, DockerError, Scope.Scope>
   /**
    * Registers a wait for the container's next exit and succeeds once the engine has it armed;
    * the inner effect then yields the exit code. Armed before start, so an AutoRemove box that

@@ -132,7 +132,7 @@ export const makeDockerApi = (load: () => Promise<Dockerode>): DockerApi => {
           Effect.map((c) => c.id)
         ),
 
-    containerAttach: (id) =>
+    containerAttach: (id, attachOptions) =>
       Effect.acquireRelease(
         call("attach", (_engine, modem, abortSignal) =>
           new Promise<{ socket: Duplex; modem: Modem }>((resolve, reject) =>
@@ -144,7 +144,9 @@ export const makeDockerApi = (load: () => Promise<Dockerode>): DockerApi => {
               hijack: true,
               openStdin: true,
               statusCodes: { 101: true, 200: true, 404: "no such container", 500: "server error" },
-              options: { stream: true, stdin: true, stdout: true, stderr: true }
+              options: attachOptions?.replay
+                ? { logs: true, stream: true, stdin: false, stdout: true, stderr: true }
+                : { stream: true, stdin: true, stdout: true, stderr: true }
             }, (err, res) => (err ? reject(err) : resolve({ socket: res as unknown as Duplex, modem }))))),
         ({ socket }) => Effect.sync(() => socket.destroy())
       ).pipe(Effect.map(({ modem, socket }): Attached => {
@@ -225,7 +227,7 @@ export const makeDockerApi = (load: () => Promise<Dockerode>): DockerApi => {
       call("list", (engine, _modem, abortSignal) =>
         engine.listContainers({ all: true, filters: { label: [...labels] }, abortSignal })).pipe(
           Effect.map((list) =>
-            list.map((c) => ({ id: c.Id, names: c.Names, state: c.State, labels: c.Labels ?? {} }))
+            list.map((c) => ({ id: c.Id, names: c.Names, state: c.State, labels: c.Labels ?? {}, created: c.Created * 1000 }))
           )
         )
   }

@@ -1,4 +1,4 @@
-import { Context, Deferred, Effect, Layer, Mailbox, Ref } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Mailbox, Ref } from "effect"
 import { type ContainerSpec, Docker, DockerError, DockerUnavailable, type ImageInfo, type NetworkInfo } from "./Docker.js"
 
 /** What a scripted box does once started. */
@@ -26,6 +26,7 @@ export interface FakeContainer {
   readonly stdin: Array<string>
   stdinClosed: boolean
   readonly script: ContainerScript
+  readonly created: number
 }
 
 export interface FakeCall {
@@ -53,6 +54,8 @@ export class DockerFake extends Context.Tag("roster/DockerFake")<DockerFake, {
   readonly networks: Map<string, NetworkInfo>
   readonly images: Map<string, ImageInfo>
   readonly callsOf: (op: string) => Effect.Effect<ReadonlyArray<unknown>>
+  /** A running box exits with this code now (as if its process ended on its own). */
+  readonly exit: (id: string, code: number) => Effect.Effect<void>
 }>() {}
 
 const encoder = new TextEncoder()
@@ -145,7 +148,8 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
             stderr: yield* Mailbox.make<Uint8Array>(),
             stdin: [],
             stdinClosed: false,
-            script: options.script?.(spec) ?? { exitCode: 0 }
+            script: options.script?.(spec) ?? { exitCode: 0 },
+            created: yield* Clock.currentTimeMillis
           })
           return id
         }),
@@ -212,7 +216,7 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
                 return k !== undefined && (v === undefined ? k in c.spec.Labels : c.spec.Labels[k] === v)
               })
             )
-            .map((c) => ({ id: c.id, names: [`/${c.spec.name}`], state: c.state, labels: c.spec.Labels }))
+            .map((c) => ({ id: c.id, names: [`/${c.spec.name}`], state: c.state, labels: c.spec.Labels, created: c.created }))
         ))
     })
 
@@ -221,7 +225,11 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
       containers,
       networks,
       images,
-      callsOf: (op) => Ref.get(calls).pipe(Effect.map((cs) => cs.filter((c) => c.op === op).map((c) => c.arg)))
+      callsOf: (op) => Ref.get(calls).pipe(Effect.map((cs) => cs.filter((c) => c.op === op).map((c) => c.arg))),
+      exit: (id, code) => Effect.suspend(() => {
+        const c = containers.get(id)
+        return c && c.state === "running" ? finish(c, code) : Effect.void
+      })
     })
     return Context.make(Docker, docker).pipe(Context.add(DockerFake, fake))
   }))

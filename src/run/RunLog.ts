@@ -5,7 +5,8 @@ import { runFiles } from "../contract/runFiles.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
 export const EndedBy = Schema.Literal(
-  "exit", "ceiling", "signal", "error", "idle", "closed", "session-ceiling", "turn-ceiling", "box-died"
+  "exit", "ceiling", "signal", "error", "idle", "closed", "session-ceiling", "turn-ceiling", "box-died",
+  "orphaned", "cancelled"
 )
 export type EndedBy = typeof EndedBy.Type
 
@@ -20,6 +21,10 @@ export const RunRecord = Schema.Struct({
   exit_code: Schema.NullOr(Schema.Number),
   error: Schema.NullOr(Schema.String),
   container: Schema.optional(Schema.String),
+  /** The process the box must not outlive (the daemon's reaper checks it). */
+  owner: Schema.optional(Schema.Struct({ pid: Schema.Number, start: Schema.String })),
+  /** Finished by a daemon that found the box after its owner was gone. */
+  adopted: Schema.optional(Schema.Boolean),
   image: Schema.optional(Schema.String),
   ceiling_min: Schema.optional(Schema.Number),
   /** The snapshot folder, null when nothing changed, or "interrupted" when a second Ctrl-C or the time limit cut it. */

@@ -1,4 +1,5 @@
-import { Cause, Effect, Exit, Ref } from "effect"
+import { Cause, Effect, Exit, Ref, Schema } from "effect"
+import { appendJournal } from "../journal/journal.js"
 import { causeText } from "./causeText.js"
 import { type RunEnd, RunLog, type RunRecord, type RunStart } from "./RunLog.js"
 
@@ -25,30 +26,69 @@ export const endFromExit = (settled: RunEnd | undefined, exit: Exit.Exit<unknown
   return interrupted ? { endedBy: "signal", exitCode: null } : { endedBy: "error", exitCode: null, error: causeText(exit.cause) }
 }
 
+export class NoRunRecord extends Schema.TaggedError<NoRunRecord>()("NoRunRecord", {
+  worker: Schema.String,
+  runId: Schema.String
+}) {
+  override get message() {
+    return `no run record for run ${this.runId} of ${this.worker}`
+  }
+}
+
+/** Holds a record open: `begin` makes or finds it; the release finishes it from the scope's Exit. */
+const holdRecord = <E, R>(
+  worker: string,
+  runId: string,
+  taskId: string | null,
+  begin: Effect.Effect<void, E, R>,
+  extra: Partial<RunRecord> = {}
+) =>
+  Effect.gen(function*() {
+    const runLog = yield* RunLog
+    const settled = yield* Ref.make<RunEnd | undefined>(undefined)
+    const logFailure = (what: string) => (e: { readonly message: string }) =>
+      Effect.logError(`run ${runId}: could not ${what} run.json: ${e.message}`)
+    return yield* Effect.acquireRelease(
+      begin.pipe(Effect.as({
+        runId,
+        worker,
+        runDir: runLog.runDir(worker, runId),
+        note: (patch) => runLog.update(worker, runId, patch).pipe(Effect.catchAll(logFailure("update"))),
+        settle: (end) => Ref.set(settled, end)
+      } satisfies OpenRecord)),
+      (_, exit) =>
+        Ref.get(settled).pipe(
+          Effect.map((end) => endFromExit(end, exit)),
+          Effect.flatMap((end) => runLog.finish(worker, runId, { ...end, extra: { ...extra, ...end.extra } })),
+          Effect.tap((r) => appendJournal(worker, { kind: "run", event: "ended", run_id: runId, task_id: taskId, ended_by: r.ended_by, exit_code: r.exit_code })),
+          Effect.catchAll(logFailure("finish"))
+        )
+    )
+  })
+
 /**
  * `run.json` as a resource: started on acquire, finished by the release from however the
  * scope ended, so no path (success, ceiling, error, interrupt at any step) leaves a started
  * record behind. A record that cannot be written is logged; it never hides the run's own end.
  */
 export const openRunRecord = (start: RunStart) =>
-  Effect.gen(function*() {
-    const runLog = yield* RunLog
-    const settled = yield* Ref.make<RunEnd | undefined>(undefined)
-    const runDir = runLog.runDir(start.worker, start.runId)
-    const logFailure = (what: string) => (e: { readonly message: string }) =>
-      Effect.logError(`run ${start.runId}: could not ${what} run.json: ${e.message}`)
-    return yield* Effect.acquireRelease(
-      runLog.start(start).pipe(Effect.as({
-        runId: start.runId,
-        worker: start.worker,
-        runDir,
-        note: (patch) => runLog.update(start.worker, start.runId, patch).pipe(Effect.catchAll(logFailure("update"))),
-        settle: (end) => Ref.set(settled, end)
-      } satisfies OpenRecord)),
-      (_, exit) =>
-        Ref.get(settled).pipe(
-          Effect.flatMap((end) => runLog.finish(start.worker, start.runId, endFromExit(end, exit))),
-          Effect.catchAll(logFailure("finish"))
-        )
+  holdRecord(
+    start.worker,
+    start.runId,
+    start.taskId ?? null,
+    Effect.flatMap(RunLog, (runLog) => runLog.start(start)).pipe(
+      Effect.tap(() => appendJournal(start.worker, { kind: "run", event: "started", run_id: start.runId, task_id: start.taskId ?? null }))
     )
+  )
+
+/**
+ * A started record whose owner is gone (a daemon killed mid-task, a CLI run killed with -9),
+ * held again by the process that adopts or reaps its box; finished the same way, marked adopted.
+ */
+export const resumeRunRecord = (worker: string, runId: string) =>
+  Effect.gen(function*() {
+    const record = yield* (yield* RunLog).read(worker, runId)
+    if (!record) return yield* Effect.fail(new NoRunRecord({ worker, runId }))
+    const open = yield* holdRecord(worker, runId, record.task_id, Effect.void, { adopted: true })
+    return { record, open }
   })

@@ -50,7 +50,8 @@ describe("the box's create spec", () => {
       expect(spec.Image).toBe("roster-box:1")
       expect(spec.Labels).toEqual({
         "roster.run-id": runId, "roster.worker": "alice", "roster.kind": "box",
-        "roster.deployment": paths.config, "roster.deadline": String(12 * 60_000)
+        "roster.deployment": paths.config, "roster.deadline": String(12 * 60_000),
+        "roster.owner-pid": String(process.pid), "roster.owner-start": expect.stringMatching(/^\d+$/)
       })
       expect(spec.WorkingDir).toBe("/pihome/workspace")
       expect(spec.OpenStdin).toBe(false)
@@ -83,7 +84,9 @@ describe("the box's create spec", () => {
       expect(binds).toContain(`${path.join(runDir, "self")}:/pihome/self:ro`)
       expect(binds).toContain(`${path.join(paths.config, "workers", "alice")}:/pihome/self/config:ro`)
       expect(binds).toContain(`${path.join(paths.data, "runs", "alice")}:/pihome/self/runs:ro`)
-      expect(binds).toContain(`${path.join(paths.data, "tasks", "alice.json")}:/pihome/self/schedule.json:ro`)
+      expect(binds).toContain(`${path.join(paths.data, "tasks", "views", "alice.json")}:/pihome/self/schedule.json:ro`)
+      // The journal is always there to mount (created empty), so a worker's first run sees it too.
+      expect(binds).toContain(`${path.join(paths.data, "journal", "alice.jsonl")}:/pihome/self/journal/journal.jsonl:ro`)
       expect(binds).toContain(`${path.join(paths.state, "ca", "ca.crt")}:/opt/roster/ca.crt:ro`)
       expect(binds).toContain(`${path.join(paths.state, "ca", "ca-bundle.crt")}:/opt/roster/ca-bundle.crt:ro`)
       // Every writable bind lands at a fixed box path, never at the host path.
@@ -144,7 +147,7 @@ describe("the box's create spec", () => {
       runId: "2026-01-01-00-00-00-abcdef01", worker: "alice", kind: "box", taskId: "t1", image: "img", policy: org.box,
       user: { uid: 1000, gid: 1000 }, gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
       dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
-      mounts: [], exposedEnv: [], envKeyOnly: false, ceilingMin: null, deployment: "/cfg", deadline: 1,
+      mounts: [], exposedEnv: [], envKeyOnly: false, ceilingMin: null, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" },
       engine: { kind: "mounted", hostDir: "/src/roster", entry: "/opt/roster/checkout/node_modules/pi/cli.js", extensions: ["/opt/roster/checkout/box/extensions/a.ts", "/opt/roster/checkout/box/extensions/b.ts"] },
       mode: "rpc", piArgs: ["--session-id", "k"]
     }

@@ -1,0 +1,63 @@
+import { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { NoSuchTask, TaskRecord, TaskRefused, TaskStatus, TaskStoreError } from "../task/TaskRecord.js"
+
+/** What `roster task add` asks for. */
+export const AddTask = Schema.Struct({
+  worker: Schema.String,
+  prompt: Schema.String,
+  ceiling_min: Schema.optional(Schema.Number),
+  after: Schema.optional(Schema.String)
+})
+
+export const TaskFilter = Schema.Struct({
+  worker: Schema.optional(Schema.String),
+  status: Schema.optional(TaskStatus)
+})
+
+/** A live box of this deployment as the daemon sees it. */
+export const BoxView = Schema.Struct({
+  run_id: Schema.String,
+  worker: Schema.String,
+  kind: Schema.String,
+  task_id: Schema.NullOr(Schema.String),
+  /** Who holds it: this daemon (a task), a CLI run or session, or this daemon after its owner died. */
+  held_by: Schema.Literal("daemon", "owner", "adopted", "reaping"),
+  age_s: Schema.Number,
+  remaining_s: Schema.NullOr(Schema.Number)
+})
+export type BoxView = typeof BoxView.Type
+
+export const ServerStatus = Schema.Struct({
+  pid: Schema.Number,
+  version: Schema.String,
+  config_root: Schema.String,
+  started_at: Schema.String,
+  queue: Schema.Record({ key: Schema.String, value: Schema.Number }),
+  boxes: Schema.Array(BoxView),
+  adopted: Schema.Number,
+  reaped: Schema.Number,
+  held_reason: Schema.NullOr(Schema.String)
+})
+export type ServerStatus = typeof ServerStatus.Type
+
+const TaskId = Schema.Struct({ id: Schema.String })
+
+export class TasksGroup extends HttpApiGroup.make("tasks")
+  .add(HttpApiEndpoint.post("add", "/tasks").setPayload(AddTask).addSuccess(TaskRecord)
+    .addError(TaskRefused, { status: 400 }).addError(TaskStoreError, { status: 500 }))
+  .add(HttpApiEndpoint.get("list", "/tasks").setUrlParams(TaskFilter).addSuccess(Schema.Array(TaskRecord)))
+  .add(HttpApiEndpoint.get("show", "/tasks/:id").setPath(TaskId).addSuccess(TaskRecord).addError(NoSuchTask, { status: 404 }))
+  .add(HttpApiEndpoint.post("cancel", "/tasks/:id/cancel").setPath(TaskId).addSuccess(TaskRecord)
+    .addError(NoSuchTask, { status: 404 }).addError(TaskRefused, { status: 409 }).addError(TaskStoreError, { status: 500 }))
+{}
+
+export class ServerGroup extends HttpApiGroup.make("server")
+  .add(HttpApiEndpoint.get("status", "/status").addSuccess(ServerStatus))
+{}
+
+/**
+ * The daemon's control API, declared once: the daemon serves it on `state/control.sock`
+ * (0600), and the CLI (and a dashboard) derive their clients from the same declaration.
+ */
+export class ControlApi extends HttpApi.make("roster").add(TasksGroup).add(ServerGroup) {}

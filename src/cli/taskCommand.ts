@@ -1,0 +1,123 @@
+import { Args, Command, Options } from "@effect/cli"
+import { Clock, Console, Effect, Option } from "effect"
+import { Docker } from "../docker/Docker.js"
+import { cancelQueued, PERSON, queueTask } from "../supervisor/queueTask.js"
+import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, TaskStatus } from "../task/TaskRecord.js"
+import { TaskStore } from "../task/TaskStore.js"
+import { viaDaemon } from "./controlClient.js"
+
+const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
+const taskIdArg = Args.text({ name: "task-id" }).pipe(Args.withDescription("a task id from roster task list (t-xxxxxxxx)"))
+
+const NOT_RUNNING = "note: the roster server is not running — the task waits in the queue until it starts: roster server start"
+
+const short = (s: string, n: number) => {
+  const one = s.replace(/\s+/g, " ").trim()
+  return one.length > n ? `${one.slice(0, n - 1)}…` : one
+}
+
+const ago = (iso: string, now: number) => {
+  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000))
+  return s < 90 ? `${s}s ago` : s < 5400 ? `${Math.round(s / 60)}m ago` : s < 129600 ? `${Math.round(s / 3600)}h ago` : `${Math.round(s / 86400)}d ago`
+}
+
+const line = (t: TaskRecord, now: number) =>
+  `${t.task_id}  ${t.status.padEnd(9)}  ${t.worker.padEnd(12)}  ${ago(t.created_at, now).padEnd(8)}  ${short(t.prompt, 60)}`
+
+const add = Command.make("add", {
+  json,
+  worker: Args.text({ name: "worker" }).pipe(Args.withDescription("the worker who does it")),
+  prompt: Args.text({ name: "prompt" }).pipe(Args.atLeast(1), Args.withDescription("what the worker should do")),
+  ceiling: Options.float("ceiling").pipe(Options.optional, Options.withDescription("minutes before its box is killed (default: [box] ceiling_min)")),
+  after: Options.text("after").pipe(Options.optional, Options.withDescription("run only once this task is done"))
+}, ({ after, ceiling, json, prompt, worker }) =>
+  Effect.gen(function*() {
+    const req = {
+      worker,
+      prompt: prompt.join(" "),
+      ...(Option.isSome(ceiling) ? { ceiling_min: ceiling.value } : {}),
+      ...(Option.isSome(after) ? { after: after.value } : {})
+    }
+    const viaServer = yield* viaDaemon((c) => c.tasks.add({ payload: req }))
+    const task = Option.isSome(viaServer) ? viaServer.value : yield* queueTask(req, PERSON)
+    if (json) yield* Console.log(JSON.stringify(task, null, 2))
+    else yield* Console.log(`task ${task.task_id} queued`)
+    if (Option.isNone(viaServer)) yield* Console.error(NOT_RUNNING)
+  })).pipe(Command.withDescription(
+    "Queue a task for a worker: the daemon runs it in a box when its turn comes (at most [supervisor] concurrency at once, " +
+      "one per worker). Prints `task <id> queued`. Works while the daemon is down: the task waits for it."
+  ))
+
+const listTasks = (filter: { readonly worker?: string; readonly status?: TaskStatus }) =>
+  Effect.gen(function*() {
+    const viaServer = yield* viaDaemon((c) => c.tasks.list({ urlParams: filter }))
+    if (Option.isSome(viaServer)) return viaServer.value
+    return (yield* (yield* TaskStore).list).filter((t) =>
+      (filter.worker === undefined || t.worker === filter.worker) && (filter.status === undefined || t.status === filter.status)
+    )
+  })
+
+const list = Command.make("list", {
+  json,
+  worker: Options.text("worker").pipe(Options.optional, Options.withDescription("only this worker's tasks")),
+  status: Options.choice("status", TaskStatus.literals).pipe(Options.optional, Options.withDescription("only tasks in this state"))
+}, ({ json, status, worker }) =>
+  Effect.gen(function*() {
+    const tasks = yield* listTasks({
+      ...(Option.isSome(worker) ? { worker: worker.value } : {}),
+      ...(Option.isSome(status) ? { status: status.value } : {})
+    })
+    if (json) return yield* Console.log(JSON.stringify(tasks, null, 2))
+    if (tasks.length === 0) return yield* Console.log(`no tasks — queue one: roster task add alice "..."`)
+    const now = yield* Clock.currentTimeMillis
+    for (const t of tasks) yield* Console.log(line(t, now))
+  })).pipe(Command.withDescription("List tasks in queue order (id, status, worker, age, prompt)."))
+
+const findTask = (taskId: string) =>
+  Effect.gen(function*() {
+    const viaServer = yield* viaDaemon((c) => c.tasks.show({ path: { id: taskId } }))
+    if (Option.isSome(viaServer)) return viaServer.value
+    const t = yield* (yield* TaskStore).get(taskId)
+    return t ?? (yield* Effect.fail(new NoSuchTask({ taskId })))
+  })
+
+const show = Command.make("show", { json, taskId: taskIdArg }, ({ json, taskId }) =>
+  Effect.gen(function*() {
+    const t = yield* findTask(taskId)
+    if (json) return yield* Console.log(JSON.stringify(t, null, 2))
+    yield* Console.log(`task ${t.task_id}  ${t.status}  (worker ${t.worker})`)
+    yield* Console.log(`prompt: ${t.prompt}`)
+    yield* Console.log(`queued ${t.created_at} by ${t.origin.by === "self" ? `the worker (run ${t.origin.run_id})` : "a person"}` +
+      `${t.after ? `, after ${t.after}` : ""}${t.ceiling_min ? `, ceiling ${t.ceiling_min} min` : ""}`)
+    if (t.started_at) yield* Console.log(`started ${t.started_at}`)
+    if (t.finished_at) yield* Console.log(`finished ${t.finished_at}: ended by ${t.ended_by ?? "-"} (exit code ${t.exit_code ?? "none"})${t.adopted ? ", adopted after a daemon restart" : ""}`)
+    if (t.reason) yield* Console.log(`reason: ${t.reason}`)
+    for (const r of t.run_ids) yield* Console.log(`run: ${r}  (roster runs show ${r})`)
+    if (t.final_text) yield* Console.log(`\n${t.final_text.trimEnd()}`)
+  })).pipe(Command.withDescription("Show a task: its state, prompt, runs and how it ended."))
+
+/** With no daemon, a task is cancelled where it stands; a box still running for it is killed by name. */
+const cancelDirect = (taskId: string) =>
+  Effect.gen(function*() {
+    const store = yield* TaskStore
+    const t = yield* store.get(taskId)
+    if (!t) return yield* Effect.fail(new NoSuchTask({ taskId }))
+    if (isFinal(t.status)) return yield* Effect.fail(new TaskRefused({ detail: `task ${taskId} already ended: ${t.status}` }))
+    const runId = t.run_ids.at(-1)
+    if (t.status === "running" && runId) yield* (yield* Docker).containerKill(`roster-box-${runId}`).pipe(Effect.ignore)
+    return yield* store.update(taskId, (x, now) =>
+      x.status === "running" ? { ...x, status: "cancelled", reason: "cancelled by a person (roster task cancel)", finished_at: now } : cancelQueued(x, now))
+  })
+
+const cancel = Command.make("cancel", { json, taskId: taskIdArg }, ({ json, taskId }) =>
+  Effect.gen(function*() {
+    const viaServer = yield* viaDaemon((c) => c.tasks.cancel({ path: { id: taskId } }))
+    const t = Option.isSome(viaServer) ? viaServer.value : yield* cancelDirect(taskId)
+    if (json) return yield* Console.log(JSON.stringify(t, null, 2))
+    yield* Console.log(`task ${t.task_id} ${t.status}`)
+  })).pipe(Command.withDescription("Cancel a task: a queued one never runs; a running one's box is killed (its record says cancelled)."))
+
+export const taskCommand = Command.make("task").pipe(
+  Command.withDescription("Queue work for the daemon to run unattended, and follow it."),
+  Command.withSubcommands([add, list, show, cancel])
+)

@@ -1,0 +1,39 @@
+import { FileSystem } from "@effect/platform"
+import { Effect } from "effect"
+
+/**
+ * The process that owns a box: its pid and its start time (clock ticks since boot, field 22 of
+ * /proc/<pid>/stat), so a pid the kernel has since given to another process is not mistaken
+ * for the owner. `start` is "" where /proc cannot tell (then only the pid is checked).
+ */
+export interface Owner {
+  readonly pid: number
+  readonly start: string
+}
+
+// The command name (field 2) is in parentheses and may itself hold spaces or ")": read after the last ")".
+const startOf = (stat: string) => stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? ""
+
+export const processStart = (pid: number) =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(`/proc/${pid}/stat`)).pipe(
+    Effect.map(startOf),
+    Effect.orElseSucceed(() => "")
+  )
+
+export const currentOwner = Effect.map(processStart(process.pid), (start): Owner => ({ pid: process.pid, start }))
+
+const pidExists = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    // EPERM: it exists but belongs to someone else.
+    return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** Is this exact process still running (same pid and, where known, the same start time)? */
+export const ownerAlive = (owner: Owner) =>
+  Number.isInteger(owner.pid) && owner.pid > 0 && pidExists(owner.pid)
+    ? owner.start === "" ? Effect.succeed(true) : Effect.map(processStart(owner.pid), (s) => s === owner.start)
+    : Effect.succeed(false)

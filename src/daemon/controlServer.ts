@@ -1,0 +1,71 @@
+import { HttpApiBuilder, Path } from "@effect/platform"
+import { FileSystem } from "@effect/platform"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { Clock, Effect, Layer, Schema } from "effect"
+import * as crypto from "node:crypto"
+import * as http from "node:http"
+import * as net from "node:net"
+import { ControlApi } from "../api/ControlApi.js"
+import { Paths, layout } from "../config/Paths.js"
+import { VERSION } from "../contract/version.js"
+import { Supervisor } from "../supervisor/Supervisor.js"
+
+export class ControlSocketBusy extends Schema.TaggedError<ControlSocketBusy>()("ControlSocketBusy", { socket: Schema.String }) {
+  override get message() {
+    return `another roster daemon answers on ${this.socket} — stop it first: roster server stop`
+  }
+}
+
+const TasksLive = HttpApiBuilder.group(ControlApi, "tasks", (handlers) =>
+  handlers
+    .handle("add", ({ payload }) => Effect.flatMap(Supervisor, (s) => s.add(payload)))
+    .handle("list", ({ urlParams }) => Effect.flatMap(Supervisor, (s) => s.list(urlParams)))
+    .handle("show", ({ path }) => Effect.flatMap(Supervisor, (s) => s.show(path.id)))
+    .handle("cancel", ({ path }) => Effect.flatMap(Supervisor, (s) => s.cancel(path.id))))
+
+const serverLive = (startedAt: string, configRoot: string) =>
+  HttpApiBuilder.group(ControlApi, "server", (handlers) =>
+    handlers.handle("status", () =>
+      Effect.flatMap(Supervisor, (s) => s.status).pipe(
+        Effect.map((status) => ({ ...status, pid: process.pid, version: VERSION, config_root: configRoot, started_at: startedAt }))
+      )))
+
+/** Does something answer on this socket? (A stale file left by a killed daemon does not.) */
+const answers = (socket: string) =>
+  Effect.async<boolean>((resume) => {
+    const c = net.connect({ path: socket })
+    c.once("connect", () => {
+      c.destroy()
+      resume(Effect.succeed(true))
+    })
+    c.once("error", () => resume(Effect.succeed(false)))
+  })
+
+/**
+ * The control API on `state/control.sock`: bound inside a fresh 0700 folder, made 0600, then
+ * renamed into place, so there is no moment when another local user could connect. A stale
+ * socket from a killed daemon is replaced; a live one is another daemon and refused.
+ */
+export const serveControl = Effect.fn("daemon.control")(function*() {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const paths = yield* Paths
+  const socket = layout(paths).controlSocket
+  if (yield* answers(socket)) return yield* Effect.fail(new ControlSocketBusy({ socket }))
+  yield* fs.remove(socket).pipe(Effect.catchTag("SystemError", () => Effect.void))
+  const privateDir = path.join(paths.state, `.control-${crypto.randomBytes(4).toString("hex")}`)
+  yield* fs.makeDirectory(privateDir, { mode: 0o700 })
+  const bound = path.join(privateDir, "sock")
+  const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+  const api = HttpApiBuilder.api(ControlApi).pipe(Layer.provide(TasksLive), Layer.provide(serverLive(startedAt, paths.config)))
+  const server = HttpApiBuilder.serve().pipe(
+    Layer.provide(api),
+    Layer.provide(NodeHttpServer.layer(() => http.createServer(), { path: bound }))
+  )
+  yield* Layer.buildWithScope(server, yield* Effect.scope)
+  yield* fs.chmod(bound, 0o600)
+  yield* fs.rename(bound, socket)
+  yield* fs.remove(privateDir, { recursive: true }).pipe(Effect.ignore)
+  yield* Effect.addFinalizer(() => fs.remove(socket).pipe(Effect.ignore))
+  return socket
+})

@@ -1,0 +1,149 @@
+import { FileSystem, Path } from "@effect/platform"
+import { Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Ref } from "effect"
+import type { BoxView, ServerStatus } from "../api/ControlApi.js"
+import { currentOwner, type Owner } from "../contract/owner.js"
+import { Paths } from "../config/Paths.js"
+import { Docker } from "../docker/Docker.js"
+import { Files } from "../fs/Files.js"
+import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, type TaskStatus, type TaskStoreError } from "../task/TaskRecord.js"
+import { TaskStore } from "../task/TaskStore.js"
+import { dispatchLoop, HOLD_REASON } from "./dispatch.js"
+import { cancelQueued, PERSON, queueTask, type TaskRequest } from "./queueTask.js"
+import { makeState, type SupervisorState } from "./state.js"
+import { finishLeftRun } from "./takeOver.js"
+import { REQUEUE_HINT, taskFailed } from "./taskEnd.js"
+import { deploymentBoxes, watchLoop, watchPass } from "./watch.js"
+
+export interface TaskFilter {
+  readonly worker?: string | undefined
+  readonly status?: TaskStatus | undefined
+}
+
+/** The daemon's work over time: the task queue, its dispatch, and every box left without an owner. */
+export interface SupervisorApi {
+  readonly add: (req: TaskRequest) => Effect.Effect<TaskRecord, TaskRefused | TaskStoreError>
+  readonly list: (filter: TaskFilter) => Effect.Effect<ReadonlyArray<TaskRecord>>
+  readonly show: (taskId: string) => Effect.Effect<TaskRecord, NoSuchTask>
+  readonly cancel: (taskId: string) => Effect.Effect<TaskRecord, NoSuchTask | TaskRefused | TaskStoreError>
+  /** Queue counts, live boxes, adopted/reaped since start (pid, version and config root are the daemon's to add). */
+  readonly status: Effect.Effect<Omit<ServerStatus, "pid" | "version" | "config_root" | "started_at">>
+}
+
+const CANCEL_WAIT = "30 seconds"
+
+/** Tasks left `running` by a daemon that died: adopted when their box still runs, else failed — never run twice. */
+const recover = Effect.gen(function*() {
+  const store = yield* TaskStore
+  const alive = new Set((yield* deploymentBoxes).map((b) => b.runId))
+  for (const t of yield* store.list) {
+    const runId = t.run_ids.at(-1)
+    if (t.status !== "running" || (runId !== undefined && alive.has(runId))) continue
+    const reason = `the daemon stopped while it ran and its box is gone; ${REQUEUE_HINT}`
+    if (runId !== undefined) yield* finishLeftRun(t.worker, runId, reason)
+    yield* store.update(t.task_id, taskFailed(reason))
+    yield* Effect.logWarning(`task ${t.task_id} (${t.worker}) failed: ${reason}`)
+  }
+})
+
+/** Cancels a running task: its stop is raced in the run, then the fiber is waited for (and interrupted if it hangs). */
+const cancelRunning = (st: SupervisorState, t: TaskRecord) =>
+  Effect.gen(function*() {
+    yield* Ref.update(st.cancelRequested, (s) => new Set(s).add(t.task_id))
+    const live = (yield* Ref.get(st.live)).get(t.task_id)
+    if (live) {
+      yield* Deferred.succeed(live.stop, undefined)
+      const fiber = yield* FiberMap.get(st.runs, t.task_id).pipe(Effect.option)
+      if (Option.isSome(fiber)) {
+        const ended = yield* Fiber.await(fiber.value).pipe(Effect.timeout(CANCEL_WAIT), Effect.option)
+        if (Option.isNone(ended)) yield* FiberMap.remove(st.runs, t.task_id)
+      }
+      return
+    }
+    const held = [...(yield* Ref.get(st.held)).values()].find((h) => h.taskId === t.task_id)
+    const docker = yield* Docker
+    if (held) {
+      yield* docker.containerKill(held.containerId).pipe(Effect.ignore)
+      const fiber = yield* FiberMap.get(st.takeovers, held.containerId).pipe(Effect.option)
+      if (Option.isSome(fiber)) yield* Fiber.await(fiber.value).pipe(Effect.timeout(CANCEL_WAIT), Effect.ignore)
+      return
+    }
+    // Running on disk but held by no one here (its box already gone): it ends where it stands.
+    const runId = t.run_ids.at(-1)
+    if (runId) yield* docker.containerKill(`roster-box-${runId}`).pipe(Effect.ignore)
+    yield* (yield* TaskStore).update(t.task_id, (x, now) =>
+      x.status === "running" ? { ...x, status: "cancelled", reason: "cancelled by a person (roster task cancel)", finished_at: now } : x)
+  })
+
+const boxView = (st: SupervisorState, self: Owner) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const held = yield* Ref.get(st.held)
+    return (yield* deploymentBoxes).map((b): BoxView => {
+      const h = held.get(b.id)
+      return {
+        run_id: b.runId,
+        worker: b.worker,
+        kind: b.kind,
+        task_id: b.taskId,
+        held_by: h ? (h.how === "adopt" ? "adopted" : "reaping") : b.owner?.pid === self.pid && b.owner.start === self.start ? "daemon" : "owner",
+        age_s: Math.max(0, Math.round((now - b.created) / 1000)),
+        remaining_s: b.deadline === null ? null : Math.round((b.deadline - now) / 1000)
+      }
+    })
+  })
+
+/** What the API's calls need, captured when the supervisor starts. */
+type CallEnv = TaskStore | Docker | Paths | FileSystem.FileSystem | Path.Path | Files
+
+const make = Effect.gen(function*() {
+  const store = yield* TaskStore
+  const env = yield* Effect.context<CallEnv>()
+  const use = <A, E>(effect: Effect.Effect<A, E, CallEnv>) => Effect.provide(effect, env)
+  const st = yield* makeState(yield* Clock.currentTimeMillis)
+  const self = yield* currentOwner
+  // Adoption first, then the queue: a task whose box survived is never started again.
+  yield* recover
+  yield* watchPass(st, self)
+  yield* Effect.forkScoped(watchLoop(st, self))
+  yield* Effect.forkScoped(dispatchLoop(st))
+  const wake = Queue.offer(st.wake, undefined)
+
+  return {
+    add: (req) => use(queueTask(req, PERSON)).pipe(Effect.tap(() => wake)),
+    list: (filter) =>
+      store.list.pipe(Effect.map((ts) =>
+        ts.filter((t) => (filter.worker === undefined || t.worker === filter.worker) && (filter.status === undefined || t.status === filter.status))
+      )),
+    show: (taskId) => store.get(taskId).pipe(Effect.flatMap((t) => (t ? Effect.succeed(t) : Effect.fail(new NoSuchTask({ taskId }))))),
+    cancel: (taskId) =>
+      use(Effect.gen(function*() {
+        const t = yield* store.get(taskId)
+        if (!t) return yield* Effect.fail(new NoSuchTask({ taskId }))
+        if (isFinal(t.status)) return yield* Effect.fail(new TaskRefused({ detail: `task ${taskId} already ended: ${t.status}` }))
+        const after = yield* store.update(taskId, cancelQueued)
+        if (after.status === "running") yield* cancelRunning(st, after)
+        yield* wake
+        return (yield* store.get(taskId)) ?? after
+      })),
+    status: use(Effect.gen(function*() {
+      const tasks = yield* store.list
+      const queue: Record<string, number> = { queued: 0, held: 0, running: 0, done: 0, failed: 0, cancelled: 0 }
+      for (const t of tasks) queue[t.status] = (queue[t.status] ?? 0) + 1
+      const counts = yield* Ref.get(st.counts)
+      return {
+        queue,
+        boxes: yield* boxView(st, self).pipe(
+          Effect.catchAll((e) => Effect.logWarning(`status: the boxes could not be listed: ${e.message}`).pipe(Effect.as([])))
+        ),
+        adopted: counts.adopted,
+        reaped: counts.reaped,
+        held_reason: (queue.held ?? 0) > 0 ? HOLD_REASON : null
+      }
+    }))
+  } satisfies SupervisorApi
+})
+
+export class Supervisor extends Context.Tag("roster/Supervisor")<Supervisor, SupervisorApi>() {
+  /** Starts with its scope: recovers what a dead daemon left, then runs the reaper and the dispatch loop. */
+  static readonly layer = Layer.scoped(Supervisor, make)
+}

@@ -1,0 +1,117 @@
+import { Cause, Deferred, Effect, Exit, FiberMap, Queue, Ref } from "effect"
+import { modelCredentialAvailable } from "../box/pihome.js"
+import { runOnce, type RunOutcome } from "../box/runOnce.js"
+import { OrgConfig } from "../config/OrgConfig.js"
+import type { Org } from "../config/schema.js"
+import { causeText } from "../run/causeText.js"
+import { newRunId } from "../run/runId.js"
+import type { TaskRecord } from "../task/TaskRecord.js"
+import { TaskStore } from "../task/TaskStore.js"
+import { type SupervisorState, withKey, withoutKey } from "./state.js"
+import { REQUEUE_HINT, type RunEnded, taskEnd, taskFailed } from "./taskEnd.js"
+
+export const HOLD_REASON = "no model credential: nothing would answer the worker — connect one: roster connection add anthropic " +
+  "(a host pi login or ANTHROPIC_API_KEY in the daemon's environment also count); the queue resumes by itself"
+
+const hold = (t: TaskRecord): TaskRecord => (t.status === "queued" ? { ...t, status: "held", reason: HOLD_REASON } : t)
+const unhold = (t: TaskRecord): TaskRecord => (t.status === "held" ? { ...t, status: "queued", reason: null } : t)
+
+/** Whether a queued task's `after` lets it start now, must wait, or can never run. */
+const afterState = (t: TaskRecord, all: ReadonlyArray<TaskRecord>): "ready" | "waiting" | { readonly fail: string } => {
+  if (t.after === null) return "ready"
+  const before = all.find((x) => x.task_id === t.after)
+  if (!before) return { fail: `it waits for task ${t.after}, which no longer exists` }
+  if (before.status === "done") return "ready"
+  if (before.status === "failed" || before.status === "cancelled") return { fail: `it waits for task ${t.after}, which ended ${before.status}` }
+  return "waiting"
+}
+
+const endOf = (runId: string, ceilingMin: number, exit: Exit.Exit<RunOutcome, unknown>, cancelled: boolean): RunEnded =>
+  Exit.isSuccess(exit)
+    ? { runId, endedBy: exit.value.endedBy, exitCode: exit.value.exitCode, error: exit.value.error, finalText: exit.value.finalText, ceilingMin }
+    : Cause.isInterruptedOnly(exit.cause)
+    ? { runId, endedBy: "signal", exitCode: null, error: cancelled ? null : `the daemon stopped while it ran (its box was killed); ${REQUEUE_HINT}` }
+    : { runId, endedBy: "error", exitCode: null, error: causeText(exit.cause) }
+
+/** One task's run, as the daemon's fiber: however it ends (even the daemon stopping) the task gets its end. */
+const runTask = (st: SupervisorState, t: TaskRecord, runId: string, ceilingMin: number, stop: Deferred.Deferred<void>) =>
+  runOnce({ worker: t.worker, prompt: t.prompt, ceilingMin, taskId: t.task_id, runId, stop: Deferred.await(stop) }).pipe(
+    Effect.onExit((exit) =>
+      Effect.gen(function*() {
+        const cancelled = (yield* Deferred.isDone(stop)) || (yield* Ref.get(st.cancelRequested)).has(t.task_id)
+        const end = endOf(runId, ceilingMin, exit, cancelled)
+        const task = yield* (yield* TaskStore).update(t.task_id, taskEnd(end, cancelled))
+        yield* (task.status === "done" ? Effect.logInfo : Effect.logWarning)(
+          `task ${t.task_id} (${t.worker}) ${task.status}${task.reason ? `: ${task.reason}` : ""}`
+        )
+      }).pipe(
+        Effect.catchAllCause((c) => Effect.logError(`task ${t.task_id}: its end could not be recorded`, c)),
+        Effect.ensuring(Ref.update(st.live, (m) => withoutKey(m, t.task_id)).pipe(Effect.zipRight(Queue.offer(st.wake, undefined))))
+      )
+    ),
+    // Its end is recorded above; the fiber itself has nothing left to report.
+    Effect.catchAllCause(() => Effect.void)
+  )
+
+/**
+ * Claims a queued task — written as running, with its run id, before any box exists — and
+ * starts its run as a fiber keyed by the task id. A crash after the claim leaves a running task
+ * whose box is missing, which the next start marks failed rather than running it twice.
+ */
+const start = (st: SupervisorState, org: Org, t: TaskRecord) =>
+  Effect.gen(function*() {
+    const runId = yield* newRunId
+    const claimed = yield* (yield* TaskStore).update(t.task_id, (x, now) =>
+      x.status === "queued" ? { ...x, status: "running", reason: null, started_at: now, run_ids: [...x.run_ids, runId] } : x)
+    if (claimed.status !== "running" || claimed.run_ids.at(-1) !== runId) return false
+    const stop = yield* Deferred.make<void>()
+    yield* Ref.update(st.live, (m) => withKey(m, t.task_id, { taskId: t.task_id, worker: t.worker, runId, stop }))
+    yield* FiberMap.run(st.runs, t.task_id, runTask(st, t, runId, t.ceiling_min ?? org.box.ceiling_min, stop))
+    yield* Effect.logInfo(`task ${t.task_id} (${t.worker}) started: run ${runId}`)
+    return true
+  })
+
+/**
+ * One pass of the queue: hold it while no model credential exists (and release it when one
+ * appears), then start queued tasks in order, at most `[supervisor] concurrency` boxes at once
+ * and one per worker (an adopted task box counts).
+ */
+export const dispatchPass = (st: SupervisorState) =>
+  Effect.gen(function*() {
+    const store = yield* TaskStore
+    const org = yield* (yield* OrgConfig).snapshot
+    const credential = yield* modelCredentialAvailable
+    for (const t of yield* store.list) {
+      if (t.status === "queued" && !credential) yield* store.update(t.task_id, hold)
+      if (t.status === "held" && credential) yield* store.update(t.task_id, unhold)
+    }
+    if (!credential) return
+    const all = yield* store.list
+    const live = [...(yield* Ref.get(st.live)).values()]
+    const adopted = [...(yield* Ref.get(st.held)).values()].filter((h) => h.taskId !== null)
+    const busy = new Set([...live, ...adopted].map((x) => x.worker))
+    let free = org.supervisor.concurrency - live.length - adopted.length
+    for (const t of all) {
+      if (free <= 0) break
+      if (t.status !== "queued" || busy.has(t.worker)) continue
+      const after = afterState(t, all)
+      if (after === "waiting") continue
+      if (after !== "ready") {
+        yield* store.update(t.task_id, (x, now) => (x.status === "queued" ? taskFailed(after.fail)(x, now) : x))
+        continue
+      }
+      if (yield* start(st, org, t)) {
+        free--
+        busy.add(t.worker)
+      }
+    }
+  })
+
+/** The dispatch loop: a pass at each wake-up (a task added, cancelled or ended) and every 2 s. */
+export const dispatchLoop = (st: SupervisorState) =>
+  dispatchPass(st).pipe(
+    Effect.catchAllCause((c) => Effect.logError("supervisor: a dispatch pass failed", c)),
+    Effect.zipRight(Effect.raceFirst(Queue.take(st.wake), Effect.sleep("2 seconds"))),
+    Effect.forever
+  )
+

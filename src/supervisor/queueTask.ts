@@ -1,0 +1,52 @@
+import { Effect } from "effect"
+import { validateCeiling } from "../box/ceiling.js"
+import { validateWorkerName } from "../config/names.js"
+import { type TaskOrigin, type TaskRecord, TaskRefused } from "../task/TaskRecord.js"
+import { TaskStore } from "../task/TaskStore.js"
+import { readIdentity } from "../worker/workers.js"
+
+export interface TaskRequest {
+  readonly worker: string
+  readonly prompt: string
+  readonly ceiling_min?: number | undefined
+  readonly after?: string | undefined
+}
+
+const refuse = (e: { readonly message: string }) => new TaskRefused({ detail: e.message })
+
+/**
+ * Checks a task before it is written (a known worker, a prompt, a sane ceiling, an `after` that
+ * exists) and queues it. The same path for the daemon's API and for the CLI while the daemon
+ * is down, so a task is never accepted by one and refused by the other.
+ */
+export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRequest, origin: TaskOrigin) {
+  yield* validateWorkerName(req.worker).pipe(Effect.mapError(refuse))
+  yield* readIdentity(req.worker).pipe(Effect.mapError(refuse))
+  if (req.prompt.trim() === "") {
+    return yield* Effect.fail(new TaskRefused({ detail: `a task needs a prompt, e.g.: roster task add ${req.worker} "summarise the notes in my store"` }))
+  }
+  if (req.ceiling_min !== undefined) yield* validateCeiling(req.ceiling_min).pipe(Effect.mapError(refuse))
+  const store = yield* TaskStore
+  if (req.after !== undefined) {
+    const before = yield* store.get(req.after)
+    if (!before) return yield* Effect.fail(new TaskRefused({ detail: `--after ${req.after}: no such task — list them: roster task list` }))
+    if (before.status === "failed" || before.status === "cancelled") {
+      return yield* Effect.fail(new TaskRefused({ detail: `--after ${req.after}: that task ended ${before.status}, so this one could never run` }))
+    }
+  }
+  return yield* store.add({
+    worker: req.worker,
+    prompt: req.prompt,
+    ceilingMin: req.ceiling_min ?? null,
+    after: req.after ?? null,
+    origin
+  })
+})
+
+export const PERSON: TaskOrigin = { by: "person", run_id: null, task_id: null }
+
+/** A task not yet started is cancelled where it stands (no daemon needed). */
+export const cancelQueued = (t: TaskRecord, now: string): TaskRecord =>
+  t.status === "queued" || t.status === "held"
+    ? { ...t, status: "cancelled", reason: "cancelled by a person (roster task cancel)", finished_at: now }
+    : t

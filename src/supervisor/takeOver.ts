@@ -1,0 +1,146 @@
+import { FileSystem } from "@effect/platform"
+import { Clock, Duration, Effect, Either, Fiber } from "effect"
+import { revokeRunTokens } from "../box/identity.js"
+import { snapshotOnClose } from "../box/openBox.js"
+import { drainTo } from "../box/output.js"
+import { runFiles } from "../contract/runFiles.js"
+import { summarize } from "../contract/transcript.js"
+import { Docker } from "../docker/Docker.js"
+import type { OpenRecord } from "../run/record.js"
+import { resumeRunRecord } from "../run/record.js"
+import type { EndedBy } from "../run/RunLog.js"
+import { readWorkerSettings } from "../worker/workers.js"
+import type { FoundBox } from "./foundBox.js"
+import type { RunEnded } from "./taskEnd.js"
+
+/**
+ * adopt: a task's box left running by a daemon that died — wait for it within what is left of
+ * its ceiling. reap: a box whose owner is gone or whose ceiling passed — kill it now.
+ */
+export type TakeOver = { readonly how: "adopt" } | { readonly how: "reap"; readonly as: EndedBy }
+
+const killAndRemove = (id: string) =>
+  Effect.flatMap(Docker, (docker) => docker.containerKill(id).pipe(Effect.zipRight(docker.containerRemove(id)))).pipe(
+    Effect.catchAll((e) => Effect.logWarning(`could not remove box ${id}: ${e.message} — remove it with: docker rm -f ${id}`))
+  )
+
+/**
+ * The adopted box's output picks up where its dead owner stopped writing: the engine replays
+ * what the box printed, and the bytes already in the files are skipped.
+ */
+const reattach = (box: FoundBox, runDir: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const files = runFiles(runDir)
+    const sizeOf = (file: string) => fs.stat(file).pipe(Effect.map((s) => Number(s.size)), Effect.orElseSucceed(() => 0))
+    const attached = yield* (yield* Docker).containerAttach(box.id, { replay: true })
+    const out = yield* Effect.forkScoped(drainTo(attached.stdout, files.transcript, { skip: yield* sizeOf(files.transcript) }))
+    const err = yield* Effect.forkScoped(drainTo(attached.stderr, files.stderr, { skip: yield* sizeOf(files.stderr) }))
+    return Fiber.join(out).pipe(Effect.zipRight(Fiber.join(err)))
+  }).pipe(
+    Effect.tapError((e) => Effect.logWarning(`box ${box.name}: its output after the restart is not recorded (${e.message})`)),
+    Effect.orElseSucceed(() => Effect.void)
+  )
+
+/** The adopted box's exit raced against the rest of its ceiling; at the ceiling it is killed. */
+const awaitAdopted = (box: FoundBox, runDir: string) =>
+  Effect.gen(function*() {
+    const docker = yield* Docker
+    const drained = yield* reattach(box, runDir)
+    const wait = yield* docker.containerWait(box.id).pipe(Effect.either)
+    if (Either.isLeft(wait)) {
+      return { endedBy: "box-died" as const, exitCode: null, error: `the box was gone before it could be adopted (${wait.left.message})` }
+    }
+    const left = box.deadline === null ? Duration.infinity : Duration.millis(Math.max(0, box.deadline - (yield* Clock.currentTimeMillis)))
+    const first = yield* Effect.raceFirst(
+      wait.right.pipe(Effect.either),
+      Effect.sleep(left).pipe(Effect.as("ceiling" as const))
+    )
+    // The output is whole before the run's final text is read from it.
+    const whole = drained.pipe(Effect.timeout("10 seconds"), Effect.ignore)
+    if (first !== "ceiling") {
+      yield* whole
+      return Either.isRight(first)
+        ? { endedBy: "exit" as const, exitCode: first.right, error: null }
+        : { endedBy: "box-died" as const, exitCode: null, error: first.left.message }
+    }
+    yield* docker.containerKill(box.id).pipe(Effect.ignore)
+    const code = yield* wait.right.pipe(Effect.timeout("10 seconds"), Effect.option)
+    yield* whole
+    return { endedBy: "ceiling" as const, exitCode: code._tag === "Some" ? code.value : null, error: null }
+  })
+
+const settleFrom = (record: OpenRecord, end: { readonly endedBy: EndedBy; readonly exitCode: number | null; readonly error: string | null }) =>
+  Effect.gen(function*() {
+    // The transcript holds what the box said under its first owner and, for an adopted box, after.
+    const text = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(runFiles(record.runDir).transcript)).pipe(
+      Effect.orElseSucceed(() => "")
+    )
+    const said = summarize(text)
+    yield* record.settle({
+      endedBy: end.endedBy,
+      exitCode: end.exitCode,
+      ...(end.error ? { error: end.error } : {}),
+      extra: { final_text: said.finalText, stop_reason: said.stopReason }
+    })
+    return said.finalText
+  })
+
+/**
+ * Finishes a box its owner left: the run record is held again and finished from this scope's
+ * Exit (marked adopted), the store snapshotted, the run's tokens revoked and the box removed —
+ * the same closings `openBox` registers, in the same order. A box whose run record cannot be
+ * found (or whose labels name none) is killed and reported: nothing may run unaccounted.
+ */
+export const takeOver = Effect.fn("supervisor.takeOver")(function*(box: FoundBox, how: TakeOver) {
+  const unknown = {
+    runId: box.runId,
+    endedBy: "orphaned",
+    exitCode: null,
+    error: "no run record: the box was killed"
+  } satisfies RunEnded
+  if (!box.named) {
+    yield* killAndRemove(box.id)
+    return { ...unknown, found: false }
+  }
+  return yield* Effect.scoped(Effect.gen(function*() {
+    const held = yield* resumeRunRecord(box.worker, box.runId).pipe(Effect.either)
+    yield* Effect.addFinalizer(() => revokeRunTokens(box.runId).pipe(Effect.ignore))
+    if (Either.isLeft(held)) {
+      yield* killAndRemove(box.id)
+      return { ...unknown, found: false }
+    }
+    const record = held.right.open
+    const keep = yield* readWorkerSettings(box.worker).pipe(Effect.map((s) => s.store.snapshots), Effect.orElseSucceed(() => 5))
+    yield* snapshotOnClose(record, keep)
+    yield* Effect.addFinalizer(() => killAndRemove(box.id))
+    const end = how.how === "adopt"
+      ? yield* awaitAdopted(box, record.runDir)
+      : yield* Effect.flatMap(Docker, (d) => d.containerKill(box.id)).pipe(
+        Effect.ignore,
+        Effect.as({ endedBy: how.as, exitCode: null, error: null })
+      )
+    const finalText = yield* settleFrom(record, end)
+    return {
+      runId: box.runId,
+      endedBy: end.endedBy,
+      exitCode: end.exitCode,
+      error: end.error,
+      finalText,
+      ceilingMin: held.right.record.ceiling_min ?? null,
+      found: true
+    } satisfies RunEnded & { readonly found: boolean }
+  }))
+})
+
+/**
+ * A run whose owner died and whose box is gone too (a task claimed just before the daemon was
+ * killed, say): its record is finished as orphaned and any token it left is revoked.
+ */
+export const finishLeftRun = (worker: string, runId: string, reason: string) =>
+  Effect.scoped(Effect.gen(function*() {
+    yield* Effect.addFinalizer(() => revokeRunTokens(runId).pipe(Effect.ignore))
+    const held = yield* resumeRunRecord(worker, runId).pipe(Effect.option)
+    if (held._tag === "None" || held.value.record.finished_at !== null) return
+    yield* held.value.open.settle({ endedBy: "orphaned", exitCode: null, error: reason })
+  }))

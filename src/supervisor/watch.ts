@@ -1,0 +1,78 @@
+import { Clock, Effect, FiberMap, Queue, Ref } from "effect"
+import { Paths } from "../config/Paths.js"
+import { LABEL_DEPLOYMENT } from "../contract/constants.js"
+import { type Owner, ownerAlive } from "../contract/owner.js"
+import { Docker } from "../docker/Docker.js"
+import { TaskStore } from "../task/TaskStore.js"
+import { type FoundBox, foundBox } from "./foundBox.js"
+import { type HeldBox, type SupervisorState, withKey, withoutKey } from "./state.js"
+import { taskEnd } from "./taskEnd.js"
+import { type TakeOver, takeOver } from "./takeOver.js"
+
+/** How long past its deadline a box with a living owner gets, so the owner can record its own ceiling. */
+const OWNER_GRACE_MS = 5_000
+
+/** The boxes of this deployment the engine knows, by their labels. */
+export const deploymentBoxes = Effect.gen(function*() {
+  const paths = yield* Paths
+  const listed = yield* (yield* Docker).containerList([`${LABEL_DEPLOYMENT}=${paths.config}`])
+  return listed.filter((c) => c.state === "running" || c.state === "created").map(foundBox)
+})
+
+const sameOwner = (a: Owner | null, b: Owner) => a !== null && a.pid === b.pid && a.start === b.start
+
+/** Takes over one box: finishes its run (and task), then forgets it. Runs in the supervisor's scope. */
+const takeOverBox = (st: SupervisorState, box: FoundBox, how: TakeOver) =>
+  Effect.gen(function*() {
+    const end = yield* takeOver(box, how)
+    yield* Ref.update(st.counts, (c) => (how.how === "adopt" && end.found ? { ...c, adopted: c.adopted + 1 } : { ...c, reaped: c.reaped + 1 }))
+    yield* Effect.logInfo(
+      `${how.how === "adopt" && end.found ? "adopted" : "reaped"} box ${box.name} of ${box.worker || "?"}: ${end.endedBy}` +
+        (end.exitCode !== null ? ` (exit ${end.exitCode})` : "") + (end.error ? ` — ${end.error}` : "")
+    )
+    if (box.taskId === null) return
+    const cancelled = (yield* Ref.get(st.cancelRequested)).has(box.taskId)
+    yield* (yield* TaskStore).update(box.taskId, (t, now) =>
+      t.status === "running" && t.run_ids.at(-1) === box.runId ? { ...taskEnd(end, cancelled)(t, now), adopted: true } : t).pipe(
+        Effect.catchTag("NoSuchTask", () => Effect.void)
+      )
+  }).pipe(
+    Effect.catchAllCause((c) => Effect.logError(`supervisor: taking over box ${box.name} failed`, c)),
+    Effect.ensuring(Ref.update(st.held, (m) => withoutKey(m, box.id)).pipe(Effect.zipRight(Queue.offer(st.wake, undefined))))
+  )
+
+/**
+ * One look at the deployment's boxes (the reaper; at start, adoption). A box of ours is left to
+ * its fiber. A box whose owner is alive is left to it until its deadline (plus a grace for the
+ * owner to record its own ceiling), then killed. A box whose owner is gone is taken over: a
+ * task's box is adopted (waited for within what is left of its ceiling); any other is killed
+ * (`orphaned`, or `ceiling` once its deadline passed).
+ */
+export const watchPass = (st: SupervisorState, self: Owner) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    for (const box of yield* deploymentBoxes) {
+      if ((yield* Ref.get(st.held)).has(box.id) || sameOwner(box.owner, self)) continue
+      const pastDeadline = box.deadline !== null && now > box.deadline
+      const alive = box.owner !== null && (yield* ownerAlive(box.owner))
+      if (alive) {
+        if (box.deadline !== null && now > box.deadline + OWNER_GRACE_MS) {
+          yield* Effect.logWarning(`box ${box.name} of ${box.worker} is past its ceiling and its owner (pid ${box.owner?.pid}) did not stop it: killed`)
+          yield* (yield* Docker).containerKill(box.id).pipe(Effect.ignore)
+          yield* Ref.update(st.counts, (c) => ({ ...c, reaped: c.reaped + 1 }))
+        }
+        continue
+      }
+      const how: TakeOver = box.kind === "task" && !pastDeadline ? { how: "adopt" } : { how: "reap", as: pastDeadline ? "ceiling" : "orphaned" }
+      const held: HeldBox = { containerId: box.id, runId: box.runId, worker: box.worker, taskId: box.taskId, how: how.how }
+      yield* Ref.update(st.held, (m) => withKey(m, box.id, held))
+      yield* FiberMap.run(st.takeovers, box.id, takeOverBox(st, box, how))
+    }
+  })
+
+/** The reaper: a look every 3 s, so a box outlives a killed owner by seconds, not by its ceiling. */
+export const watchLoop = (st: SupervisorState, self: Owner) =>
+  Effect.sleep("3 seconds").pipe(
+    Effect.zipRight(watchPass(st, self).pipe(Effect.catchAllCause((c) => Effect.logError("supervisor: a reaper pass failed", c)))),
+    Effect.forever
+  )

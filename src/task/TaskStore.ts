@@ -1,0 +1,141 @@
+import { FileSystem, Path } from "@effect/platform"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import * as crypto from "node:crypto"
+import { Paths, layout } from "../config/Paths.js"
+import { readJsonOptional, writeJson } from "../fs/atomic.js"
+import { Files } from "../fs/Files.js"
+import { appendJournal } from "../journal/journal.js"
+import { isTaskId, NoSuchTask, type TaskOrigin, TaskRecord, TaskStoreError } from "./TaskRecord.js"
+import { writeTasksView } from "./view.js"
+
+export interface NewTask {
+  readonly worker: string
+  readonly prompt: string
+  readonly ceilingMin: number | null
+  readonly after: string | null
+  readonly origin: TaskOrigin
+}
+
+/** Queue order: by seq, then id (two CLIs adding at once while the daemon is down share a seq). */
+export const byQueueOrder = (a: TaskRecord, b: TaskRecord) => a.seq - b.seq || (a.task_id < b.task_id ? -1 : 1)
+
+/**
+ * The task records under `data/tasks/records`. Every change is an atomic write, then a journal
+ * line and a fresh view of the worker's queue. One writer at a time in this process; while the
+ * daemon runs it is the only process that writes (the CLI goes through its API).
+ */
+export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
+  readonly add: (task: NewTask) => Effect.Effect<TaskRecord, TaskStoreError>
+  readonly get: (taskId: string) => Effect.Effect<TaskRecord | undefined>
+  /** Every task, in queue order. */
+  readonly list: Effect.Effect<ReadonlyArray<TaskRecord>>
+  /** Read, change and write one task under the store's lock; `f` returning the record unchanged writes nothing. */
+  readonly update: (
+    taskId: string,
+    f: (task: TaskRecord, now: string) => TaskRecord
+  ) => Effect.Effect<TaskRecord, NoSuchTask | TaskStoreError>
+}>() {
+  static readonly layer = Layer.effect(
+    TaskStore,
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const paths = yield* Paths
+      const files = layout(paths)
+      const lock = yield* Effect.makeSemaphore(1)
+      const ctx = Context.make(FileSystem.FileSystem, fs).pipe(
+        Context.add(Path.Path, path),
+        Context.add(Paths, paths),
+        Context.add(Files, yield* Files)
+      )
+      const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
+
+      const get = (taskId: string) =>
+        isTaskId(taskId)
+          ? readJsonOptional(files.taskFile(taskId)).pipe(
+            Effect.map((raw) => Schema.decodeUnknownOption(TaskRecord)(raw)),
+            Effect.map((o) => (o._tag === "Some" ? o.value : undefined)),
+            Effect.provide(ctx)
+          )
+          : Effect.succeed(undefined)
+
+      const list = fs.readDirectory(files.tasksDir).pipe(
+        Effect.orElseSucceed((): ReadonlyArray<string> => []),
+        Effect.flatMap((names) =>
+          Effect.forEach(names.filter((n) => n.endsWith(".json")), (n) => get(n.slice(0, -5)), { concurrency: 16 })
+        ),
+        Effect.map((ts) => ts.filter((t): t is TaskRecord => t !== undefined).sort(byQueueOrder))
+      )
+
+      const write = (task: TaskRecord) =>
+        writeJson(files.taskFile(task.task_id), task).pipe(
+          Effect.mapError((e) => new TaskStoreError({ file: files.taskFile(task.task_id), detail: e.message })),
+          Effect.provide(ctx)
+        )
+
+      // The journal and the view are the worker's read-only picture; they follow the record and never fail it.
+      const announce = (task: TaskRecord) =>
+        appendJournal(task.worker, {
+          kind: "task",
+          task_id: task.task_id,
+          status: task.status,
+          run_id: task.run_ids.at(-1) ?? null,
+          reason: task.reason
+        }).pipe(
+          Effect.zipRight(list.pipe(Effect.flatMap((all) => writeTasksView(task.worker, all)))),
+          Effect.provide(ctx)
+        )
+
+      const freshId: Effect.Effect<string> = Effect.suspend(() => {
+        const id = `t-${crypto.randomBytes(4).toString("hex")}`
+        return fs.exists(files.taskFile(id)).pipe(
+          Effect.orElseSucceed(() => false),
+          Effect.flatMap((taken) => (taken ? freshId : Effect.succeed(id)))
+        )
+      })
+
+      return {
+        get,
+        list,
+        add: (t) =>
+          lock.withPermits(1)(Effect.gen(function*() {
+            const all = yield* list
+            const time = yield* now
+            const task: TaskRecord = {
+              task_id: yield* freshId,
+              worker: t.worker,
+              prompt: t.prompt,
+              status: "queued",
+              seq: all.reduce((m, x) => Math.max(m, x.seq), 0) + 1,
+              ceiling_min: t.ceilingMin,
+              after: t.after,
+              origin: t.origin,
+              created_at: time,
+              updated_at: time,
+              started_at: null,
+              finished_at: null,
+              run_ids: [],
+              ended_by: null,
+              exit_code: null,
+              reason: null
+            }
+            yield* write(task)
+            yield* announce(task)
+            return task
+          })),
+        update: (taskId, f) =>
+          lock.withPermits(1)(Effect.gen(function*() {
+            const current = yield* get(taskId)
+            if (!current) return yield* Effect.fail(new NoSuchTask({ taskId }))
+            const time = yield* now
+            const next = f(current, time)
+            if (next === current) return current
+            const stamped = { ...next, updated_at: time }
+            yield* write(stamped)
+            if (stamped.status !== current.status) yield* announce(stamped)
+            return stamped
+          }))
+      }
+    })
+  )
+}
