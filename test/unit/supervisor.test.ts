@@ -1,0 +1,276 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer, TestClock } from "effect"
+import { spawn, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import { layout } from "../../src/config/Paths.js"
+import { currentOwner, processStart } from "../../src/contract/owner.js"
+import type { ContainerSpec } from "../../src/docker/Docker.js"
+import { Docker } from "../../src/docker/Docker.js"
+import { DockerFake } from "../../src/docker/DockerTest.js"
+import { RunLog } from "../../src/run/RunLog.js"
+import { Supervisor } from "../../src/supervisor/Supervisor.js"
+import { TaskStore } from "../../src/task/TaskStore.js"
+import { Vault } from "../../src/vault/Vault.js"
+import { eventually, tempPaths, type UnitOptions, unitLayer, writeFixture } from "../support/harness.js"
+
+type Paths = ReturnType<typeof tempPaths>
+
+/** A box whose prompt says HANG runs until it is killed or told to exit; any other exits 0 at once. */
+const script = (spec: ContainerSpec) => (spec.Cmd.join(" ").includes("HANG") ? { hang: true } : { exitCode: 0 })
+
+const deployment = (orgToml = "[supervisor]\nconcurrency = 2\n", o: UnitOptions = {}) => {
+  const paths = tempPaths()
+  writeFixture({ paths, orgToml, workers: ["alice", "bob", "carol"] })
+  const layer = TaskStore.layer.pipe(Layer.provideMerge(unitLayer(paths, { docker: { script }, ...o })))
+  return { paths, layer }
+}
+
+const startSupervisor = Layer.build(Supervisor.layer).pipe(Effect.map(Context.get(Supervisor)))
+
+const tokens = (paths: Paths) => (fs.existsSync(layout(paths).identityDir) ? fs.readdirSync(layout(paths).identityDir) : [])
+const running = Effect.map(DockerFake, (fake) => [...fake.containers.values()].filter((c) => c.state === "running"))
+/** The running box of a task, once it has one (a task is claimed before its box is created). */
+const boxOf = (taskId: string) =>
+  eventually(Effect.map(running, (cs) => cs.find((c) => c.spec.Labels["roster.task-id"] === taskId)), `a box for ${taskId}`)
+const statusOf = (taskId: string) => Effect.flatMap(TaskStore, (s) => s.get(taskId)).pipe(Effect.map((t) => t?.status))
+const waitStatus = (taskId: string, status: string) =>
+  eventually(Effect.map(statusOf(taskId), (s) => s === status), `task ${taskId} ${status}`)
+
+/** A box left running by an owner: its run record and a container labelled as roster would have made it. */
+const leftBox = (paths: Paths, o: { readonly runId: string; readonly kind: "task" | "box"; readonly taskId?: string; readonly owner: { readonly pid: number; readonly start: string }; readonly deadline: number }) =>
+  Effect.gen(function*() {
+    yield* (yield* RunLog).start({ runId: o.runId, worker: "alice", kind: o.kind, ...(o.taskId ? { taskId: o.taskId } : {}) })
+    fs.mkdirSync(layout(paths).identityDir, { recursive: true })
+    fs.writeFileSync(`${layout(paths).identityDir}/${"a".repeat(64)}.json`, JSON.stringify({ subject: "org/alice", run_id: o.runId, worker: "alice", task_id: o.taskId ?? null }))
+    const docker = yield* Docker
+    const id = yield* docker.containerCreate({
+      name: `roster-box-${o.runId}`,
+      Image: "roster-box:1",
+      Cmd: ["HANG"],
+      Env: [],
+      Labels: {
+        "roster.run-id": o.runId, "roster.worker": "alice", "roster.kind": o.kind, "roster.deployment": paths.config,
+        "roster.deadline": String(o.deadline), "roster.owner-pid": String(o.owner.pid), "roster.owner-start": o.owner.start,
+        ...(o.taskId ? { "roster.task-id": o.taskId } : {})
+      },
+      User: "1000:1000", WorkingDir: "/pihome/workspace", OpenStdin: false, StdinOnce: false, AttachStdin: false,
+      AttachStdout: true, AttachStderr: true, Tty: false,
+      HostConfig: { AutoRemove: true, NetworkMode: "roster-locked", ExtraHosts: [], Dns: [], CapDrop: ["ALL"], SecurityOpt: [], Tmpfs: {}, Binds: [] }
+    })
+    yield* docker.containerStart(id)
+    return id
+  })
+
+/** Another process that lives until the test's scope closes. */
+const livingProcess = Effect.acquireRelease(
+  Effect.sync(() => spawn("sleep", ["60"], { stdio: "ignore" })),
+  (child) => Effect.sync(() => child.kill("SIGKILL"))
+).pipe(Effect.map((child) => ({ pid: child.pid ?? -1 })))
+
+/** A pid that just ended (so it names no process now). */
+const deadPid = () => spawnSync(process.execPath, ["-e", ""]).pid
+
+describe("the supervisor (Docker test layer)", () => {
+  it.scoped("runs queued tasks in order, at most `concurrency` at once and one box per worker", () => {
+    const { layer } = deployment()
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const a1 = yield* sup.add({ worker: "alice", prompt: "HANG first" })
+      const a2 = yield* sup.add({ worker: "alice", prompt: "HANG second" })
+      const b1 = yield* sup.add({ worker: "bob", prompt: "HANG" })
+      const c1 = yield* sup.add({ worker: "carol", prompt: "HANG" })
+      yield* boxOf(a1.task_id)
+      yield* boxOf(b1.task_id)
+      // alice already has a box; carol would be a third.
+      expect(yield* statusOf(a2.task_id)).toBe("queued")
+      expect(yield* statusOf(c1.task_id)).toBe("queued")
+      expect(yield* running).toHaveLength(2)
+      // The reaper's next look leaves the daemon's own boxes alone.
+      yield* TestClock.adjust("3 seconds")
+      expect(yield* running).toHaveLength(2)
+      expect((yield* sup.status).boxes.map((b) => b.held_by)).toEqual(["daemon", "daemon"])
+      const box = yield* boxOf(a1.task_id)
+      yield* (yield* DockerFake).exit(box.id, 0)
+      yield* waitStatus(a1.task_id, "done")
+      // The freed slot goes to the next in order whose worker is free: alice's second, not carol.
+      yield* waitStatus(a2.task_id, "running")
+      expect(yield* statusOf(c1.task_id)).toBe("queued")
+      const record = yield* Effect.flatMap(TaskStore, (s) => s.get(a1.task_id))
+      expect(record?.run_ids).toHaveLength(1)
+      const run = yield* Effect.flatMap(RunLog, (r) => r.read("alice", record?.run_ids[0] ?? ""))
+      expect(run).toMatchObject({ kind: "task", task_id: a1.task_id, ended_by: "exit", exit_code: 0 })
+      expect(box.spec.Env).toContain(`ROSTER_TASK_ID=${a1.task_id}`)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("a failed box fails its task with the reason; a task --after it then fails too", () => {
+    const { layer } = deployment()
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const first = yield* sup.add({ worker: "alice", prompt: "HANG" })
+      const next = yield* sup.add({ worker: "bob", prompt: "after it", after: first.task_id })
+      yield* waitStatus(first.task_id, "running")
+      expect(yield* statusOf(next.task_id)).toBe("queued")
+      yield* (yield* DockerFake).exit((yield* boxOf(first.task_id)).id, 3)
+      yield* waitStatus(first.task_id, "failed")
+      const failed = yield* sup.show(first.task_id)
+      expect(failed.reason).toMatch(/exited with code 3/)
+      yield* waitStatus(next.task_id, "failed")
+      expect((yield* sup.show(next.task_id)).reason).toMatch(new RegExp(`waits for task ${first.task_id}, which ended failed`))
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("cancel: a queued task never runs; a running one's box is killed and its task and run say cancelled", () => {
+    const { paths, layer } = deployment("[supervisor]\nconcurrency = 1\n")
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const busy = yield* sup.add({ worker: "alice", prompt: "HANG" })
+      const waiting = yield* sup.add({ worker: "bob", prompt: "never" })
+      yield* boxOf(busy.task_id)
+      expect((yield* sup.cancel(waiting.task_id)).status).toBe("cancelled")
+      const cancelled = yield* sup.cancel(busy.task_id)
+      expect(cancelled.status).toBe("cancelled")
+      expect(cancelled.ended_by).toBe("cancelled")
+      expect(yield* running).toEqual([])
+      expect(tokens(paths)).toEqual([])
+      const run = yield* Effect.flatMap(RunLog, (r) => r.read("alice", cancelled.run_ids[0] ?? ""))
+      expect(run?.ended_by).toBe("cancelled")
+      // Only the running task ever had a box.
+      expect(yield* Effect.flatMap(DockerFake, (f) => f.callsOf("containerCreate"))).toHaveLength(1)
+      const again = yield* Effect.flip(sup.cancel(busy.task_id))
+      expect(again.message).toMatch(/already ended: cancelled/)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("holds the queue while no model credential exists, and resumes when one is added", () => {
+    const { layer } = deployment(undefined, { env: {}, vault: {} })
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const t = yield* sup.add({ worker: "alice", prompt: "HANG" })
+      yield* waitStatus(t.task_id, "held")
+      expect((yield* sup.show(t.task_id)).reason).toMatch(/roster connection add anthropic/)
+      expect((yield* sup.status).held_reason).toMatch(/no model credential/)
+      yield* (yield* Vault).put("anthropic", { type: "api_key", key: "sk-ant-vault" })
+      // The next tick of the dispatch loop sees it: no restart.
+      yield* TestClock.adjust("2 seconds")
+      yield* boxOf(t.task_id)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("a box that cannot be created fails its task: no container, no token", () => {
+    const { paths, layer } = deployment(undefined, {
+      docker: { script, before: (op) => (op === "containerCreate" ? Effect.die(new Error("the engine fell over")) : Effect.void) }
+    })
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const t = yield* sup.add({ worker: "alice", prompt: "HANG" })
+      yield* waitStatus(t.task_id, "failed")
+      expect((yield* sup.show(t.task_id)).reason).toMatch(/the engine fell over/)
+      expect(yield* running).toEqual([])
+      expect(tokens(paths)).toEqual([])
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("a task left running by a daemon that died, with no box, is failed on start and never run twice", () => {
+    const { layer } = deployment()
+    return Effect.gen(function*() {
+      const store = yield* TaskStore
+      const t = yield* store.add({ worker: "alice", prompt: "HANG", ceilingMin: null, after: null, origin: { by: "person", run_id: null, task_id: null } })
+      // The claim was written; the daemon died before the box was created.
+      yield* store.update(t.task_id, (x, now) => ({ ...x, status: "running", started_at: now, run_ids: ["2026-11-29-10-00-00-0000abcd"] }))
+      yield* startSupervisor
+      const after = yield* store.get(t.task_id)
+      expect(after?.status).toBe("failed")
+      expect(after?.reason).toMatch(/the daemon stopped while it ran and its box is gone; it was not re-run/)
+      yield* TestClock.adjust("2 seconds")
+      expect(yield* Effect.flatMap(DockerFake, (f) => f.callsOf("containerCreate"))).toEqual([])
+    }).pipe(Effect.provide(layer))
+  })
+})
+
+describe("adoption and the reaper (Docker test layer)", () => {
+  it.scoped("adopts a task box a dead daemon left: waits for it, then finishes its run and task (adopted)", () => {
+    const { paths, layer } = deployment()
+    return Effect.gen(function*() {
+      const store = yield* TaskStore
+      const runId = "2026-11-29-10-00-00-000000a1"
+      const t = yield* store.add({ worker: "alice", prompt: "HANG", ceilingMin: null, after: null, origin: { by: "person", run_id: null, task_id: null } })
+      yield* store.update(t.task_id, (x, now) => ({ ...x, status: "running", started_at: now, run_ids: [runId] }))
+      const id = yield* leftBox(paths, { runId, kind: "task", taskId: t.task_id, owner: { pid: deadPid(), start: "" }, deadline: 60 * 60_000 })
+      const sup = yield* startSupervisor
+      expect((yield* sup.status).boxes).toMatchObject([{ run_id: runId, held_by: "adopted", task_id: t.task_id }])
+      expect(yield* statusOf(t.task_id)).toBe("running")
+      yield* (yield* DockerFake).exit(id, 0)
+      yield* waitStatus(t.task_id, "done")
+      expect(yield* store.get(t.task_id)).toMatchObject({ adopted: true, ended_by: "exit", exit_code: 0 })
+      expect(yield* Effect.flatMap(RunLog, (r) => r.read("alice", runId))).toMatchObject({ ended_by: "exit", exit_code: 0, adopted: true })
+      expect(tokens(paths)).toEqual([])
+      expect((yield* sup.status).adopted).toBe(1)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("an adopted box is killed at its deadline; its task fails at the ceiling", () => {
+    const { paths, layer } = deployment()
+    return Effect.gen(function*() {
+      const store = yield* TaskStore
+      const runId = "2026-11-29-10-00-00-000000a2"
+      const t = yield* store.add({ worker: "alice", prompt: "HANG", ceilingMin: null, after: null, origin: { by: "person", run_id: null, task_id: null } })
+      yield* store.update(t.task_id, (x, now) => ({ ...x, status: "running", started_at: now, run_ids: [runId] }))
+      yield* leftBox(paths, { runId, kind: "task", taskId: t.task_id, owner: { pid: deadPid(), start: "" }, deadline: 5 * 60_000 })
+      yield* startSupervisor
+      expect(yield* running).toHaveLength(1)
+      yield* TestClock.adjust("5 minutes")
+      yield* waitStatus(t.task_id, "failed")
+      expect(yield* running).toEqual([])
+      expect((yield* store.get(t.task_id))?.ended_by).toBe("ceiling")
+      expect(tokens(paths)).toEqual([])
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("reaps a one-shot box whose owner died (a dead pid, and a pid reused by another process)", () => {
+    const { paths, layer } = deployment()
+    return Effect.gen(function*() {
+      const self = yield* currentOwner
+      const dead = "2026-11-29-10-00-00-000000b1"
+      const reused = "2026-11-29-10-00-00-000000b2"
+      const alive = "2026-11-29-10-00-00-000000b3"
+      const far = 60 * 60_000
+      yield* leftBox(paths, { runId: dead, kind: "box", owner: { pid: deadPid(), start: "" }, deadline: far })
+      // Our own pid, but not our start time: the process that owned the box is gone and the kernel reused its pid.
+      yield* leftBox(paths, { runId: reused, kind: "box", owner: { pid: self.pid, start: "1" }, deadline: far })
+      // A box whose owner lives (another process: a CLI run in progress) is left to it.
+      const cli = yield* livingProcess
+      yield* leftBox(paths, { runId: alive, kind: "box", owner: { pid: cli.pid, start: yield* processStart(cli.pid) }, deadline: far })
+      const sup = yield* startSupervisor
+      yield* eventually(Effect.map(sup.status, (s) => s.reaped === 2), "two boxes reaped")
+      const live = (yield* running).map((c) => c.spec.Labels["roster.run-id"])
+      expect(live).toEqual([alive])
+      const runLog = yield* RunLog
+      expect(yield* runLog.read("alice", dead)).toMatchObject({ ended_by: "orphaned", adopted: true })
+      expect(yield* runLog.read("alice", reused)).toMatchObject({ ended_by: "orphaned" })
+      expect((yield* runLog.read("alice", alive))?.finished_at).toBeNull()
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("kills a box whose ceiling passed even while its owner lives; a box with no run record is killed and reported", () => {
+    const { paths, layer } = deployment()
+    return Effect.gen(function*() {
+      const cli = yield* livingProcess
+      yield* leftBox(paths, { runId: "2026-11-29-10-00-00-000000c1", kind: "box", owner: { pid: cli.pid, start: "" }, deadline: 60_000 })
+      const docker = yield* Docker
+      const stray = yield* docker.containerCreate({
+        name: "roster-box-stray", Image: "roster-box:1", Cmd: ["HANG"], Env: [],
+        Labels: { "roster.run-id": "2026-11-29-10-00-00-000000c2", "roster.worker": "alice", "roster.kind": "box", "roster.deployment": paths.config },
+        User: "1:1", WorkingDir: "/", OpenStdin: false, StdinOnce: false, AttachStdin: false, AttachStdout: true, AttachStderr: true, Tty: false,
+        HostConfig: { AutoRemove: true, NetworkMode: "roster-locked", ExtraHosts: [], Dns: [], CapDrop: ["ALL"], SecurityOpt: [], Tmpfs: {}, Binds: [] }
+      })
+      yield* docker.containerStart(stray)
+      const sup = yield* startSupervisor
+      // The stray has no record and no owner: killed at once.
+      yield* eventually(Effect.map(running, (cs) => cs.length === 1), "the stray box killed")
+      yield* TestClock.adjust("70 seconds")
+      yield* eventually(Effect.map(running, (cs) => cs.length === 0), "the box past its ceiling killed")
+      expect((yield* sup.status).reaped).toBe(2)
+    }).pipe(Effect.provide(layer))
+  })
+})
