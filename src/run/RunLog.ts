@@ -33,7 +33,9 @@ export const RunRecord = Schema.Struct({
   /** pi's last assistant text, its stop reason, and what the box sent its person (message_user). */
   final_text: Schema.optional(Schema.NullOr(Schema.String)),
   stop_reason: Schema.optional(Schema.NullOr(Schema.String)),
-  messages: Schema.optional(Schema.Array(Schema.String))
+  messages: Schema.optional(Schema.Array(Schema.String)),
+  /** Follow-up tasks the run queued for its worker (set_tasks). */
+  queued_tasks: Schema.optional(Schema.Array(Schema.String))
 })
 export type RunRecord = typeof RunRecord.Type
 

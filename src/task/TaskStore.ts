@@ -5,7 +5,7 @@ import { Paths, layout } from "../config/Paths.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 import { Files } from "../fs/Files.js"
 import { appendJournal } from "../journal/journal.js"
-import { isTaskId, NoSuchTask, type TaskOrigin, TaskRecord, TaskStoreError } from "./TaskRecord.js"
+import { isTaskId, NoSuchTask, type TaskOrigin, TaskRecord, type TaskRefused, TaskStoreError } from "./TaskRecord.js"
 import { writeTasksView } from "./view.js"
 
 export interface NewTask {
@@ -26,6 +26,14 @@ export const byQueueOrder = (a: TaskRecord, b: TaskRecord) => a.seq - b.seq || (
  */
 export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
   readonly add: (task: NewTask) => Effect.Effect<TaskRecord, TaskStoreError>
+  /**
+   * Adds several at once if `admit` (seeing every task, under the store's lock) lets them:
+   * a cap checked and filled by one writer, so two callers at once cannot both squeeze past it.
+   */
+  readonly addAll: (
+    tasks: ReadonlyArray<NewTask>,
+    admit: (all: ReadonlyArray<TaskRecord>) => TaskRefused | undefined
+  ) => Effect.Effect<ReadonlyArray<TaskRecord>, TaskStoreError | TaskRefused>
   readonly get: (taskId: string) => Effect.Effect<TaskRecord | undefined>
   /** Every task, in queue order. */
   readonly list: Effect.Effect<ReadonlyArray<TaskRecord>>
@@ -94,11 +102,8 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
         )
       })
 
-      return {
-        get,
-        list,
-        add: (t) =>
-          lock.withPermits(1)(Effect.gen(function*() {
+      const addUnlocked = (t: NewTask) =>
+          Effect.gen(function*() {
             const all = yield* list
             const time = yield* now
             const task: TaskRecord = {
@@ -122,6 +127,17 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
             yield* write(task)
             yield* announce(task)
             return task
+          })
+
+      return {
+        get,
+        list,
+        add: (t) => lock.withPermits(1)(addUnlocked(t)),
+        addAll: (ts, admit) =>
+          lock.withPermits(1)(Effect.gen(function*() {
+            const refused = admit(yield* list)
+            if (refused) return yield* Effect.fail(refused)
+            return yield* Effect.forEach(ts, addUnlocked)
           })),
         update: (taskId, f) =>
           lock.withPermits(1)(Effect.gen(function*() {

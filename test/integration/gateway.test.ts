@@ -1,3 +1,5 @@
+import { RunLog } from "../../src/run/RunLog.js"
+import { TaskStore } from "../../src/task/TaskStore.js"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Ref } from "effect"
@@ -62,7 +64,7 @@ const get = (port: number, target: string, headers: Record<string, string> = {})
 const serve = (paths: ReturnType<typeof deployment>, dialer: Layer.Layer<Dialer>, live = (id: string) => id === LIVE_RUN) =>
   serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(
     Effect.provide(
-      Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer).pipe(
+      Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer, RunLog.layer, TaskStore.layer).pipe(
         Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, Paths.layerAt(paths)))
       )
     )

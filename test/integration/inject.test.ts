@@ -1,3 +1,5 @@
+import { RunLog } from "../../src/run/RunLog.js"
+import { TaskStore } from "../../src/task/TaskStore.js"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
@@ -69,7 +71,9 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       }),
       Dialer.layer,
       LiveRuns.layerTest((id) => live.has(id)),
-      Audit.layer
+      Audit.layer,
+      RunLog.layer,
+      TaskStore.layer
     ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, Paths.layerAt(paths))))
     scope = Effect.runSync(Scope.make())
     port = (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(layer), Scope.extend(scope)))).port

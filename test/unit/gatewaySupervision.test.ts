@@ -1,3 +1,5 @@
+import { RunLog } from "../../src/run/RunLog.js"
+import { TaskStore } from "../../src/task/TaskStore.js"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Logger } from "effect"
@@ -50,7 +52,7 @@ describe("a supervised gateway (real listener on loopback)", () => {
       const audited: Array<AuditRecord> = []
       const logged: Array<string> = []
       const logger = Logger.make(({ cause, message }) => void logged.push(`${String(message)} ${cause._tag === "Empty" ? "" : String(cause)}`))
-      const layer = Layer.mergeAll(OrgConfig.layer, flakyVault, Dialer.layer, LiveRuns.layerTest(() => true), Audit.layerMemory(audited)).pipe(
+      const layer = Layer.mergeAll(OrgConfig.layer, flakyVault, Dialer.layer, LiveRuns.layerTest(() => true), Audit.layerMemory(audited), RunLog.layer, TaskStore.layer).pipe(
         Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, Paths.layerAt(paths)))
       )
       yield* Effect.gen(function*() {

@@ -1,0 +1,52 @@
+// roster box extension: set_tasks — queue follow-up tasks for this worker, run later by the
+// roster daemon in boxes of their own. It goes to roster's gateway, authenticated by the run's
+// own token; the gateway takes the worker, run and task from the token, never from this request,
+// and refuses more than [supervisor] max_self_tasks waiting at once. Loaded by run-pi with -e.
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
+import { Type } from "typebox"
+import * as http from "node:http"
+
+const gateway = () => {
+  const proxy = new URL(process.env.HTTP_PROXY ?? process.env.http_proxy ?? "http://invalid")
+  return { host: proxy.hostname, port: Number(proxy.port || 80), token: decodeURIComponent(proxy.username) }
+}
+
+const post = (payload: unknown, signal: AbortSignal | undefined) =>
+  new Promise<string>((resolve, reject) => {
+    const { host, port, token } = gateway()
+    const body = JSON.stringify(payload)
+    const req = http.request({
+      host, port, method: "POST", path: "/v1/actions/set_tasks", signal,
+      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${token}` }
+    }, (res) => {
+      let answer = ""
+      res.setEncoding("utf8")
+      res.on("data", (c: string) => (answer += c))
+      res.on("end", () => (res.statusCode === 200 ? resolve(answer) : reject(new Error(`gateway answered ${res.statusCode}: ${answer.trim()}`))))
+    })
+    req.on("error", reject)
+    req.end(body)
+  })
+
+export default function (pi: ExtensionAPI) {
+  pi.registerTool({
+    name: "set_tasks",
+    label: "Queue follow-up tasks",
+    description:
+      "Queue follow-up tasks for yourself: each runs later, unattended, in a fresh box of its own with the prompt you give " +
+      "(write it so it stands alone: the later run does not see this conversation; leave notes in your store). " +
+      "Your queue is at $ROSTER_TASKS_FILE. Only for yourself, and only a few may wait at once.",
+    parameters: Type.Object({
+      tasks: Type.Array(Type.Object({
+        prompt: Type.String({ description: "what the later run should do, self-contained" }),
+        ceiling_min: Type.Optional(Type.Number({ description: "minutes before that run's box is stopped" })),
+        after: Type.Optional(Type.String({ description: "a task id of yours that must be done first" }))
+      }), { description: "the tasks to queue, in order" })
+    }),
+    async execute(_toolCallId, params, signal) {
+      const answer = await post({ tasks: params.tasks }, signal)
+      const queued = (JSON.parse(answer) as { queued?: Array<string> }).queued ?? []
+      return { content: [{ type: "text", text: queued.length === 0 ? "nothing queued" : `queued: ${queued.join(", ")}` }], details: {} }
+    }
+  })
+}
