@@ -1,0 +1,140 @@
+import Dockerode from "dockerode"
+import * as fs from "node:fs"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Deployment, makeDeployment } from "../support/deployment.js"
+
+const docker = new Dockerode()
+
+interface Task {
+  readonly task_id: string
+  readonly status: string
+  readonly worker: string
+  readonly run_ids: ReadonlyArray<string>
+  readonly started_at: string | null
+  readonly finished_at: string | null
+  readonly ended_by: string | null
+  readonly adopted?: boolean
+}
+
+describe("the supervisor in the real daemon, on a real Docker engine", () => {
+  let d: Deployment
+  const boxesOf = () => docker.listContainers({ filters: { label: [`roster.deployment=${d.file("config")}`] } })
+  const identityFiles = () => (fs.existsSync(d.file("state", "identity")) ? fs.readdirSync(d.file("state", "identity")) : [])
+  const daemonPid = () => (JSON.parse(fs.readFileSync(d.file("state", "gateway.json"), "utf8")) as { pid: number }).pid
+
+  const roster = async (args: ReadonlyArray<string>) => {
+    const r = await d.roster(args)
+    expect(r.code, `roster ${args.join(" ")}: ${r.stderr}`).toBe(0)
+    return r.stdout
+  }
+  const add = async (...args: ReadonlyArray<string>) => {
+    const out = await roster(["task", "add", ...args])
+    const id = /^task (t-[0-9a-f]{8}) queued$/m.exec(out)?.[1]
+    expect(id, out).toBeDefined()
+    return id ?? ""
+  }
+  const show = async (id: string) => JSON.parse(await roster(["task", "show", id, "--json"])) as Task
+  /** Polls a task until `done` holds for it; the last record either way, so a miss fails an assertion. */
+  const until = async (id: string, done: (t: Task) => boolean, ms = 60_000) => {
+    const deadline = Date.now() + ms
+    let t = await show(id)
+    while (!done(t) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 250))
+      t = await show(id)
+    }
+    return t
+  }
+  const waitForBoxes = async (n: number, ms = 30_000) => {
+    const deadline = Date.now() + ms
+    let live = await boxesOf()
+    while (live.length !== n && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100))
+      live = await boxesOf()
+    }
+    return live
+  }
+
+  beforeAll(async () => {
+    d = await makeDeployment("[supervisor]\nconcurrency = 1\n")
+    for (const w of ["bob", "carol"]) await roster(["worker", "add", w])
+  })
+
+  afterAll(async () => {
+    await d?.stop()
+  })
+
+  it("runs three tasks one at a time, in the order they were queued, each a task run", async () => {
+    const ids = [await add("alice", "!sleep 1; echo first"), await add("bob", "!sleep 1; echo second"), await add("carol", "!echo third")]
+    const tasks = await Promise.all(ids.map((id) => until(id, (t) => t.status === "done")))
+    expect(tasks.map((t) => t.status)).toEqual(["done", "done", "done"])
+    for (let i = 1; i < tasks.length; i++) {
+      expect(Date.parse(tasks[i]?.started_at ?? "")).toBeGreaterThanOrEqual(Date.parse(tasks[i - 1]?.finished_at ?? ""))
+    }
+    const run = JSON.parse(fs.readFileSync(d.file("data", "runs", "bob", tasks[1]?.run_ids[0] ?? "", "run.json"), "utf8"))
+    expect(run).toMatchObject({ kind: "task", task_id: ids[1], ended_by: "exit", exit_code: 0 })
+    expect(fs.readFileSync(d.file("data", "runs", "bob", tasks[1]?.run_ids[0] ?? "", "stdout.jsonl"), "utf8")).toContain("second")
+    const list = await roster(["task", "list", "--status", "done"])
+    expect(list.trim().split("\n").map((l) => l.split(/\s+/)[0])).toEqual(ids)
+  })
+
+  it("roster task cancel of a running task kills its box: no container, no token, the task cancelled", async () => {
+    const id = await add("alice", "!echo working; sleep 600")
+    expect(await waitForBoxes(1)).toHaveLength(1)
+    expect(await roster(["task", "cancel", id])).toContain(`task ${id} cancelled`)
+    expect(await boxesOf()).toEqual([])
+    expect(identityFiles()).toEqual([])
+    expect(await show(id)).toMatchObject({ status: "cancelled", ended_by: "cancelled" })
+  })
+
+  it("after kill -9 of the daemon mid-task, the restarted daemon adopts the box and the task ends done", async () => {
+    const id = await add("alice", `!echo '{"type":"before"}'; sleep 6; echo '{"type":"after"}'`)
+    expect(await waitForBoxes(1)).toHaveLength(1)
+    await new Promise((r) => setTimeout(r, 500))
+    process.kill(daemonPid(), "SIGKILL")
+    // The box outlives its dead daemon only until the next one starts.
+    expect(await boxesOf()).toHaveLength(1)
+    expect((await show(id)).status).toBe("running")
+    await roster(["server", "start"])
+    const t = await until(id, (x) => x.status !== "running")
+    expect(t).toMatchObject({ status: "done", ended_by: "exit", adopted: true })
+    const runDir = d.file("data", "runs", "alice", t.run_ids[0] ?? "")
+    expect(JSON.parse(fs.readFileSync(`${runDir}/run.json`, "utf8"))).toMatchObject({ ended_by: "exit", exit_code: 0, adopted: true })
+    // What the box printed while no daemon was attached is in its transcript all the same.
+    const transcript = fs.readFileSync(`${runDir}/stdout.jsonl`, "utf8")
+    expect(transcript).toContain(`{"type":"before"}`)
+    expect(transcript).toContain(`{"type":"after"}`)
+    expect(identityFiles()).toEqual([])
+    expect(await boxesOf()).toEqual([])
+    const status = JSON.parse(await roster(["server", "status", "--json"])) as { supervisor: { adopted: number } }
+    expect(status.supervisor.adopted).toBe(1)
+  })
+
+  it("kill -9 of a roster worker run: its box is gone and its token removed within 15 s", async () => {
+    const child = d.spawn(["worker", "run", "alice", "!sleep 600"])
+    expect(await waitForBoxes(1)).toHaveLength(1)
+    expect(identityFiles()).toHaveLength(1)
+    const killed = Date.now()
+    child.kill("SIGKILL")
+    const gone = await waitForBoxes(0, 15_000)
+    expect(gone).toEqual([])
+    while (identityFiles().length > 0 && Date.now() - killed < 15_000) await new Promise((r) => setTimeout(r, 100))
+    expect(identityFiles()).toEqual([])
+    expect(Date.now() - killed).toBeLessThan(15_000)
+    const runs = fs.readdirSync(d.file("data", "runs", "alice")).sort()
+    const record = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", runs.at(-1) ?? "", "run.json"), "utf8"))
+    expect(record).toMatchObject({ kind: "box", ended_by: "orphaned" })
+  })
+
+  it("with the daemon down, roster task add still queues the task durably and says so; the next start runs it", async () => {
+    await d.stop()
+    const r = await d.roster(["task", "add", "bob", "!echo queued while down"])
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stderr).toContain("the roster server is not running")
+    const id = /^task (t-[0-9a-f]{8}) queued$/m.exec(r.stdout)?.[1] ?? ""
+    expect((await show(id)).status).toBe("queued")
+    await roster(["server", "start"])
+    expect((await until(id, (t) => t.status === "done")).status).toBe("done")
+    // The control socket is the owner's alone.
+    expect(fs.statSync(d.file("state", "control.sock")).mode & 0o777).toBe(0o600)
+  })
+})
