@@ -11,6 +11,9 @@ const EGRESS_PROBE = "node -e \"const s=require('net').connect(443,'192.0.2.1');
   "s.setTimeout(2000,()=>{console.log('direct egress: refused (no route out)');s.destroy()})\""
 export const REHEARSAL_COMMAND = `head -n 2 /etc/os-release; echo "box: uid=$(id -u) host=$(hostname)"; ${EGRESS_PROBE}`
 export const REHEARSAL_MESSAGE = "rehearsal: hello from inside the box (this is the rehearsal model, not Claude)"
+/** Asked for in a prompt, the rehearsal queues one follow-up for its worker with set_tasks. */
+export const REHEARSAL_FOLLOW_UP_ASK = "queue a follow-up task"
+export const REHEARSAL_FOLLOW_UP = "rehearsal follow-up: look at the box again"
 
 interface Block {
   readonly type: string
@@ -56,6 +59,7 @@ export const nextStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<
     .flatMap((m) => (m.content as ReadonlyArray<Block>).filter((b) => b.type === "tool_result"))
   const bash = results.find((r) => r.tool_use_id?.startsWith("toolu_rehearsal_bash"))
   const told = results.some((r) => r.tool_use_id?.startsWith("toolu_rehearsal_msg"))
+  const queued = results.some((r) => r.tool_use_id?.startsWith("toolu_rehearsal_tasks"))
   if (!bash) {
     return {
       kind: "tool",
@@ -72,6 +76,15 @@ export const nextStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<
       id: `toolu_rehearsal_msg_${Date.now()}`,
       name: "message_user",
       input: { text: REHEARSAL_MESSAGE }
+    }
+  }
+  if (!queued && tools.includes("set_tasks") && current?.text.includes(REHEARSAL_FOLLOW_UP_ASK)) {
+    return {
+      kind: "tool",
+      intro: "Queueing a follow-up for myself.",
+      id: `toolu_rehearsal_tasks_${Date.now()}`,
+      name: "set_tasks",
+      input: { tasks: [{ prompt: REHEARSAL_FOLLOW_UP }] }
     }
   }
   const output = resultText(bash).trim().split("\n")

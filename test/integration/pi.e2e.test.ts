@@ -5,7 +5,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { REHEARSAL_MESSAGE } from "../../src/rehearsal/script.js"
+import { REHEARSAL_FOLLOW_UP, REHEARSAL_FOLLOW_UP_ASK, REHEARSAL_MESSAGE } from "../../src/rehearsal/script.js"
 import { type Received, serveRehearsal } from "../../src/rehearsal/server.js"
 import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 
@@ -124,6 +124,32 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
   it("runs pi to exit 0: a bash tool call in the box, message_user, the real key only in transit", async () => {
     const inspected = await expectWholePath()
     expect(inspected).toContain("/opt/roster/engine/run-pi")
+  })
+
+  it("a queued task runs pi unattended; its set_tasks call queues a follow-up the daemon then runs too", async () => {
+    const task = async (id: string) => JSON.parse((await d.roster(["task", "show", id, "--json"])).stdout) as Record<string, unknown>
+    const until = async (id: string) => {
+      const deadline = Date.now() + 120_000
+      let t = await task(id)
+      while (["queued", "running"].includes(String(t.status)) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 500))
+        t = await task(id)
+      }
+      return t
+    }
+    const added = await d.roster(["task", "add", "alice", `look at your box, then ${REHEARSAL_FOLLOW_UP_ASK}`])
+    expect(added.code, added.stderr).toBe(0)
+    const id = /^task (t-[0-9a-f]{8}) queued$/m.exec(added.stdout)?.[1] ?? ""
+    const first = await until(id)
+    expect(first).toMatchObject({ status: "done", ended_by: "exit", exit_code: 0 })
+    const followUps = first.queued_tasks as Array<string>
+    expect(followUps).toHaveLength(1)
+    const runId = (first.run_ids as Array<string>)[0] ?? ""
+    const run = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", runId, "run.json"), "utf8"))
+    expect(run).toMatchObject({ kind: "task", task_id: id, queued_tasks: followUps })
+    const next = await until(followUps[0] ?? "")
+    expect(next).toMatchObject({ status: "done", prompt: REHEARSAL_FOLLOW_UP, origin: { by: "self", run_id: runId, task_id: id } })
+    expect(await boxes()).toEqual([])
   })
 
   it("a model error ends as a failed run with the error recorded, not as success", async () => {
