@@ -2,6 +2,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Console, Effect, Exit, Logger, LogLevel } from "effect"
 import { cli } from "./cli/Cli.js"
 import { ExitCode } from "./cli/exit.js"
+import { visible } from "./cli/terminal.js"
 import { Hurry } from "./run/Hurry.js"
 import { RosterLive } from "./RosterLive.js"
 
@@ -16,7 +17,7 @@ const plainLogger = Logger.make(({ cause, logLevel, message }) => {
   // A failure logged with its cause (a background fiber's) shows what failed, not only that it did.
   const text = Cause.isEmpty(cause) ? said : `${said}: ${Cause.pretty(cause)}`
   const prefix = logLevel._tag === "Warning" ? "warning: " : logLevel._tag === "Error" || logLevel._tag === "Fatal" ? "error: " : ""
-  globalThis.console.error(`${prefix}${text}`)
+  globalThis.console.error(visible(`${prefix}${text}`))
 })
 
 const errorMessage = (e: unknown) =>
@@ -29,7 +30,7 @@ const main = cli(process.argv).pipe(
       // @effect/cli has printed its own help for a usage error.
       : typeof e === "object" && e !== null && "_tag" in e && String(e._tag).endsWith("Error") && "error" in e
       ? Effect.fail(new ExitCode({ code: 1 }))
-      : Console.error(`roster: ${errorMessage(e)}`).pipe(Effect.zipRight(Effect.fail(new ExitCode({ code: 1 }))))
+      : Console.error(`roster: ${visible(errorMessage(e))}`).pipe(Effect.zipRight(Effect.fail(new ExitCode({ code: 1 }))))
   ),
   Effect.provide(Logger.replace(Logger.defaultLogger, plainLogger)),
   Logger.withMinimumLogLevel(LogLevel.Info),

@@ -1,6 +1,7 @@
-import { Effect, Schema } from "effect"
+import { FileSystem } from "@effect/platform"
+import { Clock, Effect, Schema } from "effect"
 import type { BoxPolicy } from "../config/schema.js"
-import { Paths } from "../config/Paths.js"
+import { Paths, layout } from "../config/Paths.js"
 import { Docker, type DockerError, type NetworkInfo } from "../docker/Docker.js"
 import { isLoopback } from "../contract/addresses.js"
 import { GatewayProbe } from "../contract/GatewayProbe.js"
@@ -66,16 +67,26 @@ export const ensureLockedNetwork = Effect.fn("lockdown.ensureLockedNetwork")(fun
 })
 
 export const bridgeAddress = (net: NetworkInfo): string => net.subnets[0]?.gateway ?? ""
-let warnedOpenHost = false
+const DAY_MS = 24 * 60 * 60 * 1000
 
-const warnOpenHostOnce = (gatewayPort: number) =>
-  Effect.suspend(() => {
-    if (warnedOpenHost) return Effect.void
-    warnedOpenHost = true
-    return Effect.logWarning(
+/**
+ * Without the host pinning, a box reaches every port of this host. Said at most once a day per
+ * deployment (a durable marker in its state dir, as the reference does): a warning on every run
+ * is one nobody reads.
+ */
+const warnOpenHostDaily = (gatewayPort: number) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const marker = layout(yield* Paths).openHostWarned
+    const now = yield* Clock.currentTimeMillis
+    const last = yield* fs.readFileString(marker).pipe(Effect.map((t) => Date.parse(t.trim())), Effect.orElseSucceed(() => Number.NaN))
+    if (now - last < DAY_MS) return
+    yield* fs.writeFileString(marker, `${new Date(now).toISOString()}\n`).pipe(Effect.ignore)
+    yield* Effect.logWarning(
       "the box can't reach the internet, but it can reach this host on every port (a local database, " +
         "a published container port, ssh) — these bypass the gateway. Set `[box] egress_lockdown = true` " +
-        `in org.toml to pin box traffic to the gateway on :${gatewayPort} (needs root for iptables).`
+        `in org.toml to pin box traffic to the gateway on :${gatewayPort} (needs root for iptables). ` +
+        "(said once a day)"
     )
   })
 
@@ -115,6 +126,6 @@ export const ensureLockdown = Effect.fn("lockdown.ensureLockdown")(function*(pol
     }))
   }
   if (policy.egress_lockdown) yield* ensureEgressLockdown(net, port)
-  else yield* warnOpenHostOnce(port)
+  else yield* warnOpenHostDaily(port)
   return { network: net, gatewayAddress: bridgeAddress(net), gatewayPort: port } satisfies Lockdown
 })

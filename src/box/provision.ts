@@ -1,5 +1,6 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Duration, Effect, Schema } from "effect"
+import * as os from "node:os"
 import { Paths, layout } from "../config/Paths.js"
 import type { MountRule, Org, WorkerSettings } from "../config/schema.js"
 import { ensureBundle } from "../contract/caFiles.js"
@@ -136,6 +137,7 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     deployment: paths.config,
     deadline,
     owner,
+    hostCpus: os.availableParallelism(),
     engine,
     mode: req.mode,
     piArgs: req.piArgs

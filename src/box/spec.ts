@@ -1,4 +1,4 @@
-import type { BoxPolicy, MountRule } from "../config/schema.js"
+import { type BoxPolicy, type MountRule, parseSize } from "../config/schema.js"
 import type { ContainerSpec } from "../docker/Docker.js"
 import * as C from "../contract/constants.js"
 import type { Owner } from "../contract/owner.js"
@@ -49,20 +49,14 @@ export interface BoxPlan {
   readonly deadline: number
   /** The process the box must not outlive: the daemon's reaper kills a box whose owner is gone. */
   readonly owner: Owner
+  /** The host's cores: a box gets half unless `[box] cpus` says otherwise. */
+  readonly hostCpus: number
   readonly engine: Engine
   readonly mode: "json" | "rpc"
   /** pi's arguments after the mode and session dir (session id, system prompt, prompt). */
   readonly piArgs: ReadonlyArray<string>
 }
 
-const UNITS: Record<string, number> = { b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }
-
-/** "4g" -> bytes, as docker's --memory reads it. */
-export const parseSize = (text: string): number => {
-  const m = /^(\d+(?:\.\d+)?)([bkmg]?)$/i.exec(text.trim())
-  if (!m) return Number.NaN
-  return Math.floor(Number(m[1]) * (UNITS[(m[2] || "b").toLowerCase()] ?? 1))
-}
 
 export const containerName = (runId: string) => `roster-box-${runId}`
 
@@ -130,7 +124,7 @@ const environment = (plan: BoxPlan): Array<string> => {
 export const containerSpec = (plan: BoxPlan): ContainerSpec => {
   const p = plan.policy
   const memory = p.memory ? parseSize(p.memory) : undefined
-  const cpus = p.cpus ? Number(p.cpus) : undefined
+  const cpus = p.cpus ? Number(p.cpus) : plan.hostCpus / 2
   return {
     name: containerName(plan.runId),
     Image: plan.image,
@@ -165,7 +159,7 @@ export const containerSpec = (plan: BoxPlan): ContainerSpec => {
       CapDrop: ["ALL"],
       SecurityOpt: ["no-new-privileges"],
       ...(p.pids_limit > 0 ? { PidsLimit: p.pids_limit } : {}),
-      ...(memory !== undefined && Number.isFinite(memory) ? { Memory: memory } : {}),
+      ...(memory !== undefined && Number.isFinite(memory) && memory > 0 ? { Memory: memory } : {}),
       ...(cpus !== undefined && Number.isFinite(cpus) ? { NanoCpus: Math.round(cpus * 1e9) } : {}),
       Tmpfs: { "/tmp": `rw,nosuid,nodev,size=${parseSize(p.tmp_size)},mode=1777` },
       Binds: binds(plan)

@@ -37,13 +37,21 @@ const check = Command.make("check", { tag: tagOption }, ({ tag }) =>
     const docker = yield* Docker
     const image = yield* docker.imageInspect(target)
     if (!image) return yield* Effect.fail(new BuildError({ detail: `${target} is not present — build it: roster box build` }))
-    const r = yield* runCaptured(target, ["sh", "-c", "echo \"node $(node --version)\"; echo \"pi $(/opt/roster/engine/run-pi --version)\""])
+    // As the box user, with /tmp mounted as a box's is: pi and its tools write there.
+    const r = yield* runCaptured(target, ["sh", "-c",
+      "echo \"node $(node --version)\"; echo \"pi $(/opt/roster/engine/run-pi --version)\"; " +
+      "if f=$(mktemp /tmp/roster-check.XXXXXX) && rm -f \"$f\"; then echo 'tmp writable'; else echo 'tmp NOT writable'; fi"])
     const node = /node (v\S+)/.exec(r.stdout)?.[1]
     const pi = /pi (\d\S*)/.exec(r.stdout)?.[1]
     if (r.exitCode !== 0 || !node || !pi) {
       return yield* Effect.fail(new BuildError({ detail: `${target} does not run pi (exit ${r.exitCode}):\n${r.stdout.trim()}` }))
     }
-    yield* Console.log(`${target}: node ${node}, pi ${pi}${image.labels["org.roster.pi-version"] ? ` (label ${image.labels["org.roster.pi-version"]})` : ""}`)
+    if (!r.stdout.includes("tmp writable")) {
+      return yield* Effect.fail(new BuildError({
+        detail: `${target}: /tmp is not writable by the box user (uid 65532) — pi and its tools need it; rebuild the image: roster box build`
+      }))
+    }
+    yield* Console.log(`${target}: node ${node}, pi ${pi}${image.labels["org.roster.pi-version"] ? ` (label ${image.labels["org.roster.pi-version"]})` : ""}, /tmp writable`)
   })).pipe(Command.withDescription("Run pi --version in the box image and report the Node and pi versions."))
 
 const buildScripted = Command.make("build-scripted", {

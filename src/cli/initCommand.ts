@@ -3,7 +3,7 @@ import { FileSystem } from "@effect/platform"
 import { Console, Effect } from "effect"
 import { validateWorkerName } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
-import { ORG_TEMPLATE } from "../config/template.js"
+import { orgTemplate } from "../config/template.js"
 import { writeAtomic } from "../fs/atomic.js"
 import { addWorker } from "../worker/workers.js"
 
@@ -24,8 +24,10 @@ export const initCommand = Command.make("init", { worker }, ({ worker }) =>
     if (yield* fs.exists(files.orgToml)) {
       yield* Console.log(`kept     ${files.orgToml} (already there)`)
     } else {
-      yield* writeAtomic(files.orgToml, ORG_TEMPLATE)
-      yield* Console.log(`created  ${files.orgToml}`)
+      // Only root can install the iptables pinning; as root it is on from the start.
+      const root = process.getuid?.() === 0
+      yield* writeAtomic(files.orgToml, orgTemplate({ root }))
+      yield* Console.log(`created  ${files.orgToml}${root ? " (egress_lockdown on: run as root)" : ""}`)
     }
     if (yield* fs.exists(files.identityMd(worker))) {
       yield* Console.log(`kept     worker ${worker} (already there)`)

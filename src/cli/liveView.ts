@@ -1,8 +1,8 @@
 import { Effect } from "effect"
 import { readEvent } from "../contract/piEvents.js"
+import { dim, visible } from "./terminal.js"
 
-const dim = (s: string) => (process.stdout.isTTY ? `\x1b[2m${s}\x1b[0m` : s)
-const short = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s)
+const short = (s: string, n: number) => visible(s.length > n ? `${s.slice(0, n - 1)}…` : s)
 
 /**
  * What a person watching `roster worker run` sees while the box works: the worker's words,
@@ -14,10 +14,10 @@ export const liveLine = (worker: string) => (line: string) =>
     const e = readEvent(line)
     if (e.kind === "assistant") {
       const text = e.text.trim()
-      if (text !== "") process.stdout.write(`${worker}: ${text}\n`)
-      if (e.stopReason === "error") process.stdout.write(dim(`${worker}: (model error: ${e.errorMessage ?? "unknown"})\n`))
+      if (text !== "") process.stdout.write(`${worker}: ${visible(text)}\n`)
+      if (e.stopReason === "error") process.stdout.write(dim(`${worker}: (model error: ${visible(e.errorMessage ?? "unknown")})\n`))
     } else if (e.kind === "tool-start") {
-      process.stdout.write(dim(`  -> ${e.name} ${short(JSON.stringify(e.args ?? {}), 160)}\n`))
+      process.stdout.write(dim(`  -> ${visible(e.name)} ${short(JSON.stringify(e.args ?? {}), 160)}\n`))
     } else if (e.kind === "tool-end") {
       const lines = e.output.split("\n").filter((l) => l.trim() !== "")
       for (const l of lines.slice(0, 3)) process.stdout.write(dim(`     | ${short(l, 160)}\n`))

@@ -5,6 +5,7 @@ import { Paths, layout } from "../config/Paths.js"
 import { runFiles } from "../contract/runFiles.js"
 import type { RunRecord } from "../run/RunLog.js"
 import { turnsOf } from "../contract/transcript.js"
+import { visible } from "./terminal.js"
 import { auditOf, findRun, listRuns } from "./runsQuery.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
@@ -16,7 +17,7 @@ export class UnknownRun extends Schema.TaggedError<UnknownRun>()("UnknownRun", {
 }
 
 const line = (r: RunRecord) =>
-  `${r.run_id}  ${r.worker.padEnd(12)} ${r.kind.padEnd(7)} ${(r.ended_by ?? "running").padEnd(8)} exit ${r.exit_code ?? "-"}${r.error ? `  ${r.error.split("\n")[0]}` : ""}`
+  `${r.run_id}  ${r.worker.padEnd(12)} ${r.kind.padEnd(7)} ${(r.ended_by ?? "running").padEnd(8)} exit ${r.exit_code ?? "-"}${r.error ? `  ${visible(r.error.split("\n")[0] ?? "")}` : ""}`
 
 const list = Command.make("list", {
   json,
@@ -61,26 +62,26 @@ const show = Command.make("show", {
     yield* Console.log(`  started:   ${run.started_at}`)
     yield* Console.log(`  finished:  ${run.finished_at ?? "(still running, or the runner died)"}`)
     yield* Console.log(`  ended by:  ${run.ended_by ?? "-"}   exit code: ${run.exit_code ?? "-"}`)
-    if (run.error) yield* Console.log(`  error:     ${run.error}`)
+    if (run.error) yield* Console.log(`  error:     ${visible(run.error)}`)
     if (run.ceiling_min !== undefined) yield* Console.log(`  ceiling:   ${run.ceiling_min} min`)
     if (run.store_snapshot) yield* Console.log(`  snapshot:  ${run.store_snapshot}`)
     yield* Console.log(`  outputs:   ${dir}`)
     yield* Console.log(`  transcript: ${transcript} (${lines} lines)`)
-    if (run.final_text) yield* Console.log(`  final text: ${run.final_text.slice(0, 300)}`)
-    for (const m of run.messages ?? []) yield* Console.log(`  message:   ${m}`)
+    if (run.final_text) yield* Console.log(`  final text: ${visible(run.final_text.slice(0, 300))}`)
+    for (const m of run.messages ?? []) yield* Console.log(`  message:   ${visible(m)}`)
     if (run.kind === "session") {
       yield* Console.log(`  turns (${turns.length}):`)
       for (const [i, t] of turns.entries()) {
-        yield* Console.log(`    ${i + 1}. ${t.input.split("\n").at(-1)?.slice(0, 100) ?? ""}`)
+        yield* Console.log(`    ${i + 1}. ${visible(t.input.split("\n").at(-1)?.slice(0, 100) ?? "")}`)
         const last = t.replies.at(-1)
-        if (last) yield* Console.log(`       -> ${last.slice(0, 200)}`)
+        if (last) yield* Console.log(`       -> ${visible(last.slice(0, 200))}`)
       }
     }
     yield* Console.log(requests.length === 0 ? "  gateway requests: none" : `  gateway requests (${requests.length}):`)
     for (const r of requests) {
       const target = `${String(r.method)} ${String(r.host)}:${String(r.port)}${String(r.path ?? "")}`
-      yield* Console.log(`    ${String(r.time).slice(11, 19)}  ${String(r.status)}  ${target}${r.injected ? "  [credential injected]" : ""}  ` +
-        `${String(r.bytes_up)}B up ${String(r.bytes_down)}B down${r.note ? `  (${String(r.note)})` : ""}`)
+      yield* Console.log(visible(`    ${String(r.time).slice(11, 19)}  ${String(r.status)}  ${target}${r.injected ? "  [credential injected]" : ""}  ` +
+        `${String(r.bytes_up)}B up ${String(r.bytes_down)}B down${r.note ? `  (${String(r.note)})` : ""}`))
     }
   })).pipe(Command.withDescription("Show one run: how it ended, its error, where its outputs are."))
 

@@ -2,6 +2,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Console, Deferred, Effect, Exit, Mailbox, Queue } from "effect"
 import * as readline from "node:readline"
 import { ExitCode } from "./exit.js"
+import { visible } from "./terminal.js"
 import { runSession } from "../session/runSession.js"
 import type { SessionMessage } from "../session/turnContext.js"
 
@@ -60,16 +61,17 @@ export const talkCommand = Command.make("talk", {
           rl.resume()
           showPrompt()
         }),
-      onReply: (text) => (json ? Effect.void : say(interactive ? `\r\x1b[K${worker}> ${text}` : `${worker}> ${text}`)),
-      onMessage: (text) => (json ? Effect.void : say(interactive ? `\r\x1b[K${worker} (message)> ${text}` : `${worker} (message)> ${text}`)),
-      onEvent: (line) => (json ? say(line) : Effect.void),
+      onReply: (text) => (json ? Effect.void : say(`${interactive ? "\r\x1b[K" : ""}${worker}> ${visible(text)}`)),
+      onMessage: (text) => (json ? Effect.void : say(`${interactive ? "\r\x1b[K" : ""}${worker} (message)> ${visible(text)}`)),
+      // pi's events for scripts: JSON escapes C0 itself, but a raw control byte from the box must not reach a terminal either.
+      onEvent: (line) => (json ? say(visible(line)) : Effect.void),
       onTurnEnd: () =>
         Effect.sync(() => {
           busy = false
           aborting = false
           showPrompt()
         }),
-      onNote: (text) => say(`(${text})`)
+      onNote: (text) => say(`(${visible(text)})`)
     })
     const ended = yield* Effect.raceFirst(session.pipe(Effect.map((o) => ({ _tag: "ended" as const, o }))), Deferred.await(quit).pipe(Effect.as({ _tag: "quit" as const })))
     if (ended._tag === "quit") {

@@ -5,6 +5,7 @@ import { cancelQueued, PERSON, queueTask } from "../supervisor/queueTask.js"
 import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, TaskStatus } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { viaDaemon } from "./controlClient.js"
+import { visible } from "./terminal.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
 const taskIdArg = Args.text({ name: "task-id" }).pipe(Args.withDescription("a task id from roster task list (t-xxxxxxxx)"))
@@ -13,7 +14,7 @@ const NOT_RUNNING = "note: the roster server is not running — the task waits i
 
 const short = (s: string, n: number) => {
   const one = s.replace(/\s+/g, " ").trim()
-  return one.length > n ? `${one.slice(0, n - 1)}…` : one
+  return visible(one.length > n ? `${one.slice(0, n - 1)}…` : one)
 }
 
 const ago = (iso: string, now: number) => {
@@ -86,14 +87,15 @@ const show = Command.make("show", { json, taskId: taskIdArg }, ({ json, taskId }
     const t = yield* findTask(taskId)
     if (json) return yield* Console.log(JSON.stringify(t, null, 2))
     yield* Console.log(`task ${t.task_id}  ${t.status}  (worker ${t.worker})`)
-    yield* Console.log(`prompt: ${t.prompt}`)
+    // A worker's own follow-ups (set_tasks) carry box text: shown, never obeyed by the terminal.
+    yield* Console.log(`prompt: ${visible(t.prompt)}`)
     yield* Console.log(`queued ${t.created_at} by ${t.origin.by === "self" ? `the worker (run ${t.origin.run_id})` : "a person"}` +
       `${t.after ? `, after ${t.after}` : ""}${t.ceiling_min ? `, ceiling ${t.ceiling_min} min` : ""}`)
     if (t.started_at) yield* Console.log(`started ${t.started_at}`)
     if (t.finished_at) yield* Console.log(`finished ${t.finished_at}: ended by ${t.ended_by ?? "-"} (exit code ${t.exit_code ?? "none"})${t.adopted ? ", adopted after a daemon restart" : ""}`)
-    if (t.reason) yield* Console.log(`reason: ${t.reason}`)
+    if (t.reason) yield* Console.log(`reason: ${visible(t.reason)}`)
     for (const r of t.run_ids) yield* Console.log(`run: ${r}  (roster runs show ${r})`)
-    if (t.final_text) yield* Console.log(`\n${t.final_text.trimEnd()}`)
+    if (t.final_text) yield* Console.log(`\n${visible(t.final_text.trimEnd())}`)
   })).pipe(Command.withDescription("Show a task: its state, prompt, runs and how it ended."))
 
 /** With no daemon, a task is cancelled where it stands; a box still running for it is killed by name. */

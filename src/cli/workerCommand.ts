@@ -9,6 +9,7 @@ import { addWorker, listWorkers, readIdentity, readWorkerSettings } from "../wor
 import { ExitCode } from "./exit.js"
 import { liveLine } from "./liveView.js"
 import { listRuns } from "./runsQuery.js"
+import { visible } from "./terminal.js"
 
 const workerArg = Args.text({ name: "worker" }).pipe(Args.withDescription("the worker's name"))
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
@@ -64,12 +65,12 @@ const run = Command.make("run", {
       ...(Option.isSome(ceiling) ? { ceilingMin: ceiling.value } : {}),
       onLine: liveLine(worker)
     })
-    for (const m of outcome.messages) yield* Console.log(`message from ${worker}: ${m}`)
-    if (outcome.error) yield* Console.error(`the run failed: the model call failed: ${outcome.error}`)
+    for (const m of outcome.messages) yield* Console.log(`message from ${worker}: ${visible(m)}`)
+    if (outcome.error) yield* Console.error(`the run failed: the model call failed: ${visible(outcome.error)}`)
     if (outcome.error || (outcome.endedBy === "exit" && outcome.exitCode !== 0)) {
       const log = runFiles(outcome.runDir).stderr
       const tail = fs.existsSync(log) ? fs.readFileSync(log, "utf8").trimEnd().split("\n").slice(-10).join("\n") : ""
-      if (tail !== "") yield* Console.error(`the box's stderr (last lines; all of it in ${log}):\n${tail}`)
+      if (tail !== "") yield* Console.error(`the box's stderr (last lines; all of it in ${log}):\n${visible(tail)}`)
     }
     yield* Console.log(`box ${outcome.runId} ended by ${outcome.endedBy} (exit code ${outcome.exitCode ?? "none"})`)
     yield* Console.log(`outputs: ${outcome.runDir}`)

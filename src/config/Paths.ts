@@ -68,6 +68,8 @@ export const layout = (p: RosterPaths) => ({
   caBundle: path.join(p.state, "ca", "ca-bundle.crt"),
   identityDir: path.join(p.state, "identity"),
   imagePulls: path.join(p.state, "image-pulls.json"),
+  /** When the open-host warning was last shown (once a day per deployment). */
+  openHostWarned: path.join(p.state, "open-host-warned"),
   auditDir: path.join(p.state, "audit"),
   hostPiAuth: path.join(p.home, ".pi", "agent", "auth.json"),
   hostPiSettings: path.join(p.home, ".pi", "agent", "settings.json")

@@ -14,11 +14,23 @@ export const EngineSection = Schema.Struct({
   dir: Schema.optional(Schema.NonEmptyString)
 })
 
-export const BoxSection = Schema.Struct({
+const Size = (what: string) =>
+  Schema.String.pipe(Schema.pattern(/^\d+(\.\d+)?[bkmg]?$/i, { message: () => `${what} is a size such as "4g" or "512m"` }))
+
+const UNITS: Record<string, number> = { b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }
+
+/** "4g" -> bytes, as docker's --memory reads it. */
+export const parseSize = (text: string): number => {
+  const m = /^(\d+(?:\.\d+)?)([bkmg]?)$/i.exec(text.trim())
+  if (!m) return Number.NaN
+  return Math.floor(Number(m[1]) * (UNITS[(m[2] || "b").toLowerCase()] ?? 1))
+}
+
+const BoxFields = Schema.Struct({
   pids_limit: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 512 }),
-  memory: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d+(\.\d+)?[bkmg]?$/i, {
-    message: () => `memory is a size such as "4g" or "512m"`
-  }))),
+  /** A box's RAM ("0" lifts the limit: never the default — a runaway agent must not take the host down). */
+  memory: Schema.optionalWith(Size("memory"), { default: () => "4g" }),
+  /** Cores; unset means half the host's. */
   cpus: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d+(\.\d+)?$/, {
     message: () => `cpus is a number of cores such as "2" or "1.5"`
   }))),
@@ -27,8 +39,19 @@ export const BoxSection = Schema.Struct({
   session_ceiling_min: Schema.optionalWith(Minutes, { default: () => 240 }),
   turn_ceiling_min: Schema.optionalWith(Minutes, { default: () => 30 }),
   idle_secs: Schema.optionalWith(Schema.Number.pipe(Schema.finite(), Schema.positive()), { default: () => 600 }),
-  tmp_size: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^\d+[kmg]?$/i)), { default: () => "2g" })
+  tmp_size: Schema.optionalWith(Size("tmp_size"), { default: () => "1g" })
 })
+
+// /tmp is a tmpfs: RAM counted against the box's memory. Bigger than the limit, a full /tmp
+// is an OOM kill of the agent instead of a plain "no space left on device".
+export const BoxSection = BoxFields.pipe(Schema.filter((b) => {
+  const memory = parseSize(b.memory)
+  return memory === 0 || parseSize(b.tmp_size) < memory || {
+    path: ["tmp_size"],
+    message: `tmp_size (${b.tmp_size}) must be below memory (${b.memory}): /tmp is RAM, and a full /tmp should be ` +
+      `"no space left", not an out-of-memory kill — lower [box] tmp_size or raise [box] memory`
+  }
+}))
 
 export const GatewaySection = Schema.Struct({
   port: Schema.optionalWith(Port, { default: () => 7300 }),

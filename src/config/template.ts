@@ -1,5 +1,5 @@
 /** The commented org.toml `roster init` writes: safe defaults, every key shown. */
-export const ORG_TEMPLATE = `# roster — org.toml
+const TEMPLATE = `# roster — org.toml
 # Every box runs in a locked-down container whose only way out is roster's gateway.
 # Egress is denied unless a [[grant]] or [[allow]] below opens it.
 
@@ -9,14 +9,14 @@ image = "roster-box:1"          # a bare local tag must exist (roster box build)
 
 [box]
 pids_limit = 512                # 0 = no limit
-# memory = "4g"
-# cpus = "2"
+memory = "4g"                   # a box's RAM ("0" lifts the limit — a runaway agent could then take the host down)
+# cpus = "2"                    # cores; default: half the host's
 egress_lockdown = false         # true: iptables pins box->host traffic to the gateway port (needs root)
 ceiling_min = 30                # default one-shot ceiling, in minutes
 session_ceiling_min = 240
 turn_ceiling_min = 30
 idle_secs = 600
-tmp_size = "2g"                 # bound on the box's /tmp (tmpfs)
+tmp_size = "1g"                 # bound on the box's /tmp (a tmpfs: RAM, so it must be below memory)
 
 [gateway]
 port = 7300
@@ -57,3 +57,12 @@ max_self_tasks = 5              # follow-ups a worker may queue for itself with 
 # rw = false
 # workers = ["alice"]           # default: all
 `
+
+const LOCKDOWN_OFF = "egress_lockdown = false         # true: iptables pins box->host traffic to the gateway port (needs root)"
+const LOCKDOWN_ON = "egress_lockdown = true          # roster init ran as root: box->host traffic is pinned to the gateway port, so a box\n" +
+  "                                # cannot reach a local database, a published container port or ssh around the gateway"
+
+/** The commented org.toml `roster init` writes: safe defaults, every key shown; as root, the host pinned too. */
+export const orgTemplate = (options: { readonly root: boolean }) => (options.root ? TEMPLATE.replace(LOCKDOWN_OFF, LOCKDOWN_ON) : TEMPLATE)
+
+export const ORG_TEMPLATE = TEMPLATE

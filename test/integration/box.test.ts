@@ -2,6 +2,7 @@ import Dockerode from "dockerode"
 import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
+import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
@@ -76,6 +77,18 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     expect(await boxes()).toEqual([])
   })
 
+  it("box text with terminal escapes is shown, never obeyed: worker run's live view and runs show", async () => {
+    // \u001b in the JSON is a real ESC once parsed: a window-title write and a screen clear.
+    const event = `{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"hi \\u001b]0;pwned\\u0007 \\u001b[2J there"}],"stopReason":"stop"}}`
+    const r = await d.roster(["worker", "run", "alice", `!echo '${event}'`])
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toContain("alice: hi ␛]0;pwned␇ ␛[2J there")
+    expect(r.stdout).not.toContain("\x1b")
+    const shown = await d.roster(["runs", "show", lastRun(d).record.run_id])
+    expect(shown.stdout).toContain("final text: hi ␛]0;pwned␇")
+    expect(shown.stdout).not.toContain("\x1b")
+  })
+
   it("passes the box's exit code through", async () => {
     const r = await d.roster(["worker", "run", "alice", "!exit 7"])
     expect(r.code).toBe(7)
@@ -114,6 +127,17 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     }
   )
 
+  it("a default box is bounded: 4g of memory and half the host's cores", async () => {
+    const child = d.spawn(["worker", "run", "alice", "!sleep 30"])
+    const done = collect(child)
+    const [box] = await waitForBox()
+    const info = await docker.getContainer(box?.Id ?? "").inspect()
+    child.kill("SIGINT")
+    await done
+    expect(info.HostConfig.Memory).toBe(4 * 1024 ** 3)
+    expect(info.HostConfig.NanoCpus).toBe((os.availableParallelism() / 2) * 1e9)
+  })
+
   it("inside the box: not root, no capabilities, no new privileges, a bounded /tmp, no host key", async () => {
     const r = await d.roster(["worker", "run", "alice", script(d, "probe.sh", [
       "echo uid=$(id -u)",
@@ -132,7 +156,7 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     expect(out).toMatch(/^NoNewPrivs:\s+1$/m)
     const tmp = /^tmpfs\s+(\d+)\s/m.exec(out)
     expect(tmp).not.toBeNull()
-    expect(Number(tmp?.[1])).toBeLessThanOrEqual(2 * 1024 * 1024)
+    expect(Number(tmp?.[1])).toBeLessThanOrEqual(1024 * 1024)
     expect(out).toContain("home=/pihome pwd=/pihome/workspace")
     expect(out).toContain("ANTHROPIC_API_KEY=roster-sentinel-no-real-credential-in-box")
     expect(out).not.toContain(HOST_KEY)

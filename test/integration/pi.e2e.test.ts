@@ -118,7 +118,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
   it("roster box check reports the image's Node and pi", async () => {
     const r = await d.roster(["box", "check", "--tag", PI_IMAGE])
     expect(r.code, r.stderr).toBe(0)
-    expect(r.stdout).toMatch(/node v22\.\d+\.\d+, pi 1\.6\.\d+ \(label 1\.6\.\d+\)/)
+    expect(r.stdout).toMatch(/node v22\.\d+\.\d+, pi 1\.6\.\d+ \(label 1\.6\.\d+\), \/tmp writable/)
   })
 
   it("runs pi to exit 0: a bash tool call in the box, message_user, the real key only in transit", async () => {

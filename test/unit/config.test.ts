@@ -6,7 +6,7 @@ import { isWorkerName } from "../../src/config/names.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { layout, Paths } from "../../src/config/Paths.js"
 import { OrgSchema, WorkerSchema } from "../../src/config/schema.js"
-import { ORG_TEMPLATE } from "../../src/config/template.js"
+import { ORG_TEMPLATE, orgTemplate } from "../../src/config/template.js"
 import { tempPaths, unitLayer } from "../support/harness.js"
 
 const problems = (text: string) => {
@@ -23,6 +23,20 @@ describe("org.toml", () => {
     expect(org.gateway.port).toBe(7300)
     expect(org.allow).toEqual([])
     expect(org.grant).toEqual([])
+  })
+
+  it("roster init as root writes egress_lockdown on, with its reason", () => {
+    const org = Either.getOrThrow(decodeToml(OrgSchema, "org.toml", orgTemplate({ root: true })))
+    expect(org.box.egress_lockdown).toBe(true)
+    expect(orgTemplate({ root: true })).toMatch(/roster init ran as root/)
+    expect(Either.getOrThrow(decodeToml(OrgSchema, "org.toml", orgTemplate({ root: false }))).box.egress_lockdown).toBe(false)
+  })
+
+  it("a default box has a memory limit and a /tmp below it; a /tmp as big as memory is refused with the fix", () => {
+    const org = Either.getOrThrow(decodeToml(OrgSchema, "org.toml", ""))
+    expect(org.box).toMatchObject({ memory: "4g", tmp_size: "1g" })
+    const e = problems(["[box]", "memory = \"1g\"", "tmp_size = \"2g\""].join("\n"))
+    expect(e.message).toMatch(/box\.tmp_size: tmp_size \(2g\) must be below memory \(1g\).*lower \[box\] tmp_size or raise \[box\] memory/)
   })
 
   it("an empty file is the defaults", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Ref } from "effect"
+import { Effect, Exit, Logger, Ref, TestClock } from "effect"
 import { FirewallLog } from "../../src/box/Firewall.js"
 import { egressChainRules } from "../../src/box/egressChain.js"
 import { ensureLockdown } from "../../src/box/lockdown.js"
@@ -12,6 +12,21 @@ const policy = (egress_lockdown = false) => ({ ...defaultOrg().box, egress_lockd
 const failureText = (exit: Exit.Exit<unknown, unknown>) => (Exit.isFailure(exit) ? String(exit.cause) : "")
 
 describe("lockdown", () => {
+  it.effect("without egress_lockdown, the open-host warning is said once a day per deployment, not per run", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    const said: Array<string> = []
+    const logger = Logger.make(({ message }) => void said.push(String(message)))
+    return Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2026-11-29T08:00:00Z"))
+      for (let i = 0; i < 3; i++) yield* ensureLockdown(policy())
+      expect(said.filter((m) => m.includes("reach this host on every port"))).toHaveLength(1)
+      yield* TestClock.adjust("25 hours")
+      yield* ensureLockdown(policy())
+      expect(said.filter((m) => m.includes("reach this host on every port"))).toHaveLength(2)
+    }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)), Effect.provide(unitLayer(paths)))
+  })
+
   it.effect("creates roster-locked as an internal bridge without inter-container traffic", () => {
     const paths = tempPaths()
     writeFixture({ paths })

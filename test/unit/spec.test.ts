@@ -4,8 +4,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { boxUser } from "../../src/box/provision.js"
 import { runOnce } from "../../src/box/runOnce.js"
-import { containerSpec, parseSize, type BoxPlan } from "../../src/box/spec.js"
-import { OrgSchema } from "../../src/config/schema.js"
+import { containerSpec, type BoxPlan } from "../../src/box/spec.js"
+import { OrgSchema, parseSize } from "../../src/config/schema.js"
 import type { ContainerSpec } from "../../src/docker/Docker.js"
 import { DockerFake } from "../../src/docker/DockerTest.js"
 import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
@@ -147,7 +147,7 @@ describe("the box's create spec", () => {
       runId: "2026-01-01-00-00-00-abcdef01", worker: "alice", kind: "box", taskId: "t1", image: "img", policy: org.box,
       user: { uid: 1000, gid: 1000 }, gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
       dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
-      mounts: [], exposedEnv: [], envKeyOnly: false, ceilingMin: null, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" },
+      mounts: [], exposedEnv: [], envKeyOnly: false, ceilingMin: null, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 2,
       engine: { kind: "mounted", hostDir: "/src/roster", entry: "/opt/roster/checkout/node_modules/pi/cli.js", extensions: ["/opt/roster/checkout/box/extensions/a.ts", "/opt/roster/checkout/box/extensions/b.ts"] },
       mode: "rpc", piArgs: ["--session-id", "k"]
     }
@@ -163,6 +163,21 @@ describe("the box's create spec", () => {
     expect(spec.Env).toContain("ROSTER_TASK_ID=t1")
     expect(spec.Env.some((e) => e.startsWith("ROSTER_CEILING_MIN="))).toBe(false)
     expect(spec.Env.some((e) => e.startsWith("ANTHROPIC_API_KEY="))).toBe(false)
+  })
+
+  it("a default box is bounded: 4g of memory, half the host's cores, a 1g /tmp", () => {
+    const defaults = Schema.decodeSync(OrgSchema)({})
+    const plan: BoxPlan = {
+      runId: "2026-01-01-00-00-00-abcdef02", worker: "alice", kind: "box", taskId: null, image: "img", policy: defaults.box,
+      user: { uid: 1000, gid: 1000 }, gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
+      dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
+      mounts: [], exposedEnv: [], envKeyOnly: false, ceilingMin: 30, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 6,
+      engine: { kind: "baked" }, mode: "json", piArgs: []
+    }
+    const hc = containerSpec(plan).HostConfig
+    expect(hc.Memory).toBe(4 * 1024 ** 3)
+    expect(hc.NanoCpus).toBe(3e9)
+    expect(hc.Tmpfs["/tmp"]).toContain(`size=${1024 ** 3},`)
   })
 
   it("root on the host never means root in the box", () => {
