@@ -1,8 +1,10 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Console, Effect, Exit, Logger, LogLevel } from "effect"
-import { cli } from "./cli/Cli.js"
+import * as ValidationError from "@effect/cli/ValidationError"
+import { cli, roster } from "./cli/Cli.js"
 import { ExitCode } from "./cli/exit.js"
 import { visible } from "./cli/terminal.js"
+import { usageLine } from "./cli/usage.js"
 import { Hurry } from "./run/Hurry.js"
 import { RosterLive } from "./RosterLive.js"
 
@@ -27,9 +29,12 @@ const main = cli(process.argv).pipe(
   Effect.catchAll((e) =>
     e instanceof ExitCode
       ? Effect.fail(e)
-      // @effect/cli has printed its own help for a usage error.
-      : typeof e === "object" && e !== null && "_tag" in e && String(e._tag).endsWith("Error") && "error" in e
-      ? Effect.fail(new ExitCode({ code: 1 }))
+      // @effect/cli has printed what was wrong: add the command's usage and where its help is.
+      : ValidationError.isValidationError(e)
+      ? Effect.sync(() => usageLine(roster.descriptor, process.argv.slice(2))).pipe(
+        Effect.flatMap((u) => Console.error(`${u.line}\nmore: ${u.path} --help`)),
+        Effect.zipRight(Effect.fail(new ExitCode({ code: 2 })))
+      )
       : Console.error(`roster: ${visible(errorMessage(e))}`).pipe(Effect.zipRight(Effect.fail(new ExitCode({ code: 1 }))))
   ),
   Effect.provide(Logger.replace(Logger.defaultLogger, plainLogger)),

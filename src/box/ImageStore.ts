@@ -1,7 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Console, Context, Effect, Layer, Ref, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
-import { Docker } from "../docker/Docker.js"
+import { Docker, type DockerError } from "../docker/Docker.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
 export class ImageMissing extends Schema.TaggedError<ImageMissing>()("ImageMissing", {
@@ -27,7 +27,7 @@ export const isRegistryRef = (image: string) => image.includes("/")
 
 export class ImageStore extends Context.Tag("roster/ImageStore")<ImageStore, {
   /** Present and reasonably current; `force` pulls a registry image even within the TTL. */
-  readonly ensure: (image: string, options?: { readonly force?: boolean }) => Effect.Effect<void, ImageMissing>
+  readonly ensure: (image: string, options?: { readonly force?: boolean }) => Effect.Effect<void, ImageMissing | DockerError>
 }>() {
   static readonly layer = Layer.effect(
     ImageStore,
@@ -77,7 +77,8 @@ export class ImageStore extends Context.Tag("roster/ImageStore")<ImageStore, {
       const ensure = (image: string, options?: { readonly force?: boolean }) =>
         Effect.gen(function*() {
           if (!options?.force && (yield* Ref.get(ensured)).has(image)) return
-          const inspected = yield* docker.imageInspect(image).pipe(Effect.orElseSucceed(() => undefined))
+          // An engine that does not answer is that, not a missing image (imageInspect answers undefined for a 404).
+          const inspected = yield* docker.imageInspect(image)
           const present = inspected !== undefined
           if (!isRegistryRef(image)) {
             if (!present) return yield* Effect.fail(new ImageMissing({ image, detail: "not built" }))

@@ -1,6 +1,7 @@
 import { FileSystem } from "@effect/platform"
 import { Duration, Effect, Ref, Schema } from "effect"
 import { validateWorkerName } from "../config/names.js"
+import { Docker } from "../docker/Docker.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { mountsFor } from "../config/schema.js"
 import { readEvent } from "../contract/piEvents.js"
@@ -90,6 +91,8 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
   if (req.ceilingMin !== undefined) yield* validateCeiling(req.ceilingMin)
   if (req.prompt.trim() === "") return yield* Effect.fail(new BlankPrompt())
   yield* readIdentity(req.worker)
+  // An engine that is down is said as that, before a run record exists for a run that never could start.
+  yield* (yield* Docker).ping
   const org = yield* (yield* OrgConfig).snapshot
   const settings = yield* readWorkerSettings(req.worker)
   const ceilingMin = req.ceilingMin ?? org.box.ceiling_min

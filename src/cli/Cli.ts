@@ -10,7 +10,7 @@ import { serverCommand } from "./serverCommand.js"
 import { taskCommand } from "./taskCommand.js"
 import { workerCommand } from "./workerCommand.js"
 
-const roster = Command.make("roster").pipe(
+export const roster = Command.make("roster").pipe(
   Command.withDescription(
     "Run AI workers (the pi coding agent) in locked-down Docker boxes whose only way out is roster's gateway. " +
       "Start with: roster init"

@@ -5,7 +5,7 @@
  * character from a box is ever printed as itself: C0 (but newline and tab), DEL and C1 become
  * visible stand-ins, as do the bidirectional overrides that make text read other than it is.
  */
-// eslint-disable-next-line no-control-regex
+ 
 const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
 
 const standIn = (c: string) => {

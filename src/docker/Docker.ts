@@ -78,13 +78,24 @@ export interface PullProgress {
   readonly progress?: string
 }
 
+const START_ENGINE = "Start it (sudo systemctl start docker, or dockerd &) or point DOCKER_HOST at it; on Debian: sudo apt-get install -y docker.io"
+
+// What a socket says when nothing listens, the socket file is missing, or we may not use it.
+const UNREACHABLE = /ECONNREFUSED|ENOENT|EACCES|EPIPE|ECONNRESET|socket hang up|connect E[A-Z]+/
+
 export class DockerError extends Schema.TaggedError<DockerError>()("DockerError", {
   operation: Schema.String,
   detail: Schema.String,
   statusCode: Schema.optional(Schema.Number)
 }) {
+  /** The engine did not answer at all (as opposed to answering with an error). */
+  get unreachable() {
+    return this.statusCode === undefined && UNREACHABLE.test(this.detail)
+  }
   override get message() {
-    return `docker ${this.operation} failed: ${this.detail}`
+    return this.unreachable
+      ? `the Docker engine is not answering (docker ${this.operation}: ${this.detail}). ${START_ENGINE}`
+      : `docker ${this.operation} failed: ${this.detail}`
   }
 }
 
@@ -92,8 +103,7 @@ export class DockerUnavailable extends Schema.TaggedError<DockerUnavailable>()("
   detail: Schema.String
 }) {
   override get message() {
-    return `the Docker engine is not answering (${this.detail}). Start it (sudo systemctl start docker, or dockerd &) ` +
-      `or point DOCKER_HOST at it; on Debian: sudo apt-get install -y docker.io`
+    return `the Docker engine is not answering (${this.detail}). ${START_ENGINE}`
   }
 }
 

@@ -3,6 +3,7 @@ import { ceilingDuration } from "../box/ceiling.js"
 import { compileContext } from "../box/context.js"
 import { openBox } from "../box/openBox.js"
 import { validateWorkerName } from "../config/names.js"
+import { Docker } from "../docker/Docker.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { mountsFor } from "../config/schema.js"
 import { readEvent } from "../contract/piEvents.js"
@@ -53,6 +54,8 @@ type RunnerInput = TurnInput | { readonly _tag: "line"; readonly line: string }
 export const runSession = Effect.fn("session.run")(function*(req: SessionRequest) {
   yield* validateWorkerName(req.worker)
   yield* readIdentity(req.worker)
+  // An engine that is down is said as that, before a run record exists for a run that never could start.
+  yield* (yield* Docker).ping
   const org = yield* (yield* OrgConfig).snapshot
   const settings = yield* readWorkerSettings(req.worker)
   const mounts = mountsFor(org, req.worker)

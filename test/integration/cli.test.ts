@@ -15,7 +15,7 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     expect(first.code, first.stderr).toBe(0)
     expect(first.stdout).toContain("created  ")
     const toml = fs.readFileSync(path.join(home, "config", "org.toml"), "utf8")
-    expect(toml).toContain("egress_lockdown = false")
+    expect(toml).toContain(`egress_lockdown = ${process.getuid?.() === 0 ? "true" : "false"}`)
     expect(fs.statSync(path.join(home, "data", "vault")).mode & 0o777).toBe(0o700)
     fs.appendFileSync(path.join(home, "config", "org.toml"), "# mine\n")
     const again = await roster("init")
@@ -46,6 +46,22 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     }
     expect(fs.existsSync(path.join(home, "data", "runs"))).toBe(false)
     expect(JSON.parse((await roster("runs", "list", "--json")).stdout)).toEqual([])
+  })
+
+  it("a usage error says what was wrong and the command's usage, exit 2 (never [object Object])", async () => {
+    const cases: ReadonlyArray<readonly [ReadonlyArray<string>, RegExp, string]> = [
+      [["worker", "run", "alice", "--ceiling", "abc", "x"], /'abc' is not a float/, "usage: roster worker run [--ceiling float] <worker> <prompt>..."],
+      [["worker", "run", "alice"], /Missing argument <prompt>/, "usage: roster worker run"],
+      [["task", "add"], /Missing argument <worker>/, "usage: roster task add"],
+      [["frob"], /Invalid subcommand/, "more: roster --help"]
+    ]
+    for (const [args, what, usage] of cases) {
+      const r = await roster(...args)
+      expect(r.code, args.join(" ")).toBe(2)
+      expect(r.stderr).toMatch(what)
+      expect(r.stderr).toContain(usage)
+      expect(r.stderr).not.toContain("[object Object]")
+    }
   })
 
   it("a bad org.toml is reported with the file, every key and a fix", async () => {

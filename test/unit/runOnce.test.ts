@@ -1,9 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, TestClock } from "effect"
+import { Cause, Effect, Exit, Fiber, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { runOnce } from "../../src/box/runOnce.js"
 import { layout } from "../../src/config/Paths.js"
+import { DockerError } from "../../src/docker/Docker.js"
 import { DockerFake } from "../../src/docker/DockerTest.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { eventually, tempPaths, unitLayer, writeFixture } from "../support/harness.js"
@@ -25,6 +26,24 @@ const running = Effect.gen(function*() {
 })
 
 describe("roster worker run (Docker test layer)", () => {
+  it.effect("with the engine down: says so and how to start it, and writes no run record", () => {
+    const { layer, paths } = setup({ docker: { up: false } })
+    return Effect.gen(function*() {
+      const exit = yield* Effect.exit(runOnce({ worker: "alice", prompt: "hello" }))
+      expect(Exit.isFailure(exit)).toBe(true)
+      const text = Exit.isFailure(exit) ? String(Cause.squash(exit.cause)) : ""
+      expect(text).toMatch(/the Docker engine is not answering.*dockerd &/)
+      expect(fs.existsSync(layout(paths).runsDir)).toBe(false)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it("an engine error that is no answer at all says the engine is not answering, whichever call met it", () => {
+    const raw = new DockerError({ operation: "network inspect", detail: "connect ENOENT /var/run/docker.sock" })
+    expect(raw.message).toMatch(/^the Docker engine is not answering \(docker network inspect: connect ENOENT \/var\/run\/docker.sock\)\. Start it/)
+    const answered = new DockerError({ operation: "create", detail: "Conflict. The container name is already in use", statusCode: 409 })
+    expect(answered.message).toBe("docker create failed: Conflict. The container name is already in use")
+  })
+
   it.effect("passes the box's exit code through and records the run", () => {
     const { layer, paths } = setup({ docker: { script: () => ({ stdout: ["{\"type\":\"session\"}\n"], exitCode: 3 }) } })
     return Effect.gen(function*() {

@@ -1,0 +1,37 @@
+import * as Descriptor from "@effect/cli/CommandDescriptor"
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as Usage from "@effect/cli/Usage"
+
+// @effect/cli's public getSubcommands flattens a level to its parents; the tree itself is these nodes.
+interface Node {
+  readonly _tag: string
+  readonly name?: string
+  readonly parent?: Node
+  readonly children?: ReadonlyArray<Node>
+  readonly command?: Node
+}
+
+const nameOf = (n: Node): string =>
+  n._tag === "Map" && n.command ? nameOf(n.command) : n._tag === "Subcommands" && n.parent ? nameOf(n.parent) : n.name ?? ""
+
+const childrenOf = (n: Node): ReadonlyArray<Node> =>
+  n._tag === "Map" && n.command ? childrenOf(n.command) : n._tag === "Subcommands" ? n.children ?? [] : []
+
+/**
+ * The usage line of the deepest command the words name (`roster worker run ...`), so a usage
+ * error shows what the command takes, not only what was wrong.
+ */
+export const usageLine = (root: Descriptor.Command<unknown>, words: ReadonlyArray<string>) => {
+  let node = root as unknown as Node
+  const path = ["roster"]
+  for (const word of words) {
+    const next = childrenOf(node).find((c) => nameOf(c) === word)
+    if (!next) break
+    node = next
+    path.push(word)
+  }
+  const text = HelpDoc.toAnsiText(Usage.getHelp(Descriptor.getUsage(node as unknown as Descriptor.Command<unknown>)))
+   
+  const plain = text.replace(/\x1b\[[0-9;]*m/g, "").trim().split(/\s+/).slice(1).join(" ")
+  return { path: path.join(" "), line: `usage: ${path.join(" ")} ${plain}`.trimEnd() }
+}
