@@ -94,6 +94,8 @@ export interface Lockdown {
   readonly network: NetworkInfo
   readonly gatewayAddress: string
   readonly gatewayPort: number
+  /** The daemon's word on which connections have a credential and from where (undefined from an older daemon). */
+  readonly credentials: Readonly<Record<string, string>> | undefined
 }
 
 /** Everything that must hold before a box may start: the network, this deployment's gateway, the host pinning. */
@@ -127,5 +129,5 @@ export const ensureLockdown = Effect.fn("lockdown.ensureLockdown")(function*(pol
   }
   if (policy.egress_lockdown) yield* ensureEgressLockdown(net, port)
   else yield* warnOpenHostDaily(port)
-  return { network: net, gatewayAddress: bridgeAddress(net), gatewayPort: port } satisfies Lockdown
+  return { network: net, gatewayAddress: bridgeAddress(net), gatewayPort: port, credentials: health.credentials } satisfies Lockdown
 })

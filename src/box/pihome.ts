@@ -3,32 +3,47 @@ import { Clock, Config, Effect, Option, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import type { WorkerSettings } from "../config/schema.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
+import { credentialFor } from "../vault/credentialFor.js"
 import { isConnectionName, Vault } from "../vault/Vault.js"
 import { LLM_PROVIDERS } from "../contract/constants.js"
 import { sentinelize } from "./sentinel.js"
 
-export class NoModelCredential extends Schema.TaggedError<NoModelCredential>()("NoModelCredential", {}) {
+export class NoModelCredential extends Schema.TaggedError<NoModelCredential>()("NoModelCredential", {
+  /** Set when this process has ANTHROPIC_API_KEY but the daemon, which injects it, does not. */
+  keyOnlyHere: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}) {
   override get message() {
-    return "no model credential — connect one: roster connection add anthropic (or openai-codex). " +
-      "Also honoured: a host pi login (~/.pi/agent/auth.json) or ANTHROPIC_API_KEY in roster's environment"
+    return this.keyOnlyHere
+      ? "ANTHROPIC_API_KEY is set in this shell but not in the roster daemon's environment, and the daemon is what " +
+        "injects it — restart the daemon with it exported (roster server stop && roster server start), " +
+        "or store it: roster connection add anthropic"
+      : "no model credential — connect one: roster connection add anthropic (or openai-codex). " +
+        "Also honoured: a host pi login (~/.pi/agent/auth.json) or ANTHROPIC_API_KEY in the daemon's environment"
   }
 }
 
 export interface PiHome {
   /** A credential reaches the box only as the sentinel; this says the gateway has one to inject. */
   readonly hasAuth: boolean
-  /** True when the only credential is a host ANTHROPIC_API_KEY: the box gets the sentinel in its env. */
-  readonly envKeyOnly: boolean
+  /** anthropic's credential is the daemon's ANTHROPIC_API_KEY: the box gets the sentinel in its env. */
+  readonly anthropicEnvKey: boolean
 }
 
 const asObject = (v: unknown): Record<string, unknown> =>
   v && typeof v === "object" && !Array.isArray(v) ? v as Record<string, unknown> : {}
 
 /**
- * The box's pi home (`agent/`): sentinel logins shaped like the real ones (the host pi login,
- * then vault logins for providers it lacks) and settings that carry only the model selection.
+ * The box's pi home (`agent/`): sentinel logins shaped like the real ones and settings that
+ * carry only the model selection. Which credential serves each connection is the daemon's
+ * answer (`daemonCredentials`, from its /healthz) — the same chooser its gateway injects from —
+ * so the header the box fills is the one the gateway swaps. Without that answer (an older
+ * daemon) the same chooser runs here.
  */
-export const preparePiHome = Effect.fn("pihome.prepare")(function*(agentDir: string, worker: WorkerSettings) {
+export const preparePiHome = Effect.fn("pihome.prepare")(function*(
+  agentDir: string,
+  worker: WorkerSettings,
+  daemonCredentials?: Readonly<Record<string, string>>
+) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const files = layout(yield* Paths)
@@ -36,14 +51,14 @@ export const preparePiHome = Effect.fn("pihome.prepare")(function*(agentDir: str
   const now = yield* Clock.currentTimeMillis
   yield* fs.makeDirectory(agentDir, { recursive: true })
 
-  const sentinel: Record<string, unknown> = {}
   const hostAuth = asObject(yield* readJsonOptional(files.hostPiAuth))
-  for (const [name, entry] of Object.entries(hostAuth)) {
-    if (isConnectionName(name)) sentinel[name] = sentinelize(entry, now)
-  }
-  for (const name of LLM_PROVIDERS) {
-    if (name in sentinel) continue
-    const entry = yield* vault.get(name)
+  const names = new Set([...Object.keys(hostAuth), ...LLM_PROVIDERS, ...Object.keys(daemonCredentials ?? {})].filter(isConnectionName))
+  const sentinel: Record<string, unknown> = {}
+  let anthropicEnvKey = false
+  for (const name of names) {
+    const source = daemonCredentials ? daemonCredentials[name] : (yield* credentialFor(name))?.source
+    if (source === "env") anthropicEnvKey ||= name === "anthropic"
+    const entry = source === "vault" ? yield* vault.get(name) : source === "pi-login" ? hostAuth[name] : undefined
     if (entry) sentinel[name] = sentinelize(entry, now)
   }
   const hasAuth = Object.keys(sentinel).length > 0
@@ -67,9 +82,11 @@ export const preparePiHome = Effect.fn("pihome.prepare")(function*(agentDir: str
   if (worker.thinking) settings.defaultThinkingLevel = worker.thinking
   yield* writeJson(path.join(agentDir, "settings.json"), settings)
 
-  const envKey = yield* Config.option(Config.redacted("ANTHROPIC_API_KEY")).pipe(Effect.orElseSucceed(() => Option.none()))
-  if (!hasAuth && Option.isNone(envKey)) return yield* Effect.fail(new NoModelCredential())
-  return { hasAuth, envKeyOnly: !hasAuth } satisfies PiHome
+  if (!hasAuth && !anthropicEnvKey) {
+    const keyHere = Option.isSome(yield* Config.option(Config.redacted("ANTHROPIC_API_KEY")).pipe(Effect.orElseSucceed(() => Option.none())))
+    return yield* Effect.fail(new NoModelCredential({ keyOnlyHere: keyHere && daemonCredentials !== undefined }))
+  }
+  return { hasAuth, anthropicEnvKey: anthropicEnvKey && !("anthropic" in sentinel) } satisfies PiHome
 })
 
 /**
@@ -78,10 +95,6 @@ export const preparePiHome = Effect.fn("pihome.prepare")(function*(agentDir: str
  * supervisor holds its queue while this is false instead of burning each task on a failed run.
  */
 export const modelCredentialAvailable = Effect.gen(function*() {
-  const vault = yield* Vault
-  for (const name of LLM_PROVIDERS) if (yield* vault.get(name)) return true
-  const hostAuth = asObject(yield* readJsonOptional(layout(yield* Paths).hostPiAuth))
-  if (Object.keys(hostAuth).length > 0) return true
-  const envKey = yield* Config.option(Config.redacted("ANTHROPIC_API_KEY")).pipe(Effect.orElseSucceed(() => Option.none()))
-  return Option.isSome(envKey)
+  for (const name of LLM_PROVIDERS) if (yield* credentialFor(name)) return true
+  return false
 })

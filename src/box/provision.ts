@@ -110,7 +110,7 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
   ], { concurrency: "unbounded" })
   const engine: Engine = org.engine.dir ? yield* resolveMountedEngine(org.engine.dir) : { kind: "baked" }
   const dirs = yield* prepareRunDirs(worker, req.runDir)
-  const piHome = yield* preparePiHome((yield* Path.Path).join(dirs.pihome, "agent"), req.settings)
+  const piHome = yield* preparePiHome((yield* Path.Path).join(dirs.pihome, "agent"), req.settings, lockdown.credentials)
   const user = hostUser()
   const owner = yield* currentOwner
   if (user.uid !== process.getuid?.()) {
@@ -132,7 +132,7 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     dirs: hostDirs,
     mounts: req.mounts,
     exposedEnv: org.expose.filter((e) => scopeAdmits(e.scope, workerSubject(worker))).map((e) => e.env),
-    envKeyOnly: piHome.envKeyOnly,
+    anthropicEnvKey: piHome.anthropicEnvKey,
     ceilingMin: req.ceilingMin,
     deployment: paths.config,
     deadline,

@@ -42,7 +42,7 @@ export interface BoxPlan {
   readonly mounts: ReadonlyArray<MountRule>
   /** [[expose]] variables whose scope matches this worker. */
   readonly exposedEnv: ReadonlyArray<string>
-  readonly envKeyOnly: boolean
+  readonly anthropicEnvKey: boolean
   readonly ceilingMin: number | null
   /** The deployment's config root and the ceiling's end (ms since the epoch), put on the box as labels. */
   readonly deployment: string
@@ -105,7 +105,7 @@ const environment = (plan: BoxPlan): Array<string> => {
   if (plan.taskId) env.push(`ROSTER_TASK_ID=${plan.taskId}`)
   for (const name of plan.exposedEnv) env.push(`${name}=${C.SENTINEL}`)
   // A host ANTHROPIC_API_KEY is a credential the gateway injects; the box only ever sees the sentinel.
-  if (plan.envKeyOnly) env.push(`ANTHROPIC_API_KEY=${C.SENTINEL}`)
+  if (plan.anthropicEnvKey) env.push(`ANTHROPIC_API_KEY=${C.SENTINEL}`)
   for (const k of ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"]) env.push(`${k}=${proxy}`)
   env.push("NO_PROXY=", "no_proxy=")
   // git's libcurl waits for a 407 challenge before sending proxy credentials; preemptive Basic

@@ -4,7 +4,9 @@ import { Context, Effect, Layer, Schema } from "effect"
 export const Health = Schema.Struct({
   ok: Schema.Boolean,
   config_root: Schema.optional(Schema.String),
-  version: Schema.optional(Schema.String)
+  version: Schema.optional(Schema.String),
+  /** Which connections have a credential in the daemon, and from where ("vault", "pi-login", "env"); never a value. */
+  credentials: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
 })
 export type Health = typeof Health.Type
 

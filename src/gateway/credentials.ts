@@ -1,14 +1,13 @@
-import { Config, Effect, Option, Redacted } from "effect"
-import { Paths, layout } from "../config/Paths.js"
+import { Effect } from "effect"
 import type { GrantRule } from "../config/schema.js"
-import { readJsonOptional } from "../fs/atomic.js"
-import { Vault, type VaultEntry } from "../vault/Vault.js"
+import { credentialFor, type CredentialSource } from "../vault/credentialFor.js"
+import type { VaultEntry } from "../vault/Vault.js"
 import type { InjectKind } from "./inject.js"
 
 export interface RealCredential {
   readonly value: string
   readonly kind: InjectKind
-  readonly source: "vault" | "pi-login" | "env"
+  readonly source: CredentialSource
 }
 
 /** The header a connection's key travels in unless it says otherwise: Anthropic's own, else a Bearer token. */
@@ -28,26 +27,11 @@ export const fromEntry = (name: string, entry: VaultEntry): Omit<RealCredential,
 }
 
 /**
- * The real value behind a grant's credential: the vault first, then the host's pi login, then
- * (for anthropic) ANTHROPIC_API_KEY in the daemon's environment. The grant's `header` wins.
+ * The real value behind a grant's credential, from the one chooser the box's pi home also uses
+ * (vault, then the host's pi login, then the daemon's ANTHROPIC_API_KEY). The grant's `header` wins.
  */
 export const resolveCredential = Effect.fn("gateway.resolveCredential")(function*(grant: GrantRule) {
-  const name = grant.credential
-  const pick = (c: Omit<RealCredential, "source"> | undefined, source: RealCredential["source"]) =>
-    c ? ({ ...c, kind: grant.header ?? c.kind, source } satisfies RealCredential) : undefined
-  const fromVault = yield* (yield* Vault).get(name)
-  if (fromVault) {
-    const c = pick(fromEntry(name, fromVault), "vault")
-    if (c) return c
-  }
-  const login = yield* readJsonOptional(layout(yield* Paths).hostPiAuth)
-  if (login && typeof login === "object" && name in login) {
-    const c = pick(fromEntry(name, (login as Record<string, VaultEntry>)[name] ?? {}), "pi-login")
-    if (c) return c
-  }
-  if (name === "anthropic") {
-    const env = yield* Config.option(Config.redacted("ANTHROPIC_API_KEY")).pipe(Effect.orElseSucceed(() => Option.none()))
-    if (Option.isSome(env)) return pick({ value: Redacted.value(env.value), kind: "x-api-key" }, "env")
-  }
-  return undefined
+  const chosen = yield* credentialFor(grant.credential)
+  const c = chosen ? fromEntry(grant.credential, chosen.entry) : undefined
+  return c ? ({ ...c, kind: grant.header ?? c.kind, source: chosen?.source ?? "vault" } satisfies RealCredential) : undefined
 })

@@ -3,7 +3,10 @@ import { Effect, FiberSet, Schema } from "effect"
 import * as http from "node:http"
 import type * as net from "node:net"
 import type { Duplex } from "node:stream"
+import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths } from "../config/Paths.js"
+import { LLM_PROVIDERS } from "../contract/constants.js"
+import { credentialFor } from "../vault/credentialFor.js"
 import { VERSION } from "../contract/version.js"
 import { handleAction } from "./actions.js"
 import type { Self } from "./authorize.js"
@@ -26,6 +29,23 @@ export class GatewayListenError extends Schema.TaggedError<GatewayListenError>()
       `if another program holds the port, set [gateway] port in org.toml to a free one`
   }
 }
+
+/**
+ * `/healthz`: whose deployment this is, its version, and which connections have a credential
+ * here and from where (never a value) — the daemon is the one owner of credentials, so a CLI
+ * shapes a box's sentinels from this answer rather than from its own environment.
+ */
+const healthAnswer = (configRoot: string) =>
+  Effect.gen(function*() {
+    const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.orElseSucceed(() => undefined))
+    const names = new Set<string>([...LLM_PROVIDERS, ...(org?.grant.map((g) => g.credential) ?? [])])
+    const credentials: Record<string, string> = {}
+    for (const name of names) {
+      const chosen = yield* credentialFor(name)
+      if (chosen) credentials[name] = chosen.source
+    }
+    return { ok: true, config_root: configRoot, version: VERSION, credentials }
+  })
 
 export interface GatewayOptions {
   readonly addrs: ReadonlyArray<string>
@@ -52,7 +72,9 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const target = req.url ?? ""
     if (req.method === "GET" && target === "/healthz") {
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, config_root: paths.config, version: VERSION }))
+      run(healthAnswer(paths.config).pipe(
+        Effect.flatMap((body) => Effect.sync(() => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body))))
+      ))
       return
     }
     if (target.startsWith("/") && !target.startsWith("/v1/actions/")) {

@@ -78,6 +78,10 @@ describe("the gateway (real listener)", () => {
       const r = yield* get(port, "/healthz")
       expect(r.status).toBe(200)
       expect(JSON.parse(r.body)).toMatchObject({ ok: true, config_root: paths.config })
+      // Which connections have a credential and from where: names and sources, never a value.
+      const credentials = JSON.parse(r.body).credentials as Record<string, string>
+      expect(Object.values(credentials).every((s) => ["vault", "pi-login", "env"].includes(s))).toBe(true)
+      expect(r.body).not.toMatch(/sk-|key"\s*:/)
     }).pipe(Effect.scoped)
   })
 

@@ -61,7 +61,7 @@ describe("sentinelized logins", () => {
     const agent = path.join(paths.data, "agent")
     return Effect.gen(function*() {
       const home = yield* preparePiHome(agent, { store: { snapshots: 5 }, thinking: "high" })
-      expect(home).toEqual({ hasAuth: true, envKeyOnly: false })
+      expect(home).toEqual({ hasAuth: true, anthropicEnvKey: false })
       const auth = fs.readFileSync(path.join(agent, "auth.json"), "utf8")
       const settings = JSON.parse(fs.readFileSync(path.join(agent, "settings.json"), "utf8"))
       for (const real of ["REAL-ACCESS", "REAL-REFRESH", "REAL-KEY", "REAL-OPENAI", "sk-ant-real-key"]) expect(auth).not.toContain(real)
@@ -78,7 +78,7 @@ describe("sentinelized logins", () => {
     const agent = path.join(paths.data, "agent")
     return Effect.gen(function*() {
       const home = yield* preparePiHome(agent, { store: { snapshots: 5 } })
-      expect(home).toEqual({ hasAuth: false, envKeyOnly: true })
+      expect(home).toEqual({ hasAuth: false, anthropicEnvKey: true })
       expect(fs.existsSync(path.join(agent, "auth.json"))).toBe(false)
       expect(fs.readFileSync(path.join(agent, "settings.json"), "utf8")).not.toContain("sk-ant-real-key")
     }).pipe(Effect.provide(unitLayer(paths)))

@@ -1,0 +1,39 @@
+import { Config, Effect, Option, Redacted, Schema } from "effect"
+import { Paths, layout } from "../config/Paths.js"
+import { readJsonOptional } from "../fs/atomic.js"
+import { Vault, type VaultEntry } from "./Vault.js"
+
+/** Where a connection's credential comes from: roster's vault, the host's pi login, or the daemon's environment. */
+export const CredentialSource = Schema.Literal("vault", "pi-login", "env")
+export type CredentialSource = typeof CredentialSource.Type
+
+export interface ChosenCredential {
+  readonly source: CredentialSource
+  readonly entry: VaultEntry
+}
+
+/** An entry that can serve a request: an OAuth login with an access token, or a key. */
+const usable = (e: VaultEntry | undefined): e is VaultEntry =>
+  e !== undefined &&
+  ((e.type === "oauth" && typeof e.access === "string" && e.access !== "") || (typeof e.key === "string" && e.key !== ""))
+
+/**
+ * The one answer to "which credential serves this connection": the vault first, then the host's
+ * pi login, then (anthropic only) ANTHROPIC_API_KEY in this process's environment. The box's
+ * sentinel is shaped from the same entry the gateway injects, so the header the box fills is the
+ * header the gateway swaps — never a login's Bearer sentinel beside a vault key's x-api-key.
+ */
+export const credentialFor = Effect.fn("vault.credentialFor")(function*(name: string) {
+  const fromVault = yield* (yield* Vault).get(name)
+  if (usable(fromVault)) return { source: "vault", entry: fromVault } satisfies ChosenCredential
+  const login = yield* readJsonOptional(layout(yield* Paths).hostPiAuth)
+  const fromLogin = login && typeof login === "object" && !Array.isArray(login) ? (login as Record<string, VaultEntry>)[name] : undefined
+  if (usable(fromLogin)) return { source: "pi-login", entry: fromLogin } satisfies ChosenCredential
+  if (name === "anthropic") {
+    const env = yield* Config.option(Config.redacted("ANTHROPIC_API_KEY")).pipe(Effect.orElseSucceed(() => Option.none()))
+    if (Option.isSome(env) && Redacted.value(env.value) !== "") {
+      return { source: "env", entry: { type: "api_key", key: Redacted.value(env.value) } } satisfies ChosenCredential
+    }
+  }
+  return undefined
+})
