@@ -5,7 +5,7 @@ import { Docker, type ContainerSpec, type DockerError } from "../docker/Docker.j
 import { Hurry } from "../run/Hurry.js"
 import type { OpenRecord } from "../run/record.js"
 import { mintIdentity } from "./identity.js"
-import { drainTo } from "./output.js"
+import { drainTo, outputCaps } from "./output.js"
 import { provisionBox, type ProvisionRequest } from "./provision.js"
 import { containerSpec } from "./spec.js"
 import { provisionStore, snapshotStore } from "./store.js"
@@ -126,9 +126,10 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
   const attached = yield* docker.containerAttach(id)
   const wait = yield* docker.containerWait(id)
   const files = runFiles(record.runDir)
-  const out = yield* Effect.forkScoped(drainTo(attached.stdout, files.transcript, { onLine: req.onLine }))
+  const caps = outputCaps(req.org.box)
+  const out = yield* Effect.forkScoped(drainTo(attached.stdout, files.transcript, { onLine: req.onLine, ...caps }))
   // pi's stderr is diagnostics, not conversation: it goes to stderr.log beside the transcript.
-  const err = yield* Effect.forkScoped(drainTo(attached.stderr, files.stderr, { onChunk: req.onStderr }))
+  const err = yield* Effect.forkScoped(drainTo(attached.stderr, files.stderr, { onChunk: req.onStderr, ...caps }))
   yield* docker.containerStart(id)
   const waiting = yield* Effect.forkScoped(wait)
   return {

@@ -1,21 +1,35 @@
 import { FileSystem } from "@effect/platform"
 import { Effect, Option, Stream } from "effect"
+import { type BoxPolicy, parseSize } from "../config/schema.js"
+import { LINE_MAX, makeLineCutter } from "../fs/lines.js"
+
+/** A box's output caps from `[box] transcript_max` and `line_max`. */
+export const outputCaps = (box: Pick<BoxPolicy, "transcript_max" | "line_max">) => ({
+  maxBytes: parseSize(box.transcript_max),
+  maxLine: parseSize(box.line_max)
+})
+
+/** The last line of a transcript cut at `[box] transcript_max`: the run went on, its file did not. */
+export const transcriptCutLine = (max: number) => `${JSON.stringify({ type: "roster_transcript_cut", max_bytes: max })}\n`
+
+export interface DrainOptions {
+  readonly onLine?: ((line: string) => Effect.Effect<void>) | undefined
+  readonly onChunk?: ((chunk: Uint8Array) => Effect.Effect<void>) | undefined
+  /** Append after the file's first `skip` bytes, dropping that many from the output (a replay of what is already there). */
+  readonly skip?: number | undefined
+  /** The file's cap in bytes (`[box] transcript_max`); past it the output is still drained, not written. */
+  readonly maxBytes?: number | undefined
+  /** The longest line handed to `onLine` (longer ones are cut with a visible mark). */
+  readonly maxLine?: number | undefined
+}
 
 /**
- * Box output to a file, each chunk to `onChunk` and its complete lines to `onLine` as they arrive. If the file can't
- * be opened the output is still drained: dropping the pipe would kill the box with EPIPE
- * mid-run and report a failure nobody could explain.
+ * Box output to a file, each chunk to `onChunk` and its lines (each cut at `maxLine`) to
+ * `onLine` as they arrive; the file stops at `maxBytes` with a marker line. Memory stays
+ * bounded whatever the box prints. If the file can't be opened the output is still drained:
+ * dropping the pipe would kill the box with EPIPE mid-run and report a failure nobody could explain.
  */
-export const drainTo = (
-  output: Stream.Stream<Uint8Array, unknown>,
-  file: string,
-  watch: {
-    readonly onLine?: ((line: string) => Effect.Effect<void>) | undefined
-    readonly onChunk?: ((chunk: Uint8Array) => Effect.Effect<void>) | undefined
-    /** Append after the file's first `skip` bytes, dropping that many from the output (a replay of what is already there). */
-    readonly skip?: number | undefined
-  } = {}
-) =>
+export const drainTo = (output: Stream.Stream<Uint8Array, unknown>, file: string, watch: DrainOptions = {}) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const handle = yield* fs.open(file, { flag: watch.skip === undefined ? "w" : "a" }).pipe(
@@ -23,21 +37,30 @@ export const drainTo = (
       Effect.option
     )
     const { onChunk, onLine } = watch
-    const decoder = new TextDecoder()
-    let partial = ""
-    const lines = (chunk: Uint8Array) => {
-      if (!onLine) return Effect.void
-      partial += decoder.decode(chunk, { stream: true })
-      const complete = partial.split("\n")
-      partial = complete.pop() ?? ""
-      return Effect.forEach(complete, onLine, { discard: true })
-    }
+    const cutter = makeLineCutter(watch.maxLine ?? LINE_MAX)
+    const max = watch.maxBytes ?? Number.POSITIVE_INFINITY
+    let written = watch.skip ?? 0
+    const write = (chunk: Uint8Array) =>
+      Option.match(handle, {
+        onNone: () => Effect.void,
+        onSome: (h) => {
+          if (written >= max) return Effect.void
+          const room = max - written
+          const part = chunk.length <= room ? chunk : chunk.subarray(0, room)
+          written += part.length
+          const full = written >= max
+          return h.writeAll(part).pipe(
+            Effect.zipRight(full ? h.writeAll(new TextEncoder().encode(`\n${transcriptCutLine(max)}`)) : Effect.void),
+            Effect.ignore
+          )
+        }
+      })
     yield* Stream.runForEach(watch.skip ? skipBytes(output, watch.skip) : output, (chunk) =>
-      Option.match(handle, { onNone: () => Effect.void, onSome: (h) => h.writeAll(chunk).pipe(Effect.ignore) }).pipe(
+      write(chunk).pipe(
         Effect.zipRight(onChunk ? onChunk(chunk) : Effect.void),
-        Effect.zipRight(lines(chunk))
+        Effect.zipRight(onLine ? Effect.forEach(cutter.push(chunk), onLine, { discard: true }) : Effect.void)
       ))
-    if (onLine && partial !== "") yield* onLine(partial)
+    if (onLine) yield* Effect.forEach(cutter.end(), onLine, { discard: true })
   }).pipe(Effect.scoped, Effect.ignore)
 
 /** The stream without its first `n` bytes. */

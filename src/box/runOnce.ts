@@ -1,4 +1,3 @@
-import { FileSystem } from "@effect/platform"
 import { Duration, Effect, Ref, Schema } from "effect"
 import { validateWorkerName } from "../config/names.js"
 import { Docker } from "../docker/Docker.js"
@@ -7,6 +6,7 @@ import { mountsFor } from "../config/schema.js"
 import { readEvent } from "../contract/piEvents.js"
 import { runFiles } from "../contract/runFiles.js"
 import { emptySummary, summaryStep } from "../contract/transcript.js"
+import { foldFileLines } from "../fs/lines.js"
 import { openRunRecord } from "../run/record.js"
 import { newRunId } from "../run/runId.js"
 import { readIdentity, readWorkerSettings } from "../worker/workers.js"
@@ -53,12 +53,17 @@ export const cliExitCode = (o: Pick<RunOutcome, "endedBy" | "exitCode" | "error"
 
 const MessageLine = Schema.parseJson(Schema.Struct({ text: Schema.String }))
 
-/** What the box sent its person with message_user, as the gateway recorded it. */
+/** How many message_user messages a run's outcome carries (the rest stay in messages.jsonl). */
+const MESSAGES_SHOWN = 100
+
+/** What the box sent its person with message_user, as the gateway recorded it — read line by line, at most MESSAGES_SHOWN. */
 const messagesOf = (runDir: string) =>
-  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(runFiles(runDir).messages)).pipe(
-    Effect.orElseSucceed(() => ""),
-    Effect.map((text) => text.split("\n").flatMap((l) => Schema.decodeUnknownOption(MessageLine)(l).pipe((o) => (o._tag === "Some" ? [o.value.text] : []))))
-  )
+  foldFileLines(runFiles(runDir).messages, [] as ReadonlyArray<string>, (acc, l) => {
+    if (acc.length > MESSAGES_SHOWN) return acc
+    const m = Schema.decodeUnknownOption(MessageLine)(l)
+    if (m._tag === "None") return acc
+    return acc.length === MESSAGES_SHOWN ? [...acc, `… more messages in ${runFiles(runDir).messages}`] : [...acc, m.value.text]
+  }).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
 
 export type BoxEnd = "exit" | "ceiling" | "cancelled"
 

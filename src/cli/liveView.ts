@@ -18,6 +18,8 @@ export const liveLine = (worker: string) => (line: string) =>
       if (e.stopReason === "error") process.stdout.write(dim(`${worker}: (model error: ${visible(e.errorMessage ?? "unknown")})\n`))
     } else if (e.kind === "tool-start") {
       process.stdout.write(dim(`  -> ${visible(e.name)} ${short(JSON.stringify(e.args ?? {}), 160)}\n`))
+    } else if (e.kind === "cut") {
+      process.stdout.write(dim(`  [roster: a line of output over ${e.max} bytes was cut here — all of it is in stdout.jsonl]\n`))
     } else if (e.kind === "tool-end") {
       const lines = e.output.split("\n").filter((l) => l.trim() !== "")
       for (const l of lines.slice(0, 3)) process.stdout.write(dim(`     | ${short(l, 160)}\n`))

@@ -4,7 +4,8 @@ import { Console, Effect, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import { runFiles } from "../contract/runFiles.js"
 import type { RunRecord } from "../run/RunLog.js"
-import { turnsOf } from "../contract/transcript.js"
+import { type Turns, turnsStep } from "../contract/transcript.js"
+import { foldFileLines } from "../fs/lines.js"
 import { visible } from "./terminal.js"
 import { auditOf, findRun, listRuns } from "./runsQuery.js"
 
@@ -41,17 +42,15 @@ const show = Command.make("show", {
     const dir = layout(yield* Paths).runDir(run.worker, run.run_id)
     const fs = yield* FileSystem.FileSystem
     const { transcript, turns: turnsFile } = runFiles(dir)
-    const lines = yield* fs.readFileString(transcript).pipe(
-      Effect.map((t) => t.split("\n").filter((l) => l.trim() !== "").length),
-      Effect.orElseSucceed(() => 0)
-    )
+    // Read line by line: a transcript may be hundreds of MB.
+    const lines = yield* foldFileLines(transcript, 0, (n, l) => (l.trim() === "" ? n : n + 1)).pipe(Effect.orElseSucceed(() => 0))
     const requests = yield* auditOf(run.run_id, run.started_at)
     const turnInputs = run.kind === "session"
       ? (yield* fs.readFileString(turnsFile).pipe(Effect.orElseSucceed(() => ""))).split("\n").filter((l) => l.startsWith("{"))
         .map((l) => (JSON.parse(l) as { input?: string }).input ?? "")
       : []
     const turnReplies = run.kind === "session"
-      ? turnsOf(yield* fs.readFileString(transcript).pipe(Effect.orElseSucceed(() => "")))
+      ? yield* foldFileLines(transcript, [] as Turns, turnsStep).pipe(Effect.orElseSucceed((): Turns => []))
       : []
     const turns = turnInputs.map((input, i) => ({ input, replies: turnReplies[i]?.replies ?? [] }))
     if (json) {

@@ -4,6 +4,7 @@ import { isRunId } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
 import { runFiles } from "../contract/runFiles.js"
 import { readJsonOptional } from "../fs/atomic.js"
+import { foldFileLines } from "../fs/lines.js"
 import { RunRecord } from "../run/RunLog.js"
 
 /** Every run record, newest first; one worker's when given. */
@@ -39,17 +40,18 @@ export const auditOf = (runId: string, startedAt: string) =>
     const files = (yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed(() => [] as Array<string>)))
       .filter((f) => f.endsWith(".jsonl") && f.slice(0, 10) >= firstDay).sort()
     const out: Array<Record<string, unknown>> = []
+    // A day's audit holds every run's requests: read it line by line, never whole.
     for (const f of files) {
-      const text = yield* fs.readFileString(path.join(dir, f)).pipe(Effect.orElseSucceed(() => ""))
-      for (const line of text.split("\n")) {
-        if (!line.includes(runId)) continue
+      yield* foldFileLines(path.join(dir, f), 0, (n, line) => {
+        if (!line.includes(runId)) return n
         try {
           const rec = JSON.parse(line) as Record<string, unknown>
           if (rec.run_id === runId) out.push(rec)
         } catch {
           // a torn last line while the daemon writes: skip it
         }
-      }
+        return n + 1
+      }).pipe(Effect.ignore)
     }
     return out
   })

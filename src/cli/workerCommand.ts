@@ -11,6 +11,21 @@ import { liveLine } from "./liveView.js"
 import { listRuns } from "./runsQuery.js"
 import { visible } from "./terminal.js"
 
+/** The last lines of a file, from its last 64 KiB only (a box's stderr may be hundreds of MB). */
+const tailOf = (file: string, lines: number) => {
+  if (!fs.existsSync(file)) return ""
+  const fd = fs.openSync(file, "r")
+  try {
+    const size = fs.fstatSync(fd).size
+    const length = Math.min(size, 64 * 1024)
+    const buf = Buffer.alloc(length)
+    fs.readSync(fd, buf, 0, length, size - length)
+    return buf.toString("utf8").trimEnd().split("\n").slice(-lines).map((l) => (l.length > 400 ? `${l.slice(0, 400)}…` : l)).join("\n")
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
 const workerArg = Args.text({ name: "worker" }).pipe(Args.withDescription("the worker's name"))
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
 
@@ -69,7 +84,7 @@ const run = Command.make("run", {
     if (outcome.error) yield* Console.error(`the run failed: the model call failed: ${visible(outcome.error)}`)
     if (outcome.error || (outcome.endedBy === "exit" && outcome.exitCode !== 0)) {
       const log = runFiles(outcome.runDir).stderr
-      const tail = fs.existsSync(log) ? fs.readFileSync(log, "utf8").trimEnd().split("\n").slice(-10).join("\n") : ""
+      const tail = tailOf(log, 10)
       if (tail !== "") yield* Console.error(`the box's stderr (last lines; all of it in ${log}):\n${visible(tail)}`)
     }
     yield* Console.log(`box ${outcome.runId} ended by ${outcome.endedBy} (exit code ${outcome.exitCode ?? "none"})`)

@@ -39,7 +39,11 @@ const BoxFields = Schema.Struct({
   session_ceiling_min: Schema.optionalWith(Minutes, { default: () => 240 }),
   turn_ceiling_min: Schema.optionalWith(Minutes, { default: () => 30 }),
   idle_secs: Schema.optionalWith(Schema.Number.pipe(Schema.finite(), Schema.positive()), { default: () => 600 }),
-  tmp_size: Schema.optionalWith(Size("tmp_size"), { default: () => "1g" })
+  tmp_size: Schema.optionalWith(Size("tmp_size"), { default: () => "1g" }),
+  /** stdout.jsonl (and stderr.log) stop here, with a marker line: a box cannot fill the disk through roster. */
+  transcript_max: Schema.optionalWith(Size("transcript_max"), { default: () => "256m" }),
+  /** The longest line roster holds to show or read (longer ones are cut with a visible mark). */
+  line_max: Schema.optionalWith(Size("line_max"), { default: () => "1m" })
 })
 
 // /tmp is a tmpfs: RAM counted against the box's memory. Bigger than the limit, a full /tmp

@@ -17,6 +17,8 @@ session_ceiling_min = 240
 turn_ceiling_min = 30
 idle_secs = 600
 tmp_size = "1g"                 # bound on the box's /tmp (a tmpfs: RAM, so it must be below memory)
+transcript_max = "256m"         # stdout.jsonl cap (a marker line ends a cut transcript)
+line_max = "1m"                 # longest line shown or summarised (longer ones are cut, with a mark)
 
 [gateway]
 port = 7300

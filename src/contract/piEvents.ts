@@ -47,6 +47,8 @@ export type PiEvent =
   | { readonly kind: "tool-end"; readonly name: string; readonly output: string; readonly isError: boolean }
   | { readonly kind: "prompt-accepted" }
   | { readonly kind: "prompt-refused"; readonly error: string }
+  /** A line over the line cap, cut (not an assistant message: that one reads as an assistant event saying so). */
+  | { readonly kind: "cut"; readonly max: number }
   | { readonly kind: "other" }
 
 /** The text parts of a pi message's content. */
@@ -57,9 +59,25 @@ const decode = Schema.decodeUnknownOption(Schema.parseJson(PiEventSchema))
 
 const OTHER: PiEvent = { kind: "other" }
 
+const CUT = /…\[roster: line cut at (\d+) bytes\]$/
+
+/** What the person reads where a message was too long to hold: it is not lost, only not shown. */
+export const cutNotice = (max: number) =>
+  `[roster: this message was over ${max} bytes and was cut here — the whole of it is in the run's stdout.jsonl]`
+
+/** A cut line can no longer be parsed; its head still says what it was. */
+const readCut = (line: string, max: number): PiEvent => {
+  const head = line.slice(0, 300)
+  return head.startsWith(`{"type":"message_end"`) && head.includes(`"role":"assistant"`)
+    ? { kind: "assistant", text: cutNotice(max), stopReason: null, errorMessage: null }
+    : { kind: "cut", max }
+}
+
 export const readEvent = (line: string): PiEvent => {
   // Cheap refusal of what cannot be an event: pi's events are JSON objects, one per line.
   if (!line.startsWith("{")) return OTHER
+  const cut = CUT.exec(line.slice(-60))
+  if (cut) return readCut(line, Number(cut[1]))
   const decoded = decode(line)
   if (Option.isNone(decoded)) return OTHER
   const e = decoded.value

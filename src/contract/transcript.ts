@@ -36,12 +36,19 @@ export const summaryStep = (s: TranscriptSummary, e: PiEvent): TranscriptSummary
 export const summarize = (jsonl: string): TranscriptSummary =>
   jsonl.split("\n").map(readEvent).reduce(summaryStep, emptySummary)
 
-/** A session's turns, from its rpc transcript: each prompt pi accepted, and the replies until the next. */
-export const turnsOf = (jsonl: string): ReadonlyArray<{ readonly replies: ReadonlyArray<string> }> => {
-  const turns: Array<{ replies: Array<string> }> = []
-  for (const e of jsonl.split("\n").map(readEvent)) {
-    if (e.kind === "prompt-accepted") turns.push({ replies: [] })
-    else if (e.kind === "assistant" && turns.length > 0 && e.text.trim() !== "") turns.at(-1)?.replies.push(e.text.trim())
-  }
-  return turns
+export type Turns = ReadonlyArray<{ readonly replies: ReadonlyArray<string> }>
+
+/** One line of a session's rpc transcript folded into its turns (for reading a transcript line by line). */
+export const turnsStep = (turns: Turns, line: string): Turns => {
+  const e = readEvent(line)
+  if (e.kind === "prompt-accepted") return [...turns, { replies: [] }]
+  if (e.kind !== "assistant" || turns.length === 0 || e.text.trim() === "") return turns
+  const last = turns.at(-1)
+  return [...turns.slice(0, -1), { replies: [...(last?.replies ?? []), e.text.trim()] }]
 }
+
+/** A session's turns, from its rpc transcript: each prompt pi accepted, and the replies until the next. */
+export const turnsOf = (jsonl: string): Turns => jsonl.split("\n").reduce(turnsStep, [] as Turns)
+
+/** One line folded into a run's summary. */
+export const summaryLine = (s: TranscriptSummary, line: string) => summaryStep(s, readEvent(line))

@@ -17,6 +17,35 @@ const describe = (cause: unknown): { detail: string; statusCode?: number } => {
   return typeof e?.statusCode === "number" ? { detail, statusCode: e.statusCode } : { detail }
 }
 
+/**
+ * The engine's multiplexed attach stream (8-byte frame headers: stream type, size) split into
+ * stdout and stderr, with backpressure: while either reader is behind, the socket is paused, so
+ * a box that floods its output is slowed to what roster writes instead of piling up in memory
+ * (dockerode's demuxStream ignores a full reader).
+ */
+const demux = (src: Readable, out: PassThrough, err: PassThrough) => {
+  let pending: Buffer = Buffer.alloc(0)
+  const resume = () => {
+    if (!out.writableNeedDrain && !err.writableNeedDrain) src.resume()
+  }
+  src.on("data", (chunk: Buffer) => {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
+    let full = false
+    while (pending.length >= 8) {
+      const size = pending.readUInt32BE(4)
+      if (pending.length < 8 + size) break
+      const target = pending[0] === 2 ? err : out
+      if (!target.write(pending.subarray(8, 8 + size))) full = true
+      pending = pending.subarray(8 + size)
+    }
+    if (full) {
+      src.pause()
+      out.once("drain", resume)
+      err.once("drain", resume)
+    }
+  })
+}
+
 interface Modem {
   readonly dial: (opts: object, cb: (err: unknown, res: Readable) => void) => void
   readonly demuxStream: (src: Readable, out: PassThrough, err: PassThrough) => void
@@ -149,11 +178,11 @@ export const makeDockerApi = (load: () => Promise<Dockerode>): DockerApi => {
                 : { stream: true, stdin: true, stdout: true, stderr: true }
             }, (err, res) => (err ? reject(err) : resolve({ socket: res as unknown as Duplex, modem }))))),
         ({ socket }) => Effect.sync(() => socket.destroy())
-      ).pipe(Effect.map(({ modem, socket }): Attached => {
+      ).pipe(Effect.map(({ socket }): Attached => {
         const out = new PassThrough()
         const err = new PassThrough()
-        modem.demuxStream(socket as unknown as Readable, out, err)
-        // demuxStream never ends its outputs: end them when the raw stream does.
+        demux(socket as unknown as Readable, out, err)
+        // The outputs end when the raw stream does.
         const end = () => {
           out.end()
           err.end()

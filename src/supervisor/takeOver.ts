@@ -2,9 +2,11 @@ import { FileSystem } from "@effect/platform"
 import { Clock, Duration, Effect, Either, Fiber } from "effect"
 import { revokeRunTokens } from "../box/identity.js"
 import { snapshotOnClose } from "../box/openBox.js"
-import { drainTo } from "../box/output.js"
+import { drainTo, outputCaps } from "../box/output.js"
+import { OrgConfig } from "../config/OrgConfig.js"
+import { foldFileLines } from "../fs/lines.js"
 import { runFiles } from "../contract/runFiles.js"
-import { summarize } from "../contract/transcript.js"
+import { emptySummary, summaryLine } from "../contract/transcript.js"
 import { Docker } from "../docker/Docker.js"
 import type { OpenRecord } from "../run/record.js"
 import { resumeRunRecord } from "../run/record.js"
@@ -33,9 +35,10 @@ const reattach = (box: FoundBox, runDir: string) =>
     const fs = yield* FileSystem.FileSystem
     const files = runFiles(runDir)
     const sizeOf = (file: string) => fs.stat(file).pipe(Effect.map((s) => Number(s.size)), Effect.orElseSucceed(() => 0))
+    const caps = outputCaps((yield* (yield* OrgConfig).snapshot).box)
     const attached = yield* (yield* Docker).containerAttach(box.id, { replay: true })
-    const out = yield* Effect.forkScoped(drainTo(attached.stdout, files.transcript, { skip: yield* sizeOf(files.transcript) }))
-    const err = yield* Effect.forkScoped(drainTo(attached.stderr, files.stderr, { skip: yield* sizeOf(files.stderr) }))
+    const out = yield* Effect.forkScoped(drainTo(attached.stdout, files.transcript, { skip: yield* sizeOf(files.transcript), ...caps }))
+    const err = yield* Effect.forkScoped(drainTo(attached.stderr, files.stderr, { skip: yield* sizeOf(files.stderr), ...caps }))
     return Fiber.join(out).pipe(Effect.zipRight(Fiber.join(err)))
   }).pipe(
     Effect.tapError((e) => Effect.logWarning(`box ${box.name}: its output after the restart is not recorded (${e.message})`)),
@@ -46,8 +49,9 @@ const reattach = (box: FoundBox, runDir: string) =>
 const awaitAdopted = (box: FoundBox, runDir: string) =>
   Effect.gen(function*() {
     const docker = yield* Docker
-    const drained = yield* reattach(box, runDir)
+    // The wait is armed first: an AutoRemove box that exits in between is then still reported with its code.
     const wait = yield* docker.containerWait(box.id).pipe(Effect.either)
+    const drained = yield* reattach(box, runDir)
     if (Either.isLeft(wait)) {
       return { endedBy: "box-died" as const, exitCode: null, error: `the box was gone before it could be adopted (${wait.left.message})` }
     }
@@ -73,10 +77,9 @@ const awaitAdopted = (box: FoundBox, runDir: string) =>
 const settleFrom = (record: OpenRecord, end: { readonly endedBy: EndedBy; readonly exitCode: number | null; readonly error: string | null }) =>
   Effect.gen(function*() {
     // The transcript holds what the box said under its first owner and, for an adopted box, after.
-    const text = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(runFiles(record.runDir).transcript)).pipe(
-      Effect.orElseSucceed(() => "")
+    const said = yield* foldFileLines(runFiles(record.runDir).transcript, emptySummary, summaryLine).pipe(
+      Effect.orElseSucceed(() => emptySummary)
     )
-    const said = summarize(text)
     yield* record.settle({
       endedBy: end.endedBy,
       exitCode: end.exitCode,

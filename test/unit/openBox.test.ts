@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber, Option, TestClock } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Option, Stream, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { listSnapshots } from "../../src/box/store.js"
@@ -88,8 +88,10 @@ describe("openBox: a run is a scoped resource (Docker test layer)", () => {
     const layer = unitLayer(paths, {
       docker: { script: () => ({ stdout: ["{\"type\":\"session\"}\n"], exitCode: 0 }) },
       fs: (real) => ({
-        readFileString: (file, encoding) =>
-          file.endsWith("messages.jsonl") ? Deferred.succeed(reading, undefined).pipe(Effect.zipRight(Effect.never)) : real.readFileString(file, encoding)
+        stream: (file, options) =>
+          file.endsWith("messages.jsonl")
+            ? Stream.fromEffect(Deferred.succeed(reading, undefined).pipe(Effect.zipRight(Effect.never)))
+            : real.stream(file, options)
       })
     })
     return Effect.gen(function*() {

@@ -200,6 +200,8 @@ describe("adoption and the reaper (Docker test layer)", () => {
       const sup = yield* startSupervisor
       expect((yield* sup.status).boxes).toMatchObject([{ run_id: runId, held_by: "adopted", task_id: t.task_id }])
       expect(yield* statusOf(t.task_id)).toBe("running")
+      // Once the adopter waits on the box, the box exits on its own.
+      yield* eventually(Effect.map(Effect.flatMap(DockerFake, (f) => f.callsOf("containerWait")), (ids) => ids.includes(id)), "the adopter's wait")
       yield* (yield* DockerFake).exit(id, 0)
       yield* waitStatus(t.task_id, "done")
       expect(yield* store.get(t.task_id)).toMatchObject({ adopted: true, ended_by: "exit", exit_code: 0 })

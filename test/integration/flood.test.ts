@@ -1,0 +1,82 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { collect, type Deployment, makeDeployment } from "../support/deployment.js"
+
+/** The peak resident memory of a process (VmHWM), polled until it exits; in MiB. */
+const peakRss = (pid: number) => {
+  let peak = 0
+  const timer = setInterval(() => {
+    try {
+      const kb = Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0)
+      peak = Math.max(peak, kb / 1024)
+    } catch {
+      // gone
+    }
+  }, 50)
+  return { stop: () => (clearInterval(timer), peak) }
+}
+
+describe("a box that floods its output (real engine, real CLI)", () => {
+  let d: Deployment
+
+  beforeAll(async () => {
+    d = await makeDeployment(`[box]\ntranscript_max = "100m"\n`)
+  })
+
+  afterAll(async () => {
+    await d?.stop()
+  })
+
+  /** The peak RSS of `roster worker run` for a box that prints one line: what loading roster costs. */
+  const baseline = async () => {
+    const child = d.spawn(["worker", "run", "alice", "!echo hello"])
+    const rss = peakRss(child.pid ?? -1)
+    expect((await collect(child)).code).toBe(0)
+    return rss.stop()
+  }
+
+  // Bounded means: what a box prints adds a bounded amount to what roster costs anyway. (The
+  // absolute figure — ~200 MB for a trivial run, ~150 MB of it loading modules — is issue 15's.)
+  const BOUND_MB = 100
+
+  it("250 MB of output with one 50 MB line: the CLI's memory stays bounded, the line is cut, the transcript capped with a marker", async () => {
+    const base = await baseline()
+    // One 50 MB line (one JSON event, so the live view and the summary both meet it), then ~200 MB of short lines.
+    const flood = [
+      `printf '{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"'`,
+      "head -c 52428800 /dev/zero | tr '\\0' a",
+      `printf '"}],"stopReason":"stop"}}\\n'`,
+      "yes '{\"type\":\"noise\",\"pad\":\"0123456789012345678901234567890123456789\"}' | head -c 209715200",
+      "echo done"
+    ].join("; ")
+    const child = d.spawn(["worker", "run", "alice", `!${flood}`])
+    const rss = peakRss(child.pid ?? -1)
+    const r = await collect(child)
+    const peak = rss.stop()
+    expect(r.code, r.stderr.slice(-2000)).toBe(0)
+    expect(base).toBeGreaterThan(0)
+    expect(peak - base, `peak ${peak.toFixed(0)} MB against ${base.toFixed(0)} MB for a one-line box`).toBeLessThan(BOUND_MB)
+    // The live view and the run's summary say the long message was cut, and where the whole of it is.
+    expect(r.stdout).toContain("alice: [roster: this message was over 1048576 bytes and was cut here")
+    expect(r.stdout.length).toBeLessThan(4 * 1024 * 1024)
+    const runs = fs.readdirSync(d.file("data", "runs", "alice")).sort()
+    const transcript = d.file("data", "runs", "alice", runs.at(-1) ?? "", "stdout.jsonl")
+    const record = JSON.parse(fs.readFileSync(path.join(path.dirname(transcript), "run.json"), "utf8"))
+    expect(record.final_text).toContain("was over 1048576 bytes and was cut")
+    const size = fs.statSync(transcript).size
+    expect(size).toBeGreaterThanOrEqual(100 * 1024 * 1024)
+    expect(size).toBeLessThan(100 * 1024 * 1024 + 200)
+    const fd = fs.openSync(transcript, "r")
+    const tail = Buffer.alloc(200)
+    fs.readSync(fd, tail, 0, 200, size - 200)
+    fs.closeSync(fd)
+    expect(tail.toString()).toMatch(/\{"type":"roster_transcript_cut","max_bytes":104857600\}\n$/)
+    // runs show reads it line by line, within the same bound.
+    const show = d.spawn(["runs", "show", path.basename(path.dirname(transcript))])
+    const showRss = peakRss(show.pid ?? -1)
+    const shown = await collect(show)
+    expect(shown.code, shown.stderr).toBe(0)
+    expect(showRss.stop() - base).toBeLessThan(BOUND_MB)
+  })
+})
