@@ -24,3 +24,16 @@ export const refuseResponse = (res: http.ServerResponse, status: number, reason:
   if (status === 407) headers["proxy-authenticate"] = `Basic realm="roster"`
   res.writeHead(status, headers).end(`roster gateway: ${reason}\n`)
 }
+
+/**
+ * Only HTTP/1.0 and 1.1 are spoken here. Node's parser reads a request line without a version
+ * (`CONNECT host:port` and then header lines) as HTTP/0.9 and hands it on; a proxy that accepts
+ * what its peers would parse differently is where request smuggling starts. Refused with 400
+ * and a closed connection, like every other malformed request (the parser refuses the rest:
+ * folding, conflicting lengths, bad names).
+ */
+export const refuseUnlessHttp1 = (req: http.IncomingMessage, socket: Duplex) => {
+  if (req.httpVersionMajor === 1 && (req.httpVersionMinor === 0 || req.httpVersionMinor === 1)) return false
+  refuseSocket(socket, 400, "roster gateway: bad request (HTTP/1.0 or HTTP/1.1 only)")
+  return true
+}

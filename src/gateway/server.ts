@@ -15,7 +15,7 @@ import { handleConnect } from "./connect.js"
 import type { GatewayEnv } from "./env.js"
 import { handleForward } from "./forward.js"
 import { makeLeafIssuer } from "./leafCerts.js"
-import { refuseResponse, refuseSocket } from "./refuse.js"
+import { refuseResponse, refuseSocket, refuseUnlessHttp1 } from "./refuse.js"
 import { newTrace, supervised } from "./supervise.js"
 import { makeTerminator } from "./terminate.js"
 
@@ -70,6 +70,7 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
   const { terminate } = yield* makeTerminator(self, issuer)
 
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (refuseUnlessHttp1(req, req.socket)) return
     const target = req.url ?? ""
     if (req.method === "GET" && target === "/healthz") {
       run(healthAnswer(paths.config).pipe(
@@ -89,7 +90,7 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
   }
 
   const onConnect = (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
-    void run(Effect.gen(function*() {
+    refuseUnlessHttp1(req, socket) || void run(Effect.gen(function*() {
       const target = req.url ?? ""
       const trace = yield* newTrace("CONNECT", target.slice(0, 100), 0, "")
       yield* supervised(trace, handleConnect({ self, terminate, sockets }, req, socket, head, trace), () =>

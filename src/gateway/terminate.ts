@@ -8,7 +8,7 @@ import type { GatewayEnv } from "./env.js"
 import type { Caller } from "./identify.js"
 import { injectForward, type Target } from "./injectForward.js"
 import type { LeafIssuer } from "./leafCerts.js"
-import { refuseResponse } from "./refuse.js"
+import { refuseUnlessHttp1, refuseResponse } from "./refuse.js"
 import { newTrace, supervised } from "./supervise.js"
 
 /**
@@ -21,7 +21,7 @@ export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(self
   const targets = new WeakMap<object, Target>()
 
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) =>
-    void run(Effect.gen(function*() {
+    refuseUnlessHttp1(req, req.socket) || void run(Effect.gen(function*() {
       const target = targets.get(req.socket)
       const url = req.url ?? "/"
       const trace = yield* newTrace(req.method ?? "GET", target?.host ?? "?", target?.port ?? 0, url.split("?")[0] ?? "/")

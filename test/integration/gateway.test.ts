@@ -70,6 +70,67 @@ const serve = (paths: ReturnType<typeof deployment>, dialer: Layer.Layer<Dialer>
     )
   )
 
+/** One raw request on a fresh connection: the answer's status line, and whether the gateway closed it. */
+const raw = (port: number, request: string) =>
+  new Promise<{ readonly status: string; readonly closed: boolean }>((resolve) => {
+    const s = net.connect(port, "127.0.0.1")
+    let got = ""
+    let done = false
+    const finish = (closed: boolean) => {
+      if (done) return
+      done = true
+      s.destroy()
+      resolve({ status: got.split("\r\n")[0] ?? "", closed })
+    }
+    s.on("data", (d) => (got += d.toString()))
+    s.on("close", () => finish(true))
+    s.on("error", () => finish(true))
+    s.write(request)
+    setTimeout(() => finish(false), 2000)
+  })
+
+const H = "Host: example.com\r\n"
+const MALFORMED: Record<string, string> = {
+  "a request line without an HTTP version": `CONNECT example.com:443\r\n${H}\r\n`,
+  "an unknown HTTP version": `CONNECT example.com:443 HTTP/7.1\r\n${H}\r\n`,
+  "HTTP/2 on a plain connection": `GET http://example.com/ HTTP/2.0\r\n${H}\r\n`,
+  "obsolete line folding": `GET http://example.com/ HTTP/1.1\r\n${H}X-A: a\r\n b\r\n\r\n`,
+  "conflicting Content-Length": `POST http://example.com/ HTTP/1.1\r\n${H}Content-Length: 1\r\nContent-Length: 2\r\n\r\nab`,
+  "a duplicate Content-Length": `POST http://example.com/ HTTP/1.1\r\n${H}Content-Length: 2\r\nContent-Length: 2\r\n\r\nab`,
+  "Content-Length with Transfer-Encoding": `POST http://example.com/ HTTP/1.1\r\n${H}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
+  "a duplicate Transfer-Encoding": `POST http://example.com/ HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
+  "a CONNECT target without a port": `CONNECT example.com HTTP/1.1\r\n${H}\r\n`,
+  "a CONNECT target that is a path": `CONNECT /etc/passwd HTTP/1.1\r\n${H}\r\n`,
+  "a CONNECT target that is a URL": `CONNECT http://example.com:443/ HTTP/1.1\r\n${H}\r\n`,
+  "a header name outside the token grammar": `GET http://example.com/ HTTP/1.1\r\n${H}X(A): 1\r\n\r\n`,
+  "a space before a header's colon": `GET http://example.com/ HTTP/1.1\r\n${H}X-A : 1\r\n\r\n`,
+  "a method outside the token grammar": `G(T http://example.com/ HTTP/1.1\r\n${H}\r\n`
+}
+
+describe("the gateway parses strictly (raw sockets)", () => {
+  for (const [what, request] of Object.entries(MALFORMED)) {
+    it.live(`refuses ${what} with 400 and closes the connection`, () => {
+      const paths = deployment(`[[allow]]\nhosts = ["example.com"]\nscope = ["org"]\nports = [80, 443]\n`)
+      return Effect.gen(function*() {
+        const { port } = yield* serve(paths, Dialer.layer)
+        const answer = yield* Effect.promise(() => raw(port, request))
+        expect(answer).toEqual({ status: "HTTP/1.1 400 Bad Request", closed: true })
+      }).pipe(Effect.scoped)
+    })
+  }
+
+  it.live("still speaks HTTP/1.0 and 1.1 (a well-formed CONNECT is judged by policy, not refused as malformed)", () => {
+    const paths = deployment("")
+    return Effect.gen(function*() {
+      const { port } = yield* serve(paths, Dialer.layer)
+      for (const v of ["1.0", "1.1"]) {
+        const answer = yield* Effect.promise(() => raw(port, `CONNECT example.com:443 HTTP/${v}\r\n${H}\r\n`))
+        expect(answer.status).toMatch(/^HTTP\/1\.1 40[37] /)
+      }
+    }).pipe(Effect.scoped)
+  })
+})
+
 describe("the gateway (real listener)", () => {
   it.live("answers /healthz with this deployment's config root", () => {
     const paths = deployment("")
