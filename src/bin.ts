@@ -3,7 +3,7 @@ import { Cause, Console, Effect, Exit, Logger, LogLevel } from "effect"
 import * as ValidationError from "@effect/cli/ValidationError"
 import { cli, roster } from "./cli/Cli.js"
 import { ExitCode } from "./cli/exit.js"
-import { visible } from "./cli/terminal.js"
+import { plainConsole, visible } from "./cli/terminal.js"
 import { usageLine } from "./cli/usage.js"
 import { Hurry } from "./run/Hurry.js"
 import { RosterLive } from "./RosterLive.js"
@@ -38,6 +38,7 @@ const main = cli(process.argv).pipe(
       : Console.error(`roster: ${visible(errorMessage(e))}`).pipe(Effect.zipRight(Effect.fail(new ExitCode({ code: 1 }))))
   ),
   Effect.provide(Logger.replace(Logger.defaultLogger, plainLogger)),
+  (effect) => Console.consoleWith((c) => Console.withConsole(effect, plainConsole(c))),
   Logger.withMinimumLogLevel(LogLevel.Info),
   // A second Ctrl-C cuts long clean-up short (Hurry); the first interrupts the run.
   Effect.provide(Hurry.layerSignals),

@@ -1,3 +1,4 @@
+import type { Console } from "effect"
 /**
  * Box text (assistant words, tool output, messages, prompts a worker queued, errors it caused)
  * reaches a person's terminal through roster. A terminal obeys escape sequences — set the
@@ -22,3 +23,34 @@ export const colourOn = (stream: { readonly isTTY?: boolean } = process.stdout) 
   stream.isTTY === true && (process.env.NO_COLOR ?? "") === ""
 
 export const dim = (s: string) => (colourOn() ? `\x1b[2m${s}\x1b[0m` : s)
+
+// eslint-disable-next-line no-control-regex
+const SGR = /\x1b\[[0-9;]*m/g
+
+const strip = (arg: unknown) => (typeof arg === "string" ? arg.replace(SGR, "") : arg)
+
+/**
+ * The console roster prints through, with colour (SGR sequences — @effect/cli's help and
+ * errors carry them) removed from a stream that is not a terminal or under NO_COLOR.
+ */
+export const plainConsole = (c: Console.Console): Console.Console => {
+  const out = colourOn(process.stdout)
+  const err = colourOn(process.stderr)
+  if (out && err) return c
+  const o = (args: ReadonlyArray<unknown>) => (out ? args : args.map(strip))
+  const e = (args: ReadonlyArray<unknown>) => (err ? args : args.map(strip))
+  return {
+    ...c,
+    log: (...args) => c.log(...o(args)),
+    info: (...args) => c.info(...o(args)),
+    error: (...args) => c.error(...e(args)),
+    warn: (...args) => c.warn(...e(args)),
+    unsafe: {
+      ...c.unsafe,
+      log: (...args) => c.unsafe.log(...o(args)),
+      info: (...args) => c.unsafe.info(...o(args)),
+      error: (...args) => c.unsafe.error(...e(args)),
+      warn: (...args) => c.unsafe.warn(...e(args))
+    }
+  }
+}

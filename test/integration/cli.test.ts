@@ -64,6 +64,13 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     }
   })
 
+  it("prints no colour codes into a pipe (help and usage errors included)", async () => {
+    for (const args of [["--help"], ["worker", "run", "--help"], ["worker", "run", "alice"]]) {
+      const r = await roster(...args)
+      expect(`${r.stdout}${r.stderr}`, args.join(" ")).not.toContain("\x1b[")
+    }
+  })
+
   it("a bad org.toml is reported with the file, every key and a fix", async () => {
     const file = path.join(home, "config", "org.toml")
     const saved = fs.readFileSync(file, "utf8")
