@@ -24,7 +24,7 @@ export const colourOn = (stream: { readonly isTTY?: boolean } = process.stdout) 
 
 export const dim = (s: string) => (colourOn() ? `\x1b[2m${s}\x1b[0m` : s)
 
-// eslint-disable-next-line no-control-regex
+ 
 const SGR = /\x1b\[[0-9;]*m/g
 
 const strip = (arg: unknown) => (typeof arg === "string" ? arg.replace(SGR, "") : arg)
