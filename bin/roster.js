@@ -1,2 +1,2 @@
 #!/usr/bin/env node
-import "../dist/src/bin.js"
+import "../dist/roster.mjs"

@@ -46,9 +46,9 @@ sh(path.join(root, "scripts/ensure-host.sh"), [])
 step("2/6 build roster")
 const newestMtime = (dir) =>
   fs.readdirSync(dir, { recursive: true }).reduce((m, f) => Math.max(m, fs.statSync(path.join(dir, String(f))).mtimeMs), 0)
-const built = path.join(root, "dist/src/bin.js")
+const built = path.join(root, "dist/roster.mjs")
 if (!fs.existsSync(built) || fs.statSync(built).mtimeMs < newestMtime(path.join(root, "src"))) {
-  sh("npx", ["tsc", "-p", "tsconfig.build.json"])
+  sh("npm", ["run", "--silent", "build"])
   console.log("built dist/")
 } else console.log("dist/ is up to date")
 

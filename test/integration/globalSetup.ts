@@ -22,7 +22,7 @@ export default async function setup() {
         `Fix: apt-get install -y docker.io && (dockerd > /var/log/dockerd.log 2>&1 &) — or run .ci/run, which does this.`
     )
   }
-  execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: root, stdio: "inherit" })
+  execFileSync("npm", ["run", "--silent", "build"], { cwd: root, stdio: "inherit" })
   execFileSync(process.execPath, [path.join(root, "bin/roster.js"), "box", "build-scripted", "--tag", TEST_IMAGE], {
     cwd: root,
     stdio: ["ignore", "inherit", "pipe"],
