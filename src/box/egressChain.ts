@@ -1,12 +1,13 @@
 import { Effect } from "effect"
-import { EGRESS_CHAIN, LOCKDOWN_NETWORK } from "../contract/constants.js"
 import type { NetworkInfo } from "../docker/Docker.js"
 import { Firewall, type FirewallTool } from "./Firewall.js"
 import { LockdownError } from "./lockdownError.js"
 
-// The iptables side of the lockdown (`[box] egress_lockdown`): a chain that pins box->host
-// traffic to the gateway port, with an ip6tables twin. The network and gateway checks are in
-// lockdown.ts; this file only speaks iptables.
+// The iptables side of the lockdown (`[box] egress_lockdown`): a deployment's own chain that pins
+// its boxes' traffic to the host to its gateway port, with an ip6tables twin. The network and
+// gateway checks are in lockdown.ts; this file only speaks iptables.
+
+const TOOLS = ["iptables", "ip6tables"] as const
 
 export const bridgeInterface = (net: NetworkInfo): string =>
   net.options["com.docker.network.bridge.name"] ?? `br-${net.id.slice(0, 12)}`
@@ -17,34 +18,78 @@ export const egressChainRules = (gatewayPort: number): ReadonlyArray<ReadonlyArr
   ["-j", "DROP"]
 ]
 
-/** Box traffic to any address of the host itself (not only the bridge's) goes through the chain. */
-export const egressJump = (tool: FirewallTool, net: NetworkInfo): ReadonlyArray<string> => [
+/** This deployment's boxes' traffic to any address of the host itself (not only the bridge's) goes through its chain. */
+export const egressJump = (tool: FirewallTool, net: NetworkInfo, chain: string): ReadonlyArray<string> => [
   "INPUT",
   ...(tool === "iptables" ? ["-s", net.subnets[0]?.subnet ?? ""] : ["-i", bridgeInterface(net)]),
   "-m", "addrtype", "--dst-type", "LOCAL",
-  "-j", EGRESS_CHAIN
+  "-j", chain
 ]
 
 /** Pins box->host traffic to the gateway port, rebuilt each time so it is idempotent; fails closed. */
 export const ensureEgressLockdown = Effect.fn("lockdown.ensureEgressLockdown")(function*(
   net: NetworkInfo,
-  gatewayPort: number
+  gatewayPort: number,
+  chain: string
 ) {
   const fw = yield* Firewall
-  for (const tool of ["iptables", "ip6tables"] as const) {
+  for (const tool of TOOLS) {
     const fail = new LockdownError({
-      reason: `[box] egress_lockdown is on but the ${tool} rules could not be installed for ${LOCKDOWN_NETWORK} ` +
+      reason: `[box] egress_lockdown is on but the ${tool} rules could not be installed for ${net.name} ` +
         `(they need root / CAP_NET_ADMIN and the ${tool} command: apt-get install -y iptables). ` +
         `Run roster as root, or set egress_lockdown = false in org.toml`
     })
-    yield* fw.run(tool, ["-N", EGRESS_CHAIN]) // "already exists" is fine
-    if (!(yield* fw.run(tool, ["-F", EGRESS_CHAIN]))) return yield* Effect.fail(fail)
-    for (const rule of egressChainRules(gatewayPort)) {
-      if (!(yield* fw.run(tool, ["-A", EGRESS_CHAIN, ...rule]))) return yield* Effect.fail(fail)
+    // Rebuilt only when it differs (a new port): a flush opens a moment in which the chain drops nothing.
+    if (!chainIsPinnedTo(yield* fw.output(tool, ["-S", chain]), chain, gatewayPort)) {
+      yield* fw.run(tool, ["-N", chain]) // "already exists" is fine
+      if (!(yield* fw.run(tool, ["-F", chain]))) return yield* Effect.fail(fail)
+      for (const rule of egressChainRules(gatewayPort)) {
+        if (!(yield* fw.run(tool, ["-A", chain, ...rule]))) return yield* Effect.fail(fail)
+      }
     }
-    const jump = egressJump(tool, net)
+    const jump = egressJump(tool, net, chain)
     if (!(yield* fw.run(tool, ["-C", ...jump])) && !(yield* fw.run(tool, ["-I", ...jump]))) {
       return yield* Effect.fail(fail)
     }
   }
 })
+
+/**
+ * Removes a chain and every INPUT rule that jumps to it (whatever subnet it was made for), so
+ * lockdown turned off — or a daemon stopped — leaves no rule behind that could cut a box off
+ * from its gateway. A chain that is not there costs one listing per tool.
+ */
+export const removeEgressLockdown = Effect.fn("lockdown.removeEgressLockdown")(function*(chain: string) {
+  const fw = yield* Firewall
+  let removed = 0
+  for (const tool of TOOLS) {
+    const input = yield* fw.output(tool, ["-S", "INPUT"])
+    for (const rule of jumpsTo(input ?? "", chain)) {
+      if (yield* fw.run(tool, ["-D", ...rule])) removed++
+    }
+    if (yield* fw.run(tool, ["-n", "-L", chain])) {
+      yield* fw.run(tool, ["-F", chain])
+      if (yield* fw.run(tool, ["-X", chain])) removed++
+    }
+  }
+  return removed
+})
+
+/** The INPUT rules of an `iptables -S INPUT` listing that jump to `chain`, as arguments for -D. */
+export const jumpsTo = (listing: string, chain: string): ReadonlyArray<ReadonlyArray<string>> =>
+  listing.split("\n")
+    .map((l) => l.trim().split(/\s+/))
+    .filter((w) => w[0] === "-A" && w[1] === "INPUT" && w.at(-1) === chain && w.at(-2) === "-j")
+    .map((w) => w.slice(1))
+
+/** The roster chains an `iptables -S` listing defines (`-N ROSTER-...`). */
+export const rosterChains = (listing: string): ReadonlyArray<string> =>
+  listing.split("\n").map((l) => l.trim().split(/\s+/)).filter((w) => w[0] === "-N" && w[1]?.startsWith("ROSTER-")).map((w) => w[1] ?? "")
+
+/** Whether an `iptables -S <chain>` listing is exactly: accept the gateway port, then drop. */
+export const chainIsPinnedTo = (listing: string | undefined, chain: string, port: number) => {
+  const rules = (listing ?? "").split("\n").map((l) => l.trim()).filter((l) => l.startsWith(`-A ${chain} `))
+  return rules.length === 2 &&
+    /^-A \S+ -p tcp( -m tcp)? --dport (\d+) -j ACCEPT$/.exec(rules[0] ?? "")?.[2] === String(port) &&
+    rules[1] === `-A ${chain} -j DROP`
+}

@@ -6,8 +6,9 @@ import { Docker, type DockerError, type NetworkInfo } from "../docker/Docker.js"
 import { isLoopback } from "../contract/addresses.js"
 import { GatewayProbe } from "../contract/GatewayProbe.js"
 import { readGatewayState } from "../contract/gatewayState.js"
-import { LOCKDOWN_NETWORK } from "../contract/constants.js"
-import { ensureEgressLockdown } from "./egressChain.js"
+import { LABEL_DEPLOYMENT } from "../contract/constants.js"
+import { egressChainName, LABEL_NETWORK, LABEL_NETWORK_STATE, lockdownNetworkName } from "../contract/deployment.js"
+import { ensureEgressLockdown, removeEgressLockdown } from "./egressChain.js"
 import { LockdownError } from "./lockdownError.js"
 
 export { LockdownError }
@@ -37,34 +38,49 @@ const networkProblem = (net: NetworkInfo): string | undefined => {
 }
 
 /**
- * The `roster-locked` network: an internal bridge (no route off the host at all — a
- * masquerade-off bridge still forwards box packets with their private source address) with
- * inter-container traffic off, so a box can reach nothing but the host's bridge address.
+ * The deployment's own locked network (`roster-locked-<id>`): an internal bridge (no route off
+ * the host at all — a masquerade-off bridge still forwards box packets with their private source
+ * address) with inter-container traffic off, so a box can reach nothing but the host's bridge
+ * address. One per deployment, so each has its own subnet and its own iptables chain, and no
+ * deployment's lockdown (or its absence) touches another's boxes.
  */
 export const ensureLockedNetwork = Effect.fn("lockdown.ensureLockedNetwork")(function*() {
   const docker = yield* Docker
-  const existing = yield* docker.networkInspect(LOCKDOWN_NETWORK)
+  const paths = yield* Paths
+  const name = lockdownNetworkName(paths.config)
+  const existing = yield* docker.networkInspect(name)
   const net = existing ?? (yield* docker.networkCreate({
-    name: LOCKDOWN_NETWORK,
+    name,
     internal: true,
     options: {
       [ICC]: "false",
       "com.docker.network.bridge.enable_ip_masquerade": "false"
     },
-    labels: { "roster.network": "locked" }
+    labels: { [LABEL_NETWORK]: "locked", [LABEL_DEPLOYMENT]: paths.config, [LABEL_NETWORK_STATE]: paths.state }
   }).pipe(
     Effect.mapError((e: DockerError) =>
-      new LockdownError({ reason: `the "${LOCKDOWN_NETWORK}" docker network could not be created (${e.detail})` })
+      new LockdownError({ reason: `the "${name}" docker network could not be created (${e.detail})` })
     )
   ))
   const problem = networkProblem(net)
   if (problem) {
     return yield* Effect.fail(new LockdownError({
-      reason: `${problem}. Remove it and let roster recreate it: docker network rm ${LOCKDOWN_NETWORK}`
+      reason: `${problem}. Remove it and let roster recreate it: docker network rm ${name}`
     }))
   }
   return net
 })
+
+/**
+ * The host pinning as `[box] egress_lockdown` says now, reconciled on every run and daemon
+ * start: on, the deployment's chain is rebuilt for its current gateway port; off, its chain and
+ * jumps are removed, so no rule of roster's affects its boxes.
+ */
+export const reconcileEgress = (policy: BoxPolicy, net: NetworkInfo, port: number) =>
+  Effect.flatMap(Paths, (paths) =>
+    policy.egress_lockdown
+      ? ensureEgressLockdown(net, port, egressChainName(paths.config))
+      : removeEgressLockdown(egressChainName(paths.config)).pipe(Effect.asVoid))
 
 export const bridgeAddress = (net: NetworkInfo): string => net.subnets[0]?.gateway ?? ""
 const DAY_MS = 24 * 60 * 60 * 1000
@@ -127,7 +143,7 @@ export const ensureLockdown = Effect.fn("lockdown.ensureLockdown")(function*(pol
         `stop that one or set [gateway] port in ${paths.config}/org.toml to a free port`
     }))
   }
-  if (policy.egress_lockdown) yield* ensureEgressLockdown(net, port)
-  else yield* warnOpenHostDaily(port)
+  yield* reconcileEgress(policy, net, port)
+  if (!policy.egress_lockdown) yield* warnOpenHostDaily(port)
   return { network: net, gatewayAddress: bridgeAddress(net), gatewayPort: port, credentials: health.credentials } satisfies Lockdown
 })

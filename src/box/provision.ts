@@ -126,6 +126,7 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     image: org.engine.image,
     policy: org.box,
     user,
+    network: lockdown.network.name,
     gatewayAddress: lockdown.gatewayAddress,
     gatewayPort: lockdown.gatewayPort,
     token,

@@ -35,6 +35,8 @@ export interface BoxPlan {
   readonly image: string
   readonly policy: BoxPolicy
   readonly user: { readonly uid: number; readonly gid: number }
+  /** The deployment's locked network. */
+  readonly network: string
   readonly gatewayAddress: string
   readonly gatewayPort: number
   readonly token: string
@@ -151,7 +153,7 @@ export const containerSpec = (plan: BoxPlan): ContainerSpec => {
     Tty: false,
     HostConfig: {
       AutoRemove: true,
-      NetworkMode: C.LOCKDOWN_NETWORK,
+      NetworkMode: plan.network,
       ExtraHosts: [`host.docker.internal:${plan.gatewayAddress}`],
       // Proxied clients hand host names to CONNECT, so the box needs no DNS; a dead resolver
       // closes the exfiltration path Docker's embedded one would leave open.

@@ -24,7 +24,8 @@ export const listRuns = (worker: Option.Option<string>) =>
         if (Option.isSome(decoded)) out.push(decoded.value)
       }
     }
-    return out.sort((a, b) => (a.run_id < b.run_id ? 1 : -1))
+    // Newest first by when they started: ids have one-second resolution and a random suffix.
+    return out.sort((a, b) => b.started_at.localeCompare(a.started_at) || (a.run_id < b.run_id ? 1 : -1))
   })
 
 export const findRun = (runId: string) =>

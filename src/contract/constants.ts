@@ -1,6 +1,7 @@
 /** Fixed facts of the box, shared by the provisioner, the gateway and the tests. */
-export const LOCKDOWN_NETWORK = "roster-locked"
-export const EGRESS_CHAIN = "ROSTER-LOCKED"
+/** What roster versions before per-deployment lockdown named the shared network and chain (`roster doctor --fix` removes them). */
+export const LEGACY_NETWORK = "roster-locked"
+export const LEGACY_CHAIN = "ROSTER-LOCKED"
 export const SENTINEL = "roster-sentinel-no-real-credential-in-box"
 export const LLM_PROVIDERS = ["anthropic", "openai-codex"] as const
 

@@ -1,8 +1,9 @@
 import { FileSystem } from "@effect/platform"
 import { Clock, Console, Effect, Layer } from "effect"
 import { ImageStore, isRegistryRef } from "../box/ImageStore.js"
-import { ensureEgressLockdown } from "../box/egressChain.js"
-import { bridgeAddress, ensureLockedNetwork } from "../box/lockdown.js"
+import { removeEgressLockdown } from "../box/egressChain.js"
+import { bridgeAddress, ensureLockedNetwork, reconcileEgress } from "../box/lockdown.js"
+import { egressChainName } from "../contract/deployment.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths, layout } from "../config/Paths.js"
 import { Docker } from "../docker/Docker.js"
@@ -43,7 +44,10 @@ export const runDaemon = Effect.fn("daemon.run")(function*() {
       Effect.ignore
     )
   )
-  if (org.box.egress_lockdown) yield* ensureEgressLockdown(net, bound.port)
+  yield* reconcileEgress(org.box, net, bound.port)
+  // A stopped daemon leaves no rule behind: its boxes are gone, and a chain pinned to its port
+  // must not outlive it (the next start, or the next run, rebuilds what the config asks for).
+  yield* Effect.addFinalizer(() => removeEgressLockdown(egressChainName(paths.config)).pipe(Effect.ignore))
   yield* Console.log(`roster gateway ${VERSION} listening on ${addrs.map((a) => `${a}:${bound.port}`).join(", ")} (config ${paths.config})`)
   // The supervisor adopts what a dead daemon left before the queue moves; then the API opens.
   const supervisor = yield* Layer.build(Supervisor.layer)

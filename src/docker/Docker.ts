@@ -39,6 +39,9 @@ export interface NetworkInfo {
   readonly internal: boolean
   readonly options: Readonly<Record<string, string>>
   readonly subnets: ReadonlyArray<{ readonly subnet: string; readonly gateway: string }>
+  readonly labels: Readonly<Record<string, string>>
+  /** Containers attached right now (from an inspect; a list leaves it empty). */
+  readonly containers: number
 }
 
 export interface NetworkSpec {
@@ -112,6 +115,10 @@ export interface DockerApi {
   readonly ping: Effect.Effect<void, DockerUnavailable>
   readonly networkInspect: (name: string) => Effect.Effect<NetworkInfo | undefined, DockerError>
   readonly networkCreate: (spec: NetworkSpec) => Effect.Effect<NetworkInfo, DockerError>
+  /** Networks carrying every one of these labels ("key" or "key=value"). */
+  readonly networkList: (labels: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<NetworkInfo>, DockerError>
+  /** Removes a network; one already gone is not an error. */
+  readonly networkRemove: (name: string) => Effect.Effect<void, DockerError>
   readonly imageInspect: (ref: string) => Effect.Effect<ImageInfo | undefined, DockerError>
   readonly imagePull: (ref: string, onProgress: (p: PullProgress) => void) => Effect.Effect<void, DockerError>
   /** Builds an image from a folder (the files listed, Dockerfile among them), streaming build output lines. */

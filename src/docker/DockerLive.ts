@@ -61,7 +61,9 @@ const toNetworkInfo = (raw: Dockerode.NetworkInspectInfo): NetworkInfo => ({
   driver: raw.Driver,
   internal: raw.Internal === true,
   options: raw.Options ?? {},
-  subnets: (raw.IPAM?.Config ?? []).map((c) => ({ subnet: c.Subnet ?? "", gateway: c.Gateway ?? "" }))
+  subnets: (raw.IPAM?.Config ?? []).map((c) => ({ subnet: c.Subnet ?? "", gateway: c.Gateway ?? "" })),
+  labels: raw.Labels ?? {},
+  containers: Object.keys(raw.Containers ?? {}).length
 })
 
 /**
@@ -109,6 +111,17 @@ export const makeDockerApi = (load: () => Promise<Dockerode>): DockerApi => {
             info ? Effect.succeed(info) : Effect.fail(new DockerError({ operation: "network create", detail: `${spec.name} vanished after creation` }))
           )
         ),
+
+    networkList: (labels) =>
+      call("network list", (engine) => engine.listNetworks({ filters: { label: [...labels] } })).pipe(
+        Effect.map((list) => list.map((raw) => toNetworkInfo(raw as Dockerode.NetworkInspectInfo)))
+      ),
+
+    networkRemove: (name) =>
+      call("network remove", (engine) => engine.getNetwork(name).remove()).pipe(
+        Effect.asVoid,
+        Effect.catchIf((e) => e.statusCode === 404, () => Effect.void)
+      ),
 
     imageInspect: (ref) =>
       call("image inspect", (engine) => engine.getImage(ref).inspect()).pipe(

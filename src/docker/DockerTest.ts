@@ -67,6 +67,8 @@ export const lockedNetwork = (overrides: Partial<NetworkInfo> = {}): NetworkInfo
   internal: true,
   options: { "com.docker.network.bridge.enable_icc": "false" },
   subnets: [{ subnet: "172.30.0.0/16", gateway: "172.30.0.1" }],
+  labels: { "roster.network": "locked" },
+  containers: 0,
   ...overrides
 })
 
@@ -115,11 +117,21 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
             driver: "bridge",
             internal: spec.internal,
             options: spec.options,
-            subnets: [{ subnet: "172.30.0.0/16", gateway: "172.30.0.1" }]
+            subnets: [{ subnet: "172.30.0.0/16", gateway: "172.30.0.1" }],
+            labels: spec.labels,
+            containers: 0
           }
           networks.set(spec.name, info)
           return info
         }),
+      networkList: (labels) =>
+        record("networkList", labels).pipe(Effect.as([...networks.values()].filter((n) =>
+          labels.every((l) => {
+            const [k, v] = l.split("=")
+            return k !== undefined && (v === undefined ? k in n.labels : n.labels[k] === v)
+          })
+        ))),
+      networkRemove: (name) => record("networkRemove", name).pipe(Effect.tap(() => Effect.sync(() => networks.delete(name))), Effect.asVoid),
       imageInspect: (ref) => record("imageInspect", ref).pipe(Effect.as(images.get(ref))),
       imagePull: (ref, onProgress) =>
         Effect.gen(function*() {

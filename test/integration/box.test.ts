@@ -5,6 +5,8 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { egressChainName } from "../../src/contract/deployment.js"
+import { latestRunId } from "../support/runs.js"
 import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 
@@ -13,7 +15,7 @@ const boxes = () => docker.listContainers({ all: true, filters: { label: ["roste
 
 const lastRun = (d: Deployment, worker = "alice") => {
   const dir = d.file("data", "runs", worker)
-  const id = fs.readdirSync(dir).sort().at(-1) ?? ""
+  const id = latestRunId(dir)
   return {
     dir: path.join(dir, id),
     record: JSON.parse(fs.readFileSync(path.join(dir, id, "run.json"), "utf8")),
@@ -271,33 +273,76 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     }
   })
 
-  it("with egress_lockdown the host is reachable from a box only on the gateway port", async () => {
+  it("with egress_lockdown the host is reachable from a box only on the gateway port; the lockdown is its deployment's alone", async () => {
     const hostPortServer = net.createServer((s) => s.end("host-service-reached\n"))
     await new Promise<void>((resolve) => hostPortServer.listen(0, "0.0.0.0", resolve))
     const hostPort = (hostPortServer.address() as net.AddressInfo).port
-    const probe = script(d, "hostports.sh", CONNECT + [
+    const body = CONNECT + [
       `nc -w 3 host.docker.internal ${hostPort}; echo "other-rc=$?"`,
       "echo ---",
       `connect ${outside.address}:${outside.port}`
-    ].join("\n"))
+    ].join("\n")
+    const probe = script(d, "hostports.sh", body)
+    const allow = `[[allow]]\nhosts = ["198.51.100.7"]\nports = [9099]\nscope = ["org/*"]\n`
+    const chain = egressChainName(d.file("config"))
+    const chains = () => ["iptables", "ip6tables"].map((t) => execFileSync(t, ["-S"]).toString()).join("\n")
+    let other: Deployment | undefined
     try {
       // The control: without the lockdown a box reaches the host's other ports.
       const open = await d.roster(["worker", "run", "alice", probe])
       expect(open.code, open.stderr).toBe(0)
       expect(lastRun(d).stdout).toContain("host-service-reached")
 
-      d.writeOrg(`[box]\negress_lockdown = true\n[[allow]]\nhosts = ["198.51.100.7"]\nports = [9099]\nscope = ["org/*"]\n`)
+      d.writeOrg(`[box]\negress_lockdown = true\n${allow}`)
       const locked = await d.roster(["worker", "run", "alice", probe])
       expect(locked.code, locked.stderr).toBe(0)
-      const [other, gateway] = lastRun(d).stdout.split("---")
-      expect(other).not.toContain("host-service-reached")
-      expect(other).toMatch(/other-rc=[1-9]/)
+      const [blocked, gateway] = lastRun(d).stdout.split("---")
+      expect(blocked).not.toContain("host-service-reached")
+      expect(blocked).toMatch(/other-rc=[1-9]/)
       expect(gateway).toContain("200 Connection Established")
       expect(gateway).toContain(outside.greeting)
+      expect(chains()).toContain(`-N ${chain}`)
+
+      // A second deployment on the same host, without the lockdown and on another port: its
+      // boxes are on its own network, untouched by the first one's chain.
+      other = await makeDeployment(allow)
+      const store = other.file("data", "stores", "alice")
+      fs.mkdirSync(store, { recursive: true })
+      fs.writeFileSync(path.join(store, "hostports.sh"), body, { mode: 0o755 })
+      const second = await other.roster(["worker", "run", "alice", "!sh /pihome/store/hostports.sh"])
+      expect(second.code, second.stderr).toBe(0)
+      const secondRun = lastRun(other).stdout
+      expect(secondRun).toContain("host-service-reached")
+      expect(secondRun).toContain("200 Connection Established")
+
+      // Lockdown off again: the next run is as open as the control, and no rule of the first is left.
+      d.writeOrg(allow)
+      const reopened = await d.roster(["worker", "run", "alice", probe])
+      expect(reopened.code, reopened.stderr).toBe(0)
+      expect(lastRun(d).stdout).toContain("host-service-reached")
+      expect(chains()).not.toContain(chain)
     } finally {
       hostPortServer.close()
-      d.writeOrg(`[[allow]]\nhosts = ["198.51.100.7"]\nports = [9099]\nscope = ["org/*"]\n`)
-      removeLockdownRules()
+      await other?.stop()
+      d.writeOrg(allow)
+      removeLockdownRules(chain)
+    }
+  })
+
+  it("roster server stop leaves no rule of its deployment behind", async () => {
+    const chain = egressChainName(d.file("config"))
+    const allow = `[[allow]]\nhosts = ["198.51.100.7"]\nports = [9099]\nscope = ["org/*"]\n`
+    try {
+      d.writeOrg(`[box]\negress_lockdown = true\n${allow}`)
+      await d.stop()
+      expect((await d.roster(["server", "start"])).code).toBe(0)
+      expect(execFileSync("iptables", ["-S"]).toString()).toContain(`-N ${chain}`)
+      await d.stop()
+      for (const tool of ["iptables", "ip6tables"]) expect(execFileSync(tool, ["-S"]).toString()).not.toContain(chain)
+    } finally {
+      d.writeOrg(allow)
+      removeLockdownRules(chain)
+      await d.roster(["server", "start"])
     }
   })
 })
@@ -305,14 +350,14 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
 const spawnWith = (d: Deployment, extra: Record<string, string>, args: ReadonlyArray<string>) =>
   spawn(process.execPath, [ROSTER_BIN, ...args], { env: { ...d.env, ...extra }, stdio: ["ignore", "pipe", "pipe"] })
 
-/** Leaves the machine as it was: the jump rules and the ROSTER-LOCKED chains go. */
-const removeLockdownRules = () => {
+/** Leaves the machine as it was: the deployment's jump rules and chain go. */
+const removeLockdownRules = (chain: string) => {
   for (const tool of ["iptables", "ip6tables"]) {
     try {
-      const rules = execFileSync(tool, ["-S", "INPUT"]).toString().split("\n").filter((l) => l.includes("ROSTER-LOCKED"))
+      const rules = execFileSync(tool, ["-S", "INPUT"]).toString().split("\n").filter((l) => l.endsWith(`-j ${chain}`))
       for (const rule of rules) execFileSync(tool, ["-D", ...rule.replace(/^-A /, "").split(" ")])
-      execFileSync(tool, ["-F", "ROSTER-LOCKED"])
-      execFileSync(tool, ["-X", "ROSTER-LOCKED"])
+      execFileSync(tool, ["-F", chain])
+      execFileSync(tool, ["-X", chain])
     } catch {
       // nothing installed for this tool
     }

@@ -60,8 +60,9 @@ describe("a box that floods its output (real engine, real CLI)", () => {
     // The live view and the run's summary say the long message was cut, and where the whole of it is.
     expect(r.stdout).toContain("alice: [roster: this message was over 1048576 bytes and was cut here")
     expect(r.stdout.length).toBeLessThan(4 * 1024 * 1024)
-    const runs = fs.readdirSync(d.file("data", "runs", "alice")).sort()
-    const transcript = d.file("data", "runs", "alice", runs.at(-1) ?? "", "stdout.jsonl")
+    // This run by its id (two runs in one second sort by their random suffix, not their start).
+    const runId = /^box (\S+) ended by/m.exec(r.stdout)?.[1] ?? ""
+    const transcript = d.file("data", "runs", "alice", runId, "stdout.jsonl")
     const record = JSON.parse(fs.readFileSync(path.join(path.dirname(transcript), "run.json"), "utf8"))
     expect(record.final_text).toContain("was over 1048576 bytes and was cut")
     const size = fs.statSync(transcript).size

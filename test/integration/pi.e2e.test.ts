@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { REHEARSAL_FOLLOW_UP, REHEARSAL_FOLLOW_UP_ASK, REHEARSAL_MESSAGE } from "../../src/rehearsal/script.js"
 import { type Received, serveRehearsal } from "../../src/rehearsal/server.js"
+import { latestRunId } from "../support/runs.js"
 import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 
 const PI_IMAGE = "roster-box:test"
@@ -17,7 +18,7 @@ const boxes = () => docker.listContainers({ all: true, filters: { label: ["roste
 
 const lastRun = (d: Deployment) => {
   const dir = d.file("data", "runs", "alice")
-  const id = fs.readdirSync(dir).sort().at(-1) ?? ""
+  const id = latestRunId(dir)
   const runDir = path.join(dir, id)
   return {
     dir: runDir,

@@ -2,6 +2,7 @@ import Dockerode from "dockerode"
 import * as fs from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Deployment, makeDeployment } from "../support/deployment.js"
+import { latestRunId } from "../support/runs.js"
 
 const docker = new Dockerode()
 
@@ -120,8 +121,7 @@ describe("the supervisor in the real daemon, on a real Docker engine", () => {
     while (identityFiles().length > 0 && Date.now() - killed < 15_000) await new Promise((r) => setTimeout(r, 100))
     expect(identityFiles()).toEqual([])
     expect(Date.now() - killed).toBeLessThan(15_000)
-    const runs = fs.readdirSync(d.file("data", "runs", "alice")).sort()
-    const record = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", runs.at(-1) ?? "", "run.json"), "utf8"))
+    const record = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", latestRunId(d.file("data", "runs", "alice")), "run.json"), "utf8"))
     expect(record).toMatchObject({ kind: "box", ended_by: "orphaned" })
   })
 

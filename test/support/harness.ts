@@ -54,6 +54,8 @@ export interface UnitOptions {
   readonly docker?: DockerFakeOptions
   readonly health?: (port: number) => Health | undefined
   readonly firewall?: (tool: FirewallTool, args: ReadonlyArray<string>) => boolean
+  /** What an iptables listing (-S) prints. */
+  readonly firewallListing?: (tool: FirewallTool, args: ReadonlyArray<string>) => string | undefined
   readonly env?: Record<string, string>
   readonly vault?: Record<string, Record<string, unknown>>
   /** Completing it plays a person's second Ctrl-C. */
@@ -79,7 +81,7 @@ export const unitLayer = (paths: RosterPaths, o: UnitOptions = {}) => {
     Paths.layerAt(paths),
     makeDockerTest(o.docker),
     GatewayProbe.layerTest(o.health ?? (() => ({ ok: true, config_root: paths.config, version: "test" }))),
-    Firewall.layerTest(o.firewall)
+    Firewall.layerTest(o.firewall, o.firewallListing)
   )
   const vault: Layer.Layer<Vault, never, Layer.Layer.Success<typeof base>> = o.vault ? Vault.layerTest(o.vault) : Vault.layer
   const services = Layer.mergeAll(OrgConfig.layer, RunLog.layer, ImageStore.layer, vault).pipe(Layer.provideMerge(base))

@@ -3,6 +3,7 @@ import { Effect, Exit, Logger, Ref, TestClock } from "effect"
 import { FirewallLog } from "../../src/box/Firewall.js"
 import { egressChainRules } from "../../src/box/egressChain.js"
 import { ensureLockdown } from "../../src/box/lockdown.js"
+import { egressChainName, lockdownNetworkName } from "../../src/contract/deployment.js"
 import { defaultOrg } from "../../src/config/OrgConfig.js"
 import { DockerFake, lockedNetwork } from "../../src/docker/DockerTest.js"
 import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
@@ -34,10 +35,12 @@ describe("lockdown", () => {
       const lock = yield* ensureLockdown(policy())
       const [spec] = yield* (yield* DockerFake).callsOf("networkCreate")
       expect(spec).toMatchObject({
-        name: "roster-locked",
+        name: lockdownNetworkName(paths.config),
         internal: true,
-        options: { "com.docker.network.bridge.enable_icc": "false" }
+        options: { "com.docker.network.bridge.enable_icc": "false" },
+        labels: { "roster.network": "locked", "roster.deployment": paths.config, "roster.state": paths.state }
       })
+      expect(lock.network.name).toMatch(/^roster-locked-[0-9a-f]{10}$/)
       expect(lock.gatewayAddress).toBe("172.30.0.1")
       expect(lock.gatewayPort).toBe(7300)
     }).pipe(Effect.provide(unitLayer(paths, { docker: { networks: [] } })))
@@ -49,8 +52,8 @@ describe("lockdown", () => {
     return Effect.gen(function*() {
       const exit = yield* Effect.exit(ensureLockdown(policy()))
       expect(failureText(exit)).toContain("not internal")
-      expect(failureText(exit)).toContain("docker network rm roster-locked")
-    }).pipe(Effect.provide(unitLayer(paths, { docker: { networks: [lockedNetwork({ internal: false })] } })))
+      expect(failureText(exit)).toContain(`docker network rm ${lockdownNetworkName(paths.config)}`)
+    }).pipe(Effect.provide(unitLayer(paths, { docker: { networks: [lockedNetwork({ name: lockdownNetworkName(paths.config), internal: false })] } })))
   })
 
   it.effect("refuses an existing roster-locked that lets boxes reach each other", () => {
@@ -59,7 +62,7 @@ describe("lockdown", () => {
     return Effect.gen(function*() {
       const exit = yield* Effect.exit(ensureLockdown(policy()))
       expect(failureText(exit)).toContain("reach each other")
-    }).pipe(Effect.provide(unitLayer(paths, { docker: { networks: [lockedNetwork({ options: {} })] } })))
+    }).pipe(Effect.provide(unitLayer(paths, { docker: { networks: [lockedNetwork({ name: lockdownNetworkName(paths.config), options: {} })] } })))
   })
 
   it.effect("refuses to run when the network cannot be created", () => {
@@ -114,19 +117,53 @@ describe("lockdown", () => {
     return Effect.gen(function*() {
       yield* ensureLockdown(policy(true))
       const log = yield* Ref.get(yield* FirewallLog)
+      const chain = egressChainName(paths.config)
+      expect(chain).toMatch(/^ROSTER-[0-9a-f]{10}$/)
       expect(log).toEqual([
-        "iptables -N ROSTER-LOCKED",
-        "iptables -F ROSTER-LOCKED",
-        "iptables -A ROSTER-LOCKED -p tcp --dport 7411 -j ACCEPT",
-        "iptables -A ROSTER-LOCKED -j DROP",
-        "iptables -C INPUT -s 172.30.0.0/16 -m addrtype --dst-type LOCAL -j ROSTER-LOCKED",
-        "ip6tables -N ROSTER-LOCKED",
-        "ip6tables -F ROSTER-LOCKED",
-        "ip6tables -A ROSTER-LOCKED -p tcp --dport 7411 -j ACCEPT",
-        "ip6tables -A ROSTER-LOCKED -j DROP",
-        "ip6tables -C INPUT -i br-fakenet01234 -m addrtype --dst-type LOCAL -j ROSTER-LOCKED"
+        `iptables -S ${chain}`,
+        `iptables -N ${chain}`,
+        `iptables -F ${chain}`,
+        `iptables -A ${chain} -p tcp --dport 7411 -j ACCEPT`,
+        `iptables -A ${chain} -j DROP`,
+        `iptables -C INPUT -s 172.30.0.0/16 -m addrtype --dst-type LOCAL -j ${chain}`,
+        `ip6tables -S ${chain}`,
+        `ip6tables -N ${chain}`,
+        `ip6tables -F ${chain}`,
+        `ip6tables -A ${chain} -p tcp --dport 7411 -j ACCEPT`,
+        `ip6tables -A ${chain} -j DROP`,
+        `ip6tables -C INPUT -i br-fakenet01234 -m addrtype --dst-type LOCAL -j ${chain}`
       ])
-    }).pipe(Effect.provide(unitLayer(paths)))
+    }).pipe(Effect.provide(unitLayer(paths, { docker: { networks: [lockedNetwork({ name: lockdownNetworkName(paths.config) })] } })))
+  })
+
+  it.effect("a chain already pinned to the port is left as it is (no flush, so no moment without the drop)", () => {
+    const paths = tempPaths()
+    writeFixture({ paths, gateway: { port: 7411, addrs: ["127.0.0.1", "172.30.0.1"] } })
+    const chain = egressChainName(paths.config)
+    const pinned = `-N ${chain}\n-A ${chain} -p tcp -m tcp --dport 7411 -j ACCEPT\n-A ${chain} -j DROP\n`
+    return Effect.gen(function*() {
+      yield* ensureLockdown(policy(true))
+      const log = yield* Ref.get(yield* FirewallLog)
+      expect(log.filter((l) => / -[NFA] /.test(l))).toEqual([])
+    }).pipe(Effect.provide(unitLayer(paths, { firewallListing: (_t, args) => (args[0] === "-S" && args[1] === chain ? pinned : "") })))
+  })
+
+  it.effect("egress_lockdown off removes this deployment's chain and its jumps, and touches no other deployment's", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    const chain = egressChainName(paths.config)
+    const input = [
+      "-P INPUT ACCEPT",
+      `-A INPUT -s 172.30.0.0/16 -m addrtype --dst-type LOCAL -j ${chain}`,
+      `-A INPUT -s 172.31.0.0/16 -m addrtype --dst-type LOCAL -j ROSTER-0123456789`
+    ].join("\n")
+    return Effect.gen(function*() {
+      yield* ensureLockdown(policy(false))
+      const log = yield* Ref.get(yield* FirewallLog)
+      expect(log).toContain(`iptables -D INPUT -s 172.30.0.0/16 -m addrtype --dst-type LOCAL -j ${chain}`)
+      expect(log).toContain(`iptables -X ${chain}`)
+      expect(log.some((l) => l.includes("ROSTER-0123456789"))).toBe(false)
+    }).pipe(Effect.provide(unitLayer(paths, { firewallListing: (_t, args) => (args[0] === "-S" && args[1] === "INPUT" ? input : "") })))
   })
 
   it.effect("egress_lockdown inserts the jump when it is missing", () => {
@@ -135,7 +172,7 @@ describe("lockdown", () => {
     return Effect.gen(function*() {
       yield* ensureLockdown(policy(true))
       const log = yield* Ref.get(yield* FirewallLog)
-      expect(log).toContain("iptables -I INPUT -s 172.30.0.0/16 -m addrtype --dst-type LOCAL -j ROSTER-LOCKED")
+      expect(log).toContain(`iptables -I INPUT -s 172.30.0.0/16 -m addrtype --dst-type LOCAL -j ${egressChainName(paths.config)}`)
     }).pipe(Effect.provide(unitLayer(paths, { firewall: (_tool, args) => args[0] !== "-C" })))
   })
 

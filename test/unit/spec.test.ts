@@ -6,6 +6,7 @@ import { boxUser } from "../../src/box/provision.js"
 import { runOnce } from "../../src/box/runOnce.js"
 import { containerSpec, type BoxPlan } from "../../src/box/spec.js"
 import { OrgSchema, parseSize } from "../../src/config/schema.js"
+import { lockdownNetworkName } from "../../src/contract/deployment.js"
 import type { ContainerSpec } from "../../src/docker/Docker.js"
 import { DockerFake } from "../../src/docker/DockerTest.js"
 import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
@@ -58,7 +59,7 @@ describe("the box's create spec", () => {
       expect(spec.AttachStdin).toBe(false)
       const hc = spec.HostConfig
       expect(hc.AutoRemove).toBe(true)
-      expect(hc.NetworkMode).toBe("roster-locked")
+      expect(hc.NetworkMode).toBe(lockdownNetworkName(paths.config))
       expect(hc.ExtraHosts).toEqual(["host.docker.internal:172.30.0.1"])
       expect(hc.Dns).toEqual(["127.0.0.1"])
       expect(hc.CapDrop).toEqual(["ALL"])
@@ -145,7 +146,7 @@ describe("the box's create spec", () => {
   it("a mounted engine runs node on the checkout's pi entry with roster's extensions only", () => {
     const plan: BoxPlan = {
       runId: "2026-01-01-00-00-00-abcdef01", worker: "alice", kind: "box", taskId: "t1", image: "img", policy: org.box,
-      user: { uid: 1000, gid: 1000 }, gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
+      user: { uid: 1000, gid: 1000 }, network: "roster-locked-test", gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
       dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
       mounts: [], exposedEnv: [], anthropicEnvKey: false, ceilingMin: null, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 2,
       engine: { kind: "mounted", hostDir: "/src/roster", entry: "/opt/roster/checkout/node_modules/pi/cli.js", extensions: ["/opt/roster/checkout/box/extensions/a.ts", "/opt/roster/checkout/box/extensions/b.ts"] },
@@ -169,7 +170,7 @@ describe("the box's create spec", () => {
     const defaults = Schema.decodeSync(OrgSchema)({})
     const plan: BoxPlan = {
       runId: "2026-01-01-00-00-00-abcdef02", worker: "alice", kind: "box", taskId: null, image: "img", policy: defaults.box,
-      user: { uid: 1000, gid: 1000 }, gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
+      user: { uid: 1000, gid: 1000 }, network: "roster-locked-test", gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
       dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
       mounts: [], exposedEnv: [], anthropicEnvKey: false, ceilingMin: 30, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 6,
       engine: { kind: "baked" }, mode: "json", piArgs: []
