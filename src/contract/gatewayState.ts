@@ -14,11 +14,13 @@ export const GatewayState = Schema.Struct({
 })
 export type GatewayState = typeof GatewayState.Type
 
-export const readGatewayState = Effect.gen(function*() {
-  const file = layout(yield* Paths).gatewayJson
-  const raw = yield* readJsonOptional(file)
-  return Schema.decodeUnknownOption(GatewayState)(raw).pipe((o) => (o._tag === "Some" ? o.value : undefined))
-})
+/** The gateway.json in a state dir (any deployment's: `roster doctor` reads others'). */
+export const readGatewayStateAt = (file: string) =>
+  readJsonOptional(file).pipe(
+    Effect.map((raw) => Schema.decodeUnknownOption(GatewayState)(raw).pipe((o) => (o._tag === "Some" ? o.value : undefined)))
+  )
+
+export const readGatewayState = Effect.flatMap(Paths, (paths) => readGatewayStateAt(layout(paths).gatewayJson))
 
 export const writeGatewayState = (state: GatewayState) =>
   Effect.gen(function*() {

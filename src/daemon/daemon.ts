@@ -24,8 +24,12 @@ export const runDaemon = Effect.fn("daemon.run")(function*() {
   const paths = yield* Paths
   const files = layout(paths)
   const fs = yield* FileSystem.FileSystem
-  yield* (yield* Docker).ping
+  const docker = yield* Docker
+  yield* docker.ping
   const net = yield* ensureLockedNetwork()
+  // Registered first, so it runs last: once the daemon's boxes are gone its network goes too
+  // (the next start makes it again); one still in use by a CLI's box is kept.
+  yield* Effect.addFinalizer(() => docker.networkRemove(net.name).pipe(Effect.ignore))
   yield* ensureCa()
   const addrs = ["127.0.0.1", bridgeAddress(net)]
   const bound = yield* serveGateway({ addrs, port: org.gateway.port })

@@ -1,0 +1,60 @@
+import Dockerode from "dockerode"
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { egressChainName, lockdownNetworkName } from "../../src/contract/deployment.js"
+import { collect, ROSTER_BIN } from "../support/deployment.js"
+import { spawn } from "node:child_process"
+
+const docker = new Dockerode()
+
+describe("roster doctor (real engine, real iptables)", () => {
+  // A deployment that is gone: its config root was a temp dir, its daemon never runs again.
+  const gone = fs.mkdtempSync(path.join(os.tmpdir(), "roster-gone-"))
+  const goneConfig = path.join(gone, "config")
+  const net = lockdownNetworkName(goneConfig)
+  const chain = egressChainName(goneConfig)
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-doctor-"))
+  const roster = (...args: ReadonlyArray<string>) =>
+    collect(spawn(process.execPath, [ROSTER_BIN, ...args], { env: { ...process.env, ROSTER_HOME: home, HOME: home }, stdio: ["ignore", "pipe", "pipe"] }))
+
+  afterAll(async () => {
+    try {
+      execFileSync("iptables", ["-D", "INPUT", "-s", "10.254.254.0/24", "-m", "addrtype", "--dst-type", "LOCAL", "-j", chain], { stdio: "ignore" })
+    } catch {
+      // already removed by the test
+    }
+    for (const args of [["-F", chain], ["-X", chain]]) {
+      try {
+        execFileSync("iptables", args, { stdio: "ignore" })
+      } catch {
+        // already removed
+      }
+    }
+    await docker.getNetwork(net).remove().catch(() => undefined)
+  })
+
+  it("lists a stale network and chain with the deployment they belong to, and --fix removes them", async () => {
+    await docker.createNetwork({
+      Name: net, Driver: "bridge", Internal: true,
+      Labels: { "roster.network": "locked", "roster.deployment": goneConfig, "roster.state": path.join(gone, "state") }
+    })
+    execFileSync("iptables", ["-N", chain])
+    execFileSync("iptables", ["-A", chain, "-j", "DROP"])
+    execFileSync("iptables", ["-I", "INPUT", "-s", "10.254.254.0/24", "-m", "addrtype", "--dst-type", "LOCAL", "-j", chain])
+
+    const listed = await roster("doctor", "--json")
+    expect(listed.code, listed.stderr).toBe(0)
+    const found = (JSON.parse(listed.stdout) as { lockdown: Array<{ deployment: string | null; stale: boolean; chain: { name: string; jumps: number } | null; network: { name: string } | null }> }).lockdown
+    expect(found.find((d) => d.deployment === goneConfig)).toMatchObject({ stale: true, network: { name: net }, chain: { name: chain, jumps: 1 } })
+
+    const fixed = await roster("doctor", "--fix")
+    expect(fixed.code, fixed.stderr).toBe(0)
+    expect(fixed.stdout).toContain(`removed chain ${chain} and its 1 jump(s)`)
+    expect(fixed.stdout).toContain(`removed network ${net}`)
+    expect(execFileSync("iptables", ["-S"]).toString()).not.toContain(chain)
+    expect((await docker.listNetworks({ filters: { name: [net] } })).filter((n) => n.Name === net)).toEqual([])
+  })
+})
