@@ -1,4 +1,4 @@
-import { Effect, Fiber, Ref } from "effect"
+import { Effect, Fiber, Option, Ref, Schema } from "effect"
 import type { WorkerSettings } from "../config/schema.js"
 import { runFiles } from "../contract/runFiles.js"
 import { Docker, type ContainerSpec, type DockerError } from "../docker/Docker.js"
@@ -6,6 +6,7 @@ import { Hurry } from "../run/Hurry.js"
 import type { OpenRecord } from "../run/record.js"
 import { mintIdentity } from "./identity.js"
 import { drainTo, outputCaps } from "./output.js"
+import { PreflightLine, type PreflightResult } from "./preflight.js"
 import { provisionBox, type ProvisionRequest } from "./provision.js"
 import { containerSpec } from "./spec.js"
 import { provisionStore, snapshotStore } from "./store.js"
@@ -32,6 +33,8 @@ export interface OpenBox {
   readonly write: (chunk: string) => Effect.Effect<void, DockerError>
   readonly closeStdin: Effect.Effect<void>
   readonly kill: Effect.Effect<void>
+  /** The box's egress self-test, once it reported (undefined if the box never got that far). */
+  readonly preflight: Effect.Effect<PreflightResult | undefined>
 }
 
 /** How long a store snapshot may take at a run's end before it is cut (a second Ctrl-C cuts it sooner). */
@@ -127,7 +130,17 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
   const wait = yield* docker.containerWait(id)
   const files = runFiles(record.runDir)
   const caps = outputCaps(req.org.box)
-  const out = yield* Effect.forkScoped(drainTo(attached.stdout, files.transcript, { onLine: req.onLine, ...caps }))
+  const preflight = yield* Ref.make<PreflightResult | undefined>(undefined)
+  // The self-test's line is the transcript's first; it goes to the record, not to the run's readers.
+  const onLine = (line: string) =>
+    line.startsWith(`{"type":"roster_preflight"`)
+      ? Schema.decodeUnknownOption(PreflightLine)(line).pipe(Option.match({
+        onNone: () => Effect.void,
+        onSome: ({ check, detail, ok }) =>
+          Ref.set(preflight, { ok, check, detail }).pipe(Effect.zipRight(record.note({ preflight: { ok, check, detail } })))
+      }))
+      : req.onLine ? req.onLine(line) : Effect.void
+  const out = yield* Effect.forkScoped(drainTo(attached.stdout, files.transcript, { onLine, ...caps }))
   // pi's stderr is diagnostics, not conversation: it goes to stderr.log beside the transcript.
   const err = yield* Effect.forkScoped(drainTo(attached.stderr, files.stderr, { onChunk: req.onStderr, ...caps }))
   yield* docker.containerStart(id)
@@ -140,7 +153,8 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
     drained: Fiber.join(out).pipe(Effect.zipRight(Fiber.join(err))),
     write: attached.write,
     closeStdin: attached.closeStdin,
-    kill: docker.containerKill(id).pipe(Effect.ignore)
+    kill: docker.containerKill(id).pipe(Effect.ignore),
+    preflight: Ref.get(preflight)
   } satisfies OpenBox
 })
 

@@ -13,6 +13,7 @@ import { readIdentity, readWorkerSettings } from "../worker/workers.js"
 import { ceilingDuration, validateCeiling } from "./ceiling.js"
 import { compileContext } from "./context.js"
 import { openBox, type OpenBox } from "./openBox.js"
+import { preflightError } from "./preflight.js"
 
 export class BlankPrompt extends Schema.TaggedError<BlankPrompt>()("BlankPrompt", {}) {
   override get message() {
@@ -41,7 +42,7 @@ export interface RunOutcome {
   readonly runDir: string
   readonly endedBy: BoxEnd
   readonly exitCode: number | null
-  /** Set when the box exited but its run failed all the same (pi exits 0 when the model call failed). */
+  /** Set when the box exited but its run failed all the same (pi exits 0 when the model call failed; a failed preflight), with the reason. */
   readonly error: string | null
   readonly finalText: string | null
   readonly messages: ReadonlyArray<string>
@@ -133,10 +134,12 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
     yield* box.drained.pipe(Effect.timeout("10 seconds"), Effect.ignore)
     const said = yield* Ref.get(summary)
     const messages = yield* messagesOf(record.runDir)
-    const error = end.endedBy === "exit" ? said.errorMessage : null
+    const failedPreflight = preflightError(yield* box.preflight, box.spec.HostConfig.NetworkMode)
+    const modelError = end.endedBy === "exit" && said.errorMessage ? `the model call failed: ${said.errorMessage}` : null
+    const error = failedPreflight ?? modelError
     yield* record.settle({
       ...end,
-      ...(error ? { error: `the model call failed: ${error}` } : {}),
+      ...(error ? { error } : {}),
       extra: { final_text: said.finalText, stop_reason: said.stopReason, messages }
     })
     return { runId, runDir: record.runDir, ...end, error, finalText: said.finalText, messages } satisfies RunOutcome

@@ -1,7 +1,9 @@
 import { type BoxPolicy, type MountRule, parseSize } from "../config/schema.js"
 import type { ContainerSpec } from "../docker/Docker.js"
 import * as C from "../contract/constants.js"
+import { deploymentId } from "../contract/deployment.js"
 import type { Owner } from "../contract/owner.js"
+import { withPreflight } from "./preflight.js"
 import { proxyUrl } from "../contract/identity.js"
 
 export type Engine =
@@ -95,6 +97,10 @@ const environment = (plan: BoxPlan): Array<string> => {
     `HOME=${C.PIHOME}`,
     `PI_CODING_AGENT_DIR=${C.AGENT_DIR}`,
     `ROSTER_RUN_ID=${plan.runId}`,
+    // For the preflight: where the gateway is, and which deployment it must answer for (an id, never the host path).
+    `ROSTER_GATEWAY=host.docker.internal:${plan.gatewayPort}`,
+    `ROSTER_DEPLOYMENT_ID=${deploymentId(plan.deployment)}`,
+    `ROSTER_PREFLIGHT_PROBE=${plan.policy.preflight_probe}`,
     `ROSTER_TASKS_FILE=${C.TASKS_FILE}`,
     `ROSTER_STORE_DIR=${C.STORE}`,
     `ROSTER_SELF_DIR=${C.SELF}`,
@@ -130,7 +136,7 @@ export const containerSpec = (plan: BoxPlan): ContainerSpec => {
   return {
     name: containerName(plan.runId),
     Image: plan.image,
-    Cmd: [...piCommand(plan.engine, plan.mode), "--session-dir", C.SESSION, ...plan.piArgs],
+    Cmd: withPreflight([...piCommand(plan.engine, plan.mode), "--session-dir", C.SESSION, ...plan.piArgs]),
     Env: environment(plan),
     Labels: {
       [C.LABEL_RUN_ID]: plan.runId,

@@ -81,7 +81,7 @@ const run = Command.make("run", {
       onLine: liveLine(worker)
     })
     for (const m of outcome.messages) yield* Console.log(`message from ${worker}: ${visible(m)}`)
-    if (outcome.error) yield* Console.error(`the run failed: the model call failed: ${visible(outcome.error)}`)
+    if (outcome.error) yield* Console.error(`the run failed: ${visible(outcome.error)}`)
     if (outcome.error || (outcome.endedBy === "exit" && outcome.exitCode !== 0)) {
       const log = runFiles(outcome.runDir).stderr
       const tail = tailOf(log, 10)

@@ -43,7 +43,14 @@ const BoxFields = Schema.Struct({
   /** stdout.jsonl (and stderr.log) stop here, with a marker line: a box cannot fill the disk through roster. */
   transcript_max: Schema.optionalWith(Size("transcript_max"), { default: () => "256m" }),
   /** The longest line roster holds to show or read (longer ones are cut with a visible mark). */
-  line_max: Schema.optionalWith(Size("line_max"), { default: () => "1m" })
+  line_max: Schema.optionalWith(Size("line_max"), { default: () => "1m" }),
+  /**
+   * host:port a box's preflight tries to reach directly, and must not. The default (TEST-NET-1)
+   * answers nowhere; an address that answers from this host makes the check bite.
+   */
+  preflight_probe: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9.-]+:\d{1,5}$/, {
+    message: () => `preflight_probe is "host:port", e.g. "192.0.2.1:443"`
+  })), { default: () => "192.0.2.1:443" })
 })
 
 // /tmp is a tmpfs: RAM counted against the box's memory. Bigger than the limit, a full /tmp

@@ -4,6 +4,8 @@ import { Context, Effect, Layer, Schema } from "effect"
 export const Health = Schema.Struct({
   ok: Schema.Boolean,
   config_root: Schema.optional(Schema.String),
+  /** The deployment's short id: what a box's preflight compares (it never sees the host path). */
+  deployment_id: Schema.optional(Schema.String),
   version: Schema.optional(Schema.String),
   /** Which connections have a credential in the daemon, and from where ("vault", "pi-login", "env"); never a value. */
   credentials: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))

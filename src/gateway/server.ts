@@ -6,6 +6,7 @@ import type { Duplex } from "node:stream"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths } from "../config/Paths.js"
 import { LLM_PROVIDERS } from "../contract/constants.js"
+import { deploymentId } from "../contract/deployment.js"
 import { credentialFor } from "../vault/credentialFor.js"
 import { VERSION } from "../contract/version.js"
 import { handleAction } from "./actions.js"
@@ -44,7 +45,7 @@ const healthAnswer = (configRoot: string) =>
       const chosen = yield* credentialFor(name)
       if (chosen) credentials[name] = chosen.source
     }
-    return { ok: true, config_root: configRoot, version: VERSION, credentials }
+    return { ok: true, config_root: configRoot, deployment_id: deploymentId(configRoot), version: VERSION, credentials }
   })
 
 export interface GatewayOptions {

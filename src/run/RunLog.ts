@@ -23,6 +23,8 @@ export const RunRecord = Schema.Struct({
   container: Schema.optional(Schema.String),
   /** The process the box must not outlive (the daemon's reaper checks it). */
   owner: Schema.optional(Schema.Struct({ pid: Schema.Number, start: Schema.String })),
+  /** The box's egress self-test before pi started: the gateway answers as this deployment, and there is no way out around it. */
+  preflight: Schema.optional(Schema.Struct({ ok: Schema.Boolean, check: Schema.String, detail: Schema.String })),
   /** Finished by a daemon that found the box after its owner was gone. */
   adopted: Schema.optional(Schema.Boolean),
   image: Schema.optional(Schema.String),

@@ -1,6 +1,7 @@
 import { Clock, Duration, Effect, Mailbox, Option, Queue } from "effect"
 import { ceilingDuration } from "../box/ceiling.js"
 import { compileContext } from "../box/context.js"
+import { preflightError } from "../box/preflight.js"
 import { openBox } from "../box/openBox.js"
 import { validateWorkerName } from "../config/names.js"
 import { Docker } from "../docker/Docker.js"
@@ -158,10 +159,14 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     // Closing stdin ends pi cleanly; the scope kills whatever is left.
     yield* box.closeStdin
     yield* box.exited.pipe(Effect.timeout("5 seconds"), Effect.ignore)
+    const failedPreflight = preflightError(yield* box.preflight, box.spec.HostConfig.NetworkMode)
+    if (failedPreflight) yield* note(failedPreflight)
     yield* record.settle({
       endedBy: reason,
       exitCode: clean ? 0 : null,
-      ...(clean ? {} : { error: reason === "box-died" ? "the session box exited before completing the turn" : `ended by ${reason} mid-turn` })
+      ...(clean ? {} : {
+        error: failedPreflight ?? (reason === "box-died" ? "the session box exited before completing the turn" : `ended by ${reason} mid-turn`)
+      })
     })
     return { runId, runDir: record.runDir, reason, clean, turns: state.turns } satisfies SessionOutcome
   }).pipe(Effect.scoped)

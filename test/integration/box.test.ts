@@ -5,7 +5,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { egressChainName } from "../../src/contract/deployment.js"
+import { egressChainName, lockdownNetworkName } from "../../src/contract/deployment.js"
 import { latestRunId } from "../support/runs.js"
 import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
@@ -75,6 +75,8 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     const run = lastRun(d)
     expect(run.stdout).toContain(`{"type":"one"}\n{"type":"two"}\n`)
     expect(run.record).toMatchObject({ worker: "alice", kind: "box", ended_by: "exit", exit_code: 0, error: null })
+    // Before pi, the box checked from inside that its gateway answers as this deployment and that it has no way out.
+    expect(run.record.preflight).toEqual({ ok: true, check: "all", detail: "gateway answers, no way out to 192.0.2.1:443" })
     expect(identityFiles(d)).toEqual([])
     expect(await boxes()).toEqual([])
   })
@@ -89,6 +91,46 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     const shown = await d.roster(["runs", "show", lastRun(d).record.run_id])
     expect(shown.stdout).toContain("final text: hi ␛]0;pwned␇")
     expect(shown.stdout).not.toContain("\x1b")
+  })
+
+  it("a box cut off from its gateway (a stale rule) fails its preflight at once, with the reason and the fix", async () => {
+    const info = await docker.getNetwork(lockdownNetworkName(d.file("config"))).inspect()
+    const subnet = info.IPAM?.Config?.[0]?.Subnet ?? ""
+    const rule = ["INPUT", "-s", subnet, "-p", "tcp", "--dport", String(d.port), "-j", "REJECT", "--reject-with", "tcp-reset"]
+    execFileSync("iptables", ["-I", ...rule])
+    try {
+      const started = Date.now()
+      const r = await d.roster(["worker", "run", "alice", "!echo pi-never-ran"])
+      expect(r.code).toBe(97)
+      expect(r.stderr).toMatch(/the box's preflight failed: the gateway at host\.docker\.internal:\d+ does not answer/)
+      expect(r.stderr).toContain("roster doctor --fix")
+      expect(Date.now() - started).toBeLessThan(15_000)
+      const run = lastRun(d)
+      expect(run.record.preflight).toMatchObject({ ok: false, check: "gateway" })
+      expect(run.stdout).not.toContain("pi-never-ran")
+    } finally {
+      execFileSync("iptables", ["-D", ...rule])
+    }
+  })
+
+  it("the preflight's direct probe: an outside host that answers from this host is not reached from the box; one that is reached fails the run", async () => {
+    const allow = `[[allow]]\nhosts = ["198.51.100.7"]\nports = [9099]\nscope = ["org/*"]\n`
+    try {
+      // The host reaches the outside host; the box must not.
+      d.writeOrg(`[box]\npreflight_probe = "${outside.address}:${outside.port}"\n${allow}`)
+      const locked = await d.roster(["worker", "run", "alice", "!echo ran"])
+      expect(locked.code, locked.stderr).toBe(0)
+      expect(lastRun(d).record.preflight).toMatchObject({ ok: true })
+      // A probe the box can reach (the gateway itself stands in for a way out): the run fails at once, pi never starts.
+      d.writeOrg(`[box]\npreflight_probe = "host.docker.internal:${d.port}"\n${allow}`)
+      const open = await d.roster(["worker", "run", "alice", "!echo pi-never-ran"])
+      expect(open.code).toBe(97)
+      expect(open.stderr).toMatch(/preflight failed: a direct connection to host\.docker\.internal:\d+ opened: the box has a way out around the gateway/)
+      expect(open.stderr).toContain("docker network rm roster-locked-")
+      expect(lastRun(d).stdout).not.toContain("pi-never-ran")
+    } finally {
+      d.writeOrg(allow)
+    }
   })
 
   it("passes the box's exit code through", async () => {

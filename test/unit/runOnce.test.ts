@@ -37,6 +37,19 @@ describe("roster worker run (Docker test layer)", () => {
     }).pipe(Effect.provide(layer))
   })
 
+  it.effect("a failed preflight ends the run with its reason and fix, recorded in run.json", () => {
+    const line = `{"type":"roster_preflight","ok":false,"check":"gateway","detail":"the gateway at host.docker.internal:7300 does not answer"}\n`
+    const { layer } = setup({ docker: { script: () => ({ stdout: [line], exitCode: 97 }) } })
+    return Effect.gen(function*() {
+      const outcome = yield* runOnce({ worker: "alice", prompt: "hello" })
+      expect(outcome.exitCode).toBe(97)
+      expect(outcome.error).toMatch(/^the box's preflight failed: the gateway at host\.docker\.internal:7300 does not answer — .*roster doctor --fix/)
+      const record = yield* (yield* RunLog).read("alice", outcome.runId)
+      expect(record?.preflight).toEqual({ ok: false, check: "gateway", detail: "the gateway at host.docker.internal:7300 does not answer" })
+      expect(record?.error).toBe(outcome.error)
+    }).pipe(Effect.provide(layer))
+  })
+
   it("an engine error that is no answer at all says the engine is not answering, whichever call met it", () => {
     const raw = new DockerError({ operation: "network inspect", detail: "connect ENOENT /var/run/docker.sock" })
     expect(raw.message).toMatch(/^the Docker engine is not answering \(docker network inspect: connect ENOENT \/var\/run\/docker.sock\)\. Start it/)

@@ -6,7 +6,8 @@ import { boxUser } from "../../src/box/provision.js"
 import { runOnce } from "../../src/box/runOnce.js"
 import { containerSpec, type BoxPlan } from "../../src/box/spec.js"
 import { OrgSchema, parseSize } from "../../src/config/schema.js"
-import { lockdownNetworkName } from "../../src/contract/deployment.js"
+import { deploymentId, lockdownNetworkName } from "../../src/contract/deployment.js"
+import { PREFLIGHT_SCRIPT } from "../../src/box/preflight.js"
 import type { ContainerSpec } from "../../src/docker/Docker.js"
 import { DockerFake } from "../../src/docker/DockerTest.js"
 import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
@@ -132,7 +133,12 @@ describe("the box's create spec", () => {
       // The host's real key never enters the box, in any field.
       expect(JSON.stringify(spec)).not.toContain("sk-ant-real-key")
 
-      expect(spec.Cmd.slice(0, 5)).toEqual(["/opt/roster/engine/run-pi", "--mode", "json", "--session-dir", "/pihome/session"])
+      // The egress self-test runs first, then execs pi with its arguments.
+      expect(spec.Cmd.slice(0, 4)).toEqual(["/bin/sh", "-c", PREFLIGHT_SCRIPT, "roster-preflight"])
+      expect(spec.Cmd.slice(4, 9)).toEqual(["/opt/roster/engine/run-pi", "--mode", "json", "--session-dir", "/pihome/session"])
+      expect(spec.Env).toContain("ROSTER_GATEWAY=host.docker.internal:7300")
+      expect(spec.Env).toContain(`ROSTER_DEPLOYMENT_ID=${deploymentId(paths.config)}`)
+      expect(spec.Env.join("\n")).not.toContain(paths.config)
       const sid = spec.Cmd.indexOf("--session-id")
       expect(spec.Cmd[sid + 1]).toMatch(/^roster-pc-[0-9a-f]{16}$/)
       const sys = spec.Cmd.indexOf("--append-system-prompt")
@@ -153,7 +159,7 @@ describe("the box's create spec", () => {
       mode: "rpc", piArgs: ["--session-id", "k"]
     }
     const spec = containerSpec(plan)
-    expect(spec.Cmd).toEqual([
+    expect(spec.Cmd.slice(4)).toEqual([
       "node", "/opt/roster/checkout/node_modules/pi/cli.js", "--mode", "rpc", "--no-extensions",
       "-e", "/opt/roster/checkout/box/extensions/a.ts", "-e", "/opt/roster/checkout/box/extensions/b.ts",
       "--session-dir", "/pihome/session", "--session-id", "k"
