@@ -7,6 +7,7 @@
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
+import * as net from "node:net"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -14,7 +15,16 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const home = path.join(root, ".roster-dev", "demo")
 const IMAGE = "roster-box:1"
 const GATEWAY_PORT = 7390
-const REHEARSAL_PORT = 7391
+// A free port, not a fixed one: on a fixed port a daemon of another deployment answered for the
+// rehearsal model once, and the demo failed with a gateway's 404 instead of saying why.
+const REHEARSAL_PORT = await new Promise((resolve, reject) => {
+  const probe = net.createServer()
+  probe.once("error", reject)
+  probe.listen(0, "127.0.0.1", () => {
+    const { port } = probe.address()
+    probe.close(() => resolve(port))
+  })
+})
 const env = { ...process.env, ROSTER_HOME: home }
 const tty = process.stdout.isTTY
 const bold = (s) => (tty ? `\x1b[1m${s}\x1b[0m` : s)
