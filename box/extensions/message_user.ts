@@ -3,29 +3,7 @@
 // and task from the token, never from this request. Loaded by run-pi with -e.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
 import { Type } from "typebox"
-import * as http from "node:http"
-
-const gateway = () => {
-  const proxy = new URL(process.env.HTTP_PROXY ?? process.env.http_proxy ?? "http://invalid")
-  return { host: proxy.hostname, port: Number(proxy.port || 80), token: decodeURIComponent(proxy.username) }
-}
-
-const post = (text: string, signal: AbortSignal | undefined) =>
-  new Promise<string>((resolve, reject) => {
-    const { host, port, token } = gateway()
-    const body = JSON.stringify({ text })
-    const req = http.request({
-      host, port, method: "POST", path: "/v1/actions/message_user", signal,
-      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${token}` }
-    }, (res) => {
-      let answer = ""
-      res.setEncoding("utf8")
-      res.on("data", (c: string) => (answer += c))
-      res.on("end", () => (res.statusCode === 200 ? resolve(answer) : reject(new Error(`gateway answered ${res.statusCode}: ${answer.trim()}`))))
-    })
-    req.on("error", reject)
-    req.end(body)
-  })
+import { postAction } from "./lib/gateway.ts"
 
 export default function (pi: ExtensionAPI) {
   pi.registerTool({
@@ -38,7 +16,7 @@ export default function (pi: ExtensionAPI) {
       text: Type.String({ description: "the message, plain text" })
     }),
     async execute(_toolCallId, params, signal) {
-      await post(params.text, signal)
+      await postAction("message_user", { text: params.text }, signal)
       return { content: [{ type: "text", text: "delivered" }], details: {} }
     }
   })

@@ -4,29 +4,7 @@
 // and refuses more than [supervisor] max_self_tasks waiting at once. Loaded by run-pi with -e.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
 import { Type } from "typebox"
-import * as http from "node:http"
-
-const gateway = () => {
-  const proxy = new URL(process.env.HTTP_PROXY ?? process.env.http_proxy ?? "http://invalid")
-  return { host: proxy.hostname, port: Number(proxy.port || 80), token: decodeURIComponent(proxy.username) }
-}
-
-const post = (payload: unknown, signal: AbortSignal | undefined) =>
-  new Promise<string>((resolve, reject) => {
-    const { host, port, token } = gateway()
-    const body = JSON.stringify(payload)
-    const req = http.request({
-      host, port, method: "POST", path: "/v1/actions/set_tasks", signal,
-      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${token}` }
-    }, (res) => {
-      let answer = ""
-      res.setEncoding("utf8")
-      res.on("data", (c: string) => (answer += c))
-      res.on("end", () => (res.statusCode === 200 ? resolve(answer) : reject(new Error(`gateway answered ${res.statusCode}: ${answer.trim()}`))))
-    })
-    req.on("error", reject)
-    req.end(body)
-  })
+import { postAction } from "./lib/gateway.ts"
 
 export default function (pi: ExtensionAPI) {
   pi.registerTool({
@@ -44,7 +22,7 @@ export default function (pi: ExtensionAPI) {
       }), { description: "the tasks to queue, in order" })
     }),
     async execute(_toolCallId, params, signal) {
-      const answer = await post({ tasks: params.tasks }, signal)
+      const answer = await postAction("set_tasks", { tasks: params.tasks }, signal)
       const queued = (JSON.parse(answer) as { queued?: Array<string> }).queued ?? []
       return { content: [{ type: "text", text: queued.length === 0 ? "nothing queued" : `queued: ${queued.join(", ")}` }], details: {} }
     }

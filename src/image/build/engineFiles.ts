@@ -10,7 +10,9 @@ export const engineFiles = (boxDir = BOX_DIR()) => [
   "engine/package.json",
   "engine/package-lock.json",
   "engine/run-pi",
-  ...fs.readdirSync(path.join(boxDir, "extensions")).filter((f) => f.endsWith(".ts")).sort().map((f) => `extensions/${f}`)
+  ...fs.readdirSync(path.join(boxDir, "extensions")).filter((f) => f.endsWith(".ts")).sort().map((f) => `extensions/${f}`),
+  // What the extensions share (not loaded as extensions: run-pi takes extensions/*.ts only).
+  ...fs.readdirSync(path.join(boxDir, "extensions", "lib")).filter((f) => f.endsWith(".ts")).sort().map((f) => `extensions/lib/${f}`)
 ]
 
 /** A digest of everything baked into /opt/roster/engine: an image carrying it is up to date. */

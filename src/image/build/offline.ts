@@ -51,7 +51,7 @@ export const buildOffline = Effect.fn("box.buildOffline")(function*(tag: string,
 
   yield* say("3/5 the engine: pi, pinned by box/engine/package-lock.json")
   const engine = path.join(rootfs, "opt/roster/engine")
-  fs.mkdirSync(path.join(engine, "extensions"), { recursive: true })
+  fs.mkdirSync(path.join(engine, "extensions", "lib"), { recursive: true })
   for (const f of engineFiles()) fs.copyFileSync(path.join(BOX_DIR(), f), path.join(engine, f.replace(/^engine\//, "")))
   fs.chmodSync(path.join(engine, "run-pi"), 0o755)
   yield* runStep("npm ci", "npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--ignore-scripts"], { cwd: engine, quiet: true })
