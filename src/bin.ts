@@ -1,10 +1,12 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Console, Effect, Exit, Logger, LogLevel } from "effect"
+import * as CliConfig from "@effect/cli/CliConfig"
 import * as ValidationError from "@effect/cli/ValidationError"
 import { cli, roster } from "./cli/Cli.js"
 import { ExitCode } from "./cli/exit.js"
 import { plainConsole, visible } from "./cli/terminal.js"
-import { usageLine } from "./cli/usage.js"
+import { tidyHelp } from "./cli/help.js"
+import { commandAt, usageLine } from "./cli/usage.js"
 import { Hurry } from "./run/Hurry.js"
 import { RosterLive } from "./RosterLive.js"
 
@@ -38,10 +40,16 @@ const main = cli(process.argv).pipe(
       : Console.error(`roster: ${visible(errorMessage(e))}`).pipe(Effect.zipRight(Effect.fail(new ExitCode({ code: 1 }))))
   ),
   Effect.provide(Logger.replace(Logger.defaultLogger, plainLogger)),
-  (effect) => Console.consoleWith((c) => Console.withConsole(effect, plainConsole(c))),
+  (effect) =>
+    Console.consoleWith((c) =>
+      Console.withConsole(effect, plainConsole(c, (text) => tidyHelp(text, commandAt(roster.descriptor, process.argv.slice(2)).path)))
+    ),
   Logger.withMinimumLogLevel(LogLevel.Info),
   // A second Ctrl-C cuts long clean-up short (Hurry); the first interrupts the run.
   Effect.provide(Hurry.layerSignals),
+  // Help shows roster's own words: no type blurbs ("A user-defined piece of text."), and the
+  // built-in options (--completions, --log-level, --wizard) are in the README, not on every page.
+  Effect.provide(CliConfig.layer({ showBuiltIns: false })),
   Effect.provide(RosterLive)
 )
 

@@ -57,7 +57,8 @@ const add = Command.make("add", {
     yield* Console.log(`stored connection "${name}" (${chosen}) in the vault; boxes only ever see a sentinel.`)
     yield* Console.log(`the gateway injects it for a [[grant]] with credential = "${name}" in org.toml`)
   })).pipe(Command.withDescription(
-    "Store a credential in roster's vault. The secret is read from a hidden prompt, --from-env VAR, or stdin — never from the command line."
+    "Store a credential in roster's vault. The secret is read from a hidden prompt, --from-env VAR, or stdin — never from the command line. " +
+      "Example: roster connection add anthropic (then paste the key), or: roster connection add github --kind basic --from-env GITHUB_TOKEN"
   ))
 
 const list = Command.make("list", { json }, ({ json }) =>

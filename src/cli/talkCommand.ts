@@ -82,5 +82,6 @@ export const talkCommand = Command.make("talk", {
     if (!ended.o.clean) return yield* Effect.fail(new ExitCode({ code: 1 }))
   }).pipe(Effect.scoped)).pipe(Command.withDescription(
     "Talk with a worker in a warm box: each line is a turn of one conversation. Ctrl-D ends the session; " +
-      "Ctrl-C aborts the turn in flight, a second Ctrl-C ends the session. --json prints pi's raw events for scripts."
+      "Ctrl-C aborts the turn in flight, a second Ctrl-C ends the session. --json prints pi's raw events for scripts. " +
+      "Example: roster talk alice"
   ))

@@ -46,7 +46,8 @@ const add = Command.make("add", {
     if (Option.isNone(viaServer)) yield* Console.error(NOT_RUNNING)
   })).pipe(Command.withDescription(
     "Queue a task for a worker: the daemon runs it in a box when its turn comes (at most [supervisor] concurrency at once, " +
-      "one per worker). Prints `task <id> queued`. Works while the daemon is down: the task waits for it."
+      "one per worker). Prints `task <id> queued`. Works while the daemon is down: the task waits for it. " +
+      "Example: roster task add alice --ceiling 20 \"summarise this week's notes\" && roster task list"
   ))
 
 const listTasks = (filter: { readonly worker?: string; readonly status?: TaskStatus }) =>

@@ -30,14 +30,15 @@ const SGR = /\x1b\[[0-9;]*m/g
 const strip = (arg: unknown) => (typeof arg === "string" ? arg.replace(SGR, "") : arg)
 
 /**
- * The console roster prints through, with colour (SGR sequences — @effect/cli's help and
- * errors carry them) removed from a stream that is not a terminal or under NO_COLOR.
+ * The console roster prints through: what goes to stdout passes `tidy` (the help's rewording),
+ * and colour (SGR sequences — @effect/cli's help and errors carry them) is removed from a
+ * stream that is not a terminal or under NO_COLOR.
  */
-export const plainConsole = (c: Console.Console): Console.Console => {
+export const plainConsole = (c: Console.Console, tidy: (text: string) => string = (t) => t): Console.Console => {
   const out = colourOn(process.stdout)
   const err = colourOn(process.stderr)
-  if (out && err) return c
-  const o = (args: ReadonlyArray<unknown>) => (out ? args : args.map(strip))
+  const tidied = (args: ReadonlyArray<unknown>) => args.map((a) => (typeof a === "string" ? tidy(a) : a))
+  const o = (args: ReadonlyArray<unknown>) => (out ? tidied(args) : tidied(args).map(strip))
   const e = (args: ReadonlyArray<unknown>) => (err ? args : args.map(strip))
   return {
     ...c,

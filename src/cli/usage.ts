@@ -21,7 +21,8 @@ const childrenOf = (n: Node): ReadonlyArray<Node> =>
  * The usage line of the deepest command the words name (`roster worker run ...`), so a usage
  * error shows what the command takes, not only what was wrong.
  */
-export const usageLine = (root: Descriptor.Command<unknown>, words: ReadonlyArray<string>) => {
+/** The deepest command the words name, and its path from `roster`. */
+export const commandAt = (root: Descriptor.Command<unknown>, words: ReadonlyArray<string>) => {
   let node = root as unknown as Node
   const path = ["roster"]
   for (const word of words) {
@@ -30,6 +31,11 @@ export const usageLine = (root: Descriptor.Command<unknown>, words: ReadonlyArra
     node = next
     path.push(word)
   }
+  return { node, path }
+}
+
+export const usageLine = (root: Descriptor.Command<unknown>, words: ReadonlyArray<string>) => {
+  const { node, path } = commandAt(root, words)
   const text = HelpDoc.toAnsiText(Usage.getHelp(Descriptor.getUsage(node as unknown as Descriptor.Command<unknown>)))
    
   const plain = text.replace(/\x1b\[[0-9;]*m/g, "").trim().split(/\s+/).slice(1).join(" ")

@@ -100,11 +100,21 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     expect((await roster("connection", "rm", "github")).code).toBe(1)
   })
 
-  it("every command has --help", async () => {
-    for (const cmd of [[], ["worker"], ["worker", "run"], ["talk"], ["server", "start"], ["runs", "show"], ["connection", "add"], ["box", "build"], ["init"]]) {
+  it("every command has --help in roster's words: the whole command in its usage, no type blurbs", async () => {
+    const commands = [[], ["worker"], ["worker", "run"], ["talk"], ["server", "start"], ["server", "status"], ["runs", "show"],
+      ["connection", "add"], ["box", "build"], ["init"], ["task"], ["task", "add"], ["task", "list"], ["task", "cancel"], ["doctor"]]
+    for (const cmd of commands) {
       const r = await roster(...cmd, "--help")
-      expect(r.code, cmd.join(" ")).toBe(0)
-      expect(r.stdout, cmd.join(" ")).toContain("USAGE")
+      const what = cmd.join(" ")
+      expect(r.code, what).toBe(0)
+      expect(r.stdout, what).toContain("USAGE")
+      expect(r.stdout, what).toContain(`$ ${["roster", ...cmd].join(" ")}`)
+      for (const blurb of ["A user-defined piece of text.", "This setting is optional.", "A floating point number.", "A true or false value."]) {
+        expect(r.stdout, `${what}: ${blurb}`).not.toContain(blurb)
+      }
+    }
+    for (const cmd of [["worker", "run"], ["talk"], ["connection", "add"], ["task", "add"]]) {
+      expect((await roster(...cmd, "--help")).stdout, cmd.join(" ")).toMatch(/Example: roster /)
     }
   })
 })
