@@ -16,7 +16,7 @@ const BLURBS = [
   /^\s*A path on the file system\.\s*$/
 ]
 
-// eslint-disable-next-line no-control-regex
+ 
 const SGR = /\x1b\[[0-9;]*m/g
 
 const isHelp = (plain: string) => /\nUSAGE\n/.test(plain) && /\nDESCRIPTION\n|\nCOMMANDS\n|\nOPTIONS\n|\nARGUMENTS\n/.test(plain)
