@@ -17,6 +17,8 @@ export interface BoxRequest extends Omit<ProvisionRequest, "worker" | "runId" | 
   readonly settings: WorkerSettings
   /** Each complete line of pi's stdout as it arrives (the transcript file gets every byte regardless). */
   readonly onLine?: (line: string) => Effect.Effect<void>
+  /** Which lines `onLine` wants (a one-shot run reads only pi's known events; a session's --json wants all). */
+  readonly linesWanted?: (line: string) => boolean
   readonly onStderr?: (chunk: Uint8Array) => Effect.Effect<void>
 }
 
@@ -140,7 +142,7 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
           Ref.set(preflight, { ok, check, detail }).pipe(Effect.zipRight(record.note({ preflight: { ok, check, detail } })))
       }))
       : req.onLine ? req.onLine(line) : Effect.void
-  const out = yield* Effect.forkScoped(drainTo(attached.stdout, files.transcript, { onLine, ...caps }))
+  const out = yield* Effect.forkScoped(drainTo(attached.stdout, files.transcript, { onLine, wanted: req.linesWanted, ...caps }))
   // pi's stderr is diagnostics, not conversation: it goes to stderr.log beside the transcript.
   const err = yield* Effect.forkScoped(drainTo(attached.stderr, files.stderr, { onChunk: req.onStderr, ...caps }))
   yield* docker.containerStart(id)

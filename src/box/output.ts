@@ -21,6 +21,8 @@ export interface DrainOptions {
   readonly maxBytes?: number | undefined
   /** The longest line handed to `onLine` (longer ones are cut with a visible mark). */
   readonly maxLine?: number | undefined
+  /** Which lines `onLine` wants at all (checked synchronously, so skipped lines cost no effect run). */
+  readonly wanted?: ((line: string) => boolean) | undefined
 }
 
 /**
@@ -38,6 +40,8 @@ export const drainTo = (output: Stream.Stream<Uint8Array, unknown>, file: string
     )
     const { onChunk, onLine } = watch
     const cutter = makeLineCutter(watch.maxLine ?? LINE_MAX)
+    const { wanted } = watch
+    const kept = (lines: Array<string>) => (wanted ? lines.filter(wanted) : lines)
     const max = watch.maxBytes ?? Number.POSITIVE_INFINITY
     let written = watch.skip ?? 0
     const write = (chunk: Uint8Array) =>
@@ -58,9 +62,9 @@ export const drainTo = (output: Stream.Stream<Uint8Array, unknown>, file: string
     yield* Stream.runForEach(watch.skip ? skipBytes(output, watch.skip) : output, (chunk) =>
       write(chunk).pipe(
         Effect.zipRight(onChunk ? onChunk(chunk) : Effect.void),
-        Effect.zipRight(onLine ? Effect.forEach(cutter.push(chunk), onLine, { discard: true }) : Effect.void)
+        Effect.zipRight(onLine ? Effect.forEach(kept(cutter.push(chunk)), onLine, { discard: true }) : Effect.void)
       ))
-    if (onLine) yield* Effect.forEach(cutter.end(), onLine, { discard: true })
+    if (onLine) yield* Effect.forEach(kept(cutter.end()), onLine, { discard: true })
   }).pipe(Effect.scoped, Effect.ignore)
 
 /** The stream without its first `n` bytes. */

@@ -3,7 +3,7 @@ import { validateWorkerName } from "../config/names.js"
 import { Docker } from "../docker/Docker.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { mountsFor } from "../config/schema.js"
-import { readEvent } from "../contract/piEvents.js"
+import { readEvent, worthReading } from "../contract/piEvents.js"
 import { runFiles } from "../contract/runFiles.js"
 import { emptySummary, summaryStep } from "../contract/transcript.js"
 import { foldFileLines } from "../fs/lines.js"
@@ -126,6 +126,8 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       settings,
       mounts,
       piArgs: ["--session-id", context.cache.route_key, "--append-system-prompt", context.system_prompt, context.input_prompt ?? req.prompt],
+      // The summary and the live view read pi's known events only: a box's other output is not handed on line by line.
+      linesWanted: worthReading,
       onLine: (line) => Ref.update(summary, (s) => summaryStep(s, readEvent(line))).pipe(Effect.zipRight(req.onLine ? req.onLine(line) : Effect.void)),
       ...(req.onStderr ? { onStderr: req.onStderr } : {})
     })

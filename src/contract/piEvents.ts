@@ -73,9 +73,34 @@ const readCut = (line: string, max: number): PiEvent => {
     : { kind: "cut", max }
 }
 
+const KNOWN = new Set(["message_end", "agent_start", "agent_end", "agent_settled", "tool_execution_start", "tool_execution_end", "response"])
+const TYPE_FIRST = `{"type":"`
+
+/**
+ * The event's type without parsing the line, when pi put it first (it does): a box printing
+ * millions of lines of other events costs a string compare each, not a JSON parse and its garbage.
+ */
+const typeAhead = (line: string): string | undefined => {
+  if (!line.startsWith(TYPE_FIRST)) return undefined
+  const end = line.indexOf(`"`, TYPE_FIRST.length)
+  return end === -1 ? undefined : line.slice(TYPE_FIRST.length, end)
+}
+
+/**
+ * Whether a line can be an event roster reads (or the preflight's, or a cut line): a reader that
+ * wants only those skips the rest without handing each one on.
+ */
+export const worthReading = (line: string): boolean => {
+  const type = typeAhead(line)
+  return type === undefined || KNOWN.has(type) || type === "roster_preflight" || line.endsWith("bytes]")
+}
+
 export const readEvent = (line: string): PiEvent => {
   // Cheap refusal of what cannot be an event: pi's events are JSON objects, one per line.
   if (!line.startsWith("{")) return OTHER
+  const type = typeAhead(line)
+  // A cut line goes on to say it was cut, whatever it was.
+  if (type !== undefined && !KNOWN.has(type) && !line.endsWith("bytes]")) return OTHER
   const cut = CUT.exec(line.slice(-60))
   if (cut) return readCut(line, Number(cut[1]))
   const decoded = decode(line)
