@@ -3,12 +3,14 @@ import { FileSystem } from "@effect/platform"
 import { Console, Effect, Option, Schedule, Schema } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
+import * as path from "node:path"
 import { Paths, layout } from "../config/Paths.js"
 import { runDaemon } from "../daemon/daemon.js"
 import { GatewayProbe } from "../contract/GatewayProbe.js"
 import { readGatewayState } from "../contract/gatewayState.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { viaDaemon } from "./controlClient.js"
+import { serviceUnit } from "./serviceUnit.js"
 
 export class ServerError extends Schema.TaggedError<ServerError>()("ServerError", { detail: Schema.String }) {
   override get message() {
@@ -132,7 +134,26 @@ const status = Command.make("status", { json }, ({ json }) =>
     yield* Console.log(`since start: ${v.adopted} adopted, ${v.reaped} reaped`)
   })).pipe(Command.withDescription("Is the daemon running and healthy; its queue (counts by status), live boxes, and boxes adopted or reaped since it started."))
 
+const unit = Command.make("unit", {
+  user: Options.boolean("user").pipe(Options.withDescription("a user unit (~/.config/systemd/user), started with your session, not after docker.service"))
+}, ({ user }) =>
+  Effect.gen(function*() {
+    const paths = yield* Paths
+    const keep = ["ROSTER_HOME", "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "DOCKER_HOST", "PATH"]
+    const env = Object.fromEntries(keep.flatMap((k) => (process.env[k] ? [[k, process.env[k] ?? ""]] : [])))
+    yield* Console.log(serviceUnit({
+      node: process.execPath,
+      bin: path.resolve(process.argv[1] ?? "roster"),
+      configRoot: paths.config,
+      env,
+      user
+    }))
+  })).pipe(Command.withDescription(
+    "Print a systemd unit that runs this deployment's daemon (restart on failure, ready once the gateway answers). " +
+      "Example: roster server unit --user > ~/.config/systemd/user/roster.service && systemctl --user enable --now roster"
+  ))
+
 export const serverCommand = Command.make("server").pipe(
   Command.withDescription("The roster daemon: the gateway every box talks through, the supervisor that runs queued tasks and reaps orphaned boxes, and its control API."),
-  Command.withSubcommands([start, stop, status])
+  Command.withSubcommands([start, stop, status, unit])
 )

@@ -3,7 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { collect, ROSTER_BIN } from "../support/deployment.js"
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-cli-"))
 const roster = (...args: Array<string>) =>
@@ -68,6 +68,23 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     for (const args of [["--help"], ["worker", "run", "--help"], ["worker", "run", "alice"]]) {
       const r = await roster(...args)
       expect(`${r.stdout}${r.stderr}`, args.join(" ")).not.toContain("\x1b[")
+    }
+  })
+
+  it("roster server unit prints a systemd unit for this deployment that systemd accepts", async () => {
+    for (const user of [false, true]) {
+      const r = await roster("server", "unit", ...(user ? ["--user"] : []))
+      expect(r.code, r.stderr).toBe(0)
+      expect(r.stdout).toContain(`ExecStart=${process.execPath} ${ROSTER_BIN} server start --foreground`)
+      expect(r.stdout).toContain(`Environment=ROSTER_HOME=${home}`)
+      expect(r.stdout).toContain("Restart=on-failure")
+      expect(r.stdout).toContain(user ? "WantedBy=default.target" : "Requires=docker.service")
+      expect(r.stdout).not.toMatch(/sk-|API_KEY/)
+      const unitFile = path.join(home, user ? "roster-user.service" : "roster.service")
+      fs.writeFileSync(unitFile, r.stdout)
+      // systemd's own check, where this machine has it (it does here; a machine without systemd has nothing to run the unit).
+      const analyze = spawnSync("systemd-analyze", ["verify", unitFile], { encoding: "utf8" })
+      if (analyze.error === undefined) expect(analyze.status, analyze.stderr).toBe(0)
     }
   })
 
