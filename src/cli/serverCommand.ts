@@ -9,6 +9,7 @@ import { runDaemon } from "../daemon/daemon.js"
 import { GatewayProbe } from "../contract/GatewayProbe.js"
 import { readGatewayState } from "../contract/gatewayState.js"
 import { OrgConfig } from "../config/OrgConfig.js"
+import { pidExists } from "../contract/owner.js"
 import { viaDaemon } from "./controlClient.js"
 import { serviceUnit } from "./serviceUnit.js"
 
@@ -20,14 +21,8 @@ export class ServerError extends Schema.TaggedError<ServerError>()("ServerError"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
+// A daemon started by another user (root, say) answers EPERM: it is running all the same.
+const alive = pidExists
 
 /** The running daemon of this deployment, if any: state file, live pid, and a health answer naming our config. */
 const current = Effect.gen(function*() {

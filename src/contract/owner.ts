@@ -22,7 +22,8 @@ export const processStart = (pid: number) =>
 
 export const currentOwner = Effect.map(processStart(process.pid), (start): Owner => ({ pid: process.pid, start }))
 
-const pidExists = (pid: number) => {
+/** Whether a process with this pid exists (EPERM: it does, but belongs to another user). */
+export const pidExists = (pid: number) => {
   try {
     process.kill(pid, 0)
     return true
@@ -32,8 +33,13 @@ const pidExists = (pid: number) => {
   }
 }
 
-/** Is this exact process still running (same pid and, where known, the same start time)? */
+/**
+ * Is this exact process still running? Gone means: no such pid, or a pid whose start time is
+ * known and differs (the kernel gave it to another process). A start time that cannot be read
+ * right now is not proof of anything: the owner counts as alive, and the next look decides — a
+ * box is killed for a dead owner only when the owner is surely dead.
+ */
 export const ownerAlive = (owner: Owner) =>
   Number.isInteger(owner.pid) && owner.pid > 0 && pidExists(owner.pid)
-    ? owner.start === "" ? Effect.succeed(true) : Effect.map(processStart(owner.pid), (s) => s === owner.start)
+    ? owner.start === "" ? Effect.succeed(true) : Effect.map(processStart(owner.pid), (s) => s === "" || s === owner.start)
     : Effect.succeed(false)

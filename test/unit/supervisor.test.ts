@@ -1,9 +1,10 @@
+import { SystemError } from "@effect/platform/Error"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, TestClock } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import { layout } from "../../src/config/Paths.js"
-import { currentOwner, processStart } from "../../src/contract/owner.js"
+import { currentOwner, ownerAlive, processStart } from "../../src/contract/owner.js"
 import type { ContainerSpec } from "../../src/docker/Docker.js"
 import { Docker } from "../../src/docker/Docker.js"
 import { DockerFake } from "../../src/docker/DockerTest.js"
@@ -273,6 +274,39 @@ describe("adoption and the reaper (Docker test layer)", () => {
       yield* TestClock.adjust("70 seconds")
       yield* eventually(Effect.map(running, (cs) => cs.length === 0), "the box past its ceiling killed")
       expect((yield* sup.status).reaped).toBe(2)
+    }).pipe(Effect.provide(layer))
+  })
+})
+
+describe("a box's owner", () => {
+  it.effect("counts as alive while its start time cannot be read (a box is reaped only for an owner surely gone)", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    return Effect.gen(function*() {
+      const child = spawn("sleep", ["30"], { stdio: "ignore" })
+      try {
+        const pid = child.pid ?? -1
+        const start = yield* processStart(pid)
+        expect(start).toMatch(/^\d+$/)
+        expect(yield* ownerAlive({ pid, start })).toBe(true)
+        expect(yield* ownerAlive({ pid, start: "1" })).toBe(false)
+      } finally {
+        child.kill("SIGKILL")
+      }
+    }).pipe(Effect.provide(unitLayer(paths)))
+  })
+
+  it.effect("with /proc unreadable, a live pid is not taken for a dead owner", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    const layer = unitLayer(paths, {
+      fs: (real) => ({
+        readFileString: (file, encoding) =>
+          file.startsWith("/proc/") ? Effect.fail(new SystemError({ reason: "Unknown", module: "FileSystem", method: "readFileString", pathOrDescriptor: file, description: "EMFILE" })) : real.readFileString(file, encoding)
+      })
+    })
+    return Effect.gen(function*() {
+      expect(yield* ownerAlive({ pid: process.pid, start: "12345" })).toBe(true)
     }).pipe(Effect.provide(layer))
   })
 })
