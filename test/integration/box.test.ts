@@ -11,7 +11,9 @@ import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN } from "
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 
 const docker = new Dockerode()
-const boxes = () => docker.listContainers({ all: true, filters: { label: ["roster.run-id"] } })
+/** The boxes of the deployment under test (never another suite's on the same engine). */
+let deploymentLabel = "roster.deployment"
+const boxes = () => docker.listContainers({ all: true, filters: { label: ["roster.run-id", deploymentLabel] } })
 
 const lastRun = (d: Deployment, worker = "alice") => {
   const dir = d.file("data", "runs", worker)
@@ -60,6 +62,7 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
   beforeAll(async () => {
     outside = await makeOutsideHost()
     d = await makeDeployment(`[[allow]]\nhosts = ["${"198.51.100.7"}"]\nports = [9099]\nscope = ["org/*"]\n`)
+    deploymentLabel = `roster.deployment=${d.file("config")}`
   })
 
   afterAll(async () => {

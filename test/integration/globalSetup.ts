@@ -1,5 +1,6 @@
 import Dockerode from "dockerode"
 import { execFileSync } from "node:child_process"
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -13,6 +14,10 @@ export const PI_IMAGE = "roster-box:test"
  * a skip. Builds roster (the tests drive the real CLI) and the scripted-engine image once.
  */
 export default async function setup() {
+  // This run's deployments live under roster-it-<run>-*: the teardown removes only what this run
+  // made (another suite on the same engine — a second checkout, CI — keeps its boxes).
+  const run = crypto.randomBytes(4).toString("hex")
+  process.env.ROSTER_TEST_RUN = run
   const docker = new Dockerode()
   try {
     await docker.ping()
@@ -39,7 +44,8 @@ export default async function setup() {
     execFileSync("npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--ignore-scripts"], { cwd: path.join(root, "box/engine"), stdio: "inherit" })
   }
   return async () => {
-    const left = await docker.listContainers({ all: true, filters: { label: ["roster.run-id"] } })
+    const ours = (c: Dockerode.ContainerInfo) => (c.Labels["roster.deployment"] ?? "").includes(`${path.sep}roster-it-${run}-`)
+    const left = (await docker.listContainers({ all: true, filters: { label: ["roster.run-id"] } })).filter(ours)
     for (const c of left) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)
     if (left.length > 0) throw new Error(`the integration tests left ${left.length} roster container(s) behind: ${left.map((c) => c.Names.join(",")).join(" ")}`)
   }

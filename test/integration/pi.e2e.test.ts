@@ -14,7 +14,9 @@ const PI_IMAGE = "roster-box:test"
 const TEST_KEY = "sk-ant-e2e-REAL-vault-key-5a4b3c2d1e"
 const checkout = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const docker = new Dockerode()
-const boxes = () => docker.listContainers({ all: true, filters: { label: ["roster.run-id"] } })
+/** The boxes of the deployment under test (never another suite's on the same engine). */
+let deploymentLabel = "roster.deployment"
+const boxes = () => docker.listContainers({ all: true, filters: { label: ["roster.run-id", deploymentLabel] } })
 
 const lastRun = (d: Deployment) => {
   const dir = d.file("data", "runs", "alice")
@@ -50,6 +52,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     failing = await Effect.runPromise(serveRehearsal({ port: 0, failWith: 500 }).pipe(Scope.extend(scope)))
     slow = await Effect.runPromise(serveRehearsal({ port: 0, delayMs: 60_000 }).pipe(Scope.extend(scope)))
     d = await makeDeployment(org(model.port), PI_IMAGE)
+    deploymentLabel = `roster.deployment=${d.file("config")}`
     fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
     const added = await collect(spawn(process.execPath, [ROSTER_BIN, "connection", "add", "anthropic", "--from-env", "E2E_KEY"], {
       env: { ...d.env, E2E_KEY: TEST_KEY }, stdio: ["ignore", "pipe", "pipe"]

@@ -50,7 +50,8 @@ export interface Deployment {
 
 /** A deployment in a temp ROSTER_HOME driven through the real CLI: init, org.toml, the real daemon. */
 export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE): Promise<Deployment> => {
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-it-"))
+  // Named for this test run (globalSetup), so its teardown can tell this run's boxes from another's.
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), `roster-it-${process.env.ROSTER_TEST_RUN ?? "adhoc"}-`))
   const port = await freePort()
   const env: NodeJS.ProcessEnv = {
     ...process.env,
