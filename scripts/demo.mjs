@@ -41,7 +41,7 @@ const sh = (cmd, args) => {
   if (r.status !== 0) fail(`${cmd} ${args.join(" ")} failed (exit ${r.status})`)
 }
 const roster = (args, { allowFail = false, inherit = false, extraEnv = {} } = {}) => {
-  const r = spawnSync(process.execPath, [path.join(root, "bin/roster.js"), ...args], {
+  const r = spawnSync(path.join(root, "bin/roster.js"), args, {
     cwd: root, env: { ...env, ...extraEnv }, encoding: "utf8", stdio: inherit ? ["ignore", "inherit", "inherit"] : "pipe"
   })
   if (r.status !== 0 && !allowFail) fail(`roster ${args.join(" ")} failed (exit ${r.status})\n${r.stdout ?? ""}${r.stderr ?? ""}`)
@@ -76,7 +76,7 @@ if (!realCredential) {
   // A placeholder key, so the injection is real and visible: the rehearsal model records what it gets.
   roster(["connection", "add", "anthropic", "--from-env", "DEMO_REHEARSAL_KEY"], { extraEnv: { DEMO_REHEARSAL_KEY: "sk-ant-rehearsal-demo-key-0000" } })
   fs.writeFileSync(path.join(home, ".rehearsal-key"), "the vault's anthropic key is the demo's placeholder\n")
-  rehearsal = spawn(process.execPath, [path.join(root, "bin/roster.js"), "rehearsal", "--port", String(REHEARSAL_PORT)], { env, stdio: "ignore" })
+  rehearsal = spawn(path.join(root, "bin/roster.js"), ["rehearsal", "--port", String(REHEARSAL_PORT)], { env, stdio: "ignore" })
   await new Promise((r) => setTimeout(r, 800))
   console.log(`no model credential configured: using the REHEARSAL model on 127.0.0.1:${REHEARSAL_PORT} (a scripted stand-in for Claude)`)
 } else {
@@ -130,5 +130,5 @@ console.log(`  the key anywhere in the run:   ${leaked ? "FOUND (bug!)" : "nowhe
 console.log(`  boxes left running:            ${leftovers === "" ? "none" : leftovers}`)
 console.log(`  the run record:                ${runDir}/run.json`)
 console.log(`\ndone in ${Math.round((Date.now() - started) / 1000)} s. The daemon stops with the demo; see everything again with:`)
-console.log(`  ROSTER_HOME=.roster-dev/demo node bin/roster.js runs show ${path.basename(runDir)}`)
+console.log(`  ROSTER_HOME=.roster-dev/demo bin/roster.js runs show ${path.basename(runDir)}`)
 process.exit(first.status === 0 && second.status === 2 && !leaked && leftovers === "" ? 0 : 1)

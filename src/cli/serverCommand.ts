@@ -138,6 +138,7 @@ const unit = Command.make("unit", {
     const env = Object.fromEntries(keep.flatMap((k) => (process.env[k] ? [[k, process.env[k] ?? ""]] : [])))
     yield* Console.log(serviceUnit({
       node: process.execPath,
+      nodeArgs: process.execArgv,
       bin: path.resolve(process.argv[1] ?? "roster"),
       configRoot: paths.config,
       env,

@@ -1,6 +1,8 @@
 /** What a systemd unit for a deployment's daemon needs to know. */
 export interface UnitInput {
   readonly node: string
+  /** Node's own flags this CLI runs with (bin/roster.js's shebang sets the young generation's size). */
+  readonly nodeArgs: ReadonlyArray<string>
   readonly bin: string
   readonly configRoot: string
   /** The environment that makes the daemon find this deployment (ROSTER_HOME, or HOME and the XDG roots). */
@@ -17,7 +19,7 @@ const quote = (s: string) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `"${s.rep
  * No secret goes in the unit: credentials belong in roster's vault.
  */
 export const serviceUnit = (u: UnitInput) => {
-  const cli = `${quote(u.node)} ${quote(u.bin)}`
+  const cli = [u.node, ...u.nodeArgs, u.bin].map(quote).join(" ")
   const env = Object.entries(u.env).map(([k, v]) => `Environment=${quote(`${k}=${v}`)}`)
   return [
     "[Unit]",

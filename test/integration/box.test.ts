@@ -393,7 +393,7 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
 })
 
 const spawnWith = (d: Deployment, extra: Record<string, string>, args: ReadonlyArray<string>) =>
-  spawn(process.execPath, [ROSTER_BIN, ...args], { env: { ...d.env, ...extra }, stdio: ["ignore", "pipe", "pipe"] })
+  spawn(ROSTER_BIN, [...args], { env: { ...d.env, ...extra }, stdio: ["ignore", "pipe", "pipe"] })
 
 /** Leaves the machine as it was: the deployment's jump rules and chain go. */
 const removeLockdownRules = (chain: string) => {

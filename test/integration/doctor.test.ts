@@ -18,7 +18,7 @@ describe("roster doctor (real engine, real iptables)", () => {
   const chain = egressChainName(goneConfig)
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-doctor-"))
   const roster = (...args: ReadonlyArray<string>) =>
-    collect(spawn(process.execPath, [ROSTER_BIN, ...args], { env: { ...process.env, ROSTER_HOME: home, HOME: home }, stdio: ["ignore", "pipe", "pipe"] }))
+    collect(spawn(ROSTER_BIN, [...args], { env: { ...process.env, ROSTER_HOME: home, HOME: home }, stdio: ["ignore", "pipe", "pipe"] }))
 
   afterAll(async () => {
     try {

@@ -28,13 +28,13 @@ export default async function setup() {
     )
   }
   execFileSync("npm", ["run", "--silent", "build"], { cwd: root, stdio: "inherit" })
-  execFileSync(process.execPath, [path.join(root, "bin/roster.js"), "box", "build-scripted", "--tag", TEST_IMAGE], {
+  execFileSync(path.join(root, "bin/roster.js"), ["box", "build-scripted", "--tag", TEST_IMAGE], {
     cwd: root,
     stdio: ["ignore", "inherit", "pipe"],
     env: { ...process.env, ROSTER_HOME: path.join(root, ".roster-dev", "build") }
   })
   // The real pi image, offline (no registry is probed), rebuilt only when box/ changed.
-  execFileSync(process.execPath, [path.join(root, "bin/roster.js"), "box", "build", "--offline", "--if-changed", "--tag", PI_IMAGE], {
+  execFileSync(path.join(root, "bin/roster.js"), ["box", "build", "--offline", "--if-changed", "--tag", PI_IMAGE], {
     cwd: root,
     stdio: ["ignore", "inherit", "inherit"],
     env: { ...process.env, ROSTER_HOME: path.join(root, ".roster-dev", "build") }

@@ -54,7 +54,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     d = await makeDeployment(org(model.port), PI_IMAGE)
     deploymentLabel = `roster.deployment=${d.file("config")}`
     fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
-    const added = await collect(spawn(process.execPath, [ROSTER_BIN, "connection", "add", "anthropic", "--from-env", "E2E_KEY"], {
+    const added = await collect(spawn(ROSTER_BIN, ["connection", "add", "anthropic", "--from-env", "E2E_KEY"], {
       env: { ...d.env, E2E_KEY: TEST_KEY }, stdio: ["ignore", "pipe", "pipe"]
     }))
     expect(added.code, added.stderr).toBe(0)
@@ -189,7 +189,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     }
     const env = Object.entries({ ROSTER_HOME: d.env.ROSTER_HOME, HOME: d.env.HOME, ANTHROPIC_API_KEY: HOST_KEY })
       .map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ")
-    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", `env ${env} ${process.execPath} ${ROSTER_BIN} talk alice; echo "EXIT=$?"; sleep 120`)
+    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", `env ${env} ${ROSTER_BIN} talk alice; echo "EXIT=$?"; sleep 120`)
     return { tmux, screen, waitFor, session, close: () => tmux("kill-session", "-t", session) }
   }
 

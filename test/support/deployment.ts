@@ -61,7 +61,7 @@ export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE): Promise
   }
   fs.mkdirSync(path.join(home, "user"), { recursive: true })
   const spawnRoster = (args: ReadonlyArray<string>) =>
-    spawn(process.execPath, [ROSTER_BIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] })
+    spawn(ROSTER_BIN, [...args], { env, stdio: ["ignore", "pipe", "pipe"] })
   const roster = (args: ReadonlyArray<string>) => collect(spawnRoster(args))
   const writeOrg = (extra: string, engine = `[engine]\nimage = "${image}"`) =>
     fs.writeFileSync(path.join(home, "config", "org.toml"), `${engine}\n[gateway]\nport = ${port}\n${extra}\n`)
