@@ -148,6 +148,20 @@ describe("lockdown", () => {
     }).pipe(Effect.provide(unitLayer(paths, { firewallListing: (_t, args) => (args[0] === "-S" && args[1] === chain ? pinned : "") })))
   })
 
+  it.effect("a changed gateway port: the next run rebuilds the chain for the new port", () => {
+    const paths = tempPaths()
+    writeFixture({ paths, gateway: { port: 7411, addrs: ["127.0.0.1", "172.30.0.1"] } })
+    const chain = egressChainName(paths.config)
+    const pinnedToOld = `-N ${chain}\n-A ${chain} -p tcp -m tcp --dport 7400 -j ACCEPT\n-A ${chain} -j DROP\n`
+    return Effect.gen(function*() {
+      yield* ensureLockdown(policy(true))
+      const log = yield* Ref.get(yield* FirewallLog)
+      expect(log).toContain(`iptables -F ${chain}`)
+      expect(log).toContain(`iptables -A ${chain} -p tcp --dport 7411 -j ACCEPT`)
+      expect(log.some((l) => l.includes("--dport 7400"))).toBe(false)
+    }).pipe(Effect.provide(unitLayer(paths, { firewallListing: (_t, args) => (args[0] === "-S" && args[1] === chain ? pinnedToOld : "") })))
+  })
+
   it.effect("egress_lockdown off removes this deployment's chain and its jumps, and touches no other deployment's", () => {
     const paths = tempPaths()
     writeFixture({ paths })
