@@ -49,8 +49,8 @@ const runTask = (st: SupervisorState, t: TaskRecord, runId: string, ceilingMin: 
         Effect.ensuring(Ref.update(st.live, (m) => withoutKey(m, t.task_id)).pipe(Effect.zipRight(Queue.offer(st.wake, undefined))))
       )
     ),
-    // Its end is recorded above; the fiber itself has nothing left to report.
-    Effect.catchAllCause(() => Effect.void)
+    // Its end is recorded (and logged) above; the fiber's own cause goes to the debug log only.
+    Effect.catchAllCause((cause) => Effect.logDebug(`task ${t.task_id}: its fiber ended`, cause))
   )
 
 /**
