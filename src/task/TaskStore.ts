@@ -1,5 +1,5 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Ref, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { Paths, layout } from "../config/Paths.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
@@ -67,7 +67,7 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
           )
           : Effect.succeed(undefined)
 
-      const list = fs.readDirectory(files.tasksDir).pipe(
+      const readAll = fs.readDirectory(files.tasksDir).pipe(
         Effect.orElseSucceed((): ReadonlyArray<string> => []),
         Effect.flatMap((names) =>
           Effect.forEach(names.filter((n) => n.endsWith(".json")), (n) => get(n.slice(0, -5)), { concurrency: 16 })
@@ -75,8 +75,27 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
         Effect.map((ts) => ts.filter((t): t is TaskRecord => t !== undefined).sort(byQueueOrder))
       )
 
+      // The dispatch loop lists every 2 s, and done tasks pile up. Every change to a record is a
+      // rename into the folder, which moves its mtime; this store's own writes also drop the
+      // cache (two in one millisecond share an mtime). An unchanged folder is the last list.
+      const cached = yield* Ref.make<{ readonly stamp: number; readonly tasks: ReadonlyArray<TaskRecord> } | undefined>(undefined)
+      const stamp = fs.stat(files.tasksDir).pipe(
+        Effect.map((info) => Option.getOrElse(Option.map(info.mtime, (d) => d.getTime()), () => -1)),
+        Effect.orElseSucceed(() => -1)
+      )
+      const list = Effect.gen(function*() {
+        const at = yield* stamp
+        const last = yield* Ref.get(cached)
+        if (last && at !== -1 && last.stamp === at) return last.tasks
+        const tasks = yield* readAll
+        yield* Ref.set(cached, { stamp: at, tasks })
+        return tasks
+      })
+      const invalidate = Ref.set(cached, undefined)
+
       const write = (task: TaskRecord) =>
         writeJson(files.taskFile(task.task_id), task).pipe(
+          Effect.ensuring(invalidate),
           Effect.mapError((e) => new TaskStoreError({ file: files.taskFile(task.task_id), detail: e.message })),
           Effect.provide(ctx)
         )
