@@ -1,7 +1,6 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Clock, Console, Effect, Option } from "effect"
-import { Docker } from "../docker/Docker.js"
-import { cancelQueued, PERSON, queueTask } from "../supervisor/queueTask.js"
+import { cancelInPlace, PERSON, queueTask } from "../supervisor/queueTask.js"
 import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, TaskStatus } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { viaDaemon } from "./controlClient.js"
@@ -99,17 +98,13 @@ const show = Command.make("show", { json, taskId: taskIdArg }, ({ json, taskId }
     if (t.final_text) yield* Console.log(`\n${visible(t.final_text.trimEnd())}`)
   })).pipe(Command.withDescription("Show a task: its state, prompt, runs and how it ended."))
 
-/** With no daemon, a task is cancelled where it stands; a box still running for it is killed by name. */
+/** With no daemon, a task is cancelled where it stands (a box still running for it is killed by name). */
 const cancelDirect = (taskId: string) =>
   Effect.gen(function*() {
-    const store = yield* TaskStore
-    const t = yield* store.get(taskId)
+    const t = yield* (yield* TaskStore).get(taskId)
     if (!t) return yield* Effect.fail(new NoSuchTask({ taskId }))
     if (isFinal(t.status)) return yield* Effect.fail(new TaskRefused({ detail: `task ${taskId} already ended: ${t.status}` }))
-    const runId = t.run_ids.at(-1)
-    if (t.status === "running" && runId) yield* (yield* Docker).containerKill(`roster-box-${runId}`).pipe(Effect.ignore)
-    return yield* store.update(taskId, (x, now) =>
-      x.status === "running" ? { ...x, status: "cancelled", reason: "cancelled by a person (roster task cancel)", finished_at: now } : cancelQueued(x, now))
+    return yield* cancelInPlace(t)
   })
 
 const cancel = Command.make("cancel", { json, taskId: taskIdArg }, ({ json, taskId }) =>

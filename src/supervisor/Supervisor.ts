@@ -8,7 +8,7 @@ import { Files } from "../fs/Files.js"
 import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, type TaskStatus, type TaskStoreError } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { dispatchLoop, HOLD_REASON } from "./dispatch.js"
-import { cancelQueued, PERSON, queueTask, type TaskRequest } from "./queueTask.js"
+import { cancelInPlace, cancelQueued, PERSON, queueTask, type TaskRequest } from "./queueTask.js"
 import { makeState, type SupervisorState } from "./state.js"
 import { finishLeftRun } from "./takeOver.js"
 import { REQUEUE_HINT, taskFailed } from "./taskEnd.js"
@@ -68,10 +68,7 @@ const cancelRunning = (st: SupervisorState, t: TaskRecord) =>
       return
     }
     // Running on disk but held by no one here (its box already gone): it ends where it stands.
-    const runId = t.run_ids.at(-1)
-    if (runId) yield* docker.containerKill(`roster-box-${runId}`).pipe(Effect.ignore)
-    yield* (yield* TaskStore).update(t.task_id, (x, now) =>
-      x.status === "running" ? { ...x, status: "cancelled", reason: "cancelled by a person (roster task cancel)", finished_at: now } : x)
+    yield* cancelInPlace(t)
   })
 
 const boxView = (st: SupervisorState, self: Owner) =>

@@ -1,8 +1,11 @@
 import { Effect } from "effect"
 import { validateCeiling } from "../box/ceiling.js"
+import { containerName } from "../box/spec.js"
+import { Docker } from "../docker/Docker.js"
 import { validateWorkerName } from "../config/names.js"
 import { type TaskOrigin, type TaskRecord, TaskRefused } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
+import { CANCELLED } from "./taskEnd.js"
 import { readIdentity } from "../worker/workers.js"
 
 export interface TaskRequest {
@@ -47,6 +50,15 @@ export const PERSON: TaskOrigin = { by: "person", run_id: null, task_id: null }
 
 /** A task not yet started is cancelled where it stands (no daemon needed). */
 export const cancelQueued = (t: TaskRecord, now: string): TaskRecord =>
-  t.status === "queued" || t.status === "held"
-    ? { ...t, status: "cancelled", reason: "cancelled by a person (roster task cancel)", finished_at: now }
-    : t
+  t.status === "queued" || t.status === "held" ? { ...t, status: "cancelled", reason: CANCELLED, finished_at: now } : t
+
+/**
+ * A task no live run holds (the daemon is down, or its box is already gone) is cancelled where it
+ * stands: a box still running for its last run is killed by name, and the record says cancelled.
+ */
+export const cancelInPlace = Effect.fn("supervisor.cancelInPlace")(function*(t: TaskRecord) {
+  const runId = t.run_ids.at(-1)
+  if (t.status === "running" && runId) yield* (yield* Docker).containerKill(containerName(runId)).pipe(Effect.ignore)
+  return yield* (yield* TaskStore).update(t.task_id, (x, now) =>
+    x.status === "running" ? { ...x, status: "cancelled", reason: CANCELLED, finished_at: now } : cancelQueued(x, now))
+})

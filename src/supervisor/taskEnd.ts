@@ -1,5 +1,8 @@
 import type { TaskRecord, TaskStatus } from "../task/TaskRecord.js"
 
+/** Why a cancelled task ended (the same words wherever it was cancelled). */
+export const CANCELLED = "cancelled by a person (roster task cancel)"
+
 /** How a task's run ended, as the supervisor learned it (its own run, or an adopted box). */
 export interface RunEnded {
   readonly runId: string
@@ -22,7 +25,7 @@ export const taskEnd = (end: RunEnded, cancelRequested: boolean) => {
   const reason = status === "done"
     ? null
     : status === "cancelled"
-    ? "cancelled by a person (roster task cancel)"
+    ? CANCELLED
     : end.error
     ? end.error
     : end.endedBy === "ceiling"

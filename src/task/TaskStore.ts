@@ -76,8 +76,9 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
       )
 
       // The dispatch loop lists every 2 s, and done tasks pile up. Every change to a record is a
-      // rename into the folder, which moves its mtime; this store's own writes also drop the
-      // cache (two in one millisecond share an mtime). An unchanged folder is the last list.
+      // rename into the folder, which moves its mtime; this store's own writes fold the record
+      // into the cache and take the new mtime (so the view written after each change costs no
+      // re-read). An unchanged folder is the last list.
       const cached = yield* Ref.make<{ readonly stamp: number; readonly tasks: ReadonlyArray<TaskRecord> } | undefined>(undefined)
       const stamp = fs.stat(files.tasksDir).pipe(
         Effect.map((info) => Option.getOrElse(Option.map(info.mtime, (d) => d.getTime()), () => -1)),
@@ -91,11 +92,18 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
         yield* Ref.set(cached, { stamp: at, tasks })
         return tasks
       })
-      const invalidate = Ref.set(cached, undefined)
+      const remember = (task: TaskRecord) =>
+        Effect.gen(function*() {
+          const last = yield* Ref.get(cached)
+          if (!last) return
+          const tasks = [...last.tasks.filter((t) => t.task_id !== task.task_id), task].sort(byQueueOrder)
+          yield* Ref.set(cached, { stamp: yield* stamp, tasks })
+        })
 
       const write = (task: TaskRecord) =>
         writeJson(files.taskFile(task.task_id), task).pipe(
-          Effect.ensuring(invalidate),
+          Effect.zipRight(remember(task)),
+          Effect.tapError(() => Ref.set(cached, undefined)),
           Effect.mapError((e) => new TaskStoreError({ file: files.taskFile(task.task_id), detail: e.message })),
           Effect.provide(ctx)
         )
