@@ -2,7 +2,9 @@ import { Effect } from "effect"
 import * as crypto from "node:crypto"
 import { writeJson } from "../fs/atomic.js"
 import { readIdentity } from "../worker/workers.js"
-import { MNT, PIHOME, SELF, STORE, WORKSPACE } from "../contract/constants.js"
+import type { MountRule } from "../config/schema.js"
+import { CHANNEL, MNT, PIHOME, SELF, STORE, WORKSPACE } from "../contract/constants.js"
+import { repoNotes, type RepoNote } from "../knowledge/notes.js"
 
 export interface CompiledContext {
   readonly system_prompt: string
@@ -15,18 +17,44 @@ export interface ContextRequest {
   readonly worker: string
   readonly surface: "direct-box" | "queued-task" | "term-session"
   readonly prompt: string | null
-  readonly mounts: ReadonlyArray<{ readonly name: string; readonly rw: boolean }>
+  readonly mounts: ReadonlyArray<MountRule>
+  /** The run's channel, when it has one (/pihome/channel). */
+  readonly channel?: string | null
 }
 
-/** What the worker should know about the box it wakes up in. Stable across runs, so it caches. */
-export const briefing = (mounts: ContextRequest["mounts"]) =>
+const mountLine = (m: MountRule) =>
+  m.kind === "dir"
+    ? `- ${MNT}/${m.name}: a host folder granted to you (${m.rw ? "read-write" : "read-only"}).`
+    : `- ${MNT}/${m.name}: a git repository granted to you (read-only).`
+
+const repoLines = (r: RepoNote) => [
+  `- ${MNT}/${r.name}: your own clone of the ${r.name} repository (${r.rw ? "read-write" : "read-only"}), on a branch of this run ` +
+  `(roster/<you>/<run id>) from ${r.defaultBranch ?? "its default branch"}; $ROSTER_REPOS_JSON lists its base and branch. ` +
+  `Its origin is the canonical repository, read-only at ${MNT}/.origins/${r.name}.`,
+  ...(r.rw
+    ? [`  Commit your work there. To land it on ${r.defaultBranch ?? "the default branch"}, call knowledge_push: it lands a fast-forward only` +
+      `${r.protect.length > 0 ? `, never a change to ${r.protect.join(", ")}` : ""}. ` +
+      `Whatever you do not land is kept for review on refs/quarantine/run-<run id>, never merged.`]
+    : []),
+  ...(r.unlanded.length > 0
+    ? [`  Not landed yet from your earlier runs (fetch them from origin to pick them up): ${r.unlanded.join(", ")}.`]
+    : [])
+]
+
+/**
+ * What the worker should know about the box it wakes up in, matching what is mounted. Stable
+ * across runs (so it caches) while nothing waits in quarantine.
+ */
+export const briefing = (mounts: ReadonlyArray<MountRule>, repos: ReadonlyArray<RepoNote> = [], channel: string | null = null) =>
   [
     "## Your box",
     `You run inside a locked-down container. Your home is ${PIHOME}; you start in ${WORKSPACE}, which is fresh for this run.`,
     `- ${STORE}: your durable store. What you keep here is there next run (snapshots are taken after each run).`,
     `- ${SELF}: read-only: your own configuration, journal and past runs.`,
-    ...(mounts.length > 0
-      ? mounts.map((m) => `- ${MNT}/${m.name}: a host folder granted to you (${m.rw ? "read-write" : "read-only"}).`)
+    ...mounts.filter((m) => !(m.kind === "repo" && m.gated)).map(mountLine),
+    ...repos.flatMap(repoLines),
+    ...(channel !== null
+      ? [`- ${CHANNEL}: the channel "${channel}" (read-only): its recent messages in ${CHANNEL}/history.jsonl; ${CHANNEL}/store is yours to keep notes for this channel across runs.`]
       : []),
     "- The network: only through roster's gateway (already set as your HTTP(S) proxy). Hosts not granted to you are refused.",
     "- You hold no real credentials; where a credential is needed the gateway supplies it in transit.",
@@ -43,7 +71,8 @@ export const routeKey = (worker: string, systemPrompt: string) =>
 /** System prompt, input prompt and route key for one run, traced to context.json beside run.json. */
 export const compileContext = Effect.fn("context.compile")(function*(req: ContextRequest, traceFile: string) {
   const identity = yield* readIdentity(req.worker)
-  const system = `${identity.trim()}\n\n${briefing(req.mounts)}`
+  const repos = yield* repoNotes(req.worker, req.mounts)
+  const system = `${identity.trim()}\n\n${briefing(req.mounts, repos, req.channel ?? null)}`
   const input = req.prompt
   const compiled: CompiledContext = {
     system_prompt: system,

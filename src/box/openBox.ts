@@ -7,7 +7,10 @@ import type { OpenRecord } from "../run/record.js"
 import { mintIdentity } from "./identity.js"
 import { drainTo, outputCaps } from "./output.js"
 import { PreflightLine, type PreflightResult } from "./preflight.js"
-import { provisionBox, type ProvisionRequest } from "./provision.js"
+import { finishRepos } from "../knowledge/backstop.js"
+import { knowledgeLine } from "../knowledge/Checkout.js"
+import { provisionRepos } from "../knowledge/provision.js"
+import { hostUser, provisionBox, type ProvisionRequest } from "./provision.js"
 import { containerSpec } from "./spec.js"
 import { provisionStore, snapshotStore } from "./store.js"
 
@@ -92,6 +95,13 @@ export const snapshotOnClose = (record: OpenRecord, keep: number) =>
     )
   )
 
+/** The run's gated repos at its end: unlanded work quarantined, the result in the record, the clones removed. */
+export const reposOnClose = (record: Pick<OpenRecord, "worker" | "runId" | "note">) =>
+  finishRepos(record.worker, record.runId).pipe(
+    Effect.tap((results) => Effect.forEach(results, (r) => Effect.logInfo(`run ${record.runId}: ${knowledgeLine(r)}`))),
+    Effect.flatMap((results) => (results.length === 0 ? Effect.void : record.note({ knowledge: results })))
+  )
+
 /**
  * One box of one run, as a scoped resource — the one way roster opens a box (one-shot runs,
  * sessions, queued tasks). Acquired in order: the store (whose snapshot is registered first so
@@ -105,7 +115,11 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
   const docker = yield* Docker
   const store = yield* provisionStore(record.worker)
   yield* snapshotOnClose(record, req.settings.store.snapshots)
-  const planFor = yield* provisionBox({ ...req, worker: record.worker, runId: record.runId, runDir: record.runDir }, store)
+  // Registered before any clone exists (they are found from the host's record of them), so a
+  // provisioning cut halfway still has its clones backstopped and removed.
+  yield* Effect.addFinalizer(() => reposOnClose(record))
+  const checkouts = yield* provisionRepos(record.worker, record.runId, req.mounts, hostUser())
+  const planFor = yield* provisionBox({ ...req, worker: record.worker, runId: record.runId, runDir: record.runDir }, store, checkouts)
   const identity = yield* mintIdentity(record.worker, record.runId, req.taskId)
   const plan = planFor(identity.token)
   const spec = containerSpec(plan)

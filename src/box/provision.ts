@@ -8,13 +8,14 @@ import * as C from "../contract/constants.js"
 import { currentOwner } from "../contract/owner.js"
 import { runFiles } from "../contract/runFiles.js"
 import { scopeAdmits, workerSubject } from "../contract/scope.js"
-import { Files } from "../fs/Files.js"
+import { lchownTree } from "../fs/tree.js"
 import { ensureJournal } from "../journal/journal.js"
 import { ceilingDuration } from "./ceiling.js"
 import { resolveMountedEngine } from "./engine.js"
 import { ImageStore } from "./ImageStore.js"
 import { ensureLockdown } from "./lockdown.js"
 import { preparePiHome } from "./pihome.js"
+import type { Checkout } from "../knowledge/Checkout.js"
 import type { BoxPlan, Engine, HostDirs } from "./spec.js"
 
 export class ProvisionError extends Schema.TaggedError<ProvisionError>()("ProvisionError", {
@@ -31,21 +32,11 @@ const failing = (what: string) => (e: { readonly message: string }) => new Provi
 export const boxUser = (uid: number, gid: number) =>
   uid === 0 ? { uid: C.BOX_FALLBACK_UID, gid: C.BOX_FALLBACK_UID } : { uid, gid }
 
-const hostUser = () => boxUser(process.getuid?.() ?? C.BOX_FALLBACK_UID, process.getgid?.() ?? C.BOX_FALLBACK_UID)
+export const hostUser = () => boxUser(process.getuid?.() ?? C.BOX_FALLBACK_UID, process.getgid?.() ?? C.BOX_FALLBACK_UID)
 
 /** Hands a tree to the box user without following a link the box may have planted. */
-const chownTree = (root: string, uid: number, gid: number): Effect.Effect<void, ProvisionError, Files | Path.Path> =>
-  Effect.gen(function*() {
-    const files = yield* Files
-    const path = yield* Path.Path
-    yield* files.lchown(root, uid, gid).pipe(Effect.mapError(failing(`handing ${root} to the box user`)))
-    const entries = yield* files.list(root).pipe(Effect.orElseSucceed(() => []))
-    for (const e of entries) {
-      const p = path.join(root, e.name)
-      if (e.kind === "directory") yield* chownTree(p, uid, gid)
-      else yield* files.lchown(p, uid, gid).pipe(Effect.mapError(failing(`handing ${p} to the box user`)))
-    }
-  })
+const chownTree = (root: string, uid: number, gid: number) =>
+  lchownTree(root, uid, gid).pipe(Effect.mapError(failing(`handing ${root} to the box user`)))
 
 /**
  * The run's folders: the per-run home (workspace, session, agent) and the self view, a
@@ -89,14 +80,33 @@ export interface ProvisionRequest {
   readonly settings: WorkerSettings
   readonly mounts: ReadonlyArray<MountRule>
   readonly piArgs: ReadonlyArray<string>
+  /** The run's channel (`--channel`): its history read-only at /pihome/channel, and this worker's store in it. */
+  readonly channel?: string | null
 }
+
+/**
+ * A channel's folder (read-only in the box: its history) with the mountpoint of the worker's
+ * channel store already in it, and that store, durable per worker x channel.
+ */
+const prepareChannel = Effect.fn("provision.channel")(function*(worker: string, channel: string) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const files = layout(yield* Paths)
+  const dir = files.channelDir(channel)
+  const store = files.channelStoreDir(worker, channel)
+  yield* fs.makeDirectory(path.join(dir, "store"), { recursive: true })
+  yield* fs.makeDirectory(store, { recursive: true })
+  const history = path.join(dir, "history.jsonl")
+  if (!(yield* fs.exists(history))) yield* fs.writeFileString(history, "")
+  return { name: channel, dir, store }
+}, Effect.mapError(failing("preparing the channel")))
 
 /**
  * Everything a box needs but its token and container: the lockdown, the image and the CA
  * bundle (independent, so checked at once), the engine, the per-run home with sentinel
  * logins and the self view, all handed to the box user.
  */
-export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionRequest, store: string) {
+export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionRequest, store: string, checkouts: ReadonlyArray<Checkout>) {
   const paths = yield* Paths
   const files = layout(paths)
   const { org, worker } = req
@@ -111,11 +121,13 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
   const engine: Engine = org.engine.dir ? yield* resolveMountedEngine(org.engine.dir) : { kind: "baked" }
   const dirs = yield* prepareRunDirs(worker, req.runDir)
   const piHome = yield* preparePiHome((yield* Path.Path).join(dirs.pihome, "agent"), req.settings, lockdown.credentials)
+  const channel = req.channel ? yield* prepareChannel(worker, req.channel) : null
   const user = hostUser()
   const owner = yield* currentOwner
   if (user.uid !== process.getuid?.()) {
     yield* chownTree(dirs.pihome, user.uid, user.gid)
     yield* chownTree(store, user.uid, user.gid)
+    if (channel) yield* chownTree(channel.store, user.uid, user.gid)
   }
   const hostDirs: HostDirs = { ...dirs, store, ca: files.caCert, caBundle }
   return (token: string): BoxPlan => ({
@@ -132,6 +144,8 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     token,
     dirs: hostDirs,
     mounts: req.mounts,
+    checkouts,
+    channel,
     exposedEnv: org.expose.filter((e) => scopeAdmits(e.scope, workerSubject(worker))).map((e) => e.env),
     anthropicEnvKey: piHome.anthropicEnvKey,
     ceilingMin: req.ceilingMin,

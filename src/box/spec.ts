@@ -5,6 +5,7 @@ import { deploymentId } from "../contract/deployment.js"
 import type { Owner } from "../contract/owner.js"
 import { withPreflight } from "./preflight.js"
 import { proxyUrl } from "../contract/identity.js"
+import { boxDir, type Checkout, knowledgeEnv, originDir } from "../knowledge/Checkout.js"
 
 export type Engine =
   | { readonly kind: "baked" }
@@ -44,6 +45,10 @@ export interface BoxPlan {
   readonly token: string
   readonly dirs: HostDirs
   readonly mounts: ReadonlyArray<MountRule>
+  /** The run's gated repos: each a per-run clone with the canonical repo as a read-only origin. */
+  readonly checkouts: ReadonlyArray<Checkout>
+  /** The run's channel: its folder (read-only history) and this worker's store in it. */
+  readonly channel: { readonly name: string; readonly dir: string; readonly store: string } | null
   /** [[expose]] variables whose scope matches this worker. */
   readonly exposedEnv: ReadonlyArray<string>
   readonly anthropicEnvKey: boolean
@@ -80,10 +85,13 @@ const binds = (plan: BoxPlan): Array<string> => {
   for (const m of plan.mounts) {
     const target = `${C.MNT}/${m.name}`
     if (m.kind === "dir") out.push(`${m.path}:${target}${m.rw ? "" : ":ro"}`)
-    // A gated repo is provisioned per run as a clone with a read-only origin; without that
-    // machinery it must not fall back to a raw bind of the real repository.
+    // A gated repo is never bound raw: only its per-run clone (below) is.
     else if (!m.gated) out.push(`${m.path}:${target}:ro`)
   }
+  // The canonical repo is read-only: a ref write from the box is a filesystem error.
+  for (const c of plan.checkouts) out.push(`${c.clone}:${boxDir(c.connection)}${c.mode === "rw" ? "" : ":ro"}`, `${c.canonical}:${originDir(c.connection)}:ro`)
+  // The store's mountpoint sits inside the read-only channel folder: it exists there already (docker cannot make it through a ro bind).
+  if (plan.channel) out.push(`${plan.channel.dir}:${C.CHANNEL}:ro`, `${plan.channel.store}:${C.CHANNEL}/store`)
   out.push(`${d.selfView}:${C.SELF}:ro`, `${d.workerConfig}:${C.SELF}/config:ro`, `${d.workerRuns}:${C.SELF}/runs:ro`)
   if (d.journal) out.push(`${d.journal}:${C.SELF}/journal/journal.jsonl:ro`)
   out.push(`${d.tasksView}:${C.TASKS_FILE}:ro`, `${d.ca}:${C.BOX_CA}:ro`, `${d.caBundle}:${C.BOX_CA_BUNDLE}:ro`)
@@ -104,6 +112,8 @@ const environment = (plan: BoxPlan): Array<string> => {
     `ROSTER_TASKS_FILE=${C.TASKS_FILE}`,
     `ROSTER_STORE_DIR=${C.STORE}`,
     `ROSTER_SELF_DIR=${C.SELF}`,
+    ...(plan.channel ? [`ROSTER_CHANNEL_DIR=${C.CHANNEL}`] : []),
+    ...knowledgeEnv(plan.checkouts),
     "TMPDIR=/tmp",
     "PI_OFFLINE=1",
     "PI_SKIP_VERSION_CHECK=1",
@@ -115,10 +125,18 @@ const environment = (plan: BoxPlan): Array<string> => {
   // A host ANTHROPIC_API_KEY is a credential the gateway injects; the box only ever sees the sentinel.
   if (plan.anthropicEnvKey) env.push(`ANTHROPIC_API_KEY=${C.SENTINEL}`)
   for (const k of ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"]) env.push(`${k}=${proxy}`)
-  env.push("NO_PROXY=", "no_proxy=")
+  // Node's own fetch and http use the proxy variables only when asked: programs the worker writes reach out like pi does.
+  env.push("NO_PROXY=", "no_proxy=", "NODE_USE_ENV_PROXY=1")
   // git's libcurl waits for a 407 challenge before sending proxy credentials; preemptive Basic
   // puts the run token on every CONNECT so git runs as the worker, not as an anonymous caller.
-  env.push("GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.proxyAuthMethod", "GIT_CONFIG_VALUE_0=basic")
+  // The read-only origins are not the box user's: git would refuse to fetch from them as "dubious".
+  env.push(
+    "GIT_CONFIG_COUNT=2",
+    "GIT_CONFIG_KEY_0=http.proxyAuthMethod",
+    "GIT_CONFIG_VALUE_0=basic",
+    "GIT_CONFIG_KEY_1=safe.directory",
+    "GIT_CONFIG_VALUE_1=*"
+  )
   // NODE_EXTRA_CA_CERTS adds to Node's roots; the others replace their tool's roots, so they get
   // the combined bundle (system roots + roster CA).
   env.push(`NODE_EXTRA_CA_CERTS=${C.BOX_CA}`)

@@ -52,6 +52,12 @@ export const layout = (p: RosterPaths) => ({
   runDir: (worker: string, runId: string) => path.join(p.data, "runs", worker, runId),
   storeDir: (worker: string) => path.join(p.data, "stores", worker),
   snapshotsDir: (worker: string) => path.join(p.data, "stores", ".snapshots", worker),
+  /** Per-run clones of gated repos (box-owned) and the host's own git dirs beside them (never mounted). */
+  runReposDir: (worker: string, runId: string) => path.join(p.data, "repos", worker, runId),
+  /** A channel's folder, mounted read-only at /pihome/channel: its recent messages, written by roster. */
+  channelDir: (channel: string) => path.join(p.data, "channels", channel),
+  /** The durable store of one worker in one channel, mounted at /pihome/channel/store. */
+  channelStoreDir: (worker: string, channel: string) => path.join(p.data, "stores", ".channels", worker, channel),
   journalFile: (worker: string) => path.join(p.data, "journal", `${worker}.jsonl`),
   tasksDir: path.join(p.data, "tasks", "records"),
   taskFile: (taskId: string) => path.join(p.data, "tasks", "records", `${taskId}.json`),

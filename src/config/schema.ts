@@ -108,16 +108,30 @@ export const Route = Schema.Struct({
   }))
 })
 
-export const Mount = Schema.Struct({
+const MountFields = Schema.Struct({
   name: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/, {
     message: () => "a mount name is lower-case letters, digits, '.', '_' or '-'"
   })),
   path: Schema.String.pipe(Schema.filter((p) => p.startsWith("/") || "path must be absolute")),
   kind: Schema.optionalWith(Schema.Literal("dir", "repo"), { default: () => "dir" as const }),
   rw: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /** repo only: a per-run clone on its own branch, the canonical repo a read-only origin, unlanded work quarantined. */
   gated: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /** Gated repos: paths (a file, or a folder and all under it) knowledge_push refuses to change. */
+  protect: Schema.optionalWith(Schema.Array(Schema.NonEmptyString), { default: () => [] }),
+  /** Gated repos: the most a knowledge_push may add to the canonical repo (new objects, uncompressed). */
+  push_max: Schema.optionalWith(Size("push_max"), { default: () => "64m" }),
   workers: Schema.optional(Schema.Array(Schema.String))
 })
+
+// A gate the user asked for and did not get is worse than an error: a gated "dir" would be a raw host mount.
+export const Mount = MountFields.pipe(Schema.filter((m) =>
+  m.kind === "repo" || (!m.gated && m.protect.length === 0) || {
+    path: [m.gated ? "gated" : "protect"],
+    message: `${m.gated ? "gated" : "protect"} applies to kind = "repo" only: set kind = "repo" (a git repository) ` +
+      `or remove ${m.gated ? "gated" : "protect"} from mount "${m.name}"`
+  }
+))
 
 export const OrgSchema = Schema.Struct({
   engine: Schema.optionalWith(EngineSection, { default: () => ({ image: "roster-box:1" }) }),

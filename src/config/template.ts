@@ -60,6 +60,18 @@ max_self_tasks = 5              # follow-ups a worker may queue for itself with 
 # kind = "dir"                  # dir | repo
 # rw = false
 # workers = ["alice"]           # default: all
+#
+# A git repository the worker works on through a gate: each run gets its own clone on branch
+# roster/<worker>/<run-id>; whatever it does not land with knowledge_push is parked on
+# refs/quarantine/run-<run-id> in this repository, never merged by accident.
+# [[mount]]
+# name = "knowledge"
+# path = "/home/me/knowledge"   # the canonical repository (its default branch is what lands)
+# kind = "repo"
+# gated = true
+# rw = true                     # the clone is writable (read-only without)
+# protect = [".github", "LICENSE"]  # paths knowledge_push refuses to change
+# push_max = "64m"              # the most one knowledge_push may add
 `
 
 const LOCKDOWN_OFF = "egress_lockdown = false         # true: iptables pins box->host traffic to the gateway port (needs root)"

@@ -2,6 +2,7 @@ import type { FileSystem, Path } from "@effect/platform"
 import type { OrgConfig } from "../config/OrgConfig.js"
 import type { Paths } from "../config/Paths.js"
 import type { Files } from "../fs/Files.js"
+import type { HostGit } from "../knowledge/HostGit.js"
 import type { RunLog } from "../run/RunLog.js"
 import type { TaskStore } from "../task/TaskStore.js"
 import type { Vault } from "../vault/Vault.js"
@@ -10,4 +11,4 @@ import type { Dialer } from "./Dialer.js"
 import type { LiveRuns } from "./LiveRuns.js"
 
 /** The services a gateway request handler runs with. */
-export type GatewayEnv = OrgConfig | Dialer | Paths | LiveRuns | Vault | Audit | Files | RunLog | TaskStore | FileSystem.FileSystem | Path.Path
+export type GatewayEnv = OrgConfig | Dialer | Paths | LiveRuns | Vault | Audit | Files | HostGit | RunLog | TaskStore | FileSystem.FileSystem | Path.Path

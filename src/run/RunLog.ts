@@ -1,6 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
+import { KnowledgePush, KnowledgeResult } from "../contract/knowledge.js"
 import { runFiles } from "../contract/runFiles.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
@@ -36,6 +37,11 @@ export const RunRecord = Schema.Struct({
   final_text: Schema.optional(Schema.NullOr(Schema.String)),
   stop_reason: Schema.optional(Schema.NullOr(Schema.String)),
   messages: Schema.optional(Schema.Array(Schema.String)),
+  /** How each gated repo ended: quarantined, landed or unchanged (the backstop), and each knowledge_push. */
+  knowledge: Schema.optional(Schema.Array(KnowledgeResult)),
+  knowledge_pushes: Schema.optional(Schema.Array(KnowledgePush)),
+  /** The channel the run served (`--channel`). */
+  channel: Schema.optional(Schema.String),
   /** Follow-up tasks the run queued for its worker (set_tasks). */
   queued_tasks: Schema.optional(Schema.Array(Schema.String))
 })

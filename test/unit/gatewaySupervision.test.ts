@@ -1,3 +1,4 @@
+import { HostGit } from "../../src/knowledge/HostGit.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -53,7 +54,7 @@ describe("a supervised gateway (real listener on loopback)", () => {
       const logged: Array<string> = []
       const logger = Logger.make(({ cause, message }) => void logged.push(`${String(message)} ${cause._tag === "Empty" ? "" : String(cause)}`))
       const layer = Layer.mergeAll(OrgConfig.layer, flakyVault, Dialer.layer, LiveRuns.layerTest(() => true), Audit.layerMemory(audited), RunLog.layer, TaskStore.layer).pipe(
-        Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, Paths.layerAt(paths)))
+        Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths)))
       )
       yield* Effect.gen(function*() {
         const { port } = yield* serveGateway({ addrs: ["127.0.0.1"], port: 0 })

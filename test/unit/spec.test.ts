@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { boxUser } from "../../src/box/provision.js"
@@ -32,6 +33,11 @@ const envOf = (spec: ContainerSpec) => Object.fromEntries(spec.Env.map((e) => [e
 describe("the box's create spec", () => {
   it.effect("carries every hardening, label, mount and variable of the design, field by field", () => {
     const paths = tempPaths()
+    const gated = path.join(paths.home, "gated")
+    fs.mkdirSync(gated)
+    for (const args of [["init", "-q", "--initial-branch=main"], ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "first"]]) {
+      execFileSync("git", args, { cwd: gated })
+    }
     writeFixture({
       paths,
       orgToml: `[box]\nmemory = "4g"\ncpus = "1.5"\npids_limit = 256\ntmp_size = "64m"\n` +
@@ -40,7 +46,7 @@ describe("the box's create spec", () => {
         `[[mount]]\nname = "notes"\npath = "/srv/notes"\n` +
         `[[mount]]\nname = "scratch"\npath = "/srv/scratch"\nrw = true\n` +
         `[[mount]]\nname = "code"\npath = "/srv/code"\nkind = "repo"\n` +
-        `[[mount]]\nname = "gated"\npath = "/srv/gated"\nkind = "repo"\ngated = true\n` +
+        `[[mount]]\nname = "gated"\npath = "${gated}"\nkind = "repo"\ngated = true\n` +
         `[[mount]]\nname = "bobs"\npath = "/srv/bobs"\nworkers = ["bob"]\n`
     })
     return Effect.gen(function*() {
@@ -81,7 +87,11 @@ describe("the box's create spec", () => {
       expect(binds).toContain("/srv/notes:/pihome/mnt/notes:ro")
       expect(binds).toContain("/srv/scratch:/pihome/mnt/scratch")
       expect(binds).toContain("/srv/code:/pihome/mnt/code:ro")
-      expect(binds.some((b) => b.includes("/srv/gated"))).toBe(false)
+      // A gated repo: the run's clone (read-only without rw) and the canonical repo as its read-only origin, never a raw bind.
+      const clone = path.join(paths.data, "repos", "alice", runId, "gated")
+      expect(binds).toContain(`${clone}:/pihome/mnt/gated:ro`)
+      expect(binds).toContain(`${gated}:/pihome/mnt/.origins/gated:ro`)
+      expect(binds.filter((b) => b.startsWith(`${gated}:`))).toEqual([`${gated}:/pihome/mnt/.origins/gated:ro`])
       expect(binds.some((b) => b.includes("/srv/bobs"))).toBe(false)
       expect(binds).toContain(`${path.join(runDir, "self")}:/pihome/self:ro`)
       expect(binds).toContain(`${path.join(paths.config, "workers", "alice")}:/pihome/self/config:ro`)
@@ -113,9 +123,12 @@ describe("the box's create spec", () => {
         ROSTER_SELF_DIR: "/pihome/self",
         ROSTER_CEILING_MIN: "12",
         NO_PROXY: "",
-        GIT_CONFIG_COUNT: "1",
+        NODE_USE_ENV_PROXY: "1",
+        GIT_CONFIG_COUNT: "2",
         GIT_CONFIG_KEY_0: "http.proxyAuthMethod",
         GIT_CONFIG_VALUE_0: "basic",
+        GIT_CONFIG_KEY_1: "safe.directory",
+        GIT_CONFIG_VALUE_1: "*",
         NODE_EXTRA_CA_CERTS: "/opt/roster/ca.crt",
         SSL_CERT_FILE: "/opt/roster/ca-bundle.crt",
         CURL_CA_BUNDLE: "/opt/roster/ca-bundle.crt",
@@ -128,6 +141,14 @@ describe("the box's create spec", () => {
         GITHUB_TOKEN: "roster-sentinel-no-real-credential-in-box",
         ANTHROPIC_API_KEY: "roster-sentinel-no-real-credential-in-box"
       })
+      expect(JSON.parse(env.ROSTER_REPOS_JSON ?? "[]")).toEqual([
+        { connection: "gated", dir: "/pihome/mnt/gated", base: expect.stringMatching(/^[0-9a-f]{40}$/), branch: `roster/alice/${runId}`, mode: "ro" }
+      ])
+      expect(env.ROSTER_KNOWLEDGE_DIR).toBeUndefined()
+      expect(env.ROSTER_CHANNEL_DIR).toBeUndefined()
+      expect(binds.some((b) => b.includes("/pihome/channel"))).toBe(false)
+      // The clone is gone once the run ended (its backstop found nothing to keep).
+      expect(fs.existsSync(path.join(paths.data, "repos", "alice", runId))).toBe(false)
       expect(env.OTHER_TOKEN).toBeUndefined()
       expect(env.ROSTER_TASK_ID).toBeUndefined()
       // The host's real key never enters the box, in any field.
@@ -154,7 +175,7 @@ describe("the box's create spec", () => {
       runId: "2026-01-01-00-00-00-abcdef01", worker: "alice", kind: "box", taskId: "t1", image: "img", policy: org.box,
       user: { uid: 1000, gid: 1000 }, network: "roster-locked-test", gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
       dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
-      mounts: [], exposedEnv: [], anthropicEnvKey: false, ceilingMin: null, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 2,
+      mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: null, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 2,
       engine: { kind: "mounted", hostDir: "/src/roster", entry: "/opt/roster/checkout/node_modules/pi/cli.js", extensions: ["/opt/roster/checkout/box/extensions/a.ts", "/opt/roster/checkout/box/extensions/b.ts"] },
       mode: "rpc", piArgs: ["--session-id", "k"]
     }
@@ -178,7 +199,7 @@ describe("the box's create spec", () => {
       runId: "2026-01-01-00-00-00-abcdef02", worker: "alice", kind: "box", taskId: null, image: "img", policy: defaults.box,
       user: { uid: 1000, gid: 1000 }, network: "roster-locked-test", gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
       dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
-      mounts: [], exposedEnv: [], anthropicEnvKey: false, ceilingMin: 30, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 6,
+      mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: 30, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 6,
       engine: { kind: "baked" }, mode: "json", piArgs: []
     }
     const hc = containerSpec(plan).HostConfig

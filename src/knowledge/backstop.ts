@@ -1,0 +1,75 @@
+import { FileSystem, Path } from "@effect/platform"
+import { Effect, Schema } from "effect"
+import { Paths, layout } from "../config/Paths.js"
+import { inCanonical } from "./canonical.js"
+import { type Checkout, Checkouts, hostSide, type KnowledgeResult, quarantineRef } from "./Checkout.js"
+import { fetchFromClone } from "./fromClone.js"
+import { git, gitLine, gitSays } from "./HostGit.js"
+
+/**
+ * The run's uncommitted changes, as a commit on top of its HEAD (or HEAD itself when there are
+ * none). git reads the clone's files as plain data through the host's own git dir and index:
+ * the clone's config, hooks and fsmonitor are never consulted.
+ */
+const withWorktree = (c: Checkout, runId: string, head: string) =>
+  Effect.gen(function*() {
+    const path = yield* Path.Path
+    const onTree = { gitDir: c.scratch, workTree: c.clone, indexFile: path.join(c.scratch, "roster-index"), trust: [c.clone] }
+    yield* git({ ...onTree, args: ["read-tree", head] })
+    yield* git({ ...onTree, args: ["add", "--all", "--", "."] })
+    const tree = (yield* git({ ...onTree, args: ["write-tree"] })).trim()
+    const headTree = yield* gitLine({ gitDir: c.scratch, args: ["rev-parse", `${head}^{tree}`] })
+    if (tree === headTree) return head
+    return yield* gitLine({ gitDir: c.scratch, args: ["commit-tree", tree, "-p", head, "-m", `roster: uncommitted work of run ${runId}`] })
+  })
+
+/**
+ * However the run ended: what it did not land is parked on refs/quarantine/run-<id> in the
+ * canonical repo — its commits and its uncommitted changes. Never a merge; a failure is the
+ * result's `error`, never the run's.
+ */
+export const backstop = (c: Checkout, runId: string) =>
+  Effect.gen(function*() {
+    const committed = yield* fetchFromClone(c, "HEAD", "refs/box/head")
+    const head = c.mode === "rw" ? yield* withWorktree(c, runId, committed) : committed
+    const base = { connection: c.connection, base: c.base, head }
+    if (head === c.base) return { ...base, unchanged: true } satisfies KnowledgeResult
+    const canonical = { path: c.canonical, gitDir: c.canonical_git_dir }
+    const landed = yield* gitLine({ ...inCanonical(canonical), args: ["rev-parse", "--verify", `refs/heads/${c.default_branch}`] })
+    if (yield* gitSays({ gitDir: c.scratch, args: ["merge-base", "--is-ancestor", head, landed] })) {
+      return { ...base, landed_ref: `refs/heads/${c.default_branch}` } satisfies KnowledgeResult
+    }
+    // The canonical repo pulls from the host's git dir (roster's own), so nothing of the box's runs there.
+    yield* git({ gitDir: c.scratch, args: ["update-ref", "refs/roster/park", head] })
+    const ref = quarantineRef(runId)
+    yield* git({ ...inCanonical(canonical), args: ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", c.scratch, `+refs/roster/park:${ref}`] })
+    return { ...base, quarantined_ref: ref } satisfies KnowledgeResult
+  }).pipe(
+    Effect.catchAll((e) => Effect.succeed<KnowledgeResult>({ connection: c.connection, base: c.base, head: null, error: e.message }))
+  )
+
+/** The checkouts a run was given, from the host's record of them (none when the run had no gated repo). */
+export const readCheckouts = (worker: string, runId: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const file = hostSide(layout(yield* Paths).runReposDir(worker, runId)).checkouts
+    if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false)))) return []
+    const text = yield* fs.readFileString(file).pipe(Effect.orElseSucceed(() => "[]"))
+    return yield* Schema.decode(Checkouts)(text).pipe(Effect.orElseSucceed((): ReadonlyArray<Checkout> => []))
+  })
+
+/**
+ * The end of a run's gated repos, once its box is gone: each backstopped, then the run's clones
+ * and the host's git dirs removed. Safe to call again (a second call finds nothing).
+ */
+export const finishRepos = Effect.fn("knowledge.finish")(function*(worker: string, runId: string) {
+  const fs = yield* FileSystem.FileSystem
+  const checkouts = yield* readCheckouts(worker, runId)
+  const results: Array<KnowledgeResult> = []
+  for (const c of checkouts) results.push(yield* backstop(c, runId))
+  const dir = layout(yield* Paths).runReposDir(worker, runId)
+  yield* fs.remove(dir, { recursive: true }).pipe(
+    Effect.catchAll((e) => Effect.logWarning(`run ${runId}: its repo clones could not be removed (${e.message}): rm -rf ${dir}`))
+  )
+  return results
+})

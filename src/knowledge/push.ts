@@ -1,0 +1,96 @@
+import { Effect } from "effect"
+import { inCanonical } from "./canonical.js"
+import { type Checkout, protectedHits } from "./Checkout.js"
+import { readCheckouts } from "./backstop.js"
+import { fetchFromClone } from "./fromClone.js"
+import { git, gitLine, gitSays } from "./HostGit.js"
+
+export type PushOutcome =
+  | { readonly ok: true; readonly connection: string; readonly head: string; readonly landed_ref: string; readonly already: boolean }
+  /** `refused`: the worker can fix it (rebase, drop a protected change); `failed`: the host could not do it. */
+  | { readonly ok: false; readonly connection: string | null; readonly head: string | null; readonly kind: "refused" | "failed"; readonly reason: string }
+
+const short = (sha: string) => sha.slice(0, 12)
+
+const chooseCheckout = (checkouts: ReadonlyArray<Checkout>, connection: string | undefined) => {
+  const names = checkouts.map((c) => c.connection).join(", ")
+  if (checkouts.length === 0) return "this run has no gated repo to push"
+  if (connection !== undefined) return checkouts.find((c) => c.connection === connection) ?? `this run has no gated repo "${connection}" (it has: ${names})`
+  return checkouts.length === 1 ? checkouts[0]! : checkouts.find((c) => c.connection === "knowledge") ?? `this run has several gated repos: name one (${names})`
+}
+
+/** Bytes (uncompressed) of the objects `head` brings that the canonical branch does not have. */
+const addedBytes = (c: Checkout, head: string, landed: string) =>
+  Effect.gen(function*() {
+    const ids = yield* git({ gitDir: c.scratch, args: ["rev-list", "--objects", "--no-object-names", head, "--not", landed] })
+    if (ids.trim() === "") return 0
+    const sizes = yield* git({ gitDir: c.scratch, args: ["cat-file", "--batch-check=%(objectsize)"], input: ids })
+    return sizes.split("\n").reduce((n, line) => n + (Number(line) || 0), 0)
+  })
+
+/** What stops this push landing, as the worker should read it; undefined when it may land. */
+const checkPush = (c: Checkout, head: string, landed: string) =>
+  Effect.gen(function*() {
+    if (!(yield* gitSays({ gitDir: c.scratch, args: ["merge-base", "--is-ancestor", landed, head] }))) {
+      return `not a fast-forward: ${c.default_branch} is at ${short(landed)}, which your branch does not contain — ` +
+        `git fetch origin && git rebase origin/${c.default_branch}, then push again`
+    }
+    const changed = (yield* git({ gitDir: c.scratch, args: ["diff", "--no-renames", "--name-only", "-z", landed, head] })).split("\0").filter((p) => p !== "")
+    const hits = protectedHits(changed, c.protect)
+    if (hits.length > 0) {
+      return `it changes protected paths (${hits.slice(0, 5).join(", ")}${hits.length > 5 ? ", …" : ""}): leave ${c.protect.join(", ")} as they are on ${c.default_branch}`
+    }
+    const bytes = yield* addedBytes(c, head, landed)
+    if (bytes > c.push_max) return `it adds ${bytes} bytes, over this repo's push_max of ${c.push_max}: land smaller pieces`
+    return undefined
+  })
+
+/**
+ * Moves the canonical default branch to `head` (already checked as a fast-forward). The objects
+ * come from the host's own git dir; a checked-out branch is advanced with its worktree only when
+ * that worktree is clean, any other branch by a compare-and-swap of the ref.
+ */
+const land = (c: Checkout, runId: string, head: string, landed: string) =>
+  Effect.gen(function*() {
+    const at = inCanonical({ path: c.canonical, gitDir: c.canonical_git_dir })
+    const landing = `refs/roster/landing/run-${runId}`
+    yield* git({ gitDir: c.scratch, args: ["update-ref", "refs/roster/land", head] })
+    yield* git({ ...at, args: ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", c.scratch, `+refs/roster/land:${landing}`] })
+    const bare = (yield* gitLine({ ...at, args: ["rev-parse", "--is-bare-repository"] })) === "true"
+    const current = bare ? "" : yield* gitLine({ ...at, args: ["symbolic-ref", "--quiet", "HEAD"] }).pipe(Effect.orElseSucceed(() => ""))
+    const result = current === `refs/heads/${c.default_branch}`
+      ? Effect.gen(function*() {
+        const dirty = yield* git({ ...at, args: ["status", "--porcelain", "--untracked-files=no"] })
+        if (dirty.trim() !== "") return `the canonical repo has uncommitted changes on ${c.default_branch} (the host must commit or stash them there)`
+        yield* git({ ...at, args: ["merge", "--quiet", "--ff-only", landing] })
+        return undefined
+      })
+      : git({ ...at, args: ["update-ref", "-m", `roster: knowledge_push of run ${runId}`, `refs/heads/${c.default_branch}`, head, landed] }).pipe(
+        Effect.as(undefined),
+        Effect.catchTag("GitError", () => Effect.succeed(`${c.default_branch} moved while this push was checked: fetch origin, rebase, push again`))
+      )
+    return yield* result.pipe(Effect.ensuring(git({ ...at, args: ["update-ref", "-d", landing] }).pipe(Effect.ignore)))
+  })
+
+/**
+ * knowledge_push: the run's branch lands on the canonical default branch only as a fast-forward
+ * that leaves the protected paths alone and stays under the size cap. Anything else stays where
+ * it is, and the run's end parks it in quarantine.
+ */
+export const knowledgePush = Effect.fn("knowledge.push")(function*(worker: string, runId: string, connection: string | undefined) {
+  const chosen = chooseCheckout(yield* readCheckouts(worker, runId), connection)
+  if (typeof chosen === "string") return { ok: false, connection: connection ?? null, head: null, kind: "refused", reason: chosen } satisfies PushOutcome
+  const c = chosen
+  const refuse = (head: string | null, reason: string, kind: "refused" | "failed" = "refused"): PushOutcome => ({ ok: false, connection: c.connection, head, kind, reason })
+  if (c.mode !== "rw") return refuse(null, `${c.connection} is read-only for this run`)
+  return yield* Effect.gen(function*() {
+    const head = yield* fetchFromClone(c, `refs/heads/${c.branch}`, "refs/box/push")
+    const landed = yield* gitLine({ ...inCanonical({ path: c.canonical, gitDir: c.canonical_git_dir }), args: ["rev-parse", "--verify", `refs/heads/${c.default_branch}`] })
+    const landedRef = `refs/heads/${c.default_branch}`
+    if (head === landed) return { ok: true, connection: c.connection, head, landed_ref: landedRef, already: true } satisfies PushOutcome
+    const stop = (yield* checkPush(c, head, landed)) ?? (yield* land(c, runId, head, landed))
+    return stop === undefined ? { ok: true, connection: c.connection, head, landed_ref: landedRef, already: false } satisfies PushOutcome : refuse(head, stop)
+  }).pipe(Effect.catchAll((e) =>
+    Effect.succeed(refuse(null, e._tag === "UnsafeClone" ? e.message : `the host could not push: ${e.message}`, e._tag === "UnsafeClone" ? "refused" : "failed"))
+  ))
+})
