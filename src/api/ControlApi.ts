@@ -7,7 +7,8 @@ export const AddTask = Schema.Struct({
   worker: Schema.String,
   prompt: Schema.String,
   ceiling_min: Schema.optional(Schema.Number),
-  after: Schema.optional(Schema.String)
+  after: Schema.optional(Schema.String),
+  channel: Schema.optional(Schema.String)
 })
 
 export const TaskFilter = Schema.Struct({

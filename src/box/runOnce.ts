@@ -1,5 +1,5 @@
 import { Duration, Effect, Ref, Schema } from "effect"
-import { validateWorkerName } from "../config/names.js"
+import { validateChannelName, validateWorkerName } from "../config/names.js"
 import { Docker } from "../docker/Docker.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { mountsFor } from "../config/schema.js"
@@ -35,6 +35,8 @@ export interface RunRequest {
   readonly onStderr?: (chunk: Uint8Array) => Effect.Effect<void>
   /** Each line of pi's output as it arrives (the transcript file gets them all regardless). */
   readonly onLine?: (line: string) => Effect.Effect<void>
+  /** The channel the run serves: /pihome/channel (its history, read-only) and the worker's store in it. */
+  readonly channel?: string | null
 }
 
 export interface RunOutcome {
@@ -96,6 +98,8 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
   yield* validateWorkerName(req.worker)
   if (req.ceilingMin !== undefined) yield* validateCeiling(req.ceilingMin)
   if (req.prompt.trim() === "") return yield* Effect.fail(new BlankPrompt())
+  const channel = req.channel ?? null
+  if (channel !== null) yield* validateChannelName(channel)
   yield* readIdentity(req.worker)
   // An engine that is down is said as that, before a run record exists for a run that never could start.
   yield* (yield* Docker).ping
@@ -113,8 +117,10 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       worker: req.worker,
       surface: taskId ? "queued-task" : "direct-box",
       prompt: req.prompt,
-      mounts
+      mounts,
+      channel
     }, runFiles(record.runDir).context)
+    if (channel !== null) yield* record.note({ channel })
     const summary = yield* Ref.make(emptySummary)
     const box = yield* openBox({
       record,
@@ -125,6 +131,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       org,
       settings,
       mounts,
+      channel,
       piArgs: ["--session-id", context.cache.route_key, "--append-system-prompt", context.system_prompt, context.input_prompt ?? req.prompt],
       // The summary and the live view read pi's known events only: a box's other output is not handed on line by line.
       linesWanted: worthReading,

@@ -1,8 +1,9 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Clock, Effect, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { Paths, layout } from "../config/Paths.js"
 import { Files } from "../fs/Files.js"
+import { lchownTree } from "../fs/tree.js"
 
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", { detail: Schema.String }) {
   override get message() {
@@ -69,6 +70,84 @@ const changesBetween = (a: Manifest, b: Manifest) => {
   return n
 }
 
+const SnapshotMeta = Schema.Struct({ id: Schema.String, time: Schema.String, changes: Schema.Number })
+type SnapshotMeta = typeof SnapshotMeta.Type
+
+/** One snapshot as `roster store list` shows it. */
+export interface SnapshotInfo {
+  readonly id: string
+  /** The run it was taken after; null for one taken outside a run (the daemon's sweep, a restore). */
+  readonly run_id: string | null
+  readonly time: string
+  readonly changes: number
+  readonly dir: string
+}
+
+const RUN_ID = /^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9a-f]{8}$/
+const timeOfId = (id: string) => {
+  const m = /^(\d{4})-(\d{2})-(\d{2})-(\d{2})-(\d{2})-(\d{2})/.exec(id)
+  return m ? `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}.000Z` : ""
+}
+
+/** A fresh id for a snapshot taken outside a run: sorts by time among run ids, never one that exists. */
+export const snapshotIdAt = Effect.fn("store.snapshotId")(function*(worker: string, why: "sweep" | "restore") {
+  const taken = new Set(yield* listSnapshots(worker))
+  const stamp = `${new Date(yield* Clock.currentTimeMillis).toISOString().replace(/[-:T]/g, "-").slice(0, 19)}-${why}`
+  let id = stamp
+  for (let n = 2; taken.has(id); n++) id = `${stamp}-${n}`
+  return id
+})
+
+/**
+ * The worker's snapshots, oldest first, each with its time, run and change count (from its note;
+ * a snapshot older than notes is compared with the one before it).
+ */
+export const snapshotInfos = Effect.fn("store.snapshotInfos")(function*(worker: string) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const root = layout(yield* Paths).snapshotsDir(worker)
+  const readJson = <A, I>(schema: Schema.Schema<A, I>, file: string) =>
+    fs.readFileString(file).pipe(Effect.flatMap(Schema.decode(Schema.parseJson(schema))), Effect.option)
+  const out: Array<SnapshotInfo> = []
+  let previous: Manifest = {}
+  for (const id of yield* listSnapshots(worker)) {
+    const dir = path.join(root, id)
+    const manifest = Option.getOrElse(yield* readJson(Manifest, path.join(dir, "manifest.json")), (): Manifest => ({}))
+    const meta = yield* readJson(SnapshotMeta, path.join(dir, "meta.json"))
+    out.push({
+      id,
+      run_id: RUN_ID.test(id) ? id : null,
+      time: Option.isSome(meta) ? meta.value.time : timeOfId(id),
+      changes: Option.isSome(meta) ? meta.value.changes : changesBetween(previous, manifest),
+      dir
+    })
+    previous = manifest
+  }
+  return out as ReadonlyArray<SnapshotInfo>
+})
+
+/**
+ * Puts a snapshot back as the worker's store: copied beside it (links kept as links), then
+ * swapped in by rename, so a failure halfway leaves the current store as it was.
+ */
+export const restoreSnapshot = Effect.fn("store.restore")(function*(worker: string, id: string, owner: { readonly uid: number; readonly gid: number } | undefined) {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const files = layout(yield* Paths)
+  const store = files.storeDir(worker)
+  const from = path.join(files.snapshotsDir(worker), id, "store")
+  const incoming = `${store}.restoring`
+  const outgoing = `${store}.replaced`
+  for (const leftover of [incoming, outgoing]) yield* fs.remove(leftover, { recursive: true }).pipe(Effect.ignore)
+  // A snapshot of an empty store has no store folder: restoring it empties the store.
+  if (yield* fs.exists(from).pipe(Effect.orElseSucceed(() => false))) yield* copyTree(from, incoming)
+  else yield* fs.makeDirectory(incoming, { recursive: true }).pipe(Effect.mapError(failing("creating the store")))
+  if (owner) yield* lchownTree(incoming, owner.uid, owner.gid).pipe(Effect.mapError(failing("handing the store to the box user")))
+  if (yield* fs.exists(store).pipe(Effect.orElseSucceed(() => false))) yield* fs.rename(store, outgoing).pipe(Effect.mapError(failing("moving the current store aside")))
+  yield* fs.rename(incoming, store).pipe(Effect.mapError(failing("putting the snapshot in place")))
+  yield* fs.remove(outgoing, { recursive: true }).pipe(Effect.ignore)
+})
+
 export interface SnapshotOutcome {
   readonly dir: string
   readonly changes: number
@@ -120,6 +199,10 @@ export const snapshotStore = Effect.fn("store.snapshot")(function*(worker: strin
       Effect.gen(function*() {
         yield* copyTree(store, path.join(tmp, "store"))
         yield* fs.writeFileString(path.join(tmp, "manifest.json"), JSON.stringify(current)).pipe(Effect.mapError(failing("writing the manifest")))
+        const time = new Date(yield* Clock.currentTimeMillis).toISOString()
+        yield* fs.writeFileString(path.join(tmp, "meta.json"), JSON.stringify({ id: runId, time, changes } satisfies SnapshotMeta)).pipe(
+          Effect.mapError(failing("writing the snapshot's note"))
+        )
         yield* fs.rename(tmp, dir).pipe(Effect.mapError(failing("completing the snapshot")))
       }),
     (tmp, exit) => (exit._tag === "Success" ? Effect.void : fs.remove(tmp, { recursive: true }).pipe(Effect.ignore))

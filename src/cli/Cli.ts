@@ -8,6 +8,7 @@ import { talkCommand } from "./talkCommand.js"
 import { initCommand } from "./initCommand.js"
 import { runsCommand } from "./runsCommand.js"
 import { serverCommand } from "./serverCommand.js"
+import { storeCommand } from "./storeCommand.js"
 import { taskCommand } from "./taskCommand.js"
 import { workerCommand } from "./workerCommand.js"
 
@@ -16,7 +17,7 @@ export const roster = Command.make("roster").pipe(
     "Run AI workers (the pi coding agent) in locked-down Docker boxes whose only way out is roster's gateway. " +
       "Start with: roster init"
   ),
-  Command.withSubcommands([initCommand, workerCommand, talkCommand, taskCommand, serverCommand, runsCommand, connectionCommand, boxCommand, doctorCommand, rehearsalCommand])
+  Command.withSubcommands([initCommand, workerCommand, talkCommand, taskCommand, storeCommand, serverCommand, runsCommand, connectionCommand, boxCommand, doctorCommand, rehearsalCommand])
 )
 
 export const cli = Command.run(roster, { name: "roster", version: VERSION })

@@ -1,3 +1,4 @@
+import { knowledgeLine } from "../contract/knowledge.js"
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Schema } from "effect"
@@ -64,6 +65,11 @@ const show = Command.make("show", {
     if (run.error) yield* Console.log(`  error:     ${visible(run.error)}`)
     if (run.ceiling_min !== undefined) yield* Console.log(`  ceiling:   ${run.ceiling_min} min`)
     if (run.store_snapshot) yield* Console.log(`  snapshot:  ${run.store_snapshot}`)
+    if (run.channel) yield* Console.log(`  channel:   ${run.channel}`)
+    for (const p of run.knowledge_pushes ?? []) {
+      yield* Console.log(`  knowledge_push ${p.connection}: ${p.ok ? `landed ${p.head?.slice(0, 12)} on ${p.landed_ref}` : `refused: ${visible(p.reason ?? "")}`}`)
+    }
+    for (const k of run.knowledge ?? []) yield* Console.log(`  repo:      ${visible(knowledgeLine(k))}`)
     yield* Console.log(`  outputs:   ${dir}`)
     yield* Console.log(`  transcript: ${transcript} (${lines} lines)`)
     if (run.final_text) yield* Console.log(`  final text: ${visible(run.final_text.slice(0, 300))}`)

@@ -1,5 +1,5 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Console, Deferred, Effect, Exit, Mailbox, Queue } from "effect"
+import { Console, Deferred, Effect, Exit, Mailbox, Option, Queue } from "effect"
 import * as readline from "node:readline"
 import { ExitCode } from "./exit.js"
 import { visible } from "./terminal.js"
@@ -15,8 +15,12 @@ const say = (text: string) => Effect.sync(() => void process.stdout.write(`${tex
  */
 export const talkCommand = Command.make("talk", {
   worker: Args.text({ name: "worker" }).pipe(Args.withDescription("the worker to talk to")),
-  json: Options.boolean("json").pipe(Options.withDescription("print pi's raw rpc events (one JSON per line) instead of the conversation"))
-}, ({ json, worker }) =>
+  json: Options.boolean("json").pipe(Options.withDescription("print pi's raw rpc events (one JSON per line) instead of the conversation")),
+  channel: Options.text("channel").pipe(
+    Options.optional,
+    Options.withDescription("talk in a channel: each turn and reply is added to its history, a new session starts from its recent messages; its recent messages read-only at /pihome/channel, and a store the worker keeps per channel at /pihome/channel/store")
+  )
+}, ({ channel, json, worker }) =>
   Effect.gen(function*() {
     const inbox = yield* Mailbox.make<SessionMessage>()
     const controls = yield* Queue.unbounded<"abort">()
@@ -55,6 +59,7 @@ export const talkCommand = Command.make("talk", {
       inbox,
       controls,
       surface: "term-session",
+      channel: Option.getOrNull(channel),
       onReady: () =>
         Effect.gen(function*() {
           if (interactive) yield* Console.log(`talking to ${worker} in a box — Ctrl-D ends, Ctrl-C aborts a turn`)

@@ -29,14 +29,19 @@ const add = Command.make("add", {
   worker: Args.text({ name: "worker" }).pipe(Args.withDescription("the worker who does it")),
   prompt: Args.text({ name: "prompt" }).pipe(Args.atLeast(1), Args.withDescription("what the worker should do")),
   ceiling: Options.float("ceiling").pipe(Options.optional, Options.withDescription("minutes before its box is killed (default: [box] ceiling_min)")),
-  after: Options.text("after").pipe(Options.optional, Options.withDescription("run only once this task is done"))
-}, ({ after, ceiling, json, prompt, worker }) =>
+  after: Options.text("after").pipe(Options.optional, Options.withDescription("run only once this task is done")),
+  channel: Options.text("channel").pipe(
+    Options.optional,
+    Options.withDescription("serve a channel: its recent messages read-only at /pihome/channel, and a store the worker keeps per channel at /pihome/channel/store")
+  )
+}, ({ after, ceiling, channel, json, prompt, worker }) =>
   Effect.gen(function*() {
     const req = {
       worker,
       prompt: prompt.join(" "),
       ...(Option.isSome(ceiling) ? { ceiling_min: ceiling.value } : {}),
-      ...(Option.isSome(after) ? { after: after.value } : {})
+      ...(Option.isSome(after) ? { after: after.value } : {}),
+      ...(Option.isSome(channel) ? { channel: channel.value } : {})
     }
     const viaServer = yield* viaDaemon((c) => c.tasks.add({ payload: req }))
     const task = Option.isSome(viaServer) ? viaServer.value : yield* queueTask(req, PERSON)
@@ -90,7 +95,7 @@ const show = Command.make("show", { json, taskId: taskIdArg }, ({ json, taskId }
     // A worker's own follow-ups (set_tasks) carry box text: shown, never obeyed by the terminal.
     yield* Console.log(`prompt: ${visible(t.prompt)}`)
     yield* Console.log(`queued ${t.created_at} by ${t.origin.by === "self" ? `the worker (run ${t.origin.run_id})` : "a person"}` +
-      `${t.after ? `, after ${t.after}` : ""}${t.ceiling_min ? `, ceiling ${t.ceiling_min} min` : ""}`)
+      `${t.after ? `, after ${t.after}` : ""}${t.channel ? `, channel ${t.channel}` : ""}${t.ceiling_min ? `, ceiling ${t.ceiling_min} min` : ""}`)
     if (t.started_at) yield* Console.log(`started ${t.started_at}`)
     if (t.finished_at) yield* Console.log(`finished ${t.finished_at}: ended by ${t.ended_by ?? "-"} (exit code ${t.exit_code ?? "none"})${t.adopted ? ", adopted after a daemon restart" : ""}`)
     if (t.reason) yield* Console.log(`reason: ${visible(t.reason)}`)

@@ -71,13 +71,18 @@ const run = Command.make("run", {
     Options.optional,
     Options.withDescription("minutes before the box is killed (default: [box] ceiling_min in org.toml)")
   ),
-  prompt: Args.text({ name: "prompt" }).pipe(Args.atLeast(1), Args.withDescription("what the worker should do"))
-}, ({ ceiling, prompt, worker }) =>
+  prompt: Args.text({ name: "prompt" }).pipe(Args.atLeast(1), Args.withDescription("what the worker should do")),
+  channel: Options.text("channel").pipe(
+    Options.optional,
+    Options.withDescription("serve a channel: its recent messages read-only at /pihome/channel, and a store the worker keeps per channel at /pihome/channel/store")
+  )
+}, ({ ceiling, channel, prompt, worker }) =>
   Effect.gen(function*() {
     const outcome = yield* runOnce({
       worker,
       prompt: prompt.join(" "),
       ...(Option.isSome(ceiling) ? { ceilingMin: ceiling.value } : {}),
+      channel: Option.getOrNull(channel),
       onLine: liveLine(worker)
     })
     for (const m of outcome.messages) yield* Console.log(`message from ${worker}: ${visible(m)}`)

@@ -16,5 +16,19 @@ export const isWorkerName = (name: string): boolean => WORKER_NAME.test(name)
 export const validateWorkerName = (name: string) =>
   isWorkerName(name) ? Effect.succeed(name) : Effect.fail(new InvalidWorkerName({ name }))
 
+const CHANNEL_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/
+
+export class InvalidChannelName extends Schema.TaggedError<InvalidChannelName>()("InvalidChannelName", {
+  name: Schema.String
+}) {
+  override get message() {
+    return `"${this.name}" is not a channel name: use 1-64 characters of a-z, 0-9, ".", "_" and "-", starting with a letter or digit (e.g. "ops")`
+  }
+}
+
+/** A channel name becomes a folder: checked like a worker's, before any file is touched. */
+export const validateChannelName = (name: string) =>
+  CHANNEL_NAME.test(name) ? Effect.succeed(name) : Effect.fail(new InvalidChannelName({ name }))
+
 const RUN_ID = /^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9a-f]{8}$/
 export const isRunId = (id: string): boolean => RUN_ID.test(id)

@@ -1,3 +1,4 @@
+import { sweepLoop } from "../supervisor/storeCare.js"
 import { FileSystem } from "@effect/platform"
 import { Clock, Console, Effect, Layer } from "effect"
 import { ImageStore, isRegistryRef } from "../box/ImageStore.js"
@@ -57,6 +58,8 @@ export const runDaemon = Effect.fn("daemon.run")(function*() {
   const supervisor = yield* Layer.build(Supervisor.layer)
   const socket = yield* serveControl().pipe(Effect.provide(supervisor))
   yield* Console.log(`roster supervisor running; control API on ${socket}`)
+  // Stores changed outside a run (edited on the host) still get a snapshot to restore from.
+  yield* Effect.forkScoped(sweepLoop)
   // A `:latest`-style deployment picks up a published image on every daemon start.
   if (isRegistryRef(org.engine.image)) {
     yield* (yield* ImageStore).ensure(org.engine.image, { force: true }).pipe(

@@ -1,9 +1,12 @@
+import type { FileSystem, Path } from "@effect/platform"
 import { Clock, Duration, Effect, Mailbox, Option, Queue } from "effect"
+import type { Paths } from "../config/Paths.js"
 import { ceilingDuration } from "../box/ceiling.js"
 import { compileContext } from "../box/context.js"
 import { preflightError } from "../box/preflight.js"
 import { openBox } from "../box/openBox.js"
-import { validateWorkerName } from "../config/names.js"
+import { validateChannelName, validateWorkerName } from "../config/names.js"
+import { appendChannel, recentChannel } from "../journal/channel.js"
 import { Docker } from "../docker/Docker.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { mountsFor } from "../config/schema.js"
@@ -33,6 +36,8 @@ export interface SessionRequest {
   readonly onNote?: (text: string) => Effect.Effect<void>
   /** The box is up and the first message can be taken. */
   readonly onReady?: (runId: string) => Effect.Effect<void>
+  /** The channel the session serves: its history mounted, each turn and reply appended to it, its recent past on the first turn. */
+  readonly channel?: string | null
 }
 
 export interface SessionOutcome {
@@ -60,15 +65,18 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
   const org = yield* (yield* OrgConfig).snapshot
   const settings = yield* readWorkerSettings(req.worker)
   const mounts = mountsFor(org, req.worker)
+  const channel = req.channel ?? null
+  if (channel !== null) yield* validateChannelName(channel)
   const runId = yield* newRunId
 
   return yield* Effect.gen(function*() {
     const record = yield* openRunRecord({ runId, worker: req.worker, kind: "session" })
     const note = req.onNote ?? ((t: string) => Effect.logInfo(`session ${runId}: ${t}`))
-    const start = yield* compileContext({ runId, worker: req.worker, surface: "term-session", prompt: null, mounts }, runFiles(record.runDir).context)
+    const start = yield* compileContext({ runId, worker: req.worker, surface: "term-session", prompt: null, mounts, channel }, runFiles(record.runDir).context)
+    if (channel !== null) yield* record.note({ channel })
     const inputs = yield* Queue.unbounded<RunnerInput>()
     const box = yield* openBox({
-      record, kind: "session", taskId: null, ceilingMin: null, mode: "rpc", org, settings, mounts,
+      record, kind: "session", taskId: null, ceilingMin: null, mode: "rpc", org, settings, mounts, channel,
       piArgs: ["--session-id", start.cache.route_key, "--append-system-prompt", start.system_prompt],
       onLine: (line) => inputs.offer({ _tag: "line", line })
     })
@@ -94,6 +102,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
         for (const o of outputs) {
           switch (o._tag) {
             case "reply":
+              if (channel !== null) yield* appendChannel(channel, { author: req.worker, text: o.text, run_id: runId })
               if (req.onReply) yield* req.onReply(o.text)
               break
             case "message":
@@ -122,9 +131,13 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     }
 
     /** Prompts the next pending message when pi is free: one turn at a time, in order. */
-    const promptNext: Effect.Effect<SessionEndReason | undefined, never, Files> = Effect.gen(function*() {
-      const message = nextMessage(state)
-      if (!message) return undefined
+    const promptNext: Effect.Effect<SessionEndReason | undefined, never, Files | Paths | FileSystem.FileSystem | Path.Path> = Effect.gen(function*() {
+      const next = nextMessage(state)
+      if (!next) return undefined
+      // A session of a channel starts from the channel's recent past, unless its caller brought its own.
+      const message = channel !== null && state.turns === 0 && next.history === undefined
+        ? { ...next, history: yield* recentChannel(channel).pipe(Effect.orElseSucceed(() => [])) }
+        : next
       const input = yield* compileTurn(message, state.turns + 1, runFiles(record.runDir).turns).pipe(
         Effect.tapError((e) => note(`a message could not be prepared and was not delivered: ${e.message}`)),
         Effect.option
@@ -133,6 +146,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
       const written = yield* send({ type: "prompt", message: input.value }).pipe(Effect.either)
       if (written._tag === "Left") return "box-died" as const
       turnStarted = yield* Clock.currentTimeMillis
+      if (channel !== null) yield* appendChannel(channel, { author: message.author, text: message.text, run_id: runId })
       return yield* feed({ _tag: "prompted" })
     })
 

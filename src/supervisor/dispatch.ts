@@ -35,7 +35,7 @@ const endOf = (runId: string, ceilingMin: number, exit: Exit.Exit<RunOutcome, un
 
 /** One task's run, as the daemon's fiber: however it ends (even the daemon stopping) the task gets its end. */
 const runTask = (st: SupervisorState, t: TaskRecord, runId: string, ceilingMin: number, stop: Deferred.Deferred<void>) =>
-  runOnce({ worker: t.worker, prompt: t.prompt, ceilingMin, taskId: t.task_id, runId, stop: Deferred.await(stop) }).pipe(
+  runOnce({ worker: t.worker, prompt: t.prompt, ceilingMin, taskId: t.task_id, runId, stop: Deferred.await(stop), channel: t.channel ?? null }).pipe(
     Effect.onExit((exit) =>
       Effect.gen(function*() {
         const cancelled = (yield* Deferred.isDone(stop)) || (yield* Ref.get(st.cancelRequested)).has(t.task_id)

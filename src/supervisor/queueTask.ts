@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { validateCeiling } from "../box/ceiling.js"
 import { containerName } from "../box/spec.js"
 import { Docker } from "../docker/Docker.js"
-import { validateWorkerName } from "../config/names.js"
+import { validateChannelName, validateWorkerName } from "../config/names.js"
 import { type TaskOrigin, type TaskRecord, TaskRefused } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { CANCELLED } from "./taskEnd.js"
@@ -13,6 +13,7 @@ export interface TaskRequest {
   readonly prompt: string
   readonly ceiling_min?: number | undefined
   readonly after?: string | undefined
+  readonly channel?: string | undefined
 }
 
 const refuse = (e: { readonly message: string }) => new TaskRefused({ detail: e.message })
@@ -29,6 +30,7 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
     return yield* Effect.fail(new TaskRefused({ detail: `a task needs a prompt, e.g.: roster task add ${req.worker} "summarise the notes in my store"` }))
   }
   if (req.ceiling_min !== undefined) yield* validateCeiling(req.ceiling_min).pipe(Effect.mapError(refuse))
+  if (req.channel !== undefined) yield* validateChannelName(req.channel).pipe(Effect.mapError(refuse))
   const store = yield* TaskStore
   if (req.after !== undefined) {
     const before = yield* store.get(req.after)
@@ -42,6 +44,7 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
     prompt: req.prompt,
     ceilingMin: req.ceiling_min ?? null,
     after: req.after ?? null,
+    channel: req.channel,
     origin
   })
 })

@@ -1,7 +1,7 @@
 import { FileSystem } from "@effect/platform"
 import { Clock, Duration, Effect, Either, Fiber } from "effect"
 import { revokeRunTokens } from "../box/identity.js"
-import { snapshotOnClose } from "../box/openBox.js"
+import { reposOnClose, snapshotOnClose } from "../box/openBox.js"
 import { drainTo, outputCaps } from "../box/output.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { foldFileLines } from "../fs/lines.js"
@@ -116,6 +116,7 @@ export const takeOver = Effect.fn("supervisor.takeOver")(function*(box: FoundBox
     const record = held.right.open
     const keep = yield* readWorkerSettings(box.worker).pipe(Effect.map((s) => s.store.snapshots), Effect.orElseSucceed(() => 5))
     yield* snapshotOnClose(record, keep)
+    yield* Effect.addFinalizer(() => reposOnClose(record))
     yield* Effect.addFinalizer(() => killAndRemove(box.id))
     const end = how.how === "adopt"
       ? yield* awaitAdopted(box, record.runDir)
@@ -145,5 +146,7 @@ export const finishLeftRun = (worker: string, runId: string, reason: string) =>
     yield* Effect.addFinalizer(() => revokeRunTokens(runId).pipe(Effect.ignore))
     const held = yield* resumeRunRecord(worker, runId).pipe(Effect.option)
     if (held._tag === "None" || held.value.record.finished_at !== null) return
+    // Its gated repos still hold whatever it did: parked like any run's end, before the record closes.
+    yield* reposOnClose(held.value.open)
     yield* held.value.open.settle({ endedBy: "orphaned", exitCode: null, error: reason })
   }))

@@ -26,6 +26,8 @@ export const TaskRecord = Schema.Struct({
   /** Runs only after this task is done; fails if that one fails or is cancelled. */
   after: Schema.NullOr(Schema.String),
   origin: TaskOrigin,
+  /** The channel its run serves (/pihome/channel and the worker's store in it). */
+  channel: Schema.optional(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String,
   started_at: Schema.NullOr(Schema.String),

@@ -13,6 +13,7 @@ export interface NewTask {
   readonly prompt: string
   readonly ceilingMin: number | null
   readonly after: string | null
+  readonly channel?: string | undefined
   readonly origin: TaskOrigin
 }
 
@@ -142,6 +143,7 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
               ceiling_min: t.ceilingMin,
               after: t.after,
               origin: t.origin,
+              ...(t.channel ? { channel: t.channel } : {}),
               created_at: time,
               updated_at: time,
               started_at: null,

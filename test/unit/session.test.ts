@@ -39,6 +39,44 @@ const emit = (c: FakeContainer, ...lines: Array<string>) => c.stdout.offerAll(li
 const tokens = (paths: ReturnType<typeof tempPaths>) => fs.existsSync(layout(paths).identityDir) ? fs.readdirSync(layout(paths).identityDir) : []
 
 describe("warm sessions (Docker test layer, TestClock)", () => {
+  it.effect("a session of a channel mounts it, starts from its history, and adds each turn and reply to it", () => {
+    const { layer, paths } = setup()
+    const files = layout(paths)
+    const history = `${files.channelDir("ops")}/history.jsonl`
+    const talk = (worker: string) =>
+      Effect.gen(function*() {
+        const inbox = yield* Mailbox.make<SessionMessage>()
+        const fiber = yield* Effect.fork(runSession({ worker, inbox, surface: "term-session", channel: "ops" }))
+        yield* inbox.offer(msg(`hello from a session of ${worker}`))
+        const c = yield* eventually(box, "the box")
+        yield* eventually(Effect.sync(() => prompts(c).length === 1), "the first prompt")
+        yield* inbox.end
+        yield* emit(c, assistant(`${worker} heard you`), ...END)
+        const outcome = yield* Fiber.join(fiber)
+        return { c, outcome }
+      })
+    return Effect.gen(function*() {
+      const first = yield* talk("alice")
+      expect(prompts(first.c)).toEqual(["hello from a session of alice"])
+      expect(first.c.spec.HostConfig.Binds).toContain(`${files.channelDir("ops")}:/pihome/channel:ro`)
+      expect(first.c.spec.HostConfig.Binds).toContain(`${files.channelStoreDir("alice", "ops")}:/pihome/channel/store`)
+      expect(first.c.spec.Env).toContain("ROSTER_CHANNEL_DIR=/pihome/channel")
+      expect(fs.existsSync(`${files.channelDir("ops")}/store`)).toBe(true)
+      const lines = fs.readFileSync(history, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { author: string; text: string; run_id: string })
+      expect(lines.map((l) => [l.author, l.text])).toEqual([["you", "hello from a session of alice"], ["alice", "alice heard you"]])
+      expect(lines[0]?.run_id).toBe(first.outcome.runId)
+      expect((yield* (yield* RunLog).read("alice", first.outcome.runId))?.channel).toBe("ops")
+      // The next session of the channel starts from what was said in it.
+      const second = yield* talk("alice")
+      expect(prompts(second.c)[0]).toBe(
+        "Recent messages before this one:\n- you: hello from a session of alice\n- alice: alice heard you\n\nhello from a session of alice"
+      )
+      expect(second.c.spec.Cmd.join(" ")).toContain(`/pihome/channel: the channel "ops" (read-only)`)
+      const bad = yield* runSession({ worker: "alice", inbox: yield* Mailbox.make<SessionMessage>(), surface: "term-session", channel: "../etc" }).pipe(Effect.flip)
+      expect(bad.message).toContain(`"../etc" is not a channel name`)
+    }).pipe(Effect.provide(layer))
+  })
+
   it.effect("three messages sent at once become three turns, in order, one prompt at a time", () => {
     const { layer, paths } = setup()
     return Effect.gen(function*() {

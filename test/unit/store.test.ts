@@ -4,9 +4,10 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { aptMirror } from "../../src/image/build/mirror.js"
-import { provisionStore, snapshotStore } from "../../src/box/store.js"
+import { provisionStore, snapshotInfos, snapshotStore } from "../../src/box/store.js"
+import { restoreStore, sweepStores } from "../../src/supervisor/storeCare.js"
 import { layout } from "../../src/config/Paths.js"
-import { tempPaths, unitLayer } from "../support/harness.js"
+import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
 
 describe("store snapshots after a run", () => {
   it.effect("taken only when the store changed, counted, the oldest pruned beyond keep, symlinks never followed", () => {
@@ -30,6 +31,57 @@ describe("store snapshots after a run", () => {
       yield* snapshotStore("alice", "2026-01-01-00-00-05-00000005", 2)
       expect(fs.readdirSync(files.snapshotsDir("alice")).sort()).toEqual(["2026-01-01-00-00-04-00000004", "2026-01-01-00-00-05-00000005"])
       expect(yield* snapshotStore("alice", "2026-01-01-00-00-06-00000006", 0)).toBeUndefined() // keep 0: none
+    }).pipe(Effect.provide(unitLayer(paths)))
+  })
+})
+
+describe("store list, restore and the daemon's sweep", () => {
+  it.effect("lists snapshots with time, run and changes; a restore round-trips and is itself undoable; a .partial is never one", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    const files = layout(paths)
+    return Effect.gen(function*() {
+      const store = yield* provisionStore("alice")
+      fs.writeFileSync(path.join(store, "notes.txt"), "version one")
+      yield* snapshotStore("alice", "2026-11-29-10-00-00-0000000a", 5)
+      fs.writeFileSync(path.join(store, "notes.txt"), "version two")
+      fs.writeFileSync(path.join(store, "extra.txt"), "added later")
+      yield* snapshotStore("alice", "2026-11-29-10-05-00-0000000b", 5)
+      fs.mkdirSync(path.join(files.snapshotsDir("alice"), "2026-11-29-10-06-00-0000000c.partial"))
+      const infos = yield* snapshotInfos("alice")
+      expect(infos.map((i) => [i.id, i.run_id, i.changes])).toEqual([
+        ["2026-11-29-10-00-00-0000000a", "2026-11-29-10-00-00-0000000a", 1],
+        ["2026-11-29-10-05-00-0000000b", "2026-11-29-10-05-00-0000000b", 2]
+      ])
+      expect(infos[0]?.time).toMatch(/^\d{4}-\d{2}-\d{2}T/)
+
+      fs.writeFileSync(path.join(store, "notes.txt"), "a bad run wrote this")
+      const done = yield* restoreStore("alice", "2026-11-29-10-00-00-0000000a")
+      expect(fs.readFileSync(path.join(store, "notes.txt"), "utf8")).toBe("version one")
+      expect(fs.existsSync(path.join(store, "extra.txt"))).toBe(false)
+      // The store it replaced was kept: restoring that undoes the restore.
+      const saved = done.saved?.split("/").at(-1) ?? ""
+      expect(saved).toMatch(/-restore(-\d+)?$/)
+      yield* restoreStore("alice", saved)
+      expect(fs.readFileSync(path.join(store, "notes.txt"), "utf8")).toBe("a bad run wrote this")
+      expect(fs.readdirSync(path.dirname(store)).filter((n) => n.startsWith("alice."))).toEqual([])
+
+      const unknown = yield* restoreStore("alice", "nope").pipe(Effect.flip)
+      expect(unknown.message).toBe(`alice has no snapshot "nope": list them with roster store list alice`)
+    }).pipe(Effect.provide(unitLayer(paths)))
+  })
+
+  it.effect("the sweep snapshots a store changed outside a run, once", () => {
+    const paths = tempPaths()
+    writeFixture({ paths, workers: ["alice", "bob"] })
+    return Effect.gen(function*() {
+      const store = yield* provisionStore("alice")
+      fs.writeFileSync(path.join(store, "edited-on-the-host.txt"), "hi")
+      expect(yield* sweepStores).toEqual(["alice"])
+      expect(yield* sweepStores).toEqual([])
+      const [only] = yield* snapshotInfos("alice")
+      expect(only).toMatchObject({ run_id: null, changes: 1 })
+      expect(only?.id).toMatch(/^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-sweep(-\d+)?$/)
     }).pipe(Effect.provide(unitLayer(paths)))
   })
 })
