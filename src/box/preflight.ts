@@ -16,7 +16,8 @@ const http = require("http"), net = require("net")
 const say = (ok, check, detail) => { console.log(JSON.stringify({ type: "roster_preflight", ok, check, detail })); process.exit(ok ? 0 : ${PREFLIGHT_EXIT}) }
 const [host, port] = process.env.ROSTER_GATEWAY.split(":")
 const probe = process.env.ROSTER_PREFLIGHT_PROBE
-const req = http.get({ host, port, path: "/healthz", timeout: 5000 }, (res) => {
+// Its own agent: with NODE_USE_ENV_PROXY the global one would send this through the proxy (the gateway) as a request to forward.
+const req = http.get({ host, port, path: "/healthz", timeout: 5000, agent: new http.Agent() }, (res) => {
   let body = ""
   res.on("data", (c) => (body += c))
   res.on("end", () => {

@@ -49,6 +49,9 @@ const prepareRunDirs = Effect.fn("provision.runDirs")(function*(worker: string, 
   const files = layout(yield* Paths)
   const run = runFiles(runDir)
   for (const d of ["workspace", "session", "agent"]) yield* fs.makeDirectory(path.join(run.home, d), { recursive: true })
+  // The read-only origins of gated repos are not the box user's; a fetch from one starts
+  // upload-pack, which reads only config files (not git's variables), so the exception lives here.
+  yield* fs.writeFileString(path.join(run.home, ".gitconfig"), "[safe]\n\tdirectory = *\n")
   for (const d of ["config", "journal", "runs"]) yield* fs.makeDirectory(path.join(run.self, d), { recursive: true })
   yield* fs.writeFileString(path.join(run.self, "schedule.json"), "{}\n")
   yield* fs.writeFileString(path.join(run.self, "journal", "journal.jsonl"), "")

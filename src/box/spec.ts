@@ -129,14 +129,9 @@ const environment = (plan: BoxPlan): Array<string> => {
   env.push("NO_PROXY=", "no_proxy=", "NODE_USE_ENV_PROXY=1")
   // git's libcurl waits for a 407 challenge before sending proxy credentials; preemptive Basic
   // puts the run token on every CONNECT so git runs as the worker, not as an anonymous caller.
-  // The read-only origins are not the box user's: git would refuse to fetch from them as "dubious".
-  env.push(
-    "GIT_CONFIG_COUNT=2",
-    "GIT_CONFIG_KEY_0=http.proxyAuthMethod",
-    "GIT_CONFIG_VALUE_0=basic",
-    "GIT_CONFIG_KEY_1=safe.directory",
-    "GIT_CONFIG_VALUE_1=*"
-  )
+  env.push("GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.proxyAuthMethod", "GIT_CONFIG_VALUE_0=basic")
+  // Node's warning that its env-proxy agent is experimental would open every box's stderr.
+  env.push("NODE_OPTIONS=--disable-warning=UNDICI-EHPA")
   // NODE_EXTRA_CA_CERTS adds to Node's roots; the others replace their tool's roots, so they get
   // the combined bundle (system roots + roster CA).
   env.push(`NODE_EXTRA_CA_CERTS=${C.BOX_CA}`)

@@ -83,6 +83,7 @@ describe("the box's create spec", () => {
       const binds = hc.Binds
       const runDir = outcome.runDir
       expect(binds).toContain(`${path.join(runDir, "home")}:/pihome`)
+      expect(fs.readFileSync(path.join(runDir, "home", ".gitconfig"), "utf8")).toBe("[safe]\n\tdirectory = *\n")
       expect(binds).toContain(`${path.join(paths.data, "stores", "alice")}:/pihome/store`)
       expect(binds).toContain("/srv/notes:/pihome/mnt/notes:ro")
       expect(binds).toContain("/srv/scratch:/pihome/mnt/scratch")
@@ -124,11 +125,10 @@ describe("the box's create spec", () => {
         ROSTER_CEILING_MIN: "12",
         NO_PROXY: "",
         NODE_USE_ENV_PROXY: "1",
-        GIT_CONFIG_COUNT: "2",
+        NODE_OPTIONS: "--disable-warning=UNDICI-EHPA",
+        GIT_CONFIG_COUNT: "1",
         GIT_CONFIG_KEY_0: "http.proxyAuthMethod",
         GIT_CONFIG_VALUE_0: "basic",
-        GIT_CONFIG_KEY_1: "safe.directory",
-        GIT_CONFIG_VALUE_1: "*",
         NODE_EXTRA_CA_CERTS: "/opt/roster/ca.crt",
         SSL_CERT_FILE: "/opt/roster/ca-bundle.crt",
         CURL_CA_BUNDLE: "/opt/roster/ca-bundle.crt",

@@ -14,7 +14,9 @@ export const postAction = (action: string, payload: unknown, signal: AbortSignal
     const { host, port, token } = gateway()
     const body = JSON.stringify(payload)
     const req = http.request({
-      host, port, method: "POST", path: `/v1/actions/${action}`, signal,
+      // Its own agent: the box sets NODE_USE_ENV_PROXY, and the global agent would hand this to the
+      // proxy (the gateway itself) as a request to forward instead of asking the gateway directly.
+      host, port, method: "POST", path: `/v1/actions/${action}`, signal, agent: new http.Agent(),
       headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${token}` }
     }, (res) => {
       let answer = ""

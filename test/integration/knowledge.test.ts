@@ -1,0 +1,213 @@
+import Dockerode from "dockerode"
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Deployment, makeDeployment } from "../support/deployment.js"
+import { latestRunId } from "../support/runs.js"
+import { GIT_IMAGE } from "./globalSetup.js"
+
+const docker = new Dockerode()
+
+/** git on the host, as the test (it may open any repository). */
+const sh = (cwd: string, ...args: Array<string>) =>
+  execFileSync("git", ["-c", "safe.directory=*", "-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd, encoding: "utf8" }).trim()
+
+interface RunView {
+  readonly id: string
+  readonly record: {
+    readonly knowledge?: ReadonlyArray<Record<string, unknown>>
+    readonly knowledge_pushes?: ReadonlyArray<Record<string, unknown>>
+    readonly channel?: string
+    readonly store_snapshot?: string | null
+  }
+  readonly stdout: string
+}
+
+const lastRun = (d: Deployment): RunView => {
+  const dir = d.file("data", "runs", "alice")
+  const id = latestRunId(dir)
+  return {
+    id,
+    record: JSON.parse(fs.readFileSync(path.join(dir, id, "run.json"), "utf8")),
+    stdout: fs.readFileSync(path.join(dir, id, "stdout.jsonl"), "utf8")
+  }
+}
+
+/** A script the box runs from its store, so the prompt stays one line. */
+const script = (d: Deployment, name: string, body: string) => {
+  const dir = d.file("data", "stores", "alice")
+  fs.mkdirSync(dir, { recursive: true })
+  fs.writeFileSync(path.join(dir, name), body, { mode: 0o755 })
+  return `!sh /pihome/store/${name}`
+}
+
+// knowledge_push from inside the box: the action the pi extension posts, with the run's own token.
+const PUSH = `push() { node -e '
+const u = new URL(process.env.HTTP_PROXY), http = require("http")
+const r = http.request({ host: u.hostname, port: u.port, method: "POST", path: "/v1/actions/knowledge_push", agent: new http.Agent(),
+  headers: { authorization: "Bearer " + decodeURIComponent(u.username), "content-type": "application/json" } },
+  (res) => { let b = ""; res.on("data", (c) => (b += c)); res.on("end", () => console.log("PUSH " + res.statusCode + " " + b)) })
+r.end("{}")'; }
+`
+
+describe("gated repos, channels and stores in a real box (real engine, real git, the real gateway)", () => {
+  let d: Deployment
+  let canonical: string
+
+  beforeAll(async () => {
+    const repos = fs.mkdtempSync(path.join(process.env.TMPDIR ?? "/tmp", "roster-it-repos-"))
+    canonical = path.join(repos, "knowledge.git")
+    const seed = path.join(repos, "seed")
+    fs.mkdirSync(path.join(seed, "policy"), { recursive: true })
+    sh(repos, "init", "--quiet", "--initial-branch=main", seed)
+    fs.writeFileSync(path.join(seed, "README.md"), "the team's notes\n")
+    fs.writeFileSync(path.join(seed, "policy", "rules.md"), "be kind\n")
+    sh(seed, "add", "-A")
+    sh(seed, "commit", "--quiet", "-m", "first")
+    sh(repos, "clone", "--quiet", "--bare", seed, canonical)
+    d = await makeDeployment(
+      `[[mount]]\nname = "knowledge"\npath = "${canonical}"\nkind = "repo"\ngated = true\nrw = true\nprotect = ["policy"]\n`,
+      GIT_IMAGE
+    )
+  }, 120_000)
+
+  afterAll(async () => {
+    await d?.stop()
+  })
+
+  it("work committed and left uncommitted is quarantined; the default branch and the read-only origin are untouched; node's fetch goes through the gateway", async () => {
+    const base = sh(canonical, "rev-parse", "main")
+    const prompt = script(d, "work.sh", `cd /pihome/mnt/knowledge || exit 3
+echo "box says hi" > notes.md
+git add notes.md && git commit -qm "box work" && echo COMMITTED
+echo draft > draft.md
+touch /pihome/mnt/.origins/knowledge/planted 2>/dev/null && echo ORIGIN-WRITABLE || echo ORIGIN-READONLY
+git push -q origin HEAD:refs/heads/main 2>/dev/null && echo PUSHED-AROUND-THE-GATE || echo RAW-PUSH-REFUSED
+git fetch -q origin && echo FETCH-OK
+echo "BRANCH $(git rev-parse --abbrev-ref HEAD)"
+echo "REPOS $ROSTER_REPOS_JSON"
+echo "KDIR $ROSTER_KNOWLEDGE_DIR"
+node -e 'fetch("http://blocked.example.test/").then((r) => console.log("NODE-FETCH status " + r.status), (e) => console.log("NODE-FETCH error " + e.message + " / " + (e.cause?.message ?? "")))'
+`)
+    const r = await d.roster(["worker", "run", "alice", prompt])
+    expect(r.code, r.stderr).toBe(0)
+    const run = lastRun(d)
+    for (const mark of ["COMMITTED", "ORIGIN-READONLY", "RAW-PUSH-REFUSED", "FETCH-OK", `BRANCH roster/alice/${run.id}`, "KDIR /pihome/mnt/knowledge"]) {
+      expect(run.stdout).toContain(mark)
+    }
+    const repos = JSON.parse(/REPOS (.*)/.exec(run.stdout)?.[1] ?? "[]")
+    expect(repos).toEqual([{ connection: "knowledge", dir: "/pihome/mnt/knowledge", base, branch: `roster/alice/${run.id}`, mode: "rw" }])
+    // NODE_USE_ENV_PROXY: Node's own fetch asked the gateway (which refused the host), never a resolver.
+    // (undici tunnels with CONNECT; the gateway refused the host, so fetch fails — never with a DNS error.)
+    expect(run.stdout).toContain("NODE-FETCH error fetch failed")
+    const audit = execFileSync("grep", ["-rh", "blocked.example.test", d.file("state", "audit")], { encoding: "utf8" }).trim().split("\n").map((l) => JSON.parse(l))
+    expect(audit).toContainEqual(expect.objectContaining({ run_id: run.id, subject: "org/alice", host: "blocked.example.test", method: "CONNECT", status: 403 }))
+
+    const ref = `refs/quarantine/run-${run.id}`
+    expect(run.record.knowledge).toEqual([{ connection: "knowledge", base, head: sh(canonical, "rev-parse", ref), quarantined_ref: ref }])
+    expect(sh(canonical, "rev-parse", "main")).toBe(base)
+    expect(sh(canonical, "show", `${ref}:draft.md`)).toBe("draft")
+    expect(sh(canonical, "show", `${ref}^:notes.md`)).toBe("box says hi")
+    expect(fs.existsSync(d.file("data", "repos", "alice", run.id))).toBe(false)
+    const shown = await d.roster(["runs", "show", run.id])
+    expect(shown.stdout).toContain(`repo:      knowledge: unlanded work kept on ${ref}`)
+  }, 120_000)
+
+  it("knowledge_push lands a fast-forward and refuses a protected path; the next briefing names what is not landed", async () => {
+    const prompt = script(d, "push.sh", `${PUSH}cd /pihome/mnt/knowledge || exit 3
+echo landed > landed.md && git add landed.md && git commit -qm land && push
+echo "be sneaky" >> policy/rules.md && git commit -qam sneaky && push
+`)
+    const r = await d.roster(["worker", "run", "alice", prompt])
+    expect(r.code, r.stderr).toBe(0)
+    const run = lastRun(d)
+    const pushes = run.stdout.split("\n").filter((l) => l.startsWith("PUSH "))
+    expect(pushes[0]).toMatch(/^PUSH 200 .*"landed_ref":"refs\/heads\/main"/)
+    expect(pushes[1]).toMatch(/^PUSH 409 .*protected paths \(policy\/rules\.md\)/)
+    expect(sh(canonical, "log", "-1", "--format=%s", "main")).toBe("land")
+    expect(sh(canonical, "show", "main:policy/rules.md")).toBe("be kind")
+    expect(run.record.knowledge_pushes?.map((p) => p.ok)).toEqual([true, false])
+    expect(run.record.knowledge?.[0]?.quarantined_ref).toBe(`refs/quarantine/run-${run.id}`)
+    const context = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", run.id, "context.json"), "utf8")) as { system_prompt: string }
+    expect(context.system_prompt).toContain("Not landed yet from your earlier runs")
+    // The next run is told about both unlanded runs.
+    const next = await d.roster(["worker", "run", "alice", "!true"])
+    expect(next.code).toBe(0)
+    const briefed = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", lastRun(d).id, "context.json"), "utf8")) as { system_prompt: string }
+    expect(briefed.system_prompt).toContain(`refs/quarantine/run-${run.id}`)
+  }, 120_000)
+
+  it("a .git/config the box plants with an fsmonitor, hooks, a filter and an sshCommand never runs on the host", async () => {
+    const canary = d.file("canary")
+    // The host path of the box's clone is the attacker's guess made good: the box writes it into its config.
+    const prompt = script(d, "plant.sh", `${PUSH}cd /pihome/mnt/knowledge || exit 3
+H="${d.file("data", "repos", "alice")}/$ROSTER_RUN_ID/knowledge"
+printf '#!/bin/sh\\necho "$0 $*" >> ${canary}\\ncat\\n' > evil.sh && chmod +x evil.sh
+mkdir -p .git/evil-hooks && for h in post-checkout reference-transaction post-index-change pre-commit; do cp evil.sh .git/evil-hooks/$h; done
+git config core.fsmonitor "$H/evil.sh" && git config core.hooksPath "$H/.git/evil-hooks" && git config core.sshCommand "$H/evil.sh"
+git config filter.evil.clean "$H/evil.sh clean" && git config filter.evil.smudge "$H/evil.sh smudge" && git config filter.evil.required true
+git config credential.helper "!$H/evil.sh" && git config uploadpack.packObjectsHook "$H/evil.sh"
+echo more > more.md && git -c core.hooksPath=/dev/null -c core.fsmonitor=false add more.md && git -c core.hooksPath=/dev/null -c core.fsmonitor=false commit -qm more && push
+echo '* filter=evil' > .gitattributes
+echo uncommitted > loose.md
+`)
+    const r = await d.roster(["worker", "run", "alice", prompt])
+    expect(r.code, r.stderr).toBe(0)
+    const run = lastRun(d)
+    expect(run.stdout).toMatch(/^PUSH 200 /m)
+    expect(run.record.knowledge?.[0]?.quarantined_ref).toBe(`refs/quarantine/run-${run.id}`)
+    expect(fs.existsSync(canary) ? fs.readFileSync(canary, "utf8") : "").toBe("")
+  }, 120_000)
+
+  it("a channel's store survives across its runs and is absent elsewhere", async () => {
+    const use = script(d, "channel.sh", `echo "seen: $(cat /pihome/channel/store/count 2>/dev/null || echo none)"
+echo once >> /pihome/channel/store/count
+echo "dir: $ROSTER_CHANNEL_DIR"
+ls /pihome/channel
+touch /pihome/channel/planted 2>/dev/null && echo CHANNEL-WRITABLE || echo CHANNEL-READONLY
+`)
+    expect((await d.roster(["worker", "run", "alice", "--channel", "ops", use])).code).toBe(0)
+    expect(lastRun(d).stdout).toContain("seen: none")
+    expect(lastRun(d).stdout).toContain("CHANNEL-READONLY")
+    expect(lastRun(d).stdout).toContain("history.jsonl")
+    expect(lastRun(d).record.channel).toBe("ops")
+    expect((await d.roster(["worker", "run", "alice", "--channel", "ops", use])).code).toBe(0)
+    expect(lastRun(d).stdout).toContain("seen: once")
+    expect((await d.roster(["worker", "run", "alice", use])).code).toBe(0)
+    expect(lastRun(d).stdout).toContain("seen: none")
+    expect(lastRun(d).stdout).toContain("dir: \n")
+    expect((await d.roster(["worker", "run", "alice", "--channel", "other", use])).code).toBe(0)
+    expect(lastRun(d).stdout).toContain("seen: none")
+  }, 180_000)
+
+  it("store restore round-trips, and is refused while a box of the worker runs", async () => {
+    const write = (v: string) => script(d, `write-${v}.sh`, `echo ${v} > /pihome/store/value\n`)
+    expect((await d.roster(["worker", "run", "alice", write("one")])).code).toBe(0)
+    const first = lastRun(d).record.store_snapshot?.split("/").at(-1) ?? ""
+    expect(first).toBe(lastRun(d).id)
+    expect((await d.roster(["worker", "run", "alice", write("two")])).code).toBe(0)
+    expect(fs.readFileSync(d.file("data", "stores", "alice", "value"), "utf8")).toBe("two\n")
+    const listed = await d.roster(["store", "list", "alice", "--json"])
+    expect(JSON.parse(listed.stdout).map((s: { id: string }) => s.id)).toContain(first)
+
+    const long = d.spawn(["worker", "run", "alice", "!sleep 60"])
+    const deadline = Date.now() + 30_000
+    while (Date.now() < deadline && (await docker.listContainers({ filters: { label: [`roster.deployment=${d.file("config")}`] } })).length === 0) {
+      await new Promise((r) => setTimeout(r, 200))
+    }
+    const refused = await d.roster(["store", "restore", "alice", first])
+    expect(refused.code).not.toBe(0)
+    expect(refused.stderr).toContain("alice has a box running")
+    long.kill("SIGINT")
+    await new Promise((r) => long.once("close", r))
+
+    const restored = await d.roster(["store", "restore", "alice", first])
+    expect(restored.code, restored.stderr).toBe(0)
+    expect(restored.stdout).toContain(`store of alice restored from ${first}`)
+    expect(fs.readFileSync(d.file("data", "stores", "alice", "value"), "utf8")).toBe("one\n")
+    const seen = script(d, "read.sh", "cat /pihome/store/value\n")
+    expect((await d.roster(["worker", "run", "alice", seen])).code).toBe(0)
+    expect(lastRun(d).stdout).toContain("one")
+  }, 180_000)
+})
