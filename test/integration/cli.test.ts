@@ -50,7 +50,7 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
 
   it("a usage error says what was wrong and the command's usage, exit 2 (never [object Object])", async () => {
     const cases: ReadonlyArray<readonly [ReadonlyArray<string>, RegExp, string]> = [
-      [["worker", "run", "alice", "--ceiling", "abc", "x"], /'abc' is not a float/, "usage: roster worker run [--ceiling float] <worker> <prompt>..."],
+      [["worker", "run", "alice", "--ceiling", "abc", "x"], /'abc' is not a float/, "usage: roster worker run [--ceiling float] [--channel text] <worker> <prompt>..."],
       [["worker", "run", "alice"], /Missing argument <prompt>/, "usage: roster worker run"],
       [["task", "add"], /Missing argument <worker>/, "usage: roster task add"],
       [["frob"], /Invalid subcommand/, "more: roster --help"]
