@@ -2,7 +2,7 @@
 // of a lower rank, never a sibling of the same rank or anything above it, and nothing may
 // import in a circle. `npm run lint` enforces it.
 const LAYERS = [
-  ["fs", "docker"], //                       engine and files: no roster knowledge
+  ["fs", "docker", "report"], //             engine, files, and where progress and notes go: no roster knowledge
   ["config"], //                             org.toml, worker files, the three roots
   ["contract", "journal"], //                what box and gateway both read: identity, labels, sentinel, gateway state, CA files, addresses, scope, run files, pi events; the worker's journal
   ["vault", "run", "worker", "task", "knowledge"], // stored credentials, run records, workers, task records, gated repos (host git)

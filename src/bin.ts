@@ -6,6 +6,7 @@ import { cli, roster } from "./cli/Cli.js"
 import { ExitCode } from "./cli/exit.js"
 import { plainConsole, visible } from "./cli/terminal.js"
 import { tidyHelp } from "./cli/help.js"
+import { TerminalReporter } from "./cli/terminalReporter.js"
 import { commandAt, usageLine } from "./cli/usage.js"
 import { Hurry } from "./run/Hurry.js"
 import { RosterLive } from "./RosterLive.js"
@@ -50,6 +51,8 @@ const main = cli(process.argv).pipe(
   // Help shows roster's own words: no type blurbs ("A user-defined piece of text."), and the
   // built-in options (--completions, --log-level, --wizard) are in the README, not on every page.
   Effect.provide(CliConfig.layer({ showBuiltIns: false })),
+  // Progress and notes are drawn for a person here; the library only reports them.
+  Effect.provide(TerminalReporter),
   Effect.provide(RosterLive)
 )
 

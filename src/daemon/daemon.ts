@@ -1,6 +1,7 @@
 import { sweepLoop } from "../supervisor/storeCare.js"
 import { FileSystem } from "@effect/platform"
-import { Clock, Console, Effect, Layer } from "effect"
+import { Clock, Effect, Layer } from "effect"
+import { notice, report } from "../report/Reporter.js"
 import { ImageStore, isRegistryRef } from "../box/ImageStore.js"
 import { removeEgressLockdown } from "../box/egressChain.js"
 import { bridgeAddress, ensureLockedNetwork, reconcileEgress } from "../box/lockdown.js"
@@ -53,17 +54,17 @@ export const runDaemon = Effect.fn("daemon.run")(function*() {
   // A stopped daemon leaves no rule behind: its boxes are gone, and a chain pinned to its port
   // must not outlive it (the next start, or the next run, rebuilds what the config asks for).
   yield* Effect.addFinalizer(() => removeEgressLockdown(egressChainName(paths.config)).pipe(Effect.ignore))
-  yield* Console.log(`roster gateway ${VERSION} listening on ${addrs.map((a) => `${a}:${bound.port}`).join(", ")} (config ${paths.config})`)
+  yield* report(notice(`roster gateway ${VERSION} listening on ${addrs.map((a) => `${a}:${bound.port}`).join(", ")} (config ${paths.config})`))
   // The supervisor adopts what a dead daemon left before the queue moves; then the API opens.
   const supervisor = yield* Layer.build(Supervisor.layer)
   const socket = yield* serveControl().pipe(Effect.provide(supervisor))
-  yield* Console.log(`roster supervisor running; control API on ${socket}`)
+  yield* report(notice(`roster supervisor running; control API on ${socket}`))
   // Stores changed outside a run (edited on the host) still get a snapshot to restore from.
   yield* Effect.forkScoped(sweepLoop)
   // A `:latest`-style deployment picks up a published image on every daemon start.
   if (isRegistryRef(org.engine.image)) {
     yield* (yield* ImageStore).ensure(org.engine.image, { force: true }).pipe(
-      Effect.catchAll((e) => Console.error(`note: ${e.message}`)),
+      Effect.catchAll((e) => report(notice(e.message, "warning"))),
       Effect.forkScoped
     )
   }

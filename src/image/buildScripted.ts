@@ -1,4 +1,5 @@
-import { Console, Effect, Schema } from "effect"
+import { Effect, Schema } from "effect"
+import { output, reporterCallback, step } from "../report/Reporter.js"
 import * as fsp from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -44,9 +45,10 @@ export const buildScriptedImage = Effect.fn("box.buildScripted")(function*(tag: 
     },
     catch: (e) => new BuildError({ detail: String(e) })
   })
-  if (!quiet) yield* Console.error(`building ${tag} (scripted engine: busybox, no model) …`)
+  const say = yield* reporterCallback
+  if (!quiet) say(step("build-scripted", `building ${tag} (scripted engine: busybox, no model) …`))
   yield* docker.imageBuild(ctx, ["Dockerfile", "run-pi", "busybox"], tag, (line) => {
-    if (!quiet) process.stderr.write(`  ${line}\n`)
+    if (!quiet) say(output("build-scripted", line))
   }, { "org.roster.engine": "scripted" }).pipe(Effect.mapError((e) => new BuildError({ detail: e.detail })))
   return tag
 }, Effect.scoped)

@@ -118,6 +118,7 @@ node -e 'fetch("http://blocked.example.test/").then((r) => console.log("NODE-FET
     const prompt = script(d, "push.sh", `${PUSH}cd /pihome/mnt/knowledge || exit 3
 echo landed > landed.md && git add landed.md && git commit -qm land && push
 echo "be sneaky" >> policy/rules.md && git commit -qam sneaky && push
+git reset -q --hard HEAD~2 && echo other > other.md && git add other.md && git commit -qm other && push
 `)
     const r = await d.roster(["worker", "run", "alice", prompt])
     expect(r.code, r.stderr).toBe(0)
@@ -125,9 +126,10 @@ echo "be sneaky" >> policy/rules.md && git commit -qam sneaky && push
     const pushes = run.stdout.split("\n").filter((l) => l.startsWith("PUSH "))
     expect(pushes[0]).toMatch(/^PUSH 200 .*"landed_ref":"refs\/heads\/main"/)
     expect(pushes[1]).toMatch(/^PUSH 409 .*protected paths \(policy\/rules\.md\)/)
+    expect(pushes[2]).toMatch(/^PUSH 409 .*not a fast-forward: main is at [0-9a-f]{12}, which your branch does not contain/)
     expect(sh(canonical, "log", "-1", "--format=%s", "main")).toBe("land")
     expect(sh(canonical, "show", "main:policy/rules.md")).toBe("be kind")
-    expect(run.record.knowledge_pushes?.map((p) => p.ok)).toEqual([true, false])
+    expect(run.record.knowledge_pushes?.map((p) => p.ok)).toEqual([true, false, false])
     expect(run.record.knowledge?.[0]?.quarantined_ref).toBe(`refs/quarantine/run-${run.id}`)
     const context = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", run.id, "context.json"), "utf8")) as { system_prompt: string }
     expect(context.system_prompt).toContain("Not landed yet from your earlier runs")

@@ -2,6 +2,7 @@ import { FileSystem } from "@effect/platform"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import { HostGit } from "../../src/knowledge/HostGit.js"
+import { Reporter } from "../../src/report/Reporter.js"
 import { ConfigProvider, type Deferred, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -83,7 +84,8 @@ export const unitLayer = (paths: RosterPaths, o: UnitOptions = {}) => {
     makeDockerTest(o.docker),
     GatewayProbe.layerTest(o.health ?? (() => ({ ok: true, config_root: paths.config, version: "test" }))),
     Firewall.layerTest(o.firewall, o.firewallListing),
-    HostGit.layerTest
+    HostGit.layerTest,
+    Reporter.layerCollect
   )
   const vault: Layer.Layer<Vault, never, Layer.Layer.Success<typeof base>> = o.vault ? Vault.layerTest(o.vault) : Vault.layer
   const services = Layer.mergeAll(OrgConfig.layer, RunLog.layer, ImageStore.layer, vault).pipe(Layer.provideMerge(base))

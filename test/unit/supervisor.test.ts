@@ -104,6 +104,23 @@ describe("the supervisor (Docker test layer)", () => {
     }).pipe(Effect.provide(layer))
   })
 
+  it.scoped("a task with a channel runs in that channel; a bad channel name is refused before it is queued", () => {
+    const { layer } = deployment()
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const t = yield* sup.add({ worker: "alice", prompt: "HANG", channel: "ops" })
+      expect(t.channel).toBe("ops")
+      yield* waitStatus(t.task_id, "running")
+      const box = yield* boxOf(t.task_id)
+      expect(box.spec.Env).toContain("ROSTER_CHANNEL_DIR=/pihome/channel")
+      expect(box.spec.HostConfig.Binds.some((b) => b.endsWith(":/pihome/channel/store"))).toBe(true)
+      const bad = yield* sup.add({ worker: "alice", prompt: "x", channel: "../up" }).pipe(Effect.flip)
+      expect(bad.message).toContain(`"../up" is not a channel name`)
+      yield* (yield* DockerFake).exit(box.id, 0)
+      yield* waitStatus(t.task_id, "done")
+    }).pipe(Effect.provide(layer))
+  })
+
   it.scoped("a failed box fails its task with the reason; a task --after it then fails too", () => {
     const { layer } = deployment()
     return Effect.gen(function*() {

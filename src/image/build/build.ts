@@ -1,4 +1,5 @@
-import { Console, Effect, Stream } from "effect"
+import { Effect, Stream } from "effect"
+import { notice, output, report, reporterCallback, step } from "../../report/Reporter.js"
 import { Docker, type ContainerSpec } from "../../docker/Docker.js"
 import { BuildError } from "../buildScripted.js"
 import { BOX_DIR, engineFiles, engineHash, pinnedPiVersion } from "./engineFiles.js"
@@ -21,8 +22,9 @@ const registryReachable = Effect.gen(function*() {
 const buildFromDockerfile = (tag: string, labels: Record<string, string>) =>
   Effect.gen(function*() {
     const docker = yield* Docker
-    yield* Console.error(`building ${tag} from box/Dockerfile (${BASE_IMAGE})`)
-    yield* docker.imageBuild(BOX_DIR(), ["Dockerfile", ...engineFiles()], tag, (line) => process.stderr.write(`    ${line}\n`), {
+    const say = yield* reporterCallback
+    yield* report(step("box build", `building ${tag} from box/Dockerfile (${BASE_IMAGE})`))
+    yield* docker.imageBuild(BOX_DIR(), ["Dockerfile", ...engineFiles()], tag, (line) => say(output("box build", line)), {
       ...labels,
       "org.roster.build": "dockerfile"
     }).pipe(Effect.mapError((e) => new BuildError({ detail: e.message })))
@@ -39,7 +41,7 @@ export const imageIsCurrent = (image: string) =>
 export const buildBoxImage = Effect.fn("box.build")(function*(tag: string, offline: boolean) {
   const labels = { "org.roster.engine": "pi", "org.roster.pi-version": pinnedPiVersion(), "org.roster.engine-hash": engineHash() }
   if (!offline && (yield* registryReachable)) return yield* buildFromDockerfile(tag, labels)
-  if (!offline) yield* Console.error(`no container registry answers (${BASE_IMAGE} can't be pulled): building offline`)
+  if (!offline) yield* report(notice(`no container registry answers (${BASE_IMAGE} can't be pulled): building offline`))
   yield* buildOffline(tag, labels)
 })
 

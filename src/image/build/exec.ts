@@ -1,5 +1,6 @@
 import { Effect, Schema } from "effect"
 import { spawn } from "node:child_process"
+import { output, reporterCallback } from "../../report/Reporter.js"
 
 export class StepFailed extends Schema.TaggedError<StepFailed>()("StepFailed", {
   step: Schema.String,
@@ -15,7 +16,7 @@ export class StepFailed extends Schema.TaggedError<StepFailed>()("StepFailed", {
  * for the error). Interrupting the build kills the command.
  */
 export const runStep = (step: string, command: string, args: ReadonlyArray<string>, options: { cwd?: string; quiet?: boolean } = {}) =>
-  Effect.async<void, StepFailed>((resume) => {
+  Effect.flatMap(reporterCallback, (say) => Effect.async<void, StepFailed>((resume) => {
     const child = spawn(command, [...args], { cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } })
     const tail: Array<string> = []
     const onLine = (chunk: Buffer) => {
@@ -23,7 +24,7 @@ export const runStep = (step: string, command: string, args: ReadonlyArray<strin
         if (line.trim() === "") continue
         tail.push(line)
         if (tail.length > 12) tail.shift()
-        if (!options.quiet) process.stderr.write(`    ${line}\n`)
+        if (!options.quiet) say(output(step, line))
       }
     }
     child.stdout.on("data", onLine)
@@ -32,4 +33,4 @@ export const runStep = (step: string, command: string, args: ReadonlyArray<strin
     child.once("close", (code) =>
       resume(code === 0 ? Effect.void : Effect.fail(new StepFailed({ step, detail: `${command} exited ${code}\n${tail.join("\n")}` }))))
     return Effect.sync(() => child.kill("SIGTERM"))
-  })
+  }))

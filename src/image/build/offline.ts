@@ -1,4 +1,5 @@
-import { Console, Effect } from "effect"
+import { Effect } from "effect"
+import { report, step } from "../../report/Reporter.js"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -36,7 +37,7 @@ export const buildOffline = Effect.fn("box.buildOffline")(function*(tag: string,
   )
   const rootfs = path.join(work, "rootfs")
   const started = Date.now()
-  const say = (s: string) => Console.error(`[${Math.round((Date.now() - started) / 1000)}s] ${s}`)
+  const say = (s: string) => report(step("box build", `[${Math.round((Date.now() - started) / 1000)}s] ${s}`))
 
   yield* say(`1/5 Debian ${SUITE} root filesystem (debootstrap from ${mirror})`)
   yield* runStep("debootstrap", "debootstrap", ["--variant=minbase", "--include=git,ca-certificates,bash,coreutils", SUITE, rootfs, mirror])
