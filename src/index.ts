@@ -1,22 +1,82 @@
-/** roster as a library: the run and the services, so another Effect program can embed a box run. */
-export { RosterLive } from "./RosterLive.js"
-export { runOnce, cliExitCode, type RunOutcome, type RunRequest } from "./box/runOnce.js"
+/**
+ * roster as a library: run a worker (the pi coding agent) in a locked-down box from another
+ * Effect program — one-shot runs, warm sessions, the task queue — with the same services the
+ * `roster` CLI uses. Provide {@link RosterLive} (or `RosterTest` from `roster/testing`) once at
+ * your program's edge; providing any one service over it (an engine, a deployment's paths, a
+ * Reporter) replaces it everywhere, since services read each other per call.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Deployment, RosterLive, runOnce } from "roster"
+ *
+ * const program = Effect.gen(function*() {
+ *   yield* Deployment.init({ worker: "alice" })
+ *   return yield* runOnce({ worker: "alice", prompt: "summarise the notes in your store", ceilingMin: 10 })
+ * })
+ * Effect.runPromise(program.pipe(Effect.provide(RosterLive)))
+ * ```
+ * @module
+ */
+import { initDeployment } from "./deployment/init.js"
+
+// The runs.
+export { runOnce, cliExitCode, BlankPrompt, type RunOutcome, type RunRequest } from "./box/runOnce.js"
+export { runSession, type SessionEndReason, type SessionOutcome, type SessionRequest } from "./session/runSession.js"
+export { type SessionMessage, UnpreparableMessage } from "./session/turnContext.js"
+export { containerSpec, type BoxPlan } from "./box/spec.js"
+
+// The task queue, the supervisor and the daemon.
+export { queueTask, PERSON, type TaskRequest } from "./supervisor/queueTask.js"
+export { Supervisor, type SupervisorApi, type TaskFilter } from "./supervisor/Supervisor.js"
+export { restoreStore, StoreRefused, sweepStores } from "./supervisor/storeCare.js"
+export { TaskStore, type NewTask, type TaskStoreEnv } from "./task/TaskStore.js"
+export { NoSuchTask, type TaskOrigin, TaskRecord, TaskRefused, TaskStatus, TaskStoreError } from "./task/TaskRecord.js"
+export { ControlApi } from "./api/ControlApi.js"
 export { runDaemon } from "./daemon/daemon.js"
 export { serveGateway } from "./gateway/server.js"
-export { Docker, type DockerApi } from "./docker/Docker.js"
-export { DockerLive } from "./docker/DockerLive.js"
-export { makeDockerTest, DockerFake } from "./docker/DockerTest.js"
+
+// A deployment and its files.
+export { initDeployment, type InitOptions, type InitResult } from "./deployment/init.js"
+export { Paths, type HostFiles, type RosterPaths, layout } from "./config/Paths.js"
 export { OrgConfig } from "./config/OrgConfig.js"
-export { Paths } from "./config/Paths.js"
-export { RunLog } from "./run/RunLog.js"
-export { ImageStore } from "./box/ImageStore.js"
+export { type Org, OrgSchema, type MountRule, type WorkerSettings } from "./config/schema.js"
+export { ConfigError } from "./config/decode.js"
+export { InvalidChannelName, InvalidWorkerName } from "./config/names.js"
+export { addWorker, UnknownWorker, WorkerExists } from "./worker/workers.js"
+export { RunLog, type RunRecord, RunLogError, type EndedBy } from "./run/RunLog.js"
+export { NoRunRecord, type OpenRecord } from "./run/record.js"
+export { type KnowledgePush, type KnowledgeResult } from "./contract/knowledge.js"
+export { snapshotInfos, type SnapshotInfo, StoreError } from "./box/store.js"
+
+// The services, each a Context.Tag with its live layer.
+export { RosterLive } from "./RosterLive.js"
+export { Docker, type DockerApi, type ContainerSpec, DockerError, DockerUnavailable } from "./docker/Docker.js"
+export { DockerLive } from "./docker/DockerLive.js"
+export { ImageStore, ImageMissing, type ImageStoreEnv } from "./box/ImageStore.js"
 export { Firewall } from "./box/Firewall.js"
-export { Vault } from "./vault/Vault.js"
-export { GatewayProbe } from "./contract/GatewayProbe.js"
+export { Vault, VaultError, type VaultEntry } from "./vault/Vault.js"
+export { GatewayProbe, type Health } from "./contract/GatewayProbe.js"
 export { Dialer } from "./gateway/Dialer.js"
-export { containerSpec } from "./box/spec.js"
-export { Supervisor, type SupervisorApi } from "./supervisor/Supervisor.js"
-export { queueTask, type TaskRequest } from "./supervisor/queueTask.js"
-export { TaskStore } from "./task/TaskStore.js"
-export { TaskRecord, TaskStatus } from "./task/TaskRecord.js"
-export { ControlApi } from "./api/ControlApi.js"
+export { Audit, type AuditRecord } from "./gateway/Audit.js"
+export { LiveRuns } from "./gateway/LiveRuns.js"
+export { HostGit, GitError } from "./knowledge/HostGit.js"
+export { Hurry } from "./run/Hurry.js"
+export { Files } from "./fs/Files.js"
+export { type Report, Reporter, reportLine } from "./report/Reporter.js"
+
+// The errors a run can end with, each naming its fix.
+export { ProvisionError } from "./box/provision.js"
+export { LockdownError } from "./box/lockdownError.js"
+export { InvalidCeiling } from "./box/ceiling.js"
+export { CaMissing } from "./contract/caFiles.js"
+export { KnowledgeError } from "./knowledge/canonical.js"
+
+/** Making a deployment, the way `roster init` does. */
+export const Deployment = {
+  /**
+   * Creates the deployment the current {@link Paths} point at (`ROSTER_HOME`, or the XDG folders):
+   * config, data and state, org.toml with safe defaults, a first worker and the CA. Never overwrites.
+   */
+  init: initDeployment
+} as const

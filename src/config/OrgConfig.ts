@@ -9,22 +9,18 @@ import { type Org, OrgSchema } from "./schema.js"
  * follows edits without a restart, while one run works from one consistent snapshot.
  */
 export class OrgConfig extends Context.Tag("roster/OrgConfig")<OrgConfig, {
-  readonly snapshot: Effect.Effect<Org, ConfigError>
+  readonly snapshot: Effect.Effect<Org, ConfigError, Paths | FileSystem.FileSystem>
 }>() {
-  static readonly layer = Layer.effect(
-    OrgConfig,
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
+  static readonly layer = Layer.succeed(OrgConfig, {
+    snapshot: Effect.gen(function*() {
       const file = layout(yield* Paths).orgToml
-      return {
-        snapshot: readToml(OrgSchema, file, Effect.fail(new ConfigError({
-          file,
-          problems: [{ key: "", problem: "does not exist" }],
-          hint: "create it with safe defaults: roster init"
-        }))).pipe(Effect.provideService(FileSystem.FileSystem, fs))
-      }
+      return yield* readToml(OrgSchema, file, Effect.fail(new ConfigError({
+        file,
+        problems: [{ key: "", problem: "does not exist" }],
+        hint: "create it with safe defaults: roster init"
+      })))
     })
-  )
+  })
 
   static readonly layerTest = (org: Partial<Schema.Schema.Encoded<typeof OrgSchema>> = {}) =>
     Layer.succeed(OrgConfig, { snapshot: Effect.succeed(Schema.decodeUnknownSync(OrgSchema)(org)) })

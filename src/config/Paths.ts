@@ -1,6 +1,13 @@
+import type { FileSystem, Path } from "@effect/platform"
 import { Context, Effect, Layer } from "effect"
 import * as os from "node:os"
 import * as path from "node:path"
+
+/**
+ * What a service reads its files through, per call: the deployment's roots and the file system.
+ * Read per call (never captured when a layer is built), so providing another replaces it everywhere.
+ */
+export type HostFiles = Paths | FileSystem.FileSystem | Path.Path
 
 /** The three roots roster keeps its files under, plus the host user's home (for ~/.pi). */
 export interface RosterPaths {

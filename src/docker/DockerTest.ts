@@ -1,4 +1,4 @@
-import { Clock, Context, Deferred, Effect, Layer, Mailbox, Ref } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Mailbox, PubSub, Queue, Ref, Stream } from "effect"
 import { type ContainerSpec, Docker, DockerError, DockerUnavailable, type ImageInfo, type NetworkInfo } from "./Docker.js"
 
 /** What a scripted box does once started. */
@@ -29,10 +29,30 @@ export interface FakeContainer {
   readonly created: number
 }
 
-export interface FakeCall {
-  readonly op: string
-  readonly arg: unknown
+/** What each engine operation is recorded with. */
+export interface FakeCallArgs {
+  readonly ping: null
+  readonly networkInspect: string
+  readonly networkCreate: unknown
+  readonly networkList: ReadonlyArray<string>
+  readonly networkRemove: string
+  readonly imageInspect: string
+  readonly imagePull: string
+  readonly imageBuild: { readonly contextDir: string; readonly files: ReadonlyArray<string>; readonly tag: string }
+  readonly imageImport: string
+  readonly containerCreate: ContainerSpec
+  readonly containerAttach: string
+  readonly containerWait: string
+  readonly containerStart: string
+  readonly containerKill: { readonly id: string; readonly signal: string | undefined }
+  readonly containerRemove: string
+  readonly containerList: ReadonlyArray<string>
 }
+
+export type FakeOp = keyof FakeCallArgs
+
+/** One call the code under test made, with what it asked for. */
+export type FakeCall = { readonly [K in FakeOp]: { readonly op: K; readonly arg: FakeCallArgs[K] } }[FakeOp]
 
 export interface DockerFakeOptions {
   readonly up?: boolean
@@ -53,7 +73,14 @@ export class DockerFake extends Context.Tag("roster/DockerFake")<DockerFake, {
   readonly containers: Map<string, FakeContainer>
   readonly networks: Map<string, NetworkInfo>
   readonly images: Map<string, ImageInfo>
-  readonly callsOf: (op: string) => Effect.Effect<ReadonlyArray<unknown>>
+  readonly callsOf: <K extends FakeOp>(op: K) => Effect.Effect<ReadonlyArray<FakeCallArgs[K]>>
+  /** Every call as it is made (subscribe before the action that makes it). */
+  readonly events: Stream.Stream<FakeCall>
+  /**
+   * Completes with the first call of `op` (already made, or the next one) that `where` accepts:
+   * a test waits on what the engine was asked, not on a poll.
+   */
+  readonly waitFor: <K extends FakeOp>(op: K, where?: (arg: FakeCallArgs[K]) => boolean) => Effect.Effect<FakeCallArgs[K]>
   /** A running box exits with this code now (as if its process ended on its own). */
   readonly exit: (id: string, code: number) => Effect.Effect<void>
 }>() {}
@@ -77,12 +104,20 @@ export const fakeImage = (created = new Date().toISOString()): ImageInfo => ({ i
 export const makeDockerTest = (options: DockerFakeOptions = {}) =>
   Layer.effectContext(Effect.gen(function*() {
     const calls = yield* Ref.make<ReadonlyArray<FakeCall>>([])
+    const hub = yield* PubSub.unbounded<FakeCall>()
     const containers = new Map<string, FakeContainer>()
     const networks = new Map((options.networks ?? [lockedNetwork()]).map((n) => [n.name, n]))
     const images = new Map(Object.entries(options.images ?? { "roster-box:1": fakeImage() }))
     let counter = 0
-    const record = (op: string, arg: unknown) =>
-      Ref.update(calls, (cs) => [...cs, { op, arg }]).pipe(Effect.zipRight(options.before ? options.before(op, arg) : Effect.void))
+    const record = <K extends FakeOp>(op: K, arg: FakeCallArgs[K]) => {
+      const call = { op, arg } as FakeCall
+      return Ref.update(calls, (cs) => [...cs, call]).pipe(
+        Effect.zipRight(PubSub.publish(hub, call)),
+        Effect.zipRight(options.before ? options.before(op, arg) : Effect.void)
+      )
+    }
+    const callsOf = <K extends FakeOp>(op: K) =>
+      Ref.get(calls).pipe(Effect.map((cs) => cs.filter((c) => c.op === op).map((c) => c.arg as FakeCallArgs[K])))
     // The engine takes a container's id or its name.
     const lookup = (ref: string) => containers.get(ref) ?? [...containers.values()].find((c) => c.spec.name === ref && c.state !== "removed")
     const find = (op: string, id: string) => {
@@ -237,7 +272,19 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
       containers,
       networks,
       images,
-      callsOf: (op) => Ref.get(calls).pipe(Effect.map((cs) => cs.filter((c) => c.op === op).map((c) => c.arg))),
+      callsOf,
+      events: Stream.fromPubSub(hub),
+      waitFor: <K extends FakeOp>(op: K, where: (arg: FakeCallArgs[K]) => boolean = () => true) =>
+        Effect.scoped(Effect.gen(function*() {
+          // Subscribed before looking back, so a call made in between is not missed.
+          const sub = yield* PubSub.subscribe(hub)
+          const past = (yield* callsOf(op)).find(where)
+          if (past !== undefined) return past
+          for (;;) {
+            const next = yield* Queue.take(sub)
+            if (next.op === op && where(next.arg as FakeCallArgs[K])) return next.arg as FakeCallArgs[K]
+          }
+        })),
       exit: (id, code) => Effect.suspend(() => {
         const c = containers.get(id)
         return c && c.state === "running" ? finish(c, code) : Effect.void

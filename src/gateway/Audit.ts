@@ -1,6 +1,6 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Ref } from "effect"
-import { Paths, layout } from "../config/Paths.js"
+import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { Files } from "../fs/Files.js"
 
 export interface AuditRecord {
@@ -27,17 +27,13 @@ const WARN_EVERY_MS = 60_000
  * request it records, but a failing audit log is never silent: it is logged once a minute.
  */
 export class Audit extends Context.Tag("roster/Audit")<Audit, {
-  readonly write: (record: AuditRecord) => Effect.Effect<void>
+  readonly write: (record: AuditRecord) => Effect.Effect<void, never, HostFiles | Files>
 }>() {
   static readonly layer = Layer.effect(
     Audit,
     Effect.gen(function*() {
-      const files = yield* Files
-      const fs = yield* FileSystem.FileSystem
-      const path = yield* Path.Path
-      const dir = layout(yield* Paths).auditDir
       const lastWarned = yield* Ref.make(Number.NEGATIVE_INFINITY)
-      const warn = (detail: string) =>
+      const warn = (dir: string, detail: string) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           const due = yield* Ref.modify(lastWarned, (at) => (now - at >= WARN_EVERY_MS ? [true, now] : [false, at]))
@@ -46,6 +42,10 @@ export class Audit extends Context.Tag("roster/Audit")<Audit, {
       return {
         write: (record) =>
           Effect.gen(function*() {
+            const files = yield* Files
+            const fs = yield* FileSystem.FileSystem
+            const path = yield* Path.Path
+            const dir = layout(yield* Paths).auditDir
             const now = new Date(yield* Clock.currentTimeMillis)
             const line = `${JSON.stringify({ time: now.toISOString(), ...record })}\n`
             const file = path.join(dir, `${now.toISOString().slice(0, 10)}.jsonl`)
@@ -55,7 +55,7 @@ export class Audit extends Context.Tag("roster/Audit")<Audit, {
                 e.reason === "NotFound"
                   ? fs.makeDirectory(dir, { recursive: true, mode: 0o700 }).pipe(Effect.zipRight(files.append(file, line, 0o600)))
                   : Effect.fail(e)),
-              Effect.catchAll((e) => warn(e.message))
+              Effect.catchAll((e) => warn(dir, e.message))
             )
           })
       }

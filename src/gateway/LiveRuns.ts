@@ -7,13 +7,12 @@ import { Docker } from "../docker/Docker.js"
  * runner killed with -9) opens nothing once its container is gone.
  */
 export class LiveRuns extends Context.Tag("roster/LiveRuns")<LiveRuns, {
-  readonly isLive: (runId: string) => Effect.Effect<boolean>
+  readonly isLive: (runId: string) => Effect.Effect<boolean, never, Docker>
 }>() {
   /** Asks the engine, remembering a "yes" for half a second so a busy box costs one list call per 500 ms. */
   static readonly layer = Layer.effect(
     LiveRuns,
-    Effect.gen(function*() {
-      const docker = yield* Docker
+    Effect.sync(() => {
       const seen = new Map<string, number>()
       return {
         isLive: (runId) =>
@@ -21,7 +20,7 @@ export class LiveRuns extends Context.Tag("roster/LiveRuns")<LiveRuns, {
             const now = yield* Clock.currentTimeMillis
             const at = seen.get(runId)
             if (at !== undefined && now - at < 500) return true
-            const list = yield* docker.containerList([`${LABEL_RUN_ID}=${runId}`]).pipe(Effect.orElseSucceed(() => []))
+            const list = yield* (yield* Docker).containerList([`${LABEL_RUN_ID}=${runId}`]).pipe(Effect.orElseSucceed(() => []))
             const live = list.some((c) => c.state === "running" || c.state === "created")
             if (live) seen.set(runId, now)
             else seen.delete(runId)

@@ -1,6 +1,7 @@
 import type { FileSystem, Path } from "@effect/platform"
 import type { OrgConfig } from "../config/OrgConfig.js"
 import type { Paths } from "../config/Paths.js"
+import type { Docker } from "../docker/Docker.js"
 import type { Files } from "../fs/Files.js"
 import type { HostGit } from "../knowledge/HostGit.js"
 import type { RunLog } from "../run/RunLog.js"
@@ -11,4 +12,4 @@ import type { Dialer } from "./Dialer.js"
 import type { LiveRuns } from "./LiveRuns.js"
 
 /** The services a gateway request handler runs with. */
-export type GatewayEnv = OrgConfig | Dialer | Paths | LiveRuns | Vault | Audit | Files | HostGit | RunLog | TaskStore | FileSystem.FileSystem | Path.Path
+export type GatewayEnv = OrgConfig | Docker | Dialer | Paths | LiveRuns | Vault | Audit | Files | HostGit | RunLog | TaskStore | FileSystem.FileSystem | Path.Path

@@ -68,6 +68,7 @@ export const finishRepos = Effect.fn("knowledge.finish")(function*(worker: strin
   const results: Array<KnowledgeResult> = []
   for (const c of checkouts) results.push(yield* backstop(c, runId))
   const dir = layout(yield* Paths).runReposDir(worker, runId)
+  if (!(yield* fs.exists(dir).pipe(Effect.orElseSucceed(() => false)))) return results
   yield* fs.remove(dir, { recursive: true }).pipe(
     Effect.catchAll((e) => Effect.logWarning(`run ${runId}: its repo clones could not be removed (${e.message}): rm -rf ${dir}`))
   )

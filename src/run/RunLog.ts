@@ -1,6 +1,5 @@
-import { FileSystem, Path } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { Paths, layout } from "../config/Paths.js"
+import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { KnowledgePush, KnowledgeResult } from "../contract/knowledge.js"
 import { runFiles } from "../contract/runFiles.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
@@ -70,74 +69,64 @@ export interface RunEnd {
   readonly extra?: Partial<RunRecord>
 }
 
-/** `run.json` of each run: written at start, rewritten at the end, never lost to a half write. */
-export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
-  readonly runDir: (worker: string, runId: string) => string
-  readonly start: (run: RunStart) => Effect.Effect<RunRecord, RunLogError>
-  readonly update: (worker: string, runId: string, patch: Partial<RunRecord>) => Effect.Effect<void, RunLogError>
-  readonly finish: (worker: string, runId: string, end: RunEnd) => Effect.Effect<RunRecord, RunLogError>
-  readonly read: (worker: string, runId: string) => Effect.Effect<RunRecord | undefined>
-}>() {
-  static readonly layer = Layer.effect(
-    RunLog,
-    Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const path = yield* Path.Path
-      const files = layout(yield* Paths)
-      const ctx = Context.make(FileSystem.FileSystem, fs).pipe(Context.add(Path.Path, path))
-      const fileOf = (worker: string, runId: string) => runFiles(files.runDir(worker, runId)).record
-      const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
-      const write = (file: string, record: RunRecord) =>
-        writeJson(file, record).pipe(
-          Effect.mapError((e) => new RunLogError({ file, detail: e.message })),
-          Effect.provide(ctx)
-        )
-      const read = (worker: string, runId: string) =>
-        readJsonOptional(fileOf(worker, runId)).pipe(
-          Effect.map((raw) => Schema.decodeUnknownOption(RunRecord)(raw)),
-          Effect.map((o) => (o._tag === "Some" ? o.value : undefined)),
-          Effect.provide(ctx)
-        )
-      const modify = (worker: string, runId: string, f: (r: RunRecord) => Effect.Effect<RunRecord>) =>
-        Effect.gen(function*() {
-          const file = fileOf(worker, runId)
-          const current = yield* read(worker, runId)
-          if (!current) return yield* Effect.fail(new RunLogError({ file, detail: "no run record to update" }))
-          const next = yield* f(current)
-          yield* write(file, next)
-          return next
-        })
-      return {
-        runDir: files.runDir,
-        start: (run) =>
-          Effect.gen(function*() {
-            const record: RunRecord = {
-              run_id: run.runId,
-              worker: run.worker,
-              kind: run.kind,
-              task_id: run.taskId ?? null,
-              started_at: yield* now,
-              finished_at: null,
-              ended_by: null,
-              exit_code: null,
-              error: null
-            }
-            yield* write(fileOf(run.worker, run.runId), record)
-            return record
-          }),
-        update: (worker, runId, patch) => modify(worker, runId, (r) => Effect.succeed({ ...r, ...patch })).pipe(Effect.asVoid),
-        finish: (worker, runId, end) =>
-          modify(worker, runId, (r) =>
-            now.pipe(Effect.map((finished_at) => ({
-              ...r,
-              ...end.extra,
-              finished_at,
-              ended_by: end.endedBy,
-              exit_code: end.exitCode,
-              error: end.error ?? null
-            })))),
-        read
-      }
-    })
+const recordFile = (worker: string, runId: string) => Effect.map(Paths, (p) => runFiles(layout(p).runDir(worker, runId)).record)
+const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
+
+const writeRecord = (file: string, record: RunRecord) =>
+  writeJson(file, record).pipe(Effect.mapError((e) => new RunLogError({ file, detail: e.message })))
+
+const readRecord = (worker: string, runId: string) =>
+  recordFile(worker, runId).pipe(
+    Effect.flatMap(readJsonOptional),
+    Effect.map((raw) => Schema.decodeUnknownOption(RunRecord)(raw)),
+    Effect.map((o) => (o._tag === "Some" ? o.value : undefined))
   )
+
+const modifyRecord = (worker: string, runId: string, f: (r: RunRecord) => Effect.Effect<RunRecord>) =>
+  Effect.gen(function*() {
+    const file = yield* recordFile(worker, runId)
+    const current = yield* readRecord(worker, runId)
+    if (!current) return yield* Effect.fail(new RunLogError({ file, detail: "no run record to update" }))
+    const next = yield* f(current)
+    yield* writeRecord(file, next)
+    return next
+  })
+
+/** `run.json` of each run: written at start, rewritten at the end, never lost to a half write. Reads the deployment per call. */
+export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
+  readonly start: (run: RunStart) => Effect.Effect<RunRecord, RunLogError, HostFiles>
+  readonly update: (worker: string, runId: string, patch: Partial<RunRecord>) => Effect.Effect<void, RunLogError, HostFiles>
+  readonly finish: (worker: string, runId: string, end: RunEnd) => Effect.Effect<RunRecord, RunLogError, HostFiles>
+  readonly read: (worker: string, runId: string) => Effect.Effect<RunRecord | undefined, never, HostFiles>
+}>() {
+  static readonly layer = Layer.succeed(RunLog, {
+    start: (run) =>
+      Effect.gen(function*() {
+        const record: RunRecord = {
+          run_id: run.runId,
+          worker: run.worker,
+          kind: run.kind,
+          task_id: run.taskId ?? null,
+          started_at: yield* now,
+          finished_at: null,
+          ended_by: null,
+          exit_code: null,
+          error: null
+        }
+        yield* writeRecord(yield* recordFile(run.worker, run.runId), record)
+        return record
+      }),
+    update: (worker, runId, patch) => modifyRecord(worker, runId, (r) => Effect.succeed({ ...r, ...patch })).pipe(Effect.asVoid),
+    finish: (worker, runId, end) =>
+      modifyRecord(worker, runId, (r) =>
+        now.pipe(Effect.map((finished_at) => ({
+          ...r,
+          ...end.extra,
+          finished_at,
+          ended_by: end.endedBy,
+          exit_code: end.exitCode,
+          error: end.error ?? null
+        })))),
+    read: readRecord
+  })
 }

@@ -1,4 +1,5 @@
-import { Cause, Effect, Exit, Ref, Schema } from "effect"
+import { Cause, Context, Effect, Exit, Ref, Schema } from "effect"
+import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { appendJournal } from "../journal/journal.js"
 import { causeText } from "./causeText.js"
 import { type RunEnd, RunLog, type RunRecord, type RunStart } from "./RunLog.js"
@@ -45,6 +46,9 @@ const holdRecord = <E, R>(
 ) =>
   Effect.gen(function*() {
     const runLog = yield* RunLog
+    // The record is this run's: it keeps the deployment it was opened in, whatever its callers provide later.
+    const files = yield* Effect.context<HostFiles>()
+    const runDir = layout(Context.get(files, Paths)).runDir(worker, runId)
     const settled = yield* Ref.make<RunEnd | undefined>(undefined)
     const logFailure = (what: string) => (e: { readonly message: string }) =>
       Effect.logError(`run ${runId}: could not ${what} run.json: ${e.message}`)
@@ -52,8 +56,8 @@ const holdRecord = <E, R>(
       begin.pipe(Effect.as({
         runId,
         worker,
-        runDir: runLog.runDir(worker, runId),
-        note: (patch) => runLog.update(worker, runId, patch).pipe(Effect.catchAll(logFailure("update"))),
+        runDir,
+        note: (patch) => runLog.update(worker, runId, patch).pipe(Effect.catchAll(logFailure("update")), Effect.provide(files)),
         settle: (end) => Ref.set(settled, end)
       } satisfies OpenRecord)),
       (_, exit) =>

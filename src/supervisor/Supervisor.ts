@@ -108,10 +108,10 @@ const make = Effect.gen(function*() {
   return {
     add: (req) => use(queueTask(req, PERSON)).pipe(Effect.tap(() => wake)),
     list: (filter) =>
-      store.list.pipe(Effect.map((ts) =>
+      use(store.list.pipe(Effect.map((ts) =>
         ts.filter((t) => (filter.worker === undefined || t.worker === filter.worker) && (filter.status === undefined || t.status === filter.status))
-      )),
-    show: (taskId) => store.get(taskId).pipe(Effect.flatMap((t) => (t ? Effect.succeed(t) : Effect.fail(new NoSuchTask({ taskId }))))),
+      ))),
+    show: (taskId) => use(store.get(taskId).pipe(Effect.flatMap((t) => (t ? Effect.succeed(t) : Effect.fail(new NoSuchTask({ taskId })))))),
     cancel: (taskId) =>
       use(Effect.gen(function*() {
         const t = yield* store.get(taskId)

@@ -1,6 +1,6 @@
-import { FileSystem, Path } from "@effect/platform"
+import { FileSystem } from "@effect/platform"
 import { Context, Effect, Layer, Schema } from "effect"
-import { Paths, layout } from "../config/Paths.js"
+import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
 export class VaultError extends Schema.TaggedError<VaultError>()("VaultError", { detail: Schema.String }) {
@@ -18,56 +18,56 @@ export type VaultEntry = Readonly<Record<string, unknown>>
  * Stored credentials (data/vault: dir 0700, files 0600, written atomically). Only the host
  * side reads them: the gateway to inject, the provisioner to shape sentinels. Never a box.
  */
+const vaultFile = (name: string) => Effect.map(Paths, (p) => `${layout(p).vaultDir}/${name}.json`)
+
+const getEntry = (name: string) =>
+  isConnectionName(name)
+    ? vaultFile(name).pipe(
+      Effect.flatMap(readJsonOptional),
+      Effect.map((v) => (v && typeof v === "object" && !Array.isArray(v) ? v as VaultEntry : undefined))
+    )
+    : Effect.succeed(undefined)
+
 export class Vault extends Context.Tag("roster/Vault")<Vault, {
-  readonly get: (name: string) => Effect.Effect<VaultEntry | undefined>
-  readonly put: (name: string, entry: VaultEntry) => Effect.Effect<void, VaultError>
-  readonly remove: (name: string) => Effect.Effect<boolean, VaultError>
-  readonly list: Effect.Effect<ReadonlyArray<{ readonly name: string; readonly entry: VaultEntry }>>
+  readonly get: (name: string) => Effect.Effect<VaultEntry | undefined, never, HostFiles>
+  readonly put: (name: string, entry: VaultEntry) => Effect.Effect<void, VaultError, HostFiles>
+  readonly remove: (name: string) => Effect.Effect<boolean, VaultError, HostFiles>
+  readonly list: Effect.Effect<ReadonlyArray<{ readonly name: string; readonly entry: VaultEntry }>, never, HostFiles>
 }>() {
-  static readonly layer = Layer.effect(
-    Vault,
-    Effect.gen(function*() {
-      const dir = layout(yield* Paths).vaultDir
+  /** Reads the deployment's vault folder per call. */
+  static readonly layer = Layer.succeed(Vault, {
+    get: getEntry,
+    put: (name, entry) =>
+      isConnectionName(name)
+        ? Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          const dir = layout(yield* Paths).vaultDir
+          yield* fs.makeDirectory(dir, { recursive: true, mode: 0o700 })
+          yield* fs.chmod(dir, 0o700)
+          yield* writeJson(yield* vaultFile(name), entry, 0o600)
+        }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
+        : Effect.fail(new VaultError({ detail: `"${name}" is not a connection name (a-z, 0-9, ".", "_", "-")` })),
+    remove: (name) =>
+      isConnectionName(name)
+        ? Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          const file = yield* vaultFile(name)
+          if (!(yield* fs.exists(file))) return false
+          yield* fs.remove(file)
+          return true
+        }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
+        : Effect.succeed(false),
+    list: Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
-      const path = yield* Path.Path
-      const ctx = yield* Effect.context<FileSystem.FileSystem | Path.Path>()
-      const fileOf = (name: string) => path.join(dir, `${name}.json`)
-      const get = (name: string) =>
-        isConnectionName(name)
-          ? readJsonOptional(fileOf(name)).pipe(
-            Effect.map((v) => (v && typeof v === "object" && !Array.isArray(v) ? v as VaultEntry : undefined)),
-            Effect.provide(ctx)
-          )
-          : Effect.succeed(undefined)
-      const ensureDir = fs.makeDirectory(dir, { recursive: true, mode: 0o700 }).pipe(Effect.zipRight(fs.chmod(dir, 0o700)))
-      return {
-        get,
-        put: (name, entry) =>
-          isConnectionName(name)
-            ? ensureDir.pipe(
-              Effect.zipRight(writeJson(fileOf(name), entry, 0o600)),
-              Effect.mapError((e) => new VaultError({ detail: e.message })),
-              Effect.provide(ctx)
-            )
-            : Effect.fail(new VaultError({ detail: `"${name}" is not a connection name (a-z, 0-9, ".", "_", "-")` })),
-        remove: (name) =>
-          isConnectionName(name)
-            ? fs.exists(fileOf(name)).pipe(
-              Effect.flatMap((present) => (present ? fs.remove(fileOf(name)).pipe(Effect.as(true)) : Effect.succeed(false))),
-              Effect.mapError((e) => new VaultError({ detail: e.message }))
-            )
-            : Effect.succeed(false),
-        list: fs.readDirectory(dir).pipe(
-          Effect.orElseSucceed(() => [] as Array<string>),
-          Effect.flatMap((files) =>
-            Effect.forEach(files.filter((f) => f.endsWith(".json")).sort(), (f) =>
-              get(f.slice(0, -5)).pipe(Effect.map((entry) => (entry ? [{ name: f.slice(0, -5), entry }] : []))))
-          ),
-          Effect.map((xs) => xs.flat())
-        )
+      const names = yield* fs.readDirectory(layout(yield* Paths).vaultDir).pipe(Effect.orElseSucceed(() => [] as Array<string>))
+      const out: Array<{ readonly name: string; readonly entry: VaultEntry }> = []
+      for (const f of names.filter((n) => n.endsWith(".json")).sort()) {
+        const entry = yield* getEntry(f.slice(0, -5))
+        if (entry) out.push({ name: f.slice(0, -5), entry })
       }
+      return out
     })
-  )
+  })
 
   static readonly layerTest = (entries: Record<string, VaultEntry>) =>
     Layer.sync(Vault, () => {

@@ -1,3 +1,4 @@
+import { makeDockerTest } from "../../src/docker/DockerTest.js"
 import { HostGit } from "../../src/knowledge/HostGit.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
@@ -66,7 +67,7 @@ const serve = (paths: ReturnType<typeof deployment>, dialer: Layer.Layer<Dialer>
   serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(
     Effect.provide(
       Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer, RunLog.layer, TaskStore.layer).pipe(
-        Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths)))
+        Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest()))
       )
     )
   )

@@ -1,3 +1,4 @@
+import { makeDockerTest } from "../../src/docker/DockerTest.js"
 import { HostGit } from "../../src/knowledge/HostGit.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
@@ -75,7 +76,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       Audit.layer,
       RunLog.layer,
       TaskStore.layer
-    ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths))))
+    ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest())))
     scope = Effect.runSync(Scope.make())
     port = (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(layer), Scope.extend(scope)))).port
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")

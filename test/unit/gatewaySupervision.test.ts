@@ -1,3 +1,4 @@
+import { makeDockerTest } from "../../src/docker/DockerTest.js"
 import { HostGit } from "../../src/knowledge/HostGit.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
@@ -54,7 +55,7 @@ describe("a supervised gateway (real listener on loopback)", () => {
       const logged: Array<string> = []
       const logger = Logger.make(({ cause, message }) => void logged.push(`${String(message)} ${cause._tag === "Empty" ? "" : String(cause)}`))
       const layer = Layer.mergeAll(OrgConfig.layer, flakyVault, Dialer.layer, LiveRuns.layerTest(() => true), Audit.layerMemory(audited), RunLog.layer, TaskStore.layer).pipe(
-        Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths)))
+        Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest()))
       )
       yield* Effect.gen(function*() {
         const { port } = yield* serveGateway({ addrs: ["127.0.0.1"], port: 0 })
@@ -96,7 +97,7 @@ describe("a supervised gateway (real listener on loopback)", () => {
         yield* audit.write(record)
         expect(logged.filter((l) => l.includes("audit log cannot be written"))).toHaveLength(2)
       }).pipe(
-        Effect.provide(Audit.layer.pipe(Layer.provide(Layer.mergeAll(failingFiles, NodeContext.layer, Paths.layerAt(paths))))),
+        Effect.provide(Audit.layer.pipe(Layer.provideMerge(Layer.mergeAll(failingFiles, NodeContext.layer, Paths.layerAt(paths))))),
         Effect.provide(Logger.replace(Logger.defaultLogger, logger))
       )
     }))

@@ -5,7 +5,7 @@ import * as path from "node:path"
 import { listSnapshots } from "../../src/box/store.js"
 import { runOnce } from "../../src/box/runOnce.js"
 import { layout } from "../../src/config/Paths.js"
-import { DockerFake } from "../../src/docker/DockerTest.js"
+import { type FakeOp, DockerFake } from "../../src/docker/DockerTest.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { eventually, tempPaths, unitLayer, writeFixture } from "../support/harness.js"
 
@@ -52,7 +52,7 @@ const ended = <A, E>(fiber: Fiber.Fiber<A, E>, ms = 3000) =>
 
 describe("openBox: a run is a scoped resource (Docker test layer)", () => {
   // Each step of opening a box, held where the fake engine (or the run) is when the interrupt lands.
-  const steps: ReadonlyArray<readonly [string, string]> = [
+  const steps: ReadonlyArray<readonly [string, FakeOp | "running"]> = [
     ["during the lockdown", "networkInspect"],
     ["after the token, before the container", "containerCreate"],
     ["after create, before start", "containerAttach"],
@@ -73,7 +73,7 @@ describe("openBox: a run is a scoped resource (Docker test layer)", () => {
         const fiber = yield* Effect.fork(runOnce({ worker: "alice", prompt: "work" }))
         yield* eventually(op === "running"
           ? Effect.sync(() => [...fake.containers.values()].some((c) => c.state === "running"))
-          : Effect.map(fake.callsOf(op), (calls) => calls.length > 0), `the run to reach ${op}`)
+          : fake.waitFor(op).pipe(Effect.as(true)), `the run to reach ${op}`)
         const exit = yield* Fiber.interrupt(fiber)
         expect(Exit.isInterrupted(exit)).toBe(true)
         yield* expectEndedBySignal(paths)

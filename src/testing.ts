@@ -1,0 +1,165 @@
+/**
+ * `roster/testing`: roster with a fake engine, for tests of programs that embed it (and for
+ * roster's own). {@link RosterTest} is every service roster needs over a temporary deployment,
+ * with the Docker test layer, a firewall that records, a gateway probe that answers as that
+ * deployment, and a Reporter that keeps what was said.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { runOnce } from "roster"
+ * import { RosterTest } from "roster/testing"
+ *
+ * const outcome = await Effect.runPromise(
+ *   runOnce({ worker: "alice", prompt: "hello", ceilingMin: 1 }).pipe(Effect.provide(RosterTest()))
+ * )
+ * ```
+ * @module
+ */
+import { FileSystem } from "@effect/platform"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import { ConfigProvider, type Deferred, Effect, Layer } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Firewall, type FirewallTool } from "./box/Firewall.js"
+import { ImageStore } from "./box/ImageStore.js"
+import { OrgConfig } from "./config/OrgConfig.js"
+import { Paths, type RosterPaths, layout } from "./config/Paths.js"
+import { GatewayProbe, type Health } from "./contract/GatewayProbe.js"
+import { initDeployment } from "./deployment/init.js"
+import { type DockerFakeOptions, makeDockerTest } from "./docker/DockerTest.js"
+import { Files } from "./fs/Files.js"
+import { Audit } from "./gateway/Audit.js"
+import { LiveRuns } from "./gateway/LiveRuns.js"
+import { HostGit } from "./knowledge/HostGit.js"
+import { Reporter } from "./report/Reporter.js"
+import { Hurry } from "./run/Hurry.js"
+import { RunLog } from "./run/RunLog.js"
+import { TaskStore } from "./task/TaskStore.js"
+import { Vault, type VaultEntry } from "./vault/Vault.js"
+
+export {
+  type ContainerScript,
+  DockerFake,
+  type DockerFakeOptions,
+  type FakeCall,
+  type FakeCallArgs,
+  type FakeContainer,
+  type FakeOp,
+  fakeImage,
+  lockedNetwork,
+  makeDockerTest
+} from "./docker/DockerTest.js"
+export { FirewallLog } from "./box/Firewall.js"
+export { GitLog } from "./knowledge/HostGit.js"
+export { ReportLog } from "./report/Reporter.js"
+
+/** How a test deployment behaves. Every field is optional. */
+export interface RosterTestOptions {
+  /** The fake engine: scripted boxes, images, networks, failures. */
+  readonly docker?: DockerFakeOptions
+  /** What the gateway's /healthz answers on a port (default: this deployment's gateway, up). */
+  readonly health?: (port: number) => Health | undefined
+  /** Whether an iptables call succeeds (default: all do). */
+  readonly firewall?: (tool: FirewallTool, args: ReadonlyArray<string>) => boolean
+  /** What an iptables listing (-S) prints (default: nothing). */
+  readonly firewallListing?: (tool: FirewallTool, args: ReadonlyArray<string>) => string | undefined
+  /** The process environment roster's Config sees (default: a stand-in ANTHROPIC_API_KEY, so runs have a model credential). */
+  readonly env?: Record<string, string>
+  /** Stored connections, kept in memory (default: the deployment's real, empty vault). */
+  readonly vault?: Record<string, VaultEntry>
+  /** Completing it plays a person's second Ctrl-C (cuts long clean-up short). */
+  readonly hurry?: Deferred.Deferred<void>
+  /** Replaces some FileSystem calls (to fail or hold them); the rest are the real ones. */
+  readonly fs?: (real: FileSystem.FileSystem) => Partial<FileSystem.FileSystem>
+}
+
+/** The stand-in model key a test deployment's environment holds: never a real one, and never in a box (the box gets the sentinel). */
+export const TEST_MODEL_KEY = "sk-ant-roster-test-not-a-real-key"
+
+/** Fresh roots under a new temp folder, laid out as `ROSTER_HOME` would lay them (the host user's home inside it). */
+export const tempDeployment = (prefix = "roster-test-"): RosterPaths => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+  const home = path.join(root, "home")
+  fs.mkdirSync(home, { recursive: true })
+  return { ...Paths.fromEnv({ ROSTER_HOME: root, HOME: home }), home }
+}
+
+const fileSystem = (override: RosterTestOptions["fs"]) =>
+  override
+    ? Layer.effect(FileSystem.FileSystem, Effect.map(FileSystem.FileSystem, (real) => ({ ...real, ...override(real) }))).pipe(
+      Layer.provide(NodeFileSystem.layer)
+    )
+    : NodeFileSystem.layer
+
+/**
+ * Every service roster needs, over an existing deployment at `paths`, with the fakes of
+ * {@link RosterTestOptions}. Nothing is written until something runs.
+ */
+export const rosterTestServices = (paths: RosterPaths, o: RosterTestOptions = {}) => {
+  const base = Layer.mergeAll(
+    NodePath.layer,
+    fileSystem(o.fs),
+    Files.layer,
+    o.hurry ? Hurry.layerTest(o.hurry) : Hurry.layerNever,
+    Paths.layerAt(paths),
+    makeDockerTest(o.docker),
+    GatewayProbe.layerTest(o.health ?? (() => ({ ok: true, config_root: paths.config, version: "test" }))),
+    Firewall.layerTest(o.firewall, o.firewallListing),
+    HostGit.layerTest,
+    Reporter.layerCollect
+  )
+  const services = Layer.mergeAll(
+    OrgConfig.layer,
+    RunLog.layer,
+    ImageStore.layer,
+    o.vault ? Vault.layerTest(o.vault) : Vault.layer,
+    LiveRuns.layer,
+    Audit.layer,
+    TaskStore.layer
+  )
+  return Layer.mergeAll(
+    services.pipe(Layer.provideMerge(base)),
+    Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(o.env ?? { ANTHROPIC_API_KEY: TEST_MODEL_KEY }))))
+  )
+}
+
+/** The gateway a test deployment has "running": its state file, as `roster server start` leaves it. */
+const recordTestGateway = (paths: RosterPaths) =>
+  Effect.sync(() => {
+    const files = layout(paths)
+    fs.mkdirSync(paths.state, { recursive: true })
+    fs.writeFileSync(files.gatewayJson, JSON.stringify({
+      port: 7300,
+      addrs: ["127.0.0.1", "172.30.0.1"],
+      pid: process.pid,
+      config_root: paths.config,
+      version: "test",
+      started_at: new Date().toISOString()
+    }))
+  })
+
+/**
+ * A whole test deployment: made with {@link initDeployment} in a fresh temp folder (org.toml,
+ * worker `alice`, the CA), its gateway recorded as running, and every service roster needs
+ * over it with the fakes of {@link RosterTestOptions}.
+ */
+export const RosterTest = (options: RosterTestOptions & {
+  /** The deployment's roots (default: a fresh temp folder). */
+  readonly paths?: RosterPaths
+  /** org.toml (default: the image the fake engine has, and the egress lockdown on — the fake firewall accepts it). */
+  readonly orgToml?: string
+  /** Workers to create besides the first (default: just "alice"). */
+  readonly workers?: ReadonlyArray<string>
+} = {}) => {
+  const paths = options.paths ?? tempDeployment()
+  const services = rosterTestServices(paths, options)
+  const made = Layer.effectDiscard(Effect.gen(function*() {
+    yield* initDeployment({ worker: options.workers?.[0] ?? "alice", orgToml: options.orgToml ?? "[engine]\nimage = \"roster-box:1\"\n[box]\negress_lockdown = true\n" })
+    for (const w of (options.workers ?? []).slice(1)) yield* initDeployment({ worker: w })
+    yield* recordTestGateway(paths)
+  }))
+  return Layer.provideMerge(made, services)
+}

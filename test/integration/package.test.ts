@@ -1,0 +1,101 @@
+import Dockerode from "dockerode"
+import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { collect, freePort } from "../support/deployment.js"
+import { spawn } from "node:child_process"
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
+const docker = new Dockerode()
+
+/** A command's stdout; a non-zero exit fails with its stderr. Asynchronous: npm takes a while, and the test runner must stay responsive. */
+const run = async (cmd: string, args: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv = process.env) => {
+  const r = await collect(spawn(cmd, [...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"] }))
+  if (r.code !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${r.code}:\n${r.stderr}`)
+  return r.stdout
+}
+
+/**
+ * roster as people get it: the package `npm pack` makes (built by globalSetup), installed into a
+ * project of its own and globally — never imported from src/.
+ */
+describe("the packed package", () => {
+  let work: string
+  let tarball: string
+
+  beforeAll(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), "roster-pack-"))
+    await run("npm", ["pack", "--silent", "--pack-destination", work], root)
+    const [name] = fs.readdirSync(work).filter((f) => f.endsWith(".tgz"))
+    tarball = path.join(work, name ?? "")
+  }, 120_000)
+
+  afterAll(() => {
+    fs.rmSync(work, { recursive: true, force: true })
+  })
+
+  it("holds the library, the CLI and the box files, and nothing of the tests or the engine's installed modules", async () => {
+    const listed = (await run("tar", ["-tzf", tarball], work)).split("\n")
+    for (const f of ["package/dist/src/index.js", "package/dist/src/index.d.ts", "package/dist/src/testing.js", "package/dist/roster.mjs",
+      "package/bin/roster.js", "package/box/Dockerfile", "package/box/extensions/knowledge_push.ts", "package/box/scripted/run-pi"]) {
+      expect(listed, f).toContain(f)
+    }
+    expect(listed.filter((f) => /^package\/(test|src|box\/engine\/node_modules)\//.test(f))).toEqual([])
+    expect(fs.statSync(tarball).size).toBeLessThan(5 * 1024 * 1024)
+  })
+
+  it("an embedder installs it, compiles examples/embed.ts against its types, and runs it against RosterTest", async () => {
+    const project = path.join(work, "embedder")
+    fs.mkdirSync(project)
+    fs.writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "embedder", private: true, type: "module" }))
+    // effect and @effect/* are peer dependencies: npm installs them beside roster, one copy for both.
+    await run("npm", ["install", tarball, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], project)
+    const effects = (await run("npm", ["ls", "effect", "--all", "--parseable"], project)).trim().split("\n").filter((l) => l.endsWith("/effect"))
+    expect(effects).toEqual([path.join(project, "node_modules", "effect")])
+    fs.copyFileSync(path.join(root, "examples", "embed.ts"), path.join(project, "embed.ts"))
+    fs.writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify({
+      compilerOptions: {
+        target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, exactOptionalPropertyTypes: true,
+        skipLibCheck: true, outDir: "out", typeRoots: [path.join(root, "node_modules", "@types")], types: ["node"]
+      },
+      include: ["embed.ts"]
+    }))
+    await run(process.execPath, [path.join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"], project)
+    const out = await run(process.execPath, ["out/embed.js"], project)
+    expect(out).toContain(`one-shot: ended by exit, exit 0, said "hello from a fake box"`)
+    expect(out).toContain("interrupted: 0 box(es) still running")
+    expect(out).toContain("session: 2 turns, ended closed: you said: first / you said: second")
+  }, 300_000)
+
+  it("npm i -g installs a roster that inits, builds a box image from its own files and serves, from any folder", async () => {
+    const prefix = path.join(work, "global")
+    await run("npm", ["install", "--global", "--prefix", prefix, tarball, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], work)
+    const bin = path.join(prefix, "bin", "roster")
+    const home = path.join(work, "home")
+    const env = { ...process.env, ROSTER_HOME: home, HOME: home }
+    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), "roster-cwd-"))
+    expect(await run(bin, ["--version"], elsewhere, env)).toMatch(/\d+\.\d+\.\d+/)
+    expect(await run(bin, ["init"], elsewhere, env)).toContain("created")
+    const tag = `roster-pack-test:${crypto.randomBytes(3).toString("hex")}`
+    try {
+      await run(bin, ["box", "build-scripted", "--tag", tag], elsewhere, env)
+      expect((await docker.getImage(tag).inspect()).Config.Labels?.["org.roster.engine"]).toBe("scripted")
+    } finally {
+      await docker.getImage(tag).remove({ force: true }).catch(() => undefined)
+    }
+    const port = await freePort()
+    const org = path.join(home, "config", "org.toml")
+    fs.writeFileSync(org, fs.readFileSync(org, "utf8").replace(/^port = \d+$/m, `port = ${port}`))
+    const started = await collect(spawn(bin, ["server", "start"], { cwd: elsewhere, env, stdio: ["ignore", "pipe", "pipe"] }))
+    try {
+      expect(started.code, started.stderr).toBe(0)
+      const status = JSON.parse(await run(bin, ["server", "status", "--json"], elsewhere, env))
+      expect(status.config_root).toBe(path.join(home, "config"))
+    } finally {
+      await collect(spawn(bin, ["server", "stop"], { cwd: elsewhere, env, stdio: ["ignore", "pipe", "pipe"] }))
+    }
+  }, 300_000)
+})
