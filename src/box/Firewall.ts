@@ -10,6 +10,7 @@ const invoke = (tool: FirewallTool, args: ReadonlyArray<string>) =>
     return Effect.sync(() => child.kill())
   })
 
+/** The iptables calls the test firewall was asked to make, in order. */
 export class FirewallLog extends Context.Tag("roster/FirewallLog")<FirewallLog, Ref.Ref<ReadonlyArray<string>>>() {}
 
 /** One iptables/ip6tables invocation at a time; true when it exited 0. Test layer: records and answers. */

@@ -5,6 +5,7 @@ import { Docker, type DockerError } from "../docker/Docker.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 import { notice, progress, progressDone, Reporter, reporterCallback } from "../report/Reporter.js"
 
+/** The box image is not there and cannot be pulled, with how to build it. */
 export class ImageMissing extends Schema.TaggedError<ImageMissing>()("ImageMissing", {
   image: Schema.String,
   detail: Schema.String
@@ -72,6 +73,7 @@ const pull = (file: string, image: string, present: boolean) =>
     }
   })
 
+/** The box image: present, and pulled within a day when it comes from a registry (one download at a time). */
 export class ImageStore extends Context.Tag("roster/ImageStore")<ImageStore, {
   /** Present and reasonably current; `force` pulls a registry image even within the TTL. */
   readonly ensure: (image: string, options?: { readonly force?: boolean }) => Effect.Effect<void, ImageMissing | DockerError, ImageStoreEnv>

@@ -1,5 +1,6 @@
 import { Duration, Effect, Schema } from "effect"
 
+/** A ceiling that is not a positive number of minutes (or absurdly long). */
 export class InvalidCeiling extends Schema.TaggedError<InvalidCeiling>()("InvalidCeiling", {
   value: Schema.String
 }) {

@@ -18,6 +18,7 @@ import { preparePiHome } from "./pihome.js"
 import type { Checkout } from "../knowledge/Checkout.js"
 import type { BoxPlan, Engine, HostDirs } from "./spec.js"
 
+/** A box that could not be prepared (folders, channel, ownership), with what failed. */
 export class ProvisionError extends Schema.TaggedError<ProvisionError>()("ProvisionError", {
   detail: Schema.String
 }) {

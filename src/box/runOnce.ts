@@ -15,12 +15,14 @@ import { compileContext } from "./context.js"
 import { openBox, type OpenBox } from "./openBox.js"
 import { preflightError } from "./preflight.js"
 
+/** A run was asked for with an empty prompt (refused before anything is written). */
 export class BlankPrompt extends Schema.TaggedError<BlankPrompt>()("BlankPrompt", {}) {
   override get message() {
     return `worker run needs a prompt, e.g.: roster worker run alice "summarise the notes in my store"`
   }
 }
 
+/** What a one-shot run is asked to do: the worker, the prompt, and optionally a ceiling, a task, a channel. */
 export interface RunRequest {
   readonly worker: string
   readonly prompt: string
@@ -39,6 +41,7 @@ export interface RunRequest {
   readonly channel?: string | null
 }
 
+/** How a one-shot run ended: its id and folder, who ended it, the box's exit code, pi's final answer. */
 export interface RunOutcome {
   readonly runId: string
   readonly runDir: string

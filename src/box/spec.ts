@@ -30,6 +30,7 @@ export interface HostDirs {
   readonly caBundle: string
 }
 
+/** Everything that decides a box's container spec: image, policy, user, network, token, mounts, environment, engine. */
 export interface BoxPlan {
   readonly runId: string
   readonly worker: string

@@ -5,6 +5,7 @@ import { Paths, layout } from "../config/Paths.js"
 import { Files } from "../fs/Files.js"
 import { lchownTree } from "../fs/tree.js"
 
+/** A store snapshot or restore that failed, with the step that failed. */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", { detail: Schema.String }) {
   override get message() {
     return `store snapshot failed: ${this.detail}`

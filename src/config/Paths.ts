@@ -17,6 +17,7 @@ export interface RosterPaths {
   readonly home: string
 }
 
+/** The deployment's config, data and state roots (`ROSTER_HOME`, or the XDG folders), as a service. */
 export class Paths extends Context.Tag("roster/Paths")<Paths, RosterPaths>() {
   /** `ROSTER_HOME=/x` puts everything under /x/{config,data,state}; otherwise XDG. */
   static fromEnv(env: NodeJS.ProcessEnv = process.env): RosterPaths {

@@ -2,6 +2,7 @@ import { Effect, Schema } from "effect"
 
 const WORKER_NAME = /^[a-z][a-z0-9-]{0,31}$/
 
+/** A worker name roster refuses (it becomes paths and labels), with the rule. */
 export class InvalidWorkerName extends Schema.TaggedError<InvalidWorkerName>()("InvalidWorkerName", {
   name: Schema.String
 }) {
@@ -18,6 +19,7 @@ export const validateWorkerName = (name: string) =>
 
 const CHANNEL_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/
 
+/** A channel name that could not be a folder name; refused before any file is touched. */
 export class InvalidChannelName extends Schema.TaggedError<InvalidChannelName>()("InvalidChannelName", {
   name: Schema.String
 }) {

@@ -133,6 +133,7 @@ export const Mount = MountFields.pipe(Schema.filter((m) =>
   }
 ))
 
+/** The schema of org.toml: every section with its safe default; unknown keys are errors. */
 export const OrgSchema = Schema.Struct({
   engine: Schema.optionalWith(EngineSection, { default: () => ({ image: "roster-box:1" }) }),
   box: Schema.optionalWith(BoxSection, { default: () => Schema.decodeSync(BoxSection)({}) }),
@@ -145,10 +146,12 @@ export const OrgSchema = Schema.Struct({
   mount: Schema.optionalWith(Schema.Array(Mount), { default: () => [] })
 })
 
+/** org.toml, decoded and defaulted. */
 export type Org = typeof OrgSchema.Type
 export type BoxPolicy = Org["box"]
 export type AllowRule = typeof Allow.Type
 export type GrantRule = typeof Grant.Type
+/** One `[[mount]]` of org.toml: a host folder or repository granted to workers. */
 export type MountRule = typeof Mount.Type
 
 /** The [[mount]]s granted to a worker (all workers when a mount names none). */
@@ -163,4 +166,5 @@ export const WorkerSchema = Schema.Struct({
     { default: () => ({ snapshots: 5 }) }
   )
 })
+/** A worker's worker.toml: model, thinking, and how many store snapshots to keep. */
 export type WorkerSettings = typeof WorkerSchema.Type

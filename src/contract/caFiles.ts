@@ -3,6 +3,7 @@ import { Effect, Schema } from "effect"
 import * as tls from "node:tls"
 import { Paths, layout } from "../config/Paths.js"
 import { writeAtomic } from "../fs/atomic.js"
+/** The deployment has no CA yet, with the fix (start the gateway, or `roster init`). */
 export class CaMissing extends Schema.TaggedError<CaMissing>()("CaMissing", { file: Schema.String }) {
   override get message() {
     return `the gateway CA is not present at ${this.file} — start the gateway first (roster server start creates it)`

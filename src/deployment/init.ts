@@ -7,6 +7,7 @@ import { writeAtomic } from "../fs/atomic.js"
 import { ensureCa } from "../gateway/ca.js"
 import { addWorker } from "../worker/workers.js"
 
+/** How {@link initDeployment} makes a deployment: the first worker, and org.toml if not the template. */
 export interface InitOptions {
   /** The first worker (default "alice"); null for none. */
   readonly worker?: string | null

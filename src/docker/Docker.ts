@@ -86,6 +86,7 @@ const START_ENGINE = "Start it (sudo systemctl start docker, or dockerd &) or po
 // What a socket says when nothing listens, the socket file is missing, or we may not use it.
 const UNREACHABLE = /ECONNREFUSED|ENOENT|EACCES|EPIPE|ECONNRESET|socket hang up|connect E[A-Z]+/
 
+/** An engine call that failed: the operation, what the engine said, and its status code. */
 export class DockerError extends Schema.TaggedError<DockerError>()("DockerError", {
   operation: Schema.String,
   detail: Schema.String,
@@ -102,6 +103,7 @@ export class DockerError extends Schema.TaggedError<DockerError>()("DockerError"
   }
 }
 
+/** The Docker engine does not answer, with how to start it. */
 export class DockerUnavailable extends Schema.TaggedError<DockerUnavailable>()("DockerUnavailable", {
   detail: Schema.String
 }) {
@@ -151,4 +153,5 @@ export interface DockerApi {
   readonly containerList: (labels: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ContainerSummary>, DockerError>
 }
 
+/** The Docker engine as roster uses it (see {@link DockerApi}): `DockerLive` talks to the real one, `roster/testing` has a fake. */
 export class Docker extends Context.Tag("roster/Docker")<Docker, DockerApi>() {}

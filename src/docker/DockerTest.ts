@@ -16,6 +16,7 @@ export interface ContainerScript {
   readonly exitOnEof?: boolean
 }
 
+/** A box in the fake engine: its spec, state, output mailboxes, what was written to its stdin, its script. */
 export interface FakeContainer {
   readonly id: string
   readonly spec: ContainerSpec
@@ -49,11 +50,13 @@ export interface FakeCallArgs {
   readonly containerList: ReadonlyArray<string>
 }
 
+/** The name of an engine operation the fake records. */
 export type FakeOp = keyof FakeCallArgs
 
 /** One call the code under test made, with what it asked for. */
 export type FakeCall = { readonly [K in FakeOp]: { readonly op: K; readonly arg: FakeCallArgs[K] } }[FakeOp]
 
+/** How the fake engine behaves: up or down, its networks and images, what each box does, pulls, failures, a hook before each call. */
 export interface DockerFakeOptions {
   readonly up?: boolean
   readonly networks?: ReadonlyArray<NetworkInfo>
@@ -87,6 +90,7 @@ export class DockerFake extends Context.Tag("roster/DockerFake")<DockerFake, {
 
 const encoder = new TextEncoder()
 
+/** A network record shaped like roster's locked network (internal, no ICC), with overrides. */
 export const lockedNetwork = (overrides: Partial<NetworkInfo> = {}): NetworkInfo => ({
   id: "fakenet0123456789",
   name: "roster-locked",
@@ -99,8 +103,10 @@ export const lockedNetwork = (overrides: Partial<NetworkInfo> = {}): NetworkInfo
   ...overrides
 })
 
+/** An image record for the fake engine (created now unless given). */
 export const fakeImage = (created = new Date().toISOString()): ImageInfo => ({ id: "sha256:fake", created, labels: {} })
 
+/** The fake Docker engine as a layer: provides `Docker` and `DockerFake` (its calls, containers and events). */
 export const makeDockerTest = (options: DockerFakeOptions = {}) =>
   Layer.effectContext(Effect.gen(function*() {
     const calls = yield* Ref.make<ReadonlyArray<FakeCall>>([])

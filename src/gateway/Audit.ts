@@ -3,6 +3,7 @@ import { Clock, Context, Effect, Layer, Ref } from "effect"
 import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { Files } from "../fs/Files.js"
 
+/** One line of the gateway's audit log: who asked for what, how it was answered, whether a credential was injected. */
 export interface AuditRecord {
   readonly run_id: string | null
   readonly subject: string

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Ref, Schema } from "effect"
 import { execFile } from "node:child_process"
 
+/** A host git command that failed or timed out, with git's last words. */
 export class GitError extends Schema.TaggedError<GitError>()("GitError", {
   command: Schema.String,
   detail: Schema.String
@@ -88,6 +89,7 @@ const invoke = (call: GitCall) =>
     return Effect.sync(() => child.kill("SIGKILL"))
   })
 
+/** The host git calls made under `HostGit.layerTest`, in order. */
 export class GitLog extends Context.Tag("roster/GitLog")<GitLog, Ref.Ref<ReadonlyArray<GitCall>>>() {}
 
 /**

@@ -2,6 +2,7 @@ import { Effect, Schema } from "effect"
 import type { MountRule } from "../config/schema.js"
 import { gitLine } from "./HostGit.js"
 
+/** A gated repo that cannot serve a run (not a repository, no commit, a detached HEAD), with the fix. */
 export class KnowledgeError extends Schema.TaggedError<KnowledgeError>()("KnowledgeError", {
   connection: Schema.String,
   detail: Schema.String

@@ -37,6 +37,7 @@ export const reportLine = (r: Report): string | undefined => {
   }
 }
 
+/** The reports `Reporter.layerCollect` kept, in order. */
 export class ReportLog extends Context.Tag("roster/ReportLog")<ReportLog, Ref.Ref<ReadonlyArray<Report>>>() {}
 
 /** Where roster's progress, notes and warnings go. Read per call: providing another replaces it everywhere. */

@@ -4,12 +4,14 @@ import { KnowledgePush, KnowledgeResult } from "../contract/knowledge.js"
 import { runFiles } from "../contract/runFiles.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
+/** What ended a run: its own exit, a ceiling, a signal, an error, idleness, its owner's death, a cancel. */
 export const EndedBy = Schema.Literal(
   "exit", "ceiling", "signal", "error", "idle", "closed", "session-ceiling", "turn-ceiling", "box-died",
   "orphaned", "cancelled"
 )
 export type EndedBy = typeof EndedBy.Type
 
+/** A run's `run.json`: who, what kind, when, how it ended, and what it did (snapshot, repos, messages, tasks). */
 export const RunRecord = Schema.Struct({
   run_id: Schema.String,
   worker: Schema.String,
@@ -46,6 +48,7 @@ export const RunRecord = Schema.Struct({
 })
 export type RunRecord = typeof RunRecord.Type
 
+/** A run record that could not be written. */
 export class RunLogError extends Schema.TaggedError<RunLogError>()("RunLogError", {
   file: Schema.String,
   detail: Schema.String

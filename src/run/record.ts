@@ -27,6 +27,7 @@ export const endFromExit = (settled: RunEnd | undefined, exit: Exit.Exit<unknown
   return interrupted ? { endedBy: "signal", exitCode: null } : { endedBy: "error", exitCode: null, error: causeText(exit.cause) }
 }
 
+/** A run that has no readable run.json (it never started, or its folder is gone). */
 export class NoRunRecord extends Schema.TaggedError<NoRunRecord>()("NoRunRecord", {
   worker: Schema.String,
   runId: Schema.String

@@ -21,6 +21,7 @@ import { initialTurnState, nextMessage, type SessionEndReason, step, type Surfac
 
 export type { SessionEndReason }
 
+/** A warm session: the worker, its inbox of messages (one turn each), and callbacks for what the box says. */
 export interface SessionRequest {
   readonly worker: string
   readonly inbox: Mailbox.ReadonlyMailbox<SessionMessage>
@@ -40,6 +41,7 @@ export interface SessionRequest {
   readonly channel?: string | null
 }
 
+/** How a warm session ended: its run, why, whether cleanly, and how many turns it served. */
 export interface SessionOutcome {
   readonly runId: string
   readonly runDir: string

@@ -1,6 +1,7 @@
 import { Effect, Schema } from "effect"
 import { Files } from "../fs/Files.js"
 
+/** A session message that could not become a turn (blank, or its trace could not be written); it is skipped, not delivered. */
 export class UnpreparableMessage extends Schema.TaggedError<UnpreparableMessage>()("UnpreparableMessage", { detail: Schema.String }) {
   override get message() {
     return this.detail

@@ -1,6 +1,7 @@
 import { isSendTool, type PiEvent } from "../contract/piEvents.js"
 import type { SessionMessage } from "./turnContext.js"
 
+/** Why a warm session ended. */
 export type SessionEndReason = "idle" | "closed" | "session-ceiling" | "turn-ceiling" | "box-died"
 
 /** Where the session stands between two inputs. Pure data: the runner owns time and I/O. */

@@ -14,6 +14,7 @@ import { finishLeftRun } from "./takeOver.js"
 import { REQUEUE_HINT, taskFailed } from "./taskEnd.js"
 import { deploymentBoxes, watchLoop, watchPass } from "./watch.js"
 
+/** Which tasks `list` returns: one worker's, one status, or all. */
 export interface TaskFilter {
   readonly worker?: string | undefined
   readonly status?: TaskStatus | undefined
@@ -140,6 +141,7 @@ const make = Effect.gen(function*() {
   } satisfies SupervisorApi
 })
 
+/** The daemon's supervisor as a service (see {@link SupervisorApi}); its layer starts the reaper and the dispatch loop with its scope. */
 export class Supervisor extends Context.Tag("roster/Supervisor")<Supervisor, SupervisorApi>() {
   /** Starts with its scope: recovers what a dead daemon left, then runs the reaper and the dispatch loop. */
   static readonly layer = Layer.scoped(Supervisor, make)

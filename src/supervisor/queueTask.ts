@@ -8,6 +8,7 @@ import { TaskStore } from "../task/TaskStore.js"
 import { CANCELLED } from "./taskEnd.js"
 import { readIdentity } from "../worker/workers.js"
 
+/** What queueing a task asks for: `roster task add`'s worker, prompt, ceiling, `--after` and `--channel`. */
 export interface TaskRequest {
   readonly worker: string
   readonly prompt: string
@@ -49,6 +50,7 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
   })
 })
 
+/** The origin of a task a person queued (the CLI, the control API). */
 export const PERSON: TaskOrigin = { by: "person", run_id: null, task_id: null }
 
 /** A task not yet started is cancelled where it stands (no daemon needed). */

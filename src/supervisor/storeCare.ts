@@ -7,6 +7,7 @@ import { Paths, layout } from "../config/Paths.js"
 import { listWorkers, readWorkerSettings } from "../worker/workers.js"
 import { deploymentBoxes } from "./watch.js"
 
+/** A store operation refused with the reason and the fix (no such snapshot, a box of the worker is running). */
 export class StoreRefused extends Schema.TaggedError<StoreRefused>()("StoreRefused", { detail: Schema.String }) {
   override get message() {
     return this.detail

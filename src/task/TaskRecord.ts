@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 
+/** Where a task is: waiting its turn, held without a model credential, running, or ended (done, failed, cancelled). */
 export const TaskStatus = Schema.Literal("queued", "running", "done", "failed", "cancelled", "held")
 export type TaskStatus = typeof TaskStatus.Type
 
@@ -48,18 +49,21 @@ export type TaskRecord = typeof TaskRecord.Type
 const TASK_ID = /^t-[0-9a-f]{8}$/
 export const isTaskId = (id: string) => TASK_ID.test(id)
 
+/** A task id that names no task. */
 export class NoSuchTask extends Schema.TaggedError<NoSuchTask>()("NoSuchTask", { taskId: Schema.String }) {
   override get message() {
     return `no task ${this.taskId} — list them: roster task list`
   }
 }
 
+/** A task refused before it was queued (or a change refused), with the reason and the fix. */
 export class TaskRefused extends Schema.TaggedError<TaskRefused>()("TaskRefused", { detail: Schema.String }) {
   override get message() {
     return this.detail
   }
 }
 
+/** A task record that could not be written. */
 export class TaskStoreError extends Schema.TaggedError<TaskStoreError>()("TaskStoreError", {
   file: Schema.String,
   detail: Schema.String

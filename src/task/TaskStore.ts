@@ -8,6 +8,7 @@ import { appendJournal } from "../journal/journal.js"
 import { isTaskId, NoSuchTask, type TaskOrigin, TaskRecord, type TaskRefused, TaskStoreError } from "./TaskRecord.js"
 import { writeTasksView } from "./view.js"
 
+/** A task to add to the store: who does it, what, with which ceiling, after which task, in which channel, queued by whom. */
 export interface NewTask {
   readonly worker: string
   readonly prompt: string

@@ -3,6 +3,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
+/** A vault write that failed, or a connection name it refuses. */
 export class VaultError extends Schema.TaggedError<VaultError>()("VaultError", { detail: Schema.String }) {
   override get message() {
     return `the vault: ${this.detail}`
@@ -12,6 +13,7 @@ export class VaultError extends Schema.TaggedError<VaultError>()("VaultError", {
 /** Connection names double as file names: nothing that could climb out of the vault. */
 export const isConnectionName = (name: string) => /^[a-z0-9][a-z0-9._-]{0,63}$/.test(name)
 
+/** One stored connection: its fields as `roster connection add` wrote them. */
 export type VaultEntry = Readonly<Record<string, unknown>>
 
 /**
@@ -28,6 +30,7 @@ const getEntry = (name: string) =>
     )
     : Effect.succeed(undefined)
 
+/** Stored credentials (connections): read by the gateway to inject and the provisioner to shape sentinels; never by a box. */
 export class Vault extends Context.Tag("roster/Vault")<Vault, {
   readonly get: (name: string) => Effect.Effect<VaultEntry | undefined, never, HostFiles>
   readonly put: (name: string, entry: VaultEntry) => Effect.Effect<void, VaultError, HostFiles>

@@ -6,6 +6,7 @@ import { Paths, layout } from "../config/Paths.js"
 import { WorkerSchema, type WorkerSettings } from "../config/schema.js"
 import { writeAtomic } from "../fs/atomic.js"
 
+/** A worker that has no identity.md in this deployment, with how to add it. */
 export class UnknownWorker extends Schema.TaggedError<UnknownWorker>()("UnknownWorker", {
   worker: Schema.String,
   file: Schema.String
@@ -15,6 +16,7 @@ export class UnknownWorker extends Schema.TaggedError<UnknownWorker>()("UnknownW
   }
 }
 
+/** `addWorker` of a worker that is already there. */
 export class WorkerExists extends Schema.TaggedError<WorkerExists>()("WorkerExists", {
   worker: Schema.String
 }) {
@@ -55,6 +57,7 @@ export const listWorkers = Effect.gen(function*() {
   return out
 })
 
+/** Adds a worker: workers/<name>/identity.md (the given identity, or a short starter) and a worker.toml. Fails if it exists. */
 export const addWorker = Effect.fn("workers.add")(function*(worker: string, identity?: string) {
   yield* validateWorkerName(worker)
   const fs = yield* FileSystem.FileSystem
