@@ -17,7 +17,7 @@ export default tseslint.config(
     }
   },
   {
-    files: ["src/bin.ts", "test/**"],
+    files: ["src/bin.ts", "test/**", "bench/**"],
     rules: { "no-restricted-syntax": "off" }
   }
 )

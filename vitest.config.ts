@@ -21,6 +21,16 @@ export default defineConfig({
           pool: "forks",
           poolOptions: { forks: { singleFork: true } }
         }
+      },
+      {
+        test: {
+          // Benchmarks (npm run bench), never part of npm test: they measure, they do not assert.
+          name: "bench",
+          include: ["bench/**/*.bench.ts"],
+          testTimeout: 600_000,
+          pool: "forks",
+          poolOptions: { forks: { singleFork: true } }
+        }
       }
     ]
   }

@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d node_modules ] || npm ci
 scripts/ensure-host.sh
-exec npx vitest run "$@"
+exec npx vitest run --project unit --project integration "$@"

@@ -26,7 +26,8 @@ export class Dialer extends Context.Tag("roster/Dialer")<Dialer, {
         }).pipe(Effect.map((rs) => rs.map((r) => r.address))),
     connect: (address, port) =>
       Effect.async<net.Socket, DialError>((resume) => {
-        const socket = net.connect({ host: address, port })
+        // No Nagle: requests and answers are small writes that must not wait for an ACK.
+        const socket = net.connect({ host: address, port, noDelay: true })
         const fail = (e: Error) => resume(Effect.fail(new DialError({ host: `${address}:${port}`, detail: e.message })))
         socket.once("error", fail)
         socket.once("connect", () => {

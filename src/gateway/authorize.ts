@@ -1,3 +1,4 @@
+import type { UpstreamTrust } from "./upstreamTrust.js"
 import { Effect } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import type { Org } from "../config/schema.js"
@@ -16,6 +17,8 @@ export interface Self {
   /** The gateway's own port and addresses: never a target, whatever a rule says (no loops). */
   readonly port: () => number
   readonly addrs: ReadonlyArray<string>
+  /** The trust roots for upstream TLS, as one context built once (see makeUpstreamTrust). */
+  readonly upstreamTrust: UpstreamTrust
 }
 
 export type Allowed = Extract<Decision, { allowed: true }>

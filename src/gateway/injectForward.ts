@@ -1,10 +1,8 @@
-import { FileSystem } from "@effect/platform"
 import { Effect } from "effect"
 import * as http from "node:http"
 import * as net from "node:net"
 import * as tls from "node:tls"
 import { isValidHost } from "../contract/addresses.js"
-import { systemRoots } from "../contract/caFiles.js"
 import { SENTINEL } from "../contract/constants.js"
 import { authorize, dialChecked, namedBy, Refusal, type Self } from "./authorize.js"
 import { resolveCredential } from "./credentials.js"
@@ -23,20 +21,11 @@ export interface Target {
   readonly port: number
 }
 
-/** The system's roots plus an org-configured extra file (a private or test upstream). */
-const trustRoots = (extraFile: string | undefined) =>
-  Effect.gen(function*() {
-    const roots = yield* systemRoots
-    if (!extraFile) return [roots]
-    const extra = yield* (yield* FileSystem.FileSystem).readFileString(extraFile).pipe(Effect.option)
-    return extra._tag === "Some" ? [roots, extra.value] : [roots]
-  })
-
 /** TLS to the upstream, verified: the certificate must name `host` (a name via SNI, or an IP address). */
-const upstreamTls = (socket: net.Socket, host: string, ca: Array<string>) =>
+const upstreamTls = (socket: net.Socket, host: string, secureContext: tls.SecureContext) =>
   Effect.async<tls.TLSSocket, Refusal>((resume) => {
     const s = tls.connect({
-      socket, host, ca, rejectUnauthorized: true, ALPNProtocols: ["http/1.1"],
+      socket, host, secureContext, rejectUnauthorized: true, ALPNProtocols: ["http/1.1"],
       ...(net.isIP(host) ? {} : { servername: host })
     })
     s.once("secureConnect", () => resume(Effect.succeed(s)))
@@ -122,7 +111,7 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
     if (dialled._tag === "Left") return yield* refuse(dialled.left)
     let socket: net.Socket = dialled.right.socket
     if (upstream.protocol === "https:") {
-      const secured = yield* upstreamTls(socket, upstream.host, yield* trustRoots(ok.right.org.gateway.upstream_ca_file)).pipe(Effect.either)
+      const secured = yield* upstreamTls(socket, upstream.host, yield* self.upstreamTrust(ok.right.org.gateway.upstream_ca_file)).pipe(Effect.either)
       if (secured._tag === "Left") return yield* refuse(secured.left)
       socket = secured.right
     }

@@ -1,0 +1,35 @@
+#!/usr/bin/env node
+// CLI start-up: the median wall time of `roster --version` and `roster --help`, against bare
+// Node and Node importing Effect, measured in the same run, alternating.
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
+const bin = path.join(root, "bin/roster.js")
+const runs = process.env.BENCH_QUICK === "1" ? 5 : 15
+const env = { ...process.env, ROSTER_HOME: path.join(os.tmpdir(), "roster-bench-home") }
+
+const once = (cmd, args) => {
+  const t = process.hrtime.bigint()
+  const r = spawnSync(cmd, args, { cwd: root, env, stdio: "ignore" })
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${r.status}`)
+  return Number(process.hrtime.bigint() - t) / 1e6
+}
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+const samples = { node: [], version: [], help: [] }
+for (let i = 0; i < runs; i++) {
+  samples.node.push(once(process.execPath, ["-e", "0"]))
+  samples.version.push(once(bin, ["--version"]))
+  samples.help.push(once(bin, ["--help"]))
+}
+const emit = (row) => (process.env.BENCH_OUT ? fs.appendFileSync(process.env.BENCH_OUT, `${JSON.stringify(row)}\n`) : console.log(JSON.stringify(row)))
+for (const [name, xs] of [["roster --version", samples.version], ["roster --help", samples.help]]) {
+  const roster = median(xs)
+  emit({
+    metric: name, roster, baseline: median(samples.node), unit: "ms", compare: "absolute", goal: "<= 250 ms wall",
+    pass: roster <= 250, spread: `min ${Math.min(...xs).toFixed(0)} max ${Math.max(...xs).toFixed(0)}, n=${runs}`
+  })
+}

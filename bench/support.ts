@@ -1,0 +1,101 @@
+import * as fs from "node:fs"
+import * as http from "node:http"
+import type * as net from "node:net"
+import * as tls from "node:tls"
+
+/** One line of the bench table: a figure of roster's path against its baseline, measured in the same run. */
+export interface Row {
+  readonly metric: string
+  readonly roster: number
+  readonly baseline: number | null
+  readonly unit: string
+  /** How to read it against the goal: roster - baseline, roster / baseline, or roster alone. */
+  readonly compare: "added" | "ratio" | "absolute" | "share"
+  readonly goal: string
+  readonly pass: boolean
+  readonly spread?: string
+}
+
+export const quick = process.env.BENCH_QUICK === "1"
+
+/** Appends a row for scripts/bench.mjs to print (or prints it when run alone). */
+export const emit = (row: Row) => {
+  const out = process.env.BENCH_OUT
+  if (out) fs.appendFileSync(out, `${JSON.stringify(row)}\n`)
+  else console.log(JSON.stringify(row))
+}
+
+export const percentile = (xs: ReadonlyArray<number>, p: number) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN
+}
+
+/**
+ * A keep-alive HTTP/1.1 client on one socket: each `get` writes a request and resolves when the
+ * whole answer is in (content-length or chunked). Small and exact, so both paths pay the same client.
+ */
+export const rawClient = (socket: net.Socket | tls.TLSSocket, host: string) => {
+  let buffer = Buffer.alloc(0)
+  let waiting: ((ok: boolean) => void) | undefined
+  const complete = () => {
+    const head = buffer.indexOf("\r\n\r\n")
+    if (head < 0) return false
+    const headers = buffer.subarray(0, head).toString("latin1").toLowerCase()
+    const body = buffer.subarray(head + 4)
+    const length = /content-length: *(\d+)/.exec(headers)
+    if (length) {
+      const n = Number(length[1])
+      if (body.length < n) return false
+      buffer = body.subarray(n)
+      return true
+    }
+    const end = body.indexOf("0\r\n\r\n")
+    if (end < 0) return false
+    buffer = body.subarray(end + 5)
+    return true
+  }
+  socket.on("data", (c: Buffer) => {
+    buffer = Buffer.concat([buffer, c])
+    if (waiting && complete()) {
+      const w = waiting
+      waiting = undefined
+      w(true)
+    }
+  })
+  socket.on("close", () => waiting?.(false))
+  return {
+    get: (path: string) =>
+      new Promise<void>((resolve, reject) => {
+        waiting = (ok) => (ok ? resolve() : reject(new Error("the connection closed mid-answer")))
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: keep-alive\r\n\r\n`)
+      }),
+    close: () => socket.destroy()
+  }
+}
+
+/** A TLS connection straight to the upstream (the baseline). */
+export const directTls = (port: number, ca: string) =>
+  new Promise<tls.TLSSocket>((resolve, reject) => {
+    const s = tls.connect({ host: "127.0.0.1", port, ca: [ca], ALPNProtocols: ["http/1.1"] })
+    s.once("secureConnect", () => resolve(s))
+    s.once("error", reject)
+  })
+
+/** What a box's client does: CONNECT through the gateway with its token, then TLS to `host` inside. */
+export const tunnelTls = (gatewayPort: number, token: string, host: string, ca: string) =>
+  new Promise<tls.TLSSocket>((resolve, reject) => {
+    const req = http.request({
+      host: "127.0.0.1", port: gatewayPort, method: "CONNECT", path: `${host}:443`,
+      headers: { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` }
+    })
+    req.once("connect", (res, socket) => {
+      if (res.statusCode !== 200) return reject(new Error(`CONNECT answered ${res.statusCode}`))
+      const s = tls.connect({ socket, servername: host, ca: [ca], ALPNProtocols: ["http/1.1"] })
+      s.once("secureConnect", () => resolve(s))
+      s.once("error", reject)
+    })
+    req.once("error", reject)
+    req.end()
+  })
+
+export const ms = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6

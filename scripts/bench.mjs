@@ -1,0 +1,43 @@
+#!/usr/bin/env node
+// `npm run bench [-- --json] [-- --quick]`: every benchmark, each figure against a baseline
+// measured in the same run, as one table (metric, roster, baseline, ratio, goal, pass/fail).
+// It reports; it does not fail on a missed goal (a shared machine is noisy): read the table.
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
+const json = process.argv.includes("--json")
+const quick = process.argv.includes("--quick")
+const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-out-")), "rows.jsonl")
+const env = { ...process.env, BENCH_OUT: out, BENCH_QUICK: quick ? "1" : "0" }
+
+const say = (s) => json || process.stderr.write(`${s}\n`)
+say(`bench: start-up${quick ? " (quick)" : ""}`)
+let r = spawnSync(process.execPath, [path.join(root, "bench/startup.mjs")], { cwd: root, env, stdio: ["ignore", "inherit", "inherit"] })
+if (r.status !== 0) process.exit(r.status ?? 1)
+say("bench: the gateway")
+r = spawnSync("npx", ["vitest", "run", "--project", "bench", "--reporter=dot"], { cwd: root, env, stdio: ["ignore", json ? "ignore" : "inherit", "inherit"] })
+if (r.status !== 0) process.exit(r.status ?? 1)
+
+const rows = fs.readFileSync(out, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l))
+const machine = { cores: os.availableParallelism(), memory_gib: Math.round(os.totalmem() / 2 ** 30), node: process.version, date: new Date().toISOString() }
+if (json) {
+  console.log(JSON.stringify({ machine, rows }, null, 2))
+} else {
+  const fmt = (x) => (x === null || x === undefined ? "-" : x >= 100 ? x.toFixed(0) : x.toFixed(2))
+  const ratio = (row) =>
+    row.baseline === null ? "-"
+      : row.compare === "added" ? `+${fmt(row.roster - row.baseline)} ${row.unit}`
+      : row.compare === "share" ? `${((100 * row.roster) / row.baseline).toFixed(0)} %`
+      : `${(row.roster / row.baseline).toFixed(2)}x`
+  const table = [["metric", "roster", "baseline", "vs baseline", "goal", "", "spread"],
+    ...rows.map((row) => [row.metric, `${fmt(row.roster)} ${row.unit}`, row.baseline === null ? "-" : `${fmt(row.baseline)} ${row.unit}`, ratio(row), row.goal, row.pass ? "pass" : "MISS", row.spread ?? ""])]
+  const widths = table[0].map((_, i) => Math.max(...table.map((t) => t[i].length)))
+  console.log(`\n${machine.cores} cores, ${machine.memory_gib} GiB, Node ${machine.node}, ${machine.date}${quick ? " (quick pass)" : ""}`)
+  for (const t of table) console.log(t.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd())
+  const missed = rows.filter((row) => !row.pass).length
+  console.log(`\n${rows.length - missed} of ${rows.length} goals met`)
+}

@@ -1,0 +1,55 @@
+import { FileSystem } from "@effect/platform"
+import { Clock, Effect, Option, Ref } from "effect"
+import * as tls from "node:tls"
+import { systemRoots } from "../contract/caFiles.js"
+
+/** How long a built context is trusted before the extra roots file is looked at again. */
+const RECHECK_MS = 1000
+
+interface Built {
+  readonly extraFile: string | undefined
+  readonly stamp: string
+  readonly checkedAt: number
+  readonly context: tls.SecureContext
+}
+
+/**
+ * The roots an upstream's certificate is checked against — the system's plus `[gateway]
+ * upstream_ca_file` — as one TLS context, built once and again only when the file changes
+ * (looked at no more than once a second). Handing `tls.connect` the roots as text made it parse
+ * some 140 certificates per upstream connection: measured, 28 ms of each.
+ */
+export const makeUpstreamTrust = Effect.gen(function*() {
+  const built = yield* Ref.make<Built | undefined>(undefined)
+  const stampOf = (file: string | undefined) =>
+    file === undefined
+      ? Effect.succeed("none")
+      : Effect.flatMap(FileSystem.FileSystem, (fs) => fs.stat(file)).pipe(
+        Effect.map((info) => `${Option.getOrElse(Option.map(info.mtime, (d) => d.getTime()), () => 0)}:${info.size}`),
+        Effect.orElseSucceed(() => "missing")
+      )
+  const build = (file: string | undefined) =>
+    Effect.gen(function*() {
+      const roots = yield* systemRoots
+      const extra = file === undefined
+        ? Option.none<string>()
+        : yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(file)).pipe(Effect.option)
+      return tls.createSecureContext({ ca: Option.isSome(extra) ? [roots, extra.value] : [roots] })
+    })
+  return (extraFile: string | undefined) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const last = yield* Ref.get(built)
+      if (last && last.extraFile === extraFile && now - last.checkedAt < RECHECK_MS) return last.context
+      const stamp = yield* stampOf(extraFile)
+      if (last && last.extraFile === extraFile && last.stamp === stamp) {
+        yield* Ref.set(built, { ...last, checkedAt: now })
+        return last.context
+      }
+      const context = yield* build(extraFile)
+      yield* Ref.set(built, { extraFile, stamp, checkedAt: now, context })
+      return context
+    })
+})
+
+export type UpstreamTrust = Effect.Effect.Success<typeof makeUpstreamTrust>
