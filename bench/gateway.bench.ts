@@ -1,34 +1,24 @@
 // The gateway's grant path (CONNECT, TLS terminated with a roster leaf, credential injected,
 // TLS to the upstream, answer scrubbed) against a direct TLS connection to the same local
 // upstream, alternating, in one process. Run through scripts/bench.mjs (npm run bench).
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import { Effect, Exit, Layer, Scope } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as https from "node:https"
 import type * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, it } from "vitest"
-import { OrgConfig } from "../src/config/OrgConfig.js"
 import { layout, Paths } from "../src/config/Paths.js"
-import { makeDockerTest } from "../src/docker/DockerTest.js"
-import { Files } from "../src/fs/Files.js"
-import { Audit } from "../src/gateway/Audit.js"
-import { Dialer } from "../src/gateway/Dialer.js"
-import { LiveRuns } from "../src/gateway/LiveRuns.js"
-import { serveGateway } from "../src/gateway/server.js"
-import { HostGit } from "../src/knowledge/HostGit.js"
-import { RunLog } from "../src/run/RunLog.js"
-import { TaskStore } from "../src/task/TaskStore.js"
-import { Vault } from "../src/vault/Vault.js"
 import { makeTestTls } from "../test/support/testCa.js"
 import { directTls, emit, ms, percentile, quick, rawClient, tunnelTls } from "./support.js"
 
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const TOKEN = "be".repeat(32)
 const HOST = "bench.example.test"
 
 describe("gateway", () => {
-  let scope: Scope.CloseableScope
+  let gateway: ChildProcess
   let gatewayPort: number
   let upstreamPort: number
   let upstream: https.Server
@@ -56,17 +46,17 @@ describe("gateway", () => {
     ].join("\n"))
     fs.mkdirSync(layout(paths).identityDir, { recursive: true })
     fs.writeFileSync(path.join(layout(paths).identityDir, `${TOKEN}.json`), JSON.stringify({ subject: "org/alice", run_id: "run-bench", worker: "alice", task_id: null }))
-    const layer = Layer.mergeAll(
-      OrgConfig.layer, Vault.layerTest({ anthropic: { type: "api_key", key: "sk-ant-bench-not-real" } }), Dialer.layer,
-      LiveRuns.layerTest(() => true), Audit.layer, RunLog.layer, TaskStore.layer
-    ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest())))
-    scope = Effect.runSync(Scope.make())
-    gatewayPort = (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(layer), Scope.extend(scope)))).port
+    // The gateway in a process of its own, as the daemon runs it: its CPU is not the bench's.
+    gateway = spawn(process.execPath, [...(process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), path.join(root, "bench", "gatewayServer.mjs"), dir], { stdio: ["pipe", "pipe", "inherit"] })
+    gatewayPort = await new Promise<number>((resolve, reject) => {
+      gateway.stdout?.once("data", (c: Buffer) => resolve(Number(c.toString().trim())))
+      gateway.once("exit", (code) => reject(new Error(`the gateway exited ${code}`)))
+    })
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
   }, 60_000)
 
-  afterAll(async () => {
-    await Effect.runPromise(Scope.close(scope, Exit.void))
+  afterAll(() => {
+    gateway?.stdin?.end()
     upstream.close()
   })
 

@@ -15,8 +15,11 @@ const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-out-")
 const env = { ...process.env, BENCH_OUT: out, BENCH_QUICK: quick ? "1" : "0" }
 
 const say = (s) => json || process.stderr.write(`${s}\n`)
+say("bench: building (the CLI bundle and the library the gateway bench runs)")
+let r = spawnSync("npm", ["run", "--silent", "build"], { cwd: root, stdio: ["ignore", json ? "ignore" : "inherit", "inherit"] })
+if (r.status !== 0) process.exit(r.status ?? 1)
 say(`bench: start-up${quick ? " (quick)" : ""}`)
-let r = spawnSync(process.execPath, [path.join(root, "bench/startup.mjs")], { cwd: root, env, stdio: ["ignore", "inherit", "inherit"] })
+r = spawnSync(process.execPath, [path.join(root, "bench/startup.mjs")], { cwd: root, env, stdio: ["ignore", "inherit", "inherit"] })
 if (r.status !== 0) process.exit(r.status ?? 1)
 say("bench: the gateway")
 r = spawnSync("npx", ["vitest", "run", "--project", "bench", "--reporter=dot"], { cwd: root, env, stdio: ["ignore", json ? "ignore" : "inherit", "inherit"] })

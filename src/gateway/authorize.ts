@@ -1,3 +1,4 @@
+import type { UpstreamPool } from "./upstreamPool.js"
 import type { UpstreamTrust } from "./upstreamTrust.js"
 import { Effect } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
@@ -19,6 +20,8 @@ export interface Self {
   readonly addrs: ReadonlyArray<string>
   /** The trust roots for upstream TLS, as one context built once (see makeUpstreamTrust). */
   readonly upstreamTrust: UpstreamTrust
+  /** Keep-alive connections to upstreams (see makeUpstreamPool). */
+  readonly upstreamPool: UpstreamPool
 }
 
 export type Allowed = Extract<Decision, { allowed: true }>

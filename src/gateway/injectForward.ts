@@ -11,6 +11,7 @@ import type { Caller } from "./identify.js"
 import { injectCredential } from "./inject.js"
 import { upstreamFor } from "./policy.js"
 import { refuseResponse } from "./refuse.js"
+import { PooledRefusal } from "./upstreamPool.js"
 import { Scrub, scrubText } from "./scrub.js"
 import { auditTrace, type RequestTrace } from "./supervise.js"
 
@@ -45,14 +46,14 @@ const relay = (
   req: http.IncomingMessage,
   res: http.ServerResponse,
   out: http.OutgoingHttpHeaders,
-  socket: net.Socket,
+  agent: http.Agent,
   secrets: ReadonlyArray<string>,
   limit: number
 ) =>
   Effect.async<Relayed>((resume) => {
     let up = 0
     let down = 0
-    const upReq = http.request({ method: req.method ?? "GET", path: req.url ?? "/", headers: out, createConnection: () => socket }, (upRes) => {
+    const upReq = http.request({ method: req.method ?? "GET", path: req.url ?? "/", headers: out, agent }, (upRes) => {
       // Length may change when a secret is scrubbed: the box gets a chunked answer instead.
       res.writeHead(
         upRes.statusCode ?? 502,
@@ -65,8 +66,9 @@ const relay = (
       upRes.once("error", () => resume(Effect.succeed({ status: 502, up, down, note: "upstream closed mid-answer" })))
     })
     upReq.once("error", (e) => {
-      refuseResponse(res, 502, e.message)
-      resume(Effect.succeed({ status: 502, up, down, note: e.message }))
+      const status = e instanceof PooledRefusal ? e.refusal.status : 502
+      refuseResponse(res, status, e.message)
+      resume(Effect.succeed({ status, up, down, note: e.message }))
     })
     req.on("data", (c: Buffer) => {
       up += c.length
@@ -107,15 +109,16 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
     const upstream = upstreamFor(ok.right.org, target.host, target.port, "https:")
     if (!isValidHost(upstream.host)) return yield* refuse(new Refusal(502, "the route's upstream is not a valid host"))
     // A [[route]] names its upstream outright; otherwise the grant must name a private address.
-    const dialled = yield* dialChecked(self, upstream.host, upstream.port, upstream.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
-    if (dialled._tag === "Left") return yield* refuse(dialled.left)
-    let socket: net.Socket = dialled.right.socket
-    if (upstream.protocol === "https:") {
-      const secured = yield* upstreamTls(socket, upstream.host, yield* self.upstreamTrust(ok.right.org.gateway.upstream_ca_file)).pipe(Effect.either)
-      if (secured._tag === "Left") return yield* refuse(secured.left)
-      socket = secured.right
-    }
-    const result = yield* relay(req, res, out, socket, reveals, ok.right.org.gateway.max_body_mib * 1024 * 1024)
+    // A new connection is dialled, checked and verified as ever; an idle one of the same rule is reused.
+    const open = Effect.gen(function*() {
+      const dialled = yield* dialChecked(self, upstream.host, upstream.port, upstream.routed ? () => true : namedBy(ok.right))
+      if (upstream.protocol !== "https:") return dialled.socket
+      const trust = yield* self.upstreamTrust(ok.right.org.gateway.upstream_ca_file)
+      return yield* upstreamTls(dialled.socket, upstream.host, trust) as Effect.Effect<net.Socket, Refusal>
+    })
+    const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(decision.rule)}`
+    const agent = yield* self.upstreamPool.agentFor(key, open)
+    const result = yield* relay(req, res, out, agent, reveals, ok.right.org.gateway.max_body_mib * 1024 * 1024)
     yield* auditTrace(trace, {
       status: result.status, injected, bytes_up: result.up, bytes_down: result.down, ...(result.note ? { note: result.note } : {})
     })

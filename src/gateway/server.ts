@@ -1,3 +1,4 @@
+import { makeUpstreamPool } from "./upstreamPool.js"
 import { makeUpstreamTrust } from "./upstreamTrust.js"
 import { FileSystem } from "@effect/platform"
 import { Effect, FiberSet, Schema } from "effect"
@@ -68,7 +69,7 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
   const issuer = yield* makeLeafIssuer(yield* fs.readFileString(ca.cert), yield* fs.readFileString(ca.key))
   const sockets = new Set<net.Socket>()
   let boundPort = options.port
-  const self: Self = { port: () => boundPort, addrs: options.addrs, upstreamTrust: yield* makeUpstreamTrust }
+  const self: Self = { port: () => boundPort, addrs: options.addrs, upstreamTrust: yield* makeUpstreamTrust, upstreamPool: yield* makeUpstreamPool }
   const { terminate } = yield* makeTerminator(self, issuer)
 
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {

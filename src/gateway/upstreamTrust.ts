@@ -21,6 +21,8 @@ interface Built {
  */
 export const makeUpstreamTrust = Effect.gen(function*() {
   const built = yield* Ref.make<Built | undefined>(undefined)
+  // One build at a time: sixteen connections opening at once must not each parse the roots.
+  const lock = yield* Effect.makeSemaphore(1)
   const stampOf = (file: string | undefined) =>
     file === undefined
       ? Effect.succeed("none")
@@ -36,11 +38,13 @@ export const makeUpstreamTrust = Effect.gen(function*() {
         : yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(file)).pipe(Effect.option)
       return tls.createSecureContext({ ca: Option.isSome(extra) ? [roots, extra.value] : [roots] })
     })
-  return (extraFile: string | undefined) =>
+  const fresh = (extraFile: string | undefined, now: number) =>
+    Ref.get(built).pipe(Effect.map((last) => (last && last.extraFile === extraFile && now - last.checkedAt < RECHECK_MS ? last.context : undefined)))
+  const refresh = (extraFile: string | undefined, now: number) =>
     Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
+      const again = yield* fresh(extraFile, now)
+      if (again) return again
       const last = yield* Ref.get(built)
-      if (last && last.extraFile === extraFile && now - last.checkedAt < RECHECK_MS) return last.context
       const stamp = yield* stampOf(extraFile)
       if (last && last.extraFile === extraFile && last.stamp === stamp) {
         yield* Ref.set(built, { ...last, checkedAt: now })
@@ -49,6 +53,11 @@ export const makeUpstreamTrust = Effect.gen(function*() {
       const context = yield* build(extraFile)
       yield* Ref.set(built, { extraFile, stamp, checkedAt: now, context })
       return context
+    })
+  return (extraFile: string | undefined) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      return (yield* fresh(extraFile, now)) ?? (yield* lock.withPermits(1)(refresh(extraFile, now)))
     })
 })
 
