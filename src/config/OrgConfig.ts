@@ -1,5 +1,6 @@
 import { Context, Effect, Either, Layer, Option, Ref, Schema } from "effect"
 import { FileSystem } from "@effect/platform"
+import { fileStamp } from "../fs/stamp.js"
 import { ConfigError, readToml } from "./decode.js"
 import { Paths, layout } from "./Paths.js"
 import { type Org, OrgSchema } from "./schema.js"
@@ -11,13 +12,6 @@ interface Decoded {
 
 const missing = (file: string) =>
   new ConfigError({ file, problems: [{ key: "", problem: "does not exist" }], hint: "create it with safe defaults: roster init" })
-
-/** Which version of the file is on disk: a write (always a rename into place) changes its inode, and any edit its time or size. */
-const stampOf = (file: string) =>
-  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.stat(file)).pipe(
-    Effect.map((s) => `${s.ino._tag === "Some" ? s.ino.value : 0}:${Option.getOrElse(Option.map(s.mtime, (d) => d.getTime()), () => 0)}:${s.size}`),
-    Effect.option
-  )
 
 /**
  * `org.toml`, decoded. Each `snapshot` looks at the file (one stat) so a long-lived daemon
@@ -36,7 +30,7 @@ export class OrgConfig extends Context.Tag("roster/OrgConfig")<OrgConfig, {
       return {
         snapshot: Effect.gen(function*() {
           const file = layout(yield* Paths).orgToml
-          const stamp = yield* stampOf(file)
+          const stamp = yield* fileStamp(file)
           if (Option.isNone(stamp)) return yield* Effect.fail(missing(file))
           const known = (yield* Ref.get(decoded)).get(file)
           if (known && known.stamp === stamp.value) return yield* known.result

@@ -2,6 +2,7 @@ import { FileSystem } from "@effect/platform"
 import { Clock, Effect, Option, Ref } from "effect"
 import * as tls from "node:tls"
 import { systemRoots } from "../contract/caFiles.js"
+import { fileStamp } from "../fs/stamp.js"
 
 /** How long a built context is trusted before the extra roots file is looked at again. */
 const RECHECK_MS = 1000
@@ -24,12 +25,7 @@ export const makeUpstreamTrust = Effect.gen(function*() {
   // One build at a time: sixteen connections opening at once must not each parse the roots.
   const lock = yield* Effect.makeSemaphore(1)
   const stampOf = (file: string | undefined) =>
-    file === undefined
-      ? Effect.succeed("none")
-      : Effect.flatMap(FileSystem.FileSystem, (fs) => fs.stat(file)).pipe(
-        Effect.map((info) => `${Option.getOrElse(Option.map(info.mtime, (d) => d.getTime()), () => 0)}:${info.size}`),
-        Effect.orElseSucceed(() => "missing")
-      )
+    file === undefined ? Effect.succeed("none") : fileStamp(file).pipe(Effect.map(Option.getOrElse(() => "missing")))
   const build = (file: string | undefined) =>
     Effect.gen(function*() {
       const roots = yield* systemRoots

@@ -1,7 +1,8 @@
 import { FileSystem } from "@effect/platform"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
 import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
+import { fileStamp } from "../fs/stamp.js"
 
 /** A vault write that failed, or a connection name it refuses. */
 export class VaultError extends Schema.TaggedError<VaultError>()("VaultError", { detail: Schema.String }) {
@@ -16,10 +17,6 @@ export const isConnectionName = (name: string) => /^[a-z0-9][a-z0-9._-]{0,63}$/.
 /** One stored connection: its fields as `roster connection add` wrote them. */
 export type VaultEntry = Readonly<Record<string, unknown>>
 
-/**
- * Stored credentials (data/vault: dir 0700, files 0600, written atomically). Only the host
- * side reads them: the gateway to inject, the provisioner to shape sentinels. Never a box.
- */
 const vaultFile = (name: string) => Effect.map(Paths, (p) => `${layout(p).vaultDir}/${name}.json`)
 
 const getEntry = (name: string) =>
@@ -30,47 +27,69 @@ const getEntry = (name: string) =>
     )
     : Effect.succeed(undefined)
 
-/** Stored credentials (connections): read by the gateway to inject and the provisioner to shape sentinels; never by a box. */
+/**
+ * Stored credentials (data/vault: dir 0700, files 0600, written atomically). Only the host
+ * side reads them: the gateway to inject, the provisioner to shape sentinels. Never a box.
+ */
 export class Vault extends Context.Tag("roster/Vault")<Vault, {
   readonly get: (name: string) => Effect.Effect<VaultEntry | undefined, never, HostFiles>
   readonly put: (name: string, entry: VaultEntry) => Effect.Effect<void, VaultError, HostFiles>
   readonly remove: (name: string) => Effect.Effect<boolean, VaultError, HostFiles>
   readonly list: Effect.Effect<ReadonlyArray<{ readonly name: string; readonly entry: VaultEntry }>, never, HostFiles>
 }>() {
-  /** Reads the deployment's vault folder per call. */
-  static readonly layer = Layer.succeed(Vault, {
-    get: getEntry,
-    put: (name, entry) =>
+  /**
+   * Reads the deployment's vault folder per call. An entry is read again only when its file
+   * changed (one stat): the gateway asks on every request it injects.
+   */
+  static readonly layer = Layer.effect(Vault, Effect.gen(function*() {
+    const read = yield* Ref.make(new Map<string, { readonly stamp: string; readonly entry: VaultEntry | undefined }>())
+    const get = (name: string) =>
       isConnectionName(name)
         ? Effect.gen(function*() {
-          const fs = yield* FileSystem.FileSystem
-          const dir = layout(yield* Paths).vaultDir
-          yield* fs.makeDirectory(dir, { recursive: true, mode: 0o700 })
-          yield* fs.chmod(dir, 0o700)
-          yield* writeJson(yield* vaultFile(name), entry, 0o600)
-        }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
-        : Effect.fail(new VaultError({ detail: `"${name}" is not a connection name (a-z, 0-9, ".", "_", "-")` })),
-    remove: (name) =>
-      isConnectionName(name)
-        ? Effect.gen(function*() {
-          const fs = yield* FileSystem.FileSystem
           const file = yield* vaultFile(name)
-          if (!(yield* fs.exists(file))) return false
-          yield* fs.remove(file)
-          return true
-        }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
-        : Effect.succeed(false),
-    list: Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const names = yield* fs.readDirectory(layout(yield* Paths).vaultDir).pipe(Effect.orElseSucceed(() => [] as Array<string>))
-      const out: Array<{ readonly name: string; readonly entry: VaultEntry }> = []
-      for (const f of names.filter((n) => n.endsWith(".json")).sort()) {
-        const entry = yield* getEntry(f.slice(0, -5))
-        if (entry) out.push({ name: f.slice(0, -5), entry })
-      }
-      return out
-    })
-  })
+          const stamp = yield* fileStamp(file)
+          if (Option.isNone(stamp)) return undefined
+          const known = (yield* Ref.get(read)).get(file)
+          if (known && known.stamp === stamp.value) return known.entry
+          const entry = yield* getEntry(name)
+          yield* Ref.update(read, (m) => new Map(m).set(file, { stamp: stamp.value, entry }))
+          return entry
+        })
+        : Effect.succeed(undefined)
+    return {
+      get,
+      put: (name, entry) =>
+        isConnectionName(name)
+          ? Effect.gen(function*() {
+            const fs = yield* FileSystem.FileSystem
+            const dir = layout(yield* Paths).vaultDir
+            yield* fs.makeDirectory(dir, { recursive: true, mode: 0o700 })
+            yield* fs.chmod(dir, 0o700)
+            yield* writeJson(yield* vaultFile(name), entry, 0o600)
+          }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
+          : Effect.fail(new VaultError({ detail: `"${name}" is not a connection name (a-z, 0-9, ".", "_", "-")` })),
+      remove: (name) =>
+        isConnectionName(name)
+          ? Effect.gen(function*() {
+            const fs = yield* FileSystem.FileSystem
+            const file = yield* vaultFile(name)
+            if (!(yield* fs.exists(file))) return false
+            yield* fs.remove(file)
+            return true
+          }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
+          : Effect.succeed(false),
+      list: Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const names = yield* fs.readDirectory(layout(yield* Paths).vaultDir).pipe(Effect.orElseSucceed(() => [] as Array<string>))
+        const out: Array<{ readonly name: string; readonly entry: VaultEntry }> = []
+        for (const f of names.filter((n) => n.endsWith(".json")).sort()) {
+          const entry = yield* getEntry(f.slice(0, -5))
+          if (entry) out.push({ name: f.slice(0, -5), entry })
+        }
+        return out
+      })
+    }
+  }))
 
   static readonly layerTest = (entries: Record<string, VaultEntry>) =>
     Layer.sync(Vault, () => {
