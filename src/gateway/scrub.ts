@@ -1,10 +1,11 @@
 import { Transform, type TransformCallback } from "node:stream"
+import { allForms } from "./secretForms.js"
 
 /**
- * Replaces every occurrence of a secret in a byte stream, across chunk boundaries. Only a tail
- * that could be the start of a secret is held back, so a streamed (SSE) answer still flows
- * event by event.
- * The real credential never reaches the box, even when an upstream echoes it back.
+ * Replaces every occurrence of a secret — in every form `secretForms` knows (JSON-escaped,
+ * percent-encoded, base64 at any alignment) — in a byte stream, across chunk boundaries. Only a
+ * tail that could be the start of one is held back, so a streamed (SSE) answer still flows event
+ * by event. The real credential never reaches the box, even when an upstream echoes it back.
  */
 export class Scrub extends Transform {
   private carry = Buffer.alloc(0)
@@ -13,7 +14,7 @@ export class Scrub extends Transform {
 
   constructor(secrets: ReadonlyArray<string>, private readonly replacement: Buffer) {
     super()
-    this.secrets = secrets.filter((s) => s.length > 0).map((s) => Buffer.from(s))
+    this.secrets = allForms(secrets).map((s) => Buffer.from(s))
     this.keep = Math.max(0, ...this.secrets.map((s) => s.length - 1))
   }
 
@@ -58,5 +59,6 @@ export class Scrub extends Transform {
   }
 }
 
+/** The same scrub for a whole text (a header value). */
 export const scrubText = (text: string, secrets: ReadonlyArray<string>, replacement: string) =>
-  secrets.filter((s) => s.length > 0).reduce((t, s) => t.split(s).join(replacement), text)
+  allForms(secrets).reduce((t, s) => t.split(s).join(replacement), text)

@@ -4,7 +4,7 @@ import { Readable } from "node:stream"
 import { SENTINEL } from "../../src/contract/constants.js"
 import { sentinelJwt } from "../../src/box/sentinel.js"
 import { injectCredential, isSentinel } from "../../src/gateway/inject.js"
-import { Scrub } from "../../src/gateway/scrub.js"
+import { Scrub, scrubText } from "../../src/gateway/scrub.js"
 
 const REAL = "sk-ant-REAL-0123456789"
 
@@ -78,5 +78,46 @@ describe("scrubbing answers", () => {
     s.write("data: sk-an")
     await new Promise((r) => setImmediate(r))
     expect(seen.join("")).toBe("event: a\ndata: 1\n\ndata: ")
+  })
+})
+
+describe("a hostile echo: the secret reflected in every form roster scrubs", () => {
+  const encodings: Record<string, { readonly encode: (s: string, pad: Buffer) => string; readonly decode: (t: string) => string }> = {
+    raw: { encode: (s) => s, decode: (t) => t },
+    "json \\u": { encode: (s) => JSON.stringify(s).slice(1, -1).replace(/./g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`), decode: (t) => t.replace(/\\u([0-9a-fA-F]{4})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16))) },
+    "percent, every byte": { encode: (s) => [...Buffer.from(s)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, "0")}`).join(""), decode: (t) => { try { return decodeURIComponent(t) } catch { return t } } },
+    "percent, a component": { encode: (s) => encodeURIComponent(s), decode: (t) => { try { return decodeURIComponent(t) } catch { return t } } },
+    base64: { encode: (s, pad) => Buffer.concat([pad, Buffer.from(s), pad]).toString("base64"), decode: (t) => Buffer.from(t, "base64").toString("latin1") },
+    "base64url": { encode: (s, pad) => Buffer.concat([pad, Buffer.from(s)]).toString("base64url"), decode: (t) => Buffer.from(t, "base64url").toString("latin1") }
+  }
+
+  it("never lets an encoded secret through, whatever its alignment and however the stream is cut (property)", async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.string({ minLength: 12, maxLength: 48, unit: fc.constantFrom(..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~+/=:")}),
+      fc.constantFrom(...Object.keys(encodings)),
+      fc.uint8Array({ maxLength: 5 }),
+      fc.array(fc.integer({ min: 1, max: 9 }), { minLength: 1, maxLength: 20 }),
+      async (secret, which, pad, cuts) => {
+        const enc = encodings[which]!
+        const body = `data: {"echo":"${enc.encode(secret, Buffer.from(pad))}"}\n\n`
+        const chunks: Array<string> = []
+        for (let i = 0, k = 0; i < body.length; k++) {
+          const n = cuts[k % cuts.length] ?? 1
+          chunks.push(body.slice(i, i + n))
+          i += n
+        }
+        const out = await scrubbed(chunks, [secret])
+        const payload = /"echo":"(.*)"/.exec(out)?.[1] ?? out
+        expect(enc.decode(payload)).not.toContain(secret)
+        expect(out).not.toContain(secret)
+      }
+    ), { numRuns: 400 })
+  })
+
+  it("scrubs header values in every form too", () => {
+    const secret = "sk-ant-api03-REAL-header-secret"
+    for (const enc of Object.values(encodings)) {
+      expect(enc.decode(scrubText(`x ${enc.encode(secret, Buffer.alloc(1))} y`, [secret], "[S]"))).not.toContain(secret)
+    }
   })
 })
