@@ -66,6 +66,7 @@ const show = Command.make("show", {
     if (run.ceiling_min !== undefined) yield* Console.log(`  ceiling:   ${run.ceiling_min} min`)
     if (run.store_snapshot) yield* Console.log(`  snapshot:  ${run.store_snapshot}`)
     if (run.channel) yield* Console.log(`  channel:   ${run.channel}`)
+    for (const w of run.warnings ?? []) yield* Console.log(`  warning:   ${visible(w)}`)
     for (const p of run.knowledge_pushes ?? []) {
       yield* Console.log(`  knowledge_push ${p.connection}: ${p.ok ? `landed ${p.head?.slice(0, 12)} on ${p.landed_ref}` : `refused: ${visible(p.reason ?? "")}`}`)
     }

@@ -1,3 +1,4 @@
+import { printRunWarnings } from "./runWarnings.js"
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Deferred, Effect, Exit, Mailbox, Option, Queue } from "effect"
 import * as readline from "node:readline"
@@ -83,6 +84,7 @@ export const talkCommand = Command.make("talk", {
       if (interactive) yield* Console.log("\n(session ended)")
       return yield* Effect.fail(new ExitCode({ code: 130 }))
     }
+    yield* printRunWarnings(worker, ended.o.runId)
     if (interactive) yield* Console.log(`\n(session ${ended.o.runId}: ${ended.o.turns} turn${ended.o.turns === 1 ? "" : "s"}, ended: ${ended.o.reason})`)
     if (!ended.o.clean) return yield* Effect.fail(new ExitCode({ code: 1 }))
   }).pipe(Effect.scoped)).pipe(Command.withDescription(

@@ -1,3 +1,4 @@
+import { printRunWarnings } from "./runWarnings.js"
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Option } from "effect"
@@ -86,6 +87,7 @@ const run = Command.make("run", {
       onLine: liveLine(worker)
     })
     for (const m of outcome.messages) yield* Console.log(`message from ${worker}: ${visible(m)}`)
+    yield* printRunWarnings(worker, outcome.runId)
     if (outcome.error) yield* Console.error(`the run failed: ${visible(outcome.error)}`)
     if (outcome.error || (outcome.endedBy === "exit" && outcome.exitCode !== 0)) {
       const log = runFiles(outcome.runDir).stderr

@@ -18,6 +18,8 @@ export interface AuditRecord {
   readonly bytes_down: number
   readonly duration_ms: number
   readonly note?: string
+  /** Where the request left the gateway still carrying a sentinel ("header:x-other", "query", "body"). */
+  readonly sentinel_unsubstituted?: ReadonlyArray<string>
 }
 
 /** How often a failing audit log is reported: once a minute, not once a request. */

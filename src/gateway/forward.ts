@@ -6,10 +6,19 @@ import { forwardable, responsePairs } from "./headers.js"
 import { identify } from "./identify.js"
 import { upstreamFor } from "./policy.js"
 import { refuseResponse } from "./refuse.js"
+import { sentinelWarning, warnRun } from "./runWarning.js"
+import { bodyScanner, sentinelPlaces } from "./sentinelScan.js"
 import { auditTrace, type RequestTrace } from "./supervise.js"
 
 /** The request to the upstream on an already-dialled socket, streamed both ways; the answer's status and byte counts. */
-const relay = (req: http.IncomingMessage, res: http.ServerResponse, url: URL, headers: http.OutgoingHttpHeaders, sock: import("node:net").Socket) =>
+const relay = (
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  url: URL,
+  headers: http.OutgoingHttpHeaders,
+  sock: import("node:net").Socket,
+  onBody: (chunk: Buffer) => void
+) =>
   Effect.async<{ status: number; up: number; down: number }>((resume) => {
     let up = 0
     let down = 0
@@ -25,7 +34,10 @@ const relay = (req: http.IncomingMessage, res: http.ServerResponse, url: URL, he
       refuseResponse(res, 502, e.message)
       resume(Effect.succeed({ status: 502, up, down }))
     })
-    req.on("data", (c: Buffer) => (up += c.length))
+    req.on("data", (c: Buffer) => {
+      up += c.length
+      onBody(c)
+    })
     req.pipe(out)
     return Effect.sync(() => out.destroy())
   })
@@ -62,6 +74,11 @@ export const handleForward = (self: Self, req: http.IncomingMessage, res: http.S
     if (dialled._tag === "Left") return yield* refuse(dialled.left)
     const headers = forwardable(req.headers)
     headers.host = url.host
-    const counts = yield* relay(req, res, url, headers, dialled.right.socket)
-    yield* auditTrace(trace, { status: counts.status, bytes_up: counts.up, bytes_down: counts.down })
+    const body = bodyScanner()
+    const counts = yield* relay(req, res, url, headers, dialled.right.socket, body.feed)
+    const places = [...sentinelPlaces(headers, `${url.pathname}${url.search}`), ...(body.found() ? ["body"] : [])]
+    yield* auditTrace(trace, {
+      status: counts.status, bytes_up: counts.up, bytes_down: counts.down, ...(places.length > 0 ? { sentinel_unsubstituted: places } : {})
+    })
+    if (places.length > 0) yield* warnRun(who.caller, sentinelWarning(trace.host, places))
   })

@@ -4,7 +4,7 @@ import { SENTINEL } from "../contract/constants.js"
 /** Which header a credential travels in. */
 export type InjectKind = "x-api-key" | "bearer" | "basic"
 
-const SENTINEL_SIGNATURE = Buffer.from("roster-sentinel-signature").toString("base64url")
+export const SENTINEL_SIGNATURE = Buffer.from("roster-sentinel-signature").toString("base64url")
 
 /** Every form of sentinel the provisioner writes: the plain string and the sentinel JWT. */
 export const isSentinel = (value: string): boolean => {

@@ -12,6 +12,8 @@ import { injectCredential } from "./inject.js"
 import { upstreamFor } from "./policy.js"
 import { refuseResponse } from "./refuse.js"
 import { PooledRefusal } from "./upstreamPool.js"
+import { sentinelWarning, warnRun } from "./runWarning.js"
+import { bodyScanner, sentinelPlaces } from "./sentinelScan.js"
 import { Scrub, scrubText } from "./scrub.js"
 import { auditTrace, type RequestTrace } from "./supervise.js"
 
@@ -48,7 +50,8 @@ const relay = (
   out: http.OutgoingHttpHeaders,
   agent: http.Agent,
   secrets: ReadonlyArray<string>,
-  limit: number
+  limit: number,
+  onBody: (chunk: Buffer) => void
 ) =>
   Effect.async<Relayed>((resume) => {
     let up = 0
@@ -72,6 +75,7 @@ const relay = (
     })
     req.on("data", (c: Buffer) => {
       up += c.length
+      onBody(c)
       if (up > limit) {
         upReq.destroy()
         req.unpipe(upReq)
@@ -118,8 +122,13 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
     })
     const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(decision.rule)}`
     const agent = yield* self.upstreamPool.agentFor(key, open)
-    const result = yield* relay(req, res, out, agent, reveals, ok.right.org.gateway.max_body_mib * 1024 * 1024)
+    const body = bodyScanner()
+    const result = yield* relay(req, res, out, agent, reveals, ok.right.org.gateway.max_body_mib * 1024 * 1024, body.feed)
+    // Loud, never silent: a sentinel that went out anywhere is audited by place and warned to the run.
+    const places = [...sentinelPlaces(out, req.url ?? "/"), ...(body.found() ? ["body"] : [])]
     yield* auditTrace(trace, {
-      status: result.status, injected, bytes_up: result.up, bytes_down: result.down, ...(result.note ? { note: result.note } : {})
+      status: result.status, injected, bytes_up: result.up, bytes_down: result.down, ...(result.note ? { note: result.note } : {}),
+      ...(places.length > 0 ? { sentinel_unsubstituted: places } : {})
     })
+    if (places.length > 0) yield* warnRun(target.caller, sentinelWarning(target.host, places))
   })

@@ -18,7 +18,7 @@ export const newTrace = (method: string, host: string, port: number, path: strin
 /** Audits one request from its trace: the duration comes from the Clock. */
 export const auditTrace = (
   trace: RequestTrace,
-  fields: Pick<AuditRecord, "status"> & Partial<Pick<AuditRecord, "injected" | "bytes_up" | "bytes_down" | "note" | "host">>
+  fields: Pick<AuditRecord, "status"> & Partial<Pick<AuditRecord, "injected" | "bytes_up" | "bytes_down" | "note" | "host" | "sentinel_unsubstituted">>
 ) =>
   Effect.gen(function*() {
     const audit = yield* Audit

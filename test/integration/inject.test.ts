@@ -183,6 +183,8 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(injected).toMatchObject({ run_id: "run-alice", subject: "org/alice", host: "198.51.100.7", method: "POST", status: 200, injected: true })
     expect(injected.bytes_up).toBeGreaterThan(0)
     expect(injected.bytes_down).toBeGreaterThan(0)
+    // The first request carried the sentinel in other headers, the query and the body: said where, never what.
+    expect(injected.sentinel_unsubstituted).toEqual(["header:cookie", "header:x-other", "query", "body"])
     expect(JSON.stringify(records)).not.toContain(SENTINEL)
     expect(JSON.stringify(records)).not.toContain(REAL_KEY)
   })
