@@ -1,0 +1,87 @@
+// `roster worker run` of an engine that exits at once, against a bare `docker run --rm` of the same
+// image with the same hardening, alternating; and the CLI's peak memory during the run. Needs the
+// Docker engine (scripts/ensure-host.sh); builds the scripted-engine image it runs.
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll, describe, it } from "vitest"
+import { emit, percentile, quick } from "./support.js"
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
+const bin = path.join(root, "bin/roster.js")
+const IMAGE = "roster-scripted:bench"
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port
+      s.close(() => resolve(port))
+    })
+  })
+
+/** Wall time and peak RSS (GNU time) of one command. */
+const measure = (cmd: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv) => {
+  const t = process.hrtime.bigint()
+  const r = spawnSync("/usr/bin/time", ["-f", "%M", cmd, ...args], { env, encoding: "utf8" })
+  const ms = Number(process.hrtime.bigint() - t) / 1e6
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${r.status}: ${r.stderr}`)
+  const kb = Number(r.stderr.trim().split("\n").at(-1))
+  return { ms, rssMb: kb / 1024 }
+}
+
+describe("a run", () => {
+  let env: NodeJS.ProcessEnv
+  let network = ""
+
+  beforeAll(async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-run-"))
+    // A stand-in key: the scripted engine calls no model, but a run needs a credential to shape its sentinels.
+    env = { ...process.env, ROSTER_HOME: home, HOME: home, ANTHROPIC_API_KEY: "sk-ant-bench-not-real" }
+    const build = spawnSync(bin, ["box", "build-scripted", "--tag", IMAGE], { env, encoding: "utf8" })
+    if (build.status !== 0) throw new Error(`the scripted image could not be built (is Docker running? scripts/ensure-host.sh): ${build.stderr}`)
+    spawnSync(bin, ["init"], { env })
+    fs.writeFileSync(path.join(home, "config", "org.toml"), `[engine]\nimage = "${IMAGE}"\n[gateway]\nport = ${await freePort()}\n`)
+    const started = spawnSync(bin, ["server", "start"], { env, encoding: "utf8" })
+    if (started.status !== 0) throw new Error(`the daemon did not start: ${started.stderr}`)
+    // The same network a run's box joins, so the baseline pays the same attachment.
+    spawnSync(bin, ["worker", "run", "alice", "!true"], { env })
+    network = spawnSync("docker", ["network", "ls", "--format", "{{.Name}}", "--filter", "name=roster-locked-"], { encoding: "utf8" }).stdout.trim().split("\n")[0] ?? "none"
+  }, 300_000)
+
+  afterAll(() => {
+    spawnSync(bin, ["server", "stop"], { env })
+  })
+
+  it("worker run of an engine that exits at once, against docker run --rm with the same hardening", () => {
+    const n = quick ? 3 : 9
+    const roster: Array<number> = []
+    const docker: Array<number> = []
+    const rss: Array<number> = []
+    const dockerRss: Array<number> = []
+    for (let i = 0; i < n; i++) {
+      const r = measure(bin, ["worker", "run", "alice", "!true"], env)
+      roster.push(r.ms)
+      rss.push(r.rssMb)
+      const d = measure("docker", [
+        "run", "--rm", "--network", network, "--dns", "127.0.0.1", "--user", "65532:65532", "--cap-drop", "ALL",
+        "--security-opt", "no-new-privileges", "--pids-limit", "512", "--memory", "4g", "--tmpfs", "/tmp:rw,nosuid,nodev,size=1g,mode=1777",
+        "--entrypoint", "/bin/true", IMAGE
+      ], env)
+      docker.push(d.ms)
+      dockerRss.push(d.rssMb)
+    }
+    const p50 = percentile(roster, 50)
+    const base = percentile(docker, 50)
+    emit({
+      metric: "worker run, engine exits at once", roster: p50, baseline: base, unit: "ms", compare: "ratio", goal: "<= 1.5x docker run",
+      pass: p50 / base <= 1.5, spread: `min ${Math.min(...roster).toFixed(0)} max ${Math.max(...roster).toFixed(0)}, n=${n}`
+    })
+    emit({
+      metric: "CLI peak RSS during a run", roster: Math.max(...rss), baseline: Math.max(...dockerRss), unit: "MB", compare: "absolute",
+      goal: "<= 100 MB", pass: Math.max(...rss) <= 100
+    })
+  }, 600_000)
+})
