@@ -3,24 +3,16 @@
 // Docker engine (scripts/ensure-host.sh); builds the scripted-engine image it runs.
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, it } from "vitest"
+import { freePort } from "../test/support/deployment.js"
 import { emit, percentile, quick } from "./support.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(root, "bin/roster.js")
 const IMAGE = "roster-scripted:bench"
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port
-      s.close(() => resolve(port))
-    })
-  })
 
 /** Wall time and peak RSS (GNU time) of one command. */
 const measure = (cmd: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv) => {

@@ -19,15 +19,16 @@
 import { FileSystem } from "@effect/platform"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
-import { ConfigProvider, type Deferred, Effect, Layer } from "effect"
+import { Clock, ConfigProvider, type Deferred, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Firewall, type FirewallTool } from "./box/Firewall.js"
 import { ImageStore } from "./box/ImageStore.js"
 import { OrgConfig } from "./config/OrgConfig.js"
-import { Paths, type RosterPaths, layout } from "./config/Paths.js"
+import { Paths, type RosterPaths } from "./config/Paths.js"
 import { GatewayProbe, type Health } from "./contract/GatewayProbe.js"
+import { writeGatewayState } from "./contract/gatewayState.js"
 import { initDeployment } from "./deployment/init.js"
 import { type DockerFakeOptions, makeDockerTest } from "./docker/DockerTest.js"
 import { Files } from "./fs/Files.js"
@@ -128,18 +129,15 @@ export const rosterTestServices = (paths: RosterPaths, o: RosterTestOptions = {}
 
 /** The gateway a test deployment has "running": its state file, as `roster server start` leaves it. */
 const recordTestGateway = (paths: RosterPaths) =>
-  Effect.sync(() => {
-    const files = layout(paths)
-    fs.mkdirSync(paths.state, { recursive: true })
-    fs.writeFileSync(files.gatewayJson, JSON.stringify({
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    writeGatewayState({
       port: 7300,
       addrs: ["127.0.0.1", "172.30.0.1"],
       pid: process.pid,
       config_root: paths.config,
       version: "test",
-      started_at: new Date().toISOString()
+      started_at: new Date(now).toISOString()
     }))
-  })
 
 /**
  * A whole test deployment: made with {@link initDeployment} in a fresh temp folder (org.toml,

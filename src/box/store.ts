@@ -2,6 +2,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Clock, Effect, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { Paths, layout } from "../config/Paths.js"
+import { isRunId } from "../config/names.js"
 import { Files } from "../fs/Files.js"
 import { lchownTree } from "../fs/tree.js"
 
@@ -79,12 +80,13 @@ export interface SnapshotInfo {
   readonly id: string
   /** The run it was taken after; null for one taken outside a run (the daemon's sweep, a restore). */
   readonly run_id: string | null
+  /** What took it: a run's end, the daemon's sweep, or a restore (the store it replaced). */
+  readonly taken_by: "run" | "sweep" | "restore"
   readonly time: string
   readonly changes: number
   readonly dir: string
 }
 
-const RUN_ID = /^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9a-f]{8}$/
 const timeOfId = (id: string) => {
   const m = /^(\d{4})-(\d{2})-(\d{2})-(\d{2})-(\d{2})-(\d{2})/.exec(id)
   return m ? `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}.000Z` : ""
@@ -117,7 +119,8 @@ export const snapshotInfos = Effect.fn("store.snapshotInfos")(function*(worker: 
     const meta = yield* readJson(SnapshotMeta, path.join(dir, "meta.json"))
     out.push({
       id,
-      run_id: RUN_ID.test(id) ? id : null,
+      run_id: isRunId(id) ? id : null,
+      taken_by: isRunId(id) ? "run" : /-restore(-\d+)?$/.test(id) ? "restore" : "sweep",
       time: Option.isSome(meta) ? meta.value.time : timeOfId(id),
       changes: Option.isSome(meta) ? meta.value.changes : changesBetween(previous, manifest),
       dir

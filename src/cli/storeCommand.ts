@@ -14,7 +14,7 @@ const list = Command.make("list", { json, worker: workerArg }, ({ json, worker }
     if (json) return yield* Console.log(JSON.stringify(snapshots, null, 2))
     if (snapshots.length === 0) return yield* Console.log(`${worker} has no store snapshots yet (one is taken after each run that changed the store)`)
     for (const s of snapshots) {
-      const from = s.run_id ? `after run ${s.run_id}` : /-restore(-\d+)?$/.test(s.id) ? "before a restore" : "daemon sweep"
+      const from = s.taken_by === "run" ? `after run ${s.run_id}` : s.taken_by === "restore" ? "before a restore" : "daemon sweep"
       yield* Console.log(`${s.id}  ${s.time || "-"}  ${String(s.changes).padStart(5)} change${s.changes === 1 ? " " : "s"}  ${from}`)
     }
   })).pipe(Command.withDescription(

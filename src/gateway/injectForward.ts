@@ -118,7 +118,7 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
       const dialled = yield* dialChecked(self, upstream.host, upstream.port, upstream.routed ? () => true : namedBy(ok.right))
       if (upstream.protocol !== "https:") return dialled.socket
       const trust = yield* self.upstreamTrust(ok.right.org.gateway.upstream_ca_file)
-      return yield* upstreamTls(dialled.socket, upstream.host, trust) as Effect.Effect<net.Socket, Refusal>
+      return yield* upstreamTls(dialled.socket, upstream.host, trust)
     })
     const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(decision.rule)}`
     const agent = yield* self.upstreamPool.agentFor(key, open)

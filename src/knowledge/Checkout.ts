@@ -1,7 +1,6 @@
 import { Schema } from "effect"
 import * as path from "node:path"
 import { MNT } from "../contract/constants.js"
-export { type KnowledgeResult, knowledgeLine } from "../contract/knowledge.js"
 
 /**
  * One gated repo of one run, as the host recorded it at provisioning (in a host-only file beside
