@@ -3,6 +3,7 @@ import { VERSION } from "../contract/version.js"
 import { boxCommand } from "./boxCommand.js"
 import { connectionCommand } from "./connectionCommand.js"
 import { doctorCommand } from "./doctorCommand.js"
+import { policyCommand } from "./policyCommand.js"
 import { rehearsalCommand } from "./rehearsalCommand.js"
 import { talkCommand } from "./talkCommand.js"
 import { initCommand } from "./initCommand.js"
@@ -17,7 +18,7 @@ export const roster = Command.make("roster").pipe(
     "Run AI workers (the pi coding agent) in locked-down Docker boxes whose only way out is roster's gateway. " +
       "Start with: roster init"
   ),
-  Command.withSubcommands([initCommand, workerCommand, talkCommand, taskCommand, storeCommand, serverCommand, runsCommand, connectionCommand, boxCommand, doctorCommand, rehearsalCommand])
+  Command.withSubcommands([initCommand, workerCommand, talkCommand, taskCommand, storeCommand, serverCommand, runsCommand, connectionCommand, policyCommand, boxCommand, doctorCommand, rehearsalCommand])
 )
 
 export const cli = Command.run(roster, { name: "roster", version: VERSION })

@@ -7,12 +7,7 @@ import { isLoopback, isRefusedAddress, isValidHost, normalizeHost } from "../con
 import { Dialer } from "./Dialer.js"
 import type { Caller } from "./identify.js"
 import { decide, type Decision, ruleNamesAddress } from "./policy.js"
-
-/** A request the gateway answers itself, with a status and a reason for the box and the audit log. */
-export class Refusal {
-  readonly _tag = "Refusal"
-  constructor(readonly status: number, readonly reason: string) {}
-}
+import { Refusal } from "./refusal.js"
 
 export interface Self {
   /** The gateway's own port and addresses: never a target, whatever a rule says (no loops). */
@@ -38,13 +33,16 @@ export const authorize = (caller: Caller, rawHost: string, port: number) =>
   Effect.gen(function*() {
     const host = normalizeHost(rawHost)
     if (!isValidHost(host) || !Number.isInteger(port) || port < 1 || port > 65535) {
-      return yield* Effect.fail(new Refusal(400, "malformed target"))
+      return yield* Effect.fail(new Refusal(400, "malformed target", { why: "malformed", subject: caller.subject }))
     }
+    const where = { host, port, subject: caller.subject }
     const org = yield* (yield* OrgConfig).snapshot.pipe(
-      Effect.mapError(() => new Refusal(403, "org.toml is invalid: nothing is allowed until it is fixed"))
+      Effect.mapError(() =>
+        new Refusal(403, "org.toml is invalid: nothing is allowed until it is fixed (roster doctor names the error)", { why: "config_invalid", ...where })
+      )
     )
     const decision = decide(org, caller.subject, host, port)
-    if (!decision.allowed) return yield* Effect.fail(new Refusal(403, decision.reason))
+    if (!decision.allowed) return yield* Effect.fail(new Refusal(403, decision.reason, { why: decision.why, ...where, fix: decision.fix }))
     return { host, port, decision, org } satisfies Authorized
   })
 
@@ -56,18 +54,24 @@ export const authorize = (caller: Caller, rawHost: string, port: number) =>
 export const dialChecked = (self: Self, host: string, port: number, named: (address: string) => boolean) =>
   Effect.gen(function*() {
     const dialer = yield* Dialer
-    const addrs = yield* dialer.resolve(host).pipe(Effect.mapError((e) => new Refusal(502, e.detail)))
-    if (addrs.length === 0) return yield* Effect.fail(new Refusal(502, `${host} has no address`))
+    const where = { host, port }
+    const addrs = yield* dialer.resolve(host).pipe(Effect.mapError((e) => new Refusal(502, e.detail, { why: "upstream", ...where })))
+    if (addrs.length === 0) return yield* Effect.fail(new Refusal(502, `${host} has no address`, { why: "upstream", ...where }))
     for (const a of addrs) {
       if (port === self.port() && (isLoopback(a) || self.addrs.includes(a) || a === "0.0.0.0")) {
-        return yield* Effect.fail(new Refusal(403, "the gateway does not proxy to itself"))
+        return yield* Effect.fail(new Refusal(403, "the gateway does not proxy to itself", { why: "gateway_itself", ...where }))
       }
       if (isRefusedAddress(a) && !named(a)) {
-        return yield* Effect.fail(new Refusal(403, `${host} resolves to ${a}, a private/loopback/metadata address no rule names`))
+        return yield* Effect.fail(
+          new Refusal(403, `${host} resolves to ${a}, a private/loopback/metadata address no rule names`, {
+            why: "refused_address", ...where,
+            fix: [`# name the address in the rule that allows ${host}:`, `hosts = [${JSON.stringify(host)}, ${JSON.stringify(a)}]`]
+          })
+        )
       }
     }
     const address = addrs[0] as string
-    const socket = yield* dialer.connect(address, port).pipe(Effect.mapError((e) => new Refusal(502, e.detail)))
+    const socket = yield* dialer.connect(address, port).pipe(Effect.mapError((e) => new Refusal(502, e.detail, { why: "upstream", ...where })))
     return { socket, address }
   })
 

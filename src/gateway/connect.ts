@@ -2,7 +2,8 @@ import { Effect } from "effect"
 import type * as http from "node:http"
 import type * as net from "node:net"
 import type { Duplex } from "node:stream"
-import { authorize, dialChecked, namedBy, type Refusal, type Self } from "./authorize.js"
+import { authorize, dialChecked, namedBy, type Self } from "./authorize.js"
+import { placed, Refusal } from "./refusal.js"
 import type { Caller } from "./identify.js"
 import { identify } from "./identify.js"
 import { upstreamFor } from "./policy.js"
@@ -55,7 +56,7 @@ const pipeBoth = (client: Duplex, up: net.Socket, head: Buffer) =>
 export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, client: Duplex, head: Buffer, trace: RequestTrace) =>
   Effect.gen(function*() {
     const refuse = (r: Refusal) =>
-      Effect.sync(() => refuseSocket(client, r.status, `roster gateway: ${r.reason}`)).pipe(
+      Effect.sync(() => refuseSocket(client, placed(r, trace))).pipe(
         Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
       )
     const target = parseConnectTarget(req.url ?? "")
@@ -64,17 +65,17 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
       trace.port = target.port
     }
     const who = yield* identify(req.headers, req.socket.remoteAddress)
-    if (!who.ok) return yield* refuse({ _tag: "Refusal", status: 407, reason: who.reason })
+    if (!who.ok) return yield* refuse(new Refusal(407, who.reason, { why: who.why }))
     const caller = who.caller
     trace.run_id = caller.runId
     trace.subject = caller.subject
-    if (!target) return yield* refuse({ _tag: "Refusal", status: 400, reason: "CONNECT wants host:port" })
+    if (!target) return yield* refuse(new Refusal(400, "CONNECT wants host:port"))
     const ok = yield* authorize(caller, target.host, target.port).pipe(Effect.either)
     if (ok._tag === "Left") return yield* refuse(ok.left)
     trace.host = ok.right.host
     if (ok.right.decision.via === "grant") {
       return yield* ctx.terminate(client, head, caller, ok.right.host, ok.right.port).pipe(
-        Effect.catchAll((e) => refuse({ _tag: "Refusal", status: 502, reason: `cannot present a certificate for ${e.host}` }))
+        Effect.catchAll((e) => refuse(new Refusal(502, `cannot present a certificate for ${e.host}`)))
       )
     }
     const to = upstreamFor(ok.right.org, ok.right.host, ok.right.port, "https:")

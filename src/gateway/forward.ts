@@ -1,7 +1,8 @@
 import { Effect } from "effect"
 import * as http from "node:http"
 import { isValidHost, normalizeHost } from "../contract/addresses.js"
-import { authorize, dialChecked, namedBy, type Refusal, type Self } from "./authorize.js"
+import { authorize, dialChecked, namedBy, type Self } from "./authorize.js"
+import { placed, Refusal } from "./refusal.js"
 import { forwardable, responsePairs } from "./headers.js"
 import { identify } from "./identify.js"
 import { upstreamFor } from "./policy.js"
@@ -31,7 +32,7 @@ const relay = (
       upRes.once("end", () => resume(Effect.succeed({ status: upRes.statusCode ?? 502, up, down })))
     })
     out.once("error", (e) => {
-      refuseResponse(res, 502, e.message)
+      refuseResponse(res, new Refusal(502, e.message))
       resume(Effect.succeed({ status: 502, up, down }))
     })
     req.on("data", (c: Buffer) => {
@@ -49,25 +50,25 @@ export const handleForward = (self: Self, req: http.IncomingMessage, res: http.S
     try {
       url = new URL(req.url ?? "")
     } catch {
-      return refuseResponse(res, 400, "malformed request target")
+      return refuseResponse(res, new Refusal(400, "malformed request target"))
     }
     trace.host = url.hostname
     trace.port = Number(url.port || 80)
     trace.path = url.pathname
     const refuse = (r: Refusal) =>
-      Effect.sync(() => refuseResponse(res, r.status, r.reason)).pipe(Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason })))
+      Effect.sync(() => refuseResponse(res, placed(r, trace))).pipe(Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason })))
     const who = yield* identify(req.headers, req.socket.remoteAddress)
-    if (!who.ok) return yield* refuse({ _tag: "Refusal", status: 407, reason: who.reason })
+    if (!who.ok) return yield* refuse(new Refusal(407, who.reason, { why: who.why }))
     trace.run_id = who.caller.runId
     trace.subject = who.caller.subject
     if (url.protocol !== "http:" || url.username || url.password || !isValidHost(normalizeHost(url.hostname))) {
-      return yield* refuse({ _tag: "Refusal", status: 400, reason: "only plain http:// absolute URIs without userinfo (use CONNECT for https)" })
+      return yield* refuse(new Refusal(400, "only plain http:// absolute URIs without userinfo (use CONNECT for https)"))
     }
     const ok = yield* authorize(who.caller, url.hostname, trace.port).pipe(Effect.either)
     if (ok._tag === "Left") return yield* refuse(ok.left)
     trace.host = ok.right.host
     if (ok.right.decision.via === "grant") {
-      return yield* refuse({ _tag: "Refusal", status: 403, reason: "credentials are injected only over TLS: use https://" })
+      return yield* refuse(new Refusal(403, "credentials are injected only over TLS: use https://", { why: "tls_only" }))
     }
     const to = upstreamFor(ok.right.org, ok.right.host, ok.right.port, "http:")
     const dialled = yield* dialChecked(self, to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)

@@ -15,7 +15,7 @@ export interface Caller {
 
 export type Identification =
   | { readonly ok: true; readonly caller: Caller }
-  | { readonly ok: false; readonly reason: string }
+  | { readonly ok: false; readonly reason: string; readonly why: "no_token" | "run_ended" }
 
 /** The run token from `Proxy-Authorization: Basic base64(<token>:x)`; the password is never read. */
 export const tokenFrom = (headers: IncomingHttpHeaders): string | undefined => {
@@ -37,14 +37,14 @@ export const identify = Effect.fn("gateway.identify")(function*(headers: Incomin
   if (token === undefined) {
     return isLoopback(remote)
       ? { ok: true, caller: { subject: "org", runId: null, worker: null, taskId: null } } satisfies Identification
-      : { ok: false, reason: "no run token" } satisfies Identification
+      : { ok: false, reason: "no run token", why: "no_token" } satisfies Identification
   }
   return yield* lookupToken(token)
 })
 
 /** A run token's identity, honoured only while its run is live. */
 export const lookupToken = Effect.fn("gateway.lookupToken")(function*(token: string) {
-  if (!TOKEN_PATTERN.test(token)) return { ok: false, reason: "malformed run token" } satisfies Identification
+  if (!TOKEN_PATTERN.test(token)) return { ok: false, reason: "malformed run token", why: "no_token" } satisfies Identification
   const fs = yield* FileSystem.FileSystem
   const file = identityFile(layout(yield* Paths).identityDir, token)
   const record = yield* fs.readFileString(file).pipe(
@@ -52,8 +52,8 @@ export const lookupToken = Effect.fn("gateway.lookupToken")(function*(token: str
     Effect.flatMap(Schema.decodeUnknown(IdentityRecord)),
     Effect.option
   )
-  if (record._tag === "None") return { ok: false, reason: "unknown run token" } satisfies Identification
+  if (record._tag === "None") return { ok: false, reason: "unknown run token", why: "no_token" } satisfies Identification
   const r = record.value
-  if (!(yield* (yield* LiveRuns).isLive(r.run_id))) return { ok: false, reason: "the run of this token has ended" } satisfies Identification
+  if (!(yield* (yield* LiveRuns).isLive(r.run_id))) return { ok: false, reason: "the run of this token has ended", why: "run_ended" } satisfies Identification
   return { ok: true, caller: { subject: r.subject, runId: r.run_id, worker: r.worker, taskId: r.task_id } } satisfies Identification
 })

@@ -4,7 +4,8 @@ import * as net from "node:net"
 import * as tls from "node:tls"
 import { isValidHost } from "../contract/addresses.js"
 import { SENTINEL } from "../contract/constants.js"
-import { authorize, dialChecked, namedBy, Refusal, type Self } from "./authorize.js"
+import { authorize, dialChecked, namedBy, type Self } from "./authorize.js"
+import { placed, Refusal } from "./refusal.js"
 import { resolveCredential } from "./credentials.js"
 import { forwardable, responsePairs } from "./headers.js"
 import type { Caller } from "./identify.js"
@@ -70,7 +71,7 @@ const relay = (
     })
     upReq.once("error", (e) => {
       const status = e instanceof PooledRefusal ? e.refusal.status : 502
-      refuseResponse(res, status, e.message)
+      refuseResponse(res, e instanceof PooledRefusal ? e.refusal : new Refusal(502, e.message))
       resume(Effect.succeed({ status, up, down, note: e.message }))
     })
     req.on("data", (c: Buffer) => {
@@ -94,16 +95,16 @@ const relay = (
 export const injectForward = (self: Self, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace) =>
   Effect.gen(function*() {
     const refuse = (r: Refusal) =>
-      Effect.sync(() => refuseResponse(res, r.status, r.reason)).pipe(Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason })))
+      Effect.sync(() => refuseResponse(res, placed(r, trace))).pipe(Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason })))
     const ok = yield* authorize(target.caller, target.host, target.port).pipe(Effect.either)
     if (ok._tag === "Left") return yield* refuse(ok.left)
     const decision = ok.right.decision
-    if (decision.via !== "grant") return yield* refuse(new Refusal(403, "the grant for this host is gone; reconnect"))
+    if (decision.via !== "grant") return yield* refuse(new Refusal(403, "the grant for this host is gone; reconnect", { why: "no_rule" }))
     const grant = decision.rule
     const credential = yield* resolveCredential(grant)
     if (!credential) {
       return yield* refuse(new Refusal(502,
-        `no credential "${grant.credential}" for grant "${grant.name}" — connect one: roster connection add ${grant.credential}`))
+        `no credential "${grant.credential}" for grant "${grant.name}" — connect one: roster connection add ${grant.credential}`, { why: "no_credential" }))
     }
     const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
     const out = forwardable(headers)
@@ -111,7 +112,7 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
     out["accept-encoding"] = "identity"
 
     const upstream = upstreamFor(ok.right.org, target.host, target.port, "https:")
-    if (!isValidHost(upstream.host)) return yield* refuse(new Refusal(502, "the route's upstream is not a valid host"))
+    if (!isValidHost(upstream.host)) return yield* refuse(new Refusal(502, "the route's upstream is not a valid host", { why: "upstream" }))
     // A [[route]] names its upstream outright; otherwise the grant must name a private address.
     // A new connection is dialled, checked and verified as ever; an idle one of the same rule is reused.
     const open = Effect.gen(function*() {

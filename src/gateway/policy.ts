@@ -2,11 +2,12 @@ import * as net from "node:net"
 import type { AllowRule, GrantRule, Org } from "../config/schema.js"
 import { scopeAdmits } from "../contract/scope.js"
 import { normalizeHost } from "../contract/addresses.js"
+import { allowLines } from "./refusal.js"
 
 export type Decision =
   | { readonly allowed: true; readonly via: "grant"; readonly rule: GrantRule }
   | { readonly allowed: true; readonly via: "allow"; readonly rule: AllowRule }
-  | { readonly allowed: false; readonly reason: string }
+  | { readonly allowed: false; readonly why: "no_rule" | "wrong_port"; readonly reason: string; readonly fix: ReadonlyArray<string> }
 
 /** "*.example.com" matches a subdomain (not the apex); anything else matches exactly, after normalising. */
 export const hostMatches = (pattern: string, host: string): boolean => {
@@ -15,28 +16,56 @@ export const hostMatches = (pattern: string, host: string): boolean => {
   return p === host
 }
 
-const portMatches = (rule: { readonly ports?: ReadonlyArray<number> | undefined }, port: number) =>
-  (rule.ports && rule.ports.length > 0 ? rule.ports : [443]).includes(port)
+const portsOf = (rule: { readonly ports?: ReadonlyArray<number> | undefined }) => rule.ports && rule.ports.length > 0 ? rule.ports : [443]
+
+const portMatches = (rule: { readonly ports?: ReadonlyArray<number> | undefined }, port: number) => portsOf(rule).includes(port)
+
+type Rule = { readonly kind: "grant"; readonly rule: GrantRule } | { readonly kind: "allow"; readonly rule: AllowRule }
+
+const ruleName = (r: Rule) => r.kind === "grant" ? `the [[grant]] named ${JSON.stringify(r.rule.name)}` : `the [[allow]] for hosts = ${JSON.stringify(r.rule.hosts)}`
 
 /**
  * Deny by default: a host:port is reachable only through a `[[grant]]` (TLS terminated, the
  * credential injected) or an `[[allow]]` (tunnelled as is) whose hosts, ports and scope match
  * the calling subject. A grant wins over an allow for the same host, so a credential is never
- * silently skipped.
+ * silently skipped. A refusal says what would change the answer.
  */
 export const decide = (org: Org, subject: string, rawHost: string, port: number): Decision => {
   const host = normalizeHost(rawHost)
-  for (const rule of org.grant) {
-    if (rule.hosts.some((h) => hostMatches(h, host)) && portMatches(rule, port) && scopeAdmits(rule.scope, subject)) {
-      return { allowed: true, via: "grant", rule }
+  const rules: ReadonlyArray<Rule> = [
+    ...org.grant.map((rule) => ({ kind: "grant" as const, rule })),
+    ...org.allow.map((rule) => ({ kind: "allow" as const, rule }))
+  ]
+  const forHost = rules.filter((r) => r.rule.hosts.some((h) => hostMatches(h, host)))
+  for (const r of forHost) {
+    if (portMatches(r.rule, port) && scopeAdmits(r.rule.scope, subject)) {
+      return r.kind === "grant" ? { allowed: true, via: "grant", rule: r.rule } : { allowed: true, via: "allow", rule: r.rule }
     }
   }
-  for (const rule of org.allow) {
-    if (rule.hosts.some((h) => hostMatches(h, host)) && portMatches(rule, port) && scopeAdmits(rule.scope, subject)) {
-      return { allowed: true, via: "allow", rule }
+  // A granted host reached by a subject outside the grant's scope: widening that grant's scope is
+  // the fix, never an [[allow]] or another port (either would send the box's placeholder upstream uninjected).
+  const outOfScope = (r: Rule) => ({
+    allowed: false as const, why: "no_rule" as const,
+    reason: `${host}:${port} is not allowed for ${subject}: ${ruleName(r)} covers it for ${r.rule.scope.join(", ")} only`,
+    fix: [`# in ${ruleName(r)}:`, `scope = ${JSON.stringify([...r.rule.scope, subject])}`]
+  })
+  const grantElsewhere = forHost.find((r) => r.kind === "grant" && portMatches(r.rule, port))
+  if (grantElsewhere) return outOfScope(grantElsewhere)
+  const wrongPort = forHost.find((r) => scopeAdmits(r.rule.scope, subject))
+  if (wrongPort) {
+    return {
+      allowed: false, why: "wrong_port",
+      reason: `${host}:${port} is not allowed for ${subject}: ${ruleName(wrongPort)} covers ${host} on port${portsOf(wrongPort.rule).length > 1 ? "s" : ""} ${portsOf(wrongPort.rule).join(", ")} only`,
+      fix: [`# in ${ruleName(wrongPort)}:`, `ports = [${[...portsOf(wrongPort.rule), port].join(", ")}]`]
     }
   }
-  return { allowed: false, reason: `${host}:${port} is not allowed for ${subject} (no matching [[grant]] or [[allow]] in org.toml)` }
+  const allowElsewhere = forHost.find((r) => portMatches(r.rule, port))
+  if (allowElsewhere) return outOfScope(allowElsewhere)
+  return {
+    allowed: false, why: "no_rule",
+    reason: `${host}:${port} is not allowed for ${subject} (no [[grant]] or [[allow]] in org.toml covers it)`,
+    fix: allowLines(host, port, subject)
+  }
 }
 
 /** The [[route]] for a host, if any: where its traffic really goes. */

@@ -18,6 +18,7 @@ import { handleConnect } from "./connect.js"
 import type { GatewayEnv } from "./env.js"
 import { handleForward } from "./forward.js"
 import { makeLeafIssuer } from "./leafCerts.js"
+import { Refusal } from "./refusal.js"
 import { refuseResponse, refuseSocket, refuseUnlessHttp1 } from "./refuse.js"
 import { newTrace, supervised } from "./supervise.js"
 import { makeTerminator } from "./terminate.js"
@@ -88,7 +89,7 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
     run(Effect.gen(function*() {
       const trace = yield* newTrace(req.method ?? "GET", target.startsWith("/") ? "roster-gateway" : "?", 0, target.split("?")[0] ?? "")
       const handler: Effect.Effect<void, never, GatewayEnv> = target.startsWith("/") ? handleAction(req, res, trace) : handleForward(self, req, res, trace)
-      yield* supervised(trace, handler, () => refuseResponse(res, 500, "internal error"))
+      yield* supervised(trace, handler, () => refuseResponse(res, new Refusal(500, "internal error")))
     }))
   }
 
@@ -97,7 +98,7 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
       const target = req.url ?? ""
       const trace = yield* newTrace("CONNECT", target.slice(0, 100), 0, "")
       yield* supervised(trace, handleConnect({ self, terminate, sockets }, req, socket, head, trace), () =>
-        refuseSocket(socket, 500, "roster gateway: internal error"))
+        refuseSocket(socket, new Refusal(500, "internal error")))
     }))
 
   const servers: Array<http.Server> = []
@@ -113,7 +114,7 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
         socket.once("close", () => sockets.delete(socket))
       })
       server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
-        refuseSocket(socket, err.code === "HPE_HEADER_OVERFLOW" ? 431 : 400, "roster gateway: bad request")
+        refuseSocket(socket, new Refusal(err.code === "HPE_HEADER_OVERFLOW" ? 431 : 400, "bad request"))
       })
       server.once("error", (e: NodeJS.ErrnoException) =>
         resume(Effect.fail(new GatewayListenError({ address, port, detail: e.code ?? e.message }))))

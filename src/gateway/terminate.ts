@@ -8,6 +8,7 @@ import type { GatewayEnv } from "./env.js"
 import type { Caller } from "./identify.js"
 import { injectForward, type Target } from "./injectForward.js"
 import type { LeafIssuer } from "./leafCerts.js"
+import { Refusal } from "./refusal.js"
 import { refuseUnlessHttp1, refuseResponse } from "./refuse.js"
 import { newTrace, supervised } from "./supervise.js"
 
@@ -25,10 +26,10 @@ export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(self
       const target = targets.get(req.socket)
       const url = req.url ?? "/"
       const trace = yield* newTrace(req.method ?? "GET", target?.host ?? "?", target?.port ?? 0, url.split("?")[0] ?? "/")
-      if (!target || !url.startsWith("/")) return refuseResponse(res, 400, "bad request")
+      if (!target || !url.startsWith("/")) return refuseResponse(res, new Refusal(400, "bad request"))
       trace.run_id = target.caller.runId
       trace.subject = target.caller.subject
-      yield* supervised(trace, injectForward(self, target, req, res, trace), () => refuseResponse(res, 500, "internal error"))
+      yield* supervised(trace, injectForward(self, target, req, res, trace), () => refuseResponse(res, new Refusal(500, "internal error")))
     }))
 
   const inner = http.createServer({ maxHeaderSize: 16 * 1024, headersTimeout: 15_000, requestTimeout: 0, keepAliveTimeout: 60_000 }, onRequest)

@@ -2,16 +2,11 @@ import { Cause, Effect, Exit, Option, Runtime } from "effect"
 import * as http from "node:http"
 import type * as net from "node:net"
 import type { GatewayEnv } from "./env.js"
-
-/** Why a dial was refused, and the status the box is answered with. */
-interface Refused {
-  readonly status: number
-  readonly reason: string
-}
+import type { Refusal } from "./refusal.js"
 
 /** A dial the pool could not make, carrying the refusal (and its status) to the request that waited for it. */
 export class PooledRefusal extends Error {
-  constructor(readonly refusal: Refused) {
+  constructor(readonly refusal: Refusal) {
     super(refusal.reason)
   }
 }
@@ -32,7 +27,7 @@ export const makeUpstreamPool = Effect.gen(function*() {
       agents.clear()
     })
   )
-  const agentFor = (key: string, open: Effect.Effect<net.Socket, Refused, GatewayEnv>) =>
+  const agentFor = (key: string, open: Effect.Effect<net.Socket, Refusal, GatewayEnv>) =>
     Effect.gen(function*() {
       const existing = agents.get(key)
       if (existing) return existing

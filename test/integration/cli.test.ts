@@ -117,6 +117,34 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     expect((await roster("connection", "rm", "github")).code).toBe(1)
   })
 
+  it("policy check says allowed with the deciding rule, or refused with the lines that would allow it (exit 1)", async () => {
+    const file = path.join(home, "config", "org.toml")
+    const saved = fs.readFileSync(file, "utf8")
+    fs.appendFileSync(file, [
+      "", "[[grant]]", `name = "model"`, `hosts = ["api.example.com"]`, `scope = ["org/alice"]`, `credential = "nothing-here"`,
+      "[[allow]]", `hosts = ["*.example.org"]`, "ports = [443, 8443]", `scope = ["org/*"]`, ""
+    ].join("\n"))
+    try {
+      const granted = await roster("policy", "check", "alice", "https://api.example.com/v1/messages")
+      expect(granted.code, granted.stderr).toBe(0)
+      expect(granted.stdout).toContain(`rule: [[grant]] "model"`)
+      expect(granted.stdout).toContain(`no credential "nothing-here" is connected`)
+      const json = JSON.parse((await roster("policy", "check", "bob", "docs.example.org:8443", "--json")).stdout)
+      expect(json).toMatchObject({ allowed: true, how: "tunnelled", host: "docs.example.org", port: 8443, subject: "org/bob" })
+      const refused = await roster("policy", "check", "bob", "https://api.example.com/")
+      expect(refused.code).toBe(1)
+      expect(refused.stdout).toContain("refused (no_rule, 403)")
+      expect(refused.stdout).toContain(`scope = ["org/alice","org/bob"]`)
+      const port = JSON.parse((await roster("policy", "check", "bob", "https://docs.example.org:9443/", "--json")).stdout)
+      expect(port).toMatchObject({ allowed: false, status: 403, why: "wrong_port", org_toml: [expect.any(String), "ports = [443, 8443, 9443]"] })
+      const nobody = await roster("policy", "check", "nobody", "https://example.com/")
+      expect(nobody.code).toBe(1)
+      expect(nobody.stderr).toContain("roster worker add nobody")
+    } finally {
+      fs.writeFileSync(file, saved)
+    }
+  })
+
   it("every command has --help in roster's words: the whole command in its usage, no type blurbs, as its snapshot says", async () => {
     // Every command the root help lists (a new one is covered without touching this test).
     const listed = (await roster("--help")).stdout.split("\n")

@@ -21,7 +21,9 @@ import { serveGateway } from "../../src/gateway/server.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { makeTestTls } from "../support/testCa.js"
-import { type Reply, viaGateway } from "../support/boxClient.js"
+import { connectVia, forwardVia, type Reply, viaGateway } from "../support/boxClient.js"
+import type { Org } from "../../src/config/schema.js"
+import { checkPolicy } from "../../src/gateway/policyCheck.js"
 
 const REAL_KEY = "sk-ant-api03-REAL-injected-key-7f3a9c"
 const REAL_GIT = "ghp_REALgitTOKEN0123456789"
@@ -36,6 +38,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   let rosterCa: string
   let testCa: string
   let auditDir: string
+  let org: Org
   const live = new Set(["run-alice", "run-bob"])
 
   beforeAll(async () => {
@@ -56,7 +59,10 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       "[[grant]]", `name = "oauth"`, `hosts = ["oauth.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "openai-codex"`,
       "[[grant]]", `name = "unconnected"`, `hosts = ["nokey.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "nothing"`,
       "[[allow]]", `hosts = ["198.51.100.7"]`, "ports = [9443]", `scope = ["org/*"]`,
-      ...["api.example.com", "git.example.com", "oauth.example.com", "nokey.example.com"].flatMap((h) => ["[[route]]", `host = "${h}"`, `upstream = "https://198.51.100.7:8443"`])
+      "[[allow]]", `hosts = ["198.51.100.7"]`, "ports = [9080]", `scope = ["org/*"]`,
+      "[[allow]]", `hosts = ["*.example.org"]`, "ports = [9443]", `scope = ["org/alice"]`,
+      ...["api.example.com", "git.example.com", "oauth.example.com", "nokey.example.com"].flatMap((h) => ["[[route]]", `host = "${h}"`, `upstream = "https://198.51.100.7:8443"`]),
+      ...["a.example.org", "a.b.example.org", "example.org"].flatMap((h) => ["[[route]]", `host = "${h}"`, `upstream = "https://198.51.100.7:9443"`])
     ].join("\n"))
     const identity = layout(paths).identityDir
     fs.mkdirSync(identity, { recursive: true })
@@ -79,6 +85,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest())))
     scope = Effect.runSync(Scope.make())
     port = (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(layer), Scope.extend(scope)))).port
+    org = await Effect.runPromise(Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(Effect.provide(layer)))
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
   })
 
@@ -167,6 +174,61 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   it("a grant whose credential is not connected says how to connect it", async () => {
     const r = await viaGateway(port, ALICE, "nokey.example.com:8443", { path: "/", headers: { "x-api-key": SENTINEL } }, [rosterCa])
     expect(r.status).toBe(502)
+  })
+
+  it("a refusal says why, for whom, and the org.toml lines that would allow it (JSON the SDKs read)", async () => {
+    const r = await viaGateway(port, BOB, "198.51.100.7:8443", { path: "/", headers: { "x-api-key": SENTINEL } }, [rosterCa])
+    expect(r.status).toBe(403)
+    expect(r.headers["content-type"]).toBe("application/json")
+    expect(r.headers["x-should-retry"]).toBe("false")
+    const body = JSON.parse(r.body)
+    expect(body.error.message).toContain("org/bob")
+    expect(body.roster).toEqual({
+      why: "no_rule", host: "198.51.100.7", port: 8443, subject: "org/bob",
+      org_toml: [`# in the [[grant]] named "model":`, `scope = ["org/alice","org/bob"]`]
+    })
+    const tunnel = await viaGateway(port, ALICE, "unknown.example.net:443", { path: "/" }, [rosterCa])
+    expect(tunnel.status).toBe(403)
+    expect(JSON.parse(tunnel.body).roster).toMatchObject({ why: "no_rule", org_toml: ["[[allow]]", `hosts = ["unknown.example.net"]`, `scope = ["org/alice"]`] })
+    const noToken = await viaGateway(port, undefined, "198.51.100.7:9443", { path: "/" }, [testCa])
+    // A CONNECT from loopback without a token is a host-side caller ("org"), which no rule here admits.
+    expect(JSON.parse(noToken.body).roster).toMatchObject({ why: "no_rule", subject: "org" })
+    const bogus = await viaGateway(port, "c3".repeat(32), "198.51.100.7:9443", { path: "/" }, [testCa])
+    expect(bogus.status).toBe(407)
+    expect(JSON.parse(bogus.body).roster.why).toBe("no_token")
+  })
+
+  it("roster policy check answers what the gateway does, for 20 URL/rule pairs, sending nothing", async () => {
+    const subjects = { alice: ALICE, bob: BOB } as const
+    const pairs: ReadonlyArray<readonly [keyof typeof subjects, string]> = [
+      ["alice", "https://198.51.100.7:8443/v1/models"], ["bob", "https://198.51.100.7:8443/"], ["alice", "https://api.example.com:8443/v1/models"],
+      ["alice", "https://api.example.com/"], ["alice", "https://api.example.com.evil.test:8443/"], ["alice", "https://198.51.100.7:8444/"],
+      ["bob", "198.51.100.7:9443"], ["alice", "198.51.100.7:9443"], ["alice", "http://198.51.100.7:9080/"], ["alice", "http://api.example.com:8443/"],
+      ["bob", "http://198.51.100.7:9081/"], ["alice", "https://git.example.com:8443/org/repo.git/info/refs"], ["bob", "https://git.example.com:8443/"],
+      ["alice", "https://unknown.example.net/"], ["bob", "https://oauth.example.com:8443/"], ["alice", "https://oauth.example.com:8443/"],
+      ["alice", "a.example.org:9443"], ["bob", "a.example.org:9443"], ["alice", "a.b.example.org:9443"], ["alice", "example.org:9443"],
+      ["alice", "a.example.org:9444"], ["bob", "http://198.51.100.7:9080/"]
+    ]
+    expect(pairs.length).toBeGreaterThanOrEqual(20)
+    const seen = new Set<string>()
+    for (const [who, url] of pairs) {
+      const policy = checkPolicy(org, `org/${who}`, url)
+      const gateway = url.startsWith("http://")
+        ? await forwardVia(port, subjects[who], url)
+        : url.startsWith("https://")
+        ? await viaGateway(port, subjects[who], new URL(url).host.includes(":") ? new URL(url).host : `${new URL(url).host}:443`,
+          { path: new URL(url).pathname }, [rosterCa, testCa])
+        : await connectVia(port, subjects[who], url)
+      const refused = [400, 403, 407].includes(gateway.status)
+      expect({ who, url, allowed: !refused }).toEqual({ who, url, allowed: policy.allowed })
+      if (!policy.allowed) {
+        expect({ who, url, status: gateway.status, why: JSON.parse(gateway.body).roster.why })
+          .toEqual({ who, url, status: policy.status, why: policy.refusal.detail.why })
+      }
+      seen.add(policy.allowed ? policy.how : policy.refusal.detail.why)
+    }
+    // The pairs cover every kind of answer the policy gives without resolving a name.
+    expect([...seen].sort()).toEqual(["forwarded", "no_rule", "terminated", "tls_only", "tunnelled", "wrong_port"])
   })
 
   it("a token whose run has ended gets 407 at once, though its file is still there", async () => {

@@ -24,10 +24,13 @@ export const viaGateway = (
       host: "127.0.0.1", port: gatewayPort, method: "CONNECT", path: target,
       headers: token ? { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` } : {}
     })
-    connect.once("connect", (res, socket) => {
+    connect.once("connect", (res, socket, head) => {
       if (res.statusCode !== 200) {
-        socket.destroy()
-        return resolve({ status: res.statusCode ?? 0, headers: res.headers, body: "", arrivals: [] })
+        // A refusal's body follows its head on the socket, which the gateway then closes.
+        let body = head.toString()
+        socket.on("data", (c: Buffer) => (body += c.toString()))
+        socket.once("close", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, arrivals: [] }))
+        return
       }
       const host = target.slice(0, target.lastIndexOf(":"))
       const secured = tls.connect({ socket, host, ca: [...ca], ...(net.isIP(host) ? {} : { servername: host }) })
@@ -53,3 +56,38 @@ export const viaGateway = (
     connect.end()
   })
 
+
+/** What a box's plain-http client does through HTTP_PROXY: the absolute URI, with its token. */
+export const forwardVia = (gatewayPort: number, token: string | undefined, url: string) =>
+  new Promise<Reply>((resolve, reject) => {
+    const req = http.request({
+      host: "127.0.0.1", port: gatewayPort, method: "GET", path: url,
+      headers: token ? { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` } : {}
+    }, (res) => {
+      let body = ""
+      res.on("data", (c: Buffer) => (body += c.toString()))
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, arrivals: [] }))
+    })
+    req.once("error", reject)
+    req.end()
+  })
+
+/** Only the CONNECT: its status (200 when the gateway opened the tunnel) and a refusal's body. */
+export const connectVia = (gatewayPort: number, token: string | undefined, target: string) =>
+  new Promise<Reply>((resolve, reject) => {
+    const connect = http.request({
+      host: "127.0.0.1", port: gatewayPort, method: "CONNECT", path: target,
+      headers: token ? { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` } : {}
+    })
+    connect.once("connect", (res, socket, head) => {
+      let body = head.toString()
+      if (res.statusCode === 200) {
+        socket.destroy()
+        return resolve({ status: 200, headers: res.headers, body, arrivals: [] })
+      }
+      socket.on("data", (c: Buffer) => (body += c.toString()))
+      socket.once("close", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, arrivals: [] }))
+    })
+    connect.once("error", reject)
+    connect.end()
+  })

@@ -8,6 +8,8 @@ import { OrgSchema } from "../../src/config/schema.js"
 import { isRefusedAddress, isValidHost, normalizeHost } from "../../src/contract/addresses.js"
 import { tokenFrom } from "../../src/gateway/identify.js"
 import { decide, ruleNamesAddress } from "../../src/gateway/policy.js"
+import { checkPolicy, parseTarget } from "../../src/gateway/policyCheck.js"
+import { Refusal, refusalBody } from "../../src/gateway/refusal.js"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 
 const org = Schema.decodeUnknownSync(OrgSchema)({
@@ -29,6 +31,45 @@ describe("gateway policy", () => {
     expect(decide(org, "org/alice", "example.test", 443).allowed).toBe(false)
     expect(decide(org, "org/alice", "api.example.test.evil.test", 443).allowed).toBe(false)
     expect(decide(org, "org/alice", "evil.test", 443).allowed).toBe(false)
+  })
+
+  it("a refusal says which kind it is and the org.toml lines that would change it", () => {
+    const granted = Schema.decodeUnknownSync(OrgSchema)({
+      grant: [{ name: "model", hosts: ["api.example.com"], scope: ["org/alice"], credential: "anthropic" }],
+      allow: [{ hosts: ["*.example.test"], scope: ["org/alice"], ports: [443, 8443] }]
+    })
+    expect(decide(granted, "org/alice", "evil.example.net", 8080)).toEqual({
+      allowed: false, why: "no_rule", reason: expect.stringContaining("no [[grant]] or [[allow]]"),
+      fix: ["[[allow]]", `hosts = ["evil.example.net"]`, "ports = [8080]", `scope = ["org/alice"]`]
+    })
+    expect(decide(granted, "org/alice", "api.example.test", 9000)).toMatchObject({
+      why: "wrong_port", fix: [`# in the [[allow]] for hosts = ["*.example.test"]:`, "ports = [443, 8443, 9000]"]
+    })
+    // Outside a grant's scope the fix widens the grant, never an [[allow]] that would skip the credential.
+    expect(decide(granted, "org/bob", "api.example.com", 443)).toMatchObject({
+      why: "no_rule", fix: [`# in the [[grant]] named "model":`, `scope = ["org/alice","org/bob"]`]
+    })
+    const body = refusalBody(new Refusal(403, "nope", { why: "wrong_port", host: "h.example.test", port: 9, subject: "org/a", fix: ["ports = [9]"] }))
+    expect(body).toEqual({
+      type: "error",
+      error: { type: "permission_error", message: "roster gateway: nope An operator could add to org.toml: ports = [9]" },
+      roster: { why: "wrong_port", host: "h.example.test", port: 9, subject: "org/a", org_toml: ["ports = [9]"] }
+    })
+  })
+
+  it("policy check reads URLs and CONNECT targets the way the gateway does", () => {
+    expect(parseTarget("https://API.example.com/v1?x=1")).toEqual({ host: "api.example.com", port: 443, scheme: "https" })
+    expect(parseTarget("http://198.51.100.7:9080/")).toEqual({ host: "198.51.100.7", port: 9080, scheme: "http" })
+    expect(parseTarget("[2001:db8::1]:8443")).toEqual({ host: "2001:db8::1", port: 8443, scheme: "tunnel" })
+    expect(parseTarget("ftp://example.com/")).toBeUndefined()
+    expect(parseTarget("example.com")).toBeUndefined()
+    const answer = checkPolicy(org, "org/alice", "https://packages.example.org/simple")
+    expect(answer).toMatchObject({ allowed: true, how: "tunnelled", rule: `[[allow]] hosts = ["packages.example.org"]` })
+    expect(answer.allowed && answer.notes[0]).toContain("resolved when the box asks")
+    expect(checkPolicy(org, "org", "http://10.1.2.3/")).toMatchObject({ allowed: true, how: "forwarded", notes: [] })
+    const self = Schema.decodeUnknownSync(OrgSchema)({ allow: [{ hosts: ["127.0.0.1"], scope: ["org/*"], ports: [7300] }] })
+    expect(checkPolicy(self, "org/a", "127.0.0.1:7300")).toMatchObject({ allowed: false, status: 403, refusal: { detail: { why: "gateway_itself" } } })
+    expect(checkPolicy(org, "org/a", "https://bad host/")).toMatchObject({ allowed: false, status: 400 })
   })
 
   it("a rule names a private address only by listing it", () => {

@@ -1,0 +1,58 @@
+import { Args, Command, Options } from "@effect/cli"
+import { Console, Effect } from "effect"
+import { OrgConfig } from "../config/OrgConfig.js"
+import { workerSubject } from "../contract/scope.js"
+import { checkPolicy } from "../gateway/policyCheck.js"
+import { refusalBody } from "../gateway/refusal.js"
+import { credentialFor } from "../vault/credentialFor.js"
+import { readIdentity } from "../worker/workers.js"
+import { ExitCode } from "./exit.js"
+import { visible } from "./terminal.js"
+
+const HOW = {
+  terminated: "TLS terminated at the gateway, the credential injected",
+  tunnelled: "tunnelled as is (the box speaks TLS with the host itself)",
+  forwarded: "forwarded as plain http"
+} as const
+
+const check = Command.make("check", {
+  json: Options.boolean("json").pipe(Options.withDescription("print JSON for scripts")),
+  worker: Args.text({ name: "worker" }).pipe(Args.withDescription("whose box would ask")),
+  url: Args.text({ name: "url" }).pipe(Args.withDescription("https://host[:port]/…, http://host[:port]/…, or host:port (a CONNECT)"))
+}, ({ json, url, worker }) =>
+  Effect.gen(function*() {
+    yield* readIdentity(worker)
+    const org = yield* (yield* OrgConfig).snapshot
+    const answer = checkPolicy(org, workerSubject(worker), url)
+    // A grant whose credential is not connected is allowed by policy, yet every request gets 502: say so.
+    const missing = answer.allowed && answer.credential && !(yield* credentialFor(answer.credential)) ? answer.credential : undefined
+    const notes = answer.allowed
+      ? [...answer.notes, ...(missing ? [`no credential "${missing}" is connected: requests get 502 until: roster connection add ${missing}`] : [])]
+      : []
+    if (json) {
+      yield* Console.log(JSON.stringify(
+        answer.allowed
+          ? { ...answer, notes }
+          : { allowed: false, status: answer.status, reason: answer.refusal.reason, ...refusalBody(answer.refusal).roster },
+        null, 2
+      ))
+    } else if (answer.allowed) {
+      yield* Console.log(`allowed: ${answer.subject} → ${answer.host}:${answer.port}`)
+      yield* Console.log(`  rule: ${answer.rule} — ${HOW[answer.how]}${answer.credential ? ` (credential "${answer.credential}")` : ""}`)
+      if (answer.upstream) yield* Console.log(`  upstream: ${answer.upstream} ([[route]])`)
+      for (const n of notes) yield* Console.log(`  note: ${n}`)
+    } else {
+      yield* Console.log(`refused (${answer.refusal.detail.why}, ${answer.status}): ${visible(answer.refusal.reason)}`)
+      const fix = answer.refusal.detail.fix ?? []
+      if (fix.length > 0) yield* Console.log(`an operator could add to org.toml:\n${fix.map((l) => `  ${visible(l)}`).join("\n")}`)
+    }
+    if (!answer.allowed) return yield* Effect.fail(new ExitCode({ code: 1 }))
+  })).pipe(Command.withDescription(
+    "Would the gateway let this worker's box reach this URL, and which rule decides? Reads org.toml and sends nothing. " +
+      "Exit 0 when allowed, 1 when refused. Example: roster policy check alice https://api.example.com/v1/messages"
+  ))
+
+export const policyCommand = Command.make("policy").pipe(
+  Command.withDescription("Ask the gateway's policy (org.toml's [[grant]], [[allow]], [[route]]) without sending anything."),
+  Command.withSubcommands([check])
+)
