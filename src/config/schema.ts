@@ -79,6 +79,9 @@ export const SupervisorSection = Schema.Struct({
   max_self_tasks: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { default: () => 5 })
 })
 
+/** Tools a model provider runs on its own side, reaching the network where the gateway cannot see. */
+export const SERVER_TOOL_KINDS = ["web_search", "web_fetch", "code_execution", "mcp"] as const
+
 export const Grant = Schema.Struct({
   name: Schema.NonEmptyString,
   hosts: Schema.NonEmptyArray(Host),
@@ -86,7 +89,11 @@ export const Grant = Schema.Struct({
   credential: Schema.NonEmptyString,
   ports: Schema.optional(Schema.Array(Port)),
   /** Which header carries the credential; by default the credential's own kind decides. */
-  header: Schema.optional(Schema.Literal("x-api-key", "bearer", "basic"))
+  header: Schema.optional(Schema.Literal("x-api-key", "bearer", "basic")),
+  /** Provider-side tools a model request on this grant may declare (none by default: they are egress the gateway cannot see). */
+  server_tools: Schema.optional(Schema.Array(Schema.Literal(...SERVER_TOOL_KINDS))),
+  /** When set, each web search/fetch tool is limited to these domains (and those under them), passed to the provider. */
+  server_tool_domains: Schema.optional(Schema.NonEmptyArray(Host))
 })
 
 export const Allow = Schema.Struct({

@@ -35,6 +35,9 @@ max_self_tasks = 5              # follow-ups a worker may queue for itself with 
 # hosts = ["api.anthropic.com"]
 # scope = ["org/*"]             # "org/<worker>", "org/*", or "org" (host-side callers)
 # credential = "anthropic"      # vault name: roster connection add anthropic
+# server_tools = []             # provider-side tools a request may declare: "web_search", "web_fetch",
+#                               # "code_execution", "mcp" — egress the gateway cannot see, so none by default
+# server_tool_domains = ["example.com"]   # web search/fetch limited to these domains (passed to the provider)
 
 # Egress without credentials (tunnelled as is; port 443 unless ports are listed):
 # [[allow]]

@@ -13,6 +13,9 @@ import { injectCredential } from "./inject.js"
 import { upstreamFor } from "./policy.js"
 import { refuseResponse } from "./refuse.js"
 import { PooledRefusal } from "./upstreamPool.js"
+import { isCheckedBody, parseChecked, readBody } from "./requestBody.js"
+import { serverToolsReason, vetServerTools } from "./serverTools.js"
+import type { GrantRule } from "../config/schema.js"
 import { sentinelWarning, warnRun } from "./runWarning.js"
 import { bodyScanner, sentinelPlaces } from "./sentinelScan.js"
 import { Scrub, scrubText } from "./scrub.js"
@@ -52,7 +55,8 @@ const relay = (
   agent: http.Agent,
   secrets: ReadonlyArray<string>,
   limit: number,
-  onBody: (chunk: Buffer) => void
+  onBody: (chunk: Buffer) => void,
+  checked: Buffer | undefined
 ) =>
   Effect.async<Relayed>((resume) => {
     let up = 0
@@ -74,6 +78,12 @@ const relay = (
       refuseResponse(res, e instanceof PooledRefusal ? e.refusal : new Refusal(502, e.message))
       resume(Effect.succeed({ status, up, down, note: e.message }))
     })
+    if (checked) {
+      up = checked.length
+      onBody(checked)
+      upReq.end(checked)
+      return Effect.sync(() => upReq.destroy())
+    }
     req.on("data", (c: Buffer) => {
       up += c.length
       onBody(c)
@@ -86,6 +96,22 @@ const relay = (
     })
     req.pipe(upReq)
     return Effect.sync(() => upReq.destroy())
+  })
+
+/**
+ * A body that may be a model request, read whole and checked before anything leaves: refused
+ * when it declares provider-side tools its grant does not allow; sent as re-serialised.
+ */
+const checkedBody = (req: http.IncomingMessage, grant: GrantRule, limit: number) =>
+  Effect.gen(function*() {
+    if (!isCheckedBody(req)) return undefined
+    const raw = yield* readBody(req, limit)
+    const parsed = parseChecked(req, raw)
+    if (!parsed.ok) return yield* Effect.fail(new Refusal(400, "the request body is declared JSON and does not parse", { why: "malformed" }))
+    if (parsed.json === undefined) return raw
+    const vetted = vetServerTools(parsed.json, grant)
+    if (!vetted.ok) return yield* Effect.fail(new Refusal(403, serverToolsReason(grant, vetted), { why: "server_tools" }))
+    return Buffer.from(JSON.stringify(parsed.json))
   })
 
 /**
@@ -106,8 +132,15 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
       return yield* refuse(new Refusal(502,
         `no credential "${grant.credential}" for grant "${grant.name}" — connect one: roster connection add ${grant.credential}`, { why: "no_credential" }))
     }
+    const limit = ok.right.org.gateway.max_body_mib * 1024 * 1024
+    const checked = yield* checkedBody(req, grant, limit).pipe(Effect.either)
+    if (checked._tag === "Left") return yield* refuse(checked.left)
     const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
     const out = forwardable(headers)
+    if (checked.right) {
+      out["content-length"] = String(checked.right.length)
+      delete out["transfer-encoding"]
+    }
     // The answer is scanned for the real value, so it must arrive uncompressed.
     out["accept-encoding"] = "identity"
 
@@ -124,7 +157,7 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
     const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(decision.rule)}`
     const agent = yield* self.upstreamPool.agentFor(key, open)
     const body = bodyScanner()
-    const result = yield* relay(req, res, out, agent, reveals, ok.right.org.gateway.max_body_mib * 1024 * 1024, body.feed)
+    const result = yield* relay(req, res, out, agent, reveals, limit, body.feed, checked.right)
     // Loud, never silent: a sentinel that went out anywhere is audited by place and warned to the run.
     const places = [...sentinelPlaces(out, req.url ?? "/"), ...(body.found() ? ["body"] : [])]
     yield* auditTrace(trace, {

@@ -30,7 +30,8 @@ export const refuseSocket = (socket: Duplex, r: Refusal) => {
 export const refuseResponse = (res: http.ServerResponse, r: Refusal) => {
   if (res.headersSent) return void res.destroy()
   const body = bodyOf(r)
-  res.writeHead(r.status, headersOf(r, Buffer.byteLength(body))).end(body)
+  // A body over the limit is not read to its end: the connection cannot carry another request.
+  res.writeHead(r.status, { ...headersOf(r, Buffer.byteLength(body)), ...(r.status === 413 ? { connection: "close" } : {}) }).end(body)
 }
 
 /**

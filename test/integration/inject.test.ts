@@ -57,11 +57,13 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       "[[grant]]", `name = "model"`, `hosts = ["198.51.100.7", "api.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "anthropic"`,
       "[[grant]]", `name = "git"`, `hosts = ["git.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "github"`, `header = "basic"`,
       "[[grant]]", `name = "oauth"`, `hosts = ["oauth.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "openai-codex"`,
+      "[[grant]]", `name = "searcher"`, `hosts = ["search.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "anthropic"`,
+      `server_tools = ["web_search"]`, `server_tool_domains = ["example.com"]`,
       "[[grant]]", `name = "unconnected"`, `hosts = ["nokey.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "nothing"`,
       "[[allow]]", `hosts = ["198.51.100.7"]`, "ports = [9443]", `scope = ["org/*"]`,
       "[[allow]]", `hosts = ["198.51.100.7"]`, "ports = [9080]", `scope = ["org/*"]`,
       "[[allow]]", `hosts = ["*.example.org"]`, "ports = [9443]", `scope = ["org/alice"]`,
-      ...["api.example.com", "git.example.com", "oauth.example.com", "nokey.example.com"].flatMap((h) => ["[[route]]", `host = "${h}"`, `upstream = "https://198.51.100.7:8443"`]),
+      ...["api.example.com", "git.example.com", "oauth.example.com", "nokey.example.com", "search.example.com"].flatMap((h) => ["[[route]]", `host = "${h}"`, `upstream = "https://198.51.100.7:8443"`]),
       ...["a.example.org", "a.b.example.org", "example.org"].flatMap((h) => ["[[route]]", `host = "${h}"`, `upstream = "https://198.51.100.7:9443"`])
     ].join("\n"))
     const identity = layout(paths).identityDir
@@ -174,6 +176,41 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   it("a grant whose credential is not connected says how to connect it", async () => {
     const r = await viaGateway(port, ALICE, "nokey.example.com:8443", { path: "/", headers: { "x-api-key": SENTINEL } }, [rosterCa])
     expect(r.status).toBe(502)
+  })
+
+  it("a model request declaring provider-side tools is refused unless its grant allows them, the domains passed on", async () => {
+    const post = (host: string, body: string) =>
+      viaGateway(port, ALICE, `${host}:8443`, {
+        method: "POST", path: "/v1/messages", headers: { "x-api-key": SENTINEL, "content-type": "application/json" }, body
+      }, [rosterCa])
+    const search = { type: "web_search_20250305", name: "web_search", max_uses: 3 }
+    const request = (tools: Array<unknown>) => JSON.stringify({ model: "m", max_tokens: 10, messages: [{ role: "user", content: "hi" }], tools })
+    const refused = await post("api.example.com", request([{ name: "read", input_schema: {} }, search]))
+    expect(refused.status).toBe(403)
+    const body = JSON.parse(refused.body)
+    expect(body.roster.why).toBe("server_tools")
+    expect(body.error.message).toContain("web_search")
+    expect(body.error.message).toContain(`server_tools = ["web_search"] to the [[grant]] named "model"`)
+    // Code execution and remote MCP servers are the same kind of egress; so is a batch's request.
+    expect((await post("api.example.com", request([{ type: "code_execution_20250825", name: "code_execution" }]))).status).toBe(403)
+    expect((await post("api.example.com", JSON.stringify({ model: "m", mcp_servers: [{ type: "url", url: "https://mcp.example.net" }] }))).status).toBe(403)
+    expect((await post("api.example.com", JSON.stringify({ requests: [{ custom_id: "a", params: { tools: [search] } }] }))).status).toBe(403)
+    expect((await post("search.example.com", request([{ type: "web_fetch_20250910", name: "web_fetch" }]))).status).toBe(403)
+    // Allowed on the grant that lists it, its domains no wider than the grant's.
+    const allowed = await post("search.example.com", request([{ ...search, allowed_domains: ["docs.example.com", "evil.test"] }]))
+    expect(allowed.status).toBe(200)
+    const sent = JSON.parse(echo(allowed).body)
+    expect(sent.tools[0]).toEqual({ ...search, allowed_domains: ["docs.example.com"] })
+    const unlisted = JSON.parse(echo(await post("search.example.com", request([{ ...search, blocked_domains: ["x.test"] }]))).body)
+    expect(unlisted.tools[0]).toEqual({ ...search, allowed_domains: ["example.com"] })
+    // What is checked is what is sent: a duplicate key is read once, here, and the provider gets that reading.
+    const dup = await post("api.example.com", `{"model":"m","tools":[${JSON.stringify(search)}],"tools":[]}`)
+    expect(dup.status).toBe(200)
+    expect(JSON.parse(echo(dup).body)).toEqual({ model: "m", tools: [] })
+    const notJson = await post("api.example.com", `{"tools":[${JSON.stringify(search)}], "x": NaN}`)
+    expect(notJson.status).toBe(400)
+    // A "type" elsewhere in the conversation is not a tool.
+    expect((await post("api.example.com", JSON.stringify({ model: "m", messages: [{ role: "user", content: [{ type: "web_search_20250305" }] }] }))).status).toBe(200)
   })
 
   it("a refusal says why, for whom, and the org.toml lines that would allow it (JSON the SDKs read)", async () => {

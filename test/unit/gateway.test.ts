@@ -10,6 +10,7 @@ import { tokenFrom } from "../../src/gateway/identify.js"
 import { decide, ruleNamesAddress } from "../../src/gateway/policy.js"
 import { checkPolicy, parseTarget } from "../../src/gateway/policyCheck.js"
 import { Refusal, refusalBody } from "../../src/gateway/refusal.js"
+import { vetServerTools } from "../../src/gateway/serverTools.js"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 
 const org = Schema.decodeUnknownSync(OrgSchema)({
@@ -70,6 +71,25 @@ describe("gateway policy", () => {
     const self = Schema.decodeUnknownSync(OrgSchema)({ allow: [{ hosts: ["127.0.0.1"], scope: ["org/*"], ports: [7300] }] })
     expect(checkPolicy(self, "org/a", "127.0.0.1:7300")).toMatchObject({ allowed: false, status: 403, refusal: { detail: { why: "gateway_itself" } } })
     expect(checkPolicy(org, "org/a", "https://bad host/")).toMatchObject({ allowed: false, status: 400 })
+  })
+
+  it("finds provider-side tools by kind, in a request, its params or a batch, and nothing else", () => {
+    const grant = (server_tools: Array<"web_search" | "web_fetch" | "code_execution" | "mcp"> = []) =>
+      ({ name: "g", hosts: ["api.example.com"], scope: ["org/*"], credential: "anthropic", server_tools }) as const
+    const kinds = (body: unknown, g = grant()) => {
+      const v = vetServerTools(body, g)
+      return v.ok ? [] : [...v.kinds].sort()
+    }
+    expect(kinds({ tools: [{ type: "web_search_20250305" }, { type: "web_fetch_20250910" }, { type: "code_execution_20250522" }] }))
+      .toEqual(["code_execution", "web_fetch", "web_search"])
+    // The OpenAI Responses names for the same things.
+    expect(kinds({ tools: [{ type: "web_search_preview" }, { type: "code_interpreter" }, { type: "mcp", server_url: "https://x.test" }] }))
+      .toEqual(["code_execution", "mcp", "web_search"])
+    expect(kinds({ params: { mcp_servers: [{ url: "https://x.test" }] } })).toEqual(["mcp"])
+    expect(kinds({ requests: [{ params: { tools: [{ type: "web_search_20250305" }] } }] })).toEqual(["web_search"])
+    expect(kinds({ tools: [{ type: "custom", name: "web_search" }, { name: "bash" }], mcp_servers: [], messages: [{ type: "web_fetch_1" }] })).toEqual([])
+    expect(kinds({ tools: [{ type: "web_search_20250305" }, { type: "code_execution_1" }] }, grant(["web_search"]))).toEqual(["code_execution"])
+    expect(kinds("not an object")).toEqual([])
   })
 
   it("a rule names a private address only by listing it", () => {
