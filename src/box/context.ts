@@ -5,6 +5,8 @@ import { readIdentity } from "../worker/workers.js"
 import type { MountRule } from "../config/schema.js"
 import { CHANNEL, MNT, PIHOME, SELF, STORE, WORKSPACE } from "../contract/constants.js"
 import { repoNotes, type RepoNote } from "../knowledge/notes.js"
+import { openTaints, taintLine } from "../contract/taint.js"
+import { RunLog } from "../run/RunLog.js"
 
 export interface CompiledContext {
   readonly system_prompt: string
@@ -27,7 +29,10 @@ const mountLine = (m: MountRule) =>
     ? `- ${MNT}/${m.name}: a host folder granted to you (${m.rw ? "read-write" : "read-only"}).`
     : `- ${MNT}/${m.name}: a git repository granted to you (read-only).`
 
-const repoLines = (r: RepoNote) => [
+/** A repo's note with which of its unlanded refs come from tainted runs, and why. */
+type BriefedRepo = RepoNote & { readonly tainted?: ReadonlyMap<string, string> }
+
+const repoLines = ({ tainted = new Map(), ...r }: BriefedRepo) => [
   `- ${MNT}/${r.name}: your own clone of the ${r.name} repository (${r.rw ? "read-write" : "read-only"}), on a branch of this run ` +
   `(roster/<you>/<run id>) from ${r.defaultBranch ?? "its default branch"}; $ROSTER_REPOS_JSON lists its base and branch. ` +
   `Its origin is the canonical repository, read-only at ${MNT}/.origins/${r.name}.`,
@@ -36,16 +41,33 @@ const repoLines = (r: RepoNote) => [
       `${r.protect.length > 0 ? `, never a change to ${r.protect.join(", ")}` : ""}. ` +
       `Whatever you do not land is kept for review on refs/quarantine/run-<run id>, never merged.`]
     : []),
-  ...(r.unlanded.length > 0
-    ? [`  Not landed yet from your earlier runs (fetch them from origin to pick them up): ${r.unlanded.join(", ")}.`]
+  ...(r.unlanded.some((ref) => !tainted.has(ref))
+    ? [`  Not landed yet from your earlier runs (fetch them from origin to pick them up): ${r.unlanded.filter((ref) => !tainted.has(ref)).join(", ")}.`]
+    : []),
+  ...(tainted.size > 0
+    ? [`  Held for a person's review, because the run that made it was tainted (${[...tainted].map(([ref, why]) => `${ref}: ${why}`).join("; ")}). ` +
+      `Do not build on it: it lands only if a person decides so (roster runs untaint).`]
     : [])
 ]
+
+/** Which unlanded refs (refs/quarantine/run-<id>) are of runs still tainted, with the first reason. */
+const taintedRefs = (worker: string, unlanded: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const runLog = yield* RunLog
+    const out = new Map<string, string>()
+    for (const ref of unlanded) {
+      const run = yield* runLog.read(worker, ref.slice("refs/quarantine/run-".length))
+      const first = run ? openTaints(run)[0] : undefined
+      if (first) out.set(ref, taintLine(first))
+    }
+    return out as ReadonlyMap<string, string>
+  })
 
 /**
  * What the worker should know about the box it wakes up in, matching what is mounted. Stable
  * across runs (so it caches) while nothing waits in quarantine.
  */
-export const briefing = (mounts: ReadonlyArray<MountRule>, repos: ReadonlyArray<RepoNote> = [], channel: string | null = null) =>
+export const briefing = (mounts: ReadonlyArray<MountRule>, repos: ReadonlyArray<BriefedRepo> = [], channel: string | null = null) =>
   [
     "## Your box",
     `You run inside a locked-down container. Your home is ${PIHOME}; you start in ${WORKSPACE}, which is fresh for this run.`,
@@ -71,7 +93,8 @@ export const routeKey = (worker: string, systemPrompt: string) =>
 /** System prompt, input prompt and route key for one run, traced to context.json beside run.json. */
 export const compileContext = Effect.fn("context.compile")(function*(req: ContextRequest, traceFile: string) {
   const identity = yield* readIdentity(req.worker)
-  const repos = yield* repoNotes(req.worker, req.mounts)
+  const repos: Array<BriefedRepo> = []
+  for (const r of yield* repoNotes(req.worker, req.mounts)) repos.push({ ...r, tainted: yield* taintedRefs(req.worker, r.unlanded) })
   const system = `${identity.trim()}\n\n${briefing(req.mounts, repos, req.channel ?? null)}`
   const input = req.prompt
   const compiled: CompiledContext = {

@@ -8,6 +8,9 @@ import type { RunRecord } from "../run/RunLog.js"
 import { type Turns, turnsStep } from "../contract/transcript.js"
 import { foldFileLines } from "../fs/lines.js"
 import { visible } from "./terminal.js"
+import { ExitCode } from "./exit.js"
+import { isTainted, taintLine } from "../contract/taint.js"
+import { untaintRun } from "../supervisor/untaint.js"
 import { auditOf, findRun, listRuns } from "./runsQuery.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
@@ -67,6 +70,13 @@ const show = Command.make("show", {
     if (run.store_snapshot) yield* Console.log(`  snapshot:  ${run.store_snapshot}`)
     if (run.channel) yield* Console.log(`  channel:   ${run.channel}`)
     for (const w of run.warnings ?? []) yield* Console.log(`  warning:   ${visible(w)}`)
+    for (const t of run.tainted ?? []) yield* Console.log(`  tainted:   ${visible(taintLine(t))}`)
+    if (run.untainted) {
+      yield* Console.log(`  untainted: ${run.untainted.at} by a person: ${visible(run.untainted.reason)}${isTainted(run) ? " (tainted again since)" : ""}`)
+      for (const l of run.untainted.landed) yield* Console.log(`    ${l.connection} ${l.ref}: ${visible(l.detail)}`)
+    } else if (isTainted(run)) {
+      yield* Console.log(`             its gated-repo work stays quarantined; to land it: roster runs untaint ${run.run_id} --reason "…"`)
+    }
     for (const p of run.knowledge_pushes ?? []) {
       yield* Console.log(`  knowledge_push ${p.connection}: ${p.ok ? `landed ${p.head?.slice(0, 12)} on ${p.landed_ref}` : `refused: ${visible(p.reason ?? "")}`}`)
     }
@@ -91,8 +101,29 @@ const show = Command.make("show", {
     }
   })).pipe(Command.withDescription("Show one run: how it ended, its error, where its outputs are."))
 
+const untaint = Command.make("untaint", {
+  json,
+  runId: Args.text({ name: "run-id" }).pipe(Args.withDescription("a tainted run, as roster runs show lists it")),
+  reason: Options.text("reason").pipe(Options.withDescription("why its work may land after all (recorded in the run)"))
+}, ({ json, reason, runId }) =>
+  Effect.gen(function*() {
+    const found = yield* findRun(runId)
+    if (!found) return yield* Effect.fail(new UnknownRun({ runId }))
+    const done = yield* untaintRun(found.worker, runId, reason)
+    if (json) return yield* Console.log(JSON.stringify({ run_id: runId, live: done.live, landed: done.landed }, null, 2))
+    yield* Console.log(`run ${runId} untainted (recorded: ${visible(reason)})`)
+    if (done.live) yield* Console.log("the run is still live: its knowledge_push works again; its work is quarantined as usual at its end")
+    else if (done.landed.length === 0) yield* Console.log("it left no quarantined work to land")
+    for (const l of done.landed) yield* Console.log(`  ${l.connection} ${l.ref}: ${visible(l.detail)}`)
+    if (done.landed.some((l) => !l.ok)) return yield* Effect.fail(new ExitCode({ code: 1 }))
+  })).pipe(Command.withDescription(
+    "Decide that a tainted run's work may land after all: the reason is recorded in the run, and its quarantined gated-repo work " +
+      "lands as a knowledge_push would (fast-forward only, protected paths untouched). Exit 1 if some could not land. " +
+      `Example: roster runs untaint 2026-11-29-10-15-00-0a1b2c3d --reason "the refused host was a typo; diff reviewed"`
+  ))
+
 export const runsCommand = Command.make("runs").pipe(
-  Command.withDescription("Look at past runs."),
-  Command.withSubcommands([list, show])
+  Command.withDescription("Look at past runs, and decide about tainted ones."),
+  Command.withSubcommands([list, show, untaint])
 )
 

@@ -1,11 +1,9 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option } from "effect"
 import { isRunId } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
-import { runFiles } from "../contract/runFiles.js"
-import { readJsonOptional } from "../fs/atomic.js"
 import { foldFileLines } from "../fs/lines.js"
-import { RunRecord } from "../run/RunLog.js"
+import { readRunDir, type RunRecord } from "../run/RunLog.js"
 
 /** Every run record, newest first; one worker's when given. */
 export const listRuns = (worker: Option.Option<string>) =>
@@ -20,8 +18,8 @@ export const listRuns = (worker: Option.Option<string>) =>
     for (const w of workers) {
       const ids = yield* fs.readDirectory(path.join(root, w)).pipe(Effect.orElseSucceed(() => [] as Array<string>))
       for (const id of ids.filter(isRunId)) {
-        const decoded = Schema.decodeUnknownOption(RunRecord)(yield* readJsonOptional(runFiles(path.join(root, w, id)).record))
-        if (Option.isSome(decoded)) out.push(decoded.value)
+        const record = yield* readRunDir(path.join(root, w, id))
+        if (record) out.push(record)
       }
     }
     // Newest first by when they started: ids have one-second resolution and a random suffix.

@@ -8,6 +8,8 @@ export const runFiles = (runDir: string) => ({
   stderr: path.join(runDir, "stderr.log"),
   /** What the box sent its person with message_user (written by the gateway). */
   messages: path.join(runDir, "messages.jsonl"),
+  /** What the gateway and people learn of the run while it runs (taints, warnings, pushes), appended. */
+  events: path.join(runDir, "events.jsonl"),
   /** A session's turn inputs, one line each. */
   turns: path.join(runDir, "turns.jsonl"),
   home: path.join(runDir, "home"),

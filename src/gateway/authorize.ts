@@ -1,5 +1,6 @@
 import type { UpstreamPool } from "./upstreamPool.js"
 import type { UpstreamTrust } from "./upstreamTrust.js"
+import type { TaintMemo } from "./taint.js"
 import { Effect } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import type { Org } from "../config/schema.js"
@@ -17,6 +18,8 @@ export interface Self {
   readonly upstreamTrust: UpstreamTrust
   /** Keep-alive connections to upstreams (see makeUpstreamPool). */
   readonly upstreamPool: UpstreamPool
+  /** Taints written lately, so a box repeating a refused request is not a record read each time. */
+  readonly taints: TaintMemo
 }
 
 export type Allowed = Extract<Decision, { allowed: true }>

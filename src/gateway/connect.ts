@@ -8,6 +8,7 @@ import type { Caller } from "./identify.js"
 import { identify } from "./identify.js"
 import { upstreamFor } from "./policy.js"
 import { refuseSocket } from "./refuse.js"
+import { taintOnRefusal } from "./taint.js"
 import { auditTrace, type RequestTrace } from "./supervise.js"
 
 export interface ConnectContext {
@@ -55,8 +56,11 @@ const pipeBoth = (client: Duplex, up: net.Socket, head: Buffer) =>
  */
 export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, client: Duplex, head: Buffer, trace: RequestTrace) =>
   Effect.gen(function*() {
-    const refuse = (r: Refusal) =>
-      Effect.sync(() => refuseSocket(client, placed(r, trace))).pipe(
+    // A refusal of egress taints the caller's run (known once the token is read).
+    const refuse = (r: Refusal, caller?: Caller) =>
+      // The taint is written before the box hears the answer: nothing it does next can outrun it.
+      taintOnRefusal(ctx.self.taints, caller, placed(r, trace)).pipe(
+        Effect.zipRight(Effect.sync(() => refuseSocket(client, placed(r, trace)))),
         Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
       )
     const target = parseConnectTarget(req.url ?? "")
@@ -69,18 +73,18 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
     const caller = who.caller
     trace.run_id = caller.runId
     trace.subject = caller.subject
-    if (!target) return yield* refuse(new Refusal(400, "CONNECT wants host:port"))
+    if (!target) return yield* refuse(new Refusal(400, "CONNECT wants host:port"), caller)
     const ok = yield* authorize(caller, target.host, target.port).pipe(Effect.either)
-    if (ok._tag === "Left") return yield* refuse(ok.left)
+    if (ok._tag === "Left") return yield* refuse(ok.left, caller)
     trace.host = ok.right.host
     if (ok.right.decision.via === "grant") {
       return yield* ctx.terminate(client, head, caller, ok.right.host, ok.right.port).pipe(
-        Effect.catchAll((e) => refuse(new Refusal(502, `cannot present a certificate for ${e.host}`)))
+        Effect.catchAll((e) => refuse(new Refusal(502, `cannot present a certificate for ${e.host}`), caller))
       )
     }
     const to = upstreamFor(ok.right.org, ok.right.host, ok.right.port, "https:")
     const dialled = yield* dialChecked(ctx.self, to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
-    if (dialled._tag === "Left") return yield* refuse(dialled.left)
+    if (dialled._tag === "Left") return yield* refuse(dialled.left, caller)
     const up = dialled.right.socket
     ctx.sockets.add(up)
     client.write("HTTP/1.1 200 Connection Established\r\n\r\n")

@@ -4,7 +4,8 @@ import { isValidHost, normalizeHost } from "../contract/addresses.js"
 import { authorize, dialChecked, namedBy, type Self } from "./authorize.js"
 import { placed, Refusal } from "./refusal.js"
 import { forwardable, responsePairs } from "./headers.js"
-import { identify } from "./identify.js"
+import { type Caller, identify } from "./identify.js"
+import { taintOnRefusal, taintRun } from "./taint.js"
 import { upstreamFor } from "./policy.js"
 import { refuseResponse } from "./refuse.js"
 import { sentinelWarning, warnRun } from "./runWarning.js"
@@ -55,31 +56,44 @@ export const handleForward = (self: Self, req: http.IncomingMessage, res: http.S
     trace.host = url.hostname
     trace.port = Number(url.port || 80)
     trace.path = url.pathname
-    const refuse = (r: Refusal) =>
-      Effect.sync(() => refuseResponse(res, placed(r, trace))).pipe(Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason })))
+    // A refusal of egress taints the caller's run (known once the token is read).
+    const refuse = (r: Refusal, caller?: Caller) =>
+      // The taint is written before the box hears the answer: nothing it does next can outrun it.
+      taintOnRefusal(self.taints, caller, placed(r, trace)).pipe(
+        Effect.zipRight(Effect.sync(() => refuseResponse(res, placed(r, trace)))),
+        Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
+      )
     const who = yield* identify(req.headers, req.socket.remoteAddress)
     if (!who.ok) return yield* refuse(new Refusal(407, who.reason, { why: who.why }))
     trace.run_id = who.caller.runId
     trace.subject = who.caller.subject
     if (url.protocol !== "http:" || url.username || url.password || !isValidHost(normalizeHost(url.hostname))) {
-      return yield* refuse(new Refusal(400, "only plain http:// absolute URIs without userinfo (use CONNECT for https)"))
+      return yield* refuse(new Refusal(400, "only plain http:// absolute URIs without userinfo (use CONNECT for https)"), who.caller)
     }
     const ok = yield* authorize(who.caller, url.hostname, trace.port).pipe(Effect.either)
-    if (ok._tag === "Left") return yield* refuse(ok.left)
+    if (ok._tag === "Left") return yield* refuse(ok.left, who.caller)
     trace.host = ok.right.host
     if (ok.right.decision.via === "grant") {
-      return yield* refuse(new Refusal(403, "credentials are injected only over TLS: use https://", { why: "tls_only" }))
+      return yield* refuse(new Refusal(403, "credentials are injected only over TLS: use https://", { why: "tls_only" }), who.caller)
     }
     const to = upstreamFor(ok.right.org, ok.right.host, ok.right.port, "http:")
     const dialled = yield* dialChecked(self, to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
-    if (dialled._tag === "Left") return yield* refuse(dialled.left)
+    if (dialled._tag === "Left") return yield* refuse(dialled.left, who.caller)
     const headers = forwardable(req.headers)
     headers.host = url.host
     const body = bodyScanner()
+    const taintSentinel = (places: ReadonlyArray<string>) =>
+      taintRun(self.taints, who.caller, "sentinel_upstream", trace.host, `the placeholder went out in ${places.join(", ")}`)
+    // Known before sending (headers, query): the run is tainted before the box hears the answer.
+    const before = sentinelPlaces(headers, `${url.pathname}${url.search}`)
+    if (before.length > 0) yield* taintSentinel(before)
     const counts = yield* relay(req, res, url, headers, dialled.right.socket, body.feed)
-    const places = [...sentinelPlaces(headers, `${url.pathname}${url.search}`), ...(body.found() ? ["body"] : [])]
+    const places = [...before, ...(body.found() ? ["body"] : [])]
     yield* auditTrace(trace, {
       status: counts.status, bytes_up: counts.up, bytes_down: counts.down, ...(places.length > 0 ? { sentinel_unsubstituted: places } : {})
     })
-    if (places.length > 0) yield* warnRun(who.caller, sentinelWarning(trace.host, places))
+    if (places.length > 0) {
+      yield* warnRun(who.caller, sentinelWarning(trace.host, places))
+      if (before.length === 0) yield* taintSentinel(places)
+    }
   })

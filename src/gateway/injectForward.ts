@@ -15,6 +15,7 @@ import { refuseResponse } from "./refuse.js"
 import { PooledRefusal } from "./upstreamPool.js"
 import { isCheckedBody, parseChecked, readBody } from "./requestBody.js"
 import { serverToolsReason, vetServerTools } from "./serverTools.js"
+import { taintOnRefusal, taintRun } from "./taint.js"
 import type { GrantRule } from "../config/schema.js"
 import { sentinelWarning, warnRun } from "./runWarning.js"
 import { bodyScanner, sentinelPlaces } from "./sentinelScan.js"
@@ -45,6 +46,8 @@ interface Relayed {
   readonly up: number
   readonly down: number
   readonly note?: string
+  /** The dial was refused by policy (a name resolving to a private address, say). */
+  readonly refusal?: Refusal
 }
 
 /** The request to the upstream and the answer back, the real value scrubbed out, streaming intact, the body capped. */
@@ -74,9 +77,9 @@ const relay = (
       upRes.once("error", () => resume(Effect.succeed({ status: 502, up, down, note: "upstream closed mid-answer" })))
     })
     upReq.once("error", (e) => {
-      const status = e instanceof PooledRefusal ? e.refusal.status : 502
-      refuseResponse(res, e instanceof PooledRefusal ? e.refusal : new Refusal(502, e.message))
-      resume(Effect.succeed({ status, up, down, note: e.message }))
+      const refusal = e instanceof PooledRefusal ? e.refusal : new Refusal(502, e.message)
+      refuseResponse(res, refusal)
+      resume(Effect.succeed({ status: refusal.status, up, down, note: e.message, ...(e instanceof PooledRefusal ? { refusal } : {}) }))
     })
     if (checked) {
       up = checked.length
@@ -121,7 +124,11 @@ const checkedBody = (req: http.IncomingMessage, grant: GrantRule, limit: number)
 export const injectForward = (self: Self, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace) =>
   Effect.gen(function*() {
     const refuse = (r: Refusal) =>
-      Effect.sync(() => refuseResponse(res, placed(r, trace))).pipe(Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason })))
+      // The taint is written before the box hears the answer: nothing it does next can outrun it.
+      taintOnRefusal(self.taints, target.caller, placed(r, trace)).pipe(
+        Effect.zipRight(Effect.sync(() => refuseResponse(res, placed(r, trace)))),
+        Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
+      )
     const ok = yield* authorize(target.caller, target.host, target.port).pipe(Effect.either)
     if (ok._tag === "Left") return yield* refuse(ok.left)
     const decision = ok.right.decision
@@ -157,12 +164,22 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
     const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(decision.rule)}`
     const agent = yield* self.upstreamPool.agentFor(key, open)
     const body = bodyScanner()
-    const result = yield* relay(req, res, out, agent, reveals, limit, body.feed, checked.right)
-    // Loud, never silent: a sentinel that went out anywhere is audited by place and warned to the run.
+    if (checked.right) body.feed(checked.right)
+    // Loud, never silent: a sentinel that goes out anywhere taints the run (before the answer, when
+    // it is known before sending), is audited by place and warned to the run.
+    const before = [...sentinelPlaces(out, req.url ?? "/"), ...(body.found() ? ["body"] : [])]
+    const taintSentinel = (places: ReadonlyArray<string>) =>
+      taintRun(self.taints, target.caller, "sentinel_upstream", target.host, `the placeholder went out in ${places.join(", ")}`)
+    if (before.length > 0) yield* taintSentinel(before)
+    const result = yield* relay(req, res, out, agent, reveals, limit, checked.right ? () => {} : body.feed, checked.right)
     const places = [...sentinelPlaces(out, req.url ?? "/"), ...(body.found() ? ["body"] : [])]
+    if (result.refusal) yield* taintOnRefusal(self.taints, target.caller, placed(result.refusal, trace))
     yield* auditTrace(trace, {
       status: result.status, injected, bytes_up: result.up, bytes_down: result.down, ...(result.note ? { note: result.note } : {}),
       ...(places.length > 0 ? { sentinel_unsubstituted: places } : {})
     })
-    if (places.length > 0) yield* warnRun(target.caller, sentinelWarning(target.host, places))
+    if (places.length > 0) {
+      yield* warnRun(target.caller, sentinelWarning(target.host, places))
+      if (before.length === 0) yield* taintSentinel(places)
+    }
   })

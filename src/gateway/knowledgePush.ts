@@ -1,6 +1,7 @@
 import { Clock, Effect, Either, Schema } from "effect"
 import type { KnowledgePush } from "../contract/knowledge.js"
-import { knowledgePush } from "../knowledge/push.js"
+import { openTaints, taintLine } from "../contract/taint.js"
+import { knowledgePush, type PushOutcome } from "../knowledge/push.js"
 import { RunLog } from "../run/RunLog.js"
 import type { ActionAnswer, BoxCaller } from "./actionTypes.js"
 
@@ -15,7 +16,15 @@ export const knowledgePushAction = (caller: BoxCaller, body: string) =>
   Effect.gen(function*() {
     const decoded = Schema.decodeUnknownEither(Body)(body.trim() === "" ? "{}" : body)
     if (Either.isLeft(decoded)) return { status: 400, body: { ok: false, error: `the body is {"connection"?: "<gated repo name>"}` } } satisfies ActionAnswer
-    const outcome = yield* knowledgePush(caller.worker, caller.runId, decoded.right.connection)
+    const run = yield* (yield* RunLog).read(caller.worker, caller.runId)
+    const taint = run ? openTaints(run).at(-1) : undefined
+    const outcome: PushOutcome = taint
+      ? {
+        ok: false, connection: decoded.right.connection ?? null, head: null, kind: "tainted",
+        reason: `this run is tainted (${taintLine(taint)}): its work stays quarantined on refs/quarantine/run-${caller.runId} when the run ends, ` +
+          `and lands only if a person decides so: roster runs untaint ${caller.runId} --reason "…"`
+      }
+      : yield* knowledgePush(caller.worker, caller.runId, decoded.right.connection)
     const at = new Date(yield* Clock.currentTimeMillis).toISOString()
     const entry: KnowledgePush = outcome.ok
       ? { connection: outcome.connection, at, ok: true, head: outcome.head, landed_ref: outcome.landed_ref }
@@ -26,12 +35,10 @@ export const knowledgePushAction = (caller: BoxCaller, body: string) =>
       return { status: 200, body: { ok: true, connection: outcome.connection, head: outcome.head, landed_ref: outcome.landed_ref, already: outcome.already } } satisfies ActionAnswer
     }
     yield* Effect.logInfo(`gateway: run ${caller.runId} of ${caller.worker}: knowledge_push refused: ${outcome.reason}`)
-    return { status: outcome.kind === "refused" ? 409 : 500, body: { ok: false, error: outcome.reason, head: outcome.head } } satisfies ActionAnswer
+    return { status: outcome.kind === "tainted" ? 403 : outcome.kind === "refused" ? 409 : 500, body: { ok: false, error: outcome.reason, head: outcome.head } } satisfies ActionAnswer
   })
 
 const recordPush = (caller: BoxCaller, entry: KnowledgePush) =>
   Effect.gen(function*() {
-    const runLog = yield* RunLog
-    const run = yield* runLog.read(caller.worker, caller.runId)
-    yield* runLog.update(caller.worker, caller.runId, { knowledge_pushes: [...(run?.knowledge_pushes ?? []), entry] })
+    yield* (yield* RunLog).append(caller.worker, caller.runId, { kind: "knowledge_push", push: entry })
   }).pipe(Effect.catchAll((e) => Effect.logWarning(`gateway: run ${caller.runId}: its knowledge_push could not be noted: ${e.message}`)))

@@ -20,5 +20,5 @@ export const warnRun = (caller: Caller, text: string) =>
     const run = yield* runLog.read(caller.worker, caller.runId)
     const known = run?.warnings ?? []
     if (!run || known.includes(text) || known.length >= MAX_WARNINGS) return
-    yield* runLog.update(caller.worker, caller.runId, { warnings: [...known, text] })
+    yield* runLog.append(caller.worker, caller.runId, { kind: "warning", text })
   }).pipe(Effect.catchAll((e) => Effect.logWarning(`gateway: a run warning could not be recorded: ${e.message}`)))

@@ -1,5 +1,6 @@
 import { makeUpstreamPool } from "./upstreamPool.js"
 import { makeUpstreamTrust } from "./upstreamTrust.js"
+import { makeTaintMemo } from "./taint.js"
 import { FileSystem } from "@effect/platform"
 import { Effect, FiberSet, Schema } from "effect"
 import * as http from "node:http"
@@ -70,7 +71,7 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
   const issuer = yield* makeLeafIssuer(yield* fs.readFileString(ca.cert), yield* fs.readFileString(ca.key))
   const sockets = new Set<net.Socket>()
   let boundPort = options.port
-  const self: Self = { port: () => boundPort, addrs: options.addrs, upstreamTrust: yield* makeUpstreamTrust, upstreamPool: yield* makeUpstreamPool }
+  const self: Self = { port: () => boundPort, addrs: options.addrs, upstreamTrust: yield* makeUpstreamTrust, upstreamPool: yield* makeUpstreamPool, taints: makeTaintMemo() }
   const { terminate } = yield* makeTerminator(self, issuer)
 
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
-import { inCanonical } from "./canonical.js"
+import type { MountRule } from "../config/schema.js"
+import { inCanonical, readCanonical } from "./canonical.js"
 import { type Checkout, protectedHits } from "./Checkout.js"
 import { readCheckouts } from "./backstop.js"
 import { fetchFromClone } from "./fromClone.js"
@@ -7,8 +8,8 @@ import { git, gitLine, gitSays } from "./HostGit.js"
 
 export type PushOutcome =
   | { readonly ok: true; readonly connection: string; readonly head: string; readonly landed_ref: string; readonly already: boolean }
-  /** `refused`: the worker can fix it (rebase, drop a protected change); `failed`: the host could not do it. */
-  | { readonly ok: false; readonly connection: string | null; readonly head: string | null; readonly kind: "refused" | "failed"; readonly reason: string }
+  /** `refused`: the worker can fix it (rebase, drop a protected change); `failed`: the host could not do it; `tainted`: a person must decide. */
+  | { readonly ok: false; readonly connection: string | null; readonly head: string | null; readonly kind: "refused" | "failed" | "tainted"; readonly reason: string }
 
 const short = (sha: string) => sha.slice(0, 12)
 
@@ -46,31 +47,70 @@ const checkPush = (c: Checkout, head: string, landed: string) =>
   })
 
 /**
- * Moves the canonical default branch to `head` (already checked as a fast-forward). The objects
- * come from the host's own git dir; a checked-out branch is advanced with its worktree only when
- * that worktree is clean, any other branch by a compare-and-swap of the ref.
+ * Moves the canonical default branch from `landed` to `head` (already checked as a fast-forward),
+ * `ref` naming `head` in the canonical repo. A checked-out branch is advanced with its worktree
+ * only when that worktree is clean, any other branch by a compare-and-swap of the ref.
  */
+const advance = (at: ReturnType<typeof inCanonical>, branch: string, ref: string, head: string, landed: string, message: string) =>
+  Effect.gen(function*() {
+    const bare = (yield* gitLine({ ...at, args: ["rev-parse", "--is-bare-repository"] })) === "true"
+    const current = bare ? "" : yield* gitLine({ ...at, args: ["symbolic-ref", "--quiet", "HEAD"] }).pipe(Effect.orElseSucceed(() => ""))
+    if (current === `refs/heads/${branch}`) {
+      const dirty = yield* git({ ...at, args: ["status", "--porcelain", "--untracked-files=no"] })
+      if (dirty.trim() !== "") return `the canonical repo has uncommitted changes on ${branch} (the host must commit or stash them there)`
+      yield* git({ ...at, args: ["merge", "--quiet", "--ff-only", ref] })
+      return undefined
+    }
+    return yield* git({ ...at, args: ["update-ref", "-m", message, `refs/heads/${branch}`, head, landed] }).pipe(
+      Effect.as(undefined),
+      Effect.catchTag("GitError", () => Effect.succeed(`${branch} moved while this push was checked: fetch origin, rebase, push again`))
+    )
+  })
+
+/** Lands a checked push: the objects come from the host's own git dir, through a landing ref removed after. */
 const land = (c: Checkout, runId: string, head: string, landed: string) =>
   Effect.gen(function*() {
     const at = inCanonical({ path: c.canonical, gitDir: c.canonical_git_dir })
     const landing = `refs/roster/landing/run-${runId}`
     yield* git({ gitDir: c.scratch, args: ["update-ref", "refs/roster/land", head] })
     yield* git({ ...at, args: ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", c.scratch, `+refs/roster/land:${landing}`] })
-    const bare = (yield* gitLine({ ...at, args: ["rev-parse", "--is-bare-repository"] })) === "true"
-    const current = bare ? "" : yield* gitLine({ ...at, args: ["symbolic-ref", "--quiet", "HEAD"] }).pipe(Effect.orElseSucceed(() => ""))
-    const result = current === `refs/heads/${c.default_branch}`
-      ? Effect.gen(function*() {
-        const dirty = yield* git({ ...at, args: ["status", "--porcelain", "--untracked-files=no"] })
-        if (dirty.trim() !== "") return `the canonical repo has uncommitted changes on ${c.default_branch} (the host must commit or stash them there)`
-        yield* git({ ...at, args: ["merge", "--quiet", "--ff-only", landing] })
-        return undefined
-      })
-      : git({ ...at, args: ["update-ref", "-m", `roster: knowledge_push of run ${runId}`, `refs/heads/${c.default_branch}`, head, landed] }).pipe(
-        Effect.as(undefined),
-        Effect.catchTag("GitError", () => Effect.succeed(`${c.default_branch} moved while this push was checked: fetch origin, rebase, push again`))
-      )
-    return yield* result.pipe(Effect.ensuring(git({ ...at, args: ["update-ref", "-d", landing] }).pipe(Effect.ignore)))
+    return yield* advance(at, c.default_branch, landing, head, landed, `roster: knowledge_push of run ${runId}`).pipe(
+      Effect.ensuring(git({ ...at, args: ["update-ref", "-d", landing] }).pipe(Effect.ignore))
+    )
   })
+
+/** What a person's untaint did with one quarantined ref. */
+export interface Landing {
+  readonly connection: string
+  readonly ok: boolean
+  readonly ref: string
+  readonly head?: string
+  readonly detail: string
+}
+
+/**
+ * A person lands a run's quarantined work (`roster runs untaint`): the same fast-forward and
+ * protected-path checks a knowledge_push meets; the objects are in the canonical repo already.
+ * Anything else is left on its ref with how to merge it by hand.
+ */
+export const landQuarantined = Effect.fn("knowledge.landQuarantined")(function*(mount: MountRule, ref: string, runId: string) {
+  const result = (ok: boolean, detail: string, head?: string): Landing => ({ connection: mount.name, ok, ref, ...(head ? { head } : {}), detail })
+  return yield* Effect.gen(function*() {
+    const c = yield* readCanonical(mount)
+    const at = inCanonical(c)
+    const head = yield* gitLine({ ...at, args: ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`] }).pipe(Effect.orElseSucceed(() => ""))
+    if (head === "") return result(false, `${ref} is not in ${c.path} any more`)
+    if (yield* gitSays({ ...at, args: ["merge-base", "--is-ancestor", head, c.head] })) return result(true, `already on ${c.defaultBranch}`, head)
+    if (!(yield* gitSays({ ...at, args: ["merge-base", "--is-ancestor", c.head, head] }))) {
+      return result(false, `not a fast-forward of ${c.defaultBranch}: merge it by hand in ${c.path} (git merge ${ref})`, head)
+    }
+    const changed = (yield* git({ ...at, args: ["diff", "--no-renames", "--name-only", "-z", c.head, head] })).split("\0").filter((p) => p !== "")
+    const hits = protectedHits(changed, mount.protect)
+    if (hits.length > 0) return result(false, `it changes protected paths (${hits.slice(0, 5).join(", ")}): review and merge it by hand (git merge ${ref})`, head)
+    const stop = yield* advance(at, c.defaultBranch, ref, head, c.head, `roster: untaint of run ${runId}`)
+    return stop === undefined ? result(true, `landed on ${c.defaultBranch}`, head) : result(false, stop, head)
+  }).pipe(Effect.catchAll((e) => Effect.succeed(result(false, `the host could not land it: ${e.message}`))))
+})
 
 /**
  * knowledge_push: the run's branch lands on the canonical default branch only as a fast-forward

@@ -2,6 +2,8 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { KnowledgePush, KnowledgeResult } from "../contract/knowledge.js"
 import { runFiles } from "../contract/runFiles.js"
+import { Taint, Untaint } from "../contract/taint.js"
+import { appendEvent, foldEvents, readEvents, type RunEvent } from "./events.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
 /** What ended a run: its own exit, a ceiling, a signal, an error, idleness, its owner's death, a cancel. */
@@ -45,6 +47,10 @@ export const RunRecord = Schema.Struct({
   channel: Schema.optional(Schema.String),
   /** What the run should know it did wrong, once each (a request that left with a sentinel, say). Never a real value. */
   warnings: Schema.optional(Schema.Array(Schema.String)),
+  /** Why the gateway stopped trusting this run's work (refused egress, a sentinel sent upstream, a budget); kept quarantined. */
+  tainted: Schema.optional(Schema.Array(Taint)),
+  /** A person's decision to land a tainted run's work anyway (`roster runs untaint`). */
+  untainted: Schema.optional(Untaint),
   /** Follow-up tasks the run queued for its worker (set_tasks). */
   queued_tasks: Schema.optional(Schema.Array(Schema.String))
 })
@@ -75,17 +81,23 @@ export interface RunEnd {
 }
 
 const recordFile = (worker: string, runId: string) => Effect.map(Paths, (p) => runFiles(layout(p).runDir(worker, runId)).record)
+const eventsFile = (worker: string, runId: string) => Effect.map(Paths, (p) => runFiles(layout(p).runDir(worker, runId)).events)
 const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
 
 const writeRecord = (file: string, record: RunRecord) =>
   writeJson(file, record).pipe(Effect.mapError((e) => new RunLogError({ file, detail: e.message })))
 
+/** A run folder's record with what its events say (see events.ts); undefined without a readable run.json. */
+export const readRunDir = (runDir: string) =>
+  Effect.gen(function*() {
+    const files = runFiles(runDir)
+    const decoded = Schema.decodeUnknownOption(RunRecord)(yield* readJsonOptional(files.record))
+    if (decoded._tag === "None") return undefined
+    return { ...decoded.value, ...foldEvents(yield* readEvents(files.events)) } satisfies RunRecord
+  })
+
 const readRecord = (worker: string, runId: string) =>
-  recordFile(worker, runId).pipe(
-    Effect.flatMap(readJsonOptional),
-    Effect.map((raw) => Schema.decodeUnknownOption(RunRecord)(raw)),
-    Effect.map((o) => (o._tag === "Some" ? o.value : undefined))
-  )
+  Effect.flatMap(Paths, (p) => readRunDir(layout(p).runDir(worker, runId)))
 
 const modifyRecord = (worker: string, runId: string, f: (r: RunRecord) => Effect.Effect<RunRecord>) =>
   Effect.gen(function*() {
@@ -103,6 +115,8 @@ export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
   readonly update: (worker: string, runId: string, patch: Partial<RunRecord>) => Effect.Effect<void, RunLogError, HostFiles>
   readonly finish: (worker: string, runId: string, end: RunEnd) => Effect.Effect<RunRecord, RunLogError, HostFiles>
   readonly read: (worker: string, runId: string) => Effect.Effect<RunRecord | undefined, never, HostFiles>
+  /** Adds what was learnt of a run from outside its runner (a taint, a warning, a push): appended, never lost to a rewrite. */
+  readonly append: (worker: string, runId: string, event: RunEvent) => Effect.Effect<void, RunLogError, HostFiles>
 }>() {
   static readonly layer = Layer.succeed(RunLog, {
     start: (run) =>
@@ -132,6 +146,12 @@ export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
           exit_code: end.exitCode,
           error: end.error ?? null
         })))),
-    read: readRecord
+    read: readRecord,
+    append: (worker, runId, event) =>
+      Effect.gen(function*() {
+        const file = yield* eventsFile(worker, runId)
+        if (!(yield* readRecord(worker, runId))) return yield* Effect.fail(new RunLogError({ file, detail: "no run record to add to" }))
+        yield* appendEvent(file, event).pipe(Effect.mapError((e) => new RunLogError({ file, detail: e.message })))
+      })
   })
 }

