@@ -8,6 +8,7 @@ import { runFiles } from "../contract/runFiles.js"
 import { emptySummary, summaryStep } from "../contract/transcript.js"
 import { foldFileLines } from "../fs/lines.js"
 import { openRunRecord } from "../run/record.js"
+import { RunLog } from "../run/RunLog.js"
 import { newRunId } from "../run/runId.js"
 import { readIdentity, readWorkerSettings } from "../worker/workers.js"
 import { ceilingDuration, validateCeiling } from "./ceiling.js"
@@ -55,7 +56,7 @@ export interface RunOutcome {
 
 /** The process exit code a CLI reports for a run: 2 at the ceiling, 1 for a failed model call, else the box's own (1 if none). */
 export const cliExitCode = (o: Pick<RunOutcome, "endedBy" | "exitCode" | "error">) =>
-  o.endedBy === "ceiling" ? 2 : o.endedBy === "cancelled" ? 1 : o.exitCode === 0 && o.error ? 1 : o.exitCode ?? 1
+  o.endedBy === "ceiling" ? 2 : o.endedBy === "budget" ? 3 : o.endedBy === "cancelled" ? 1 : o.exitCode === 0 && o.error ? 1 : o.exitCode ?? 1
 
 const MessageLine = Schema.parseJson(Schema.Struct({ text: Schema.String }))
 
@@ -71,7 +72,8 @@ const messagesOf = (runDir: string) =>
     return acc.length === MESSAGES_SHOWN ? [...acc, `… more messages in ${runFiles(runDir).messages}`] : [...acc, m.value.text]
   }).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
 
-export type BoxEnd = "exit" | "ceiling" | "cancelled"
+/** How a box ended as its runner saw it; "budget" when the gateway stopped the run (read from its record). */
+export type BoxEnd = "exit" | "ceiling" | "cancelled" | "budget"
 
 /**
  * The box's exit raced against the ceiling (and a stop, when the run has one); at the ceiling
@@ -113,7 +115,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
   const taskId = req.taskId ?? null
   const runId = req.runId ?? (yield* newRunId)
 
-  return yield* Effect.gen(function*() {
+  const outcome = yield* Effect.gen(function*() {
     const record = yield* openRunRecord({ runId, worker: req.worker, kind: taskId ? "task" : "box", ...(taskId ? { taskId } : {}) })
     const context = yield* compileContext({
       runId,
@@ -156,4 +158,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
     })
     return { runId, runDir: record.runDir, ...end, error, finalText: said.finalText, messages } satisfies RunOutcome
   }).pipe(Effect.scoped)
+  // The gateway may have stopped the run (a spend budget): its record, finished now, says so.
+  const stopped = (yield* (yield* RunLog).read(req.worker, runId))?.stopped
+  return stopped ? { ...outcome, endedBy: stopped.by, error: stopped.detail } satisfies RunOutcome : outcome
 })

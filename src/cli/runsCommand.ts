@@ -69,6 +69,11 @@ const show = Command.make("show", {
     if (run.ceiling_min !== undefined) yield* Console.log(`  ceiling:   ${run.ceiling_min} min`)
     if (run.store_snapshot) yield* Console.log(`  snapshot:  ${run.store_snapshot}`)
     if (run.channel) yield* Console.log(`  channel:   ${run.channel}`)
+    if (run.usage) {
+      const u = run.usage
+      yield* Console.log(`  usage:     ${u.answers} model answer${u.answers === 1 ? "" : "s"} (${u.models.join(", ")}): ${u.input_tokens} in, ${u.output_tokens} out, ` +
+        `${u.cache_read_tokens} cache read, ${u.cache_write_tokens} cache write — $${u.usd.toFixed(4)} estimated`)
+    }
     for (const w of run.warnings ?? []) yield* Console.log(`  warning:   ${visible(w)}`)
     for (const t of run.tainted ?? []) yield* Console.log(`  tainted:   ${visible(taintLine(t))}`)
     if (run.untainted) {

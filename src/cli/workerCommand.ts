@@ -100,7 +100,7 @@ const run = Command.make("run", {
     if (code !== 0) return yield* Effect.fail(new ExitCode({ code }))
   })).pipe(Command.withDescription(
     "Run one pi session for a worker in a locked-down box. Prints how the box ended and where its outputs are. " +
-      "Exit code: the box's own; 2 when the ceiling killed it; 130/143 on Ctrl-C/SIGTERM (the box is killed too); 97 when the box's preflight failed. " +
+      "Exit code: the box's own; 2 when the ceiling killed it; 3 when a spend budget stopped it; 130/143 on Ctrl-C/SIGTERM (the box is killed too); 97 when the box's preflight failed. " +
       "Example: roster worker run alice --ceiling 10 \"fix the failing test in notes/\""
   ))
 

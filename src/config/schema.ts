@@ -79,6 +79,35 @@ export const SupervisorSection = Schema.Struct({
   max_self_tasks: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { default: () => 5 })
 })
 
+const Usd = Schema.Number.pipe(Schema.finite(), Schema.positive())
+
+/** Spend limits a run, a worker's day and the org's day may not pass (UTC days); absent, nothing is limited. */
+const BudgetFields = {
+  run_usd: Schema.optional(Usd),
+  run_tokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  worker_daily_usd: Schema.optional(Usd)
+}
+
+export const BudgetSection = Schema.Struct({
+  ...BudgetFields,
+  org_daily_usd: Schema.optional(Usd),
+  /** An answer that crosses a budget mid-stream: cut at the next event with a terminal error (default), or let it finish. */
+  on_cross: Schema.optionalWith(Schema.Literal("cut", "finish"), { default: () => "cut" as const })
+})
+
+/** A worker's own limits (worker.toml [budget]); each set one replaces the org's for that worker. */
+export const WorkerBudget = Schema.Struct(BudgetFields)
+
+/** USD per million tokens of one model (or a prefix ending in "*"): what the gateway's cost estimate uses. */
+export const Price = Schema.Struct({
+  model: Schema.NonEmptyString,
+  input: Schema.Number.pipe(Schema.nonNegative()),
+  output: Schema.Number.pipe(Schema.nonNegative()),
+  cache_read: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
+  cache_write: Schema.optional(Schema.Number.pipe(Schema.nonNegative()))
+})
+export type PriceRule = typeof Price.Type
+
 /** Tools a model provider runs on its own side, reaching the network where the gateway cannot see. */
 export const SERVER_TOOL_KINDS = ["web_search", "web_fetch", "code_execution", "mcp"] as const
 
@@ -150,7 +179,9 @@ export const OrgSchema = Schema.Struct({
   allow: Schema.optionalWith(Schema.Array(Allow), { default: () => [] }),
   expose: Schema.optionalWith(Schema.Array(Expose), { default: () => [] }),
   route: Schema.optionalWith(Schema.Array(Route), { default: () => [] }),
-  mount: Schema.optionalWith(Schema.Array(Mount), { default: () => [] })
+  mount: Schema.optionalWith(Schema.Array(Mount), { default: () => [] }),
+  budget: Schema.optionalWith(BudgetSection, { default: () => ({ on_cross: "cut" as const }) }),
+  price: Schema.optionalWith(Schema.Array(Price), { default: () => [] })
 })
 
 /** org.toml, decoded and defaulted. */
@@ -171,7 +202,8 @@ export const WorkerSchema = Schema.Struct({
   store: Schema.optionalWith(
     Schema.Struct({ snapshots: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 1000)), { default: () => 5 }) }),
     { default: () => ({ snapshots: 5 }) }
-  )
+  ),
+  budget: Schema.optional(WorkerBudget)
 })
 /** A worker's worker.toml: model, thinking, and how many store snapshots to keep. */
 export type WorkerSettings = typeof WorkerSchema.Type

@@ -1,6 +1,8 @@
 import type { UpstreamPool } from "./upstreamPool.js"
 import type { UpstreamTrust } from "./upstreamTrust.js"
 import type { TaintMemo } from "./taint.js"
+import type { GatewayEnv } from "./env.js"
+import type { Ledger } from "./ledger.js"
 import { Effect } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import type { Org } from "../config/schema.js"
@@ -20,6 +22,10 @@ export interface Self {
   readonly upstreamPool: UpstreamPool
   /** Taints written lately, so a box repeating a refused request is not a record read each time. */
   readonly taints: TaintMemo
+  /** What model answers have cost, for the budgets (see makeLedger). */
+  readonly ledger: Ledger
+  /** Runs background work in the gateway's own scope (closed with it), past the request that started it. */
+  readonly fork: (work: Effect.Effect<void, never, GatewayEnv>) => void
 }
 
 export type Allowed = Extract<Decision, { allowed: true }>

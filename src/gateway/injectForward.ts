@@ -16,6 +16,7 @@ import { PooledRefusal } from "./upstreamPool.js"
 import { isCheckedBody, parseChecked, readBody } from "./requestBody.js"
 import { serverToolsReason, vetServerTools } from "./serverTools.js"
 import { taintOnRefusal, taintRun } from "./taint.js"
+import { isModelCall, type Meter, startMeter } from "./meter.js"
 import type { GrantRule } from "../config/schema.js"
 import { sentinelWarning, warnRun } from "./runWarning.js"
 import { bodyScanner, sentinelPlaces } from "./sentinelScan.js"
@@ -50,47 +51,62 @@ interface Relayed {
   readonly refusal?: Refusal
 }
 
+interface RelayOptions {
+  readonly out: http.OutgoingHttpHeaders
+  readonly agent: http.Agent
+  /** Real values to scrub from the answer. */
+  readonly secrets: ReadonlyArray<string>
+  /** Largest streamed request body. */
+  readonly limit: number
+  readonly onBody: (chunk: Buffer) => void
+  /** The body, read whole and checked; absent, the request streams through. */
+  readonly checked: Buffer | undefined
+  /** A model call's meter: reads the answer's usage, and may cut it at its budget. */
+  readonly meter: Meter | undefined
+}
+
 /** The request to the upstream and the answer back, the real value scrubbed out, streaming intact, the body capped. */
-const relay = (
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
-  out: http.OutgoingHttpHeaders,
-  agent: http.Agent,
-  secrets: ReadonlyArray<string>,
-  limit: number,
-  onBody: (chunk: Buffer) => void,
-  checked: Buffer | undefined
-) =>
+const relay = (req: http.IncomingMessage, res: http.ServerResponse, o: RelayOptions) =>
   Effect.async<Relayed>((resume) => {
     let up = 0
     let down = 0
-    const upReq = http.request({ method: req.method ?? "GET", path: req.url ?? "/", headers: out, agent }, (upRes) => {
+    let cut = false
+    const upReq = http.request({ method: req.method ?? "GET", path: req.url ?? "/", headers: o.out, agent: o.agent }, (upRes) => {
       // Length may change when a secret is scrubbed: the box gets a chunked answer instead.
       res.writeHead(
         upRes.statusCode ?? 502,
-        responsePairs(upRes.rawHeaders, new Set(["content-length"]), (v) => scrubText(v, secrets, SENTINEL))
+        responsePairs(upRes.rawHeaders, new Set(["content-length"]), (v) => scrubText(v, o.secrets, SENTINEL))
       )
       res.flushHeaders()
       upRes.on("data", (c: Buffer) => (down += c.length))
-      upRes.pipe(new Scrub(secrets, Buffer.from(SENTINEL))).pipe(res)
-      upRes.once("end", () => resume(Effect.succeed({ status: upRes.statusCode ?? 502, up, down })))
-      upRes.once("error", () => resume(Effect.succeed({ status: 502, up, down, note: "upstream closed mid-answer" })))
+      const status = upRes.statusCode ?? 502
+      const tap = o.meter?.tap(String(upRes.headers["content-type"] ?? ""), () => {
+        cut = true
+        upReq.destroy()
+      })
+      const scrub = new Scrub(o.secrets, Buffer.from(SENTINEL))
+      ;(tap ? upRes.pipe(tap) : upRes).pipe(scrub).pipe(res)
+      upRes.once("end", () => resume(Effect.succeed({ status, up, down })))
+      // The answer cut at its budget ends for the box with the tap's last event; the upstream is just dropped.
+      scrub.once("end", () => cut && resume(Effect.succeed({ status, up, down, note: "answer cut: over its budget" })))
+      upRes.once("error", () => cut || resume(Effect.succeed({ status: 502, up, down, note: "upstream closed mid-answer" })))
     })
     upReq.once("error", (e) => {
+      if (cut) return
       const refusal = e instanceof PooledRefusal ? e.refusal : new Refusal(502, e.message)
       refuseResponse(res, refusal)
       resume(Effect.succeed({ status: refusal.status, up, down, note: e.message, ...(e instanceof PooledRefusal ? { refusal } : {}) }))
     })
-    if (checked) {
-      up = checked.length
-      onBody(checked)
-      upReq.end(checked)
+    if (o.checked) {
+      up = o.checked.length
+      o.onBody(o.checked)
+      upReq.end(o.checked)
       return Effect.sync(() => upReq.destroy())
     }
     req.on("data", (c: Buffer) => {
       up += c.length
-      onBody(c)
-      if (up > limit) {
+      o.onBody(c)
+      if (up > o.limit) {
         upReq.destroy()
         req.unpipe(upReq)
         if (!res.headersSent) res.writeHead(413, { "content-type": "text/plain", connection: "close" }).end("roster gateway: request body too large\n")
@@ -111,11 +127,15 @@ const checkedBody = (req: http.IncomingMessage, grant: GrantRule, limit: number)
     const raw = yield* readBody(req, limit)
     const parsed = parseChecked(req, raw)
     if (!parsed.ok) return yield* Effect.fail(new Refusal(400, "the request body is declared JSON and does not parse", { why: "malformed" }))
-    if (parsed.json === undefined) return raw
+    if (parsed.json === undefined) return { body: raw, json: undefined }
     const vetted = vetServerTools(parsed.json, grant)
     if (!vetted.ok) return yield* Effect.fail(new Refusal(403, serverToolsReason(grant, vetted), { why: "server_tools" }))
-    return Buffer.from(JSON.stringify(parsed.json))
+    return { body: Buffer.from(JSON.stringify(parsed.json)), json: parsed.json }
   })
+
+/** The model a request names (`model` in its JSON body). */
+const modelOf = (json: unknown) =>
+  typeof json === "object" && json !== null && typeof (json as { model?: unknown }).model === "string" ? (json as { model: string }).model : "unknown"
 
 /**
  * One request inside a terminated tunnel: re-authorised, the real credential in the one header
@@ -140,12 +160,19 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
         `no credential "${grant.credential}" for grant "${grant.name}" — connect one: roster connection add ${grant.credential}`, { why: "no_credential" }))
     }
     const limit = ok.right.org.gateway.max_body_mib * 1024 * 1024
-    const checked = yield* checkedBody(req, grant, limit).pipe(Effect.either)
-    if (checked._tag === "Left") return yield* refuse(checked.left)
+    const checkedOr = yield* checkedBody(req, grant, limit).pipe(Effect.either)
+    if (checkedOr._tag === "Left") return yield* refuse(checkedOr.left)
+    const checked = checkedOr.right
+    // A run's model call is metered, and refused once a budget is used up.
+    const { runId, worker } = target.caller
+    const started = isModelCall(req) && runId && worker
+      ? yield* startMeter(self, { ...target.caller, runId, worker }, ok.right.org, modelOf(checked?.json))
+      : undefined
+    if (started?.refusal) return yield* refuse(started.refusal)
     const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
     const out = forwardable(headers)
-    if (checked.right) {
-      out["content-length"] = String(checked.right.length)
+    if (checked) {
+      out["content-length"] = String(checked.body.length)
       delete out["transfer-encoding"]
     }
     // The answer is scanned for the real value, so it must arrive uncompressed.
@@ -164,14 +191,17 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
     const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(decision.rule)}`
     const agent = yield* self.upstreamPool.agentFor(key, open)
     const body = bodyScanner()
-    if (checked.right) body.feed(checked.right)
+    if (checked) body.feed(checked.body)
     // Loud, never silent: a sentinel that goes out anywhere taints the run (before the answer, when
     // it is known before sending), is audited by place and warned to the run.
     const before = [...sentinelPlaces(out, req.url ?? "/"), ...(body.found() ? ["body"] : [])]
     const taintSentinel = (places: ReadonlyArray<string>) =>
       taintRun(self.taints, target.caller, "sentinel_upstream", target.host, `the placeholder went out in ${places.join(", ")}`)
     if (before.length > 0) yield* taintSentinel(before)
-    const result = yield* relay(req, res, out, agent, reveals, limit, checked.right ? () => {} : body.feed, checked.right)
+    const result = yield* relay(req, res, {
+      out, agent, secrets: reveals, limit, onBody: checked ? () => {} : body.feed, checked: checked?.body, meter: started?.meter
+    })
+    if (started?.meter) yield* started.meter.finish
     const places = [...sentinelPlaces(out, req.url ?? "/"), ...(body.found() ? ["body"] : [])]
     if (result.refusal) yield* taintOnRefusal(self.taints, target.caller, placed(result.refusal, trace))
     yield* auditTrace(trace, {

@@ -1,6 +1,7 @@
 import { makeUpstreamPool } from "./upstreamPool.js"
 import { makeUpstreamTrust } from "./upstreamTrust.js"
 import { makeTaintMemo } from "./taint.js"
+import { makeLedger } from "./ledger.js"
 import { FileSystem } from "@effect/platform"
 import { Effect, FiberSet, Schema } from "effect"
 import * as http from "node:http"
@@ -71,7 +72,9 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
   const issuer = yield* makeLeafIssuer(yield* fs.readFileString(ca.cert), yield* fs.readFileString(ca.key))
   const sockets = new Set<net.Socket>()
   let boundPort = options.port
-  const self: Self = { port: () => boundPort, addrs: options.addrs, upstreamTrust: yield* makeUpstreamTrust, upstreamPool: yield* makeUpstreamPool, taints: makeTaintMemo() }
+  const self: Self = { port: () => boundPort, addrs: options.addrs, upstreamTrust: yield* makeUpstreamTrust, upstreamPool: yield* makeUpstreamPool, taints: makeTaintMemo(),
+    ledger: yield* makeLedger, fork: (work) => void run(work)
+  }
   const { terminate } = yield* makeTerminator(self, issuer)
 
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {

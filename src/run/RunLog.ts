@@ -3,13 +3,13 @@ import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { KnowledgePush, KnowledgeResult } from "../contract/knowledge.js"
 import { runFiles } from "../contract/runFiles.js"
 import { Taint, Untaint } from "../contract/taint.js"
-import { appendEvent, foldEvents, readEvents, type RunEvent } from "./events.js"
+import { appendEvent, foldEvents, readEvents, type RunEvent, RunStopped, RunUsage } from "./events.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
 /** What ended a run: its own exit, a ceiling, a signal, an error, idleness, its owner's death, a cancel. */
 export const EndedBy = Schema.Literal(
   "exit", "ceiling", "signal", "error", "idle", "closed", "session-ceiling", "turn-ceiling", "box-died",
-  "orphaned", "cancelled"
+  "orphaned", "cancelled", "budget"
 )
 export type EndedBy = typeof EndedBy.Type
 
@@ -51,6 +51,10 @@ export const RunRecord = Schema.Struct({
   tainted: Schema.optional(Schema.Array(Taint)),
   /** A person's decision to land a tainted run's work anyway (`roster runs untaint`). */
   untainted: Schema.optional(Untaint),
+  /** The model answers the gateway metered for this run: tokens and estimated USD. */
+  usage: Schema.optional(RunUsage),
+  /** Set when the gateway stopped the run (a spend budget): it ends as `ended_by` this. */
+  stopped: Schema.optional(RunStopped),
   /** Follow-up tasks the run queued for its worker (set_tasks). */
   queued_tasks: Schema.optional(Schema.Array(Schema.String))
 })
@@ -142,9 +146,10 @@ export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
           ...r,
           ...end.extra,
           finished_at,
-          ended_by: end.endedBy,
+          // The gateway's stop (a budget) is why the box went, whatever its exit looked like to the runner.
+          ended_by: r.stopped?.by ?? end.endedBy,
           exit_code: end.exitCode,
-          error: end.error ?? null
+          error: r.stopped?.detail ?? end.error ?? null
         })))),
     read: readRecord,
     append: (worker, runId, event) =>

@@ -12,7 +12,14 @@ export const RunEvent = Schema.Union(
   Schema.Struct({ kind: Schema.Literal("taint"), taint: Taint }),
   Schema.Struct({ kind: Schema.Literal("untaint"), untaint: Untaint }),
   Schema.Struct({ kind: Schema.Literal("warning"), text: Schema.String }),
-  Schema.Struct({ kind: Schema.Literal("knowledge_push"), push: KnowledgePush })
+  Schema.Struct({ kind: Schema.Literal("knowledge_push"), push: KnowledgePush }),
+  /** One model answer: its tokens and estimated cost (the gateway's meter). */
+  Schema.Struct({
+    kind: Schema.Literal("usage"), model: Schema.String, input: Schema.Number, output: Schema.Number,
+    cache_read: Schema.Number, cache_write: Schema.Number, usd: Schema.Number
+  }),
+  /** The gateway stopped the run (a budget): its end is recorded as this, whatever the box's exit. */
+  Schema.Struct({ kind: Schema.Literal("stop"), by: Schema.Literal("budget"), detail: Schema.String })
 )
 export type RunEvent = typeof RunEvent.Type
 
@@ -32,7 +39,23 @@ export const readEvents = (file: string) =>
     Effect.orElseSucceed((): Array<RunEvent> => [])
   )
 
+/** A run's model usage: tokens in, out and through the cache, answers, and the estimated cost. */
+export const RunUsage = Schema.Struct({
+  input_tokens: Schema.Number,
+  output_tokens: Schema.Number,
+  cache_read_tokens: Schema.Number,
+  cache_write_tokens: Schema.Number,
+  answers: Schema.Number,
+  usd: Schema.Number,
+  models: Schema.Array(Schema.String)
+})
+export type RunUsage = typeof RunUsage.Type
+
+export const RunStopped = Schema.Struct({ by: Schema.Literal("budget"), detail: Schema.String })
+
 export interface EventFields {
+  readonly usage?: RunUsage
+  readonly stopped?: typeof RunStopped.Type
   readonly tainted?: ReadonlyArray<Taint>
   readonly untainted?: Untaint
   readonly warnings?: ReadonlyArray<string>
@@ -45,18 +68,30 @@ export const foldEvents = (events: ReadonlyArray<RunEvent>): EventFields => {
   const warnings: Array<string> = []
   const pushes: Array<KnowledgePush> = []
   let untainted: Untaint | undefined
+  let usage: RunUsage | undefined
+  let stopped: typeof RunStopped.Type | undefined
   for (const e of events) {
     if (e.kind === "taint") tainted.push(e.taint)
     else if (e.kind === "untaint") untainted = e.untaint
     else if (e.kind === "warning") {
       if (!warnings.includes(e.text)) warnings.push(e.text)
     }
+    else if (e.kind === "usage") {
+      const u = usage ?? { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, answers: 0, usd: 0, models: [] }
+      usage = {
+        input_tokens: u.input_tokens + e.input, output_tokens: u.output_tokens + e.output, cache_read_tokens: u.cache_read_tokens + e.cache_read,
+        cache_write_tokens: u.cache_write_tokens + e.cache_write, answers: u.answers + 1, usd: u.usd + e.usd,
+        models: u.models.includes(e.model) ? u.models : [...u.models, e.model]
+      }
+    } else if (e.kind === "stop") stopped ??= { by: e.by, detail: e.detail }
     else pushes.push(e.push)
   }
   return {
     ...(tainted.length > 0 ? { tainted } : {}),
     ...(untainted ? { untainted } : {}),
     ...(warnings.length > 0 ? { warnings } : {}),
-    ...(pushes.length > 0 ? { knowledge_pushes: pushes } : {})
+    ...(pushes.length > 0 ? { knowledge_pushes: pushes } : {}),
+    ...(usage ? { usage } : {}),
+    ...(stopped ? { stopped } : {})
   }
 }

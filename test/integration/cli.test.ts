@@ -145,6 +145,31 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     }
   })
 
+  it("usage sums the spend ledger per worker, filtered by worker and day", async () => {
+    const ledger = path.join(home, "state", "ledger")
+    fs.mkdirSync(ledger, { recursive: true })
+    const entry = (day: string, worker: string, run: string, usd: number, priced = true) =>
+      JSON.stringify({ time: `${day}T10:00:00.000Z`, run_id: run, worker, model: "claude-sonnet-4-5", input: 100, output: 10, cache_read: 5, cache_write: 1, usd, priced })
+    fs.writeFileSync(path.join(ledger, "2026-11-27.jsonl"), `${entry("2026-11-27", "alice", "r1", 0.5)}\n`)
+    fs.writeFileSync(path.join(ledger, "2026-11-28.jsonl"), [entry("2026-11-28", "alice", "r2", 0.25), entry("2026-11-28", "alice", "r2", 0.25), entry("2026-11-28", "bob", "r3", 1, false), "{torn"].join("\n"))
+    try {
+      const all = JSON.parse((await roster("usage", "--json")).stdout)
+      expect(all.workers.alice).toMatchObject({ runs: 2, answers: 3, input_tokens: 300, output_tokens: 30, cache_read_tokens: 15, usd: 1 })
+      expect(all.total).toMatchObject({ runs: 3, answers: 4, usd: 2, unpriced_answers: 1 })
+      const since = JSON.parse((await roster("usage", "--json", "--since", "2026-11-28", "--worker", "alice")).stdout)
+      expect(Object.keys(since.workers)).toEqual(["alice"])
+      expect(since.total).toMatchObject({ answers: 2, usd: 0.5 })
+      const text = await roster("usage")
+      expect(text.stdout).toMatch(/alice +2 +3 +300 +30 +15 +3 +1\.0000/)
+      expect(text.stdout).toContain("1 answer(s) were of a model with no price")
+      const bad = await roster("usage", "--since", "yesterday")
+      expect(bad.code).toBe(1)
+      expect(bad.stderr).toContain("--since wants a day as YYYY-MM-DD")
+    } finally {
+      fs.rmSync(ledger, { recursive: true, force: true })
+    }
+  })
+
   it("every command has --help in roster's words: the whole command in its usage, no type blurbs, as its snapshot says", async () => {
     // Every command the root help lists (a new one is covered without touching this test).
     const listed = (await roster("--help")).stdout.split("\n")

@@ -18,6 +18,7 @@ import { Audit } from "../../src/gateway/Audit.js"
 import { Dialer } from "../../src/gateway/Dialer.js"
 import { LiveRuns } from "../../src/gateway/LiveRuns.js"
 import { serveGateway } from "../../src/gateway/server.js"
+import { serveRehearsal } from "../../src/rehearsal/server.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { makeTestTls } from "../support/testCa.js"
@@ -29,6 +30,7 @@ const REAL_KEY = "sk-ant-api03-REAL-injected-key-7f3a9c"
 const REAL_GIT = "ghp_REALgitTOKEN0123456789"
 const ALICE = "a1".repeat(32)
 const BOB = "b2".repeat(32)
+const CAROL = "c4".repeat(32)
 const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex")
 
 describe("the gateway injects credentials in transit (real TLS upstream in a test network namespace)", () => {
@@ -40,7 +42,10 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   let auditDir: string
   let org: Org
   let readRun: (worker: string, runId: string) => Promise<RunRecord | undefined>
-  const live = new Set(["run-alice", "run-bob"])
+  const live = new Set(["run-alice", "run-bob", "run-carol"])
+  let rehearsal: { readonly port: number }
+  /** Another gateway on the same deployment, as after a daemon restart; closed by the caller. */
+  let startAnother: (scope: Scope.Scope) => Promise<number>
 
   beforeAll(async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-inject-"))
@@ -50,6 +55,8 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     fs.writeFileSync(path.join(dir, "upstream.key"), tlsFiles.keyPem)
     fs.writeFileSync(path.join(dir, "test-ca.crt"), tlsFiles.caPem)
     outside = await makeOutsideHost({ cert: path.join(dir, "upstream.crt"), key: path.join(dir, "upstream.key") })
+    scope = Effect.runSync(Scope.make())
+    rehearsal = await Effect.runPromise(serveRehearsal({ port: 0, host: "127.0.0.1" }).pipe(Scope.extend(scope)))
 
     const paths = { ...Paths.fromEnv({ ROSTER_HOME: dir, HOME: dir }), home: dir }
     fs.mkdirSync(paths.config, { recursive: true })
@@ -60,6 +67,9 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       "[[grant]]", `name = "oauth"`, `hosts = ["oauth.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "openai-codex"`,
       "[[grant]]", `name = "searcher"`, `hosts = ["search.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "anthropic"`,
       `server_tools = ["web_search"]`, `server_tool_domains = ["example.com"]`,
+      "[[grant]]", `name = "metered"`, `hosts = ["model.example.com"]`, "ports = [8443]", `scope = ["org/carol"]`, `credential = "anthropic"`,
+      "[[route]]", `host = "model.example.com"`, `upstream = "http://127.0.0.1:${rehearsal.port}"`,
+      "[budget]", "run_tokens = 30",
       "[[grant]]", `name = "unconnected"`, `hosts = ["nokey.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "nothing"`,
       "[[allow]]", `hosts = ["198.51.100.7"]`, "ports = [9443]", `scope = ["org/*"]`,
       "[[allow]]", `hosts = ["198.51.100.7"]`, "ports = [9080]", `scope = ["org/*"]`,
@@ -71,6 +81,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     fs.mkdirSync(identity, { recursive: true })
     fs.writeFileSync(path.join(identity, `${ALICE}.json`), JSON.stringify({ subject: "org/alice", run_id: "run-alice", worker: "alice", task_id: null }))
     fs.writeFileSync(path.join(identity, `${BOB}.json`), JSON.stringify({ subject: "org/bob", run_id: "run-bob", worker: "bob", task_id: null }))
+    fs.writeFileSync(path.join(identity, `${CAROL}.json`), JSON.stringify({ subject: "org/carol", run_id: "run-carol", worker: "carol", task_id: null }))
     auditDir = layout(paths).auditDir
 
     const layer = Layer.mergeAll(
@@ -86,12 +97,15 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       RunLog.layer,
       TaskStore.layer
     ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest())))
-    scope = Effect.runSync(Scope.make())
+    startAnother = async (s) => (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(layer), Scope.extend(s)))).port
     port = (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(layer), Scope.extend(scope)))).port
     org = await Effect.runPromise(Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(Effect.provide(layer)))
     readRun = (worker, runId) => Effect.runPromise(Effect.flatMap(RunLog, (l) => l.read(worker, runId)).pipe(Effect.provide(layer)))
     await Effect.runPromise(Effect.flatMap(RunLog, (l) =>
-      Effect.all([l.start({ runId: "run-alice", worker: "alice", kind: "box" }), l.start({ runId: "run-bob", worker: "bob", kind: "box" })])
+      Effect.all([
+        l.start({ runId: "run-alice", worker: "alice", kind: "box" }), l.start({ runId: "run-bob", worker: "bob", kind: "box" }),
+        l.start({ runId: "run-carol", worker: "carol", kind: "box" })
+      ])
     ).pipe(Effect.provide(layer)))
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
   })
@@ -281,6 +295,55 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     }
     // The pairs cover every kind of answer the policy gives without resolving a name.
     expect([...seen].sort()).toEqual(["forwarded", "no_rule", "terminated", "tls_only", "tunnelled", "wrong_port"])
+  })
+
+  it("a spend budget cuts the answer that crosses it, refuses the next call (not retried), and survives a gateway restart", async () => {
+    const ask = (gateway: number) => viaGateway(gateway, CAROL, "model.example.com:8443", {
+      method: "POST", path: "/v1/messages", headers: { "x-api-key": SENTINEL, "content-type": "application/json" },
+      body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 100, stream: true, messages: [{ role: "user", content: "hi" }] })
+    }, [rosterCa])
+    // 12 tokens in, then the answer's text: the budget of 30 is crossed while it streams (output estimated
+    // from the text until the answer's own count, which never comes: the rest is not forwarded).
+    const first = await ask(port)
+    expect(first.status).toBe(200)
+    expect(first.body).toContain("event: message_start")
+    expect(first.body).toContain("event: content_block_delta")
+    expect(first.body).not.toContain("message_delta")
+    expect(first.body).not.toContain("message_stop")
+    const last = first.body.trim().split("\n\n").at(-1) ?? ""
+    expect(last).toMatch(/^event: error\ndata: /)
+    const said = JSON.parse(last.split("data: ")[1] ?? "{}").error.message as string
+    expect(said).toMatch(/^roster gateway: out of budget: run_tokens is 30 tokens and \d+ tokens is spent — this run is stopped/)
+    // Counted before the box heard the end; written to the run's record just after.
+    let run = await readRun("carol", "run-carol")
+    for (let i = 0; i < 100 && !(run?.usage && run.stopped); i++) {
+      await new Promise((r) => setTimeout(r, 20))
+      run = await readRun("carol", "run-carol")
+    }
+    expect(run?.usage).toMatchObject({ input_tokens: 12, answers: 1, models: ["claude-sonnet-4-5"] })
+    expect(12 + (run?.usage?.output_tokens ?? 0)).toBeGreaterThan(30)
+    expect(said).toContain(`and ${12 + (run?.usage?.output_tokens ?? 0)} tokens is spent`)
+    expect(run?.usage?.usd).toBeCloseTo((12 * 3 + (run?.usage?.output_tokens ?? 0) * 15) / 1e6, 10)
+    expect(run?.stopped).toMatchObject({ by: "budget" })
+    expect(run?.tainted).toContainEqual(expect.objectContaining({ reason: "budget" }))
+    // A call that would start past the budget: a 4xx the SDKs do not retry, which says which budget and how to raise it.
+    const second = await ask(port)
+    expect(second.status).toBe(402)
+    expect(second.headers["x-should-retry"]).toBe("false")
+    const refusal = JSON.parse(second.body)
+    expect(refusal.roster.why).toBe("budget")
+    expect(refusal.error.message).toContain(`out of budget: run_tokens is 30 tokens and ${12 + (run?.usage?.output_tokens ?? 0)} tokens is spent`)
+    expect(refusal.error.message).toContain("raise run_tokens in [budget] in org.toml or in workers/carol/worker.toml")
+    // A gateway started afresh on the same deployment reads the ledger: the run is still over.
+    const again = Effect.runSync(Scope.make())
+    try {
+      expect((await ask(await startAnother(again))).status).toBe(402)
+    } finally {
+      await Effect.runPromise(Scope.close(again, Exit.void))
+    }
+    const ledger = fs.readdirSync(path.join(auditDir, "..", "ledger")).flatMap((f) =>
+      fs.readFileSync(path.join(auditDir, "..", "ledger", f), "utf8").trim().split("\n").map((l) => JSON.parse(l)))
+    expect(ledger).toEqual([expect.objectContaining({ run_id: "run-carol", worker: "carol", input: 12, output: run?.usage?.output_tokens, priced: true })])
   })
 
   it("a token whose run has ended gets 407 at once, though its file is still there", async () => {
