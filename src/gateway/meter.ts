@@ -1,4 +1,4 @@
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Runtime } from "effect"
 import type * as http from "node:http"
 import { costOf, priceFor, type TokenCount, totalTokens } from "../config/prices.js"
 import type { Org } from "../config/schema.js"
@@ -102,6 +102,7 @@ export interface Meter {
  */
 export const startMeter = (self: Self, caller: Caller & { readonly runId: string; readonly worker: string }, org: Org, model: string) =>
   Effect.gen(function*() {
+    const runtime = yield* Effect.runtime<GatewayEnv>()
     const limits = yield* limitsFor(org, caller.worker)
     const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
     const spent = self.ledger.spent(caller.worker, caller.runId, startedAt)
@@ -126,6 +127,7 @@ export const startMeter = (self: Self, caller: Caller & { readonly runId: string
           onProgress,
           cutEvent: () => cutEvent(crossed ? budgetText(crossed, caller.worker) : "out of budget"),
           onCut: stopUpstream,
+          beforeCutEvent: () => Runtime.runPromise(runtime)(stopRun(self, caller, budgetText(crossed!, caller.worker))),
           // Counted before the box sees the answer end, so its next call is checked against it.
           onEnd: (count) => {
             if (totalTokens(count) === 0) return

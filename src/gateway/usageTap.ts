@@ -12,6 +12,8 @@ export interface TapHooks {
   readonly cutEvent: () => string
   /** Called once when cutting, to stop the upstream. */
   readonly onCut: () => void
+  /** Awaited before the box is sent the cut event (the run's stop is recorded first: the box acts on that event at once). */
+  readonly beforeCutEvent?: () => Promise<void>
   /** Called once with the final count, before the box is sent the answer's end. */
   readonly onEnd?: (count: TokenCount) => void
 }
@@ -94,10 +96,14 @@ export class UsageTap extends Transform {
   private stop(done: TransformCallback) {
     this.cut = true
     this.hooks.onEnd?.(this.count)
-    this.push(this.hooks.cutEvent())
-    this.push(null)
     this.hooks.onCut()
-    done()
+    const send = () => {
+      this.push(this.hooks.cutEvent())
+      this.push(null)
+      done()
+    }
+    if (this.hooks.beforeCutEvent) void this.hooks.beforeCutEvent().then(send, send)
+    else send()
   }
 
   private readEvent(event: string) {

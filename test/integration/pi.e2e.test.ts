@@ -173,6 +173,50 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     }
   })
 
+  it("a spend budget stops real pi: crossed mid-answer, then refused before the next call starts; no retry, the box gone", async () => {
+    expect((await d.roster(["worker", "add", "bea"])).code).toBe(0)
+    // The rehearsal's first answer (a bash tool call) costs about $0.001 at Sonnet prices: well over this.
+    fs.writeFileSync(d.file("config", "workers", "bea", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n[budget]\nworker_daily_usd = 0.0001\n`)
+    const runOf = (r: { stdout: string }) => {
+      const id = /box (\S+) ended by/.exec(r.stdout)?.[1] ?? ""
+      const dir = d.file("data", "runs", "bea", id)
+      return {
+        id,
+        record: JSON.parse(fs.readFileSync(path.join(dir, "run.json"), "utf8")),
+        events: fs.readFileSync(path.join(dir, "stdout.jsonl"), "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l))
+      }
+    }
+    const modelCalls = async (runId: string) =>
+      (JSON.parse((await d.roster(["runs", "show", runId, "--json"])).stdout).gateway_requests as Array<{ path: string; status: number }>)
+        .filter((r) => r.path === "/v1/messages")
+
+    const during = await d.roster(["worker", "run", "bea", "What system is your box running?"])
+    expect(during.code, during.stderr).toBe(3)
+    expect(during.stdout).toContain("ended by budget")
+    const first = runOf(during)
+    expect(first.record).toMatchObject({ ended_by: "budget", stopped: { by: "budget" } })
+    expect(first.record.error).toContain("out of budget: worker_daily_usd")
+    expect(first.record.usage.answers).toBe(1)
+    expect(first.record.tainted).toContainEqual(expect.objectContaining({ reason: "budget" }))
+    // pi saw the cut answer's error, did not retry it, and ran no tool of the cut answer.
+    const ended = first.events.filter((e) => e.type === "message_end" && e.message?.role === "assistant")
+    expect(ended.at(-1)?.message?.errorMessage).toContain("out of budget")
+    expect(first.events.some((e) => e.type === "auto_retry_start")).toBe(false)
+    expect(first.events.some((e) => e.type === "tool_execution_start")).toBe(false)
+    expect(await modelCalls(first.id)).toEqual([expect.objectContaining({ status: 200 })])
+
+    const before = await d.roster(["worker", "run", "bea", "What system is your box running?"])
+    expect(before.code, before.stderr).toBe(3)
+    const second = runOf(before)
+    expect(second.record).toMatchObject({ ended_by: "budget" })
+    expect(second.record.usage).toBeUndefined()
+    expect(await modelCalls(second.id)).toEqual([expect.objectContaining({ status: 402 })])
+    expect(second.events.some((e) => e.type === "auto_retry_start")).toBe(false)
+    const usage = JSON.parse((await d.roster(["usage", "--worker", "bea", "--json"])).stdout)
+    expect(usage.workers.bea).toMatchObject({ runs: 1, answers: 1 })
+    expect(await boxes()).toEqual([])
+  }, 120_000)
+
   /** `roster talk alice` in a tmux terminal of its own: keys in, the screen out. */
   const terminal = () => {
     const session = `roster-talk-${process.pid}-${Date.now()}`
