@@ -3,6 +3,7 @@ import type { UpstreamTrust } from "./upstreamTrust.js"
 import type { TaintMemo } from "./taint.js"
 import type { GatewayEnv } from "./env.js"
 import type { Ledger } from "./ledger.js"
+import type { OAuthRefresher } from "./oauthRefresh.js"
 import { Effect } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import type { Org } from "../config/schema.js"
@@ -24,6 +25,8 @@ export interface Self {
   readonly taints: TaintMemo
   /** What model answers have cost, for the budgets (see makeLedger). */
   readonly ledger: Ledger
+  /** OAuth logins being refreshed now (see freshCredential). */
+  readonly oauth: OAuthRefresher
   /** Runs background work in the gateway's own scope (closed with it), past the request that started it. */
   readonly fork: (work: Effect.Effect<void, never, GatewayEnv>) => void
 }

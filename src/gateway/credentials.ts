@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import type { GrantRule } from "../config/schema.js"
-import { credentialFor, type CredentialSource } from "../vault/credentialFor.js"
+import { type ChosenCredential, credentialFor, type CredentialSource } from "../vault/credentialFor.js"
 import type { VaultEntry } from "../vault/Vault.js"
 import type { InjectKind } from "./inject.js"
 
@@ -31,7 +31,11 @@ export const fromEntry = (name: string, entry: VaultEntry): Omit<RealCredential,
  * (vault, then the host's pi login, then the daemon's ANTHROPIC_API_KEY). The grant's `header` wins.
  */
 export const resolveCredential = Effect.fn("gateway.resolveCredential")(function*(grant: GrantRule) {
-  const chosen = yield* credentialFor(grant.credential)
+  return asInjected(grant, yield* credentialFor(grant.credential))
+})
+
+/** The value and header of a chosen credential for a grant (the grant's `header` wins). */
+export const asInjected = (grant: GrantRule, chosen: ChosenCredential | undefined) => {
   const c = chosen ? fromEntry(grant.credential, chosen.entry) : undefined
   return c ? ({ ...c, kind: grant.header ?? c.kind, source: chosen?.source ?? "vault" } satisfies RealCredential) : undefined
-})
+}

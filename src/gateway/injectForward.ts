@@ -6,7 +6,8 @@ import { isValidHost } from "../contract/addresses.js"
 import { SENTINEL } from "../contract/constants.js"
 import { authorize, dialChecked, namedBy, type Self } from "./authorize.js"
 import { placed, Refusal } from "./refusal.js"
-import { resolveCredential } from "./credentials.js"
+import { asInjected } from "./credentials.js"
+import { freshCredential } from "./oauthRefresh.js"
 import { forwardable, responsePairs } from "./headers.js"
 import type { Caller } from "./identify.js"
 import { injectCredential } from "./inject.js"
@@ -154,7 +155,9 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
     const decision = ok.right.decision
     if (decision.via !== "grant") return yield* refuse(new Refusal(403, "the grant for this host is gone; reconnect", { why: "no_rule" }))
     const grant = decision.rule
-    const credential = yield* resolveCredential(grant)
+    const fresh = yield* freshCredential(self, ok.right.org, grant.credential).pipe(Effect.either)
+    if (fresh._tag === "Left") return yield* refuse(fresh.left)
+    const credential = asInjected(grant, fresh.right)
     if (!credential) {
       return yield* refuse(new Refusal(502,
         `no credential "${grant.credential}" for grant "${grant.name}" — connect one: roster connection add ${grant.credential}`, { why: "no_credential" }))

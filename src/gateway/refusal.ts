@@ -13,6 +13,7 @@ export type RefusalWhy =
   | "gateway_itself" // the gateway does not proxy to itself
   | "tls_only" // a granted host over plain http: credentials go only over TLS
   | "no_credential" // the grant's credential is not connected
+  | "credential_refresh" // the grant's OAuth login expires and could not be refreshed
   | "config_invalid" // org.toml does not decode: nothing is allowed
   | "server_tools" // a model request declares provider-side tools that reach the network
   | "tainted" // the run is tainted: its work stays quarantined

@@ -2,6 +2,7 @@ import { makeUpstreamPool } from "./upstreamPool.js"
 import { makeUpstreamTrust } from "./upstreamTrust.js"
 import { makeTaintMemo } from "./taint.js"
 import { makeLedger } from "./ledger.js"
+import { makeOAuthRefresher } from "./oauthRefresh.js"
 import { FileSystem } from "@effect/platform"
 import { Effect, FiberSet, Schema } from "effect"
 import * as http from "node:http"
@@ -73,7 +74,7 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
   const sockets = new Set<net.Socket>()
   let boundPort = options.port
   const self: Self = { port: () => boundPort, addrs: options.addrs, upstreamTrust: yield* makeUpstreamTrust, upstreamPool: yield* makeUpstreamPool, taints: makeTaintMemo(),
-    ledger: yield* makeLedger, fork: (work) => void run(work)
+    ledger: yield* makeLedger, oauth: makeOAuthRefresher(), fork: (work) => void run(work)
   }
   const { terminate } = yield* makeTerminator(self, issuer)
 

@@ -70,6 +70,12 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       "[[grant]]", `name = "metered"`, `hosts = ["model.example.com"]`, "ports = [8443]", `scope = ["org/carol"]`, `credential = "anthropic"`,
       "[[route]]", `host = "model.example.com"`, `upstream = "http://127.0.0.1:${rehearsal.port}"`,
       "[budget]", "run_tokens = 30",
+      ...["soon", "broken", "unlisted"].flatMap((c) => [
+        "[[grant]]", `name = "${c}"`, `hosts = ["${c}.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "${c}"`,
+        "[[route]]", `host = "${c}.example.com"`, `upstream = "https://198.51.100.7:8443"`
+      ]),
+      "[[allow]]", `hosts = ["token.example.com"]`, `scope = ["org"]`,
+      "[[route]]", `host = "token.example.com"`, `upstream = "https://198.51.100.7:8443"`,
       "[[grant]]", `name = "unconnected"`, `hosts = ["nokey.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "nothing"`,
       "[[allow]]", `hosts = ["198.51.100.7"]`, "ports = [9443]", `scope = ["org/*"]`,
       "[[allow]]", `hosts = ["198.51.100.7"]`, "ports = [9080]", `scope = ["org/*"]`,
@@ -89,7 +95,11 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       Vault.layerTest({
         anthropic: { type: "api_key", key: REAL_KEY },
         github: { type: "api_key", key: REAL_GIT, kind: "basic" },
-        "openai-codex": { type: "oauth", access: "REAL.oauth.access", refresh: "REAL-refresh", expires: 1 }
+        "openai-codex": { type: "oauth", access: "REAL.oauth.access", refresh: "REAL-refresh", expires: Date.now() + 3_600_000 },
+        // Logins that expire within the refresh margin: refreshed through token.example.com (routed to the test upstream).
+        soon: { type: "oauth", access: "REAL.old.access", refresh: "REAL-refresh-1", expires: Date.now() + 60_000, token_url: "https://token.example.com/oauth/token", client_id: "test-client" },
+        broken: { type: "oauth", access: "REAL.old.access", refresh: "bad", expires: Date.now() + 60_000, token_url: "https://token.example.com/oauth/token", client_id: "test-client" },
+        unlisted: { type: "oauth", access: "REAL.old.access", refresh: "REAL-x", expires: Date.now() + 60_000, token_url: "https://unlisted.example.com/oauth/token", client_id: "test-client" }
       }),
       Dialer.layer,
       LiveRuns.layerTest((id) => live.has(id)),
@@ -295,6 +305,27 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     }
     // The pairs cover every kind of answer the policy gives without resolving a name.
     expect([...seen].sort()).toEqual(["forwarded", "no_rule", "terminated", "tls_only", "tunnelled", "wrong_port"])
+  })
+
+  it("an OAuth login about to expire is refreshed once, through the gateway's own policy, and every waiting request uses the new token", async () => {
+    const call = () => viaGateway(port, ALICE, "soon.example.com:8443", { path: "/v1/models", headers: { authorization: `Bearer ${sentinelJwt(Date.now())}` } }, [rosterCa])
+    const [a, b, c] = await Promise.all([call(), call(), call()])
+    for (const r of [a, b, c]) {
+      expect(r?.status).toBe(200)
+      expect(echo(r!).authorization_sha256).toBe(sha("Bearer REAL.oauth.access.1"))
+    }
+    // Stored: the next request uses the refreshed login without refreshing again.
+    const d = await call()
+    expect(echo(d).authorization_sha256).toBe(sha("Bearer REAL.oauth.access.1"))
+    expect(d.body).not.toContain("REAL.oauth.access")
+    // A refresh the provider refuses, and one whose endpoint no rule allows: a clear error with the fix.
+    const broken = await viaGateway(port, ALICE, "broken.example.com:8443", { path: "/", headers: { authorization: "Bearer x" } }, [rosterCa])
+    expect(broken.status).toBe(502)
+    expect(JSON.parse(broken.body).roster.why).toBe("credential_refresh")
+    expect(JSON.parse(broken.body).error.message).toContain(`the OAuth login "broken" expires and could not be refreshed (the token endpoint answered 400) — connect it again: roster connection add broken`)
+    const unlisted = await viaGateway(port, ALICE, "unlisted.example.com:8443", { path: "/", headers: { authorization: "Bearer x" } }, [rosterCa])
+    expect(unlisted.status).toBe(502)
+    expect(JSON.parse(unlisted.body).error.message).toContain(`allow it for the gateway itself: [[allow]] hosts = ["unlisted.example.com"] scope = ["org"]`)
   })
 
   it("a spend budget cuts the answer that crosses it, refuses the next call (not retried), and survives a gateway restart", async () => {

@@ -19,11 +19,24 @@ const sh = (cmd: string, args: ReadonlyArray<string>) => execFileSync(cmd, [...a
 
 // The upstream app: echoes what it received (headers included, so a leaked key would show),
 // with a hash of the credential headers as proof of what arrived; /redirect and /sse for the
-// proxy's redirect and streaming behaviour.
+// proxy's redirect and streaming behaviour; /oauth/token a token endpoint that counts refreshes.
 const APP = `
   const crypto = require("crypto");
   const sha = (v) => v === undefined ? null : crypto.createHash("sha256").update(String(v)).digest("hex");
+  let tokens = 0;
   const app = (q, r) => {
+    if (q.url === "/oauth/token") {
+      let b = "";
+      q.on("data", (c) => b += c);
+      q.on("end", () => {
+        const f = JSON.parse(b || "{}");
+        if (f.grant_type !== "refresh_token" || f.refresh_token === "bad") { r.writeHead(400, { "content-type": "application/json" }); return r.end('{"error":"invalid_grant"}'); }
+        tokens++;
+        r.writeHead(200, { "content-type": "application/json" });
+        r.end(JSON.stringify({ access_token: "REAL.oauth.access." + tokens, refresh_token: "REAL-refresh-" + (tokens + 1), expires_in: 3600 }));
+      });
+      return;
+    }
     if (q.url === "/redirect") { r.writeHead(302, { location: "https://elsewhere.test/next" }); return r.end(); }
     if (q.url === "/sse") {
       r.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
