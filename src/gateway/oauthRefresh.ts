@@ -29,10 +29,6 @@ const TokenAnswer = Schema.Struct({
   expires_in: Schema.Number.pipe(Schema.positive())
 })
 
-/** Logins being refreshed right now, by connection: every request that needs one waits on the one refresh. */
-export const makeOAuthRefresher = () => new Map<string, Deferred.Deferred<VaultEntry, Refusal>>()
-export type OAuthRefresher = ReturnType<typeof makeOAuthRefresher>
-
 const failed = (name: string, source: ChosenCredential["source"], detail: string) =>
   new Refusal(
     502,
