@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes this machine ready for roster's boxes, idempotently: a Docker engine that answers,
 # iptables and iproute2 (lockdown and the tests' network namespaces), and a static busybox
-# (the scripted engine image), debootstrap (the offline box image build). Installs from Debian's packages when root; otherwise says what to run.
+# (the scripted engine image), debootstrap (the offline box image build), chromium (the web UI's
+# browser tests). Installs from Debian's packages when root; otherwise says what to run.
 set -euo pipefail
 
 missing=()
@@ -11,6 +12,8 @@ command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+# Debian's chromium: the browser the web UI's tests drive through playwright-core (no browser download).
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

@@ -5,6 +5,7 @@ import { connectionCommand } from "./connectionCommand.js"
 import { doctorCommand } from "./doctorCommand.js"
 import { policyCommand } from "./policyCommand.js"
 import { usageCommand } from "./usageCommand.js"
+import { webCommand } from "./webCommand.js"
 import { rehearsalCommand } from "./rehearsalCommand.js"
 import { talkCommand } from "./talkCommand.js"
 import { initCommand } from "./initCommand.js"
@@ -19,7 +20,7 @@ export const roster = Command.make("roster").pipe(
     "Run AI workers (the pi coding agent) in locked-down Docker boxes whose only way out is roster's gateway. " +
       "Start with: roster init"
   ),
-  Command.withSubcommands([initCommand, workerCommand, talkCommand, taskCommand, storeCommand, serverCommand, runsCommand, usageCommand, connectionCommand, policyCommand, boxCommand, doctorCommand, rehearsalCommand])
+  Command.withSubcommands([initCommand, workerCommand, talkCommand, taskCommand, storeCommand, serverCommand, runsCommand, usageCommand, webCommand, connectionCommand, policyCommand, boxCommand, doctorCommand, rehearsalCommand])
 )
 
 export const cli = Command.run(roster, { name: "roster", version: VERSION })

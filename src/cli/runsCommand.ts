@@ -11,7 +11,7 @@ import { visible } from "./terminal.js"
 import { ExitCode } from "./exit.js"
 import { isTainted, taintLine } from "../contract/taint.js"
 import { untaintRun } from "../supervisor/untaint.js"
-import { auditOf, findRun, listRuns } from "./runsQuery.js"
+import { auditOf, findRun, listRuns } from "../run/query.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
 

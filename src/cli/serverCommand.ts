@@ -10,7 +10,7 @@ import { GatewayProbe } from "../contract/GatewayProbe.js"
 import { readGatewayState } from "../contract/gatewayState.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { pidExists } from "../contract/owner.js"
-import { viaDaemon } from "./controlClient.js"
+import { viaDaemon } from "../api/controlClient.js"
 import { serviceUnit } from "./serviceUnit.js"
 
 export class ServerError extends Schema.TaggedError<ServerError>()("ServerError", { detail: Schema.String }) {

@@ -3,7 +3,7 @@ import { Clock, Console, Effect, Option } from "effect"
 import { cancelInPlace, PERSON, queueTask } from "../supervisor/queueTask.js"
 import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, TaskStatus } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
-import { viaDaemon } from "./controlClient.js"
+import { viaDaemon } from "../api/controlClient.js"
 import { visible } from "./terminal.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))

@@ -9,7 +9,7 @@ import { runFiles } from "../contract/runFiles.js"
 import { addWorker, listWorkers, readIdentity, readWorkerSettings } from "../worker/workers.js"
 import { ExitCode } from "./exit.js"
 import { liveLine } from "./liveView.js"
-import { listRuns } from "./runsQuery.js"
+import { listRuns } from "../run/query.js"
 import { visible } from "./terminal.js"
 
 /** The last lines of a file, from its last 64 KiB only (a box's stderr may be hundreds of MB). */

@@ -85,6 +85,8 @@ export const layout = (p: RosterPaths) => ({
   /** When the open-host warning was last shown (once a day per deployment). */
   openHostWarned: path.join(p.state, "open-host-warned"),
   auditDir: path.join(p.state, "audit"),
+  /** The web UI's login token (0600), printed by `roster web`. */
+  webToken: path.join(p.state, "web-token"),
   /** What model answers cost, one line each, per UTC day: the budgets' ledger. */
   ledgerDir: path.join(p.state, "ledger"),
   hostPiAuth: path.join(p.home, ".pi", "agent", "auth.json"),

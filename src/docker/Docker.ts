@@ -151,6 +151,13 @@ export interface DockerApi {
   /** Force-removes; a container already gone is not an error. */
   readonly containerRemove: (id: string) => Effect.Effect<void, DockerError>
   readonly containerList: (labels: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ContainerSummary>, DockerError>
+  /** CPU (percent of one core, over the engine's last sample) and memory in use; undefined for a container gone. */
+  readonly containerStats: (id: string) => Effect.Effect<ContainerStats | undefined, DockerError>
+}
+
+export interface ContainerStats {
+  readonly cpuPercent: number
+  readonly memoryBytes: number
 }
 
 /** The Docker engine as roster uses it (see {@link DockerApi}): `DockerLive` talks to the real one, `roster/testing` has a fake. */

@@ -271,7 +271,23 @@ export const makeDockerApi = (load: () => Promise<Dockerode>): DockerApi => {
           Effect.map((list) =>
             list.map((c) => ({ id: c.Id, names: c.Names, state: c.State, labels: c.Labels ?? {}, created: c.Created * 1000 }))
           )
-        )
+        ),
+
+    containerStats: (id) =>
+      call("stats", (engine) => engine.getContainer(id).stats({ stream: false })).pipe(
+        Effect.map((s) => {
+          // The engine's two samples: CPU time used between them over the time that passed, per core.
+          const cpu = s.cpu_stats.cpu_usage.total_usage - s.precpu_stats.cpu_usage.total_usage
+          const system = (s.cpu_stats.system_cpu_usage ?? 0) - (s.precpu_stats.system_cpu_usage ?? 0)
+          const cores = s.cpu_stats.online_cpus || s.cpu_stats.cpu_usage.percpu_usage?.length || 1
+          const cache = (s.memory_stats.stats as Record<string, number> | undefined)?.inactive_file ?? 0
+          return {
+            cpuPercent: system > 0 && cpu > 0 ? (cpu / system) * cores * 100 : 0,
+            memoryBytes: Math.max(0, (s.memory_stats.usage ?? 0) - cache)
+          }
+        }),
+        Effect.catchIf(absent, () => Effect.succeed(undefined))
+      )
   }
 }
 

@@ -48,6 +48,7 @@ export interface FakeCallArgs {
   readonly containerKill: { readonly id: string; readonly signal: string | undefined }
   readonly containerRemove: string
   readonly containerList: ReadonlyArray<string>
+  readonly containerStats: string
 }
 
 /** The name of an engine operation the fake records. */
@@ -270,7 +271,12 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
               })
             )
             .map((c) => ({ id: c.id, names: [`/${c.spec.name}`], state: c.state, labels: c.spec.Labels, created: c.created }))
-        ))
+        )),
+      containerStats: (id) =>
+        record("containerStats", id).pipe(Effect.map(() => {
+          const c = lookup(id)
+          return c && c.state === "running" ? { cpuPercent: 1.5, memoryBytes: 32 * 1024 * 1024 } : undefined
+        }))
     })
 
     const fake = DockerFake.of({

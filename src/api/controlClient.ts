@@ -2,7 +2,7 @@ import { FileSystem, HttpApiClient } from "@effect/platform"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Effect, Layer, Option } from "effect"
 import type * as http from "node:http"
-import { ControlApi } from "../api/ControlApi.js"
+import { ControlApi } from "./ControlApi.js"
 import { Paths, layout } from "../config/Paths.js"
 
 const clientFor = (socket: string) =>

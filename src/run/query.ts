@@ -3,7 +3,7 @@ import { Effect, Option } from "effect"
 import { isRunId } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
 import { foldFileLines } from "../fs/lines.js"
-import { readRunDir, type RunRecord } from "../run/RunLog.js"
+import { readRunDir, type RunRecord } from "./RunLog.js"
 
 /** Every run record, newest first; one worker's when given. */
 export const listRuns = (worker: Option.Option<string>) =>
@@ -26,8 +26,46 @@ export const listRuns = (worker: Option.Option<string>) =>
     return out.sort((a, b) => b.started_at.localeCompare(a.started_at) || (a.run_id < b.run_id ? 1 : -1))
   })
 
+/** Every run folder as (worker, id), newest first by id (ids begin with their start time): no record read. */
+const runDirs = (worker: Option.Option<string>) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const root = layout(yield* Paths).runsDir
+    const workers = Option.isSome(worker) ? [worker.value] : yield* fs.readDirectory(root).pipe(Effect.orElseSucceed(() => [] as Array<string>))
+    const out: Array<{ readonly worker: string; readonly id: string }> = []
+    for (const w of workers) {
+      for (const id of (yield* fs.readDirectory(`${root}/${w}`).pipe(Effect.orElseSucceed(() => [] as Array<string>))).filter(isRunId)) out.push({ worker: w, id })
+    }
+    return out.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+  })
+
+/** One page of runs, newest first: only that page's records are read, however many runs there are. */
+export const pageOfRuns = (offset: number, limit: number, worker: Option.Option<string> = Option.none()) =>
+  Effect.gen(function*() {
+    const path = yield* Path.Path
+    const root = layout(yield* Paths).runsDir
+    const dirs = yield* runDirs(worker)
+    const runs: Array<RunRecord> = []
+    for (const d of dirs.slice(offset, offset + limit)) {
+      const record = yield* readRunDir(path.join(root, d.worker, d.id))
+      if (record) runs.push(record)
+    }
+    return { runs, total: dirs.length }
+  })
+
+/** A run by id, looked up by its folder (one stat per worker), not by reading every record. */
 export const findRun = (runId: string) =>
-  listRuns(Option.none()).pipe(Effect.map((runs) => runs.find((r) => r.run_id === runId)))
+  Effect.gen(function*() {
+    if (!isRunId(runId)) return undefined
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const root = layout(yield* Paths).runsDir
+    for (const w of yield* fs.readDirectory(root).pipe(Effect.orElseSucceed(() => [] as Array<string>))) {
+      const dir = path.join(root, w, runId)
+      if (yield* fs.exists(dir).pipe(Effect.orElseSucceed(() => false))) return yield* readRunDir(dir)
+    }
+    return undefined
+  })
 
 /** The gateway's audit records of one run (state/audit/<day>.jsonl from the run's first day on). */
 export const auditOf = (runId: string, startedAt: string) =>

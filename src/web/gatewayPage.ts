@@ -1,0 +1,100 @@
+import { Path } from "@effect/platform"
+import { Clock, Effect } from "effect"
+import { Paths, layout } from "../config/Paths.js"
+import type { Org } from "../config/schema.js"
+import { foldFileLines } from "../fs/lines.js"
+import { cut, html } from "./html.js"
+
+const HOURS = 24
+const REFUSALS_SHOWN = 50
+
+interface Refused {
+  readonly time: string
+  readonly run: string
+  readonly subject: string
+  readonly target: string
+  readonly status: number
+  readonly note: string
+}
+
+export interface GatewayView {
+  /** Requests per host in each of the last 24 hours (oldest first). */
+  readonly perHost: ReadonlyMap<string, ReadonlyArray<number>>
+  readonly refusals: ReadonlyArray<Refused>
+}
+
+/** The last day of the audit log, read line by line: requests per host per hour, and the latest refusals. */
+export const gatewayView = Effect.gen(function*() {
+  const path = yield* Path.Path
+  const dir = layout(yield* Paths).auditDir
+  const now = yield* Clock.currentTimeMillis
+  const since = now - HOURS * 3_600_000
+  const days = new Set([new Date(since).toISOString().slice(0, 10), new Date(now).toISOString().slice(0, 10)])
+  const perHost = new Map<string, Array<number>>()
+  const refusals: Array<Refused> = []
+  for (const day of [...days].sort()) {
+    yield* foldFileLines(path.join(dir, `${day}.jsonl`), 0, (n, line) => {
+      let r: Record<string, unknown>
+      try {
+        r = JSON.parse(line) as Record<string, unknown>
+      } catch {
+        return n
+      }
+      const at = Date.parse(String(r.time))
+      if (!(at >= since)) return n
+      const host = String(r.host ?? "?")
+      const bucket = perHost.get(host) ?? Array.from({ length: HOURS }, () => 0)
+      bucket[Math.min(HOURS - 1, Math.floor((at - since) / 3_600_000))]! += 1
+      perHost.set(host, bucket)
+      const status = Number(r.status)
+      if (status >= 400 && status < 500) {
+        refusals.push({
+          time: String(r.time), run: String(r.run_id ?? "—"), subject: String(r.subject ?? "?"),
+          target: `${String(r.method ?? "")} ${host}:${String(r.port ?? "")}${String(r.path ?? "")}`, status, note: String(r.note ?? "")
+        })
+        if (refusals.length > REFUSALS_SHOWN) refusals.shift()
+      }
+      return n + 1
+    }).pipe(Effect.ignore)
+  }
+  return { perHost, refusals: refusals.reverse() } satisfies GatewayView
+})
+
+/** A small bar chart of one host's day, drawn server-side (no script, no style: the CSP allows neither inline). */
+const chart = (host: string, counts: ReadonlyArray<number>) => {
+  const max = Math.max(1, ...counts)
+  const total = counts.reduce((a, b) => a + b, 0)
+  return html`<svg class="chart" viewBox="0 0 ${HOURS * 6} 30" width="${HOURS * 6}" height="30" role="img" aria-label="${host}: ${total} requests in the last 24 hours, by hour">${
+    counts.map((c, i) => html`<rect x="${i * 6}" y="${30 - Math.round((c / max) * 30)}" width="5" height="${Math.round((c / max) * 30)}" fill="currentColor"><title>${c}</title></rect>`)
+  }</svg>`
+}
+
+const scopes = (s: ReadonlyArray<string>) => s.join(", ")
+const ports = (p: ReadonlyArray<number> | undefined) => (p && p.length > 0 ? p.join(", ") : "443")
+
+/** Gateway: requests per host over the last day, refusals with their reasons, and the rules in force. */
+export const gatewayBody = (v: GatewayView, org: Org | null) => {
+  const hosts = [...v.perHost].sort(([, a], [, b]) => b.reduce((x, y) => x + y, 0) - a.reduce((x, y) => x + y, 0))
+  return html`<h2>Requests per host, last 24 hours</h2>
+${hosts.length === 0 ? html`<p>No request in the last 24 hours.</p>` : html`<table>
+<thead><tr><th scope="col">Host</th><th scope="col">Requests</th><th scope="col">By hour (oldest left)</th></tr></thead>
+<tbody>${hosts.map(([host, counts]) => html`<tr><td>${host}</td><td>${counts.reduce((a, b) => a + b, 0)}</td><td>${chart(host, counts)}</td></tr>`)}</tbody>
+</table>`}
+<h2>Refusals (latest ${REFUSALS_SHOWN})</h2>
+${v.refusals.length === 0 ? html`<p>No refusal in the last 24 hours.</p>` : html`<table>
+<thead><tr><th scope="col">Time</th><th scope="col">Run</th><th scope="col">Subject</th><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Why</th></tr></thead>
+<tbody>${v.refusals.map((r) => html`<tr><td>${r.time}</td><td>${r.run === "—" || r.run === "null" ? "—" : html`<a href="/runs/${r.run}">${r.run}</a>`}</td><td>${r.subject}</td><td><code>${r.target}</code></td><td>${r.status}</td><td>${cut(r.note, 400)}</td></tr>`)}</tbody>
+</table>`}
+<h2>Rules in force</h2>
+${org === null ? html`<p class="error">org.toml does not decode: nothing is allowed until it is fixed (roster doctor names the error).</p>` : html`<table>
+<caption>[[grant]]: TLS terminated, the credential injected</caption>
+<thead><tr><th scope="col">Name</th><th scope="col">Hosts</th><th scope="col">Ports</th><th scope="col">Subjects</th><th scope="col">Credential</th><th scope="col">Server tools</th></tr></thead>
+<tbody>${org.grant.map((g) => html`<tr><td>${g.name}</td><td>${g.hosts.join(", ")}</td><td>${ports(g.ports)}</td><td>${scopes(g.scope)}</td><td>${g.credential}</td><td>${(g.server_tools ?? []).join(", ") || "none"}</td></tr>`)}</tbody>
+</table>
+<table>
+<caption>[[allow]]: tunnelled as is</caption>
+<thead><tr><th scope="col">Hosts</th><th scope="col">Ports</th><th scope="col">Subjects</th></tr></thead>
+<tbody>${org.allow.map((a) => html`<tr><td>${a.hosts.join(", ")}</td><td>${ports(a.ports)}</td><td>${scopes(a.scope)}</td></tr>`)}</tbody>
+</table>
+${org.route.length > 0 ? html`<table><caption>[[route]]</caption><thead><tr><th scope="col">Host</th><th scope="col">Upstream</th></tr></thead><tbody>${org.route.map((r) => html`<tr><td>${r.host}</td><td>${r.upstream}</td></tr>`)}</tbody></table>` : ""}`}`
+}

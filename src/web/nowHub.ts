@@ -1,0 +1,66 @@
+import { Effect, Option, Ref, Schedule } from "effect"
+import type * as http from "node:http"
+import { viaDaemon } from "../api/controlClient.js"
+import { LABEL_RUN_ID } from "../contract/constants.js"
+import { type ContainerStats, Docker } from "../docker/Docker.js"
+import { type NowData, nowFragment } from "./nowPage.js"
+
+/** How often the server looks again (the page never polls: it is told over SSE when something changed). */
+const EVERY = "2 seconds"
+
+/** The daemon's status and each live box's engine stats, now. */
+const look = Effect.gen(function*() {
+  const status = Option.getOrNull(yield* viaDaemon((c) => c.server.status()).pipe(Effect.orElseSucceed(() => Option.none())))
+  const docker = yield* Docker
+  const stats = new Map<string, ContainerStats>()
+  yield* Effect.forEach(status?.boxes ?? [], (b) =>
+    docker.containerList([`${LABEL_RUN_ID}=${b.run_id}`]).pipe(
+      Effect.flatMap((list) => (list[0] ? docker.containerStats(list[0].id) : Effect.succeed(undefined))),
+      Effect.tap((s) => Effect.sync(() => s && stats.set(b.run_id, s))),
+      Effect.ignore
+    ), { concurrency: 8 })
+  return { status, stats } satisfies NowData
+})
+
+const eventOf = (d: NowData) => `event: now\ndata: ${JSON.stringify({ html: nowFragment(d).text })}\n\n`
+
+/**
+ * The Now page's live part: the server looks every two seconds in a fiber of its own and pushes
+ * the re-rendered fragment to every open page when it changed — a failure to look is logged and
+ * looked at again, never the end of the updates.
+ */
+export const makeNowHub = Effect.gen(function*() {
+  const latest = yield* Ref.make<NowData | undefined>(undefined)
+  const pages = new Set<http.ServerResponse>()
+  let last = ""
+  const refresh = look.pipe(
+    Effect.tap((d) => Ref.set(latest, d)),
+    Effect.tap((d) => Effect.sync(() => {
+      const event = eventOf(d)
+      if (event === last) return
+      last = event
+      for (const res of pages) res.write(event)
+    }))
+  )
+  yield* refresh.pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("roster web: could not look at the server", cause)),
+    Effect.repeat(Schedule.spaced(EVERY)),
+    Effect.forkScoped
+  )
+  yield* Effect.addFinalizer(() => Effect.sync(() => {
+    for (const res of pages) res.end()
+  }))
+  return {
+    /** The last look (the first page of a fresh server waits for one). */
+    current: Effect.flatMap(Ref.get(latest), (d) => (d ? Effect.succeed(d) : refresh)),
+    /** Holds the answer open as an event stream: the current state at once, then each change. */
+    subscribe: (res: http.ServerResponse, headers: Record<string, string>) =>
+      Effect.gen(function*() {
+        const now = yield* Effect.flatMap(Ref.get(latest), (d) => (d ? Effect.succeed(d) : refresh))
+        res.writeHead(200, { ...headers, "content-type": "text/event-stream", connection: "keep-alive" })
+        res.write(eventOf(now))
+        pages.add(res)
+        res.once("close", () => pages.delete(res))
+      })
+  }
+})

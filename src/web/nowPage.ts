@@ -1,0 +1,38 @@
+import type { ServerStatus } from "../api/ControlApi.js"
+import type { ContainerStats } from "../docker/Docker.js"
+import { html } from "./html.js"
+
+/** What the Now page shows: the daemon's status (null when it is not running) and each live box's engine stats. */
+export interface NowData {
+  readonly status: ServerStatus | null
+  readonly stats: ReadonlyMap<string, ContainerStats>
+}
+
+const duration = (s: number | null) =>
+  s === null ? "—" : s < 60 ? `${Math.round(s)} s` : s < 3600 ? `${Math.floor(s / 60)} min ${Math.round(s % 60)} s` : `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`
+
+const mib = (b: number) => `${(b / 1024 / 1024).toFixed(1)} MiB`
+
+/** The live part of Now: re-rendered by the server and pushed over SSE whenever it changes. */
+export const nowFragment = (d: NowData) => {
+  const s = d.status
+  if (!s) {
+    return html`<p class="warn" role="status">The roster server is not running: nothing runs queued tasks. Start it: <code>roster server start</code></p>`
+  }
+  const queue = Object.entries(s.queue).filter(([, n]) => n > 0)
+  return html`<p role="status">Server: <strong>running</strong> (pid ${s.pid}, version ${s.version}, since ${s.started_at}); adopted ${s.adopted}, reaped ${s.reaped}.</p>
+${s.held_reason ? html`<p class="warn" role="alert">The queue is held: ${s.held_reason}</p>` : ""}
+<h2>Live boxes (${s.boxes.length})</h2>
+${s.boxes.length === 0 ? html`<p>No box is running.</p>` : html`<table>
+<thead><tr><th scope="col">Worker</th><th scope="col">Run</th><th scope="col">Kind</th><th scope="col">Task</th><th scope="col">Held by</th><th scope="col">Age</th><th scope="col">Ceiling left</th><th scope="col">CPU</th><th scope="col">Memory</th></tr></thead>
+<tbody>${s.boxes.map((b) => {
+    const st = d.stats.get(b.run_id)
+    return html`<tr><td>${b.worker}</td><td><a href="/runs/${b.run_id}">${b.run_id}</a></td><td>${b.kind}</td><td>${b.task_id ?? "—"}</td><td>${b.held_by}</td><td>${duration(b.age_s)}</td><td>${duration(b.remaining_s)}</td><td>${st ? `${st.cpuPercent.toFixed(1)} %` : "—"}</td><td>${st ? mib(st.memoryBytes) : "—"}</td></tr>`
+  })}</tbody>
+</table>`}
+<h2>Queue</h2>
+${queue.length === 0 ? html`<p>The queue is empty.</p>` : html`<ul>${queue.map(([status, n]) => html`<li>${status}: ${n}</li>`)}</ul>`}`
+}
+
+/** The Now page: the fragment, inside the element the page's script replaces on each `now` event. */
+export const nowBody = (d: NowData) => html`<section id="now" data-live="now" aria-live="polite">${nowFragment(d)}</section>`

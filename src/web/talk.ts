@@ -1,0 +1,145 @@
+import { Effect, Exit, Mailbox, Queue } from "effect"
+import * as crypto from "node:crypto"
+import type * as http from "node:http"
+import { runSession } from "../session/runSession.js"
+import type { SessionMessage } from "../session/turnContext.js"
+import { html } from "./html.js"
+
+interface Said {
+  readonly who: string
+  readonly text: string
+  readonly kind: "you" | "worker" | "message" | "note"
+}
+
+/** One conversation of the Talk page: a warm session, what was said, and the pages watching it. */
+export interface Conversation {
+  readonly id: string
+  readonly worker: string
+  readonly inbox: Mailbox.Mailbox<SessionMessage>
+  readonly controls: Queue.Queue<"abort">
+  readonly said: Array<Said>
+  readonly pages: Set<http.ServerResponse>
+  state: "starting" | "ready" | "busy" | "ended"
+  runId: string | null
+  ended: string | null
+  turns: number
+}
+
+/** The conversation as the page shows it (escaped): re-sent whole on each change, so a late page catches up. */
+export const conversationFragment = (c: Conversation) =>
+  html`<p role="status">Conversation with ${c.worker}: <strong>${c.state === "ended" ? `ended (${c.ended ?? "?"})` : c.state}</strong>${
+    c.runId ? html` — run <a href="/runs/${c.runId}">${c.runId}</a>` : ""
+  }</p>
+<ol class="talk-log">${c.said.map((s) => html`<li class="${s.kind}"><strong>${s.who}:</strong><pre>${s.text}</pre></li>`)}</ol>`
+
+const send = (c: Conversation, event: string, data: unknown) => {
+  const line = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
+  for (const res of c.pages) res.write(line)
+}
+
+const changed = (c: Conversation) => send(c, "log", { html: conversationFragment(c).text, state: c.state })
+
+/** A reply's text as it streams: pi's text deltas. */
+const deltaOf = (line: string) => {
+  if (!line.includes("text_delta")) return undefined
+  try {
+    const e = JSON.parse(line) as { type?: string; assistantMessageEvent?: { type?: string; delta?: unknown } }
+    return e.type === "message_update" && e.assistantMessageEvent?.type === "text_delta" && typeof e.assistantMessageEvent.delta === "string"
+      ? e.assistantMessageEvent.delta
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The Talk page's conversations: each one the same session runner `roster talk` uses (turns one
+ * at a time, abort, end, the ceilings), run in the web server's scope; what each says is pushed
+ * to the pages watching it, the reply's text as it streams.
+ */
+export const makeConversations = () => {
+  const all = new Map<string, Conversation>()
+
+  const start = (worker: string) =>
+    Effect.gen(function*() {
+      const c: Conversation = {
+        id: crypto.randomBytes(8).toString("hex"),
+        worker,
+        inbox: yield* Mailbox.make<SessionMessage>(),
+        controls: yield* Queue.unbounded<"abort">(),
+        said: [],
+        pages: new Set(),
+        state: "starting",
+        runId: null,
+        ended: null,
+        turns: 0
+      }
+      all.set(c.id, c)
+      const note = (text: string, kind: Said["kind"] = "note", who = "roster") =>
+        Effect.sync(() => {
+          c.said.push({ who, text, kind })
+          changed(c)
+        })
+      const session = runSession({
+        worker,
+        inbox: c.inbox,
+        controls: c.controls,
+        surface: "term-session",
+        onReady: (runId) => Effect.sync(() => {
+          c.runId = runId
+          c.state = "ready"
+          changed(c)
+        }),
+        onReply: (text) => note(text, "worker", worker),
+        onMessage: (text) => note(text, "message", `${worker} (message)`),
+        onEvent: (line) => Effect.sync(() => {
+          const delta = deltaOf(line)
+          if (delta !== undefined) send(c, "delta", { text: delta })
+        }),
+        onTurnEnd: (turn) => Effect.sync(() => {
+          c.turns = turn
+          c.state = "ready"
+          changed(c)
+        }),
+        onNote: (text) => note(text)
+      })
+      return { c, session: session.pipe(
+        Effect.tap((o) => Effect.sync(() => {
+          c.runId = o.runId
+          c.ended = o.reason
+        })),
+        Effect.catchAll((e) => note(`the session could not go on: ${e.message}`).pipe(Effect.tap(() => Effect.sync(() => (c.ended = "error"))))),
+        Effect.ensuring(Effect.sync(() => {
+          c.state = "ended"
+          changed(c)
+          for (const res of c.pages) res.end()
+          c.pages.clear()
+        }))
+      ) }
+    })
+
+  return {
+    start,
+    get: (id: string) => all.get(id),
+    list: () => [...all.values()],
+    say: (c: Conversation, text: string, author: string) =>
+      Effect.sync(() => {
+        if (c.state === "ended") return false
+        c.said.push({ who: author, text, kind: "you" })
+        c.state = "busy"
+        changed(c)
+        return c.inbox.unsafeOffer({ text, author, provider: "web", messageId: String(c.said.filter((x) => x.kind === "you").length) })
+      }),
+    abort: (c: Conversation) => Effect.sync(() => void (c.state === "busy" && c.controls.unsafeOffer("abort"))),
+    end: (c: Conversation) => Effect.sync(() => void c.inbox.unsafeDone(Exit.void)),
+    watch: (c: Conversation, res: http.ServerResponse, headers: Record<string, string>) =>
+      Effect.sync(() => {
+        res.writeHead(200, { ...headers, "content-type": "text/event-stream", connection: "keep-alive" })
+        res.write(`event: log\ndata: ${JSON.stringify({ html: conversationFragment(c).text, state: c.state })}\n\n`)
+        if (c.state === "ended") return void res.end()
+        c.pages.add(res)
+        res.once("close", () => c.pages.delete(res))
+      })
+  }
+}
+export type Conversations = ReturnType<typeof makeConversations>

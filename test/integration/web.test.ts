@@ -1,0 +1,202 @@
+import Dockerode from "dockerode"
+import { Effect, Exit, Scope } from "effect"
+import { spawn, type ChildProcess } from "node:child_process"
+import * as fs from "node:fs"
+import * as http from "node:http"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Received, serveRehearsal } from "../../src/rehearsal/server.js"
+import { collect, type Deployment, freePort, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
+
+const PI_IMAGE = "roster-box:test"
+const CHROMIUM = "/usr/bin/chromium"
+const artifacts = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../test-artifacts/web")
+const docker = new Dockerode()
+
+/** A request to the web server as a script (no browser): status, headers and body. */
+const request = (port: number, method: string, target: string, headers: Record<string, string> = {}, body?: string) =>
+  new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
+    const req = http.request({ host: "127.0.0.1", port, method, path: target, headers: { host: `127.0.0.1:${port}`, ...headers } }, (res) => {
+      let text = ""
+      res.on("data", (c: Buffer) => (text += c.toString()))
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }))
+    })
+    req.once("error", reject)
+    req.end(body)
+  })
+
+describe("roster web in a real browser (Debian's chromium), against a real daemon, real pi and the rehearsal model", () => {
+  let d: Deployment
+  let scope: Scope.CloseableScope
+  let model: { port: number; received: Array<Received> }
+  let web: ChildProcess
+  let webPort: number
+  let loginUrl: string
+  let browser: Browser
+  let page: Page
+  const pageErrors: Array<string> = []
+
+  beforeAll(async () => {
+    if (!fs.existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: install Debian's chromium (scripts/ensure-host.sh does)`)
+    fs.mkdirSync(artifacts, { recursive: true })
+    scope = Effect.runSync(Scope.make())
+    model = await Effect.runPromise(serveRehearsal({ port: 0, delayMs: 300 }).pipe(Scope.extend(scope)))
+    d = await makeDeployment([
+      "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
+      "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`
+    ].join("\n"), PI_IMAGE)
+    fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
+    webPort = await freePort()
+    web = spawn(ROSTER_BIN, ["web", "--port", String(webPort)], { env: d.env, stdio: ["ignore", "pipe", "pipe"] })
+    loginUrl = await new Promise<string>((resolve, reject) => {
+      let out = ""
+      const timer = setTimeout(() => reject(new Error(`roster web printed no URL: ${out}`)), 30_000)
+      web.stdout?.on("data", (c: Buffer) => {
+        out += c.toString()
+        const url = /^(http:\/\/127\.0\.0\.1:\d+\/login\?token=[0-9a-f]{64})$/m.exec(out)?.[1]
+        if (url) {
+          clearTimeout(timer)
+          resolve(url)
+        }
+      })
+      web.once("exit", (code) => reject(new Error(`roster web exited (${code}): ${out}`)))
+    })
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] })
+    page = await browser.newPage()
+    page.on("pageerror", (e) => pageErrors.push(e.message))
+    page.on("console", (m) => m.type() === "error" && pageErrors.push(m.text()))
+  }, 300_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    web?.kill("SIGTERM")
+    await d?.stop()
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+  })
+
+  it("without the token every page and request is refused; a foreign Origin, a missing CSRF token or a foreign Host too", async () => {
+    for (const p of ["/", "/runs", "/tasks", "/talk", "/gateway", "/events", "/runs/2026-01-01-00-00-00-00000000"]) {
+      expect((await request(webPort, "GET", p)).status, p).toBe(401)
+    }
+    expect((await request(webPort, "POST", "/tasks", { origin: `http://127.0.0.1:${webPort}`, "content-type": "application/x-www-form-urlencoded" }, "worker=alice&prompt=x")).status).toBe(401)
+    expect((await request(webPort, "GET", "/login?token=" + "0".repeat(64))).status).toBe(401)
+    const login = await request(webPort, "GET", new URL(loginUrl).pathname + new URL(loginUrl).search)
+    expect(login.status).toBe(303)
+    const cookie = String(login.headers["set-cookie"]?.[0] ?? "")
+    expect(cookie).toMatch(/HttpOnly/)
+    expect(cookie).toMatch(/SameSite=Strict/)
+    const session = cookie.split(";")[0] ?? ""
+    const form = { cookie: session, "content-type": "application/x-www-form-urlencoded" }
+    const foreign = await request(webPort, "POST", "/tasks", { ...form, origin: "http://evil.example.com" }, "worker=alice&prompt=x")
+    expect(foreign.status).toBe(403)
+    expect((await request(webPort, "POST", "/tasks", form, "worker=alice&prompt=x")).status).toBe(403)
+    expect((await request(webPort, "POST", "/tasks", { ...form, origin: `http://127.0.0.1:${webPort}` }, "worker=alice&prompt=x&csrf=nope")).status).toBe(403)
+    expect((await request(webPort, "GET", "/", { cookie: session, host: "rebound.example.com" })).status).toBe(421)
+    const ok = await request(webPort, "GET", "/", { cookie: session })
+    expect(ok.status).toBe(200)
+    expect(ok.headers["content-security-policy"]).toContain("script-src 'self'")
+    expect(JSON.parse((await d.roster(["task", "list", "--json"])).stdout)).toEqual([])
+  })
+
+  it("logs in with the token; Now shows the running server, live", async () => {
+    await page.goto(loginUrl)
+    expect(new URL(page.url()).pathname).toBe("/")
+    await page.getByText("Server: running").waitFor()
+    await page.screenshot({ path: path.join(artifacts, "now.png"), fullPage: true })
+  })
+
+  it("a task added in the page runs; its timeline shows the tool call, the request marked injected, and the final answer", async () => {
+    await page.goto(`http://127.0.0.1:${webPort}/tasks`)
+    await page.getByLabel("Worker", { exact: true }).first().selectOption("alice")
+    await page.getByLabel("Prompt").fill("What system is your box running?")
+    await page.getByRole("button", { name: "Queue it" }).click()
+    const queued = await page.getByText(/task t-[0-9a-f]{8} queued/).textContent()
+    const id = /t-[0-9a-f]{8}/.exec(queued ?? "")?.[0] ?? ""
+    // The daemon runs it; the page is reloaded (a person would) until it is done.
+    const deadline = Date.now() + 150_000
+    let status = ""
+    while (Date.now() < deadline) {
+      status = JSON.parse((await d.roster(["task", "show", id, "--json"])).stdout).status
+      if (status === "done" || status === "failed") break
+      await new Promise((r) => setTimeout(r, 1000))
+    }
+    expect(status).toBe("done")
+    await page.goto(`http://127.0.0.1:${webPort}/tasks?worker=alice&status=done`)
+    await page.screenshot({ path: path.join(artifacts, "tasks.png"), fullPage: true })
+    await page.locator("table a[href^='/runs/']").first().click()
+    await page.getByRole("heading", { name: "Timeline" }).waitFor()
+    const timeline = await page.locator("ol.timeline").innerText()
+    expect(timeline).toContain("tool call: bash")
+    expect(timeline).toMatch(/gateway POST api\.anthropic\.com:443\/v1\/messages → 200 credential injected/)
+    expect(timeline).toContain("Rehearsal answer: I looked at my box with bash")
+    expect(timeline).toContain("message_user")
+    await page.screenshot({ path: path.join(artifacts, "run.png"), fullPage: true })
+    const download = await request(webPort, "GET", `${new URL(page.url()).pathname}/transcript`, { cookie: (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join("; ") })
+    expect(download.headers["content-disposition"]).toContain("attachment")
+    expect(download.body).toContain("tool_execution_start")
+  }, 200_000)
+
+  it("a talk of two turns: the second recalls the first, markup from the box is shown as text and runs nothing", async () => {
+    const hostile = `<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"> remember this`
+    await page.goto(`http://127.0.0.1:${webPort}/talk`)
+    await page.getByRole("button", { name: "Start a conversation" }).click()
+    await page.getByText(/Conversation with alice: ready/).waitFor({ timeout: 60_000 })
+    await page.getByLabel(/Your message/).fill(hostile)
+    await page.getByRole("button", { name: "Send" }).click()
+    await page.getByText("Rehearsal answer: I looked at my box with bash").waitFor({ timeout: 60_000 })
+    await page.getByText(/Conversation with alice: ready/).waitFor({ timeout: 30_000 })
+    await page.getByLabel(/Your message/).fill("what did I say first?")
+    await page.getByRole("button", { name: "Send" }).click()
+    const recalled = page.getByText(/earlier in this conversation you said/)
+    await recalled.waitFor({ timeout: 60_000 })
+    expect(await recalled.textContent()).toContain(hostile)
+    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined()
+    expect(await page.locator("#talk script, #talk img").count()).toBe(0)
+    await page.screenshot({ path: path.join(artifacts, "talk.png"), fullPage: true })
+    // The session's own run page shows the same text as text.
+    const runHref = await page.locator("#talk a[href^='/runs/']").getAttribute("href")
+    await page.getByRole("button", { name: "End the conversation" }).click()
+    await page.getByText(/ended \(closed\)/).waitFor({ timeout: 60_000 })
+    await page.goto(`http://127.0.0.1:${webPort}${runHref}`)
+    expect(await page.locator("ol.timeline").innerText()).toContain(hostile)
+    expect(await page.locator("ol.timeline script, ol.timeline img").count()).toBe(0)
+    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined()
+    expect(pageErrors, pageErrors.join("\n")).toEqual([])
+  }, 200_000)
+
+  it("a refused request appears under Gateway, with its reason, beside the rules in force", async () => {
+    // A host-side caller asking the gateway for a host no rule allows.
+    const refused = await new Promise<number>((resolve, reject) => {
+      const req = http.request({ host: "127.0.0.1", port: d.port, method: "CONNECT", path: "blocked.example.test:443" })
+      req.once("connect", (res, socket) => {
+        socket.destroy()
+        resolve(res.statusCode ?? 0)
+      })
+      req.once("error", reject)
+      req.end()
+    })
+    expect(refused).toBe(403)
+    await page.goto(`http://127.0.0.1:${webPort}/gateway`)
+    const text = await page.locator("main").innerText()
+    expect(text).toContain("blocked.example.test:443")
+    expect(text).toContain("no [[grant]] or [[allow]] in org.toml covers it")
+    expect(text).toContain("api.anthropic.com")
+    await page.screenshot({ path: path.join(artifacts, "gateway.png"), fullPage: true })
+  })
+
+  it("no box can reach the web server: it listens on the host's loopback only", async () => {
+    const nets = await docker.listNetworks({ filters: { label: [`roster.deployment=${d.file("config")}`] } })
+    const net = nets[0]
+    expect(net?.Name).toBeTruthy()
+    const info = await docker.getNetwork(net?.Id ?? "").inspect()
+    const hostSide = String(info.IPAM?.Config?.[0]?.Gateway ?? "")
+    expect(hostSide).toMatch(/^\d+\.\d+\.\d+\.\d+$/)
+    const probe = `const s=require("net").connect(${webPort},"${hostSide}");s.on("connect",()=>{console.log("REACHED");process.exit(0)});` +
+      `s.on("error",(e)=>console.log("REFUSED "+e.code));s.setTimeout(3000,()=>{console.log("REFUSED timeout");s.destroy()})`
+    const run = await collect(spawn("docker", ["run", "--rm", "--network", net?.Name ?? "", "--entrypoint", "node", PI_IMAGE, "-e", probe], { stdio: ["ignore", "pipe", "pipe"] }))
+    expect(run.stdout).toMatch(/^REFUSED/m)
+    expect(run.stdout).not.toContain("REACHED")
+  })
+})
