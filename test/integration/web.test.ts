@@ -152,7 +152,7 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
     const recalled = page.getByText(/earlier in this conversation you said/)
     await recalled.waitFor({ timeout: 60_000 })
     expect(await recalled.textContent()).toContain(hostile)
-    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined()
+    expect(await page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned)).toBeUndefined()
     expect(await page.locator("#talk script, #talk img").count()).toBe(0)
     await page.screenshot({ path: path.join(artifacts, "talk.png"), fullPage: true })
     // The session's own run page shows the same text as text.
@@ -162,7 +162,7 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
     await page.goto(`http://127.0.0.1:${webPort}${runHref}`)
     expect(await page.locator("ol.timeline").innerText()).toContain(hostile)
     expect(await page.locator("ol.timeline script, ol.timeline img").count()).toBe(0)
-    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined()
+    expect(await page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned)).toBeUndefined()
     expect(pageErrors, pageErrors.join("\n")).toEqual([])
   }, 200_000)
 
