@@ -1,6 +1,6 @@
 import { Context, Effect, Either, Layer, Option, Ref, Schema } from "effect"
 import { FileSystem } from "@effect/platform"
-import { fileStamp } from "../fs/stamp.js"
+import { makeStampCache } from "../fs/stamp.js"
 import { ConfigError, readToml } from "./decode.js"
 import { Paths, layout } from "./Paths.js"
 import { type Org, OrgSchema } from "./schema.js"
@@ -27,10 +27,12 @@ export class OrgConfig extends Context.Tag("roster/OrgConfig")<OrgConfig, {
     Effect.gen(function*() {
       // By file: whichever deployment the caller's Paths name.
       const decoded = yield* Ref.make(new Map<string, Decoded>())
+      // Looked at twice a second at most: an edit takes effect within half a second.
+      const stamps = makeStampCache(500)
       return {
         snapshot: Effect.gen(function*() {
           const file = layout(yield* Paths).orgToml
-          const stamp = yield* fileStamp(file)
+          const stamp = yield* stamps.stamp(file)
           if (Option.isNone(stamp)) return yield* Effect.fail(missing(file))
           const known = (yield* Ref.get(decoded)).get(file)
           if (known && known.stamp === stamp.value) return yield* known.result

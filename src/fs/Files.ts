@@ -3,6 +3,12 @@ import { SystemError } from "@effect/platform/Error"
 import { Context, Effect, Layer } from "effect"
 import * as fsp from "node:fs/promises"
 
+/** An open file each write appends to (see `Files.openAppend`). */
+export interface Appender {
+  readonly write: (text: string) => Effect.Effect<void, PlatformError>
+  readonly close: Effect.Effect<void>
+}
+
 export type EntryKind = "file" | "directory" | "symlink" | "other"
 
 export interface Entry {
@@ -20,6 +26,11 @@ export class Files extends Context.Tag("roster/Files")<Files, {
   readonly list: (dir: string) => Effect.Effect<ReadonlyArray<Entry>, PlatformError>
   readonly lchown: (path: string, uid: number, gid: number) => Effect.Effect<void, PlatformError>
   readonly append: (file: string, text: string, mode?: number) => Effect.Effect<void, PlatformError>
+  /**
+   * A file kept open for appending: each `write` is one append of a whole line, concurrent ones
+   * never serialised behind a lock (the platform's File keeps a position and a semaphore).
+   */
+  readonly openAppend: (file: string, mode?: number) => Effect.Effect<Appender, PlatformError>
 }>() {
   static readonly layer = Layer.succeed(Files, {
     list: (dir) =>
@@ -29,7 +40,12 @@ export class Files extends Context.Tag("roster/Files")<Files, {
           kind: d.isSymbolicLink() ? "symlink" : d.isDirectory() ? "directory" : d.isFile() ? "file" : "other"
         } satisfies Entry))),
     lchown: (path, uid, gid) => io("lchown", path, () => fsp.lchown(path, uid, gid)),
-    append: (file, text, mode = 0o600) => io("append", file, () => fsp.appendFile(file, text, { mode }))
+    append: (file, text, mode = 0o600) => io("append", file, () => fsp.appendFile(file, text, { mode })),
+    openAppend: (file, mode = 0o600) =>
+      io("open", file, () => fsp.open(file, "a", mode)).pipe(Effect.map((handle): Appender => ({
+        write: (text) => io("write", file, () => handle.write(text)).pipe(Effect.asVoid),
+        close: Effect.promise(() => handle.close().catch(() => undefined))
+      })))
   })
 }
 

@@ -1,13 +1,38 @@
-import { FileSystem } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { Clock, Effect, type Option } from "effect"
+import * as fsp from "node:fs/promises"
 
 /**
  * Which version of a file is on disk, from one stat: roster writes by rename (a new inode), and any
  * other edit moves the time or the size. None when the file is not there. Lets a reader keep what
- * it decoded until the file changes, without reading it again to find out.
+ * it decoded until the file changes, without reading it again to find out. The time is the
+ * nanosecond one (node's bigint stat: @effect/platform's stat has milliseconds only) — two
+ * same-sized writes in one millisecond, an edit right after roster's own write, must still differ.
  */
 export const fileStamp = (file: string) =>
-  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.stat(file)).pipe(
-    Effect.map((s) => `${Option.getOrElse(s.ino, () => 0)}:${Option.getOrElse(Option.map(s.mtime, (d) => d.getTime()), () => 0)}:${s.size}`),
+  Effect.tryPromise(() => fsp.stat(file, { bigint: true })).pipe(
+    Effect.map((s) => `${s.ino}:${s.mtimeNs}:${s.ctimeNs}:${s.size}`),
     Effect.option
   )
+
+/**
+ * A file's stamp looked at no more than once per `ttlMs` (by the Clock): a reader on a hot path
+ * (the gateway asks for org.toml and a credential on every request) pays one stat per file per
+ * period, and an edit by another process is seen within it. A write of the reader's own is
+ * `forget`-ten, so it is seen at once.
+ */
+export const makeStampCache = (ttlMs: number) => {
+  const recent = new Map<string, { readonly stamp: Option.Option<string>; readonly at: number }>()
+  return {
+    stamp: (file: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const hit = recent.get(file)
+        if (hit && now - hit.at < ttlMs) return hit.stamp
+        const stamp = yield* fileStamp(file)
+        if (recent.size > 1_000) recent.clear()
+        recent.set(file, { stamp, at: now })
+        return stamp
+      }),
+    forget: (file: string) => Effect.sync(() => void recent.delete(file))
+  }
+}

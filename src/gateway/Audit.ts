@@ -1,7 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Ref } from "effect"
 import { type HostFiles, Paths, layout } from "../config/Paths.js"
-import { Files } from "../fs/Files.js"
+import { type Appender, Files } from "../fs/Files.js"
 
 /** One line of the gateway's audit log: who asked for what, how it was answered, whether a credential was injected. */
 export interface AuditRecord {
@@ -28,36 +28,59 @@ const WARN_EVERY_MS = 60_000
 /**
  * One JSONL line per gateway request under state/audit/<day>.jsonl. A write never fails the
  * request it records, but a failing audit log is never silent: it is logged once a minute.
+ * The day's file stays open for appending (one write per line, no open and close per request:
+ * measured, the largest per-request file cost); it is closed when the day turns or the layer
+ * closes, and a line is on disk as soon as its write returns — `runs show` right after a run
+ * sees every request.
  */
 export class Audit extends Context.Tag("roster/Audit")<Audit, {
   readonly write: (record: AuditRecord) => Effect.Effect<void, never, HostFiles | Files>
 }>() {
-  static readonly layer = Layer.effect(
+  static readonly layer = Layer.scoped(
     Audit,
     Effect.gen(function*() {
       const lastWarned = yield* Ref.make(Number.NEGATIVE_INFINITY)
+      const opening = yield* Effect.makeSemaphore(1)
+      // The open day files by path (a deployment read per call may name another folder).
+      const open = new Map<string, Appender>()
+      yield* Effect.addFinalizer(() => Effect.forEach([...open.values()], (a) => a.close, { discard: true }))
       const warn = (dir: string, detail: string) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           const due = yield* Ref.modify(lastWarned, (at) => (now - at >= WARN_EVERY_MS ? [true, now] : [false, at]))
           if (due) yield* Effect.logWarning(`the gateway's audit log cannot be written (${dir}): ${detail} — requests go on unrecorded until it can`)
         })
+      const appenderFor = (dir: string, name: string) =>
+        Effect.gen(function*() {
+          const path = yield* Path.Path
+          const file = path.join(dir, name)
+          const known = open.get(file)
+          if (known) return known
+          return yield* opening.withPermits(1)(Effect.gen(function*() {
+            const again = open.get(file)
+            if (again) return again
+            // The first record of a deployment (or after someone removed the folder) makes it.
+            yield* (yield* FileSystem.FileSystem).makeDirectory(dir, { recursive: true, mode: 0o700 })
+            const appender = yield* (yield* Files).openAppend(file, 0o600)
+            // An earlier day of the same folder is done with.
+            for (const [other, a] of open) {
+              if (path.dirname(other) === dir) {
+                open.delete(other)
+                yield* a.close
+              }
+            }
+            open.set(file, appender)
+            return appender
+          }))
+        })
       return {
         write: (record) =>
           Effect.gen(function*() {
-            const files = yield* Files
-            const fs = yield* FileSystem.FileSystem
-            const path = yield* Path.Path
             const dir = layout(yield* Paths).auditDir
             const now = new Date(yield* Clock.currentTimeMillis)
             const line = `${JSON.stringify({ time: now.toISOString(), ...record })}\n`
-            const file = path.join(dir, `${now.toISOString().slice(0, 10)}.jsonl`)
-            yield* files.append(file, line, 0o600).pipe(
-              // The first record of a deployment (or after someone removed the folder) makes it.
-              Effect.catchTag("SystemError", (e) =>
-                e.reason === "NotFound"
-                  ? fs.makeDirectory(dir, { recursive: true, mode: 0o700 }).pipe(Effect.zipRight(files.append(file, line, 0o600)))
-                  : Effect.fail(e)),
+            yield* appenderFor(dir, `${now.toISOString().slice(0, 10)}.jsonl`).pipe(
+              Effect.flatMap((a) => a.write(line)),
               Effect.catchAll((e) => warn(dir, e.message))
             )
           })

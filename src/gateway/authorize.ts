@@ -9,7 +9,7 @@ import { OrgConfig } from "../config/OrgConfig.js"
 import type { Org } from "../config/schema.js"
 import { isLoopback, isRefusedAddress, isValidHost, normalizeHost } from "../contract/addresses.js"
 import { Dialer } from "./Dialer.js"
-import type { Caller } from "./identify.js"
+import type { Caller, IdentityCache } from "./identify.js"
 import { decide, type Decision, ruleNamesAddress } from "./policy.js"
 import { Refusal } from "./refusal.js"
 
@@ -25,6 +25,8 @@ export interface Self {
   readonly taints: TaintMemo
   /** What model answers have cost, for the budgets (see makeLedger). */
   readonly ledger: Ledger
+  /** Identity files read in the last second (see makeIdentityCache). */
+  readonly identities: IdentityCache
   /** OAuth logins being refreshed now (see freshCredential). */
   readonly oauth: OAuthRefresher
   /** Runs background work in the gateway's own scope (closed with it), past the request that started it. */

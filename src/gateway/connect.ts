@@ -68,7 +68,7 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
       trace.host = target.host
       trace.port = target.port
     }
-    const who = yield* identify(req.headers, req.socket.remoteAddress)
+    const who = yield* identify(req.headers, req.socket.remoteAddress, ctx.self.identities)
     if (!who.ok) return yield* refuse(new Refusal(407, who.reason, { why: who.why }))
     const caller = who.caller
     trace.run_id = caller.runId

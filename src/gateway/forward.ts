@@ -63,7 +63,7 @@ export const handleForward = (self: Self, req: http.IncomingMessage, res: http.S
         Effect.zipRight(Effect.sync(() => refuseResponse(res, placed(r, trace)))),
         Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
       )
-    const who = yield* identify(req.headers, req.socket.remoteAddress)
+    const who = yield* identify(req.headers, req.socket.remoteAddress, self.identities)
     if (!who.ok) return yield* refuse(new Refusal(407, who.reason, { why: who.why }))
     trace.run_id = who.caller.runId
     trace.subject = who.caller.subject

@@ -1,5 +1,5 @@
 import { FileSystem } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Clock, Effect, Option, Schema } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import { IdentityRecord, identityFile, TOKEN_PATTERN } from "../contract/identity.js"
 import { Paths, layout } from "../config/Paths.js"
@@ -29,30 +29,53 @@ export const tokenFrom = (headers: IncomingHttpHeaders): string | undefined => {
 }
 
 /**
+ * Identity files read lately, by path, for a second: a busy box's requests cost one read a
+ * second, not one each; a token whose file is gone is refused within that second (and at once
+ * when its run has ended: that is checked on every request).
+ */
+export const makeIdentityCache = (ttlMs = 1_000) => {
+  const known = new Map<string, { readonly record: typeof IdentityRecord.Type; readonly until: number }>()
+  return {
+    get: (file: string, now: number) => {
+      const hit = known.get(file)
+      return hit && hit.until > now ? hit.record : undefined
+    },
+    set: (file: string, record: typeof IdentityRecord.Type, now: number) => {
+      if (known.size > 10_000) known.clear()
+      known.set(file, { record, until: now + ttlMs })
+    }
+  }
+}
+export type IdentityCache = ReturnType<typeof makeIdentityCache>
+
+/**
  * Who is calling: a known run token names its worker and run; no token at all is a host-side
  * caller ("org"), accepted only from loopback. Everything else is refused (407).
  */
-export const identify = Effect.fn("gateway.identify")(function*(headers: IncomingHttpHeaders, remote: string | undefined) {
+export const identify = Effect.fn("gateway.identify")(function*(headers: IncomingHttpHeaders, remote: string | undefined, cache?: IdentityCache) {
   const token = tokenFrom(headers)
   if (token === undefined) {
     return isLoopback(remote)
       ? { ok: true, caller: { subject: "org", runId: null, worker: null, taskId: null } } satisfies Identification
       : { ok: false, reason: "no run token", why: "no_token" } satisfies Identification
   }
-  return yield* lookupToken(token)
+  return yield* lookupToken(token, cache)
 })
 
 /** A run token's identity, honoured only while its run is live. */
-export const lookupToken = Effect.fn("gateway.lookupToken")(function*(token: string) {
+export const lookupToken = Effect.fn("gateway.lookupToken")(function*(token: string, cache?: IdentityCache) {
   if (!TOKEN_PATTERN.test(token)) return { ok: false, reason: "malformed run token", why: "no_token" } satisfies Identification
   const fs = yield* FileSystem.FileSystem
   const file = identityFile(layout(yield* Paths).identityDir, token)
-  const record = yield* fs.readFileString(file).pipe(
+  const now = yield* Clock.currentTimeMillis
+  const cached = cache?.get(file, now)
+  const record = cached ? Option.some(cached) : yield* fs.readFileString(file).pipe(
     Effect.flatMap((text) => Effect.try(() => JSON.parse(text) as unknown)),
     Effect.flatMap(Schema.decodeUnknown(IdentityRecord)),
     Effect.option
   )
   if (record._tag === "None") return { ok: false, reason: "unknown run token", why: "no_token" } satisfies Identification
+  if (!cached) cache?.set(file, record.value, now)
   const r = record.value
   if (!(yield* (yield* LiveRuns).isLive(r.run_id))) return { ok: false, reason: "the run of this token has ended", why: "run_ended" } satisfies Identification
   return { ok: true, caller: { subject: r.subject, runId: r.run_id, worker: r.worker, taskId: r.task_id } } satisfies Identification

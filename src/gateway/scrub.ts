@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from "node:stream"
-import { allForms } from "./secretForms.js"
+import { allForms, scrubbing } from "./secretForms.js"
 
 /**
  * Replaces every occurrence of a secret — in every form `secretForms` knows (JSON-escaped,
@@ -11,11 +11,14 @@ export class Scrub extends Transform {
   private carry = Buffer.alloc(0)
   private readonly secrets: ReadonlyArray<Buffer>
   private readonly keep: number
+  private readonly bytes: ReadonlySet<number>
 
   constructor(secrets: ReadonlyArray<string>, private readonly replacement: Buffer) {
     super()
-    this.secrets = allForms(secrets).map((s) => Buffer.from(s))
-    this.keep = Math.max(0, ...this.secrets.map((s) => s.length - 1))
+    const s = scrubbing(secrets)
+    this.secrets = s.buffers
+    this.keep = s.keep
+    this.bytes = s.bytes
   }
 
   private replaceAll(buf: Buffer): Buffer {
@@ -37,7 +40,7 @@ export class Scrub extends Transform {
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback) {
-    const joined = this.replaceAll(Buffer.concat([this.carry, chunk]))
+    const joined = this.replaceAll(this.carry.length === 0 ? chunk : Buffer.concat([this.carry, chunk]))
     const cut = joined.length - this.heldTail(joined)
     this.carry = Buffer.from(joined.subarray(cut))
     if (cut > 0) this.push(joined.subarray(0, cut))
@@ -46,6 +49,8 @@ export class Scrub extends Transform {
 
   /** The longest suffix of `buf` that a secret starts with (and so might complete in the next chunk). */
   private heldTail(buf: Buffer): number {
+    // Most chunks end in a byte no form has ("}", a newline): nothing to hold.
+    if (buf.length === 0 || !this.bytes.has(buf[buf.length - 1] as number)) return 0
     for (let k = Math.min(this.keep, buf.length); k > 0; k--) {
       const tail = buf.subarray(buf.length - k)
       if (this.secrets.some((s) => s.length > k && s.subarray(0, k).equals(tail))) return k

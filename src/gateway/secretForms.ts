@@ -53,5 +53,32 @@ export const secretForms = (secret: string): ReadonlyArray<string> => {
   return [...new Set(forms)].filter((f) => f === secret || f.length >= MIN_FORM)
 }
 
+/** What a scrubber needs of a set of secrets, worked out once per set (see `scrubbing`). */
+export interface Scrubbing {
+  readonly forms: ReadonlyArray<string>
+  readonly buffers: ReadonlyArray<Buffer>
+  /** The longest form, less one: the most a stream ever holds back. */
+  readonly keep: number
+  /** Every byte any form has: a chunk that ends in none of them cannot end with a form's start. */
+  readonly bytes: ReadonlySet<number>
+}
+
+// The same credential is scrubbed from every answer of every request that injects it: its forms
+// are worked out once (a handful of connections, so a few entries), not per request and header.
+const known = new Map<string, Scrubbing>()
+
+/** The forms of every secret, with what the stream scrubber needs of them. */
+export const scrubbing = (secrets: ReadonlyArray<string>): Scrubbing => {
+  const key = secrets.join("\0")
+  const hit = known.get(key)
+  if (hit) return hit
+  const forms = [...new Set(secrets.flatMap(secretForms))]
+  const buffers = forms.map((f) => Buffer.from(f))
+  const made = { forms, buffers, keep: Math.max(0, ...buffers.map((b) => b.length - 1)), bytes: new Set(buffers.flatMap((b) => [...b])) }
+  if (known.size >= 64) known.clear()
+  known.set(key, made)
+  return made
+}
+
 /** The forms of every secret, for the scrubbers. */
-export const allForms = (secrets: ReadonlyArray<string>) => [...new Set(secrets.flatMap(secretForms))]
+export const allForms = (secrets: ReadonlyArray<string>) => scrubbing(secrets).forms

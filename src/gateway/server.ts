@@ -2,6 +2,7 @@ import { makeUpstreamPool } from "./upstreamPool.js"
 import { makeUpstreamTrust } from "./upstreamTrust.js"
 import { makeTaintMemo } from "./taint.js"
 import { makeLedger } from "./ledger.js"
+import { makeIdentityCache } from "./identify.js"
 import { makeOAuthRefresher } from "./oauthFlights.js"
 import { FileSystem } from "@effect/platform"
 import { Effect, FiberSet, Schema } from "effect"
@@ -74,7 +75,7 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
   const sockets = new Set<net.Socket>()
   let boundPort = options.port
   const self: Self = { port: () => boundPort, addrs: options.addrs, upstreamTrust: yield* makeUpstreamTrust, upstreamPool: yield* makeUpstreamPool, taints: makeTaintMemo(),
-    ledger: yield* makeLedger, oauth: makeOAuthRefresher(), fork: (work) => void run(work)
+    ledger: yield* makeLedger, oauth: makeOAuthRefresher(), identities: makeIdentityCache(), fork: (work) => void run(work)
   }
   const { terminate } = yield* makeTerminator(self, issuer)
 

@@ -2,7 +2,7 @@ import { FileSystem } from "@effect/platform"
 import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
 import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
-import { fileStamp } from "../fs/stamp.js"
+import { makeStampCache } from "../fs/stamp.js"
 
 /** A vault write that failed, or a connection name it refuses. */
 export class VaultError extends Schema.TaggedError<VaultError>()("VaultError", { detail: Schema.String }) {
@@ -43,11 +43,14 @@ export class Vault extends Context.Tag("roster/Vault")<Vault, {
    */
   static readonly layer = Layer.effect(Vault, Effect.gen(function*() {
     const read = yield* Ref.make(new Map<string, { readonly stamp: string; readonly entry: VaultEntry | undefined }>())
+    // Looked at twice a second at most (the gateway asks on every request it injects): another
+    // process's edit is seen within half a second, this one's own at once.
+    const stamps = makeStampCache(500)
     const get = (name: string) =>
       isConnectionName(name)
         ? Effect.gen(function*() {
           const file = yield* vaultFile(name)
-          const stamp = yield* fileStamp(file)
+          const stamp = yield* stamps.stamp(file)
           if (Option.isNone(stamp)) return undefined
           const known = (yield* Ref.get(read)).get(file)
           if (known && known.stamp === stamp.value) return known.entry
@@ -66,6 +69,7 @@ export class Vault extends Context.Tag("roster/Vault")<Vault, {
             yield* fs.makeDirectory(dir, { recursive: true, mode: 0o700 })
             yield* fs.chmod(dir, 0o700)
             yield* writeJson(yield* vaultFile(name), entry, 0o600)
+            yield* stamps.forget(yield* vaultFile(name))
           }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
           : Effect.fail(new VaultError({ detail: `"${name}" is not a connection name (a-z, 0-9, ".", "_", "-")` })),
       remove: (name) =>
@@ -75,6 +79,7 @@ export class Vault extends Context.Tag("roster/Vault")<Vault, {
             const file = yield* vaultFile(name)
             if (!(yield* fs.exists(file))) return false
             yield* fs.remove(file)
+            yield* stamps.forget(file)
             return true
           }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
           : Effect.succeed(false),

@@ -42,7 +42,8 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
     if (!fs.existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: install Debian's chromium (scripts/ensure-host.sh does)`)
     fs.mkdirSync(artifacts, { recursive: true })
     scope = Effect.runSync(Scope.make())
-    model = await Effect.runPromise(serveRehearsal({ port: 0, delayMs: 300 }).pipe(Scope.extend(scope)))
+    // Thinking time keeps a box alive across a few of the Now page's looks (one each 2 s).
+    model = await Effect.runPromise(serveRehearsal({ port: 0, delayMs: 1000 }).pipe(Scope.extend(scope)))
     d = await makeDeployment([
       "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
       "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`
@@ -108,13 +109,25 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
   })
 
   it("a task added in the page runs; its timeline shows the tool call, the request marked injected, and the final answer", async () => {
+    // Now, open in a second tab, is told of the box over SSE: it appears and goes without a reload.
+    const now = await page.context().newPage()
+    now.on("pageerror", (e) => pageErrors.push(e.message))
+    await now.goto(`http://127.0.0.1:${webPort}/`)
+    await now.getByText("Live boxes (0)").waitFor()
+    let reloaded = false
+    now.on("framenavigated", () => (reloaded = true))
     await page.goto(`http://127.0.0.1:${webPort}/tasks`)
     await page.getByLabel("Worker", { exact: true }).first().selectOption("alice")
     await page.getByLabel("Prompt").fill("What system is your box running?")
     await page.getByRole("button", { name: "Queue it" }).click()
     const queued = await page.getByText(/task t-[0-9a-f]{8} queued/).textContent()
     const id = /t-[0-9a-f]{8}/.exec(queued ?? "")?.[0] ?? ""
-    // The daemon runs it; the page is reloaded (a person would) until it is done.
+    await now.getByText("Live boxes (1)").waitFor({ timeout: 60_000 })
+    expect(await now.locator("#now table").innerText()).toMatch(/alice\s+\S+\s+task\s+t-[0-9a-f]{8}\s+daemon/)
+    await now.screenshot({ path: path.join(artifacts, "now-live.png"), fullPage: true })
+    await now.getByText("Live boxes (0)").waitFor({ timeout: 120_000 })
+    expect(reloaded).toBe(false)
+    await now.close()
     const deadline = Date.now() + 150_000
     let status = ""
     while (Date.now() < deadline) {

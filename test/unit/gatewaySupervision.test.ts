@@ -78,15 +78,11 @@ describe("a supervised gateway (real listener on loopback)", () => {
     Effect.gen(function*() {
       const logged: Array<string> = []
       const logger = Logger.make(({ message }) => void logged.push(String(message)))
-      const failingFiles = Layer.succeed(Files, {
-        list: () => Effect.succeed([]),
-        lchown: () => Effect.void,
-        append: (file) => Effect.fail(new (class extends Error {
-          readonly _tag = "BadArgument" as const
-        })(`cannot append to ${file}`) as never)
-      })
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-audit-"))
       const paths = { ...Paths.fromEnv({ ROSTER_HOME: dir, HOME: dir }), home: dir }
+      // The audit folder's place is taken by a file: every write fails.
+      fs.mkdirSync(paths.state, { recursive: true })
+      fs.writeFileSync(path.join(paths.state, "audit"), "not a folder")
       const record: AuditRecord = { run_id: null, subject: "org", host: "h", port: 443, method: "GET", path: "/", status: 200, injected: false, bytes_up: 0, bytes_down: 0, duration_ms: 1 }
       yield* Effect.gen(function*() {
         const audit = yield* Audit
@@ -97,7 +93,7 @@ describe("a supervised gateway (real listener on loopback)", () => {
         yield* audit.write(record)
         expect(logged.filter((l) => l.includes("audit log cannot be written"))).toHaveLength(2)
       }).pipe(
-        Effect.provide(Audit.layer.pipe(Layer.provideMerge(Layer.mergeAll(failingFiles, NodeContext.layer, Paths.layerAt(paths))))),
+        Effect.provide(Audit.layer.pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, Paths.layerAt(paths))))),
         Effect.provide(Logger.replace(Logger.defaultLogger, logger))
       )
     }))

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, TestClock } from "effect"
 import * as fs from "node:fs"
 import { layout } from "../../src/config/Paths.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
@@ -16,28 +16,36 @@ describe("files read once per change", () => {
       expect(yield* vault.get("anthropic")).toEqual({ type: "api_key", key: "first" })
       yield* vault.put("anthropic", { type: "api_key", key: "second" })
       expect(yield* vault.get("anthropic")).toEqual({ type: "api_key", key: "second" })
-      // An edit by another process (the CLI while the daemon runs), in place.
+      // An edit by another process (the CLI while the daemon runs), in place: seen within half a second.
       fs.writeFileSync(`${layout(paths).vaultDir}/anthropic.json`, JSON.stringify({ type: "api_key", key: "edited-elsewhere" }))
+      yield* TestClock.adjust("500 millis")
       expect(yield* vault.get("anthropic")).toEqual({ type: "api_key", key: "edited-elsewhere" })
       expect(yield* vault.remove("anthropic")).toBe(true)
       expect(yield* vault.get("anthropic")).toBeUndefined()
     }).pipe(Effect.provide(unitLayer(paths)))
   })
 
-  it.effect("org.toml: an edit is seen by the next snapshot; a broken edit is an error, and its fix is seen too", () => {
+  it.effect("org.toml: an edit is seen within half a second; a broken edit is an error, and its fix is seen too", () => {
     const paths = tempPaths()
     writeFixture({ paths, orgToml: "[gateway]\nport = 7301\n" })
     return Effect.gen(function*() {
       const org = yield* OrgConfig
       expect((yield* org.snapshot).gateway.port).toBe(7301)
       expect((yield* org.snapshot).gateway.port).toBe(7301)
+      // Not before: the file is looked at twice a second at most.
+      fs.writeFileSync(layout(paths).orgToml, "[gateway]\nport = 7309\n")
+      expect((yield* org.snapshot).gateway.port).toBe(7301)
       fs.writeFileSync(layout(paths).orgToml, "[gateway]\nport = 7302\n")
+      yield* TestClock.adjust("500 millis")
       expect((yield* org.snapshot).gateway.port).toBe(7302)
       fs.writeFileSync(layout(paths).orgToml, "[gateway]\nport = \"no\"\n")
+      yield* TestClock.adjust("500 millis")
       expect((yield* org.snapshot.pipe(Effect.flip)).message).toContain("gateway.port")
       fs.writeFileSync(layout(paths).orgToml, "[gateway]\nport = 7303\n")
+      yield* TestClock.adjust("500 millis")
       expect((yield* org.snapshot).gateway.port).toBe(7303)
       fs.rmSync(layout(paths).orgToml)
+      yield* TestClock.adjust("500 millis")
       expect((yield* org.snapshot.pipe(Effect.flip)).message).toContain("roster init")
     }).pipe(Effect.provide(unitLayer(paths)))
   })
