@@ -4,7 +4,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as https from "node:https"
-import type * as net from "node:net"
+import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -13,9 +13,53 @@ import { layout, Paths } from "../src/config/Paths.js"
 import { makeTestTls } from "../test/support/testCa.js"
 import { directTls, emit, ms, percentile, quick, rawClient, tunnelTls } from "./support.js"
 
+/** 2,000 SSE events as fast as the upstream can write them, each carrying the time it was written. */
+function streamEvents(res: import("node:http").ServerResponse) {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+  let n = 0
+  // One event a millisecond: a fast model's pace many times over, and slow enough that a delay
+  // measured is the path's, not a queue the bench made.
+  const next = () => {
+    if (n++ >= EVENTS) return res.end()
+    res.write(`event: tick\ndata: ${process.hrtime.bigint()}\n\n`)
+    setTimeout(next, 1)
+  }
+  next()
+}
+
+/** Reads an SSE answer on `socket` (after writing its request): each event's delay from its write to its arrival, in ms. */
+const eventDelays = (socket: net.Socket, host: string) =>
+  new Promise<Array<number>>((resolve, reject) => {
+    const delays: Array<number> = []
+    let text = ""
+    socket.on("data", (c: Buffer) => {
+      const now = process.hrtime.bigint()
+      text += c.toString("latin1")
+      let m: RegExpExecArray | null
+      const re = /data: (\d+)\n\n/g
+      let last = 0
+      while ((m = re.exec(text)) !== null) {
+        delays.push(Number(now - BigInt(m[1] ?? "0")) / 1e6)
+        last = re.lastIndex
+      }
+      text = text.slice(last)
+      if (delays.length >= EVENTS) {
+        socket.destroy()
+        resolve(delays)
+      }
+    })
+    socket.once("error", reject)
+    socket.write(`GET /sse HTTP/1.1\r\nHost: ${host}\r\n\r\n`)
+  })
+
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const TOKEN = "be".repeat(32)
+/** A second run's token, revoked by the revocation bench (its identity file removed). */
+const REVOKED = "bd".repeat(32)
 const HOST = "bench.example.test"
+const BULK = "bulk.example.test"
+const BULK_BYTES = (quick ? 20 : 100) * 1024 * 1024
+const EVENTS = 2_000
 
 describe("gateway", () => {
   let gateway: ChildProcess
@@ -24,28 +68,52 @@ describe("gateway", () => {
   let upstream: https.Server
   let rosterCa: string
   let upstreamCa: string
+  let bulk: net.Server
+  let bulkPort: number
+  let revokedFile: string
 
   beforeAll(async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-"))
     const tlsFiles = await makeTestTls("127.0.0.1")
     upstreamCa = tlsFiles.caPem
     fs.writeFileSync(path.join(dir, "upstream-ca.crt"), tlsFiles.caPem)
-    upstream = https.createServer({ cert: tlsFiles.certPem, key: tlsFiles.keyPem, keepAliveTimeout: 60_000 }, (_req, res) => {
+    upstream = https.createServer({ cert: tlsFiles.certPem, key: tlsFiles.keyPem, keepAliveTimeout: 60_000 }, (req, res) => {
+      if (req.url === "/sse") return streamEvents(res)
       res.writeHead(200, { "content-type": "text/plain", "content-length": "2" }).end("ok")
     })
     upstream.maxConnections = 10_000
     await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r))
     upstreamPort = (upstream.address() as net.AddressInfo).port
+    // A plain TCP upstream that sends BULK_BYTES and closes: what an [[allow]] tunnel carries.
+    bulk = net.createServer((s) => {
+      const chunk = Buffer.alloc(64 * 1024, 120)
+      let left = BULK_BYTES
+      const pump = () => {
+        while (left > 0) {
+          left -= chunk.length
+          if (!s.write(chunk)) return s.once("drain", pump)
+        }
+        s.end()
+      }
+      s.on("error", () => {})
+      pump()
+    })
+    await new Promise<void>((r) => bulk.listen(0, "127.0.0.1", r))
+    bulkPort = (bulk.address() as net.AddressInfo).port
 
     const paths = { ...Paths.fromEnv({ ROSTER_HOME: dir, HOME: dir }), home: dir }
     fs.mkdirSync(paths.config, { recursive: true })
     fs.writeFileSync(layout(paths).orgToml, [
       "[gateway]", `upstream_ca_file = "${path.join(dir, "upstream-ca.crt")}"`,
       "[[grant]]", `name = "model"`, `hosts = ["${HOST}"]`, `scope = ["org/alice"]`, `credential = "anthropic"`,
-      "[[route]]", `host = "${HOST}"`, `upstream = "https://127.0.0.1:${upstreamPort}"`
+      "[[route]]", `host = "${HOST}"`, `upstream = "https://127.0.0.1:${upstreamPort}"`,
+      "[[allow]]", `hosts = ["${BULK}"]`, `scope = ["org/alice"]`,
+      "[[route]]", `host = "${BULK}"`, `upstream = "https://127.0.0.1:${bulkPort}"`
     ].join("\n"))
     fs.mkdirSync(layout(paths).identityDir, { recursive: true })
     fs.writeFileSync(path.join(layout(paths).identityDir, `${TOKEN}.json`), JSON.stringify({ subject: "org/alice", run_id: "run-bench", worker: "alice", task_id: null }))
+    revokedFile = path.join(layout(paths).identityDir, `${REVOKED}.json`)
+    fs.writeFileSync(revokedFile, JSON.stringify({ subject: "org/alice", run_id: "run-bench-2", worker: "alice", task_id: null }))
     // The gateway in a process of its own, as the daemon runs it: its CPU is not the bench's.
     gateway = spawn(process.execPath, [...(process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), path.join(root, "bench", "gatewayServer.mjs"), dir], { stdio: ["pipe", "pipe", "inherit"] })
     gatewayPort = await new Promise<number>((resolve, reject) => {
@@ -58,6 +126,7 @@ describe("gateway", () => {
   afterAll(() => {
     gateway?.stdin?.end()
     upstream.close()
+    bulk?.close()
   })
 
   const viaGateway = () => tunnelTls(gatewayPort, TOKEN, HOST, rosterCa).then((s) => rawClient(s, HOST))
@@ -133,4 +202,96 @@ describe("gateway", () => {
       pass: roster / baseline <= 2, spread: `p90 ${percentile(times.g, 90).toFixed(1)} vs ${percentile(times.d, 90).toFixed(1)}`
     })
   }, 120_000)
+
+  it("an SSE answer through the injecting path: each of 2,000 events' delay from the upstream's write", async () => {
+    const g = await tunnelTls(gatewayPort, TOKEN, HOST, rosterCa)
+    const gd = await eventDelays(g, HOST)
+    const d = await directTls(upstreamPort, upstreamCa)
+    const dd = await eventDelays(d, "127.0.0.1")
+    for (const p of [50, 99]) {
+      emit({
+        metric: `SSE event delay through the gateway, p${p}`, roster: percentile(gd, p), baseline: percentile(dd, p), unit: "ms", compare: "added",
+        goal: "added <= 1 ms", pass: percentile(gd, p) - percentile(dd, p) <= 1, spread: `max ${Math.max(...gd).toFixed(1)} vs ${Math.max(...dd).toFixed(1)}, n=${gd.length}`
+      })
+    }
+  }, 120_000)
+
+  it("an [[allow]] tunnel: bulk transfer and connect time, against a direct TCP connection", async () => {
+    const read = (open: () => Promise<net.Socket>) =>
+      new Promise<{ ms: number; firstMs: number }>((resolve, reject) => {
+        const t = process.hrtime.bigint()
+        open().then((s) => {
+          let bytes = 0
+          let first = 0
+          s.on("data", (c: Buffer) => {
+            if (bytes === 0) first = ms(t)
+            bytes += c.length
+          })
+          s.once("close", () => (bytes >= BULK_BYTES ? resolve({ ms: ms(t), firstMs: first }) : reject(new Error(`only ${bytes} bytes`))))
+          s.once("error", reject)
+          s.resume()
+        }, reject)
+      })
+    const tunnel = () =>
+      new Promise<net.Socket>((resolve, reject) => {
+        const s = net.connect(gatewayPort, "127.0.0.1", () =>
+          s.write(`CONNECT ${BULK}:443 HTTP/1.1\r\nHost: ${BULK}:443\r\nProxy-Authorization: Basic ${Buffer.from(`${TOKEN}:x`).toString("base64")}\r\n\r\n`))
+        let head = Buffer.alloc(0)
+        const onData = (c: Buffer) => {
+          head = Buffer.concat([head, c])
+          const end = head.indexOf("\r\n\r\n")
+          if (end < 0) return
+          s.off("data", onData)
+          if (!head.subarray(0, 12).toString().includes("200")) return reject(new Error(head.toString()))
+          // Paused, with what came after the answer's head put back: the reader resumes it once it listens.
+          s.pause()
+          const rest = head.subarray(end + 4)
+          if (rest.length > 0) s.unshift(rest)
+          resolve(s)
+        }
+        s.on("data", onData)
+        s.once("error", reject)
+      })
+    const direct = () => new Promise<net.Socket>((resolve, reject) => {
+      const s = net.connect(bulkPort, "127.0.0.1", () => resolve(s))
+      s.once("error", reject)
+    })
+    const rounds = quick ? 1 : 3
+    const g: Array<{ ms: number; firstMs: number }> = []
+    const d: Array<{ ms: number; firstMs: number }> = []
+    for (let i = 0; i < rounds; i++) {
+      g.push(await read(tunnel))
+      d.push(await read(direct))
+    }
+    const rate = (xs: typeof g) => (BULK_BYTES / 1024 / 1024) / (percentile(xs.map((x) => x.ms), 50) / 1000)
+    emit({
+      metric: `[[allow]] tunnel, ${BULK_BYTES / 1024 / 1024} MB`, roster: rate(g), baseline: rate(d), unit: "MB/s", compare: "share",
+      goal: ">= 80 % of direct TCP", pass: rate(g) / rate(d) >= 0.8
+    })
+    const firstG = percentile(g.map((x) => x.firstMs), 50)
+    const firstD = percentile(d.map((x) => x.firstMs), 50)
+    emit({
+      metric: "[[allow]] tunnel, connect to first byte, p50", roster: firstG, baseline: firstD, unit: "ms", compare: "added",
+      goal: "added <= 1 ms", pass: firstG - firstD <= 1, spread: `n=${g.length}`
+    })
+  }, 300_000)
+
+  it("revocation: a token is refused promptly once its identity file is gone, whatever was cached", async () => {
+    // Its identity is cached by a request first.
+    const warm = await tunnelTls(gatewayPort, REVOKED, HOST, rosterCa).then((s) => rawClient(s, HOST))
+    await warm.get("/v1/messages")
+    warm.close()
+    const removed = process.hrtime.bigint()
+    fs.rmSync(revokedFile)
+    let refusedAfter = Number.NaN
+    while (ms(removed) < 5_000) {
+      const ok = await tunnelTls(gatewayPort, REVOKED, HOST, rosterCa).then((s) => (s.destroy(), true), () => false)
+      if (!ok) {
+        refusedAfter = ms(removed)
+        break
+      }
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    emit({ metric: "revocation: identity file removed, refused after", roster: refusedAfter, baseline: null, unit: "ms", compare: "absolute", goal: "<= 1000 ms", pass: refusedAfter <= 1_000 })
+  }, 60_000)
 })

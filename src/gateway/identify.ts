@@ -29,11 +29,11 @@ export const tokenFrom = (headers: IncomingHttpHeaders): string | undefined => {
 }
 
 /**
- * Identity files read lately, by path, for a second: a busy box's requests cost one read a
- * second, not one each; a token whose file is gone is refused within that second (and at once
+ * Identity files read lately, by path, for 0.75 s: a busy box's requests cost a read or two a
+ * second, not one each; a token whose file is gone is refused within the second (and at once
  * when its run has ended: that is checked on every request).
  */
-export const makeIdentityCache = (ttlMs = 1_000) => {
+export const makeIdentityCache = (ttlMs = 750) => {
   const known = new Map<string, { readonly record: typeof IdentityRecord.Type; readonly until: number }>()
   return {
     get: (file: string, now: number) => {

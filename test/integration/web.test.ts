@@ -65,7 +65,7 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
       web.once("exit", (code) => reject(new Error(`roster web exited (${code}): ${out}`)))
     })
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] })
-    page = await browser.newPage()
+    page = await (await browser.newContext()).newPage()
     page.on("pageerror", (e) => pageErrors.push(e.message))
     page.on("console", (m) => m.type() === "error" && pageErrors.push(m.text()))
   }, 300_000)

@@ -10,6 +10,10 @@ export interface Reply {
   readonly arrivals: ReadonlyArray<number>
 }
 
+/** The run token as a box's client sends it to the gateway (none: a host-side caller). */
+const proxyAuth = (token: string | undefined): Record<string, string> =>
+  token ? { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` } : {}
+
 /** What a box's HTTPS client does through HTTPS_PROXY: CONNECT with its token, TLS inside, one request. */
 export const viaGateway = (
   gatewayPort: number,
@@ -22,7 +26,7 @@ export const viaGateway = (
     const started = Date.now()
     const connect = http.request({
       host: "127.0.0.1", port: gatewayPort, method: "CONNECT", path: target,
-      headers: token ? { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` } : {}
+      headers: proxyAuth(token)
     })
     connect.once("connect", (res, socket, head) => {
       if (res.statusCode !== 200) {
@@ -62,7 +66,7 @@ export const forwardVia = (gatewayPort: number, token: string | undefined, url: 
   new Promise<Reply>((resolve, reject) => {
     const req = http.request({
       host: "127.0.0.1", port: gatewayPort, method: "GET", path: url,
-      headers: token ? { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` } : {}
+      headers: proxyAuth(token)
     }, (res) => {
       let body = ""
       res.on("data", (c: Buffer) => (body += c.toString()))
@@ -77,7 +81,7 @@ export const connectVia = (gatewayPort: number, token: string | undefined, targe
   new Promise<Reply>((resolve, reject) => {
     const connect = http.request({
       host: "127.0.0.1", port: gatewayPort, method: "CONNECT", path: target,
-      headers: token ? { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` } : {}
+      headers: proxyAuth(token)
     })
     connect.once("connect", (res, socket, head) => {
       let body = head.toString()
