@@ -136,6 +136,16 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
       await new Promise((r) => setTimeout(r, 1000))
     }
     expect(status).toBe("done")
+    // A task queued after another (which takes seconds) waits: cancelled from its row in the page.
+    const first = JSON.parse((await d.roster(["task", "add", "alice", "--json", "What system is your box running?"])).stdout) as { task_id: string }
+    const held = JSON.parse((await d.roster(["task", "add", "alice", "--after", first.task_id, "--json", "wait for me"])).stdout) as { task_id: string }
+    await page.goto(`http://127.0.0.1:${webPort}/tasks?status=queued`)
+    await page.getByRole("button", { name: `Cancel ${held.task_id}` }).click()
+    await page.getByText(`task ${held.task_id} cancelled`).waitFor()
+    expect(JSON.parse((await d.roster(["task", "show", held.task_id, "--json"])).stdout).status).toBe("cancelled")
+    while (Date.now() < deadline && !["done", "failed"].includes(JSON.parse((await d.roster(["task", "show", first.task_id, "--json"])).stdout).status)) {
+      await new Promise((r) => setTimeout(r, 1000))
+    }
     await page.goto(`http://127.0.0.1:${webPort}/tasks?worker=alice&status=done`)
     await page.screenshot({ path: path.join(artifacts, "tasks.png"), fullPage: true })
     await page.locator("table a[href^='/runs/']").first().click()
