@@ -42,7 +42,8 @@ export const makeNowHub = Effect.gen(function*() {
       for (const res of pages) res.write(event)
     }))
   )
-  yield* refresh.pipe(
+  // Only while a page watches: with none open, nobody is told, and the next page looks afresh.
+  yield* Effect.suspend(() => (pages.size > 0 ? refresh : Ref.set(latest, undefined))).pipe(
     Effect.catchAllCause((cause) => Effect.logWarning("roster web: could not look at the server", cause)),
     Effect.repeat(Schedule.spaced(EVERY)),
     Effect.forkScoped
@@ -51,7 +52,7 @@ export const makeNowHub = Effect.gen(function*() {
     for (const res of pages) res.end()
   }))
   return {
-    /** The last look (the first page of a fresh server waits for one). */
+    /** The last look while pages watch; a fresh one otherwise. */
     current: Effect.flatMap(Ref.get(latest), (d) => (d ? Effect.succeed(d) : refresh)),
     /** Holds the answer open as an event stream: the current state at once, then each change. */
     subscribe: (res: http.ServerResponse, headers: Record<string, string>) =>
