@@ -8,6 +8,7 @@ import { layout, Paths } from "../../src/config/Paths.js"
 import { OrgSchema, WorkerSchema } from "../../src/config/schema.js"
 import { ORG_TEMPLATE, orgTemplate } from "../../src/config/template.js"
 import { tempPaths, unitLayer } from "../support/harness.js"
+import { VERSION } from "../../src/contract/version.js"
 
 const problems = (text: string) => {
   const r = decodeToml(OrgSchema, "/x/org.toml", text)
@@ -112,6 +113,13 @@ describe("org.toml", () => {
       yield* TestClock.adjust("500 millis")
       expect((yield* config.snapshot).box.ceiling_min).toBe(7)
     }).pipe(Effect.provide(unitLayer(paths)))
+  })
+})
+
+describe("the version", () => {
+  it("is one: package.json's (what roster --version prints without loading the program) is the program's", () => {
+    const pkg = JSON.parse(fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }
+    expect(pkg.version).toBe(VERSION)
   })
 })
 
