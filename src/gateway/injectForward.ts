@@ -1,7 +1,5 @@
 import { Effect } from "effect"
 import * as http from "node:http"
-import * as net from "node:net"
-import * as tls from "node:tls"
 import { isValidHost } from "../contract/addresses.js"
 import { SENTINEL } from "../contract/constants.js"
 import { authorize, dialChecked, namedBy, type Self } from "./authorize.js"
@@ -15,6 +13,7 @@ import { upstreamFor } from "./policy.js"
 import { refuseResponse } from "./refuse.js"
 import { PooledRefusal } from "./upstreamPool.js"
 import { isCheckedBody, parseChecked, readBody } from "./requestBody.js"
+import { upstreamTls } from "./upstreamTls.js"
 import { serverToolsReason, vetServerTools } from "./serverTools.js"
 import { taintOnRefusal, taintRun } from "./taint.js"
 import { isModelCall, type Meter, startMeter } from "./meter.js"
@@ -30,18 +29,6 @@ export interface Target {
   readonly host: string
   readonly port: number
 }
-
-/** TLS to the upstream, verified: the certificate must name `host` (a name via SNI, or an IP address). */
-const upstreamTls = (socket: net.Socket, host: string, secureContext: tls.SecureContext) =>
-  Effect.async<tls.TLSSocket, Refusal>((resume) => {
-    const s = tls.connect({
-      socket, host, secureContext, rejectUnauthorized: true, ALPNProtocols: ["http/1.1"],
-      ...(net.isIP(host) ? {} : { servername: host })
-    })
-    s.once("secureConnect", () => resume(Effect.succeed(s)))
-    s.once("error", (e) => resume(Effect.fail(new Refusal(502, `upstream TLS failed: ${e.message}`))))
-    return Effect.sync(() => s.destroy())
-  })
 
 interface Relayed {
   readonly status: number
@@ -197,7 +184,8 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
     if (checked) body.feed(checked.body)
     // Loud, never silent: a sentinel that goes out anywhere taints the run (before the answer, when
     // it is known before sending), is audited by place and warned to the run.
-    const before = [...sentinelPlaces(out, req.url ?? "/"), ...(body.found() ? ["body"] : [])]
+    const inHead = sentinelPlaces(out, req.url ?? "/")
+    const before = [...inHead, ...(body.found() ? ["body"] : [])]
     const taintSentinel = (places: ReadonlyArray<string>) =>
       taintRun(self.taints, target.caller, "sentinel_upstream", target.host, `the placeholder went out in ${places.join(", ")}`)
     if (before.length > 0) yield* taintSentinel(before)
@@ -205,7 +193,7 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
       out, agent, secrets: reveals, limit, onBody: checked ? () => {} : body.feed, checked: checked?.body, meter: started?.meter
     })
     if (started?.meter) yield* started.meter.finish
-    const places = [...sentinelPlaces(out, req.url ?? "/"), ...(body.found() ? ["body"] : [])]
+    const places = [...inHead, ...(body.found() ? ["body"] : [])]
     if (result.refusal) yield* taintOnRefusal(self.taints, target.caller, placed(result.refusal, trace))
     yield* auditTrace(trace, {
       status: result.status, injected, bytes_up: result.up, bytes_down: result.down, ...(result.note ? { note: result.note } : {}),

@@ -1,7 +1,6 @@
 import { Clock, Deferred, Effect, Schema } from "effect"
 import * as http from "node:http"
-import * as net from "node:net"
-import * as tls from "node:tls"
+import type * as net from "node:net"
 import type { Org } from "../config/schema.js"
 import { Paths, layout } from "../config/Paths.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
@@ -10,6 +9,7 @@ import { Vault, type VaultEntry } from "../vault/Vault.js"
 import { dialChecked, type Self } from "./authorize.js"
 import { decide, ruleNamesAddress, upstreamFor } from "./policy.js"
 import { Refusal } from "./refusal.js"
+import { upstreamTls } from "./upstreamTls.js"
 
 /**
  * Where each provider's OAuth login is refreshed, as pi itself does it (pi-ai's auth/oauth). An
@@ -48,13 +48,10 @@ const postRefresh = (self: Self, org: Org, endpoint: URL, body: string, contentT
     const dialled = yield* dialChecked(self, up.host, up.port, up.routed ? () => true : (a) => ruleNamesAddress(decision.rule, a)).pipe(
       Effect.mapError((r) => r.reason)
     )
-    const socket = up.protocol === "https:"
-      ? yield* Effect.flatMap(self.upstreamTrust(org.gateway.upstream_ca_file), (secureContext) =>
-        Effect.async<net.Socket, string>((resume) => {
-          const s = tls.connect({ socket: dialled.socket, host: up.host, secureContext, rejectUnauthorized: true, ...(net.isIP(up.host) ? {} : { servername: up.host }) })
-          s.once("secureConnect", () => resume(Effect.succeed(s)))
-          s.once("error", (e) => resume(Effect.fail(`TLS to ${up.host} failed: ${e.message}`)))
-        }))
+    const socket: net.Socket = up.protocol === "https:"
+      ? yield* Effect.flatMap(self.upstreamTrust(org.gateway.upstream_ca_file), (trust) => upstreamTls(dialled.socket, up.host, trust)).pipe(
+        Effect.mapError((r) => r.reason)
+      )
       : dialled.socket
     return yield* Effect.async<string, string>((resume) => {
       const req = http.request({

@@ -9,6 +9,7 @@ import type { Docker } from "../docker/Docker.js"
 import { packageRoot } from "../image/packageRoot.js"
 import { findRun, pageOfRuns } from "../run/query.js"
 import { listWorkers } from "../worker/workers.js"
+import { TaskStatus } from "../task/TaskRecord.js"
 import { makeSessions, type Session, webToken } from "./auth.js"
 import { gatewayBody, gatewayView } from "./gatewayPage.js"
 import { type Html, html } from "./html.js"
@@ -235,8 +236,7 @@ export const serveWeb = Effect.fn("web.serve")(function*(options: { readonly por
   return { port: bound, url: `http://127.0.0.1:${bound}/login?token=${token}` }
 })
 
-const isStatus = (s: string): s is "queued" | "running" | "done" | "failed" | "cancelled" | "held" =>
-  ["queued", "running", "done", "failed", "cancelled", "held"].includes(s)
+const isStatus = Schema.is(TaskStatus)
 
 const errorText = (e: unknown) =>
   typeof e === "object" && e !== null && "message" in e ? String((e as { message: unknown }).message) : String(e)
