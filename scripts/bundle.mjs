@@ -1,27 +1,71 @@
-// The CLI as one bundled ES module (dist/roster.mjs): `effect` and the @effect packages are
+// The CLI as one bundled CommonJS script (dist/roster.cjs): `effect` and the @effect packages are
 // imported through their barrels, and Node loading hundreds of their modules cost ~0.5 s and
 // ~50 MB before roster did anything. Bundled and tree-shaken, `roster --version` measured
 // 0.29 s / 104 MB against 0.78 s / 152 MB. The library build (dist/src, tsc) stays for embedders.
-// Whitespace and syntax minified (names kept, so a stack trace still reads): 2.96 → 2.07 MB,
-// --version 341 → ~320 ms (npm run bench); renaming identifiers too bought 10 ms more, not worth unreadable traces.
-// dockerode and x509 stay outside: they are loaded only by the commands that need them.
+// CommonJS, not an ES module, so bin/roster.js can compile it with V8's code cache (Node 20 has no
+// module compile cache): `roster --help` 0.38 → 0.28 s, 98 → 84 MB (docs/PERFORMANCE.md).
+// Whitespace and syntax minified (names kept, so a stack trace still reads): 2.96 → 2.07 MB.
+// dockerode and x509 are in the bundle but initialised only by the commands that need them (their
+// import() becomes a call); dockerode's ssh transport and buildkit session (ssh2, gRPC: 90 of its
+// 113 ms load, measured) are loaded from node_modules only if a DOCKER_HOST is ssh:// or a build asks
+// for a session — roster's never does.
 import { build } from "esbuild"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
+
+/**
+ * Modules that export one function, replaced in the bundle by a function that requires the real
+ * one on its first call. The build fails if one is no longer found, rather than quietly load it.
+ */
+const onFirstCall = {
+  "docker-modem/lib/ssh.js": "./ssh",
+  "dockerode/lib/session.js": "./session"
+}
+const lazyModules = {
+  name: "lazy-modules",
+  setup(b) {
+    const seen = new Set()
+    for (const [real, spec] of Object.entries(onFirstCall)) {
+      const from = path.join("node_modules", path.dirname(real), path.sep)
+      b.onResolve({ filter: new RegExp(`^\\./${path.basename(spec)}$`) }, (args) => {
+        if (!args.importer.includes(from)) return undefined
+        seen.add(real)
+        return { path: real, namespace: "lazy" }
+      })
+    }
+    b.onLoad({ filter: /.*/, namespace: "lazy" }, (args) => ({
+      contents: `let real; module.exports = function () { real ??= require(${JSON.stringify(args.path)}); return real.apply(this, arguments) }`,
+      loader: "js"
+    }))
+    b.onEnd(() => {
+      const missing = Object.keys(onFirstCall).filter((m) => !seen.has(m))
+      if (missing.length > 0) throw new Error(`bundle: ${missing.join(", ")} no longer imported as expected; check scripts/bundle.mjs's onFirstCall`)
+    })
+  }
+}
+const outfile = path.join(root, "dist/roster.cjs")
 await build({
   entryPoints: [path.join(root, "src/bin.ts")],
-  outfile: path.join(root, "dist/roster.mjs"),
+  outfile,
   bundle: true,
   platform: "node",
-  format: "esm",
+  format: "cjs",
   target: "node20",
-  external: ["dockerode", "@peculiar/x509", "reflect-metadata"],
-  // Bundled CommonJS dependencies call require(): give the ES module one.
-  banner: { js: "import { createRequire as __rosterRequire } from 'node:module'; const require = __rosterRequire(import.meta.url);" },
+  external: Object.keys(onFirstCall),
+  plugins: [lazyModules],
+  // The sources are ES modules that find their package by import.meta.url.
+  define: { "import.meta.url": "__rosterModuleUrl" },
+  banner: { js: "const __rosterModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
   logLevel: "warning",
   legalComments: "none",
   minifyWhitespace: true,
   minifySyntax: true
 })
+
+// bin/roster.js runs the bundle from V8's code cache, where a dynamic import() has no loader (it
+// fails at the call, not at start): every import() must have been bundled into a call.
+const left = [...fs.readFileSync(outfile, "utf8").matchAll(/\bimport\(\s*["'`]([^"'`]+)/g)].map((m) => m[1])
+if (left.length > 0) throw new Error(`bundle: dynamic import() left in dist/roster.cjs (${left.join(", ")}): bundle them, or load them with require`)

@@ -56,7 +56,7 @@ sh(path.join(root, "scripts/ensure-host.sh"), [])
 step("2/6 build roster")
 const newestMtime = (dir) =>
   fs.readdirSync(dir, { recursive: true }).reduce((m, f) => Math.max(m, fs.statSync(path.join(dir, String(f))).mtimeMs), 0)
-const built = path.join(root, "dist/roster.mjs")
+const built = path.join(root, "dist/roster.cjs")
 if (!fs.existsSync(built) || fs.statSync(built).mtimeMs < newestMtime(path.join(root, "src"))) {
   sh("npm", ["run", "--silent", "build"])
   console.log("built dist/")

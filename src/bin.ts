@@ -10,6 +10,7 @@ import { TerminalReporter } from "./cli/terminalReporter.js"
 import { commandAt, usageLine } from "./cli/usage.js"
 import { Hurry } from "./run/Hurry.js"
 import { RosterLive } from "./RosterLive.js"
+import { layerSpanTimes } from "./report/spanTimes.js"
 
 // runMain turns SIGINT/SIGTERM into interruption (finalizers kill the box, drop the token);
 // remember which one so the process exits 130/143 as a shell expects.
@@ -53,7 +54,10 @@ const main = cli(process.argv).pipe(
   Effect.provide(CliConfig.layer({ showBuiltIns: false })),
   // Progress and notes are drawn for a person here; the library only reports them.
   Effect.provide(TerminalReporter),
-  Effect.provide(RosterLive)
+  Effect.provide(RosterLive),
+  // ROSTER_TRACE=<file>: how long each named step took, one JSON line each, written at exit
+  // (docs/PERFORMANCE.md reads a run's steps this way).
+  process.env.ROSTER_TRACE ? Effect.provide(layerSpanTimes(process.env.ROSTER_TRACE)) : (effect) => effect
 )
 
 NodeRuntime.runMain(main, {

@@ -193,3 +193,45 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     }
   })
 })
+
+describe("the CLI's start-up from V8's code cache (bin/roster.js)", () => {
+  const helpWith = (cacheHome: string) =>
+    collect(spawn(ROSTER_BIN, ["--help"], { env: { ...process.env, ROSTER_HOME: home, HOME: home, XDG_CACHE_HOME: cacheHome }, stdio: ["ignore", "pipe", "pipe"] }))
+  const cacheFiles = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith(".v8")) : [])
+
+  it("writes one cache in the person's own 0700 folder, starts from it, and rewrites one V8 rejects", async () => {
+    const cacheHome = fs.mkdtempSync(path.join(os.tmpdir(), "roster-cache-"))
+    const dir = path.join(cacheHome, "roster")
+    const first = await helpWith(cacheHome)
+    expect(first.code, first.stderr).toBe(0)
+    const [file] = cacheFiles(dir)
+    expect(file).toMatch(/^cli-[0-9a-f]{12}-\d+-\d+\.v8$/)
+    expect(fs.statSync(dir).mode & 0o777).toBe(0o700)
+    expect(fs.statSync(path.join(dir, file!)).mode & 0o777).toBe(0o600)
+    const written = fs.statSync(path.join(dir, file!))
+    // Accepted: the same help, and the cache is not written again.
+    const second = await helpWith(cacheHome)
+    expect(second.stdout).toBe(first.stdout)
+    const after = fs.statSync(path.join(dir, file!))
+    expect([after.ino, after.mtimeMs]).toEqual([written.ino, written.mtimeMs])
+    // Rejected (not V8's data): the command still runs, and the cache is made again.
+    fs.writeFileSync(path.join(dir, file!), "not a code cache")
+    const third = await helpWith(cacheHome)
+    expect(third.stdout).toBe(first.stdout)
+    expect(fs.statSync(path.join(dir, file!)).size).toBeGreaterThan(100_000)
+    expect(cacheFiles(dir)).toEqual([file])
+  })
+
+  it("never reads or writes a cache in a folder others can write (a code cache is code)", async () => {
+    const cacheHome = fs.mkdtempSync(path.join(os.tmpdir(), "roster-cache-"))
+    const dir = path.join(cacheHome, "roster")
+    fs.mkdirSync(dir, { mode: 0o777 })
+    fs.chmodSync(dir, 0o777)
+    const planted = path.join(dir, "planted.v8")
+    fs.writeFileSync(planted, "x")
+    const r = await helpWith(cacheHome)
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toContain("roster")
+    expect(cacheFiles(dir)).toEqual(["planted.v8"])
+  })
+})

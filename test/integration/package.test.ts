@@ -40,7 +40,7 @@ describe("the packed package", () => {
 
   it("holds the library, the CLI and the box files, and nothing of the tests or the engine's installed modules", async () => {
     const listed = (await run("tar", ["-tzf", tarball], work)).split("\n")
-    for (const f of ["package/dist/src/index.js", "package/dist/src/index.d.ts", "package/dist/src/testing.js", "package/dist/roster.mjs",
+    for (const f of ["package/dist/src/index.js", "package/dist/src/index.d.ts", "package/dist/src/testing.js", "package/dist/roster.cjs",
       "package/bin/roster.js", "package/box/Dockerfile", "package/box/extensions/knowledge_push.ts", "package/box/scripted/run-pi"]) {
       expect(listed, f).toContain(f)
     }
