@@ -61,18 +61,21 @@ export const ensureEgressLockdown = Effect.fn("lockdown.ensureEgressLockdown")(f
  */
 export const removeEgressLockdown = Effect.fn("lockdown.removeEgressLockdown")(function*(chain: string) {
   const fw = yield* Firewall
-  let removed = 0
-  for (const tool of TOOLS) {
-    const input = yield* fw.output(tool, ["-S", "INPUT"])
-    for (const rule of jumpsTo(input ?? "", chain)) {
-      if (yield* fw.run(tool, ["-D", ...rule])) removed++
-    }
-    if (yield* fw.run(tool, ["-n", "-L", chain])) {
-      yield* fw.run(tool, ["-F", chain])
-      if (yield* fw.run(tool, ["-X", chain])) removed++
-    }
-  }
-  return removed
+  // iptables and ip6tables keep separate tables: the two are cleaned at once.
+  const removedBy = yield* Effect.forEach(TOOLS, (tool) =>
+    Effect.gen(function*() {
+      let removed = 0
+      const input = yield* fw.output(tool, ["-S", "INPUT"])
+      for (const rule of jumpsTo(input ?? "", chain)) {
+        if (yield* fw.run(tool, ["-D", ...rule])) removed++
+      }
+      if (yield* fw.run(tool, ["-n", "-L", chain])) {
+        yield* fw.run(tool, ["-F", chain])
+        if (yield* fw.run(tool, ["-X", chain])) removed++
+      }
+      return removed
+    }), { concurrency: "unbounded" })
+  return removedBy.reduce((a, b) => a + b, 0)
 })
 
 /** The INPUT rules of an `iptables -S INPUT` listing that jump to `chain`, as arguments for -D. */

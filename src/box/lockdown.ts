@@ -114,9 +114,8 @@ export interface Lockdown {
   readonly credentials: Readonly<Record<string, string>> | undefined
 }
 
-/** Everything that must hold before a box may start: the network, this deployment's gateway, the host pinning. */
-export const ensureLockdown = Effect.fn("lockdown.ensureLockdown")(function*(policy: BoxPolicy) {
-  const net = yield* ensureLockedNetwork()
+/** This deployment's gateway, up and answering as this deployment, on an address a box can reach. */
+const checkGateway = Effect.fn("lockdown.checkGateway")(function*() {
   const paths = yield* Paths
   const state = yield* readGatewayState
   if (!state) {
@@ -143,7 +142,22 @@ export const ensureLockdown = Effect.fn("lockdown.ensureLockdown")(function*(pol
         `stop that one or set [gateway] port in ${paths.config}/org.toml to a free port`
     }))
   }
-  yield* reconcileEgress(policy, net, port)
-  if (!policy.egress_lockdown) yield* warnOpenHostDaily(port)
-  return { network: net, gatewayAddress: bridgeAddress(net), gatewayPort: port, credentials: health.credentials } satisfies Lockdown
+  return { port, credentials: health.credentials }
+})
+
+/**
+ * Everything that must hold before a box may start: the network, this deployment's gateway, the
+ * host pinning. The network and the gateway are checked at once; with the pinning off, its
+ * removal needs neither and runs beside them (a run's start waits on the slowest, not the sum).
+ */
+export const ensureLockdown = Effect.fn("lockdown.ensureLockdown")(function*(policy: BoxPolicy) {
+  const chain = egressChainName((yield* Paths).config)
+  const [net, gateway] = yield* Effect.all([
+    ensureLockedNetwork(),
+    checkGateway(),
+    policy.egress_lockdown ? Effect.void : removeEgressLockdown(chain)
+  ], { concurrency: "unbounded" })
+  if (policy.egress_lockdown) yield* ensureEgressLockdown(net, gateway.port, chain)
+  else yield* warnOpenHostDaily(gateway.port)
+  return { network: net, gatewayAddress: bridgeAddress(net), gatewayPort: gateway.port, credentials: gateway.credentials } satisfies Lockdown
 })

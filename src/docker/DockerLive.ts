@@ -79,7 +79,7 @@ export const makeDockerApi = (load: () => Promise<Dockerode>): DockerApi => {
         return f(engine, engine.modem as unknown as Modem, signal)
       },
       catch: (cause) => new DockerError({ operation, ...describe(cause) })
-    })
+    }).pipe(Effect.withSpan(`docker.${operation}`))
 
   const networkInspect = (name: string) =>
     call("network inspect", (engine) => engine.getNetwork(name).inspect()).pipe(
