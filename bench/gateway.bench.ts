@@ -128,7 +128,9 @@ describe("gateway", () => {
     fs.writeFileSync(revokedFile, JSON.stringify({ subject: "org/alice", run_id: "run-bench-2", worker: "alice", task_id: null }))
     // The gateway in a process of its own, as the daemon runs it: its CPU is not the bench's.
     // With the V8 flags the daemon runs with (bin/roster.js's, which `server start` passes on): the figures are the daemon's.
-    const daemonFlags = /node (.*)$/.exec(fs.readFileSync(path.join(root, "bin", "roster.js"), "utf8").split("\n")[0] ?? "")?.[1]?.split(" ") ?? []
+    // BENCH_DAEMON_FLAGS="…" tries others (as daemon.bench.ts does).
+    const daemonFlags = process.env.BENCH_DAEMON_FLAGS?.split(" ") ??
+      /node (.*)$/.exec(fs.readFileSync(path.join(root, "bin", "roster.js"), "utf8").split("\n")[0] ?? "")?.[1]?.split(" ") ?? []
     gateway = spawn(process.execPath, [
       ...daemonFlags, ...(process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []),
       path.join(root, "bench", "gatewayServer.mjs"), dir

@@ -12,21 +12,23 @@ const bin = path.join(root, "bin/roster.js")
 const runs = process.env.BENCH_QUICK === "1" ? 5 : 15
 const env = { ...process.env, ROSTER_HOME: path.join(os.tmpdir(), "roster-bench-home") }
 
-const once = (cmd, args) => {
+const once = (cmd, args, extra = {}) => {
   const t = process.hrtime.bigint()
-  const r = spawnSync(cmd, args, { cwd: root, env, stdio: "ignore" })
+  const r = spawnSync(cmd, args, { cwd: root, env: { ...env, ...extra }, stdio: "ignore" })
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${r.status}`)
   return Number(process.hrtime.bigint() - t) / 1e6
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
-const samples = { node: [], version: [], help: [] }
+const samples = { node: [], version: [], help: [], cold: [] }
 for (let i = 0; i < runs; i++) {
   samples.node.push(once(process.execPath, ["-e", "0"]))
   samples.version.push(once(bin, ["--version"]))
   samples.help.push(once(bin, ["--help"]))
+  // The first start after an install or upgrade: no code cache yet (and it writes one).
+  samples.cold.push(once(bin, ["--help"], { XDG_CACHE_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-cache-")) }))
 }
 const emit = (row) => (process.env.BENCH_OUT ? fs.appendFileSync(process.env.BENCH_OUT, `${JSON.stringify(row)}\n`) : console.log(JSON.stringify(row)))
-for (const [name, xs] of [["roster --version", samples.version], ["roster --help", samples.help]]) {
+for (const [name, xs] of [["roster --version", samples.version], ["roster --help", samples.help], ["roster --help, first start (no code cache yet)", samples.cold]]) {
   const roster = median(xs)
   emit({
     metric: name, roster, baseline: median(samples.node), unit: "ms", compare: "absolute", goal: "<= 250 ms wall",

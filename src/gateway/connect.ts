@@ -25,19 +25,18 @@ export const parseConnectTarget = (target: string) => {
   return m ? { host: m[1] ?? "", port: Number(m[2]) } : undefined
 }
 
-/** Both ends piped until either closes; counts the bytes each way. */
+/**
+ * Both ends piped until either closes; the bytes each way are the upstream socket's own counts
+ * (a listener per chunk to count them cost the bulk copy its share of CPU).
+ */
 const pipeBoth = (client: Duplex, up: net.Socket, head: Buffer) =>
   Effect.async<{ up: number; down: number }>((resume) => {
-    let bytesUp = head.length
-    let bytesDown = 0
     if (head.length > 0) up.write(head)
-    client.on("data", (c: Buffer) => (bytesUp += c.length))
-    up.on("data", (c: Buffer) => (bytesDown += c.length))
     client.pipe(up)
     up.pipe(client)
     let open = 2
     const done = () => {
-      if (--open === 0) resume(Effect.succeed({ up: bytesUp, down: bytesDown }))
+      if (--open === 0) resume(Effect.succeed({ up: up.bytesWritten, down: up.bytesRead }))
     }
     const closeBoth = () => {
       client.destroy()

@@ -225,5 +225,13 @@ describe("the gateway (real listener)", () => {
       expect(echoed.headers["x-keep"]).toBe("yes")
       // The run token is the gateway's business, never the upstream's.
       expect(echoed.headers["proxy-authorization"]).toBeUndefined()
+      // The tunnel's audit line counts what went each way (written once the tunnel closed).
+      const auditDir = layout(paths).auditDir
+      const tunnelLine = () =>
+        (fs.existsSync(auditDir) ? fs.readdirSync(auditDir) : []).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n"))
+          .filter(Boolean).map((l) => JSON.parse(l) as { method: string; port: number; bytes_up: number; bytes_down: number })
+          .find((r) => r.method === "CONNECT" && r.port === outside.port)
+      for (let i = 0; i < 40 && !tunnelLine(); i++) yield* Effect.sleep("50 millis")
+      expect(tunnelLine()).toMatchObject({ bytes_up: 0, bytes_down: Buffer.byteLength(`${outside.greeting}\n`) })
     }).pipe(Effect.scoped))
 })
