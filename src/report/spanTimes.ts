@@ -13,13 +13,11 @@ export interface SpanTime {
 const sinceStart = (ns: bigint) => Number(ns) / 1e6 - performance.timeOrigin
 
 /**
- * A tracer that keeps how long each named step (`Effect.fn`, `withSpan`) took, and hands the list
- * to `done` as the process exits. For finding where a command's time goes (`ROSTER_TRACE=<file>`),
- * not for production tracing: nothing is sent anywhere, and nothing is kept unless asked for.
+ * A tracer that keeps how long each named step (`Effect.fn`, `withSpan`) took, in `times` as
+ * each one ends. For finding where a command's time goes (`ROSTER_TRACE=<file>`), not for
+ * production tracing: nothing is sent anywhere, and nothing is kept unless asked for.
  */
-export const spanTimesTracer = (done: (times: ReadonlyArray<SpanTime>) => void): Tracer.Tracer => {
-  const times: Array<SpanTime> = []
-  process.once("exit", () => done(times))
+export const spanTimesTracer = (times: Array<SpanTime>): Tracer.Tracer => {
   let ids = 0
   return Tracer.make({
     span: (name, parent, context, links, startTime, kind) => {
@@ -55,6 +53,9 @@ export const spanTimesTracer = (done: (times: ReadonlyArray<SpanTime>) => void):
   })
 }
 
-/** Writes each step as a JSON line to `file` when the process exits. */
-export const layerSpanTimes = (file: string): Layer.Layer<never> =>
-  Layer.setTracer(spanTimesTracer((times) => fs.writeFileSync(file, times.map((t) => JSON.stringify(t)).join("\n") + "\n")))
+/** Writes each step as a JSON line to `file` when the process exits (however the command ended). */
+export const layerSpanTimes = (file: string): Layer.Layer<never> => {
+  const times: Array<SpanTime> = []
+  process.once("exit", () => fs.writeFileSync(file, times.map((t) => JSON.stringify(t)).join("\n") + "\n"))
+  return Layer.setTracer(spanTimesTracer(times))
+}

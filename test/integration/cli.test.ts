@@ -194,6 +194,20 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
   })
 })
 
+describe("ROSTER_TRACE", () => {
+  it("writes each named step of a command, with its parent and duration, as JSON lines at exit", async () => {
+    const own = fs.mkdtempSync(path.join(os.tmpdir(), "roster-trace-"))
+    const file = path.join(own, "trace.jsonl")
+    const env = { ...process.env, ROSTER_HOME: own, HOME: own }
+    expect((await collect(spawn(ROSTER_BIN, ["init"], { env, stdio: ["ignore", "pipe", "pipe"] }))).code).toBe(0)
+    const r = await collect(spawn(ROSTER_BIN, ["worker", "show", "alice", "--json"], { env: { ...env, ROSTER_TRACE: file }, stdio: ["ignore", "pipe", "pipe"] }))
+    expect(r.code, r.stderr).toBe(0)
+    const steps = fs.readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { name: string; parent: string | null; ms: number })
+    expect(steps.map((s) => s.name)).toContain("workers.readIdentity")
+    expect(steps.every((s) => typeof s.ms === "number" && s.ms >= 0)).toBe(true)
+  })
+})
+
 describe("the CLI's start-up from V8's code cache (bin/roster.js)", () => {
   const helpWith = (cacheHome: string) =>
     collect(spawn(ROSTER_BIN, ["--help"], { env: { ...process.env, ROSTER_HOME: home, HOME: home, XDG_CACHE_HOME: cacheHome }, stdio: ["ignore", "pipe", "pipe"] }))
