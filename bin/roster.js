@@ -13,23 +13,39 @@ import * as vm from "node:vm"
 
 const bundle = fileURLToPath(new URL("../dist/roster.cjs", import.meta.url))
 
+/** Whether `dir` is this user's alone: theirs, a real folder, and nobody else may write in it. */
+const ownedAlone = (dir) => {
+  const d = fs.lstatSync(dir)
+  return d.isDirectory() && d.uid === process.getuid?.() && (d.mode & 0o022) === 0
+}
+
+const hash = (...parts) => createHash("sha256").update(parts.join("\0")).digest("hex").slice(0, 12)
+
 /**
  * Where V8's code cache for this bundle, this Node and these flags lives: the person's own cache
  * folder, made 0700 and used only while it is theirs alone (a code cache is code: a folder
- * another user can write would let them run theirs as this one). Undefined when there is none.
+ * another user can write would let them run theirs as this one). Nothing is created in a home
+ * that is not this user's (`sudo` keeping HOME would leave a root-owned ~/.cache behind).
+ * Undefined when there is none.
  */
 const cacheFile = (stat) => {
   if (process.env.ROSTER_CODE_CACHE === "0") return undefined
-  const dir = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "roster")
+  const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache")
+  const dir = path.join(base, "roster")
   try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+    if (!fs.existsSync(dir)) {
+      if (!ownedAlone(fs.existsSync(base) ? base : path.dirname(base))) return undefined
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+    }
     const d = fs.lstatSync(dir)
     if (!d.isDirectory() || d.uid !== process.getuid?.() || (d.mode & 0o077) !== 0) return undefined
   } catch {
     return undefined
   }
-  const flags = createHash("sha256").update([process.version, process.arch, ...process.execArgv].join("\0")).digest("hex").slice(0, 12)
-  return { dir, prefix: `cli-${flags}-`, file: path.join(dir, `cli-${flags}-${stat.size}-${Math.trunc(stat.mtimeMs)}.v8`) }
+  // Per install and flags (a prefix, so an upgrade's cache replaces the last one), then per build
+  // of the bundle: V8 checks a cache against its source's length only.
+  const prefix = `cli-${hash(process.version, process.arch, bundle, ...process.execArgv)}-`
+  return { dir, prefix, file: path.join(dir, `${prefix}${hash(stat.size, stat.mtimeMs, stat.ino)}.v8`) }
 }
 
 /** Kept only if it is a regular file of this user's (the folder check above is the real guard). */

@@ -219,7 +219,7 @@ describe("the CLI's start-up from V8's code cache (bin/roster.js)", () => {
     const first = await helpWith(cacheHome)
     expect(first.code, first.stderr).toBe(0)
     const [file] = cacheFiles(dir)
-    expect(file).toMatch(/^cli-[0-9a-f]{12}-\d+-\d+\.v8$/)
+    expect(file).toMatch(/^cli-[0-9a-f]{12}-[0-9a-f]{12}\.v8$/)
     expect(fs.statSync(dir).mode & 0o777).toBe(0o700)
     expect(fs.statSync(path.join(dir, file!)).mode & 0o777).toBe(0o600)
     const written = fs.statSync(path.join(dir, file!))
@@ -234,6 +234,21 @@ describe("the CLI's start-up from V8's code cache (bin/roster.js)", () => {
     expect(third.stdout).toBe(first.stdout)
     expect(fs.statSync(path.join(dir, file!)).size).toBeGreaterThan(100_000)
     expect(cacheFiles(dir)).toEqual([file])
+  })
+
+  it("creates nothing in a home that is not the user's (sudo keeping HOME), and runs all the same", async () => {
+    // Root (CI) hands a fresh folder to nobody; anyone else already has one that is not theirs.
+    const foreign = process.getuid?.() === 0 ? fs.mkdtempSync(path.join(os.tmpdir(), "roster-foreign-home-")) : "/"
+    const before = fs.readdirSync(foreign)
+    if (foreign !== "/") {
+      fs.chmodSync(foreign, 0o755)
+      fs.chownSync(foreign, 65534, 65534)
+    }
+    const { XDG_CACHE_HOME: _, ...env } = process.env
+    const r = await collect(spawn(ROSTER_BIN, ["--help"], { env: { ...env, ROSTER_HOME: home, HOME: foreign }, stdio: ["ignore", "pipe", "pipe"] }))
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toContain("roster")
+    expect(fs.readdirSync(foreign)).toEqual(before)
   })
 
   it("never reads or writes a cache in a folder others can write (a code cache is code)", async () => {
