@@ -25,10 +25,7 @@ export const parseConnectTarget = (target: string) => {
   return m ? { host: m[1] ?? "", port: Number(m[2]) } : undefined
 }
 
-/**
- * Both ends piped until either closes; the bytes each way are the upstream socket's own counts
- * (a listener per chunk to count them cost the bulk copy its share of CPU).
- */
+/** Both ends piped until either closes; the bytes each way are the upstream socket's own counts (no listener per chunk). */
 const pipeBoth = (client: Duplex, up: net.Socket, head: Buffer) =>
   Effect.async<{ up: number; down: number }>((resume) => {
     if (head.length > 0) up.write(head)
