@@ -16,13 +16,14 @@ import { afterAll, beforeAll, describe, it } from "vitest"
 import { SENTINEL } from "../src/contract/constants.js"
 import { runFiles } from "../src/contract/runFiles.js"
 import { freePort } from "../test/support/deployment.js"
+import { buildPiImage, buildScriptedOnPi, GIT_IMAGE } from "../test/support/images.js"
 import { makeTestTls } from "../test/support/testCa.js"
 import { emit, percentile, quick } from "./support.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(root, "bin/roster.js")
-const PI_IMAGE = "roster-box:test"
-const IMAGE = "roster-scripted-node:bench"
+/** The real box image (node, git) with the scripted engine in pi's place, as the integration tests build it. */
+const IMAGE = GIT_IMAGE
 const HOST = "model.example.test"
 const TUNNEL_HOST = "relay.example.test"
 const BOXES = 20
@@ -117,16 +118,6 @@ const sh = (cmd: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv, in
   return r.stdout
 }
 
-/** The box image (node, git) with the scripted engine in pi's place, built from the local pi image. */
-const buildImage = (env: NodeJS.ProcessEnv) => {
-  sh(bin, ["box", "build", "--offline", "--if-changed", "--tag", PI_IMAGE], { ...env, ROSTER_HOME: path.join(root, ".roster-dev", "build") })
-  const context = fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-image-"))
-  fs.copyFileSync(path.join(root, "box/scripted/run-pi"), path.join(context, "run-pi"))
-  fs.writeFileSync(path.join(context, "Dockerfile"), `FROM ${PI_IMAGE}\nCOPY run-pi /opt/roster/engine/run-pi\nRUN chmod 0755 /opt/roster/engine/run-pi\nLABEL org.roster.engine="scripted"\n`)
-  sh("docker", ["build", "--quiet", "--tag", IMAGE, context], { ...env, DOCKER_BUILDKIT: "0" })
-  fs.rmSync(context, { recursive: true, force: true })
-}
-
 /** The daemon's resident memory now, from /proc (MB). */
 const rssMb = (pid: number) => {
   const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))
@@ -168,7 +159,8 @@ describe("the daemon with 20 live boxes", () => {
   beforeAll(async () => {
     home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-daemon-"))
     env = { ...process.env, ROSTER_HOME: home, HOME: home }
-    buildImage(env)
+    buildPiImage()
+    buildScriptedOnPi()
     const tlsFiles = await makeTestTls("127.0.0.1")
     upstreamCa = tlsFiles.caPem
     fs.writeFileSync(path.join(home, "upstream-ca.crt"), tlsFiles.caPem)

@@ -2,15 +2,13 @@ import Dockerode from "dockerode"
 import { execFileSync } from "node:child_process"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { buildPiImage, buildScriptedOnPi } from "../support/images.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 export const TEST_IMAGE = "roster-scripted:test"
-export const PI_IMAGE = "roster-box:test"
-/** The real box image (git, node) with the scripted engine in pi's place: boxes that do git work without a model. */
-export const GIT_IMAGE = "roster-scripted-git:test"
+export { GIT_IMAGE, PI_IMAGE } from "../support/images.js"
 
 /**
  * The integration suite needs a real engine: no engine is a loud failure with the fix, never
@@ -36,18 +34,8 @@ export default async function setup() {
     stdio: ["ignore", "inherit", "pipe"],
     env: { ...process.env, ROSTER_HOME: path.join(root, ".roster-dev", "build") }
   })
-  // The real pi image, offline (no registry is probed), rebuilt only when box/ changed.
-  execFileSync(path.join(root, "bin/roster.js"), ["box", "build", "--offline", "--if-changed", "--tag", PI_IMAGE], {
-    cwd: root,
-    stdio: ["ignore", "inherit", "inherit"],
-    env: { ...process.env, ROSTER_HOME: path.join(root, ".roster-dev", "build") }
-  })
-  // Built FROM the local image (no registry); the layer cache makes it instant when nothing changed.
-  const context = fs.mkdtempSync(path.join(os.tmpdir(), "roster-git-image-"))
-  fs.copyFileSync(path.join(root, "box/scripted/run-pi"), path.join(context, "run-pi"))
-  fs.writeFileSync(path.join(context, "Dockerfile"), `FROM ${PI_IMAGE}\nCOPY run-pi /opt/roster/engine/run-pi\nRUN chmod 0755 /opt/roster/engine/run-pi\nLABEL org.roster.engine="scripted"\n`)
-  execFileSync("docker", ["build", "--quiet", "--tag", GIT_IMAGE, context], { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, DOCKER_BUILDKIT: "0" } })
-  fs.rmSync(context, { recursive: true, force: true })
+  buildPiImage()
+  buildScriptedOnPi()
   // The mounted-engine test runs pi from this checkout's box/engine.
   if (!fs.existsSync(path.join(root, "box/engine/node_modules/@earendil-works/pi-coding-agent/package.json"))) {
     execFileSync("npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--ignore-scripts"], { cwd: path.join(root, "box/engine"), stdio: "inherit" })
