@@ -7,7 +7,8 @@ import * as path from "node:path"
 import { Paths, layout } from "../config/Paths.js"
 import { runDaemon } from "../daemon/daemon.js"
 import { GatewayProbe } from "../contract/GatewayProbe.js"
-import { readGatewayState } from "../contract/gatewayState.js"
+import { type GatewayState, readGatewayState } from "../contract/gatewayState.js"
+import { lockHolder } from "../daemon/lock.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { pidExists } from "../contract/owner.js"
 import { viaDaemon } from "../api/controlClient.js"
@@ -24,14 +25,23 @@ const json = Options.boolean("json").pipe(Options.withDescription("print JSON fo
 // A daemon started by another user (root, say) answers EPERM: it is running all the same.
 const alive = pidExists
 
-/** The running daemon of this deployment, if any: state file, live pid, and a health answer naming our config. */
+/**
+ * The running daemon of this deployment, if any: the process holding its lock (or, for a daemon
+ * of an older roster without one, the live pid of the state file), where it listens, and whether
+ * its gateway answers naming our config.
+ */
 const current = Effect.gen(function*() {
-  const state = yield* readGatewayState
-  if (!state || !alive(state.pid)) return undefined
-  const health = yield* (yield* GatewayProbe).health(state.port)
+  const holder = yield* lockHolder
+  const recorded = yield* readGatewayState
+  const state = recorded && alive(recorded.pid) && (!holder || holder.pid === recorded.pid) ? recorded : undefined
+  if (!holder && !state) return undefined
+  const pid = holder?.pid ?? state?.pid ?? -1
+  const health = state ? yield* (yield* GatewayProbe).health(state.port) : undefined
   const paths = yield* Paths
-  return { state, healthy: health?.ok === true && health.config_root === paths.config }
+  return { pid, state, healthy: health?.ok === true && health.config_root === paths.config }
 })
+
+const listening = (s: GatewayState) => s.addrs.map((a) => `${a}:${s.port}`).join(", ")
 
 const start = Command.make("start", {
   foreground: Options.boolean("foreground").pipe(Options.withDescription("stay in the foreground (logs to the terminal; Ctrl-C stops)"))
@@ -41,8 +51,13 @@ const start = Command.make("start", {
     // Validate before detaching, so a bad org.toml is reported here and not only in a log.
     yield* (yield* OrgConfig).snapshot
     const running = yield* current
-    if (running?.healthy) {
-      return yield* Console.log(`roster server already running (pid ${running.state.pid}) on ${running.state.addrs.map((a) => `${a}:${running.state.port}`).join(", ")}`)
+    if (running?.healthy && running.state) {
+      return yield* Console.log(`roster server already running (pid ${running.pid}) on ${listening(running.state)}`)
+    }
+    if (running) {
+      return yield* Effect.fail(new ServerError({
+        detail: `a roster daemon (pid ${running.pid}) holds this deployment but its gateway does not answer yet — see ${layout(yield* Paths).gatewayLog}, or stop it: roster server stop`
+      }))
     }
     const paths = yield* Paths
     const files = layout(paths)
@@ -74,7 +89,7 @@ const start = Command.make("start", {
       }))
     }
     const s = yield* readGatewayState
-    yield* Console.log(`roster server started (pid ${pid}) on ${s?.addrs.map((a) => `${a}:${s.port}`).join(", ")}`)
+    yield* Console.log(`roster server started (pid ${pid}) on ${s ? listening(s) : "?"}`)
     yield* Console.log(`log: ${files.gatewayLog}`)
   })).pipe(Command.withDescription(
     "Start the daemon: the gateway every box talks through (default :7300 on loopback and the roster-locked bridge). " +
@@ -83,17 +98,18 @@ const start = Command.make("start", {
 
 const stop = Command.make("stop", {}, () =>
   Effect.gen(function*() {
-    const state = yield* readGatewayState
-    if (!state || !alive(state.pid)) return yield* Console.log("roster server is not running")
-    process.kill(state.pid, "SIGTERM")
-    const gone = yield* Effect.suspend(() => (alive(state.pid) ? Effect.fail("alive") : Effect.succeed(true))).pipe(
+    const running = yield* current
+    if (!running) return yield* Console.log("roster server is not running")
+    const pid = running.pid
+    process.kill(pid, "SIGTERM")
+    const gone = yield* Effect.suspend(() => (alive(pid) ? Effect.fail("alive") : Effect.succeed(true))).pipe(
       Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo("10 seconds"))),
       Effect.orElseSucceed(() => false)
     )
     if (!gone) {
-      return yield* Effect.fail(new ServerError({ detail: `the roster server (pid ${state.pid}) did not stop in 10 s — kill it: kill -9 ${state.pid}` }))
+      return yield* Effect.fail(new ServerError({ detail: `the roster server (pid ${pid}) did not stop in 10 s — kill it: kill -9 ${pid}` }))
     }
-    yield* Console.log(`roster server stopped (pid ${state.pid})`)
+    yield* Console.log(`roster server stopped (pid ${pid})`)
   })).pipe(Command.withDescription("Stop the daemon of this deployment."))
 
 const minutes = (s: number) => (Math.abs(s) < 90 ? `${s}s` : `${Math.round(s / 60)}m`)
@@ -105,14 +121,17 @@ const status = Command.make("status", { json }, ({ json }) =>
     if (json) {
       return yield* Console.log(JSON.stringify(
         running
-          ? { running: true, healthy: running.healthy, ...running.state, ...(Option.isSome(supervisor) ? { supervisor: supervisor.value } : {}) }
+          ? { running: true, healthy: running.healthy, pid: running.pid, ...running.state, ...(Option.isSome(supervisor) ? { supervisor: supervisor.value } : {}) }
           : { running: false }
       ))
     }
     if (!running) return yield* Console.log("roster server is not running — start it: roster server start")
     const s = running.state
+    if (!s) {
+      return yield* Console.log(`roster server STARTING OR STUCK (pid ${running.pid}): it holds the deployment's lock but has no gateway yet — see ${layout(yield* Paths).gatewayLog}`)
+    }
     yield* Console.log(`roster server ${running.healthy ? "running" : "NOT ANSWERING"} (pid ${s.pid}, version ${s.version})`)
-    yield* Console.log(`listening: ${s.addrs.map((a) => `${a}:${s.port}`).join(", ")}`)
+    yield* Console.log(`listening: ${listening(s)}`)
     yield* Console.log(`config: ${s.config_root}`)
     if (s.log) yield* Console.log(`log: ${s.log}`)
     if (Option.isNone(supervisor)) return yield* Console.log("supervisor: not answering on its control socket — see the log")

@@ -72,6 +72,8 @@ export const layout = (p: RosterPaths) => ({
   /** The worker's queue as its boxes see it (/pihome/self/schedule.json), rewritten in place. */
   tasksView: (worker: string) => path.join(p.data, "tasks", "views", `${worker}.json`),
   vaultDir: path.join(p.data, "vault"),
+  /** Which process is the deployment's daemon: taken first at start, so a second daemon changes nothing. */
+  daemonLock: path.join(p.state, "daemon.lock"),
   gatewayJson: path.join(p.state, "gateway.json"),
   gatewayLog: path.join(p.state, "gateway.log"),
   /** The daemon's control API (HTTP on a unix socket, 0600): the CLI and the dashboard talk to it. */

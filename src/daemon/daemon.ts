@@ -15,6 +15,7 @@ import { serveGateway } from "../gateway/server.js"
 import { readGatewayState, writeGatewayState } from "../contract/gatewayState.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { serveControl } from "./controlServer.js"
+import { holdDaemonLock } from "./lock.js"
 
 /**
  * The daemon in the foreground: the locked network, the CA, the gateway on loopback and on the
@@ -22,6 +23,8 @@ import { serveControl } from "./controlServer.js"
  * and a fresh pull of a registry box image. Runs until interrupted; the scope closes it all.
  */
 export const runDaemon = Effect.fn("daemon.run")(function*() {
+  // Before anything is written or touched: a second daemon of this deployment stops here, having changed nothing.
+  yield* holdDaemonLock
   const org = yield* (yield* OrgConfig).snapshot
   const paths = yield* Paths
   const files = layout(paths)
