@@ -85,7 +85,7 @@ export const handleForward = (self: Self, req: http.IncomingMessage, res: http.S
     const taintSentinel = (places: ReadonlyArray<string>) =>
       taintRun(self.taints, who.caller, "sentinel_upstream", trace.host, `the placeholder went out in ${places.join(", ")}`)
     // Known before sending (headers, query): the run is tainted before the box hears the answer.
-    const before = sentinelPlaces(headers, `${url.pathname}${url.search}`)
+    const before = sentinelPlaces(headers, `${url.pathname}${url.search}`, req.method)
     if (before.length > 0) yield* taintSentinel(before)
     const counts = yield* relay(req, res, url, headers, dialled.right.socket, body.feed)
     const places = [...before, ...(body.found() ? ["body"] : [])]

@@ -21,6 +21,7 @@ import type { GrantRule } from "../config/schema.js"
 import { sentinelWarning, warnRun } from "./runWarning.js"
 import { bodyScanner, sentinelPlaces } from "./sentinelScan.js"
 import { Scrub, scrubText } from "./scrub.js"
+import { answerDecoding } from "./decodeAnswer.js"
 import { auditTrace, type RequestTrace } from "./supervise.js"
 
 /** Who a terminated TLS connection belongs to: set when the CONNECT was authorised. */
@@ -60,10 +61,18 @@ const relay = (req: http.IncomingMessage, res: http.ServerResponse, o: RelayOpti
     let down = 0
     let cut = false
     const upReq = http.request({ method: req.method ?? "GET", path: req.url ?? "/", headers: o.out, agent: o.agent }, (upRes) => {
+      // Only bytes the scrubber can read reach the box: a compressed answer is decoded first.
+      const decoding = answerDecoding(upRes.headers["content-encoding"])
+      if (!decoding.ok) {
+        upReq.destroy()
+        const refusal = new Refusal(502, `the upstream answered in a content-encoding roster cannot scrub (${decoding.coding})`, { why: "encoding" })
+        refuseResponse(res, refusal)
+        return resume(Effect.succeed({ status: 502, up, down, note: refusal.reason }))
+      }
       // Length may change when a secret is scrubbed: the box gets a chunked answer instead.
       res.writeHead(
         upRes.statusCode ?? 502,
-        responsePairs(upRes.rawHeaders, new Set(["content-length"]), (v) => scrubText(v, o.secrets, SENTINEL))
+        responsePairs(upRes.rawHeaders, new Set(["content-length", "content-encoding"]), (v) => scrubText(v, o.secrets, SENTINEL))
       )
       res.flushHeaders()
       upRes.on("data", (c: Buffer) => (down += c.length))
@@ -73,8 +82,18 @@ const relay = (req: http.IncomingMessage, res: http.ServerResponse, o: RelayOpti
         upReq.destroy()
       })
       const scrub = new Scrub(o.secrets, Buffer.from(SENTINEL))
-      ;(tap ? upRes.pipe(tap) : upRes).pipe(scrub).pipe(res)
-      upRes.once("end", () => resume(Effect.succeed({ status, up, down })))
+      const stages = [...decoding.decoders, ...(tap ? [tap] : []), scrub]
+      for (const stage of decoding.decoders) {
+        // A body that does not decode is cut, never passed on as it came.
+        stage.once("error", (e) => {
+          upReq.destroy()
+          res.destroy()
+          resume(Effect.succeed({ status: 502, up, down, note: `the answer did not decode: ${e.message}` }))
+        })
+      }
+      stages.reduce<NodeJS.ReadableStream>((from, stage) => from.pipe(stage), upRes).pipe(res)
+      upRes.once("end", () => decoding.decoders.length === 0 && resume(Effect.succeed({ status, up, down })))
+      scrub.once("end", () => decoding.decoders.length > 0 && !cut && resume(Effect.succeed({ status, up, down })))
       // The answer cut at its budget ends for the box with the tap's last event; the upstream is just dropped.
       scrub.once("end", () => cut && resume(Effect.succeed({ status, up, down, note: "answer cut: over its budget" })))
       upRes.once("error", () => cut || resume(Effect.succeed({ status: 502, up, down, note: "upstream closed mid-answer" })))
@@ -184,7 +203,7 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
     if (checked) body.feed(checked.body)
     // Loud, never silent: a sentinel that goes out anywhere taints the run (before the answer, when
     // it is known before sending), is audited by place and warned to the run.
-    const inHead = sentinelPlaces(out, req.url ?? "/")
+    const inHead = sentinelPlaces(out, req.url ?? "/", req.method)
     const before = [...inHead, ...(body.found() ? ["body"] : [])]
     const taintSentinel = (places: ReadonlyArray<string>) =>
       taintRun(self.taints, target.caller, "sentinel_upstream", target.host, `the placeholder went out in ${places.join(", ")}`)

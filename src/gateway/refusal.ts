@@ -19,6 +19,7 @@ export type RefusalWhy =
   | "tainted" // the run is tainted: its work stays quarantined
   | "budget" // a spend budget is used up
   | "upstream" // the upstream could not be reached or failed
+  | "encoding" // the upstream's answer is in a content-encoding the scrubber cannot undo
 
 export interface RefusalDetail {
   readonly why: RefusalWhy

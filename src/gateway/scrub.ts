@@ -1,69 +1,89 @@
 import { Transform, type TransformCallback } from "node:stream"
-import { allForms, scrubbing } from "./secretForms.js"
+import { type Scrubbing, scrubbing } from "./secretForms.js"
+import { findSpellings } from "./secretMatch.js"
+
+type Range = readonly [number, number]
+
+/** Where each fixed form (base64) occurs in `buf`. */
+const fixedRanges = (buf: Buffer, s: Scrubbing): Array<Range> => {
+  const out: Array<Range> = []
+  for (const form of s.buffers) {
+    for (let i = buf.indexOf(form); i >= 0; i = buf.indexOf(form, i + form.length)) out.push([i, i + form.length])
+  }
+  return out
+}
+
+/** The longest suffix of `buf` that a fixed form starts with (and so might complete in the next chunk). */
+const fixedTail = (buf: Buffer, s: Scrubbing): number => {
+  // Most chunks end in a byte no form has ("}", a newline): nothing to hold.
+  if (buf.length === 0 || !s.bytes.has(buf[buf.length - 1] as number)) return 0
+  for (let k = Math.min(s.keep, buf.length); k > 0; k--) {
+    const tail = buf.subarray(buf.length - k)
+    if (s.buffers.some((f) => f.length > k && f.subarray(0, k).equals(tail))) return k
+  }
+  return 0
+}
 
 /**
- * Replaces every occurrence of a secret — in every form `secretForms` knows (JSON-escaped,
- * percent-encoded, base64 at any alignment) — in a byte stream, across chunk boundaries. Only a
- * tail that could be the start of one is held back, so a streamed (SSE) answer still flows event
- * by event. The real credential never reaches the box, even when an upstream echoes it back.
+ * What of `buf` can be let through now, with every spelling of a secret in it replaced: the
+ * bytes up to `cut`, and where the rest (kept for the next chunk) begins. Ranges that reach past
+ * the cut are judged again with the kept bytes.
+ */
+const scrubUpTo = (buf: Buffer, s: Scrubbing, replacement: Buffer, atEnd: boolean) => {
+  const spelled = findSpellings(buf, s.patterns, atEnd)
+  let cut = atEnd ? buf.length : Math.min(spelled.held, buf.length - fixedTail(buf, s))
+  const ranges = [...spelled.found, ...fixedRanges(buf, s)].sort((a, b) => a[0] - b[0] || b[1] - a[1])
+  // From the last range back, so a range cut short moves the cut before the ranges it overlaps too.
+  for (let k = ranges.length - 1; k >= 0; k--) {
+    const [from, to] = ranges[k] as Range
+    if (from < cut && to > cut) cut = from
+  }
+  const parts: Array<Buffer> = []
+  let at = 0
+  for (const [from, to] of ranges) {
+    if (to > cut) continue
+    if (from < at) {
+      // Overlapping forms (a base64 core inside a spelled match): the union goes.
+      at = Math.max(at, to)
+      continue
+    }
+    parts.push(buf.subarray(at, from), replacement)
+    at = to
+  }
+  parts.push(buf.subarray(at, cut))
+  return { out: parts.length === 1 ? parts[0] as Buffer : Buffer.concat(parts), cut }
+}
+
+/**
+ * Replaces every occurrence of a secret — spelled with each character as itself, `%hh` or
+ * `\uhhhh` in any mix (`secretMatch`), or base64 at any alignment — in a byte stream, across
+ * chunk boundaries. Only a tail that could be the start of one is held back, so a streamed (SSE)
+ * answer still flows event by event. The real credential never reaches the box, even when an
+ * upstream echoes it back.
  */
 export class Scrub extends Transform {
   private carry = Buffer.alloc(0)
-  private readonly secrets: ReadonlyArray<Buffer>
-  private readonly keep: number
-  private readonly bytes: ReadonlySet<number>
+  private readonly scrubbing: Scrubbing
 
   constructor(secrets: ReadonlyArray<string>, private readonly replacement: Buffer) {
     super()
-    const s = scrubbing(secrets)
-    this.secrets = s.buffers
-    this.keep = s.keep
-    this.bytes = s.bytes
-  }
-
-  private replaceAll(buf: Buffer): Buffer {
-    let out = buf
-    for (const secret of this.secrets) {
-      let i = out.indexOf(secret)
-      if (i < 0) continue
-      const parts: Array<Buffer> = []
-      let from = 0
-      while (i >= 0) {
-        parts.push(out.subarray(from, i), this.replacement)
-        from = i + secret.length
-        i = out.indexOf(secret, from)
-      }
-      parts.push(out.subarray(from))
-      out = Buffer.concat(parts)
-    }
-    return out
+    this.scrubbing = scrubbing(secrets)
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback) {
-    const joined = this.replaceAll(this.carry.length === 0 ? chunk : Buffer.concat([this.carry, chunk]))
-    const cut = joined.length - this.heldTail(joined)
+    const joined = this.carry.length === 0 ? chunk : Buffer.concat([this.carry, chunk])
+    const { out, cut } = scrubUpTo(joined, this.scrubbing, this.replacement, false)
     this.carry = Buffer.from(joined.subarray(cut))
-    if (cut > 0) this.push(joined.subarray(0, cut))
+    if (out.length > 0) this.push(out)
     done()
   }
 
-  /** The longest suffix of `buf` that a secret starts with (and so might complete in the next chunk). */
-  private heldTail(buf: Buffer): number {
-    // Most chunks end in a byte no form has ("}", a newline): nothing to hold.
-    if (buf.length === 0 || !this.bytes.has(buf[buf.length - 1] as number)) return 0
-    for (let k = Math.min(this.keep, buf.length); k > 0; k--) {
-      const tail = buf.subarray(buf.length - k)
-      if (this.secrets.some((s) => s.length > k && s.subarray(0, k).equals(tail))) return k
-    }
-    return 0
-  }
-
   override _flush(done: TransformCallback) {
-    if (this.carry.length > 0) this.push(this.replaceAll(this.carry))
+    if (this.carry.length > 0) this.push(scrubUpTo(this.carry, this.scrubbing, this.replacement, true).out)
     done()
   }
 }
 
 /** The same scrub for a whole text (a header value). */
 export const scrubText = (text: string, secrets: ReadonlyArray<string>, replacement: string) =>
-  allForms(secrets).reduce((t, s) => t.split(s).join(replacement), text)
+  scrubUpTo(Buffer.from(text), scrubbing(secrets), Buffer.from(replacement), true).out.toString()

@@ -1,5 +1,6 @@
 import { Cause, Clock, Effect } from "effect"
 import { Audit, type AuditRecord } from "./Audit.js"
+import { redactMarks } from "./sentinelScan.js"
 
 /** What is known of a request so far: each handler fills it in, so a failure is still audited with it. */
 export interface RequestTrace {
@@ -24,7 +25,9 @@ export const auditTrace = (
     const audit = yield* Audit
     const now = yield* Clock.currentTimeMillis
     const { startedAt: _, ...where } = trace
-    yield* audit.write({ injected: false, bytes_up: 0, bytes_down: 0, ...where, ...fields, duration_ms: now - trace.startedAt })
+    yield* audit.write({
+      injected: false, bytes_up: 0, bytes_down: 0, ...where, path: redactMarks(where.path), ...fields, duration_ms: now - trace.startedAt
+    })
   })
 
 /**

@@ -150,6 +150,48 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(e.headers["proxy-authorization"]).toBeUndefined()
   })
 
+  it("a compressed reflecting answer (gzip, br, deflate, stacked) is decoded and scrubbed; an encoding roster cannot undo is a 502", async () => {
+    for (const as of ["gzip", "br", "deflate", "deflate-raw", "gzip,br"]) {
+      const r = await viaGateway(port, ALICE, "198.51.100.7:8443", { path: `/encoded?as=${as}`, headers: { "x-api-key": SENTINEL } }, [rosterCa])
+      expect(r.status, as).toBe(200)
+      // The box gets the decoded bytes (no content-encoding left to undo) with the key scrubbed.
+      expect(r.headers["content-encoding"], as).toBeUndefined()
+      const answer = JSON.parse(r.body) as { echoed: string; headers: Record<string, string> }
+      expect(answer.echoed, as).toBe(SENTINEL)
+      expect(answer.headers["accept-encoding"], as).toBe("identity")
+      expect(r.body, as).not.toContain(REAL_KEY)
+    }
+    const zstd = await viaGateway(port, ALICE, "198.51.100.7:8443", { path: "/encoded?as=zstd", headers: { "x-api-key": SENTINEL } }, [rosterCa])
+    expect(zstd.status).toBe(502)
+    expect(JSON.parse(zstd.body).roster.why).toBe("encoding")
+    expect(zstd.body).not.toContain(REAL_KEY)
+  })
+
+  it("a key reflected with only some characters encoded (%2D, %2d, \\u002d, a mix) never reaches the box", async () => {
+    const r = await viaGateway(port, ALICE, "198.51.100.7:8443", { path: "/partial", headers: { "x-api-key": SENTINEL } }, [rosterCa])
+    expect(r.status).toBe(200)
+    // Each spelling came back scrubbed whole: the box parses the sentinel (the JSON-encoded one, its text).
+    const answer = JSON.parse(r.body) as { raw: ReadonlyArray<string>; json: string }
+    expect(answer.raw).toEqual([SENTINEL, SENTINEL, SENTINEL, SENTINEL, SENTINEL])
+    expect(answer.json).toBe(SENTINEL)
+    expect(r.body).not.toMatch(/REAL|api03/)
+    expect(r.headers["x-reflected"]).toBe(SENTINEL)
+  })
+
+  it("the sentinel only in the URL path is audited by place (never by value), taints the run and warns it", async () => {
+    const r = await viaGateway(port, ALICE, "api.example.com:8443", { path: `/v1/${SENTINEL}/x`, headers: { "x-api-key": SENTINEL } }, [rosterCa])
+    expect(r.status).toBe(200)
+    const records = fs.readdirSync(auditDir).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n")).map((l) => JSON.parse(l))
+    const audited = records.find((x) => x.path === "/v1/[sentinel]/x")
+    expect(audited).toMatchObject({ run_id: "run-alice", status: 200, injected: true, sentinel_unsubstituted: ["path"] })
+    const warned = (r: RunRecord | undefined) => r?.warnings?.some((w) => w.includes("api.example.com") && w.includes("in path")) === true
+    // The taint is written before the box hears the answer; the warning once the answer is done.
+    let alice = await readRun("alice", "run-alice")
+    for (let i = 0; i < 40 && !warned(alice); i++) alice = await new Promise((r) => setTimeout(r, 50)).then(() => readRun("alice", "run-alice"))
+    expect(alice?.tainted).toContainEqual(expect.objectContaining({ reason: "sentinel_upstream", host: "api.example.com", detail: "the placeholder went out in path" }))
+    expect(warned(alice)).toBe(true)
+  })
+
   it("a [[route]] sends a granted host to its upstream, injected", async () => {
     const r = await viaGateway(port, ALICE, "api.example.com:8443", { path: "/v1/models", headers: { "x-api-key": SENTINEL } }, [rosterCa])
     expect(r.status).toBe(200)

@@ -37,6 +37,33 @@ const APP = `
       });
       return;
     }
+    // A hostile reflector: the key it got, compressed whatever was asked (?as=gzip|br|deflate|deflate-raw|zstd|gzip,br),
+    // or spelled with only some characters encoded (/partial).
+    if (q.url.startsWith("/encoded")) {
+      const zlib = require("zlib");
+      const as = new URL(q.url, "http://x").searchParams.get("as") || "gzip";
+      let body = Buffer.from(JSON.stringify({ echoed: q.headers["x-api-key"], headers: q.headers }));
+      for (const c of as.split(",")) {
+        body = c === "gzip" ? zlib.gzipSync(body) : c === "br" ? zlib.brotliCompressSync(body) : c === "deflate" ? zlib.deflateSync(body)
+          : c === "deflate-raw" ? zlib.deflateRawSync(body) : Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), body]);
+      }
+      r.writeHead(200, { "content-type": "application/json", "content-encoding": as.replace("deflate-raw", "deflate") });
+      return r.end(body);
+    }
+    if (q.url === "/partial") {
+      const k = String(q.headers["x-api-key"] || "");
+      const hex = (c, w) => c.charCodeAt(0).toString(16).padStart(w, "0");
+      const raw = [
+        k.replace(/-/g, "%2D"),
+        k.replace(/-/g, (m, i) => (i % 2 ? "%2d" : "%2D")),
+        k.replace(/-/g, "\\\\u002d"),
+        [...k].map((c, i) => (i % 3 === 0 ? "%" + hex(c, 2) : i % 3 === 1 ? "\\\\u" + hex(c, 4).toUpperCase() : c)).join(""),
+        k.replace(/-/g, "%252D")
+      ];
+      // Written as they are (not JSON-escaped again), plus one JSON-encoded: "\\\\u002d" on the wire.
+      r.writeHead(200, { "content-type": "application/json", "x-reflected": raw[0] });
+      return r.end('{"raw":["' + raw.join('","') + '"],"json":' + JSON.stringify(k.replace(/-/g, "\\\\u002d")) + "}");
+    }
     if (q.url === "/redirect") { r.writeHead(302, { location: "https://elsewhere.test/next" }); return r.end(); }
     if (q.url === "/sse") {
       r.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });

@@ -121,3 +121,75 @@ describe("a hostile echo: the secret reflected in every form roster scrubs", () 
     }
   })
 })
+
+describe("a partial encoding: each character of the secret plain, %hh or \\uhhhh, in any case and any mix", () => {
+  const hex = (n: number, width: number, upper: boolean) => {
+    const h = n.toString(16).padStart(width, "0")
+    return upper ? h.toUpperCase() : h
+  }
+  /** The secret with character i spelled as `forms[i]` (0 plain, 1 %hh, 2 \uhhhh), hex case by `cases[i]`. */
+  const spell = (secret: string, forms: ReadonlyArray<number>, cases: ReadonlyArray<boolean>) =>
+    [...secret].map((c, i) => {
+      const form = forms[i % forms.length] ?? 0
+      const upper = cases[i % cases.length] ?? false
+      if (form === 1) return [...Buffer.from(c)].map((b) => `%${hex(b, 2, upper)}`).join("")
+      if (form === 2) return `\\u${hex(c.charCodeAt(0), 4, upper)}`
+      return c
+    }).join("")
+  const cutInto = (text: string, cuts: ReadonlyArray<number>) => {
+    const chunks: Array<string> = []
+    for (let i = 0, k = 0; i < text.length; k++) {
+      const n = cuts[k % cuts.length] ?? 1
+      chunks.push(text.slice(i, i + n))
+      i += n
+    }
+    return chunks
+  }
+  const decodeAll = (t: string) => {
+    const unicode = t.replace(/\\u([0-9a-fA-F]{4})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)))
+    try {
+      return decodeURIComponent(unicode)
+    } catch {
+      return unicode
+    }
+  }
+
+  it("is never let through, whatever the mix and however the stream is cut (property)", async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.string({ minLength: 12, maxLength: 40, unit: fc.constantFrom(..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~") }),
+      fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 40 }),
+      fc.array(fc.boolean(), { minLength: 1, maxLength: 40 }),
+      fc.array(fc.integer({ min: 1, max: 11 }), { minLength: 1, maxLength: 20 }),
+      fc.constantFrom("", "%", "\\", "%2", "\\u00", "x"),
+      async (secret, forms, cases, cuts, before) => {
+        const spelled = spell(secret, forms, cases)
+        const body = `data: {"echo":"${before}${spelled}","n":1}\n\n`
+        const out = await scrubbed(cutInto(body, cuts), [secret])
+        expect(decodeAll(out)).not.toContain(secret)
+        // Nothing else is touched — but a backslash just before a \\u spelling is that escape's own, escaped again.
+        const kept = `data: {"echo":"${before}[S]","n":1}\n\n`
+        expect(before === "\\" && spelled.startsWith("\\u") ? [kept, `data: {"echo":"[S]","n":1}\n\n`] : [kept]).toContain(out)
+      }
+    ), { numRuns: 600 })
+  })
+
+  it("the forms the attack used: sk%2Dant%2D…, mixed case %2d, sk\\u002dant…", async () => {
+    const secret = "sk-ant-api03-REALsecretVALUE-0123"
+    for (const reflected of [
+      "sk%2Dant%2Dapi03%2DREALsecretVALUE%2D0123",
+      "sk%2dant%2Dapi03-REALsecretVALUE%2d0123",
+      "sk\\u002dant\\u002Dapi03\\u002dREALsecretVALUE-0123",
+      "%73k-ant-api03-REAL%73ecretVALUE-0123",
+      "sk-ant-api03-REALsecretVALUE-0123"
+    ]) {
+      expect(await scrubbed(cutInto(`{"e":"${reflected}"}`, [3, 5, 2]), [secret])).toBe(`{"e":"[S]"}`)
+      expect(scrubText(`x ${reflected} y`, [secret], "[S]")).toBe("x [S] y")
+    }
+  })
+
+  it("leaves text that only starts like the secret alone, and flows when nothing could be starting", async () => {
+    const secret = "sk-ant-api03-REALsecretVALUE-0123"
+    expect(await scrubbed(["sk-ant-api03-REAL", "secret but not the rest\n"], [secret])).toBe("sk-ant-api03-REALsecret but not the rest\n")
+    expect(await scrubbed(["100% of \\n escapes\\", "u0041 and %41\n"], [secret])).toBe("100% of \\n escapes\\u0041 and %41\n")
+  })
+})

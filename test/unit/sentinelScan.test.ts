@@ -33,3 +33,24 @@ describe("a sentinel leaving the gateway is found where it is", () => {
     expect(w).not.toContain(SENTINEL)
   })
 })
+
+describe("the sentinel in the request line, or spelled partly encoded", () => {
+  it("is found in the path, plain or percent-encoded, apart from the query", () => {
+    expect(sentinelPlaces({}, `/v1/${SENTINEL}/x`)).toEqual(["path"])
+    expect(sentinelPlaces({}, `/v1/${encodeURIComponent(SENTINEL).replace(/-/g, "%2d")}/x?y=1`)).toEqual(["path"])
+    expect(sentinelPlaces({}, `/v1/${SENTINEL}?k=${SENTINEL}`)).toEqual(["path", "query"])
+    expect(sentinelPlaces({}, "/v1/roster-sentinel/x")).toEqual([])
+  })
+
+  it("is found in a header or a body however its characters are spelled", () => {
+    const mixed = SENTINEL.replace(/-/g, (_, i: number) => (i % 2 ? "%2D" : "\\u002d"))
+    expect(sentinelPlaces({ "x-note": mixed }, "/")).toEqual(["header:x-note"])
+    const text = `{"note":"${mixed}"}`
+    for (let cut = 1; cut < text.length; cut++) {
+      const scan = bodyScanner()
+      scan.feed(Buffer.from(text.slice(0, cut)))
+      scan.feed(Buffer.from(text.slice(cut)))
+      expect(scan.found(), `cut at ${cut}`).toBe(true)
+    }
+  })
+})
