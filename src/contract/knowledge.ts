@@ -9,7 +9,10 @@ export const KnowledgeResult = Schema.Struct({
   quarantined_ref: Schema.optional(Schema.String),
   landed_ref: Schema.optional(Schema.String),
   unchanged: Schema.optional(Schema.Boolean),
-  error: Schema.optional(Schema.String)
+  /** What could not be parked, and that the clone is kept. */
+  error: Schema.optional(Schema.String),
+  /** The run's clone on the host, kept because not all of its work could be parked. */
+  kept: Schema.optional(Schema.String)
 })
 export type KnowledgeResult = typeof KnowledgeResult.Type
 
@@ -27,7 +30,7 @@ export type KnowledgePush = typeof KnowledgePush.Type
 /** One line on how a run's repo ended, for the log and `runs show`. */
 export const knowledgeLine = (r: KnowledgeResult) =>
   r.error !== undefined
-    ? `${r.connection}: not finished (${r.error})`
+    ? `${r.connection}: ${r.quarantined_ref ? `kept on ${r.quarantined_ref}, but ` : r.landed_ref ? `landed, but ` : ""}not all parked (${r.error})`
     : r.quarantined_ref !== undefined
     ? `${r.connection}: unlanded work kept on ${r.quarantined_ref}`
     : r.landed_ref !== undefined

@@ -119,6 +119,26 @@ node -e 'fetch("http://blocked.example.test/").then((r) => console.log("NODE-FET
     expect(shown.stdout).toContain(`roster runs untaint ${run.id} --reason`)
   }, 120_000)
 
+  it("a box that runs git init in a sub-folder of its clone: its commits are still parked, and the clone is kept, not deleted", async () => {
+    const prompt = script(d, "nested.sh", `cd /pihome/mnt/knowledge || exit 3
+echo kept > kept.md && git add kept.md && git commit -qm "box work" && echo COMMITTED
+mkdir -p vendor/lib && cd vendor/lib && git init -q && echo inner > inner.md && echo NESTED
+`)
+    const r = await d.roster(["worker", "run", "alice", prompt])
+    expect(r.code, r.stderr).toBe(0)
+    const run = lastRun(d)
+    expect(run.stdout).toContain("NESTED")
+    const ref = `refs/quarantine/run-${run.id}`
+    const clone = d.file("data", "repos", "alice", run.id, "knowledge")
+    expect(run.record.knowledge).toEqual([expect.objectContaining({ connection: "knowledge", quarantined_ref: ref, kept: clone })])
+    expect(String(run.record.knowledge?.[0]?.error)).toContain("vendor/lib/ is a git repository of its own, not parked")
+    expect(sh(canonical, "show", `${ref}:kept.md`)).toBe("kept")
+    expect(fs.readFileSync(path.join(clone, "vendor", "lib", "inner.md"), "utf8")).toBe("inner\n")
+    const shown = await d.roster(["runs", "show", run.id])
+    expect(shown.stdout).toContain(`the clone is kept at ${clone}`)
+    fs.rmSync(d.file("data", "repos", "alice", run.id), { recursive: true, force: true })
+  }, 120_000)
+
   it("knowledge_push lands a fast-forward and refuses a protected path; the next briefing names what is not landed", async () => {
     const prompt = script(d, "push.sh", `${PUSH}cd /pihome/mnt/knowledge || exit 3
 echo landed > landed.md && git add landed.md && git commit -qm land && push

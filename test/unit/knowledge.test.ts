@@ -47,6 +47,57 @@ const runDirFor = (paths: ReturnType<typeof tempPaths>, runId: string) => {
 }
 
 describe("gated repos", () => {
+  it.effect("a nested git init (empty or with commits) in the clone: the rest is parked, the nested repos named, and the clone kept", () => {
+    const paths = tempPaths()
+    const canonical = canonicalRepo(paths.home)
+    const runId = "2026-11-29-10-00-00-0000000e"
+    runDirFor(paths, runId)
+    return Effect.gen(function*() {
+      const [c] = yield* provisionRepos(WORKER, runId, [mountOf(canonical)], BOX_USER)
+      fs.writeFileSync(path.join(c!.clone, "notes.md"), "committed\n")
+      sh(c!.clone, "add", "notes.md")
+      sh(c!.clone, "commit", "--quiet", "-m", "work")
+      fs.writeFileSync(path.join(c!.clone, "draft.md"), "not committed\n")
+      // One nested repository with no commit (git add fails on it), one with a commit (git add would keep only its id).
+      fs.mkdirSync(path.join(c!.clone, "sub", "empty"), { recursive: true })
+      sh(path.join(c!.clone, "sub", "empty"), "init", "--quiet")
+      fs.writeFileSync(path.join(c!.clone, "sub", "empty", "inside.md"), "nested work\n")
+      fs.mkdirSync(path.join(c!.clone, "tool"))
+      sh(path.join(c!.clone, "tool"), "init", "--quiet")
+      fs.writeFileSync(path.join(c!.clone, "tool", "a.md"), "a\n")
+      sh(path.join(c!.clone, "tool"), "add", "a.md")
+      sh(path.join(c!.clone, "tool"), "commit", "--quiet", "-m", "nested")
+      const [result] = yield* finishRepos(WORKER, runId)
+      const ref = `refs/quarantine/run-${runId}`
+      expect(result).toMatchObject({ quarantined_ref: ref, kept: c!.clone })
+      expect(result?.error).toContain("sub/empty/, tool/ are git repositories of its own, not parked")
+      // The commits and the uncommitted file are parked; the nested repos are not guessed at.
+      expect(sh(canonical, "show", `${ref}:draft.md`)).toBe("not committed")
+      expect(sh(canonical, "show", `${ref}^:notes.md`)).toBe("committed")
+      expect(sh(canonical, "ls-tree", "-r", "--name-only", ref)).not.toContain("tool")
+      // Nothing unparked is deleted: the clone, with the nested work, is where the result says.
+      expect(fs.readFileSync(path.join(c!.clone, "sub", "empty", "inside.md"), "utf8")).toBe("nested work\n")
+    }).pipe(Effect.provide(unitLayer(paths)))
+  })
+
+  it.effect("a backstop that cannot read the clone at all parks nothing and deletes nothing", () => {
+    const paths = tempPaths()
+    const canonical = canonicalRepo(paths.home)
+    const runId = "2026-11-29-10-00-00-0000000f"
+    runDirFor(paths, runId)
+    return Effect.gen(function*() {
+      const [c] = yield* provisionRepos(WORKER, runId, [mountOf(canonical)], BOX_USER)
+      fs.writeFileSync(path.join(c!.clone, "draft.md"), "work\n")
+      // The box replaced its .git with a symlink: the host refuses to read it.
+      fs.renameSync(path.join(c!.clone, ".git"), path.join(c!.clone, "real-git"))
+      fs.symlinkSync("real-git", path.join(c!.clone, ".git"))
+      const [result] = yield* finishRepos(WORKER, runId)
+      expect(result).toMatchObject({ head: null, kept: c!.clone })
+      expect(result?.error).toContain(`nothing parked, the clone is kept at ${c!.clone}`)
+      expect(fs.readFileSync(path.join(c!.clone, "draft.md"), "utf8")).toBe("work\n")
+    }).pipe(Effect.provide(unitLayer(paths)))
+  })
+
   it.effect("a run commits and edits without pushing: its work is quarantined, the default branch untouched, the clone removed", () => {
     const paths = tempPaths()
     const canonical = canonicalRepo(paths.home)
