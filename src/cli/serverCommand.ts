@@ -10,7 +10,7 @@ import { GatewayProbe } from "../contract/GatewayProbe.js"
 import { type GatewayState, readGatewayState } from "../contract/gatewayState.js"
 import { lockHolder } from "../daemon/lock.js"
 import { OrgConfig } from "../config/OrgConfig.js"
-import { pidExists } from "../contract/owner.js"
+import { pidAlive } from "../contract/owner.js"
 import { viaDaemon } from "../api/controlClient.js"
 import { serviceUnit } from "./serviceUnit.js"
 
@@ -22,8 +22,8 @@ export class ServerError extends Schema.TaggedError<ServerError>()("ServerError"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
 
-// A daemon started by another user (root, say) answers EPERM: it is running all the same.
-const alive = pidExists
+// A daemon started by another user (root, say) answers EPERM: it is running all the same; a zombie is not.
+const alive = pidAlive
 
 /**
  * The running daemon of this deployment, if any: the process holding its lock (or, for a daemon
@@ -33,7 +33,7 @@ const alive = pidExists
 const current = Effect.gen(function*() {
   const holder = yield* lockHolder
   const recorded = yield* readGatewayState
-  const state = recorded && alive(recorded.pid) && (!holder || holder.pid === recorded.pid) ? recorded : undefined
+  const state = recorded && (yield* alive(recorded.pid)) && (!holder || holder.pid === recorded.pid) ? recorded : undefined
   if (!holder && !state) return undefined
   const pid = holder?.pid ?? state?.pid ?? -1
   const health = state ? yield* (yield* GatewayProbe).health(state.port) : undefined
@@ -74,7 +74,7 @@ const start = Command.make("start", {
     const pid = child.pid ?? -1
     const up = yield* Effect.gen(function*() {
       const s = yield* readGatewayState
-      if (!alive(pid)) return "died" as const
+      if (!(yield* alive(pid))) return "died" as const
       if (s?.pid !== pid) return yield* Effect.fail("starting" as const)
       const health = yield* (yield* GatewayProbe).health(s.port)
       return health?.ok ? "up" as const : yield* Effect.fail("starting" as const)
@@ -102,7 +102,7 @@ const stop = Command.make("stop", {}, () =>
     if (!running) return yield* Console.log("roster server is not running")
     const pid = running.pid
     process.kill(pid, "SIGTERM")
-    const gone = yield* Effect.suspend(() => (alive(pid) ? Effect.fail("alive") : Effect.succeed(true))).pipe(
+    const gone = yield* alive(pid).pipe(Effect.flatMap((up) => (up ? Effect.fail("alive") : Effect.succeed(true))),
       Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo("10 seconds"))),
       Effect.orElseSucceed(() => false)
     )

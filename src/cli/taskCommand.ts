@@ -22,7 +22,7 @@ const ago = (iso: string, now: number) => {
 }
 
 const line = (t: TaskRecord, now: number) =>
-  `${t.task_id}  ${t.status.padEnd(9)}  ${t.worker.padEnd(12)}  ${ago(t.created_at, now).padEnd(8)}  ${short(t.prompt, 60)}`
+  `${t.task_id}  ${t.status.padEnd(9)}  ${t.worker.padEnd(12)}  ${ago(t.created_at, now).padEnd(8)}  ${short(t.unreadable ? (t.reason ?? "record unreadable") : t.prompt, 60)}`
 
 const add = Command.make("add", {
   json,

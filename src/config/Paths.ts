@@ -69,6 +69,8 @@ export const layout = (p: RosterPaths) => ({
   journalFile: (worker: string) => path.join(p.data, "journal", `${worker}.jsonl`),
   tasksDir: path.join(p.data, "tasks", "records"),
   taskFile: (taskId: string) => path.join(p.data, "tasks", "records", `${taskId}.json`),
+  /** Task records roster could not read, put aside as they were (each listed as a failed task). */
+  tasksUnreadableDir: path.join(p.data, "tasks", "unreadable"),
   /** The worker's queue as its boxes see it (/pihome/self/schedule.json), rewritten in place. */
   tasksView: (worker: string) => path.join(p.data, "tasks", "views", `${worker}.json`),
   vaultDir: path.join(p.data, "vault"),

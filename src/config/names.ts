@@ -34,3 +34,15 @@ export const validateChannelName = (name: string) =>
 
 const RUN_ID = /^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-[0-9a-f]{8}$/
 export const isRunId = (id: string): boolean => RUN_ID.test(id)
+
+const TASK_ID = /^t-[0-9a-f]{8}$/
+export const isTaskId = (id: string): boolean => TASK_ID.test(id)
+
+/**
+ * The same checks as Schemas, for every record read back from disk or the wire: a name in a
+ * hand-written or damaged file is refused by its decoder before it can become a path.
+ */
+export const WorkerName = Schema.String.pipe(Schema.filter((s) => isWorkerName(s) || `"${s}" is not a worker name`))
+export const ChannelName = Schema.String.pipe(Schema.filter((s) => CHANNEL_NAME.test(s) || `"${s}" is not a channel name`))
+export const RunId = Schema.String.pipe(Schema.filter((s) => isRunId(s) || `"${s}" is not a run id`))
+export const TaskId = Schema.String.pipe(Schema.filter((s) => isTaskId(s) || `"${s}" is not a task id`))

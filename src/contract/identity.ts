@@ -1,12 +1,13 @@
 import { Schema } from "effect"
 import * as path from "node:path"
+import { RunId, TaskId, WorkerName } from "../config/names.js"
 
 /** What the gateway learns from a run's token: who is calling, for which run. */
 export const IdentityRecord = Schema.Struct({
   subject: Schema.String,
-  run_id: Schema.String,
-  worker: Schema.String,
-  task_id: Schema.NullOr(Schema.String)
+  run_id: RunId,
+  worker: WorkerName,
+  task_id: Schema.NullOr(TaskId)
 })
 export type IdentityRecord = typeof IdentityRecord.Type
 

@@ -12,13 +12,19 @@ export interface Owner {
 }
 
 // The command name (field 2) is in parentheses and may itself hold spaces or ")": read after the last ")".
-const startOf = (stat: string) => stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? ""
+const fieldsAfterName = (stat: string) => stat.slice(stat.lastIndexOf(")") + 2).split(" ")
 
-export const processStart = (pid: number) =>
+/** What /proc says of a process: its state letter (field 3) and start time (field 22); undefined when it cannot be read. */
+const procStat = (pid: number) =>
   Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(`/proc/${pid}/stat`)).pipe(
-    Effect.map(startOf),
-    Effect.orElseSucceed(() => "")
+    Effect.map((stat) => {
+      const fields = fieldsAfterName(stat)
+      return { state: fields[0] ?? "", start: fields[19] ?? "" }
+    }),
+    Effect.orElseSucceed(() => undefined)
   )
+
+export const processStart = (pid: number) => Effect.map(procStat(pid), (s) => s?.start ?? "")
 
 export const currentOwner = Effect.map(processStart(process.pid), (start): Owner => ({ pid: process.pid, start }))
 
@@ -34,12 +40,17 @@ export const pidExists = (pid: number) => {
 }
 
 /**
- * Is this exact process still running? Gone means: no such pid, or a pid whose start time is
- * known and differs (the kernel gave it to another process). A start time that cannot be read
- * right now is not proof of anything: the owner counts as alive, and the next look decides — a
- * box is killed for a dead owner only when the owner is surely dead.
+ * Is this exact process still running? Gone means: no such pid, a zombie (killed, its exit not
+ * yet collected by its parent — a daemon's parent is often an init that reaps late), or a pid
+ * whose start time is known and differs (the kernel gave it to another process). A start time
+ * that cannot be read right now is not proof of anything: the owner counts as alive, and the
+ * next look decides — a box is killed for a dead owner only when the owner is surely dead.
  */
 export const ownerAlive = (owner: Owner) =>
   Number.isInteger(owner.pid) && owner.pid > 0 && pidExists(owner.pid)
-    ? owner.start === "" ? Effect.succeed(true) : Effect.map(processStart(owner.pid), (s) => s === "" || s === owner.start)
+    ? Effect.map(procStat(owner.pid), (s) =>
+      s === undefined || ((s.state !== "Z" && s.state !== "X") && (owner.start === "" || s.start === "" || s.start === owner.start)))
     : Effect.succeed(false)
+
+/** Whether a process with this pid runs (a zombie does not), whoever started it. */
+export const pidAlive = (pid: number) => ownerAlive({ pid, start: "" })

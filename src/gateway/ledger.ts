@@ -1,13 +1,14 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Effect, Schema } from "effect"
+import { RunId, WorkerName } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
 import { Files } from "../fs/Files.js"
 
 /** One model answer in the ledger: whose, which model, its tokens and estimated cost. */
 export const LedgerEntry = Schema.Struct({
   time: Schema.String,
-  run_id: Schema.String,
-  worker: Schema.String,
+  run_id: RunId,
+  worker: WorkerName,
   model: Schema.String,
   input: Schema.Number,
   output: Schema.Number,

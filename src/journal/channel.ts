@@ -1,5 +1,6 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Effect, Option, Schema } from "effect"
+import { RunId } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
 import { writeAtomic } from "../fs/atomic.js"
 import { Files } from "../fs/Files.js"
@@ -9,7 +10,7 @@ export const ChannelEntry = Schema.Struct({
   time: Schema.String,
   author: Schema.String,
   text: Schema.String,
-  run_id: Schema.optional(Schema.String)
+  run_id: Schema.optional(RunId)
 })
 export type ChannelEntry = typeof ChannelEntry.Type
 

@@ -1,4 +1,5 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { ChannelName, RunId, TaskId, WorkerName } from "../config/names.js"
 import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { KnowledgePush, KnowledgeResult } from "../contract/knowledge.js"
 import { runFiles } from "../contract/runFiles.js"
@@ -15,10 +16,10 @@ export type EndedBy = typeof EndedBy.Type
 
 /** A run's `run.json`: who, what kind, when, how it ended, and what it did (snapshot, repos, messages, tasks). */
 export const RunRecord = Schema.Struct({
-  run_id: Schema.String,
-  worker: Schema.String,
+  run_id: RunId,
+  worker: WorkerName,
   kind: Schema.Literal("box", "task", "session"),
-  task_id: Schema.NullOr(Schema.String),
+  task_id: Schema.NullOr(TaskId),
   started_at: Schema.String,
   finished_at: Schema.NullOr(Schema.String),
   ended_by: Schema.NullOr(EndedBy),
@@ -44,7 +45,7 @@ export const RunRecord = Schema.Struct({
   knowledge: Schema.optional(Schema.Array(KnowledgeResult)),
   knowledge_pushes: Schema.optional(Schema.Array(KnowledgePush)),
   /** The channel the run served (`--channel`). */
-  channel: Schema.optional(Schema.String),
+  channel: Schema.optional(ChannelName),
   /** What the run should know it did wrong, once each (a request that left with a sentinel, say). Never a real value. */
   warnings: Schema.optional(Schema.Array(Schema.String)),
   /** Why the gateway stopped trusting this run's work (refused egress, a sentinel sent upstream, a budget); kept quarantined. */
@@ -56,7 +57,7 @@ export const RunRecord = Schema.Struct({
   /** Set when the gateway stopped the run (a spend budget): it ends as `ended_by` this. */
   stopped: Schema.optional(RunStopped),
   /** Follow-up tasks the run queued for its worker (set_tasks). */
-  queued_tasks: Schema.optional(Schema.Array(Schema.String))
+  queued_tasks: Schema.optional(Schema.Array(TaskId))
 })
 export type RunRecord = typeof RunRecord.Type
 

@@ -20,6 +20,10 @@ export const listRuns = (worker: Option.Option<string>) =>
       for (const id of ids.filter(isRunId)) {
         const record = yield* readRunDir(path.join(root, w, id))
         if (record) out.push(record)
+        // A damaged run.json is left as it is, and said: never silently missing from the list.
+        else if (yield* fs.exists(path.join(root, w, id, "run.json")).pipe(Effect.orElseSucceed(() => false))) {
+          yield* Effect.logWarning(`run ${id} of ${w}: its run.json is unreadable (${path.join(root, w, id, "run.json")}) — not listed`)
+        }
       }
     }
     // Newest first by when they started: ids have one-second resolution and a random suffix.

@@ -1,4 +1,7 @@
 import { Schema } from "effect"
+import { ChannelName, isTaskId, RunId, TaskId, WorkerName } from "../config/names.js"
+
+export { isTaskId }
 
 /** Where a task is: waiting its turn, held without a model credential, running, or ended (done, failed, cancelled). */
 export const TaskStatus = Schema.Literal("queued", "running", "done", "failed", "cancelled", "held")
@@ -10,30 +13,30 @@ export const isFinal = (s: TaskStatus) => s === "done" || s === "failed" || s ==
 /** Who queued a task: a person (the CLI, the API) or a worker for itself (set_tasks, from a run). */
 export const TaskOrigin = Schema.Struct({
   by: Schema.Literal("person", "self"),
-  run_id: Schema.NullOr(Schema.String),
-  task_id: Schema.NullOr(Schema.String)
+  run_id: Schema.NullOr(RunId),
+  task_id: Schema.NullOr(TaskId)
 })
 export type TaskOrigin = typeof TaskOrigin.Type
 
 /** `data/tasks/records/<id>.json`: one task through its life, written atomically at each change. */
 export const TaskRecord = Schema.Struct({
-  task_id: Schema.String,
-  worker: Schema.String,
+  task_id: TaskId,
+  worker: WorkerName,
   prompt: Schema.String,
   status: TaskStatus,
   /** Queue order: tasks are claimed by seq (ties, from two CLIs adding at once, by id). */
   seq: Schema.Number,
   ceiling_min: Schema.NullOr(Schema.Number),
   /** Runs only after this task is done; fails if that one fails or is cancelled. */
-  after: Schema.NullOr(Schema.String),
+  after: Schema.NullOr(TaskId),
   origin: TaskOrigin,
   /** The channel its run serves (/pihome/channel and the worker's store in it). */
-  channel: Schema.optional(Schema.String),
+  channel: Schema.optional(ChannelName),
   created_at: Schema.String,
   updated_at: Schema.String,
   started_at: Schema.NullOr(Schema.String),
   finished_at: Schema.NullOr(Schema.String),
-  run_ids: Schema.Array(Schema.String),
+  run_ids: Schema.Array(RunId),
   ended_by: Schema.NullOr(Schema.String),
   exit_code: Schema.NullOr(Schema.Number),
   /** Why it is held, failed or cancelled — with the fix when there is one. */
@@ -42,12 +45,12 @@ export const TaskRecord = Schema.Struct({
   /** Finished by a daemon that found its box still running after a restart. */
   adopted: Schema.optional(Schema.Boolean),
   /** Follow-ups this task's run queued with set_tasks. */
-  queued_tasks: Schema.optional(Schema.Array(Schema.String))
+  queued_tasks: Schema.optional(Schema.Array(TaskId)),
+  /** Set only on a record roster could not read: where the file was put aside. Such a task is listed as failed and never run. */
+  unreadable: Schema.optional(Schema.Struct({ file: Schema.String }))
 })
 export type TaskRecord = typeof TaskRecord.Type
 
-const TASK_ID = /^t-[0-9a-f]{8}$/
-export const isTaskId = (id: string) => TASK_ID.test(id)
 
 /** A task id that names no task. */
 export class NoSuchTask extends Schema.TaggedError<NoSuchTask>()("NoSuchTask", { taskId: Schema.String }) {

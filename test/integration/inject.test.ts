@@ -42,7 +42,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   let auditDir: string
   let org: Org
   let readRun: (worker: string, runId: string) => Promise<RunRecord | undefined>
-  const live = new Set(["run-alice", "run-bob", "run-carol"])
+  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01"])
   let rehearsal: { readonly port: number }
   /** Another gateway on the same deployment, as after a daemon restart; closed by the caller. */
   let startAnother: (scope: Scope.Scope) => Promise<number>
@@ -85,9 +85,9 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     ].join("\n"))
     const identity = layout(paths).identityDir
     fs.mkdirSync(identity, { recursive: true })
-    fs.writeFileSync(path.join(identity, `${ALICE}.json`), JSON.stringify({ subject: "org/alice", run_id: "run-alice", worker: "alice", task_id: null }))
-    fs.writeFileSync(path.join(identity, `${BOB}.json`), JSON.stringify({ subject: "org/bob", run_id: "run-bob", worker: "bob", task_id: null }))
-    fs.writeFileSync(path.join(identity, `${CAROL}.json`), JSON.stringify({ subject: "org/carol", run_id: "run-carol", worker: "carol", task_id: null }))
+    fs.writeFileSync(path.join(identity, `${ALICE}.json`), JSON.stringify({ subject: "org/alice", run_id: "2026-12-01-09-00-00-0000a11c", worker: "alice", task_id: null }))
+    fs.writeFileSync(path.join(identity, `${BOB}.json`), JSON.stringify({ subject: "org/bob", run_id: "2026-12-01-09-00-00-00000b0b", worker: "bob", task_id: null }))
+    fs.writeFileSync(path.join(identity, `${CAROL}.json`), JSON.stringify({ subject: "org/carol", run_id: "2026-12-01-09-00-00-0000ca01", worker: "carol", task_id: null }))
     auditDir = layout(paths).auditDir
 
     const layer = Layer.mergeAll(
@@ -113,8 +113,8 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     readRun = (worker, runId) => Effect.runPromise(Effect.flatMap(RunLog, (l) => l.read(worker, runId)).pipe(Effect.provide(layer)))
     await Effect.runPromise(Effect.flatMap(RunLog, (l) =>
       Effect.all([
-        l.start({ runId: "run-alice", worker: "alice", kind: "box" }), l.start({ runId: "run-bob", worker: "bob", kind: "box" }),
-        l.start({ runId: "run-carol", worker: "carol", kind: "box" })
+        l.start({ runId: "2026-12-01-09-00-00-0000a11c", worker: "alice", kind: "box" }), l.start({ runId: "2026-12-01-09-00-00-00000b0b", worker: "bob", kind: "box" }),
+        l.start({ runId: "2026-12-01-09-00-00-0000ca01", worker: "carol", kind: "box" })
       ])
     ).pipe(Effect.provide(layer)))
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
@@ -183,11 +183,11 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(r.status).toBe(200)
     const records = fs.readdirSync(auditDir).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n")).map((l) => JSON.parse(l))
     const audited = records.find((x) => x.path === "/v1/[sentinel]/x")
-    expect(audited).toMatchObject({ run_id: "run-alice", status: 200, injected: true, sentinel_unsubstituted: ["path"] })
+    expect(audited).toMatchObject({ run_id: "2026-12-01-09-00-00-0000a11c", status: 200, injected: true, sentinel_unsubstituted: ["path"] })
     const warned = (r: RunRecord | undefined) => r?.warnings?.some((w) => w.includes("api.example.com") && w.includes("in path")) === true
     // The taint is written before the box hears the answer; the warning once the answer is done.
-    let alice = await readRun("alice", "run-alice")
-    for (let i = 0; i < 40 && !warned(alice); i++) alice = await new Promise((r) => setTimeout(r, 50)).then(() => readRun("alice", "run-alice"))
+    let alice = await readRun("alice", "2026-12-01-09-00-00-0000a11c")
+    for (let i = 0; i < 40 && !warned(alice); i++) alice = await new Promise((r) => setTimeout(r, 50)).then(() => readRun("alice", "2026-12-01-09-00-00-0000a11c"))
     expect(alice?.tainted).toContainEqual(expect.objectContaining({ reason: "sentinel_upstream", host: "api.example.com", detail: "the placeholder went out in path" }))
     expect(warned(alice)).toBe(true)
   })
@@ -305,10 +305,10 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(bogus.status).toBe(407)
     expect(JSON.parse(bogus.body).roster.why).toBe("no_token")
     // Refused egress taints the run, once per host and reason, written before the box heard the answer.
-    expect((await readRun("bob", "run-bob"))?.tainted).toEqual([
+    expect((await readRun("bob", "2026-12-01-09-00-00-00000b0b"))?.tainted).toEqual([
       { reason: "egress_refused", host: "198.51.100.7", time: expect.any(String), detail: "no_rule" }
     ])
-    const alice = await readRun("alice", "run-alice")
+    const alice = await readRun("alice", "2026-12-01-09-00-00-0000a11c")
     expect(alice?.tainted).toContainEqual(expect.objectContaining({ reason: "egress_refused", host: "unknown.example.net", detail: "no_rule" }))
     // The first request sent the placeholder upstream in a cookie, a header, the query and the body.
     expect(alice?.tainted).toContainEqual(expect.objectContaining({ reason: "sentinel_upstream", host: "198.51.100.7" }))
@@ -388,10 +388,10 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     const said = JSON.parse(last.split("data: ")[1] ?? "{}").error.message as string
     expect(said).toMatch(/^roster gateway: out of budget: run_tokens is 30 tokens and \d+ tokens is spent — this run is stopped/)
     // Counted before the box heard the end; written to the run's record just after.
-    let run = await readRun("carol", "run-carol")
+    let run = await readRun("carol", "2026-12-01-09-00-00-0000ca01")
     for (let i = 0; i < 100 && !(run?.usage && run.stopped); i++) {
       await new Promise((r) => setTimeout(r, 20))
-      run = await readRun("carol", "run-carol")
+      run = await readRun("carol", "2026-12-01-09-00-00-0000ca01")
     }
     expect(run?.usage).toMatchObject({ input_tokens: 12, answers: 1, models: ["claude-sonnet-4-5"] })
     expect(12 + (run?.usage?.output_tokens ?? 0)).toBeGreaterThan(30)
@@ -416,13 +416,13 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     }
     const ledger = fs.readdirSync(path.join(auditDir, "..", "ledger")).flatMap((f) =>
       fs.readFileSync(path.join(auditDir, "..", "ledger", f), "utf8").trim().split("\n").map((l) => JSON.parse(l)))
-    expect(ledger).toEqual([expect.objectContaining({ run_id: "run-carol", worker: "carol", input: 12, output: run?.usage?.output_tokens, priced: true })])
+    expect(ledger).toEqual([expect.objectContaining({ run_id: "2026-12-01-09-00-00-0000ca01", worker: "carol", input: 12, output: run?.usage?.output_tokens, priced: true })])
   })
 
   it("a token whose run has ended gets 407 at once, though its file is still there", async () => {
     const before = await viaGateway(port, BOB, "198.51.100.7:9443", { path: "/" }, [testCa])
     expect(before.status).toBe(200)
-    live.delete("run-bob")
+    live.delete("2026-12-01-09-00-00-00000b0b")
     const after = await viaGateway(port, BOB, "198.51.100.7:9443", { path: "/" }, [testCa])
     expect(after.status).toBe(407)
   })
@@ -430,7 +430,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   it("audits each request: path without query, injected yes/no, bytes", () => {
     const records = fs.readdirSync(auditDir).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n")).map((l) => JSON.parse(l))
     const injected = records.find((r) => r.path === "/v1/messages")
-    expect(injected).toMatchObject({ run_id: "run-alice", subject: "org/alice", host: "198.51.100.7", method: "POST", status: 200, injected: true })
+    expect(injected).toMatchObject({ run_id: "2026-12-01-09-00-00-0000a11c", subject: "org/alice", host: "198.51.100.7", method: "POST", status: 200, injected: true })
     expect(injected.bytes_up).toBeGreaterThan(0)
     expect(injected.bytes_down).toBeGreaterThan(0)
     // The first request carried the sentinel in other headers, the query and the body: said where, never what.

@@ -143,4 +143,22 @@ describe("the supervisor in the real daemon, on a real Docker engine", () => {
     // The control socket is the owner's alone.
     expect(fs.statSync(d.file("state", "control.sock")).mode & 0o777).toBe(0o600)
   })
+
+  it("a corrupt record and a traversal name in data/tasks/records: listed failed (record unreadable), shown, said once in the daemon's log, never run", async () => {
+    const records = d.file("data", "tasks", "records")
+    const good = JSON.parse(fs.readFileSync(`${records}/${fs.readdirSync(records).find((n) => n.endsWith(".json"))}`, "utf8"))
+    fs.writeFileSync(`${records}/t-0badf00d.json`, "{ this is not json")
+    fs.writeFileSync(`${records}/t-0badf00e.json`, JSON.stringify({ ...good, task_id: "t-0badf00e", status: "queued", worker: "../../../escaped" }))
+    const listed = JSON.parse(await roster(["task", "list", "--json"])) as ReadonlyArray<Task & { reason: string }>
+    for (const id of ["t-0badf00d", "t-0badf00e"]) {
+      expect(listed.find((t) => t.task_id === id), id).toMatchObject({ status: "failed", reason: expect.stringMatching(/^record unreadable: /) })
+      expect(await show(id), id).toMatchObject({ status: "failed" })
+    }
+    // Three dispatch passes later: said once each, nothing written for the traversal name.
+    await new Promise((r) => setTimeout(r, 6_500))
+    const log = fs.readFileSync(d.file("state", "gateway.log"), "utf8")
+    expect(log.split("\n").filter((l) => l.includes("task t-0badf00e: record unreadable"))).toHaveLength(1)
+    expect(fs.existsSync(d.file("escaped.jsonl"))).toBe(false)
+    expect(fs.readdirSync(d.file("data", "tasks", "unreadable")).filter((n) => n.endsWith(".json")).sort()).toEqual(["t-0badf00d.json", "t-0badf00e.json"])
+  })
 })

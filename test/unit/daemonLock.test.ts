@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
-import { spawnSync } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import { layout } from "../../src/config/Paths.js"
 import { holdDaemonLock, lockHolder } from "../../src/daemon/lock.js"
@@ -47,6 +47,22 @@ describe("the daemon lock (state/daemon.lock)", () => {
         expect(fs.existsSync(file)).toBe(false)
       }
     }).pipe(Effect.provide(unitLayer(paths)))
+  })
+
+  it.live("a lock whose holder was killed but not yet reaped (a zombie) is taken over", () => {
+    const paths = tempPaths()
+    writeFixture({ paths, gateway: null })
+    const file = layout(paths).daemonLock
+    // The shell's child exits at once and is never reaped: the exec'd sleep does not wait for children.
+    const parent = spawn("sh", ["-c", "sleep 0 & echo $!; exec sleep 5"], { stdio: ["ignore", "pipe", "ignore"] })
+    return Effect.gen(function*() {
+      const zombie = Number(yield* Effect.promise(() => new Promise<string>((r) => parent.stdout?.once("data", (c: Buffer) => r(c.toString())))))
+      yield* Effect.sleep("200 millis")
+      expect(fs.readFileSync(`/proc/${zombie}/stat`, "utf8")).toMatch(/\) Z /)
+      fs.writeFileSync(file, JSON.stringify({ pid: zombie, start: "", started_at: "2026-01-01T00:00:00.000Z" }))
+      expect(yield* lockHolder).toBeUndefined()
+      expect((yield* Effect.scoped(holdDaemonLock)).pid).toBe(process.pid)
+    }).pipe(Effect.ensuring(Effect.sync(() => parent.kill("SIGKILL"))), Effect.provide(unitLayer(paths)))
   })
 
   it.live("a pid reused by another process (its start time differs) does not hold the lock", () => {

@@ -41,7 +41,7 @@ describe("a supervised gateway (real listener on loopback)", () => {
         "[[route]]", `host = "api.example.com"`, `upstream = "http://127.0.0.1:${up.port}"`
       ].join("\n"))
       fs.mkdirSync(layout(paths).identityDir, { recursive: true })
-      fs.writeFileSync(path.join(layout(paths).identityDir, `${ALICE}.json`), JSON.stringify({ subject: "org/alice", run_id: "run-alice", worker: "alice", task_id: null }))
+      fs.writeFileSync(path.join(layout(paths).identityDir, `${ALICE}.json`), JSON.stringify({ subject: "org/alice", run_id: "2026-12-01-09-00-00-0000a11c", worker: "alice", task_id: null }))
 
       // The credential path breaks once (a bug, not a refusal), then works.
       let gets = 0
@@ -68,9 +68,9 @@ describe("a supervised gateway (real listener on loopback)", () => {
       }).pipe(Effect.scoped, Effect.provide(layer), Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
 
       const failed = audited.find((r) => r.status === 500)
-      expect(failed).toMatchObject({ run_id: "run-alice", subject: "org/alice", host: "api.example.com", path: "/v1/messages", method: "GET" })
+      expect(failed).toMatchObject({ run_id: "2026-12-01-09-00-00-0000a11c", subject: "org/alice", host: "api.example.com", path: "/v1/messages", method: "GET" })
       expect(audited.some((r) => r.status === 200 && r.injected)).toBe(true)
-      expect(logged.some((l) => l.includes("unexpected failure") && l.includes("api.example.com") && l.includes("run-alice") && l.includes("vault exploded"))).toBe(true)
+      expect(logged.some((l) => l.includes("unexpected failure") && l.includes("api.example.com") && l.includes("2026-12-01-09-00-00-0000a11c") && l.includes("vault exploded"))).toBe(true)
       up.close()
     }))
 

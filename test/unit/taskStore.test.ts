@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Logger } from "effect"
 import * as fs from "node:fs"
+import * as path from "node:path"
 import { layout } from "../../src/config/Paths.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
 import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
@@ -24,6 +25,82 @@ describe("the task store", () => {
       // This store's own change is seen at once, even within the same millisecond.
       yield* store.update(first.task_id, (t) => ({ ...t, status: "cancelled" }))
       expect((yield* store.list)[0]?.status).toBe("cancelled")
+    }).pipe(Effect.provide(TaskStore.layer.pipe(Layer.provideMerge(unitLayer(paths)))))
+  })
+})
+
+describe("a task record roster cannot read", () => {
+  const good = (id: string) => ({
+    task_id: id, worker: "alice", prompt: "p", status: "queued", seq: 1, ceiling_min: null, after: null,
+    origin: { by: "person", run_id: null, task_id: null }, created_at: "2026-12-01T00:00:00.000Z", updated_at: "2026-12-01T00:00:00.000Z",
+    started_at: null, finished_at: null, run_ids: [], ended_by: null, exit_code: null, reason: null
+  })
+  const damaged: Record<string, string> = {
+    "t-0000000a": "\u0000\u00ffnot json at all",
+    "t-0000000b": JSON.stringify({ ...good("t-0000000b"), status: "sleeping" }),
+    "t-0000000c": "",
+    "t-0000000d": JSON.stringify(good("t-0000000d")).slice(0, 60),
+    "t-0000000e": JSON.stringify({ ...good("t-0000000e"), worker: "../../../x" })
+  }
+
+  it.live("garbage, a wrong schema, an empty, a truncated file and a traversal name: each listed as failed, kept aside, shown, said once", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    const files = layout(paths)
+    fs.mkdirSync(files.tasksDir, { recursive: true })
+    for (const [id, text] of Object.entries(damaged)) fs.writeFileSync(files.taskFile(id), text)
+    fs.writeFileSync(files.taskFile("t-000000ff"), JSON.stringify(good("t-000000ff")))
+    const logged: Array<string> = []
+    const logger = Logger.make(({ message }) => logged.push(String(Array.isArray(message) ? message.join(" ") : message)))
+    return Effect.gen(function*() {
+      const store = yield* TaskStore
+      const listed = yield* store.list
+      expect(listed.map((t) => t.task_id).sort()).toEqual([...Object.keys(damaged), "t-000000ff"].sort())
+      for (const id of Object.keys(damaged)) {
+        const t = listed.find((x) => x.task_id === id)
+        expect(t?.status, id).toBe("failed")
+        expect(t?.reason, id).toMatch(/^record unreadable: /)
+        // The file is kept aside exactly as it was, and the reason says where.
+        const aside = t?.unreadable?.file ?? ""
+        expect(t?.reason).toContain(aside)
+        expect(fs.readFileSync(aside, "utf8"), id).toBe(damaged[id])
+        expect(fs.existsSync(files.taskFile(id)), id).toBe(false)
+        // task show finds it.
+        expect((yield* store.get(id))?.unreadable?.file, id).toBe(aside)
+      }
+      expect(listed.find((t) => t.task_id === "t-0000000c")?.reason).toContain("the file is empty")
+      expect(listed.find((t) => t.task_id === "t-0000000e")?.reason).toContain(`"../../../x" is not a worker name`)
+      expect(listed.find((t) => t.task_id === "t-0000000e")?.worker).toBe("unknown")
+      expect(listed.find((t) => t.task_id === "t-0000000b")?.worker).toBe("alice")
+      // Listed again (a new process's cache would be empty too): the same, and said only once each.
+      expect((yield* store.list).length).toBe(6)
+      expect(logged.filter((l) => l.includes("record unreadable"))).toHaveLength(5)
+      // Never rewritten by a change, never run: a cancel leaves it as it is.
+      const kept = yield* store.update("t-0000000a", (t) => ({ ...t, status: "cancelled" }))
+      expect(kept.status).toBe("failed")
+      // Nothing was written outside the deployment's roots for the traversal name.
+      expect(fs.existsSync(path.resolve(files.journalFile("alice"), "..", "..", "..", "x.jsonl"))).toBe(false)
+      expect(fs.readdirSync(path.join(paths.data, "tasks")).sort()).toEqual(["records", "unreadable"])
+      // A new task never takes the id of one put aside.
+      const added = yield* store.add({ worker: "alice", prompt: "new", ceilingMin: null, after: null, origin: person })
+      expect(Object.keys(damaged)).not.toContain(added.task_id)
+    }).pipe(
+      Effect.provide(TaskStore.layer.pipe(Layer.provideMerge(unitLayer(paths)))),
+      Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+    )
+  })
+
+  it.live("a record filed under another task's id is put aside too", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    const files = layout(paths)
+    fs.mkdirSync(files.tasksDir, { recursive: true })
+    fs.writeFileSync(path.join(files.tasksDir, "garbage.json"), JSON.stringify(good("t-00000001")))
+    return Effect.gen(function*() {
+      const [t] = yield* (yield* TaskStore).list
+      expect(t).toMatchObject({ status: "failed", worker: "alice" })
+      expect(t?.reason).toContain("it names task t-00000001 but is filed as garbage.json")
+      expect(t?.task_id).toMatch(/^t-[0-9a-f]{8}$/)
     }).pipe(Effect.provide(TaskStore.layer.pipe(Layer.provideMerge(unitLayer(paths)))))
   })
 })
