@@ -76,6 +76,8 @@ export interface RunStart {
   readonly worker: string
   readonly kind: RunRecord["kind"]
   readonly taskId?: string
+  /** The process the run belongs to, recorded from its first write: a run killed before its box exists is still known as whose. */
+  readonly owner?: { readonly pid: number; readonly start: string }
 }
 
 export interface RunEnd {
@@ -135,7 +137,8 @@ export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
           finished_at: null,
           ended_by: null,
           exit_code: null,
-          error: null
+          error: null,
+          ...(run.owner ? { owner: run.owner } : {})
         }
         yield* writeRecord(yield* recordFile(run.worker, run.runId), record)
         return record

@@ -1,5 +1,6 @@
 import { Cause, Context, Effect, Exit, Ref, Schema } from "effect"
 import { type HostFiles, Paths, layout } from "../config/Paths.js"
+import { currentOwner } from "../contract/owner.js"
 import { appendJournal } from "../journal/journal.js"
 import { causeText } from "./causeText.js"
 import { type RunEnd, RunLog, type RunRecord, type RunStart } from "./RunLog.js"
@@ -81,7 +82,8 @@ export const openRunRecord = (start: RunStart) =>
     start.worker,
     start.runId,
     start.taskId ?? null,
-    Effect.flatMap(RunLog, (runLog) => runLog.start(start)).pipe(
+    Effect.all([RunLog, currentOwner]).pipe(
+      Effect.flatMap(([runLog, owner]) => runLog.start({ owner, ...start })),
       Effect.tap(() => appendJournal(start.worker, { kind: "run", event: "started", run_id: start.runId, task_id: start.taskId ?? null }))
     )
   )

@@ -10,6 +10,7 @@ import { TaskStore } from "../task/TaskStore.js"
 import { dispatchLoop, HOLD_REASON } from "./dispatch.js"
 import { cancelInPlace, cancelQueued, PERSON, queueTask, type TaskRequest } from "./queueTask.js"
 import { makeState, type SupervisorState } from "./state.js"
+import { strayLoop, sweepStrays } from "./strays.js"
 import { finishLeftRun } from "./takeOver.js"
 import { REQUEUE_HINT, taskFailed } from "./taskEnd.js"
 import { deploymentBoxes, watchLoop, watchPass } from "./watch.js"
@@ -102,7 +103,9 @@ const make = Effect.gen(function*() {
   // Adoption first, then the queue: a task whose box survived is never started again.
   yield* recover
   yield* watchPass(st, self)
+  yield* sweepStrays(st).pipe(Effect.catchAllCause((c) => Effect.logError("supervisor: a sweep of boxless runs failed", c)))
   yield* Effect.forkScoped(watchLoop(st, self))
+  yield* Effect.forkScoped(strayLoop(st))
   yield* Effect.forkScoped(dispatchLoop(st))
   const wake = Queue.offer(st.wake, undefined)
 

@@ -29,6 +29,8 @@ export interface SupervisorState {
   /** Wakes the dispatch loop at once (a task added, cancelled or ended) instead of at its next tick. */
   readonly wake: Queue.Queue<void>
   readonly startedAt: number
+  /** Runs whose record the reaper has seen finished (it never reads them again). */
+  readonly settled: Set<string>
 }
 
 export const makeState = (startedAt: number) =>
@@ -41,7 +43,8 @@ export const makeState = (startedAt: number) =>
       cancelRequested: yield* Ref.make<ReadonlySet<string>>(new Set()),
       counts: yield* Ref.make({ adopted: 0, reaped: 0 }),
       wake: yield* Queue.sliding<void>(1),
-      startedAt
+      startedAt,
+      settled: new Set<string>()
     } satisfies SupervisorState
   })
 

@@ -1,7 +1,9 @@
 import Dockerode from "dockerode"
 import * as fs from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Deployment, makeDeployment } from "../support/deployment.js"
+import { spawn } from "node:child_process"
+import { type Deployment, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
+import { engineGate } from "../support/engineGate.js"
 import { latestRunId } from "../support/runs.js"
 
 const docker = new Dockerode()
@@ -160,5 +162,40 @@ describe("the supervisor in the real daemon, on a real Docker engine", () => {
     expect(log.split("\n").filter((l) => l.includes("task t-0badf00e: record unreadable"))).toHaveLength(1)
     expect(fs.existsSync(d.file("escaped.jsonl"))).toBe(false)
     expect(fs.readdirSync(d.file("data", "tasks", "unreadable")).filter((n) => n.endsWith(".json")).sort()).toEqual(["t-0badf00d.json", "t-0badf00e.json"])
+  })
+
+  it("SIGKILL of roster worker run at each step before its box exists: the daemon finishes the run orphaned and removes its token", async () => {
+    const steps: ReadonlyArray<readonly [string, RegExp]> = [
+      ["the lockdown (network inspect)", /^GET \S*\/networks\//],
+      ["the image (inspect)", /^GET \S*\/images\/\S+\/json/],
+      ["the container create (token minted)", /^POST \S*\/containers\/create/]
+    ]
+    for (const [step, hold] of steps) {
+      const before = new Set(fs.existsSync(d.file("data", "runs", "alice")) ? fs.readdirSync(d.file("data", "runs", "alice")) : [])
+      const gate = await engineGate(hold)
+      try {
+        const child = spawn(ROSTER_BIN, ["worker", "run", "alice", "!echo never"], { env: { ...d.env, DOCKER_HOST: gate.dockerHost }, stdio: "ignore" })
+        const exited = new Promise((r) => child.once("exit", r))
+        await Promise.race([gate.held, exited.then(() => { throw new Error(`${step}: the run ended before it reached the step`) })])
+        const runId = [...fs.readdirSync(d.file("data", "runs", "alice"))].find((id) => !before.has(id)) ?? ""
+        expect(runId, step).toMatch(/^\d{4}-/)
+        child.kill("SIGKILL")
+        await exited
+        const recordFile = d.file("data", "runs", "alice", runId, "run.json")
+        expect(JSON.parse(fs.readFileSync(recordFile, "utf8")).finished_at, `${step}: left unfinished by the kill`).toBeNull()
+        const deadline = Date.now() + 15_000
+        let record = JSON.parse(fs.readFileSync(recordFile, "utf8"))
+        const tokensOf = () => identityFiles().filter((f) => fs.readFileSync(d.file("state", "identity", f), "utf8").includes(runId))
+        while ((record.finished_at === null || tokensOf().length > 0) && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 200))
+          record = JSON.parse(fs.readFileSync(recordFile, "utf8"))
+        }
+        expect(record, step).toMatchObject({ ended_by: "orphaned", error: expect.stringContaining("died before the run's box was started") })
+        expect(tokensOf(), step).toEqual([])
+        expect((await docker.listContainers({ all: true, filters: { label: [`roster.run-id=${runId}`] } })), step).toEqual([])
+      } finally {
+        gate.close()
+      }
+    }
   })
 })

@@ -272,6 +272,41 @@ describe("adoption and the reaper (Docker test layer)", () => {
     }).pipe(Effect.provide(layer))
   })
 
+  it.scoped("a run killed before its box existed: record finished orphaned, token removed; a run still starting is left alone", () => {
+    const { paths, layer } = deployment()
+    const token = (name: string, runId: string) => {
+      fs.mkdirSync(layout(paths).identityDir, { recursive: true })
+      fs.writeFileSync(`${layout(paths).identityDir}/${name.repeat(64)}.json`, JSON.stringify({ subject: "org/alice", run_id: runId, worker: "alice", task_id: null }))
+    }
+    return Effect.gen(function*() {
+      const runLog = yield* RunLog
+      const killed = "2026-11-29-10-00-00-000000c1"
+      const recordOnly = "2026-11-29-10-00-00-000000c2"
+      const starting = "2026-11-29-10-00-00-000000c3"
+      const over = "2026-11-29-10-00-00-000000c4"
+      const cli = yield* livingProcess
+      // Killed with -9 after its token was minted (no container yet), and after only its record was written.
+      yield* runLog.start({ runId: killed, worker: "alice", kind: "box", owner: { pid: deadPid(), start: "" } })
+      token("d", killed)
+      yield* runLog.start({ runId: recordOnly, worker: "alice", kind: "box", owner: { pid: deadPid(), start: "" } })
+      // Another CLI run, still provisioning: its owner lives.
+      yield* runLog.start({ runId: starting, worker: "alice", kind: "box", owner: { pid: cli.pid, start: yield* processStart(cli.pid) } })
+      token("e", starting)
+      // A token left behind by a run that finished.
+      yield* runLog.start({ runId: over, worker: "alice", kind: "box", owner: { pid: cli.pid, start: "" } })
+      yield* runLog.finish("alice", over, { endedBy: "exit", exitCode: 0 })
+      token("f", over)
+      // An identity file that is not one (a stray write): no run can use it.
+      fs.writeFileSync(`${layout(paths).identityDir}/${"9".repeat(64)}.json`, "{")
+      yield* startSupervisor
+      expect(yield* runLog.read("alice", killed)).toMatchObject({ ended_by: "orphaned", error: expect.stringContaining("died before the run's box was started") })
+      expect(yield* runLog.read("alice", recordOnly)).toMatchObject({ ended_by: "orphaned" })
+      expect((yield* runLog.read("alice", starting))?.finished_at).toBeNull()
+      expect(tokens(paths)).toEqual([`${"e".repeat(64)}.json`])
+      expect((yield* Effect.flatMap(DockerFake, (f) => Effect.succeed([...f.containers.values()])))).toEqual([])
+    }).pipe(Effect.provide(layer))
+  })
+
   it.scoped("kills a box whose ceiling passed even while its owner lives; a box with no run record is killed and reported", () => {
     const { paths, layer } = deployment()
     return Effect.gen(function*() {

@@ -1,0 +1,77 @@
+import { FileSystem, Path } from "@effect/platform"
+import { Effect, Ref, Schema } from "effect"
+import { isRunId, isWorkerName } from "../config/names.js"
+import { Paths, layout } from "../config/Paths.js"
+import { LABEL_DEPLOYMENT, LABEL_RUN_ID } from "../contract/constants.js"
+import { IdentityRecord } from "../contract/identity.js"
+import { ownerAlive } from "../contract/owner.js"
+import { Docker } from "../docker/Docker.js"
+import { readJsonOptional } from "../fs/atomic.js"
+import { readRunDir } from "../run/RunLog.js"
+import type { SupervisorState } from "./state.js"
+import { finishLeftRun } from "./takeOver.js"
+
+const idsOf = (dir: string, keep: (name: string) => boolean) =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readDirectory(dir)).pipe(
+    Effect.map((names) => names.filter(keep)),
+    Effect.orElseSucceed((): ReadonlyArray<string> => [])
+  )
+
+/**
+ * Runs that never got a box (their owner killed with -9 between the record and the container)
+ * or lost it: an unfinished record whose owner is dead, with no container of the run in the
+ * engine and no fiber of this daemon holding it, is finished `orphaned` and its tokens revoked;
+ * a token whose run is finished or has no record is removed. A run still starting — its owner
+ * alive — is never touched.
+ */
+export const sweepStrays = (st: SupervisorState) =>
+  Effect.gen(function*() {
+    // Runs seen finished are not read again: a deployment's old runs cost one read per daemon, not one every 3 s.
+    const settled = st.settled
+    const path = yield* Path.Path
+    const fs = yield* FileSystem.FileSystem
+    const paths = yield* Paths
+    const files = layout(paths)
+    const boxed = new Set(
+      (yield* (yield* Docker).containerList([`${LABEL_DEPLOYMENT}=${paths.config}`])).map((c) => c.labels[LABEL_RUN_ID] ?? "")
+    )
+    const held = new Set([...(yield* Ref.get(st.held)).values()].map((h) => h.runId))
+    const busy = (runId: string) => boxed.has(runId) || held.has(runId)
+    const unfinished = new Map<string, string>()
+    for (const worker of yield* idsOf(files.runsDir, isWorkerName)) {
+      for (const runId of yield* idsOf(files.workerRunsDir(worker), isRunId)) {
+        if (settled.has(runId) || busy(runId)) continue
+        const record = yield* readRunDir(files.runDir(worker, runId))
+        if (!record) continue
+        if (record.finished_at !== null) {
+          settled.add(runId)
+          continue
+        }
+        unfinished.set(runId, worker)
+        if (!record.owner || (yield* ownerAlive(record.owner))) continue
+        yield* Effect.logWarning(`run ${runId} of ${worker}: its owner (pid ${record.owner.pid}) died before its box ran — finished as orphaned`)
+        yield* finishLeftRun(worker, runId, `its owner (pid ${record.owner.pid}) died before the run's box was started`)
+        settled.add(runId)
+        unfinished.delete(runId)
+      }
+    }
+    // What is left of a token once its run is over (or was never recorded) is removed.
+    for (const name of yield* idsOf(files.identityDir, (n) => n.endsWith(".json"))) {
+      const file = path.join(files.identityDir, name)
+      const token = Schema.decodeUnknownOption(IdentityRecord)(yield* readJsonOptional(file))
+      if (token._tag === "Some" && (busy(token.value.run_id) || unfinished.has(token.value.run_id))) continue
+      if (token._tag === "Some" && !settled.has(token.value.run_id)) {
+        const record = yield* readRunDir(files.runDir(token.value.worker, token.value.run_id))
+        if (record && record.finished_at === null) continue
+      }
+      yield* fs.remove(file).pipe(Effect.ignore)
+      yield* Effect.logInfo(`removed the token of ${token._tag === "Some" ? `run ${token.value.run_id}, which is over` : `an unreadable identity file ${name}`}`)
+    }
+  })
+
+/** The same look every 3 s beside the reaper: a run killed before its box existed is finished within seconds. */
+export const strayLoop = (st: SupervisorState) =>
+  Effect.sleep("3 seconds").pipe(
+    Effect.zipRight(sweepStrays(st).pipe(Effect.catchAllCause((c) => Effect.logError("supervisor: a sweep of boxless runs failed", c)))),
+    Effect.forever
+  )
