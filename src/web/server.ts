@@ -1,5 +1,5 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Cause, Effect, FiberSet, Option, Schema } from "effect"
+import { Cause, Effect, FiberSet, Option, Schema, Stream } from "effect"
 import * as http from "node:http"
 import { viaDaemon } from "../api/controlClient.js"
 import { OrgConfig } from "../config/OrgConfig.js"
@@ -55,17 +55,67 @@ const sendHtml = (res: http.ServerResponse, status: number, body: Html, extra: h
 const redirect = (res: http.ServerResponse, to: string, extra: http.OutgoingHttpHeaders = {}) =>
   Effect.sync(() => res.writeHead(303, { ...SECURITY_HEADERS, location: to, ...extra }).end())
 
-/** A form body (at most 64 KiB), as fields. */
+/** The most a form may be: a task's prompt or a turn of talk, not a file. */
+const FORM_MAX = 64 * 1024
+
+class BodyTooLarge {
+  readonly _tag = "BodyTooLarge"
+}
+
+/**
+ * A form body, as fields: read to its end, or refused once it passes FORM_MAX (the caller answers
+ * 413 and the connection is closed), or cut when the client goes away — the handler always ends.
+ */
 const formOf = (req: http.IncomingMessage) =>
-  Effect.async<URLSearchParams>((resume) => {
+  Effect.async<URLSearchParams, BodyTooLarge>((resume) => {
     let body = ""
+    let done = false
+    const finish = (e: Effect.Effect<URLSearchParams, BodyTooLarge>) => {
+      if (done) return
+      done = true
+      resume(e)
+    }
     req.setEncoding("utf8")
     req.on("data", (c: string) => {
       body += c
-      if (body.length > 65_536) req.destroy()
+      if (body.length > FORM_MAX) {
+        req.pause()
+        finish(Effect.fail(new BodyTooLarge()))
+      }
     })
-    req.once("end", () => resume(Effect.succeed(new URLSearchParams(body))))
-    req.once("error", () => resume(Effect.succeed(new URLSearchParams())))
+    req.once("end", () => finish(Effect.succeed(new URLSearchParams(body))))
+    req.once("error", () => finish(Effect.succeed(new URLSearchParams())))
+    req.once("close", () => finish(Effect.succeed(new URLSearchParams(body))))
+  })
+
+/** A request whose declared body is already over the limit: refused before a byte of it is read. */
+const declaredTooLarge = (req: http.IncomingMessage) => Number(req.headers["content-length"] ?? 0) > FORM_MAX
+
+const tooLarge = (res: http.ServerResponse) =>
+  send(res, 413, "text/plain", `roster web: the request body is over ${FORM_MAX / 1024} KiB\n`, { connection: "close" })
+
+/** A file sent as it is read, at the pace the client takes it (a transcript may be hundreds of MB). */
+const streamFile = (res: http.ServerResponse, file: string, headers: http.OutgoingHttpHeaders) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const size = yield* fs.stat(file).pipe(Effect.map((i) => Number(i.size)), Effect.orElseSucceed(() => 0))
+    res.writeHead(200, { ...SECURITY_HEADERS, ...headers, "content-length": size })
+    if (size === 0) return void res.end()
+    yield* fs.stream(file, { bytesToRead: size }).pipe(
+      Stream.runForEach((chunk) =>
+        res.write(chunk) ? Effect.void : Effect.async<void>((resume) => {
+          const go = () => {
+            res.off("close", go)
+            res.off("drain", go)
+            resume(Effect.void)
+          }
+          res.once("drain", go)
+          res.once("close", go)
+        })
+      ),
+      Effect.catchAll(() => Effect.sync(() => res.destroy()))
+    )
+    res.end()
   })
 
 /** The shipped assets (web/ in the package), read once. */
@@ -115,8 +165,10 @@ export const serveWeb = Effect.fn("web.serve")(function*(options: { readonly por
         if (!r) return yield* pageFor(res, s, "No such run", "/runs", html`<p>No run ${runMatch[1]}. <a href="/runs">All runs</a></p>`, 404)
         const dir = layout(yield* Paths).runDir(r.worker, r.run_id)
         if (runMatch[2]) {
-          const text = yield* (yield* FileSystem.FileSystem).readFile(runFiles(dir).transcript).pipe(Effect.orElseSucceed(() => new Uint8Array()))
-          return yield* send(res, 200, "application/x-ndjson", Buffer.from(text), { "content-disposition": `attachment; filename="${r.run_id}.jsonl"` })
+          return yield* streamFile(res, runFiles(dir).transcript, {
+            "content-type": "application/x-ndjson",
+            "content-disposition": `attachment; filename="${r.run_id}.jsonl"`
+          })
         }
         const t = yield* timelineOf(r, dir)
         return yield* pageFor(res, s, `Run ${r.run_id}`, "/runs", runBody(r, t.entries, t.more))
@@ -197,9 +249,12 @@ export const serveWeb = Effect.fn("web.serve")(function*(options: { readonly por
       const asset = assets[url.pathname === "/favicon.ico" ? "/assets/icon.svg" : url.pathname]
       if (req.method === "GET" && asset) return yield* send(res, 200, asset.type, asset.body)
       const post = req.method === "POST"
+      if (declaredTooLarge(req)) return yield* tooLarge(res)
       // State changes only from this server's own pages: a foreign Origin (or none) is refused before anything is read.
       if (post && !sessions.originOk(req)) return yield* send(res, 403, "text/plain", "roster web: refused (the request did not come from roster's own pages)\n")
-      const form = post ? yield* formOf(req) : null
+      const read = post ? yield* formOf(req).pipe(Effect.either) : null
+      if (read?._tag === "Left") return yield* tooLarge(res)
+      const form = read?._tag === "Right" ? read.right : null
       if (url.pathname === "/login") {
         const given = form?.get("token") ?? url.searchParams.get("token")
         if (given === null) return yield* sendHtml(res, 200, loginPage(null))
