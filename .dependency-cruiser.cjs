@@ -5,7 +5,7 @@ const LAYERS = [
   ["fs", "docker", "report"], //             engine, files, and where progress and notes go: no roster knowledge
   ["config"], //                             org.toml, worker files, the three roots
   ["contract", "journal"], //                what box and gateway both read: identity, labels, sentinel, gateway state, CA files, addresses, scope, run files, pi events; the worker's journal
-  ["vault", "run", "worker", "task", "knowledge"], // stored credentials, run records, workers, task records, gated repos (host git)
+  ["vault", "run", "worker", "task", "knowledge", "memory"], // stored credentials, run records, workers, task records, gated repos (host git), worker memory
   ["box", "gateway", "image", "rehearsal", "api"], // a box of one run; the gateway; building the box image; the rehearsal model; the control API's declaration
   ["session", "supervisor"], //              warm sessions (boxes in rpc mode); the task queue's dispatch, adoption and reaper
   ["daemon", "deployment", "web"], //        gateway + supervisor + control API + image pulls; making a deployment; the browser UI

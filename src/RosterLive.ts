@@ -14,12 +14,13 @@ import { HostGit } from "./knowledge/HostGit.js"
 import { Reporter } from "./report/Reporter.js"
 import { Hurry } from "./run/Hurry.js"
 import { RunLog } from "./run/RunLog.js"
+import { MemoryStore } from "./memory/MemoryStore.js"
 import { TaskStore } from "./task/TaskStore.js"
 import { Vault } from "./vault/Vault.js"
 
 const Base = Layer.mergeAll(NodeContext.layer, Files.layer, Paths.layer, DockerLive, GatewayProbe.layer, Firewall.layer, Dialer.layer, Hurry.layerNever, HostGit.layer, Reporter.layerLog)
 
 /** Every live service roster needs, built once and provided at the edge. */
-export const RosterLive = Layer.mergeAll(OrgConfig.layer, RunLog.layer, ImageStore.layer, Vault.layer, LiveRuns.layer, Audit.layer, TaskStore.layer).pipe(
+export const RosterLive = Layer.mergeAll(OrgConfig.layer, RunLog.layer, ImageStore.layer, Vault.layer, LiveRuns.layer, Audit.layer, TaskStore.layer, MemoryStore.layer).pipe(
   Layer.provideMerge(Base)
 )

@@ -38,6 +38,7 @@ import { HostGit } from "./knowledge/HostGit.js"
 import { Reporter } from "./report/Reporter.js"
 import { Hurry } from "./run/Hurry.js"
 import { RunLog } from "./run/RunLog.js"
+import { MemoryStore } from "./memory/MemoryStore.js"
 import { TaskStore } from "./task/TaskStore.js"
 import { Vault, type VaultEntry } from "./vault/Vault.js"
 
@@ -119,7 +120,8 @@ export const rosterTestServices = (paths: RosterPaths, o: RosterTestOptions = {}
     o.vault ? Vault.layerTest(o.vault) : Vault.layer,
     LiveRuns.layer,
     Audit.layer,
-    TaskStore.layer
+    TaskStore.layer,
+    MemoryStore.layer
   )
   return Layer.mergeAll(
     services.pipe(Layer.provideMerge(base)),

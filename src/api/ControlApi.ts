@@ -8,7 +8,13 @@ export const AddTask = Schema.Struct({
   prompt: Schema.String,
   ceiling_min: Schema.optional(Schema.Number),
   after: Schema.optional(Schema.String),
-  channel: Schema.optional(Schema.String)
+  channel: Schema.optional(Schema.String),
+  /** A task of the same worker whose conversation this one carries on. */
+  continue: Schema.optional(Schema.String),
+  /** Where its answer goes: talk:<run-id>, task:<id>, none. */
+  reply_to: Schema.optional(Schema.String),
+  /** Which way the person came in (the CLI, the web UI; a bare API call otherwise). */
+  via: Schema.optional(Schema.Literal("cli", "web", "api"))
 })
 
 export const TaskFilter = Schema.Struct({

@@ -7,21 +7,36 @@ import { CHANNEL, MNT, PIHOME, SELF, STORE, WORKSPACE } from "../contract/consta
 import { repoNotes, type RepoNote } from "../knowledge/notes.js"
 import { openTaints, taintLine } from "../contract/taint.js"
 import { RunLog } from "../run/RunLog.js"
+import type { ChatPlace, RunOrigin } from "../contract/origin.js"
+import type { Surface } from "../contract/runContext.js"
+import { MemoryStore } from "../memory/MemoryStore.js"
+import { briefable, continuesSentence, memoryBlock, replySentence, surfaceSentence } from "./startInput.js"
 
 export interface CompiledContext {
   readonly system_prompt: string
   readonly input_prompt: string | null
+  /** What the Start input says before the prompt (surface, origin, reply_to, continuation, memory); a session puts it before its first message. */
+  readonly start_preamble: string
   readonly cache: { readonly route_key: string }
+  /** The memory entries the briefing carried. */
+  readonly memory_briefed: ReadonlyArray<string>
 }
 
+/** The Start phase of a run's context: who asks, where, for what, and what the worker remembers. */
 export interface ContextRequest {
   readonly runId: string
   readonly worker: string
-  readonly surface: "direct-box" | "queued-task" | "term-session"
+  readonly surface: Surface
+  readonly origin: RunOrigin
   readonly prompt: string | null
   readonly mounts: ReadonlyArray<MountRule>
   /** The run's channel, when it has one (/pihome/channel). */
   readonly channel?: string | null
+  readonly chat?: ChatPlace | undefined
+  readonly replyTo?: string | null
+  readonly continues?: { readonly task_id: string | null; readonly run_id: string } | null
+  /** `[memory] brief_max`: characters of memory the Start input may carry. */
+  readonly briefMax?: number
 }
 
 const mountLine = (m: MountRule) =>
@@ -90,18 +105,34 @@ export const briefing = (mounts: ReadonlyArray<MountRule>, repos: ReadonlyArray<
 export const routeKey = (worker: string, systemPrompt: string) =>
   `roster-pc-${crypto.createHash("sha256").update(`${worker}\0${systemPrompt}`).digest("hex").slice(0, 16)}`
 
-/** System prompt, input prompt and route key for one run, traced to context.json beside run.json. */
+/**
+ * The Start phase: system prompt (identity and box: stable, so a worker's route key stays the same
+ * as its memory grows), and the Start input — surface and origin in one plain sentence, where the
+ * answer goes, what it continues, the worker's memory, then the prompt. Traced to context.json
+ * beside run.json.
+ */
 export const compileContext = Effect.fn("context.compile")(function*(req: ContextRequest, traceFile: string) {
   const identity = yield* readIdentity(req.worker)
   const repos: Array<BriefedRepo> = []
   for (const r of yield* repoNotes(req.worker, req.mounts)) repos.push({ ...r, tainted: yield* taintedRefs(req.worker, r.unlanded) })
   const system = `${identity.trim()}\n\n${briefing(req.mounts, repos, req.channel ?? null)}`
-  const input = req.prompt
+  const entries = yield* (yield* MemoryStore).list(req.worker).pipe(
+    Effect.catchAll((e) => Effect.logWarning(`run ${req.runId}: the memory of ${req.worker} could not be read (${e.message}); briefed without it`).pipe(Effect.as([])))
+  )
+  const memory = memoryBlock(briefable(entries, req.channel ?? null), req.briefMax ?? 8000)
+  const preamble = [
+    surfaceSentence(req.surface, req.origin, req.chat),
+    replySentence(req.replyTo ?? null),
+    continuesSentence(req.continues ?? null),
+    memory.text
+  ].filter((x): x is string => x !== undefined).join("\n\n")
   const compiled: CompiledContext = {
     system_prompt: system,
-    input_prompt: input,
-    cache: { route_key: routeKey(req.worker, system) }
+    input_prompt: req.prompt === null ? null : `${preamble}\n\n## Your task\n${req.prompt}`,
+    start_preamble: preamble,
+    cache: { route_key: routeKey(req.worker, system) },
+    memory_briefed: memory.ids
   }
-  yield* writeJson(traceFile, { run_id: req.runId, worker: req.worker, surface: req.surface, ...compiled })
+  yield* writeJson(traceFile, { run_id: req.runId, worker: req.worker, surface: req.surface, phase: "start", ...compiled })
   return compiled
 })

@@ -8,7 +8,7 @@ import * as C from "../contract/constants.js"
 import { currentOwner } from "../contract/owner.js"
 import { runFiles } from "../contract/runFiles.js"
 import { scopeAdmits, workerSubject } from "../contract/scope.js"
-import { lchownTree } from "../fs/tree.js"
+import { copyTree, lchownTree } from "../fs/tree.js"
 import { ensureJournal } from "../journal/journal.js"
 import { ceilingDuration } from "./ceiling.js"
 import { resolveMountedEngine } from "./engine.js"
@@ -86,6 +86,8 @@ export interface ProvisionRequest {
   readonly piArgs: ReadonlyArray<string>
   /** The run's channel (`--channel`): its history read-only at /pihome/channel, and this worker's store in it. */
   readonly channel?: string | null
+  /** A continuation: the previous run's pi session folder, copied in as this run's /pihome/session. */
+  readonly resumeFrom?: string
 }
 
 /**
@@ -124,6 +126,10 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
   ], { concurrency: "unbounded" })
   const engine: Engine = org.engine.dir ? yield* resolveMountedEngine(org.engine.dir) : { kind: "baked" }
   const dirs = yield* prepareRunDirs(worker, req.runDir)
+  if (req.resumeFrom) {
+    // The box wrote that folder: copied without following a link it may have planted.
+    yield* copyTree(req.resumeFrom, (yield* Path.Path).join(dirs.pihome, "session")).pipe(Effect.mapError(failing("copying the session to continue")))
+  }
   const piHome = yield* preparePiHome((yield* Path.Path).join(dirs.pihome, "agent"), req.settings, lockdown.credentials)
   const channel = req.channel ? yield* prepareChannel(worker, req.channel) : null
   const user = hostUser()

@@ -7,12 +7,12 @@ import { readEvent, worthReading } from "../contract/piEvents.js"
 import { runFiles } from "../contract/runFiles.js"
 import { emptySummary, summaryStep } from "../contract/transcript.js"
 import { foldFileLines } from "../fs/lines.js"
-import { openRunRecord } from "../run/record.js"
 import { RunLog } from "../run/RunLog.js"
 import { newRunId } from "../run/runId.js"
 import { readIdentity, readWorkerSettings } from "../worker/workers.js"
 import { ceilingDuration, validateCeiling } from "./ceiling.js"
-import { compileContext } from "./context.js"
+import type { RunOrigin } from "../contract/origin.js"
+import { startRun } from "./runStart.js"
 import { openBox, type OpenBox } from "./openBox.js"
 import { preflightError } from "./preflight.js"
 
@@ -40,6 +40,12 @@ export interface RunRequest {
   readonly onLine?: (line: string) => Effect.Effect<void>
   /** The channel the run serves: /pihome/channel (its history, read-only) and the worker's store in it. */
   readonly channel?: string | null
+  /** Who asked for the run (default: a queued task's queue, else a program embedding roster). */
+  readonly origin?: RunOrigin
+  /** Where a task's answer goes (its reply_to), said in the Start input. */
+  readonly replyTo?: string | null
+  /** The task and run whose pi session this run resumes. */
+  readonly continues?: { readonly task_id: string | null; readonly run_id: string } | null
 }
 
 /** How a one-shot run ended: its id and folder, who ended it, the box's exit code, pi's final answer. */
@@ -116,16 +122,20 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
   const runId = req.runId ?? (yield* newRunId)
 
   const outcome = yield* Effect.gen(function*() {
-    const record = yield* openRunRecord({ runId, worker: req.worker, kind: taskId ? "task" : "box", ...(taskId ? { taskId } : {}) })
-    const context = yield* compileContext({
+    const { context, record, resumeFrom, sessionId } = yield* startRun({
       runId,
       worker: req.worker,
+      kind: taskId ? "task" : "box",
+      taskId,
       surface: taskId ? "queued-task" : "direct-box",
+      origin: req.origin ?? { _tag: "person", via: "embed" },
       prompt: req.prompt,
       mounts,
-      channel
-    }, runFiles(record.runDir).context)
-    if (channel !== null) yield* record.note({ channel })
+      channel,
+      replyTo: req.replyTo ?? null,
+      continues: req.continues ?? null,
+      org
+    })
     const summary = yield* Ref.make(emptySummary)
     const box = yield* openBox({
       record,
@@ -137,7 +147,8 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       settings,
       mounts,
       channel,
-      piArgs: ["--session-id", context.cache.route_key, "--append-system-prompt", context.system_prompt, context.input_prompt ?? req.prompt],
+      piArgs: ["--session-id", sessionId, "--append-system-prompt", context.system_prompt, context.input_prompt ?? req.prompt],
+      ...(resumeFrom ? { resumeFrom } : {}),
       // The summary and the live view read pi's known events only: a box's other output is not handed on line by line.
       linesWanted: worthReading,
       onLine: (line) => Ref.update(summary, (s) => summaryStep(s, readEvent(line))).pipe(Effect.zipRight(req.onLine ? req.onLine(line) : Effect.void)),

@@ -4,7 +4,7 @@ import * as crypto from "node:crypto"
 import { Paths, layout } from "../config/Paths.js"
 import { isRunId } from "../config/names.js"
 import { Files } from "../fs/Files.js"
-import { lchownTree } from "../fs/tree.js"
+import { copyTree, lchownTree } from "../fs/tree.js"
 
 /** A store snapshot or restore that failed, with the step that failed. */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", { detail: Schema.String }) {
@@ -49,22 +49,7 @@ const manifestOf = (root: string) =>
   })
 
 /** A copy of the store that keeps symlinks as links (never their targets), file by file. */
-const copyTree = (from: string, to: string): Effect.Effect<void, StoreError, FileSystem.FileSystem | Files | Path.Path> =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const files = yield* Files
-    const path = yield* Path.Path
-    yield* fs.makeDirectory(to, { recursive: true }).pipe(Effect.mapError(failing("creating the snapshot")))
-    for (const entry of yield* files.list(from).pipe(Effect.mapError(failing("reading the store")))) {
-      const src = path.join(from, entry.name)
-      const dst = path.join(to, entry.name)
-      if (entry.kind === "symlink") {
-        const target = yield* fs.readLink(src).pipe(Effect.mapError(failing("reading a link")))
-        yield* fs.symlink(target, dst).pipe(Effect.mapError(failing("copying a link")))
-      } else if (entry.kind === "directory") yield* copyTree(src, dst)
-      else if (entry.kind === "file") yield* fs.copyFile(src, dst).pipe(Effect.mapError(failing("copying the store")))
-    }
-  })
+const copyStore = (from: string, to: string) => copyTree(from, to).pipe(Effect.mapError(failing("copying the store")))
 
 const changesBetween = (a: Manifest, b: Manifest) => {
   let n = 0
@@ -144,7 +129,7 @@ export const restoreSnapshot = Effect.fn("store.restore")(function*(worker: stri
   const outgoing = `${store}.replaced`
   for (const leftover of [incoming, outgoing]) yield* fs.remove(leftover, { recursive: true }).pipe(Effect.ignore)
   // A snapshot of an empty store has no store folder: restoring it empties the store.
-  if (yield* fs.exists(from).pipe(Effect.orElseSucceed(() => false))) yield* copyTree(from, incoming)
+  if (yield* fs.exists(from).pipe(Effect.orElseSucceed(() => false))) yield* copyStore(from, incoming)
   else yield* fs.makeDirectory(incoming, { recursive: true }).pipe(Effect.mapError(failing("creating the store")))
   if (owner) yield* lchownTree(incoming, owner.uid, owner.gid).pipe(Effect.mapError(failing("handing the store to the box user")))
   if (yield* fs.exists(store).pipe(Effect.orElseSucceed(() => false))) yield* fs.rename(store, outgoing).pipe(Effect.mapError(failing("moving the current store aside")))
@@ -201,7 +186,7 @@ export const snapshotStore = Effect.fn("store.snapshot")(function*(worker: strin
     fs.remove(partial, { recursive: true }).pipe(Effect.ignore, Effect.as(partial)),
     (tmp) =>
       Effect.gen(function*() {
-        yield* copyTree(store, path.join(tmp, "store"))
+        yield* copyStore(store, path.join(tmp, "store"))
         yield* fs.writeFileString(path.join(tmp, "manifest.json"), JSON.stringify(current)).pipe(Effect.mapError(failing("writing the manifest")))
         const time = new Date(yield* Clock.currentTimeMillis).toISOString()
         yield* fs.writeFileString(path.join(tmp, "meta.json"), JSON.stringify({ id: runId, time, changes } satisfies SnapshotMeta)).pipe(

@@ -11,6 +11,7 @@ import { talkCommand } from "./talkCommand.js"
 import { initCommand } from "./initCommand.js"
 import { runsCommand } from "./runsCommand.js"
 import { serverCommand } from "./serverCommand.js"
+import { memoryCommand } from "./memoryCommand.js"
 import { storeCommand } from "./storeCommand.js"
 import { taskCommand } from "./taskCommand.js"
 import { workerCommand } from "./workerCommand.js"
@@ -20,7 +21,7 @@ export const roster = Command.make("roster").pipe(
     "Run AI workers (the pi coding agent) in locked-down Docker boxes whose only way out is roster's gateway. " +
       "Start with: roster init"
   ),
-  Command.withSubcommands([initCommand, workerCommand, talkCommand, taskCommand, storeCommand, serverCommand, runsCommand, usageCommand, webCommand, connectionCommand, policyCommand, boxCommand, doctorCommand, rehearsalCommand])
+  Command.withSubcommands([initCommand, workerCommand, talkCommand, taskCommand, memoryCommand, storeCommand, serverCommand, runsCommand, usageCommand, webCommand, connectionCommand, policyCommand, boxCommand, doctorCommand, rehearsalCommand])
 )
 
 export const cli = Command.run(roster, { name: "roster", version: VERSION })

@@ -24,6 +24,13 @@ const ago = (iso: string, now: number) => {
 const line = (t: TaskRecord, now: number) =>
   `${t.task_id}  ${t.status.padEnd(9)}  ${t.worker.padEnd(12)}  ${ago(t.created_at, now).padEnd(8)}  ${short(t.unreadable ? (t.reason ?? "record unreadable") : t.prompt, 60)}`
 
+const queuedBy = (t: TaskRecord) =>
+  t.origin.by === "self"
+    ? `the worker (run ${t.origin.run_id})`
+    : t.origin.by === "chat"
+    ? `a chat message${t.origin.chat ? ` by ${visible(t.origin.chat.author)} in ${t.origin.chat.provider} ${visible(t.origin.chat.channel)}` : ""}`
+    : `a person${t.origin.via ? ` (${t.origin.via})` : ""}`
+
 const add = Command.make("add", {
   json,
   worker: Args.text({ name: "worker" }).pipe(Args.withDescription("the worker who does it")),
@@ -33,24 +40,35 @@ const add = Command.make("add", {
   channel: Options.text("channel").pipe(
     Options.optional,
     Options.withDescription("serve a channel: its recent messages read-only at /pihome/channel, and a store the worker keeps per channel at /pihome/channel/store")
+  ),
+  continues: Options.text("continue").pipe(
+    Options.optional,
+    Options.withDescription("carry on task <id> of the same worker: its run's pi session is resumed, so the worker remembers that conversation")
+  ),
+  replyTo: Options.text("reply-to").pipe(
+    Options.optional,
+    Options.withDescription("where the answer goes when the task ends: talk:<run-id> (a live roster talk), task:<task-id> (that task's record), or none")
   )
-}, ({ after, ceiling, channel, json, prompt, worker }) =>
+}, ({ after, ceiling, channel, continues, json, prompt, replyTo, worker }) =>
   Effect.gen(function*() {
     const req = {
       worker,
       prompt: prompt.join(" "),
       ...(Option.isSome(ceiling) ? { ceiling_min: ceiling.value } : {}),
       ...(Option.isSome(after) ? { after: after.value } : {}),
-      ...(Option.isSome(channel) ? { channel: channel.value } : {})
+      ...(Option.isSome(channel) ? { channel: channel.value } : {}),
+      ...(Option.isSome(continues) ? { continue: continues.value } : {}),
+      ...(Option.isSome(replyTo) ? { reply_to: replyTo.value } : {})
     }
-    const viaServer = yield* viaDaemon((c) => c.tasks.add({ payload: req }))
-    const task = Option.isSome(viaServer) ? viaServer.value : yield* queueTask(req, PERSON)
+    const viaServer = yield* viaDaemon((c) => c.tasks.add({ payload: { ...req, via: "cli" } }))
+    const task = Option.isSome(viaServer) ? viaServer.value : yield* queueTask(req, { ...PERSON, via: "cli" })
     if (json) yield* Console.log(JSON.stringify(task, null, 2))
     else yield* Console.log(`task ${task.task_id} queued`)
     if (Option.isNone(viaServer)) yield* Console.error(NOT_RUNNING)
   })).pipe(Command.withDescription(
     "Queue a task for a worker: the daemon runs it in a box when its turn comes (at most [supervisor] concurrency at once, " +
       "one per worker). Prints `task <id> queued`. Works while the daemon is down: the task waits for it. " +
+      "--continue <id> carries on an earlier task's conversation; --reply-to sends its answer somewhere when it ends. " +
       "Example: roster task add alice --ceiling 20 \"summarise this week's notes\" && roster task list"
   ))
 
@@ -94,8 +112,14 @@ const show = Command.make("show", { json, taskId: taskIdArg }, ({ json, taskId }
     yield* Console.log(`task ${t.task_id}  ${t.status}  (worker ${t.worker})`)
     // A worker's own follow-ups (set_tasks) carry box text: shown, never obeyed by the terminal.
     yield* Console.log(`prompt: ${visible(t.prompt)}`)
-    yield* Console.log(`queued ${t.created_at} by ${t.origin.by === "self" ? `the worker (run ${t.origin.run_id})` : "a person"}` +
+    yield* Console.log(`queued ${t.created_at} by ${queuedBy(t)}` +
       `${t.after ? `, after ${t.after}` : ""}${t.channel ? `, channel ${t.channel}` : ""}${t.ceiling_min ? `, ceiling ${t.ceiling_min} min` : ""}`)
+    if (t.continues) yield* Console.log(`continues: ${t.continues.task_id ?? ""}${t.continues.run_id ? ` (run ${t.continues.run_id})` : ""}`)
+    if (t.continued_by && t.continued_by.length > 0) yield* Console.log(`continued by: ${t.continued_by.join(", ")}`)
+    if (t.reply_to) {
+      yield* Console.log(`reply to: ${visible(t.reply_to)}${t.delivery ? ` — ${t.delivery.ok ? "delivered" : `not delivered (${visible(t.delivery.error ?? "")})`} ${t.delivery.at}` : ""}`)
+    }
+    for (const r of t.replies ?? []) yield* Console.log(`reply from ${r.from_task} (${r.worker}, ${r.status}, ${r.at}): ${visible(short(r.text, 200))}`)
     if (t.started_at) yield* Console.log(`started ${t.started_at}`)
     if (t.finished_at) yield* Console.log(`finished ${t.finished_at}: ended by ${t.ended_by ?? "-"} (exit code ${t.exit_code ?? "none"})${t.adopted ? ", adopted after a daemon restart" : ""}`)
     if (t.reason) yield* Console.log(`reason: ${visible(t.reason)}`)

@@ -84,6 +84,7 @@ const run = Command.make("run", {
       prompt: prompt.join(" "),
       ...(Option.isSome(ceiling) ? { ceilingMin: ceiling.value } : {}),
       channel: Option.getOrNull(channel),
+      origin: { _tag: "person", via: "cli" },
       onLine: liveLine(worker)
     })
     for (const m of outcome.messages) yield* Console.log(`message from ${worker}: ${visible(m)}`)

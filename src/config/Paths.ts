@@ -67,6 +67,12 @@ export const layout = (p: RosterPaths) => ({
   /** The durable store of one worker in one channel, mounted at /pihome/channel/store. */
   channelStoreDir: (worker: string, channel: string) => path.join(p.data, "stores", ".channels", worker, channel),
   journalFile: (worker: string) => path.join(p.data, "journal", `${worker}.jsonl`),
+  /** A run's context (surface, origin, reply_to, continuation, memory briefed): host-side, never beside run.json (the box sees that folder). */
+  contextFile: (worker: string, runId: string) => path.join(p.data, "contexts", worker, `${runId}.json`),
+  /** A worker's memory (remember / forget through the gateway): host-side, never mounted. */
+  memoryFile: (worker: string) => path.join(p.data, "memory", `${worker}.jsonl`),
+  /** Messages for a live warm session from outside it (a task's reply_to talk:<run-id>): host-side. */
+  inboxFile: (runId: string) => path.join(p.data, "inbox", `${runId}.jsonl`),
   tasksDir: path.join(p.data, "tasks", "records"),
   taskFile: (taskId: string) => path.join(p.data, "tasks", "records", `${taskId}.json`),
   /** Task records roster could not read, put aside as they were (each listed as a failed task). */

@@ -169,6 +169,17 @@ export const Mount = MountFields.pipe(Schema.filter((m) =>
   }
 ))
 
+/** Host-side worker memory: how much of it a Start briefing carries, and how much a worker may keep. */
+export const MemorySection = Schema.Struct({
+  /** Characters of memory in a Start briefing (newest first; a line says how many were left out). */
+  brief_max: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 200_000)), { default: () => 8000 }),
+  /** Entries a worker may keep (pending ones count). */
+  max_entries: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100_000)), { default: () => 500 }),
+  /** Characters in one entry. */
+  entry_max: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100_000)), { default: () => 2000 })
+})
+export type MemoryPolicy = typeof MemorySection.Type
+
 /** The schema of org.toml: every section with its safe default; unknown keys are errors. */
 export const OrgSchema = Schema.Struct({
   engine: Schema.optionalWith(EngineSection, { default: () => ({ image: "roster-box:1" }) }),
@@ -181,7 +192,8 @@ export const OrgSchema = Schema.Struct({
   route: Schema.optionalWith(Schema.Array(Route), { default: () => [] }),
   mount: Schema.optionalWith(Schema.Array(Mount), { default: () => [] }),
   budget: Schema.optionalWith(BudgetSection, { default: () => ({ on_cross: "cut" as const }) }),
-  price: Schema.optionalWith(Schema.Array(Price), { default: () => [] })
+  price: Schema.optionalWith(Schema.Array(Price), { default: () => [] }),
+  memory: Schema.optionalWith(MemorySection, { default: () => ({ brief_max: 8000, max_entries: 500, entry_max: 2000 }) })
 })
 
 /** org.toml, decoded and defaulted. */

@@ -29,6 +29,11 @@ port = 7300
 concurrency = 2                 # boxes the daemon runs at once for queued tasks (one per worker)
 max_self_tasks = 5              # follow-ups a worker may queue for itself with set_tasks
 
+[memory]                        # what workers remember (remember / forget in the box; roster memory on the host)
+brief_max = 8000                # characters of memory a run's briefing carries (newest first)
+max_entries = 500               # entries a worker may keep
+entry_max = 2000                # characters in one entry
+
 # Egress WITH a credential injected in transit (the box only ever holds a sentinel):
 # [[grant]]
 # name = "anthropic"

@@ -4,6 +4,7 @@ import type { ActionAnswer, BoxCaller } from "./actionTypes.js"
 import type { GatewayEnv } from "./env.js"
 import { lookupToken } from "./identify.js"
 import { knowledgePushAction } from "./knowledgePush.js"
+import { forgetAction, rememberAction } from "./memoryActions.js"
 import { messageUser } from "./messageUser.js"
 import { setTasks } from "./setTasks.js"
 import { auditTrace, type RequestTrace } from "./supervise.js"
@@ -32,7 +33,9 @@ const readBody = (req: http.IncomingMessage) =>
 const ACTIONS: Readonly<Record<string, (caller: BoxCaller, body: string) => Effect.Effect<ActionAnswer, never, GatewayEnv>>> = {
   "/v1/actions/message_user": messageUser,
   "/v1/actions/set_tasks": setTasks,
-  "/v1/actions/knowledge_push": knowledgePushAction
+  "/v1/actions/knowledge_push": knowledgePushAction,
+  "/v1/actions/remember": rememberAction,
+  "/v1/actions/forget": forgetAction
 }
 
 /**

@@ -3,6 +3,9 @@ import { OrgConfig } from "../config/OrgConfig.js"
 import { RunLog } from "../run/RunLog.js"
 import { type TaskRecord, TaskRefused } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
+import { linkContinuation } from "../task/links.js"
+import { checkReplyTo } from "../task/replyTo.js"
+import { readRunContext } from "../run/runContext.js"
 import type { ActionAnswer, BoxCaller } from "./actionTypes.js"
 
 const MAX_PROMPT = 8000
@@ -13,7 +16,11 @@ const SetTasks = Schema.parseJson(Schema.Struct({
   tasks: Schema.Array(Schema.Struct({
     prompt: Schema.String,
     ceiling_min: Schema.optional(Schema.Number),
-    after: Schema.optional(Schema.String)
+    after: Schema.optional(Schema.String),
+    /** Carry on this run's own conversation: the follow-up resumes its pi session. */
+    continue: Schema.optional(Schema.Boolean),
+    /** Where the follow-up's answer goes; by default wherever this run's own answer goes. */
+    reply_to: Schema.optional(Schema.String)
   }))
 }))
 
@@ -31,7 +38,9 @@ const waitingSelfTasks = (all: ReadonlyArray<TaskRecord>, worker: string) =>
 export const setTasks = (caller: BoxCaller, body: string) =>
   Effect.gen(function*() {
     const decoded = Schema.decodeUnknownEither(SetTasks)(body)
-    if (Either.isLeft(decoded)) return refused(400, `the body is {"tasks": [{"prompt": "...", "ceiling_min"?: n, "after"?: "t-..."}]}`)
+    if (Either.isLeft(decoded)) {
+      return refused(400, `the body is {"tasks": [{"prompt": "...", "ceiling_min"?: n, "after"?: "t-...", "continue"?: true, "reply_to"?: "task:t-..."}]}`)
+    }
     const req = decoded.right
     if (req.worker !== undefined && req.worker !== caller.worker) {
       yield* Effect.logWarning(`gateway: run ${caller.runId} of ${caller.worker} tried to queue a task for ${req.worker}: refused`)
@@ -43,12 +52,34 @@ export const setTasks = (caller: BoxCaller, body: string) =>
       if (t.ceiling_min !== undefined && !(Number.isFinite(t.ceiling_min) && t.ceiling_min > 0)) return refused(400, "ceiling_min is a positive number of minutes")
       if (t.after !== undefined && (yield* store.get(t.after))?.worker !== caller.worker) return refused(400, `after: ${t.after} is not one of your tasks`)
     }
+    // A follow-up answers where this run answers, unless the worker names another place.
+    const inherited = (yield* readRunContext(caller.worker, caller.runId))?.reply_to ?? null
+    const replies: Array<string | undefined> = []
+    for (const t of req.tasks) {
+      const wanted = t.reply_to ?? inherited ?? undefined
+      if (wanted === undefined) {
+        replies.push(undefined)
+        continue
+      }
+      const checked = yield* checkReplyTo(wanted).pipe(Effect.either)
+      if (Either.isLeft(checked)) return refused(400, checked.left.message)
+      replies.push(checked.right)
+    }
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.either)
     if (Either.isLeft(org)) return refused(500, `the deployment's org.toml cannot be read: ${org.left.message}`)
     const max = org.right.supervisor.max_self_tasks
     const origin = { by: "self" as const, run_id: caller.runId, task_id: caller.taskId }
     const added = yield* store.addAll(
-      req.tasks.map((t) => ({ worker: caller.worker, prompt: t.prompt, ceilingMin: t.ceiling_min ?? null, after: t.after ?? null, origin })),
+      req.tasks.map((t, i) => ({
+        worker: caller.worker,
+        prompt: t.prompt,
+        ceilingMin: t.ceiling_min ?? null,
+        after: t.after ?? null,
+        origin,
+        // This run's own session, resumed once this run has ended.
+        ...(t.continue ? { continues: { task_id: caller.taskId, run_id: caller.runId } } : {}),
+        replyTo: replies[i]
+      })),
       (all) => {
         const waiting = waitingSelfTasks(all, caller.worker)
         return waiting + req.tasks.length > max
@@ -61,6 +92,9 @@ export const setTasks = (caller: BoxCaller, body: string) =>
     }
     const ids = added.right.map((t) => t.task_id)
     if (ids.length > 0) yield* recordQueued(caller, ids)
+    if (caller.taskId) {
+      for (const t of added.right) if (t.continues) yield* linkContinuation(caller.taskId, t.task_id)
+    }
     return { status: 200, body: { ok: true, queued: ids } } satisfies ActionAnswer
   })
 

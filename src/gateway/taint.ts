@@ -1,5 +1,6 @@
 import { Clock, Effect } from "effect"
-import { openTaints, type TaintReason } from "../contract/taint.js"
+import { openTaints, type TaintReason, taintLine } from "../contract/taint.js"
+import { MemoryStore } from "../memory/MemoryStore.js"
 import { RunLog } from "../run/RunLog.js"
 import type { Caller } from "./identify.js"
 import type { Refusal, RefusalWhy } from "./refusal.js"
@@ -45,7 +46,11 @@ export const taintRun = (memo: TaintMemo, caller: Caller, reason: TaintReason, h
     const known = run.tainted ?? []
     if (openTaints(run).some((t) => t.reason === reason && t.host === host) || known.length >= MAX_TAINTS) return
     yield* Effect.logWarning(`gateway: run ${caller.runId} (${caller.subject}) tainted: ${reason}${host ? ` ${host}` : ""} (${detail})`)
-    yield* runLog.append(caller.worker, caller.runId, { kind: "taint", taint: { reason, host, time: new Date(now).toISOString(), detail } })
+    const taint = { reason, host, time: new Date(now).toISOString(), detail }
+    yield* runLog.append(caller.worker, caller.runId, { kind: "taint", taint })
+    // What the run remembered before it was tainted is held for review too: its memory is no better than its work.
+    const held = yield* (yield* MemoryStore).holdRun(caller.worker, caller.runId, taintLine(taint))
+    if (held > 0) yield* Effect.logWarning(`gateway: run ${caller.runId}: ${held} memory ${held === 1 ? "entry" : "entries"} it wrote held for review`)
   }).pipe(Effect.catchAll((e) => Effect.logWarning(`gateway: a run's taint could not be recorded: ${e.message}`)))
 
 /** Taints the run when the refusal is one of egress no rule gives. */

@@ -20,6 +20,14 @@ export type JournalEntry =
     readonly run_id?: string | null
     readonly reason?: string | null
   }
+  | {
+    /** Another task's answer, delivered to one of this worker's tasks (its reply_to was task:<id>). */
+    readonly kind: "reply"
+    readonly task_id: string
+    readonly from_task: string
+    readonly status: string
+    readonly text: string
+  }
 
 /**
  * Appends a line to `data/journal/<worker>.jsonl`, in place: the file is bind-mounted read-only

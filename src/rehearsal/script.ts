@@ -14,6 +14,12 @@ export const REHEARSAL_MESSAGE = "rehearsal: hello from inside the box (this is 
 /** Asked for in a prompt, the rehearsal queues one follow-up for its worker with set_tasks. */
 export const REHEARSAL_FOLLOW_UP_ASK = "queue a follow-up task"
 export const REHEARSAL_FOLLOW_UP = "rehearsal follow-up: look at the box again"
+/** "remember that <fact>." in a prompt: the rehearsal keeps the fact with the remember tool. */
+export const REHEARSAL_REMEMBER_ASK = "remember that "
+/** "forget m-xxxxxxxx" in a prompt: the rehearsal drops that entry with the forget tool. */
+export const REHEARSAL_FORGET_ASK = "forget m-"
+/** Asked "what do you remember", the rehearsal answers with its briefing's memory, as it was given. */
+export const REHEARSAL_RECALL_ASK = "what do you remember"
 
 interface Block {
   readonly type: string
@@ -57,6 +63,8 @@ export const nextStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<
   const results = messages.slice(current?.i ?? 0)
     .filter((m) => m.role === "user" && Array.isArray(m.content))
     .flatMap((m) => (m.content as ReadonlyArray<Block>).filter((b) => b.type === "tool_result"))
+  const memory = memoryStep(current?.text ?? "", results, tools)
+  if (memory) return memory
   const bash = results.find((r) => r.tool_use_id?.startsWith("toolu_rehearsal_bash"))
   const told = results.some((r) => r.tool_use_id?.startsWith("toolu_rehearsal_msg"))
   const queued = results.some((r) => r.tool_use_id?.startsWith("toolu_rehearsal_tasks"))
@@ -95,4 +103,38 @@ export const nextStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<
     kind: "final",
     text: `Rehearsal answer: I looked at my box with bash. It says ${pretty}; ${who}; ${egress}. Done.`
   }
+}
+
+/** The memory section of a Start briefing, as the worker was given it (empty when it remembers nothing). */
+const briefedMemory = (text: string) => {
+  const at = text.indexOf("## What you remember")
+  if (at < 0) return ""
+  const rest = text.slice(at)
+  const end = rest.indexOf("\n## ", 3)
+  return (end < 0 ? rest : rest.slice(0, end)).trim()
+}
+
+/** What the rehearsal does when a prompt is about its memory: remember a fact, forget an entry, or say what it remembers. */
+const memoryStep = (text: string, results: ReadonlyArray<Block>, tools: ReadonlyArray<string>): Step | undefined => {
+  const ask = text.slice(text.lastIndexOf("## Your task") >= 0 ? text.lastIndexOf("## Your task") : 0)
+  const fact = new RegExp(`${REHEARSAL_REMEMBER_ASK}([^\\n]+?)[.]?(\\n|$)`, "i").exec(ask)?.[1]
+  const forget = /forget (m-[0-9a-f]{8})/.exec(ask)?.[1]
+  const said = (prefix: string) => results.find((r) => r.tool_use_id?.startsWith(prefix))
+  if (fact && tools.includes("remember")) {
+    const done = said("toolu_rehearsal_remember")
+    if (!done) {
+      return { kind: "tool", intro: "Keeping that for my later runs.", id: `toolu_rehearsal_remember_${Date.now()}`, name: "remember", input: { text: fact } }
+    }
+    return { kind: "final", text: `Rehearsal answer: asked to remember "${fact}"; the tool said: ${resultText(done).trim()}` }
+  }
+  if (forget && tools.includes("forget")) {
+    const done = said("toolu_rehearsal_forget")
+    if (!done) return { kind: "tool", intro: "Dropping that note.", id: `toolu_rehearsal_forget_${Date.now()}`, name: "forget", input: { id: forget } }
+    return { kind: "final", text: `Rehearsal answer: asked to forget ${forget}; the tool said: ${resultText(done).trim()}` }
+  }
+  if (ask.toLowerCase().includes(REHEARSAL_RECALL_ASK)) {
+    const memory = briefedMemory(text)
+    return { kind: "final", text: memory === "" ? "Rehearsal answer: I remember nothing from earlier runs." : `Rehearsal answer: from my briefing —\n${memory}` }
+  }
+  return undefined
 }

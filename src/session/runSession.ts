@@ -2,7 +2,6 @@ import type { FileSystem, Path } from "@effect/platform"
 import { Clock, Duration, Effect, Mailbox, Option, Queue } from "effect"
 import type { Paths } from "../config/Paths.js"
 import { ceilingDuration } from "../box/ceiling.js"
-import { compileContext } from "../box/context.js"
 import { preflightError } from "../box/preflight.js"
 import { openBox } from "../box/openBox.js"
 import { validateChannelName, validateWorkerName } from "../config/names.js"
@@ -13,9 +12,13 @@ import { mountsFor } from "../config/schema.js"
 import { readEvent } from "../contract/piEvents.js"
 import type { Files } from "../fs/Files.js"
 import { runFiles } from "../contract/runFiles.js"
-import { openRunRecord } from "../run/record.js"
+import type { ChatPlace, RunOrigin } from "../contract/origin.js"
+import { startRun } from "../box/runStart.js"
+import { saveRunContext } from "../run/runContext.js"
+import { RunLog } from "../run/RunLog.js"
 import { newRunId } from "../run/runId.js"
 import { readIdentity, readWorkerSettings } from "../worker/workers.js"
+import { watchInbox } from "./inbox.js"
 import { compileTurn, type SessionMessage } from "./turnContext.js"
 import { initialTurnState, nextMessage, type SessionEndReason, step, type Surface, type TurnInput, type TurnOutput } from "./turns.js"
 
@@ -39,6 +42,10 @@ export interface SessionRequest {
   readonly onReady?: (runId: string) => Effect.Effect<void>
   /** The channel the session serves: its history mounted, each turn and reply appended to it, its recent past on the first turn. */
   readonly channel?: string | null
+  /** Who opened the session (default: a person at the CLI; the web's Talk page says web). */
+  readonly origin?: RunOrigin
+  /** A chat session's service and channel. */
+  readonly chat?: ChatPlace
 }
 
 /** How a warm session ended: its run, why, whether cleanly, and how many turns it served. */
@@ -72,10 +79,22 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
   const runId = yield* newRunId
 
   return yield* Effect.gen(function*() {
-    const record = yield* openRunRecord({ runId, worker: req.worker, kind: "session" })
+    const { context: start, record, runContext } = yield* startRun({
+      runId,
+      worker: req.worker,
+      kind: "session",
+      taskId: null,
+      surface: req.surface,
+      origin: req.origin ?? { _tag: "person", via: req.surface === "web-session" ? "web" : "cli" },
+      prompt: null,
+      mounts,
+      channel,
+      chat: req.chat,
+      replyTo: null,
+      continues: null,
+      org
+    })
     const note = req.onNote ?? ((t: string) => Effect.logInfo(`session ${runId}: ${t}`))
-    const start = yield* compileContext({ runId, worker: req.worker, surface: "term-session", prompt: null, mounts, channel }, runFiles(record.runDir).context)
-    if (channel !== null) yield* record.note({ channel })
     const inputs = yield* Queue.unbounded<RunnerInput>()
     const box = yield* openBox({
       record, kind: "session", taskId: null, ceilingMin: null, mode: "rpc", org, settings, mounts, channel,
@@ -88,8 +107,15 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
       Effect.forkScoped
     )
     if (req.controls) yield* Effect.forever(Queue.take(req.controls).pipe(Effect.zipRight(inputs.offer({ _tag: "abort" })))).pipe(Effect.forkScoped)
+    // A task's answer sent to this session (reply_to talk:<run-id>) arrives as a turn of its own.
+    yield* watchInbox(runId, (message) =>
+      note(`${message.author} answered: delivered here as a message`).pipe(Effect.zipRight(inputs.offer({ _tag: "msg", message })))).pipe(
+        Effect.catchAllCause((c) => Effect.logError(`session ${runId}: its inbox could not be read`, c)),
+        Effect.forkScoped
+      )
     if (req.onReady) yield* req.onReady(runId)
 
+    const runLog = yield* RunLog
     const send = (command: unknown) => box.write(`${JSON.stringify(command)}\n`)
     const idle = Duration.toMillis(Duration.seconds(org.box.idle_secs))
     const turnCeiling = Duration.toMillis(ceilingDuration(org.box.turn_ceiling_min))
@@ -140,10 +166,20 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
       const message = channel !== null && state.turns === 0 && next.history === undefined
         ? { ...next, history: yield* recentChannel(channel).pipe(Effect.orElseSucceed(() => [])) }
         : next
-      const input = yield* compileTurn(message, state.turns + 1, runFiles(record.runDir).turns).pipe(
-        Effect.tapError((e) => note(`a message could not be prepared and was not delivered: ${e.message}`)),
-        Effect.option
-      )
+      // The run context says whose message this turn serves before pi sees it: a context that cannot be saved drops the message, not the session.
+      const saved = yield* saveRunContext({
+        ...runContext,
+        turns: state.turns + 1,
+        taints: (yield* runLog.read(req.worker, runId))?.tainted ?? [],
+        last_message: { author: message.author, role: message.role ?? "person" },
+        saved_at: new Date(yield* Clock.currentTimeMillis).toISOString()
+      }).pipe(Effect.either)
+      const input = saved._tag === "Left"
+        ? yield* note(`a message could not be delivered: ${saved.left.message}`).pipe(Effect.as(Option.none<string>()))
+        : yield* compileTurn(message, state.turns + 1, runFiles(record.runDir).turns, start.start_preamble).pipe(
+          Effect.tapError((e) => note(`a message could not be prepared and was not delivered: ${e.message}`)),
+          Effect.option
+        )
       if (Option.isNone(input)) return (yield* feed({ _tag: "skipped" })) ?? (yield* promptNext)
       const written = yield* send({ type: "prompt", message: input.value }).pipe(Effect.either)
       if (written._tag === "Left") return "box-died" as const

@@ -14,23 +14,35 @@ export interface SessionMessage {
   readonly author: string
   readonly provider: string
   readonly messageId: string
+  /** Who speaks: a person (the default), or another task's answer delivered here (reply_to talk:<run-id>). */
+  readonly role?: "person" | "task-reply"
   /** The room's recent messages; used on the session's first turn only. */
   readonly history?: ReadonlyArray<{ readonly author: string; readonly text: string }>
 }
 
+/** How a message is introduced to the worker: a person's plain words, or where it came from. */
+const heading = (m: SessionMessage) =>
+  m.role === "task-reply"
+    ? `[the answer of ${m.author}, delivered to this conversation (its reply_to); not a person's message]\n`
+    : m.provider === "terminal" ? "" : `[${m.provider} message ${m.messageId} from ${m.author}]\n`
+
 /**
- * A turn's input: the message with its provenance, the room's recent past on the first turn
- * only (a warm session already holds everything since), traced to turns.jsonl.
+ * A turn's input. The first turn is the Start phase: the run's preamble (surface, origin, memory)
+ * and the room's recent past before the message; a later turn is the Turn phase: the message with
+ * its role and author. Traced to turns.jsonl.
  */
-export const compileTurn = (message: SessionMessage, turn: number, traceFile: string) =>
+export const compileTurn = (message: SessionMessage, turn: number, traceFile: string, preamble = "") =>
   Effect.gen(function*() {
     if (message.text.trim() === "") return yield* Effect.fail(new UnpreparableMessage({ detail: "the message is blank" }))
     const history = turn === 1 && message.history && message.history.length > 0
       ? `Recent messages before this one:\n${message.history.map((h) => `- ${h.author}: ${h.text}`).join("\n")}\n\n`
       : ""
-    const input = message.provider === "terminal" ? `${history}${message.text}` :
-      `${history}[${message.provider} message ${message.messageId} from ${message.author}]\n${message.text}`
-    const line = `${JSON.stringify({ turn, author: message.author, provider: message.provider, message_id: message.messageId, input })}\n`
+    const start = turn === 1 && preamble !== "" ? `${preamble}\n\n## The first message\n` : ""
+    const input = `${start}${history}${heading(message)}${message.text}`
+    const line = `${JSON.stringify({
+      turn, phase: turn === 1 ? "start" : "turn", author: message.author, role: message.role ?? "person", provider: message.provider,
+      message_id: message.messageId, input
+    })}\n`
     yield* (yield* Files).append(traceFile, line, 0o644).pipe(
       Effect.mapError((e) => new UnpreparableMessage({ detail: `its trace could not be written: ${e.message}` }))
     )

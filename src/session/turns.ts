@@ -41,7 +41,8 @@ export type TurnOutput =
   | { readonly _tag: "note"; readonly text: string }
   | { readonly _tag: "end"; readonly reason: SessionEndReason }
 
-export type Surface = "term-session" | "chat-session"
+/** The session surfaces; only a chat session's replies must leave through a send tool. */
+export type Surface = "term-session" | "web-session" | "chat-session"
 
 /** The message to prompt next, if pi is free for one. */
 export const nextMessage = (s: TurnState): SessionMessage | undefined => (s.busy ? undefined : s.pending[0])

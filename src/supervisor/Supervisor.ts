@@ -10,6 +10,7 @@ import { TaskStore } from "../task/TaskStore.js"
 import { dispatchLoop, HOLD_REASON } from "./dispatch.js"
 import { cancelInPlace, cancelQueued, PERSON, queueTask, type TaskRequest } from "./queueTask.js"
 import { makeState, type SupervisorState } from "./state.js"
+import { deliverPending } from "./deliver.js"
 import { strayLoop, sweepStrays } from "./strays.js"
 import { finishLeftRun } from "./takeOver.js"
 import { REQUEUE_HINT, taskFailed } from "./taskEnd.js"
@@ -23,7 +24,7 @@ export interface TaskFilter {
 
 /** The daemon's work over time: the task queue, its dispatch, and every box left without an owner. */
 export interface SupervisorApi {
-  readonly add: (req: TaskRequest) => Effect.Effect<TaskRecord, TaskRefused | TaskStoreError>
+  readonly add: (req: TaskRequest & { readonly via?: "cli" | "web" | "api" | undefined }) => Effect.Effect<TaskRecord, TaskRefused | TaskStoreError>
   readonly list: (filter: TaskFilter) => Effect.Effect<ReadonlyArray<TaskRecord>>
   readonly show: (taskId: string) => Effect.Effect<TaskRecord, NoSuchTask>
   readonly cancel: (taskId: string) => Effect.Effect<TaskRecord, NoSuchTask | TaskRefused | TaskStoreError>
@@ -102,6 +103,8 @@ const make = Effect.gen(function*() {
   const self = yield* currentOwner
   // Adoption first, then the queue: a task whose box survived is never started again.
   yield* recover
+  // Answers a dead daemon owed (a task that ended just before it died) go out before anything new runs.
+  yield* deliverPending
   yield* watchPass(st, self)
   yield* sweepStrays(st).pipe(Effect.catchAllCause((c) => Effect.logError("supervisor: a sweep of boxless runs failed", c)))
   yield* Effect.forkScoped(watchLoop(st, self))
@@ -110,7 +113,7 @@ const make = Effect.gen(function*() {
   const wake = Queue.offer(st.wake, undefined)
 
   return {
-    add: (req) => use(queueTask(req, PERSON)).pipe(Effect.tap(() => wake)),
+    add: ({ via, ...req }) => use(queueTask(req, { ...PERSON, via: via ?? "api" })).pipe(Effect.tap(() => wake)),
     list: (filter) =>
       use(store.list.pipe(Effect.map((ts) =>
         ts.filter((t) => (filter.worker === undefined || t.worker === filter.worker) && (filter.status === undefined || t.status === filter.status))

@@ -5,8 +5,10 @@ import { OrgConfig } from "../config/OrgConfig.js"
 import type { Org } from "../config/schema.js"
 import { causeText } from "../run/causeText.js"
 import { newRunId } from "../run/runId.js"
-import type { TaskRecord } from "../task/TaskRecord.js"
+import { RunLog } from "../run/RunLog.js"
+import { isFinal, type TaskRecord } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
+import { deliverPending, deliverReply } from "./deliver.js"
 import { type SupervisorState, withKey, withoutKey } from "./state.js"
 import { REQUEUE_HINT, type RunEnded, taskEnd, taskFailed } from "./taskEnd.js"
 
@@ -26,6 +28,21 @@ const afterState = (t: TaskRecord, all: ReadonlyArray<TaskRecord>): "ready" | "w
   return "waiting"
 }
 
+/** Where a continuation stands: the run it resumes, waiting for that run to end, or never. */
+const continuesState = (t: TaskRecord, all: ReadonlyArray<TaskRecord>) =>
+  Effect.gen(function*() {
+    if (!t.continues) return { ready: null } as const
+    const of = t.continues.task_id === null ? undefined : all.find((x) => x.task_id === t.continues?.task_id)
+    const runId = t.continues.run_id ?? of?.run_ids.at(-1) ?? null
+    if (runId === null) {
+      return of && !isFinal(of.status) ? "waiting" as const : { fail: `it continues task ${t.continues.task_id}, which ended without a run to continue` }
+    }
+    const run = yield* (yield* RunLog).read(t.worker, runId)
+    if (!run) return { fail: `it continues run ${runId}, which has no record` }
+    if (run.finished_at === null) return "waiting" as const
+    return { ready: { task_id: t.continues.task_id, run_id: runId } } as const
+  })
+
 const endOf = (runId: string, ceilingMin: number, exit: Exit.Exit<RunOutcome, unknown>, cancelled: boolean): RunEnded =>
   Exit.isSuccess(exit)
     ? { runId, endedBy: exit.value.endedBy, exitCode: exit.value.exitCode, error: exit.value.error, finalText: exit.value.finalText, ceilingMin }
@@ -34,8 +51,26 @@ const endOf = (runId: string, ceilingMin: number, exit: Exit.Exit<RunOutcome, un
     : { runId, endedBy: "error", exitCode: null, error: causeText(exit.cause) }
 
 /** One task's run, as the daemon's fiber: however it ends (even the daemon stopping) the task gets its end. */
-const runTask = (st: SupervisorState, t: TaskRecord, runId: string, ceilingMin: number, stop: Deferred.Deferred<void>) =>
-  runOnce({ worker: t.worker, prompt: t.prompt, ceilingMin, taskId: t.task_id, runId, stop: Deferred.await(stop), channel: t.channel ?? null }).pipe(
+const runTask = (
+  st: SupervisorState,
+  t: TaskRecord,
+  runId: string,
+  ceilingMin: number,
+  stop: Deferred.Deferred<void>,
+  continues: { readonly task_id: string | null; readonly run_id: string } | null
+) =>
+  runOnce({
+    worker: t.worker,
+    prompt: t.prompt,
+    ceilingMin,
+    taskId: t.task_id,
+    runId,
+    stop: Deferred.await(stop),
+    channel: t.channel ?? null,
+    origin: { _tag: "queue", task_id: t.task_id, queued_by: t.origin },
+    replyTo: t.reply_to ?? null,
+    continues
+  }).pipe(
     Effect.onExit((exit) =>
       Effect.gen(function*() {
         const cancelled = (yield* Deferred.isDone(stop)) || (yield* Ref.get(st.cancelRequested)).has(t.task_id)
@@ -44,6 +79,8 @@ const runTask = (st: SupervisorState, t: TaskRecord, runId: string, ceilingMin: 
         yield* (task.status === "done" ? Effect.logInfo : Effect.logWarning)(
           `task ${t.task_id} (${t.worker}) ${task.status}${task.reason ? `: ${task.reason}` : ""}`
         )
+        // Its answer (or how it failed) goes where it was asked to, once; a crash before this is made up at the next start.
+        yield* deliverReply(task)
       }).pipe(
         Effect.catchAllCause((c) => Effect.logError(`task ${t.task_id}: its end could not be recorded`, c)),
         Effect.ensuring(Ref.update(st.live, (m) => withoutKey(m, t.task_id)).pipe(Effect.zipRight(Queue.offer(st.wake, undefined))))
@@ -58,7 +95,7 @@ const runTask = (st: SupervisorState, t: TaskRecord, runId: string, ceilingMin: 
  * starts its run as a fiber keyed by the task id. A crash after the claim leaves a running task
  * whose box is missing, which the next start marks failed rather than running it twice.
  */
-const start = (st: SupervisorState, org: Org, t: TaskRecord) =>
+const start = (st: SupervisorState, org: Org, t: TaskRecord, continues: { readonly task_id: string | null; readonly run_id: string } | null) =>
   Effect.gen(function*() {
     const runId = yield* newRunId
     const claimed = yield* (yield* TaskStore).update(t.task_id, (x, now) =>
@@ -66,7 +103,7 @@ const start = (st: SupervisorState, org: Org, t: TaskRecord) =>
     if (claimed.status !== "running" || claimed.run_ids.at(-1) !== runId) return false
     const stop = yield* Deferred.make<void>()
     yield* Ref.update(st.live, (m) => withKey(m, t.task_id, { taskId: t.task_id, worker: t.worker, runId, stop }))
-    yield* FiberMap.run(st.runs, t.task_id, runTask(st, t, runId, t.ceiling_min ?? org.box.ceiling_min, stop))
+    yield* FiberMap.run(st.runs, t.task_id, runTask(st, t, runId, t.ceiling_min ?? org.box.ceiling_min, stop, continues))
     yield* Effect.logInfo(`task ${t.task_id} (${t.worker}) started: run ${runId}`)
     return true
   })
@@ -79,6 +116,7 @@ const start = (st: SupervisorState, org: Org, t: TaskRecord) =>
 export const dispatchPass = (st: SupervisorState) =>
   Effect.gen(function*() {
     const store = yield* TaskStore
+    yield* deliverPending
     const org = yield* (yield* OrgConfig).snapshot
     const credential = yield* modelCredentialAvailable
     for (const t of yield* store.list) {
@@ -96,11 +134,14 @@ export const dispatchPass = (st: SupervisorState) =>
       if (t.status !== "queued" || busy.has(t.worker)) continue
       const after = afterState(t, all)
       if (after === "waiting") continue
-      if (after !== "ready") {
-        yield* store.update(t.task_id, (x, now) => (x.status === "queued" ? taskFailed(after.fail)(x, now) : x))
+      const resumes = after === "ready" ? yield* continuesState(t, all) : after
+      if (resumes === "waiting") continue
+      if ("fail" in resumes) {
+        const why = resumes.fail ?? "it cannot start"
+        yield* store.update(t.task_id, (x, now) => (x.status === "queued" ? taskFailed(why)(x, now) : x))
         continue
       }
-      if (yield* start(st, org, t)) {
+      if (yield* start(st, org, t, resumes.ready)) {
         free--
         busy.add(t.worker)
       }

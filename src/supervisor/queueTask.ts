@@ -3,19 +3,38 @@ import { validateCeiling } from "../box/ceiling.js"
 import { containerName } from "../box/spec.js"
 import { Docker } from "../docker/Docker.js"
 import { validateChannelName, validateWorkerName } from "../config/names.js"
-import { type TaskOrigin, type TaskRecord, TaskRefused } from "../task/TaskRecord.js"
+import { linkContinuation } from "../task/links.js"
+import { checkReplyTo } from "../task/replyTo.js"
+import { isFinal, type TaskOrigin, type TaskRecord, TaskRefused } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { CANCELLED } from "./taskEnd.js"
 import { readIdentity } from "../worker/workers.js"
 
-/** What queueing a task asks for: `roster task add`'s worker, prompt, ceiling, `--after` and `--channel`. */
+/** What queueing a task asks for: `roster task add`'s worker, prompt, ceiling, `--after`, `--channel`, `--continue` and `--reply-to`. */
 export interface TaskRequest {
   readonly worker: string
   readonly prompt: string
   readonly ceiling_min?: number | undefined
   readonly after?: string | undefined
   readonly channel?: string | undefined
+  /** A task of the same worker whose conversation this one carries on. */
+  readonly continue?: string | undefined
+  readonly reply_to?: string | undefined
 }
+
+/** What `--continue <task-id>` resumes: that task of the same worker, its last run (or the run it will have). */
+const continuation = (worker: string, taskId: string) =>
+  Effect.gen(function*() {
+    const of = yield* (yield* TaskStore).get(taskId)
+    if (!of) return yield* Effect.fail(new TaskRefused({ detail: `--continue ${taskId}: no such task — list them: roster task list` }))
+    if (of.worker !== worker) {
+      return yield* Effect.fail(new TaskRefused({ detail: `--continue ${taskId}: that task is ${of.worker}'s — a worker carries on only its own work` }))
+    }
+    if (isFinal(of.status) && of.run_ids.length === 0) {
+      return yield* Effect.fail(new TaskRefused({ detail: `--continue ${taskId}: that task ended ${of.status} without a run, so there is nothing to carry on` }))
+    }
+    return { of, continues: { task_id: taskId, run_id: isFinal(of.status) ? of.run_ids.at(-1) ?? null : null } }
+  })
 
 const refuse = (e: { readonly message: string }) => new TaskRefused({ detail: e.message })
 
@@ -33,6 +52,8 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
   if (req.ceiling_min !== undefined) yield* validateCeiling(req.ceiling_min).pipe(Effect.mapError(refuse))
   if (req.channel !== undefined) yield* validateChannelName(req.channel).pipe(Effect.mapError(refuse))
   const store = yield* TaskStore
+  const carried = req.continue !== undefined ? yield* continuation(req.worker, req.continue) : undefined
+  const replyTo = req.reply_to !== undefined ? yield* checkReplyTo(req.reply_to) : undefined
   if (req.after !== undefined) {
     const before = yield* store.get(req.after)
     if (!before) return yield* Effect.fail(new TaskRefused({ detail: `--after ${req.after}: no such task — list them: roster task list` }))
@@ -40,16 +61,20 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
       return yield* Effect.fail(new TaskRefused({ detail: `--after ${req.after}: that task ended ${before.status}, so this one could never run` }))
     }
   }
-  return yield* store.add({
+  const added = yield* store.add({
     worker: req.worker,
     prompt: req.prompt,
     ceilingMin: req.ceiling_min ?? null,
+    // A continuation of work still to run waits for that run to end, however it ends (dispatch).
     after: req.after ?? null,
     channel: req.channel,
-    origin
+    origin,
+    continues: carried?.continues,
+    replyTo
   })
+  if (carried) yield* linkContinuation(carried.of.task_id, added.task_id)
+  return added
 })
-
 /** The origin of a task a person queued (the CLI, the control API). */
 export const PERSON: TaskOrigin = { by: "person", run_id: null, task_id: null }
 

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ChannelName, isTaskId, RunId, TaskId, WorkerName } from "../config/names.js"
+import { TaskOrigin } from "../contract/origin.js"
 
 export { isTaskId }
 
@@ -10,13 +11,27 @@ export type TaskStatus = typeof TaskStatus.Type
 /** A task that will not change again. */
 export const isFinal = (s: TaskStatus) => s === "done" || s === "failed" || s === "cancelled"
 
-/** Who queued a task: a person (the CLI, the API) or a worker for itself (set_tasks, from a run). */
-export const TaskOrigin = Schema.Struct({
-  by: Schema.Literal("person", "self"),
-  run_id: Schema.NullOr(RunId),
-  task_id: Schema.NullOr(TaskId)
+export { TaskOrigin } from "../contract/origin.js"
+
+/** How a task's answer was delivered to its reply_to. */
+export const Delivery = Schema.Struct({
+  target: Schema.String,
+  at: Schema.String,
+  ok: Schema.Boolean,
+  error: Schema.optional(Schema.String)
 })
-export type TaskOrigin = typeof TaskOrigin.Type
+export type Delivery = typeof Delivery.Type
+
+/** Another task's answer, delivered to this one. */
+export const Reply = Schema.Struct({
+  from_task: TaskId,
+  worker: WorkerName,
+  at: Schema.String,
+  /** done: its final answer; failed or cancelled: how it ended and why. */
+  status: Schema.String,
+  text: Schema.String
+})
+export type Reply = typeof Reply.Type
 
 /** `data/tasks/records/<id>.json`: one task through its life, written atomically at each change. */
 export const TaskRecord = Schema.Struct({
@@ -46,6 +61,16 @@ export const TaskRecord = Schema.Struct({
   adopted: Schema.optional(Schema.Boolean),
   /** Follow-ups this task's run queued with set_tasks. */
   queued_tasks: Schema.optional(Schema.Array(TaskId)),
+  /** The task and run whose pi session this one resumes (`--continue`, set_tasks `continue`); run_id null: that task's last run, once it has one. */
+  continues: Schema.optional(Schema.Struct({ task_id: Schema.NullOr(TaskId), run_id: Schema.NullOr(RunId) })),
+  /** Tasks that continue this one. */
+  continued_by: Schema.optional(Schema.Array(TaskId)),
+  /** Where its answer goes when it ends: talk:<run-id>, task:<id>, chat:<provider>:<channel>[/<thread>] or none. */
+  reply_to: Schema.optional(Schema.NullOr(Schema.String)),
+  /** The delivery of its answer to reply_to: once, recorded whatever its outcome. */
+  delivery: Schema.optional(Delivery),
+  /** Answers of other tasks delivered here (their reply_to was task:<this id>). */
+  replies: Schema.optional(Schema.Array(Reply)),
   /** Set only on a record roster could not read: where the file was put aside. Such a task is listed as failed and never run. */
   unreadable: Schema.optional(Schema.Struct({ file: Schema.String }))
 })

@@ -17,6 +17,10 @@ export interface NewTask {
   readonly after: string | null
   readonly channel?: string | undefined
   readonly origin: TaskOrigin
+  /** The task and run whose pi session it resumes. */
+  readonly continues?: { readonly task_id: string | null; readonly run_id: string | null } | undefined
+  /** Where its answer goes when it ends. */
+  readonly replyTo?: string | undefined
 }
 
 /** What the store reads per call: the deployment's folders, the file system, the journal's appends. */
@@ -200,6 +204,8 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
               after: t.after,
               origin: t.origin,
               ...(t.channel ? { channel: t.channel } : {}),
+              ...(t.continues ? { continues: t.continues } : {}),
+              ...(t.replyTo ? { reply_to: t.replyTo } : {}),
               created_at: time,
               updated_at: time,
               started_at: null,

@@ -1,7 +1,7 @@
 import { VERSION } from "../contract/version.js"
 import { html, type Html } from "./html.js"
 
-const NAV = [["/", "Now"], ["/runs", "Runs"], ["/tasks", "Tasks"], ["/talk", "Talk"], ["/gateway", "Gateway"]] as const
+const NAV = [["/", "Now"], ["/runs", "Runs"], ["/tasks", "Tasks"], ["/workers", "Workers"], ["/talk", "Talk"], ["/gateway", "Gateway"]] as const
 
 /**
  * A page: the nav, the body, the session's CSRF token for its forms and scripts, and only

@@ -8,7 +8,9 @@ import { runFiles } from "../contract/runFiles.js"
 import type { Docker } from "../docker/Docker.js"
 import { packageRoot } from "../image/packageRoot.js"
 import { findRun, pageOfRuns } from "../run/query.js"
-import { listWorkers } from "../worker/workers.js"
+import { listWorkers, readIdentity, readWorkerSettings } from "../worker/workers.js"
+import { MemoryStore } from "../memory/MemoryStore.js"
+import { workerBody, workersBody } from "./workerPage.js"
 import { TaskStatus } from "../task/TaskRecord.js"
 import { makeSessions, type Session, webToken } from "./auth.js"
 import { gatewayBody, gatewayView } from "./gatewayPage.js"
@@ -30,7 +32,7 @@ export class WebListenError extends Schema.TaggedError<WebListenError>()("WebLis
 }
 
 /** What a page handler may use: the deployment's files and config, the engine (box stats), and what a session runs on. */
-export type WebEnv = Paths | FileSystem.FileSystem | Path.Path | OrgConfig | Docker | Effect.Effect.Context<ReturnType<typeof runSession>>
+export type WebEnv = Paths | FileSystem.FileSystem | Path.Path | OrgConfig | Docker | MemoryStore | Effect.Effect.Context<ReturnType<typeof runSession>>
 
 /** Every answer: nothing from elsewhere runs, frames or loads; nothing is cached or referred. */
 const SECURITY_HEADERS = {
@@ -173,6 +175,9 @@ export const serveWeb = Effect.fn("web.serve")(function*(options: { readonly por
         const t = yield* timelineOf(r, dir)
         return yield* pageFor(res, s, `Run ${r.run_id}`, "/runs", runBody(r, t.entries, t.more))
       }
+      if (req.method === "GET" && p === "/workers") return yield* pageFor(res, s, "Workers", "/workers", workersBody(yield* listWorkers))
+      const workerMatch = /^\/workers\/([a-z][a-z0-9-]{0,31})$/.exec(p)
+      if (req.method === "GET" && workerMatch) return yield* workerPage(res, s, workerMatch[1] ?? "")
       if (p === "/tasks" && req.method === "GET") return yield* tasksPage(res, s, url, null)
       if (p === "/tasks" && req.method === "POST" && form) return yield* addTask(res, s, url, form)
       const cancelMatch = /^\/tasks\/(t-[0-9a-f]{8})\/cancel$/.exec(p)
@@ -216,6 +221,17 @@ export const serveWeb = Effect.fn("web.serve")(function*(options: { readonly por
       return yield* send(res, 405, "text/plain", "roster web: not here\n")
     })
 
+  const workerPage = (res: http.ServerResponse, s: Session, name: string) =>
+    Effect.gen(function*() {
+      if (!(yield* listWorkers).includes(name)) return yield* pageFor(res, s, "No such worker", "/workers", html`<p>There is no worker ${name}. <a href="/workers">Workers</a></p>`, 404)
+      const identity = yield* readIdentity(name).pipe(Effect.orElseSucceed(() => ""))
+      const settings = yield* readWorkerSettings(name).pipe(Effect.option)
+      const memory = yield* (yield* MemoryStore).list(name).pipe(Effect.orElseSucceed(() => []))
+      const { runs } = yield* pageOfRuns(0, 20, Option.some(name))
+      const model = settings._tag === "Some" ? settings.value.model ?? null : null
+      return yield* pageFor(res, s, `Worker ${name}`, "/workers", workerBody({ name, identity, model }, memory, runs))
+    })
+
   const tasksPage = (res: http.ServerResponse, s: Session, url: URL, note: string | null) =>
     Effect.gen(function*() {
       const filter = { worker: url.searchParams.get("worker") ?? "", status: url.searchParams.get("status") ?? "" }
@@ -231,7 +247,8 @@ export const serveWeb = Effect.fn("web.serve")(function*(options: { readonly por
       const payload = {
         worker: form.get("worker") ?? "",
         prompt: form.get("prompt") ?? "",
-        ...(form.get("ceiling") && Number.isFinite(ceiling) ? { ceiling_min: ceiling } : {})
+        ...(form.get("ceiling") && Number.isFinite(ceiling) ? { ceiling_min: ceiling } : {}),
+        via: "web" as const
       }
       const added = yield* viaDaemon((c) => c.tasks.add({ payload })).pipe(Effect.either)
       const note = added._tag === "Left"

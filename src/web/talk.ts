@@ -84,7 +84,7 @@ export const makeConversations = () => {
         worker,
         inbox: c.inbox,
         controls: c.controls,
-        surface: "term-session",
+        surface: "web-session",
         onReady: (runId) => Effect.sync(() => {
           c.runId = runId
           c.state = "ready"

@@ -1,3 +1,4 @@
+import { MemoryStore } from "../../src/memory/MemoryStore.js"
 import { makeDockerTest } from "../../src/docker/DockerTest.js"
 import { HostGit } from "../../src/knowledge/HostGit.js"
 import { RunLog } from "../../src/run/RunLog.js"
@@ -66,7 +67,7 @@ const get = (port: number, target: string, headers: Record<string, string> = {})
 const serve = (paths: ReturnType<typeof deployment>, dialer: Layer.Layer<Dialer>, live = (id: string) => id === LIVE_RUN) =>
   serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(
     Effect.provide(
-      Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer, RunLog.layer, TaskStore.layer).pipe(
+      Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer, RunLog.layer, TaskStore.layer, MemoryStore.layer).pipe(
         Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest()))
       )
     )

@@ -1,3 +1,4 @@
+import { MemoryStore } from "../../src/memory/MemoryStore.js"
 import { makeDockerTest } from "../../src/docker/DockerTest.js"
 import { HostGit } from "../../src/knowledge/HostGit.js"
 import { RunLog, type RunRecord } from "../../src/run/RunLog.js"
@@ -105,7 +106,8 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       LiveRuns.layerTest((id) => live.has(id)),
       Audit.layer,
       RunLog.layer,
-      TaskStore.layer
+      TaskStore.layer,
+      MemoryStore.layer
     ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest())))
     startAnother = async (s) => (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(layer), Scope.extend(s)))).port
     port = (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(layer), Scope.extend(scope)))).port

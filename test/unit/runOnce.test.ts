@@ -71,7 +71,8 @@ describe("roster worker run (Docker test layer)", () => {
       expect(identityFiles(paths)).toEqual([])
       const context = JSON.parse(fs.readFileSync(path.join(outcome.runDir, "context.json"), "utf8"))
       expect(context.system_prompt).toContain("You are alice.")
-      expect(context.input_prompt).toBe("do it")
+      // The Start input: the surface and origin in one sentence, then the task.
+      expect(context.input_prompt).toMatch(/^This is a direct run: a program embedding roster started it[^\n]*\n\n## Your task\ndo it$/)
       expect(context.cache.route_key).toMatch(/^roster-pc-[0-9a-f]{16}$/)
     }).pipe(Effect.provide(layer))
   })

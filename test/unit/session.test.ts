@@ -33,8 +33,10 @@ const box = Effect.gen(function*() {
   const fake = yield* DockerFake
   return [...fake.containers.values()].find((c) => c.state === "running")
 })
+/** What each prompt said after the Start preamble the first one carries (its surface, origin and memory). */
 const prompts = (c: FakeContainer) =>
-  c.stdin.map((s) => JSON.parse(s) as { type: string; message?: string }).filter((x) => x.type === "prompt").map((x) => x.message)
+  c.stdin.map((s) => JSON.parse(s) as { type: string; message?: string }).filter((x) => x.type === "prompt")
+    .map((x) => x.message?.replace(/^[\s\S]*\n## The first message\n/, ""))
 const emit = (c: FakeContainer, ...lines: Array<string>) => c.stdout.offerAll(lines.map((l) => new TextEncoder().encode(`${l}\n`)))
 const tokens = (paths: ReturnType<typeof tempPaths>) => fs.existsSync(layout(paths).identityDir) ? fs.readdirSync(layout(paths).identityDir) : []
 

@@ -164,7 +164,7 @@ describe("the box's create spec", () => {
       expect(spec.Cmd[sid + 1]).toMatch(/^roster-pc-[0-9a-f]{16}$/)
       const sys = spec.Cmd.indexOf("--append-system-prompt")
       expect(spec.Cmd[sys + 1]).toContain("You are alice.")
-      expect(spec.Cmd.at(-1)).toBe("hello there")
+      expect(spec.Cmd.at(-1)).toMatch(/\n## Your task\nhello there$/)
       // The identity token the proxy URL carries is the file the gateway will look up, and it is gone now.
       expect(fs.existsSync(path.join(paths.state, "identity", `${token}.json`))).toBe(false)
     }).pipe(Effect.provide(unitLayer(paths)))

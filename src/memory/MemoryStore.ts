@@ -1,0 +1,221 @@
+import { FileSystem, Path } from "@effect/platform"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import * as crypto from "node:crypto"
+import { ChannelName, RunId } from "../config/names.js"
+import { Paths, layout } from "../config/Paths.js"
+import { Files } from "../fs/Files.js"
+import { foldFileLines } from "../fs/lines.js"
+
+/** What an entry is about: the worker in general, or one channel it serves. */
+export const MemoryScope = Schema.Union(
+  Schema.Literal("worker"),
+  Schema.TemplateLiteral(Schema.Literal("channel:"), Schema.String).pipe(
+    Schema.filter((s) => Schema.is(ChannelName)(s.slice("channel:".length)) || `${s}: not a channel name`)
+  )
+)
+export type MemoryScope = typeof MemoryScope.Type
+
+const MEMORY_ID = /^m-[0-9a-f]{8}$/
+export const MemoryId = Schema.String.pipe(Schema.filter((s) => MEMORY_ID.test(s) || `"${s}" is not a memory entry id (m-xxxxxxxx)`))
+
+/** One line of `data/memory/<worker>.jsonl`: an entry written, forgotten, accepted by a person, or held for review. */
+export const MemoryEvent = Schema.Union(
+  Schema.TaggedStruct("add", {
+    id: MemoryId,
+    text: Schema.String,
+    scope: MemoryScope,
+    /** The run that wrote it (from its token), or null for a person. */
+    run_id: Schema.NullOr(RunId),
+    time: Schema.String,
+    /** Written by a tainted run: not briefed until a person accepts it. */
+    pending: Schema.Boolean
+  }),
+  Schema.TaggedStruct("forget", { id: MemoryId, time: Schema.String, by: Schema.String }),
+  Schema.TaggedStruct("accept", { id: MemoryId, time: Schema.String, by: Schema.String }),
+  Schema.TaggedStruct("hold", { id: MemoryId, time: Schema.String, reason: Schema.String })
+)
+export type MemoryEvent = typeof MemoryEvent.Type
+
+/** An entry as it stands now. */
+export interface MemoryEntry {
+  readonly id: string
+  readonly text: string
+  readonly scope: MemoryScope
+  readonly run_id: string | null
+  readonly time: string
+  readonly pending: boolean
+  readonly held_reason?: string
+}
+
+/** A write the store refused, in words the agent (or a person) can act on. */
+export class MemoryRefused extends Schema.TaggedError<MemoryRefused>()("MemoryRefused", { status: Schema.Number, detail: Schema.String }) {
+  override get message() {
+    return this.detail
+  }
+}
+
+/** The memory file could not be read or written. */
+export class MemoryError extends Schema.TaggedError<MemoryError>()("MemoryError", { file: Schema.String, detail: Schema.String }) {
+  override get message() {
+    return `the memory file ${this.file} cannot be used: ${this.detail} — check that the data folder is writable`
+  }
+}
+
+/** What an entry being written carries; the store adds its id and time. */
+export interface NewMemory {
+  readonly text: string
+  readonly scope: MemoryScope
+  readonly runId: string | null
+  readonly pending: boolean
+}
+
+/** The bounds of `[memory]`. */
+export interface MemoryBounds {
+  readonly max_entries: number
+  readonly entry_max: number
+}
+
+const decodeLine = Schema.decodeUnknownOption(Schema.parseJson(MemoryEvent))
+
+/** The entries an event log leaves: forgotten ones gone, accepted ones no longer pending, held ones pending again. */
+export const foldMemory = (events: ReadonlyArray<MemoryEvent>): ReadonlyArray<MemoryEntry> => {
+  const entries = new Map<string, MemoryEntry>()
+  for (const e of events) {
+    const current = entries.get(e.id)
+    switch (e._tag) {
+      case "add":
+        if (!current) entries.set(e.id, { id: e.id, text: e.text, scope: e.scope, run_id: e.run_id, time: e.time, pending: e.pending })
+        break
+      case "forget":
+        entries.delete(e.id)
+        break
+      case "accept":
+        if (current) {
+          const { held_reason: _, ...rest } = current
+          entries.set(e.id, { ...rest, pending: false })
+        }
+        break
+      case "hold":
+        if (current && !current.pending) entries.set(e.id, { ...current, pending: true, held_reason: e.reason })
+        break
+    }
+  }
+  return [...entries.values()]
+}
+
+/** What the store reads per call (like the task store): the deployment's folders and the file system. */
+export type MemoryEnv = Paths | FileSystem.FileSystem | Path.Path | Files
+
+/**
+ * A worker's memory: host-side (`data/memory/<worker>.jsonl`, never mounted), an append-only
+ * log of events, each one line written in one append. Written from a box only through the
+ * gateway's checked `remember`/`forget` actions (provenance from the run token), and by a
+ * person with `roster memory`.
+ */
+export class MemoryStore extends Context.Tag("roster/MemoryStore")<MemoryStore, {
+  /** The worker's entries, oldest first. */
+  readonly list: (worker: string) => Effect.Effect<ReadonlyArray<MemoryEntry>, MemoryError, MemoryEnv>
+  /** Adds an entry within the bounds: its id, or why not. */
+  readonly add: (worker: string, entry: NewMemory, bounds: MemoryBounds) => Effect.Effect<MemoryEntry, MemoryRefused | MemoryError, MemoryEnv>
+  /** Forgets an entry (by a run or a person); refused when the worker has no such entry. */
+  readonly forget: (worker: string, id: string, by: string) => Effect.Effect<MemoryEntry, MemoryRefused | MemoryError, MemoryEnv>
+  /** A person accepts a pending entry: it is briefed from then on. */
+  readonly accept: (worker: string, id: string, by: string) => Effect.Effect<MemoryEntry, MemoryRefused | MemoryError, MemoryEnv>
+  /** Holds every entry a run wrote for a person's review (the run was tainted after it wrote them). */
+  readonly holdRun: (worker: string, runId: string, reason: string) => Effect.Effect<number, MemoryError, MemoryEnv>
+}>() {
+  /** Holds only the per-worker write locks; reads the deployment and files per call. */
+  static readonly layer = Layer.sync(MemoryStore, () => {
+    // One writer per worker in this process: a bound checked and filled by one fiber at a time.
+    const locks = new Map<string, Effect.Semaphore>()
+    const lockOf = (worker: string) => {
+      const known = locks.get(worker)
+      if (known) return known
+      const made = Effect.unsafeMakeSemaphore(1)
+      locks.set(worker, made)
+      return made
+    }
+    const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
+
+    const read = (worker: string) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const file = layout(yield* Paths).memoryFile(worker)
+        if (!(yield* fs.exists(file))) return []
+        const events = yield* foldFileLines(file, [] as Array<MemoryEvent>, (acc, line) => {
+          const e = decodeLine(line)
+          if (e._tag === "Some") acc.push(e.value)
+          return acc
+        })
+        return foldMemory(events)
+      }).pipe(Effect.catchTag("SystemError", "BadArgument", (e) =>
+        Effect.flatMap(Paths, (p) => Effect.fail(new MemoryError({ file: layout(p).memoryFile(worker), detail: e.message })))))
+
+    const append = (worker: string, event: MemoryEvent) =>
+      Effect.gen(function*() {
+        const file = layout(yield* Paths).memoryFile(worker)
+        yield* (yield* FileSystem.FileSystem).makeDirectory((yield* Path.Path).dirname(file), { recursive: true, mode: 0o700 })
+        yield* (yield* Files).append(file, `${JSON.stringify(event)}\n`, 0o600).pipe(
+          Effect.mapError((e) => new MemoryError({ file, detail: e.message }))
+        )
+      }).pipe(Effect.catchTag("SystemError", "BadArgument", (e) =>
+        Effect.flatMap(Paths, (p) => Effect.fail(new MemoryError({ file: layout(p).memoryFile(worker), detail: e.message })))))
+
+    const freshId = (known: ReadonlyArray<MemoryEntry>): string => {
+      const id = `m-${crypto.randomBytes(4).toString("hex")}`
+      return known.some((e) => e.id === id) ? freshId(known) : id
+    }
+
+    const find = (worker: string, id: string) =>
+      Effect.flatMap(read(worker), (entries) => {
+        const hit = entries.find((e) => e.id === id)
+        return hit ? Effect.succeed(hit) : Effect.fail(new MemoryRefused({ status: 404, detail: `there is no memory entry ${id} of ${worker} — list them: roster memory list ${worker}` }))
+      })
+
+    return {
+      list: read,
+      add: (worker, entry, bounds) =>
+        lockOf(worker).withPermits(1)(Effect.gen(function*() {
+          const text = entry.text.trim()
+          if (text === "") return yield* Effect.fail(new MemoryRefused({ status: 400, detail: "remember needs some text" }))
+          if (text.length > bounds.entry_max) {
+            return yield* Effect.fail(new MemoryRefused({
+              status: 400,
+              detail: `an entry holds at most ${bounds.entry_max} characters (this one has ${text.length}): say it shorter, or keep the detail in your store and remember where it is`
+            }))
+          }
+          const known = yield* read(worker)
+          if (known.length >= bounds.max_entries) {
+            return yield* Effect.fail(new MemoryRefused({
+              status: 429,
+              detail: `your memory is full (${known.length} of ${bounds.max_entries} entries): forget one you no longer need first`
+            }))
+          }
+          const made: MemoryEntry = { id: freshId(known), text, scope: entry.scope, run_id: entry.runId, time: yield* now, pending: entry.pending }
+          yield* append(worker, { _tag: "add", ...made })
+          return made
+        })),
+      forget: (worker, id, by) =>
+        lockOf(worker).withPermits(1)(Effect.gen(function*() {
+          const entry = yield* find(worker, id)
+          yield* append(worker, { _tag: "forget", id, time: yield* now, by })
+          return entry
+        })),
+      accept: (worker, id, by) =>
+        lockOf(worker).withPermits(1)(Effect.gen(function*() {
+          const entry = yield* find(worker, id)
+          if (!entry.pending) return yield* Effect.fail(new MemoryRefused({ status: 409, detail: `memory entry ${id} is not pending: nothing to accept` }))
+          yield* append(worker, { _tag: "accept", id, time: yield* now, by })
+          const { held_reason: _, ...rest } = entry
+          return { ...rest, pending: false }
+        })),
+      holdRun: (worker, runId, reason) =>
+        lockOf(worker).withPermits(1)(Effect.gen(function*() {
+          const mine = (yield* read(worker)).filter((e) => e.run_id === runId && !e.pending)
+          const time = yield* now
+          for (const e of mine) yield* append(worker, { _tag: "hold", id: e.id, time, reason })
+          return mine.length
+        }))
+    }
+  })
+}

@@ -1,0 +1,87 @@
+import { FileSystem, Path } from "@effect/platform"
+import { Clock, Effect } from "effect"
+import { Paths, layout } from "../config/Paths.js"
+import type { InboxLine } from "../contract/inbox.js"
+import { parseReplyTo } from "../contract/origin.js"
+import { ownerAlive } from "../contract/owner.js"
+import { Files } from "../fs/Files.js"
+import { appendJournal } from "../journal/journal.js"
+import { findRun } from "../run/query.js"
+import { isFinal, type TaskRecord } from "../task/TaskRecord.js"
+import { TaskStore } from "../task/TaskStore.js"
+
+/** The most of an answer a delivery carries (a whole transcript is the run's, not the reply's). */
+const REPLY_MAX = 16_000
+
+/** What a task's end says to where its answer goes: its final answer, or how it failed and why. */
+export const replyText = (t: TaskRecord) => {
+  const said = t.status === "done"
+    ? t.final_text ?? "(the task ended without a final answer)"
+    : `task ${t.task_id} of ${t.worker} ${t.status}${t.reason ? `: ${t.reason}` : ""}${t.final_text ? `\nIts last words: ${t.final_text}` : ""}`
+  return said.length > REPLY_MAX ? `${said.slice(0, REPLY_MAX)} …[cut: the whole answer is on task ${t.task_id}]` : said
+}
+
+/** A task whose answer has somewhere to go and has not been delivered. */
+export const awaitsDelivery = (t: TaskRecord) =>
+  isFinal(t.status) && !t.unreadable && t.reply_to !== undefined && t.reply_to !== null && t.reply_to !== "none" && t.delivery === undefined
+
+/** Appends the answer to another task's record (once per delivering task) and that worker's journal. */
+const toTask = (t: TaskRecord, targetId: string, text: string, at: string) =>
+  Effect.gen(function*() {
+    const store = yield* TaskStore
+    const target = yield* store.get(targetId)
+    if (!target || target.unreadable) return yield* Effect.fail(`there is no task ${targetId}`)
+    if ((target.replies ?? []).some((r) => r.from_task === t.task_id)) return
+    yield* store.update(targetId, (x) =>
+      (x.replies ?? []).some((r) => r.from_task === t.task_id) ? x : {
+        ...x,
+        replies: [...(x.replies ?? []), { from_task: t.task_id, worker: t.worker, at, status: t.status, text }]
+      }).pipe(Effect.mapError((e) => e.message))
+    yield* appendJournal(target.worker, { kind: "reply", task_id: targetId, from_task: t.task_id, status: t.status, text })
+  })
+
+/** Hands the answer to a live warm session, as a message of its own; an ended session is a failed delivery. */
+const toTalk = (t: TaskRecord, runId: string, text: string, at: string) =>
+  Effect.gen(function*() {
+    const run = yield* findRun(runId)
+    if (!run || run.kind !== "session") return yield* Effect.fail(`there is no session ${runId}`)
+    const live = run.finished_at === null && run.owner !== undefined && (yield* ownerAlive(run.owner))
+    if (!live) return yield* Effect.fail(`the session ${runId} has ended`)
+    const file = layout(yield* Paths).inboxFile(runId)
+    yield* (yield* FileSystem.FileSystem).makeDirectory((yield* Path.Path).dirname(file), { recursive: true, mode: 0o700 }).pipe(Effect.mapError((e) => e.message))
+    const line: InboxLine = { id: `reply-${t.task_id}`, from_task: t.task_id, worker: t.worker, status: t.status, text, at }
+    yield* (yield* Files).append(file, `${JSON.stringify(line)}\n`, 0o600).pipe(Effect.mapError((e) => e.message))
+  })
+
+/**
+ * Delivers a task's answer to its reply_to, once: the delivery (time, target, ok or the error) is
+ * written on the task, and a task with a delivery is never delivered again. A delivery cut by a
+ * crash before it was recorded is made again, and each target takes a task's answer once (a
+ * task's replies by the delivering task, a session's inbox by the delivery's id).
+ */
+export const deliverReply = Effect.fn("supervisor.deliverReply")(function*(t: TaskRecord) {
+  if (!awaitsDelivery(t)) return
+  const replyTo = t.reply_to ?? "none"
+  const target = parseReplyTo(replyTo)
+  const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+  const text = replyText(t)
+  const done = yield* (
+    target._tag === "task" ? toTask(t, target.taskId, text, at)
+    : target._tag === "talk" ? toTalk(t, target.runId, text, at)
+    : target._tag === "chat" ? Effect.fail("answers to a chat thread come with roster's chat surfaces, which this roster does not have yet")
+    : target._tag === "invalid" ? Effect.fail(target.why)
+    : Effect.void
+  ).pipe(Effect.either)
+  const delivery = done._tag === "Right" ? { target: replyTo, at, ok: true } : { target: replyTo, at, ok: false, error: done.left }
+  yield* (yield* TaskStore).update(t.task_id, (x) => (x.delivery ? x : { ...x, delivery }))
+  yield* (delivery.ok ? Effect.logInfo : Effect.logWarning)(
+    `task ${t.task_id}: its answer ${delivery.ok ? "was delivered to" : "could not be delivered to"} ${replyTo}${done._tag === "Left" ? ` (${done.left})` : ""}`
+  )
+})
+
+/** Every ended task whose answer is still to be delivered (after a restart too): each delivered once. */
+export const deliverPending = Effect.gen(function*() {
+  for (const t of (yield* (yield* TaskStore).list).filter(awaitsDelivery)) {
+    yield* deliverReply(t).pipe(Effect.catchAllCause((c) => Effect.logError(`task ${t.task_id}: its answer could not be delivered`, c)))
+  }
+})
