@@ -123,9 +123,9 @@ describe("gateway", () => {
       "[[route]]", `host = "${TINY}"`, `upstream = "https://127.0.0.1:${tinyPort}"`
     ].join("\n"))
     fs.mkdirSync(layout(paths).identityDir, { recursive: true })
-    fs.writeFileSync(path.join(layout(paths).identityDir, `${TOKEN}.json`), JSON.stringify({ subject: "org/alice", run_id: "run-bench", worker: "alice", task_id: null }))
+    fs.writeFileSync(path.join(layout(paths).identityDir, `${TOKEN}.json`), JSON.stringify({ subject: "org/alice", run_id: "2026-12-01-00-00-00-0000be01", worker: "alice", task_id: null }))
     revokedFile = path.join(layout(paths).identityDir, `${REVOKED}.json`)
-    fs.writeFileSync(revokedFile, JSON.stringify({ subject: "org/alice", run_id: "run-bench-2", worker: "alice", task_id: null }))
+    fs.writeFileSync(revokedFile, JSON.stringify({ subject: "org/alice", run_id: "2026-12-01-00-00-00-0000be02", worker: "alice", task_id: null }))
     // The gateway in a process of its own, as the daemon runs it: its CPU is not the bench's.
     // With the V8 flags the daemon runs with (bin/roster.js's, which `server start` passes on): the figures are the daemon's.
     // BENCH_DAEMON_FLAGS="…" tries others (as daemon.bench.ts does).

@@ -1,7 +1,7 @@
 import type { ChatPlace, RunOrigin, TaskOrigin } from "../contract/origin.js"
 import { parseReplyTo } from "../contract/origin.js"
 import type { Surface } from "../contract/runContext.js"
-import type { MemoryEntry } from "../memory/MemoryStore.js"
+import { type MemoryEntry, newestFirst } from "../memory/MemoryStore.js"
 
 const PROVIDER = { slack: "Slack", discord: "Discord" } as const
 
@@ -75,7 +75,7 @@ export const briefable = (entries: ReadonlyArray<MemoryEntry>, channel: string |
  * how many were left out. Returns the ids it carried (the run context records them).
  */
 export const memoryBlock = (entries: ReadonlyArray<MemoryEntry>, max: number) => {
-  const newest = [...entries].sort((a, b) => (a.time < b.time ? 1 : a.time > b.time ? -1 : 0))
+  const newest = newestFirst(entries)
   if (newest.length === 0) return { text: undefined, ids: [] as ReadonlyArray<string> }
   const head = "## What you remember\nNotes you saved with remember in earlier runs, newest first (forget one that is wrong with forget):"
   const lines: Array<string> = []

@@ -1,7 +1,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { validateWorkerName } from "../config/names.js"
-import { type MemoryEntry, MemoryStore } from "../memory/MemoryStore.js"
+import { type MemoryEntry, MemoryStore, newestFirst } from "../memory/MemoryStore.js"
 import { readIdentity } from "../worker/workers.js"
 import { visible } from "./terminal.js"
 
@@ -25,7 +25,7 @@ const list = Command.make("list", {
 }, ({ json, scope, worker }) =>
   Effect.gen(function*() {
     yield* known(worker)
-    const all = [...(yield* (yield* MemoryStore).list(worker))].reverse()
+    const all = newestFirst(yield* (yield* MemoryStore).list(worker))
     const entries = Option.isSome(scope) ? all.filter((e) => e.scope === scope.value) : all
     if (json) return yield* Console.log(JSON.stringify(entries, null, 2))
     if (entries.length === 0) return yield* Console.log(`${worker} remembers nothing${Option.isSome(scope) ? ` in ${scope.value}` : ""} yet (a run keeps notes with the remember tool)`)

@@ -77,6 +77,10 @@ export interface MemoryBounds {
 
 const decodeLine = Schema.decodeUnknownOption(Schema.parseJson(MemoryEvent))
 
+/** Entries newest first by when they were written (the order a briefing, the CLI and the web show them). */
+export const newestFirst = (entries: ReadonlyArray<MemoryEntry>): ReadonlyArray<MemoryEntry> =>
+  entries.map((e, i) => ({ e, i })).sort((a, b) => (a.e.time < b.e.time ? 1 : a.e.time > b.e.time ? -1 : b.i - a.i)).map((x) => x.e)
+
 /** The entries an event log leaves: forgotten ones gone, accepted ones no longer pending, held ones pending again. */
 export const foldMemory = (events: ReadonlyArray<MemoryEvent>): ReadonlyArray<MemoryEntry> => {
   const entries = new Map<string, MemoryEntry>()

@@ -46,6 +46,13 @@ const resultText = (b: Block): string =>
 const userText = (m: Message): string =>
   m.role !== "user" ? "" : typeof m.content === "string" ? m.content : m.content.filter((b) => b.type === "text").map((b) => b.text ?? "").join("")
 
+/** A person's own words in a roster input: what follows its Start preamble (surface, origin, memory), if it has one. */
+const ownWords = (text: string) => {
+  const marks = ["## Your task\n", "## The first message\n"].map((m) => ({ m, at: text.lastIndexOf(m) })).filter((x) => x.at >= 0)
+  const last = marks.sort((a, b) => b.at - a.at)[0]
+  return last ? text.slice(last.at + last.m.length).trim() : text
+}
+
 /**
  * The next step, from the conversation so far. The first turn looks at the box (bash, then
  * message_user, then an answer); a later turn of the same conversation answers from memory,
@@ -57,7 +64,7 @@ export const nextStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<
   if (asked.length >= 2 && current) {
     return {
       kind: "final",
-      text: `Rehearsal answer: earlier in this conversation you said "${asked[0]?.text}". Now you say "${current.text}".`
+      text: `Rehearsal answer: earlier in this conversation you said "${ownWords(asked[0]?.text ?? "")}". Now you say "${ownWords(current.text)}".`
     }
   }
   const results = messages.slice(current?.i ?? 0)

@@ -1,4 +1,4 @@
-import type { MemoryEntry } from "../memory/MemoryStore.js"
+import { type MemoryEntry, newestFirst } from "../memory/MemoryStore.js"
 import type { RunRecord } from "../run/RunLog.js"
 import { cut, html } from "./html.js"
 
@@ -11,7 +11,7 @@ export interface WorkerView {
 
 /** A worker: who it is, what it remembers (pending entries marked), and its recent runs; every text escaped. */
 export const workerBody = (w: WorkerView, memory: ReadonlyArray<MemoryEntry>, runs: ReadonlyArray<RunRecord>) => {
-  const newest = [...memory].reverse()
+  const newest = newestFirst(memory)
   const pending = newest.filter((e) => e.pending).length
   return html`<dl class="facts">
 <dt>Model</dt><dd>${w.model ?? "the deployment's default"}</dd>

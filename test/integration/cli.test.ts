@@ -150,8 +150,8 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     fs.mkdirSync(ledger, { recursive: true })
     const entry = (day: string, worker: string, run: string, usd: number, priced = true) =>
       JSON.stringify({ time: `${day}T10:00:00.000Z`, run_id: run, worker, model: "claude-sonnet-4-5", input: 100, output: 10, cache_read: 5, cache_write: 1, usd, priced })
-    fs.writeFileSync(path.join(ledger, "2026-11-27.jsonl"), `${entry("2026-11-27", "alice", "r1", 0.5)}\n`)
-    fs.writeFileSync(path.join(ledger, "2026-11-28.jsonl"), [entry("2026-11-28", "alice", "r2", 0.25), entry("2026-11-28", "alice", "r2", 0.25), entry("2026-11-28", "bob", "r3", 1, false), "{torn"].join("\n"))
+    fs.writeFileSync(path.join(ledger, "2026-11-27.jsonl"), `${entry("2026-11-27", "alice", "2026-11-27-10-00-00-000000a1", 0.5)}\n`)
+    fs.writeFileSync(path.join(ledger, "2026-11-28.jsonl"), [entry("2026-11-28", "alice", "2026-11-28-10-00-00-000000a2", 0.25), entry("2026-11-28", "alice", "2026-11-28-10-00-00-000000a2", 0.25), entry("2026-11-28", "bob", "2026-11-28-10-00-00-000000b3", 1, false), "{torn"].join("\n"))
     try {
       const all = JSON.parse((await roster("usage", "--json")).stdout)
       expect(all.workers.alice).toMatchObject({ runs: 2, answers: 3, input_tokens: 300, output_tokens: 30, cache_read_tokens: 15, usd: 1 })

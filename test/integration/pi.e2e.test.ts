@@ -5,7 +5,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { REHEARSAL_FOLLOW_UP, REHEARSAL_FOLLOW_UP_ASK, REHEARSAL_MESSAGE } from "../../src/rehearsal/script.js"
+import * as http from "node:http"
+import { REHEARSAL_FOLLOW_UP, REHEARSAL_FOLLOW_UP_ASK, REHEARSAL_MESSAGE, REHEARSAL_REMEMBER_ASK } from "../../src/rehearsal/script.js"
 import { type Received, serveRehearsal } from "../../src/rehearsal/server.js"
 import { latestRunId } from "../support/runs.js"
 import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
@@ -258,6 +259,34 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     expect(fs.readdirSync(d.file("state", "identity"))).toEqual([])
   })
 
+  it("--reply-to talk:<run-id>: a task's answer arrives in a live roster talk as a turn of its own, once", async () => {
+    expect((await d.roster(["worker", "add", "dora"])).code).toBe(0)
+    fs.writeFileSync(d.file("config", "workers", "dora", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
+    const { close, screen, session, tmux, waitFor } = terminal()
+    try {
+      await waitFor("you> ")
+      tmux("send-keys", "-t", session, "Wait for dora's answer.", "Enter")
+      await waitFor("alice> Rehearsal answer: I looked at my box")
+      const talkRun = latestRunId(d.file("data", "runs", "alice"))
+      const r = await d.roster(["task", "add", "dora", "--reply-to", `talk:${talkRun}`, "What system is your box running?"])
+      expect(r.code, r.stderr).toBe(0)
+      const id = /^task (t-[0-9a-f]{8}) queued$/m.exec(r.stdout)?.[1] ?? ""
+      await waitFor(`task ${id} (dora, done) answered: delivered here as a message`, 120_000)
+      await waitFor(`Now you say "[the answer of task ${id} (dora, done)`, 60_000)
+      tmux("send-keys", "-t", session, "C-d")
+      await waitFor("EXIT=0")
+      expect(screen().split(`task ${id} (dora, done) answered`).length - 1).toBe(1)
+      const t = JSON.parse((await d.roster(["task", "show", id, "--json"])).stdout)
+      expect(t.delivery).toMatchObject({ target: `talk:${talkRun}`, ok: true })
+      const turns = fs.readFileSync(d.file("data", "runs", "alice", talkRun, "turns.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l))
+      expect(turns.map((x) => x.role)).toEqual(["person", "task-reply"])
+      expect(turns[0].phase).toBe("start")
+      expect(turns[0].input).toContain("This is a conversation in a terminal (roster talk)")
+    } finally {
+      close()
+    }
+  }, 240_000)
+
   it("roster talk: Ctrl-C during a turn aborts that turn, a second Ctrl-C ends the session", async () => {
     d.writeOrg(org(slow.port))
     const { close, session, tmux, waitFor } = terminal()
@@ -283,6 +312,151 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     expect(await boxes()).toEqual([])
     expect(fs.readdirSync(d.file("state", "identity"))).toEqual([])
   })
+
+  /** The worker's tasks and memory as the CLI shows them (JSON), and a task waited for until it ends. */
+  const taskOf = async (id: string) => JSON.parse((await d.roster(["task", "show", id, "--json"])).stdout) as Record<string, unknown>
+  const untilEnded = async (id: string, ms = 120_000) => {
+    const deadline = Date.now() + ms
+    let t = await taskOf(id)
+    while (["queued", "running", "held"].includes(String(t.status)) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 400))
+      t = await taskOf(id)
+    }
+    return t
+  }
+  const queued = async (...args: Array<string>) => {
+    const r = await d.roster(["task", "add", ...args])
+    expect(r.code, r.stderr).toBe(0)
+    return /^task (t-[0-9a-f]{8}) queued$/m.exec(r.stdout)?.[1] ?? ""
+  }
+  const memoryOf = async (worker: string) =>
+    JSON.parse((await d.roster(["memory", "list", worker, "--json"])).stdout) as Array<{ id: string; text: string; pending: boolean; run_id: string | null }>
+
+  it("a worker remembers: run 1 calls remember, run 2 (a fresh box) answers from its briefing", async () => {
+    const first = await d.roster(["worker", "run", "alice", `${REHEARSAL_REMEMBER_ASK}the deploy key lives in vault entry ops.`])
+    expect(first.code, first.stderr).toBe(0)
+    const run1 = lastRun(d)
+    expect(run1.record.final_text).toMatch(/the tool said: remembered as m-[0-9a-f]{8}/)
+    const [entry] = await memoryOf("alice")
+    expect(entry).toMatchObject({ text: "the deploy key lives in vault entry ops", pending: false, run_id: run1.record.run_id })
+    // The memory is host-side: nothing of it in the run's folder or the box.
+    expect(fs.existsSync(d.file("data", "memory", "alice.jsonl"))).toBe(true)
+    const second = await d.roster(["worker", "run", "alice", "What do you remember about the deploy key?"])
+    expect(second.code, second.stderr).toBe(0)
+    const run2 = lastRun(d)
+    expect(run2.record.run_id).not.toBe(run1.record.run_id)
+    expect(run2.record.final_text).toContain("the deploy key lives in vault entry ops")
+    const context = JSON.parse(fs.readFileSync(d.file("data", "contexts", "alice", `${run2.record.run_id}.json`), "utf8"))
+    expect(context).toMatchObject({ surface: "direct-box", origin: { _tag: "person", via: "cli" }, memory_briefed: [entry?.id] })
+    // The route key (pi's session id) comes from the stable system prompt: memory did not move it.
+    const key = (dir: string) => JSON.parse(fs.readFileSync(path.join(dir, "context.json"), "utf8")).cache.route_key
+    expect(key(run2.dir)).toBe(key(run1.dir))
+  }, 120_000)
+
+  it("a full briefing says how many entries were left out; memory forget drops one from the next briefing", async () => {
+    const file = d.file("data", "memory", "carl.jsonl")
+    expect((await d.roster(["worker", "add", "carl"])).code).toBe(0)
+    fs.writeFileSync(d.file("config", "workers", "carl", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
+    fs.mkdirSync(path.dirname(file), { recursive: true })
+    // 60 entries of ~180 characters: more than the default 8,000 a briefing carries.
+    fs.writeFileSync(file, Array.from({ length: 60 }, (_, i) => JSON.stringify({
+      _tag: "add", id: `m-${String(i).padStart(8, "0")}`, text: `fact ${i}: ${"detail ".repeat(20)}`, scope: "worker", run_id: null,
+      time: new Date(Date.parse("2026-11-01T00:00:00.000Z") + i * 60_000).toISOString(), pending: false
+    })).join("\n") + "\n")
+    const newest = (await memoryOf("carl"))[0]?.id ?? ""
+    const recall = async () => {
+      const r = await d.roster(["worker", "run", "carl", "What do you remember?"])
+      expect(r.code, r.stderr).toBe(0)
+      return String(JSON.parse(fs.readFileSync(d.file("data", "runs", "carl", latestRunId(d.file("data", "runs", "carl")), "run.json"), "utf8")).final_text)
+    }
+    const before = await recall()
+    expect(before).toContain(newest)
+    expect(before).toMatch(/\(\d+ older entries left out: they did not fit in the briefing's 8000 characters\.\)/)
+    const forgot = await d.roster(["memory", "forget", "carl", newest])
+    expect(forgot.code, forgot.stderr).toBe(0)
+    expect(forgot.stdout).toContain(`carl forgot ${newest}`)
+    const after = await recall()
+    expect(after).not.toContain(newest)
+    expect((await memoryOf("carl")).map((e) => e.id)).not.toContain(newest)
+  }, 120_000)
+
+  it("a task and its --continue follow-up: the second recalls a word said only in the first run's conversation", async () => {
+    const first = await queued("alice", "The secret word is PELICAN. Look at your box.")
+    expect(await untilEnded(first)).toMatchObject({ status: "done" })
+    const next = await queued("alice", "--continue", first, "What was the secret word?")
+    const done = await untilEnded(next)
+    expect(done).toMatchObject({ status: "done", continues: { task_id: first } })
+    expect(String(done.final_text)).toContain("The secret word is PELICAN.")
+    // Only the first run's conversation had the word: the follow-up's own prompt and briefing do not.
+    expect((await taskOf(first)).continued_by).toEqual([next])
+    const runId = (done.run_ids as Array<string>)[0] ?? ""
+    const sent = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", runId, "context.json"), "utf8")).input_prompt as string
+    expect(sent).not.toContain("PELICAN")
+    expect(sent).toContain(`This run continues task ${first}`)
+    // Another worker cannot carry it on.
+    const refused = await d.roster(["task", "add", "carl", "--continue", first, "carry on"])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain(`that task is alice's`)
+  }, 180_000)
+
+  it("--reply-to task:<id>: the answer lands on the other task's record; a failed task's reply says how it failed", async () => {
+    const target = await queued("carl", "Collect what others send you.")
+    await d.roster(["task", "cancel", target])
+    const asker = await queued("alice", "--reply-to", `task:${target}`, "What system is your box running?")
+    const done = await untilEnded(asker)
+    expect(done).toMatchObject({ status: "done", delivery: { target: `task:${target}`, ok: true } })
+    const replies = (await taskOf(target)).replies as Array<Record<string, unknown>>
+    expect(replies).toEqual([expect.objectContaining({ from_task: asker, worker: "alice", status: "done", text: done.final_text })])
+    d.writeOrg(org(failing.port))
+    try {
+      const failed = await queued("alice", "--reply-to", `task:${target}`, "hello")
+      expect(await untilEnded(failed)).toMatchObject({ status: "failed", delivery: { ok: true } })
+      const last = ((await taskOf(target)).replies as Array<Record<string, unknown>>).at(-1)
+      expect(last).toMatchObject({ from_task: failed, status: "failed" })
+      expect(String(last?.text)).toContain(`task ${failed} of alice failed: the model call failed`)
+    } finally {
+      d.writeOrg(org(model.port))
+    }
+  }, 180_000)
+
+  it("a tainted run's remember stays pending until roster memory accept", async () => {
+    const child = d.spawn(["worker", "run", "alice", `${REHEARSAL_REMEMBER_ASK}a note from a tainted run.`])
+    const done = collect(child)
+    // The run's box asks the gateway for a host no rule allows (here with the run's own token): the run is tainted.
+    const identity = d.file("state", "identity")
+    const deadline = Date.now() + 30_000
+    // The token is served once its box runs.
+    while ((await boxes()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    const token = (fs.readdirSync(identity)[0] ?? "").replace(/\.json$/, "")
+    const refused = await new Promise<number>((resolve) => {
+      const req = http.request({ host: "127.0.0.1", port: d.port, method: "CONNECT", path: "blocked.example.test:443", headers: { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` } })
+      req.once("connect", (res, socket) => {
+        socket.destroy()
+        resolve(res.statusCode ?? 0)
+      })
+      req.once("error", () => resolve(0))
+      req.end()
+    })
+    expect(refused).toBe(403)
+    const r = await done
+    expect(r.code, r.stderr).toBe(0)
+    const run = lastRun(d)
+    expect(run.record.tainted).toContainEqual(expect.objectContaining({ reason: "egress_refused", host: "blocked.example.test" }))
+    const entry = (await memoryOf("alice")).find((e) => e.text === "a note from a tainted run")
+    expect(entry).toMatchObject({ pending: true, run_id: run.record.run_id })
+    const listed = await d.roster(["memory", "list", "alice"])
+    expect(listed.stdout).toContain(`${entry?.id}`)
+    expect(listed.stdout).toContain("PENDING")
+    // Not briefed while pending.
+    const recall = await d.roster(["worker", "run", "alice", "What do you remember?"])
+    expect(lastRun(d).record.final_text).not.toContain("a note from a tainted run")
+    expect(recall.code).toBe(0)
+    const accepted = await d.roster(["memory", "accept", "alice", entry?.id ?? ""])
+    expect(accepted.code, accepted.stderr).toBe(0)
+    expect((await memoryOf("alice")).find((e) => e.id === entry?.id)?.pending).toBe(false)
+    await d.roster(["worker", "run", "alice", "What do you remember?"])
+    expect(lastRun(d).record.final_text).toContain("a note from a tainted run")
+  }, 180_000)
 
   it("the mounted engine ([engine] dir = this checkout) runs the same path", async () => {
     d.writeOrg(org(model.port), `[engine]\nimage = "${PI_IMAGE}"\ndir = "${checkout}"`)
