@@ -19,7 +19,8 @@ const engine = (spec: ContainerSpec): ContainerScript => {
         return prompt.type !== "prompt" ? [] : [
           event({ type: "response", command: "prompt", success: true }),
           event({ type: "agent_start" }),
-          answer(`you said: ${prompt.message}`),
+          // A session's first message comes after roster's Start preamble (where and who): the fake echoes the message itself.
+          answer(`you said: ${(prompt.message ?? "").split("## The first message\n").at(-1)}`),
           event({ type: "agent_end", messages: [], willRetry: false })
         ]
       }

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import { layout } from "../../src/config/Paths.js"
+import { MemoryStore } from "../../src/memory/MemoryStore.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { serveWeb } from "../../src/web/server.js"
 import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
@@ -70,6 +71,30 @@ describe("roster web's request bodies and downloads (a real HTTP server, in proc
       expect(Number(answer.headers["content-length"])).toBe(Buffer.byteLength(lines))
       expect(answer.body.toString()).toBe(lines)
       expect(answer.chunks).toBeGreaterThan(1)
+    }).pipe(Effect.provide(unitLayer(paths)))
+  })
+
+  it.scoped("a worker's page shows its memory, pending entries marked, every note escaped", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    return Effect.gen(function*() {
+      const memory = yield* MemoryStore
+      yield* memory.add("alice", { text: "the deploy key lives in vault entry ops", scope: "worker", runId: null, pending: false }, { max_entries: 10, entry_max: 100 })
+      const held = yield* memory.add("alice", { text: "<script>alert(1)</script> from a tainted run", scope: "worker", runId: null, pending: true }, { max_entries: 10, entry_max: 100 })
+      const { port, url } = yield* serveWeb({ port: 0 })
+      const login = yield* Effect.promise(() => request(port, { path: new URL(url).pathname + new URL(url).search }))
+      const cookie = "status" in login ? String(login.headers["set-cookie"]?.[0] ?? "").split(";")[0] ?? "" : ""
+      const page = yield* Effect.promise(() => request(port, { path: "/workers/alice", headers: { cookie } }))
+      if (!("status" in page)) return expect.fail(page.failed)
+      const text = page.body.toString()
+      expect(page.status).toBe(200)
+      expect(text).toContain("the deploy key lives in vault entry ops")
+      expect(text).toContain(`<tr class="pending"><td><code>${held.id}</code> <span class="warn">pending</span>`)
+      expect(text).toContain("&lt;script&gt;alert(1)&lt;/script&gt; from a tainted run")
+      expect(text).not.toContain("<script>alert(1)")
+      expect(text).toContain("1 pending")
+      const none = yield* Effect.promise(() => request(port, { path: "/workers/nobody", headers: { cookie } }))
+      expect("status" in none && none.status).toBe(404)
     }).pipe(Effect.provide(unitLayer(paths)))
   })
 })
