@@ -90,7 +90,8 @@ if (!realCredential) {
 fs.writeFileSync(path.join(home, "config", "org.toml"), [
   "# the demo's org.toml (roster init writes the full commented template)",
   "[engine]", `image = "${IMAGE}"`,
-  "[box]", "ceiling_min = 5",
+  // As root the demo shows what `roster init` as root sets up: box->host traffic pinned to the gateway port.
+  "[box]", "ceiling_min = 5", `egress_lockdown = ${process.getuid?.() === 0}`,
   "[gateway]", `port = ${GATEWAY_PORT}`,
   "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
   ...(rehearsal ? ["[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${REHEARSAL_PORT}"`] : []),

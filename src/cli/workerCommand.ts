@@ -4,6 +4,8 @@ import { FileSystem } from "@effect/platform"
 import { Console, Effect, Option } from "effect"
 import * as fs from "node:fs"
 import { cliExitCode, runOnce } from "../box/runOnce.js"
+import { newRunId } from "../run/runId.js"
+import { RunLog } from "../run/RunLog.js"
 import { Paths, layout } from "../config/Paths.js"
 import { runFiles } from "../contract/runFiles.js"
 import { addWorker, listWorkers, readIdentity, readWorkerSettings } from "../worker/workers.js"
@@ -66,6 +68,15 @@ const show = Command.make("show", { worker: workerArg, json }, ({ json, worker }
     for (const r of runs) yield* Console.log(`  ${r.run_id}  ${r.ended_by ?? "running"}  exit ${r.exit_code ?? "-"}`)
   })).pipe(Command.withDescription("Show a worker's identity, settings and recent runs."))
 
+/** The two lines every ending prints, for a run ended by a signal (read from its finished record). */
+const closingLinesOfInterrupted = (worker: string, runId: string) =>
+  Effect.gen(function*() {
+    const record = yield* (yield* RunLog).read(worker, runId)
+    if (!record) return
+    yield* Console.log(`box ${runId} ended by ${record.ended_by ?? "signal"} (exit code ${record.exit_code ?? "none"})`)
+    yield* Console.log(`outputs: ${layout(yield* Paths).runDir(worker, runId)}`)
+  }).pipe(Effect.ignore)
+
 const run = Command.make("run", {
   worker: workerArg,
   ceiling: Options.float("ceiling").pipe(
@@ -79,14 +90,19 @@ const run = Command.make("run", {
   )
 }, ({ ceiling, channel, prompt, worker }) =>
   Effect.gen(function*() {
+    const runId = yield* newRunId
     const outcome = yield* runOnce({
       worker,
       prompt: prompt.join(" "),
       ...(Option.isSome(ceiling) ? { ceilingMin: ceiling.value } : {}),
       channel: Option.getOrNull(channel),
       origin: { _tag: "person", via: "cli" },
+      runId,
       onLine: liveLine(worker)
-    })
+    }).pipe(
+      // Ctrl-C / SIGTERM: the run's scope has killed the box and finished its record by now; its closing lines are still said.
+      Effect.onInterrupt(() => closingLinesOfInterrupted(worker, runId))
+    )
     for (const m of outcome.messages) yield* Console.log(`message from ${worker}: ${visible(m)}`)
     yield* printRunWarnings(worker, outcome.runId)
     if (outcome.error) yield* Console.error(`the run failed: ${visible(outcome.error)}`)

@@ -30,6 +30,14 @@ export interface SecretPattern {
   readonly chars: ReadonlyArray<SecretChar>
   /** The bytes a match can begin with. */
   readonly starts: ReadonlyArray<number>
+  /**
+   * What a spelling's first two bytes can be (searched for natively, so a text's thousands of
+   * bytes that merely equal the first are never looked at one by one).
+   */
+  readonly needles: ReadonlyArray<Buffer>
+  /** The first character's one byte and the second's (-1 when either is not one byte): a cheap first look at a candidate. */
+  readonly first: number
+  readonly second: number
 }
 
 export const compileSecret = (secret: string): SecretPattern => {
@@ -40,7 +48,33 @@ export const compileSecret = (secret: string): SecretPattern => {
   })
   const first = chars[0]
   const starts = first ? [...new Set([first.bytes[0] as number, PERCENT, BACKSLASH])] : []
-  return { chars, starts }
+  const oneByte = (c: SecretChar | undefined) => (c && c.bytes.length === 1 && !c.escapable ? c.bytes[0] as number : -1)
+  const [b0, b1] = [oneByte(first), oneByte(chars[1])]
+  const pair = (a: number, b: number) => Buffer.from([a, b])
+  const needles = b0 < 0 || b1 < 0
+    ? starts.map((b) => Buffer.from([b]))
+    : [
+      pair(b0, b1), pair(b0, PERCENT), pair(b0, BACKSLASH),
+      pair(PERCENT, 0x32), ...[...new Set([(b0 >> 4).toString(16), (b0 >> 4).toString(16).toUpperCase()])].map((h) => pair(PERCENT, h.charCodeAt(0))),
+      pair(BACKSLASH, 0x75), pair(BACKSLASH, 0x55), pair(BACKSLASH, BACKSLASH)
+    ]
+  return { chars, starts, needles: [...new Map(needles.map((n) => [n.toString("latin1"), n])).values()], first: b0, second: b1 }
+}
+
+/**
+ * Whether a spelling surely cannot start at `i`, from its first two bytes — most candidates in a
+ * text (every "r" of a JSON body, for "roster-…") are ruled out here without a call to matchAt.
+ */
+const ruledOut = (buf: Uint8Array, i: number, p: SecretPattern) => {
+  if (p.first < 0) return false
+  const b = buf[i]
+  const n = buf[i + 1]
+  if (n === undefined) return false
+  if (b === p.first) return !(p.second < 0 || n === p.second || n === PERCENT || n === BACKSLASH)
+  // "%7…" for a first byte 0x7_, or "%2…" (its % itself encoded again).
+  if (b === PERCENT) return n !== 0x32 && hexValue(n) !== p.first >> 4
+  if (b === BACKSLASH) return !(n === 0x75 || n === 0x55 || n === BACKSLASH)
+  return true
 }
 
 const hexValue = (b: number | undefined) =>
@@ -123,27 +157,79 @@ const charEnds = (buf: Uint8Array, q: number, c: SecretChar, out: Array<number>)
 }
 
 /**
- * Whether the secret is spelled at `pos`: the end of the first full spelling, PARTIAL when the
- * buffer ends inside one that still holds, or NONE.
+ * The spelling of characters `ci..` of the secret starting at `q`: the end of the first full
+ * spelling, PARTIAL when the buffer ends inside one that still holds, or NONE. Depth-first; a
+ * one-byte character (a credential's usual kind) is tried without allocating, so the common case
+ * — a candidate that fails at its first or second character — costs a few comparisons.
  */
-export const matchAt = (buf: Uint8Array, pos: number, p: SecretPattern): number => {
+const matchFrom = (buf: Uint8Array, q: number, p: SecretPattern, ci: number): number => {
+  if (ci === p.chars.length) return q
+  if (q >= buf.length) return PARTIAL
+  const c = p.chars[ci] as SecretChar
   let partial = false
-  // Depth-first over the spellings; each character has at most a few, and they rarely overlap.
-  const stack: Array<[number, number]> = [[pos, 0]]
-  const ends: Array<number> = []
-  while (stack.length > 0) {
-    const [q, ci] = stack.pop() as [number, number]
-    if (ci === p.chars.length) return q
-    ends.length = 0
-    charEnds(buf, q, p.chars[ci] as SecretChar, ends)
-    for (let k = ends.length - 1; k >= 0; k--) {
-      const e = ends[k] as number
-      if (e === PARTIAL) partial = true
-      else stack.push([e, ci + 1])
+  const then = (e: number) => {
+    const r = matchFrom(buf, e, p, ci + 1)
+    if (r === PARTIAL) partial = true
+    return r
+  }
+  if (c.bytes.length === 1) {
+    const b = c.bytes[0] as number
+    const at = buf[q]
+    if (at === b) {
+      const r = then(q + 1)
+      if (r >= 0) return r
     }
+    if (at === PERCENT) {
+      for (let a = q + 1, n = 0; n <= MAX_REPEAT; a += 2, n++) {
+        const hi = hexValue(buf[a])
+        const lo = hi < 0 ? -1 : hexValue(buf[a + 1])
+        if (hi === -2 || lo === -2) {
+          partial = true
+          break
+        }
+        if (hi < 0 || lo < 0) break
+        if (hi * 16 + lo === b) {
+          const r = then(a + 2)
+          if (r >= 0) return r
+        }
+        if (hi !== 2 || lo !== 5) break
+      }
+    }
+    if (at === BACKSLASH) {
+      const u = unicodeAt(buf, q, c.units[0] as number)
+      if (u === PARTIAL) partial = true
+      else if (u >= 0) {
+        const r = then(u)
+        if (r >= 0) return r
+      }
+      if (c.escapable) {
+        if (q + 1 >= buf.length) partial = true
+        else if (buf[q + 1] === b) {
+          const r = then(q + 2)
+          if (r >= 0) return r
+        }
+      }
+    }
+    return partial ? PARTIAL : NONE
+  }
+  const ends: Array<number> = []
+  charEnds(buf, q, c, ends)
+  for (const e of ends) {
+    if (e === PARTIAL) {
+      partial = true
+      continue
+    }
+    const r = then(e)
+    if (r >= 0) return r
   }
   return partial ? PARTIAL : NONE
 }
+
+/**
+ * Whether the secret is spelled at `pos`: the end of the first full spelling, PARTIAL when the
+ * buffer ends inside one that still holds, or NONE.
+ */
+export const matchAt = (buf: Uint8Array, pos: number, p: SecretPattern): number => matchFrom(buf, pos, p, 0)
 
 /**
  * Every full spelling of any secret in `buf`, as [start, end) ranges in order, without overlap;
@@ -151,26 +237,45 @@ export const matchAt = (buf: Uint8Array, pos: number, p: SecretPattern): number 
  * more bytes before it can be judged), or `buf.length` when none does. At the end of a stream
  * (`atEnd`) nothing is held.
  */
+// A set of patterns is compiled once and searched many times (every chunk, every header).
+const needleSets = new WeakMap<ReadonlyArray<SecretPattern>, ReadonlyArray<Buffer>>()
+const needlesOf = (patterns: ReadonlyArray<SecretPattern>) => {
+  const known = needleSets.get(patterns)
+  if (known) return known
+  const made = [...new Map(patterns.flatMap((p) => p.needles).map((n) => [n.toString("latin1"), n])).values()]
+  needleSets.set(patterns, made)
+  return made
+}
+
 export const findSpellings = (buf: Uint8Array, patterns: ReadonlyArray<SecretPattern>, atEnd: boolean) => {
   const found: Array<readonly [number, number]> = []
-  // The next place each start byte occurs, looked up again only once the scan has passed it.
-  const starts = [...new Set(patterns.flatMap((p) => p.starts))]
-  const next = starts.map(() => -1)
+  // Candidates are found natively (indexOf of each two-byte start); each needle's next place is
+  // looked up again only once the scan has passed it. A buffer's last byte may start a spelling
+  // on its own: it is judged by matchAt, which says PARTIAL when the buffer ends inside one.
+  const needles = needlesOf(patterns)
+  const lastByteStarts = patterns.some((p) => p.starts.includes(buf[buf.length - 1] as number))
+  const view = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength)
+  const next = needles.map(() => -1)
   let from = 0
   for (;;) {
     let start = -1
-    for (let k = 0; k < starts.length; k++) {
-      if ((next[k] as number) < from && next[k] !== Infinity) {
-        const i = buf.indexOf(starts[k] as number, from)
-        next[k] = i < 0 ? Infinity : i
+    for (let k = 0; k < needles.length; k++) {
+      let i = next[k] as number
+      if (i < from && i !== Infinity) {
+        const at = view.indexOf(needles[k] as Buffer, from)
+        i = at < 0 ? Infinity : at
+        next[k] = i
       }
-      const i = next[k] as number
       if (i !== Infinity && (start < 0 || i < start)) start = i
     }
-    if (start < 0) return { found, held: buf.length }
+    if (start < 0) {
+      if (!lastByteStarts || from > buf.length - 1 || atEnd) return { found, held: buf.length }
+      start = buf.length - 1
+    }
     let end = NONE
     let partial = false
     for (const p of patterns) {
+      if (ruledOut(buf, start, p)) continue
       const m = matchAt(buf, start, p)
       if (m >= 0) end = Math.max(end, m)
       else if (m === PARTIAL) partial = true

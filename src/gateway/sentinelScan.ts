@@ -1,27 +1,30 @@
 import type * as http from "node:http"
 import { SENTINEL } from "../contract/constants.js"
 import { SENTINEL_SIGNATURE } from "./inject.js"
-import { compileSecret, findSpellings } from "./secretMatch.js"
 
 /**
- * What marks a sentinel wherever it is: the plain string and the signature of the sentinel JWT,
- * each in any spelling of its characters (as themselves, `%hh`, `\uhhhh`, mixed).
+ * What marks a sentinel wherever it is: the plain string and the signature of the sentinel JWT.
+ * The sentinel is a placeholder, not a secret: this check is the audit's, and it runs on every
+ * request's headers and body, so it looks for the forms a client sends (as written, and in the
+ * request line percent-decoded) with the native search — the every-spelling matcher is the
+ * scrubber's, for the real value in answers.
  */
-const MARKS = [SENTINEL, SENTINEL_SIGNATURE].map(compileSecret)
-const hasMark = (text: string) => findSpellings(Buffer.from(text), MARKS, true).found.length > 0
+const MARKS = [SENTINEL, SENTINEL_SIGNATURE]
+const MARK_BYTES = MARKS.map((m) => Buffer.from(m))
+const hasMark = (text: string) => MARKS.some((m) => text.includes(m))
 
-/** The text with every spelling of a sentinel replaced by `[sentinel]` (an audited path says where, never what). */
-export const redactMarks = (text: string) => {
-  const buf = Buffer.from(text)
-  const { found } = findSpellings(buf, MARKS, true)
-  if (found.length === 0) return text
-  let out = ""
-  let at = 0
-  for (const [from, to] of found) {
-    out += `${buf.subarray(at, from).toString()}[sentinel]`
-    at = to
+const decoded = (text: string) => {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
   }
-  return out + buf.subarray(at).toString()
+}
+
+/** The text with every sentinel in it replaced by `[sentinel]` (an audited path says where, never what). */
+export const redactMarks = (text: string) => {
+  const plain = hasMark(text) ? MARKS.reduce((t, m) => t.split(m).join("[sentinel]"), text) : text
+  return hasMark(decoded(plain)) ? MARKS.reduce((t, m) => t.split(m).join("[sentinel]"), decoded(plain)) : plain
 }
 
 /**
@@ -38,23 +41,23 @@ export const sentinelPlaces = (headers: http.OutgoingHttpHeaders, target: string
   }
   if (hasMark(method)) places.push("method")
   const query = target.indexOf("?")
-  if (hasMark(query >= 0 ? target.slice(0, query) : target)) places.push("path")
-  if (query >= 0 && hasMark(target.slice(query + 1))) places.push("query")
+  const pathPart = query >= 0 ? target.slice(0, query) : target
+  if (hasMark(pathPart) || hasMark(decoded(pathPart))) places.push("path")
+  if (query >= 0 && (hasMark(target.slice(query + 1)) || hasMark(decoded(target.slice(query + 1))))) places.push("query")
   return places
 }
 
 /** Watches a request body as it streams for a sentinel, across chunk boundaries, without holding it. */
 export const bodyScanner = () => {
+  const keep = Math.max(...MARK_BYTES.map((m) => m.length)) - 1
   let tail = Buffer.alloc(0)
   let found = false
   return {
     feed: (chunk: Buffer) => {
       if (found) return
       const joined = tail.length === 0 ? chunk : Buffer.concat([tail, chunk])
-      const seen = findSpellings(joined, MARKS, false)
-      found = seen.found.length > 0
-      // Only a spelling cut by the chunk's end is kept, to be judged with the next one.
-      tail = Buffer.from(joined.subarray(seen.held))
+      found = MARK_BYTES.some((m) => joined.includes(m))
+      tail = Buffer.from(joined.subarray(Math.max(0, joined.length - keep)))
     },
     found: () => found
   }

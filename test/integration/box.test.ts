@@ -9,6 +9,7 @@ import { egressChainName, lockdownNetworkName } from "../../src/contract/deploym
 import { latestRunId } from "../support/runs.js"
 import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
+import { removeLockdownRules } from "../support/lockdownRules.js"
 
 const docker = new Dockerode()
 /** The boxes of the deployment under test (never another suite's on the same engine). */
@@ -170,7 +171,11 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
       expect(r.code).toBe(code)
       expect(await boxes()).toEqual([])
       expect(identityFiles(d)).toEqual([])
-      expect(lastRun(d).record.ended_by).toBe("signal")
+      const run = lastRun(d)
+      expect(run.record.ended_by).toBe("signal")
+      // The two closing lines every ending prints, printed after the box is gone.
+      expect(r.stdout).toContain(`box ${run.record.run_id} ended by signal (exit code none)`)
+      expect(r.stdout).toContain(`outputs: ${d.file("data", "runs", "alice", run.record.run_id)}`)
     }
   )
 
@@ -418,16 +423,3 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
 const spawnWith = (d: Deployment, extra: Record<string, string>, args: ReadonlyArray<string>) =>
   spawn(ROSTER_BIN, [...args], { env: { ...d.env, ...extra }, stdio: ["ignore", "pipe", "pipe"] })
 
-/** Leaves the machine as it was: the deployment's jump rules and chain go. */
-const removeLockdownRules = (chain: string) => {
-  for (const tool of ["iptables", "ip6tables"]) {
-    try {
-      const rules = execFileSync(tool, ["-S", "INPUT"]).toString().split("\n").filter((l) => l.endsWith(`-j ${chain}`))
-      for (const rule of rules) execFileSync(tool, ["-D", ...rule.replace(/^-A /, "").split(" ")])
-      execFileSync(tool, ["-F", chain])
-      execFileSync(tool, ["-X", chain])
-    } catch {
-      // nothing installed for this tool
-    }
-  }
-}

@@ -3,6 +3,7 @@ import * as fs from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { egressChainName } from "../../src/contract/deployment.js"
 import { type Deployment, freePort, makeDeployment } from "../support/deployment.js"
+import { removeLockdownRules } from "../support/lockdownRules.js"
 
 const chainRules = (chain: string) =>
   ["iptables", "ip6tables"].map((t) => {
@@ -13,18 +14,6 @@ const chainRules = (chain: string) =>
     }
   }).flat()
 
-const removeLockdownRules = (chain: string) => {
-  for (const tool of ["iptables", "ip6tables"]) {
-    try {
-      const rules = execFileSync(tool, ["-S", "INPUT"]).toString().split("\n").filter((l) => l.endsWith(`-j ${chain}`))
-      for (const rule of rules) execFileSync(tool, ["-D", ...rule.replace(/^-A /, "").split(" ")])
-      execFileSync(tool, ["-F", chain])
-      execFileSync(tool, ["-X", chain])
-    } catch {
-      // nothing installed for this tool
-    }
-  }
-}
 
 describe("one daemon per deployment (state/daemon.lock, real engine and iptables)", () => {
   let d: Deployment
