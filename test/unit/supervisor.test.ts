@@ -32,10 +32,10 @@ const tokens = (paths: Paths) => (fs.existsSync(layout(paths).identityDir) ? fs.
 const running = Effect.map(DockerFake, (fake) => [...fake.containers.values()].filter((c) => c.state === "running"))
 /** The running box of a task, once it has one (a task is claimed before its box is created). */
 const boxOf = (taskId: string) =>
-  eventually(Effect.map(running, (cs) => cs.find((c) => c.spec.Labels["roster.task-id"] === taskId)), `a box for ${taskId}`)
+  eventually(Effect.map(running, (cs) => cs.find((c) => c.spec.Labels["roster.task-id"] === taskId)), `a box for ${taskId}`, 15_000)
 const statusOf = (taskId: string) => Effect.flatMap(TaskStore, (s) => s.get(taskId)).pipe(Effect.map((t) => t?.status))
 const waitStatus = (taskId: string, status: string) =>
-  eventually(Effect.map(statusOf(taskId), (s) => s === status), `task ${taskId} ${status}`)
+  eventually(Effect.map(statusOf(taskId), (s) => s === status), `task ${taskId} ${status}`, 15_000)
 
 /** A box left running by an owner: its run record and a container labelled as roster would have made it. */
 const leftBox = (paths: Paths, o: { readonly runId: string; readonly kind: "task" | "box"; readonly taskId?: string; readonly owner: { readonly pid: number; readonly start: string }; readonly deadline: number }) =>
@@ -169,9 +169,9 @@ describe("the supervisor (Docker test layer)", () => {
       expect((yield* sup.show(t.task_id)).reason).toMatch(/roster connection add anthropic/)
       expect((yield* sup.status).held_reason).toMatch(/no model credential/)
       yield* (yield* Vault).put("anthropic", { type: "api_key", key: "sk-ant-vault" })
-      // The next tick of the dispatch loop sees it: no restart.
-      yield* TestClock.adjust("2 seconds")
-      yield* boxOf(t.task_id)
+      // A tick of the dispatch loop sees it: no restart. (Ticked until it does: a pass still in its file reads when the
+      // clock moves sets its next sleep after the move.)
+      yield* eventually(TestClock.adjust("2 seconds").pipe(Effect.zipRight(Effect.map(running, (cs) => cs.find((c) => c.spec.Labels["roster.task-id"] === t.task_id)))), `a box for ${t.task_id}`)
     }).pipe(Effect.provide(layer))
   })
 
