@@ -1,7 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Effect, Either, ParseResult, Schema } from "effect"
+import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import * as crypto from "node:crypto"
-import { isTaskId, isWorkerName } from "../config/names.js"
+import { isTaskId, isWorkerName, WorkerName } from "../config/names.js"
 import { type TaskRecord, TaskRecord as TaskRecordSchema } from "./TaskRecord.js"
 
 /** A record file read: the task, nothing (gone meanwhile, or not readable now), or why it does not decode. */
@@ -31,14 +31,8 @@ export const unreadableId = (name: string) => {
 }
 
 /** Whatever of the damaged record can be trusted: only a valid worker name (anything else is a guess). */
-const salvagedWorker = (raw: string) => {
-  try {
-    const w = (JSON.parse(raw) as { worker?: unknown }).worker
-    return typeof w === "string" && isWorkerName(w) ? w : undefined
-  } catch {
-    return undefined
-  }
-}
+const WorkerOnly = Schema.parseJson(Schema.Struct({ worker: WorkerName }))
+const salvagedWorker = (raw: string) => Option.getOrUndefined(Option.map(Schema.decodeUnknownOption(WorkerOnly)(raw), (r) => r.worker))
 
 /**
  * Moves an undecodable record out of the records folder into `aside`, as it was (never
