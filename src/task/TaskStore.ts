@@ -149,7 +149,9 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
         const last = yield* Ref.get(cached)
         if (last && last.dir === dir && at !== "" && last.stamp === at) return last.tasks
         const tasks = yield* readAll(dir)
-        yield* Ref.set(cached, { dir, stamp: yield* stamp, tasks })
+        // The stamp from before the read: a write that lands during it leaves the folder newer than
+        // this list, so the next list reads again (a stamp taken after would keep a stale list).
+        yield* Ref.set(cached, { dir, stamp: at, tasks })
         return tasks
       })
       const remember = (task: TaskRecord) =>

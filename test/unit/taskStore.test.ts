@@ -104,3 +104,34 @@ describe("a task record roster cannot read", () => {
     }).pipe(Effect.provide(TaskStore.layer.pipe(Layer.provideMerge(unitLayer(paths)))))
   })
 })
+
+describe("the task list cache", () => {
+  it.live("a write that lands while a list is reading is in the next list (the cache keeps the stamp from before its read)", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    // The next record read is slow: the list that makes it is still reading when the write lands.
+    let slow = false
+    const layer = TaskStore.layer.pipe(Layer.provideMerge(unitLayer(paths, {
+      fs: (real) => ({
+        readFileString: (p, enc) => {
+          if (!slow || !p.includes(`${path.sep}records${path.sep}`)) return real.readFileString(p, enc)
+          slow = false
+          return Effect.sleep("150 millis").pipe(Effect.zipRight(real.readFileString(p, enc)))
+        }
+      })
+    })))
+    return Effect.gen(function*() {
+      const store = yield* TaskStore
+      const first = yield* store.add({ worker: "alice", prompt: "one", ceilingMin: null, after: null, origin: person })
+      // Another process's write, so this store's cache must read the folder again.
+      yield* Effect.sleep("5 millis")
+      fs.utimesSync(layout(paths).tasksDir, new Date(), new Date())
+      slow = true
+      const reading = yield* Effect.fork(store.list)
+      yield* Effect.sleep("30 millis")
+      const second = yield* store.add({ worker: "alice", prompt: "two", ceilingMin: null, after: null, origin: person })
+      yield* reading
+      expect((yield* store.list).map((t) => t.task_id)).toEqual([first.task_id, second.task_id])
+    }).pipe(Effect.provide(layer))
+  })
+})
