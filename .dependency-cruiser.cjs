@@ -8,6 +8,7 @@ const LAYERS = [
   ["vault", "run", "worker", "task", "knowledge", "memory"], // stored credentials, run records, workers, task records, gated repos (host git), worker memory
   ["box", "gateway", "image", "rehearsal", "api"], // a box of one run; the gateway; building the box image; the rehearsal model; the control API's declaration
   ["session", "supervisor"], //              warm sessions (boxes in rpc mode); the task queue's dispatch, adoption and reaper
+  ["chat"], //                               Slack and Discord listeners: a mapped channel's messages as turns of its worker's session
   ["daemon", "deployment", "web"], //        gateway + supervisor + control API + image pulls; making a deployment; the browser UI
   ["cli"], //                                the roster command
   ["(root)"] //                              src/bin.ts, src/index.ts, src/RosterLive.ts

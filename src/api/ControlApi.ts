@@ -1,6 +1,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { NoSuchTask, TaskRecord, TaskRefused, TaskStatus, TaskStoreError } from "../task/TaskRecord.js"
+import { ChatListenerStatus } from "../contract/chatStatus.js"
 
 /** What `roster task add` asks for. */
 export const AddTask = Schema.Struct({
@@ -44,7 +45,9 @@ export const ServerStatus = Schema.Struct({
   boxes: Schema.Array(BoxView),
   adopted: Schema.Number,
   reaped: Schema.Number,
-  held_reason: Schema.NullOr(Schema.String)
+  held_reason: Schema.NullOr(Schema.String),
+  /** The daemon's `[[chat]]` listeners (absent when it has none). */
+  chat: Schema.optional(Schema.Array(ChatListenerStatus))
 })
 export type ServerStatus = typeof ServerStatus.Type
 

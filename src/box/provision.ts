@@ -88,6 +88,8 @@ export interface ProvisionRequest {
   readonly channel?: string | null
   /** A continuation: the previous run's pi session folder, copied in as this run's /pihome/session. */
   readonly resumeFrom?: string
+  /** A chat session's service: the box gets that service's send tool (and no other). */
+  readonly chatSend?: "slack" | "discord" | undefined
 }
 
 /**
@@ -165,6 +167,7 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     hostCpus: os.availableParallelism(),
     engine,
     mode: req.mode,
-    piArgs: req.piArgs
+    piArgs: req.piArgs,
+    chatSend: req.chatSend ?? null
   })
 })

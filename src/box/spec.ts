@@ -65,6 +65,8 @@ export interface BoxPlan {
   readonly mode: "json" | "rpc"
   /** pi's arguments after the mode and session dir (session id, system prompt, prompt). */
   readonly piArgs: ReadonlyArray<string>
+  /** A chat session's service: its send tool is registered in the box (slack_send or discord_send). */
+  readonly chatSend: "slack" | "discord" | null
 }
 
 
@@ -122,6 +124,7 @@ const environment = (plan: BoxPlan): Array<string> => {
   ]
   if (plan.ceilingMin !== null) env.push(`ROSTER_CEILING_MIN=${plan.ceilingMin}`)
   if (plan.taskId) env.push(`ROSTER_TASK_ID=${plan.taskId}`)
+  if (plan.chatSend) env.push(`ROSTER_CHAT_SEND=${plan.chatSend}`)
   for (const name of plan.exposedEnv) env.push(`${name}=${C.SENTINEL}`)
   // A host ANTHROPIC_API_KEY is a credential the gateway injects; the box only ever sees the sentinel.
   if (plan.anthropicEnvKey) env.push(`ANTHROPIC_API_KEY=${C.SENTINEL}`)

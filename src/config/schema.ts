@@ -180,6 +180,59 @@ export const MemorySection = Schema.Struct({
 })
 export type MemoryPolicy = typeof MemorySection.Type
 
+const ChatId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._-]{1,64}$/, {
+  message: () => "a chat channel id is the service's id of the channel (letters, digits, '.', '_', '-'; e.g. C0123ABCD or 1234567890)"
+}))
+
+/** One `[[chat.channel]]`: a channel of the service mapped to a worker, and who may drive it. */
+export const ChatChannel = Schema.Struct({
+  id: ChatId,
+  worker: Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,31}$/, { message: () => "worker is a worker name (e.g. \"alice\")" })),
+  /** The service's user ids who may drive the worker; everyone else is ignored and counted, and never reaches a box. */
+  allow_users: Schema.optionalWith(Schema.Array(ChatId), { default: () => [] }),
+  /** Minutes the channel's session waits for the next message before it ends. */
+  idle_min: Schema.optionalWith(Minutes, { default: () => 30 }),
+  /** The channel session's whole-session ceiling (default: [box] session_ceiling_min). */
+  ceiling_min: Schema.optional(Minutes)
+})
+export type ChatChannel = typeof ChatChannel.Type
+
+/** One `[[chat]]`: a Slack or Discord connection and the channels of it that reach workers. */
+export const Chat = Schema.Struct({
+  provider: Schema.Literal("slack", "discord"),
+  /** The vault connection holding its tokens (`roster connection add slack`). */
+  connection: Schema.String.pipe(Schema.pattern(/^[a-z0-9][a-z0-9._-]{0,63}$/, { message: () => "connection is a connection name (roster connection list)" })),
+  /** Answer only messages that mention the bot, or every message of an allowed user. */
+  respond: Schema.optionalWith(Schema.Literal("mention", "all"), { default: () => "mention" as const }),
+  /** A turn that ended with text but no send: a notice in the thread, the text posted for the worker, or nothing. */
+  unsent: Schema.optionalWith(Schema.Literal("notice", "post", "drop"), { default: () => "notice" as const }),
+  /** Characters of one chat message that reach a box; longer ones are cut, and the sender told. */
+  message_max: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100_000)), { default: () => 4000 }),
+  /** Turns one channel may start in a minute; more get a polite refusal. */
+  turns_per_min: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 600)), { default: () => 6 }),
+  /** The service's API base (Enterprise Grid, a proxy, a test stand-in). */
+  api_url: Schema.optional(Schema.String.pipe(Schema.pattern(/^https?:\/\/[^\s]+\/$/, {
+    message: () => `api_url is an http(s) URL ending in "/" (e.g. "https://slack.example.com/api/")`
+  }))),
+  channel: Schema.optionalWith(Schema.Array(ChatChannel), { default: () => [] })
+})
+export type ChatRule = typeof Chat.Type
+
+/** A channel mapped twice would have two sessions answering one message: refused at load, naming both. */
+const chatChannelsOnce = (chats: ReadonlyArray<ChatRule>) => {
+  const seen = new Map<string, string>()
+  for (const [i, c] of chats.entries()) {
+    for (const [j, ch] of c.channel.entries()) {
+      const key = `${c.provider}:${ch.id.toLowerCase()}`
+      const where = `chat[${i}].channel[${j}]`
+      const before = seen.get(key)
+      if (before) return { path: [i, "channel", j, "id"], message: `${c.provider} channel ${ch.id} is mapped twice (${before} and ${where}): keep one` }
+      seen.set(key, where)
+    }
+  }
+  return true
+}
+
 /** The schema of org.toml: every section with its safe default; unknown keys are errors. */
 export const OrgSchema = Schema.Struct({
   engine: Schema.optionalWith(EngineSection, { default: () => ({ image: "roster-box:1" }) }),
@@ -193,7 +246,8 @@ export const OrgSchema = Schema.Struct({
   mount: Schema.optionalWith(Schema.Array(Mount), { default: () => [] }),
   budget: Schema.optionalWith(BudgetSection, { default: () => ({ on_cross: "cut" as const }) }),
   price: Schema.optionalWith(Schema.Array(Price), { default: () => [] }),
-  memory: Schema.optionalWith(MemorySection, { default: () => ({ brief_max: 8000, max_entries: 500, entry_max: 2000 }) })
+  memory: Schema.optionalWith(MemorySection, { default: () => ({ brief_max: 8000, max_entries: 500, entry_max: 2000 }) }),
+  chat: Schema.optionalWith(Schema.Array(Chat).pipe(Schema.filter(chatChannelsOnce)), { default: () => [] })
 })
 
 /** org.toml, decoded and defaulted. */

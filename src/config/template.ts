@@ -80,6 +80,21 @@ entry_max = 2000                # characters in one entry
 # rw = true                     # the clone is writable (read-only without)
 # protect = [".github", "LICENSE"]  # paths knowledge_push refuses to change
 # push_max = "64m"              # the most one knowledge_push may add
+#
+# Talk to workers where the team talks. Tokens first: roster connection add slack (or discord);
+# the daemon holds them and posts for the worker, no box ever sees one.
+# [[chat]]
+# provider = "slack"            # slack | discord
+# connection = "slack"          # the vault connection with its tokens
+# respond = "mention"           # mention: only messages that mention the bot; all: every message
+# unsent = "notice"             # a turn that answered without the send tool: notice | post | drop
+# message_max = 4000            # characters of one message that reach a box
+# turns_per_min = 6             # turns one channel may start a minute
+# [[chat.channel]]
+# id = "C0123ABCD"              # the service's id of the channel
+# worker = "alice"
+# allow_users = ["U0123ABCD"]   # who may drive the worker; everyone else is ignored
+# idle_min = 30                 # the channel's session ends after this long without a message
 `
 
 const LOCKDOWN_OFF = "egress_lockdown = false         # true: iptables pins box->host traffic to the gateway port (needs root)"

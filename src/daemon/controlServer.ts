@@ -9,6 +9,7 @@ import { ControlApi } from "../api/ControlApi.js"
 import { Paths, layout } from "../config/Paths.js"
 import { VERSION } from "../contract/version.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
+import { ChatHub } from "../chat/ChatHub.js"
 
 export class ControlSocketBusy extends Schema.TaggedError<ControlSocketBusy>()("ControlSocketBusy", { socket: Schema.String }) {
   override get message() {
@@ -26,9 +27,12 @@ const TasksLive = HttpApiBuilder.group(ControlApi, "tasks", (handlers) =>
 const serverLive = (startedAt: string, configRoot: string) =>
   HttpApiBuilder.group(ControlApi, "server", (handlers) =>
     handlers.handle("status", () =>
-      Effect.flatMap(Supervisor, (s) => s.status).pipe(
-        Effect.map((status) => ({ ...status, pid: process.pid, version: VERSION, config_root: configRoot, started_at: startedAt }))
-      )))
+      Effect.gen(function*() {
+        const status = yield* (yield* Supervisor).status
+        const hub = yield* Effect.serviceOption(ChatHub)
+        const chat = hub._tag === "Some" ? yield* hub.value.status : []
+        return { ...status, pid: process.pid, version: VERSION, config_root: configRoot, started_at: startedAt, ...(chat.length > 0 ? { chat } : {}) }
+      })))
 
 /** Does something answer on this socket? (A stale file left by a killed daemon does not.) */
 const answers = (socket: string) =>

@@ -14,6 +14,7 @@ import { ensureCa } from "../gateway/ca.js"
 import { serveGateway } from "../gateway/server.js"
 import { readGatewayState, writeGatewayState } from "../contract/gatewayState.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
+import { ChatHub } from "../chat/ChatHub.js"
 import { serveControl } from "./controlServer.js"
 import { holdDaemonLock } from "./lock.js"
 
@@ -60,7 +61,9 @@ export const runDaemon = Effect.fn("daemon.run")(function*() {
   yield* report(notice(`roster gateway ${VERSION} listening on ${addrs.map((a) => `${a}:${bound.port}`).join(", ")} (config ${paths.config})`))
   // The supervisor adopts what a dead daemon left before the queue moves; then the API opens.
   const supervisor = yield* Layer.build(Supervisor.layer)
-  const socket = yield* serveControl().pipe(Effect.provide(supervisor))
+  // The chat listeners need the supervisor (a chat session's box takes a slot of its concurrency).
+  const chat = yield* Layer.build(ChatHub.layer.pipe(Layer.provide(Layer.succeedContext(supervisor))))
+  const socket = yield* serveControl().pipe(Effect.provide(supervisor), Effect.provide(chat))
   yield* report(notice(`roster supervisor running; control API on ${socket}`))
   // Stores changed outside a run (edited on the host) still get a snapshot to restore from.
   yield* Effect.forkScoped(sweepLoop)

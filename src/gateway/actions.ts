@@ -3,6 +3,7 @@ import type * as http from "node:http"
 import type { ActionAnswer, BoxCaller } from "./actionTypes.js"
 import type { GatewayEnv } from "./env.js"
 import { lookupToken } from "./identify.js"
+import { chatSend } from "./chat/sendAction.js"
 import { knowledgePushAction } from "./knowledgePush.js"
 import { forgetAction, rememberAction } from "./memoryActions.js"
 import { messageUser } from "./messageUser.js"
@@ -35,7 +36,9 @@ const ACTIONS: Readonly<Record<string, (caller: BoxCaller, body: string) => Effe
   "/v1/actions/set_tasks": setTasks,
   "/v1/actions/knowledge_push": knowledgePushAction,
   "/v1/actions/remember": rememberAction,
-  "/v1/actions/forget": forgetAction
+  "/v1/actions/forget": forgetAction,
+  "/v1/actions/slack_send": chatSend("slack"),
+  "/v1/actions/discord_send": chatSend("discord")
 }
 
 /**

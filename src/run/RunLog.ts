@@ -57,7 +57,13 @@ export const RunRecord = Schema.Struct({
   /** Set when the gateway stopped the run (a spend budget): it ends as `ended_by` this. */
   stopped: Schema.optional(RunStopped),
   /** Follow-up tasks the run queued for its worker (set_tasks). */
-  queued_tasks: Schema.optional(Schema.Array(TaskId))
+  queued_tasks: Schema.optional(Schema.Array(TaskId)),
+  /** A chat session's turns that ended with an answer no send tool carried, and what was done with each (`[[chat]] unsent`). */
+  undelivered: Schema.optional(Schema.Array(Schema.Struct({
+    turn: Schema.Number,
+    chars: Schema.Number,
+    handled: Schema.Literal("notice", "post", "drop")
+  })))
 })
 export type RunRecord = typeof RunRecord.Type
 

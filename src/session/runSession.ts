@@ -1,5 +1,5 @@
 import type { FileSystem, Path } from "@effect/platform"
-import { Clock, Duration, Effect, Mailbox, Option, Queue } from "effect"
+import { Chunk, Clock, Duration, Effect, Fiber, Mailbox, Option, Queue } from "effect"
 import type { Paths } from "../config/Paths.js"
 import { ceilingDuration } from "../box/ceiling.js"
 import { preflightError } from "../box/preflight.js"
@@ -46,6 +46,10 @@ export interface SessionRequest {
   readonly origin?: RunOrigin
   /** A chat session's service and channel. */
   readonly chat?: ChatPlace
+  /** A chat turn that answered without the send tool: what was done with its text (`[[chat]] unsent`). */
+  readonly onUnsent?: (turn: number, text: string, message: SessionMessage | undefined) => Effect.Effect<"notice" | "post" | "drop">
+  /** This session's own idle timeout and whole-session ceiling (a `[[chat.channel]]`'s), over `[box]`'s. */
+  readonly limits?: { readonly idleSecs?: number | undefined; readonly ceilingMin?: number | undefined }
 }
 
 /** How a warm session ended: its run, why, whether cleanly, and how many turns it served. */
@@ -55,6 +59,8 @@ export interface SessionOutcome {
   readonly reason: SessionEndReason
   readonly clean: boolean
   readonly turns: number
+  /** Messages taken from the inbox that no turn served (the session ended first): its caller may serve them elsewhere. */
+  readonly unserved: ReadonlyArray<SessionMessage>
 }
 
 /** What the runner waits on: the state machine's inputs, and raw lines not yet read. */
@@ -71,7 +77,15 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
   yield* readIdentity(req.worker)
   // An engine that is down is said as that, before a run record exists for a run that never could start.
   yield* (yield* Docker).ping
-  const org = yield* (yield* OrgConfig).snapshot
+  const snapshot = yield* (yield* OrgConfig).snapshot
+  const org = {
+    ...snapshot,
+    box: {
+      ...snapshot.box,
+      idle_secs: req.limits?.idleSecs ?? snapshot.box.idle_secs,
+      session_ceiling_min: req.limits?.ceilingMin ?? snapshot.box.session_ceiling_min
+    }
+  }
   const settings = yield* readWorkerSettings(req.worker)
   const mounts = mountsFor(org, req.worker)
   const channel = req.channel ?? null
@@ -99,10 +113,14 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     const box = yield* openBox({
       record, kind: "session", taskId: null, ceilingMin: null, mode: "rpc", org, settings, mounts, channel,
       piArgs: ["--session-id", start.cache.route_key, "--append-system-prompt", start.system_prompt],
+      chatSend: req.surface === "chat-session" ? req.chat?.provider : undefined,
       onLine: (line) => inputs.offer({ _tag: "line", line })
     })
     yield* box.stdoutEnded.pipe(Effect.zipRight(inputs.offer({ _tag: "died" })), Effect.forkScoped)
-    yield* Effect.forever(req.inbox.take.pipe(Effect.flatMap((message) => inputs.offer({ _tag: "msg", message })))).pipe(
+    // A message is taken and queued in one step that an interrupt cannot split, so none is lost between the two.
+    const reader = yield* Effect.forever(Effect.uninterruptibleMask((restore) =>
+      restore(req.inbox.take).pipe(Effect.flatMap((message) => inputs.offer({ _tag: "msg", message })))
+    )).pipe(
       Effect.catchAll(() => inputs.offer({ _tag: "closed" })),
       Effect.forkScoped
     )
@@ -122,7 +140,9 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     const sessionDeadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(ceilingDuration(org.box.session_ceiling_min))
     let state = initialTurnState
     let turnStarted = 0
+    let serving: SessionMessage | undefined
     let idleSince = yield* Clock.currentTimeMillis
+    const undelivered: Array<{ readonly turn: number; readonly chars: number; readonly handled: "notice" | "post" | "drop" }> = []
 
     /** Carries out what the state machine asked for; an `end` output is the session's reason. */
     const perform = (outputs: ReadonlyArray<TurnOutput>) =>
@@ -142,6 +162,12 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
             case "note":
               yield* note(o.text)
               break
+            case "unsent": {
+              const handled = req.onUnsent ? yield* req.onUnsent(o.turn, o.text, serving) : "drop"
+              undelivered.push({ turn: o.turn, chars: o.text.length, handled })
+              yield* record.note({ undelivered: [...undelivered] })
+              break
+            }
             case "turn-end":
               idleSince = yield* Clock.currentTimeMillis
               if (req.onTurnEnd) yield* req.onTurnEnd(o.turn)
@@ -172,6 +198,8 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
         turns: state.turns + 1,
         taints: (yield* runLog.read(req.worker, runId))?.tainted ?? [],
         last_message: { author: message.author, role: message.role ?? "person" },
+        // A chat session's answers go to the thread of the message this turn serves.
+        ...(message.place ? { chat: message.place } : {}),
         saved_at: new Date(yield* Clock.currentTimeMillis).toISOString()
       }).pipe(Effect.either)
       const input = saved._tag === "Left"
@@ -184,6 +212,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
       const written = yield* send({ type: "prompt", message: input.value }).pipe(Effect.either)
       if (written._tag === "Left") return "box-died" as const
       turnStarted = yield* Clock.currentTimeMillis
+      serving = message
       if (channel !== null) yield* appendChannel(channel, { author: message.author, text: message.text, run_id: runId })
       return yield* feed({ _tag: "prompted" })
     })
@@ -205,6 +234,12 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
         if (end) return end
       }
     })
+    // Whatever was taken but not served is handed back, not dropped with the box.
+    yield* Fiber.interrupt(reader)
+    const unserved = [
+      ...state.pending,
+      ...Chunk.toReadonlyArray(yield* Queue.takeAll(inputs)).flatMap((i) => (i._tag === "msg" ? [i.message] : []))
+    ]
     const clean = reason === "closed" || reason === "idle" || (reason === "session-ceiling" && !state.busy)
     if (reason === "session-ceiling") yield* note(`reached the session ceiling (${org.box.session_ceiling_min} min); ending`)
     if (reason === "turn-ceiling") yield* note(`a turn ran past the turn ceiling (${org.box.turn_ceiling_min} min); ending`)
@@ -220,6 +255,6 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
         error: failedPreflight ?? (reason === "box-died" ? "the session box exited before completing the turn" : `ended by ${reason} mid-turn`)
       })
     })
-    return { runId, runDir: record.runDir, reason, clean, turns: state.turns } satisfies SessionOutcome
+    return { runId, runDir: record.runDir, reason, clean, turns: state.turns, unserved } satisfies SessionOutcome
   }).pipe(Effect.scoped)
 })

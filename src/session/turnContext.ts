@@ -1,4 +1,5 @@
 import { Effect, Schema } from "effect"
+import type { ChatPlace } from "../contract/origin.js"
 import { Files } from "../fs/Files.js"
 
 /** A session message that could not become a turn (blank, or its trace could not be written); it is skipped, not delivered. */
@@ -16,6 +17,8 @@ export interface SessionMessage {
   readonly messageId: string
   /** Who speaks: a person (the default), or another task's answer delivered here (reply_to talk:<run-id>). */
   readonly role?: "person" | "task-reply"
+  /** A chat message's channel and thread: the turn's answer is sent there. */
+  readonly place?: ChatPlace
   /** The room's recent messages; used on the session's first turn only. */
   readonly history?: ReadonlyArray<{ readonly author: string; readonly text: string }>
 }

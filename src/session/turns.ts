@@ -14,12 +14,12 @@ export interface TurnState {
   readonly staleSettle: boolean
   readonly sawStart: boolean
   /** Chat surfaces: assistant text of this turn that no send tool carried out. */
-  readonly droppedChars: number
+  readonly dropped: string
   readonly sent: boolean
 }
 
 export const initialTurnState: TurnState = {
-  busy: false, pending: [], inboxOpen: true, turns: 0, staleSettle: false, sawStart: false, droppedChars: 0, sent: false
+  busy: false, pending: [], inboxOpen: true, turns: 0, staleSettle: false, sawStart: false, dropped: "", sent: false
 }
 
 export type TurnInput =
@@ -39,6 +39,8 @@ export type TurnOutput =
   | { readonly _tag: "abort" }
   | { readonly _tag: "turn-end"; readonly turn: number }
   | { readonly _tag: "note"; readonly text: string }
+  /** A chat turn's answer that no send tool carried: the runner handles it as `[[chat]] unsent` says. */
+  | { readonly _tag: "unsent"; readonly turn: number; readonly text: string }
   | { readonly _tag: "end"; readonly reason: SessionEndReason }
 
 /** The session surfaces; only a chat session's replies must leave through a send tool. */
@@ -52,18 +54,19 @@ export const isDrained = (s: TurnState) => !s.inboxOpen && !s.busy && s.pending.
 
 const endTurn = (s: TurnState, surface: Surface): [TurnState, Array<TurnOutput>] => {
   const out: Array<TurnOutput> = []
-  if (surface === "chat-session" && s.droppedChars > 0 && !s.sent) {
-    out.push({ _tag: "note", text: `turn ${s.turns} ended with assistant text (${s.droppedChars} chars) but no send action — not delivered to the channel` })
+  if (surface === "chat-session" && s.dropped.length > 0 && !s.sent) {
+    out.push({ _tag: "note", text: `turn ${s.turns} ended with assistant text (${s.dropped.length} chars) but no send action — not delivered to the channel` })
+    out.push({ _tag: "unsent", turn: s.turns, text: s.dropped })
   }
   out.push({ _tag: "turn-end", turn: s.turns })
-  return [{ ...s, busy: false, droppedChars: 0, sent: false }, out]
+  return [{ ...s, busy: false, dropped: "", sent: false }, out]
 }
 
 const onEvent = (s: TurnState, e: PiEvent, surface: Surface): [TurnState, Array<TurnOutput>] => {
   switch (e.kind) {
     case "assistant":
       if (e.text.trim() === "") return [s, []]
-      return surface === "chat-session" ? [{ ...s, droppedChars: s.droppedChars + e.text.length }, []] : [s, [{ _tag: "reply", text: e.text }]]
+      return surface === "chat-session" ? [{ ...s, dropped: s.dropped === "" ? e.text : `${s.dropped}\n\n${e.text}` }, []] : [s, [{ _tag: "reply", text: e.text }]]
     case "tool-start": {
       if (!isSendTool(e.name)) return [s, []]
       const text = (e.args as { text?: unknown } | undefined)?.text

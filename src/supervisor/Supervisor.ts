@@ -1,5 +1,6 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Ref } from "effect"
+import { Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Ref, type Scope } from "effect"
+import { OrgConfig } from "../config/OrgConfig.js"
 import type { BoxView, ServerStatus } from "../api/ControlApi.js"
 import { currentOwner, type Owner } from "../contract/owner.js"
 import { Paths } from "../config/Paths.js"
@@ -7,7 +8,7 @@ import { Docker } from "../docker/Docker.js"
 import { Files } from "../fs/Files.js"
 import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, type TaskStatus, type TaskStoreError } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
-import { dispatchLoop, HOLD_REASON } from "./dispatch.js"
+import { dispatchLoop, holdSlot, HOLD_REASON } from "./dispatch.js"
 import { cancelInPlace, cancelQueued, PERSON, queueTask, type TaskRequest } from "./queueTask.js"
 import { makeState, type SupervisorState } from "./state.js"
 import { deliverPending } from "./deliver.js"
@@ -28,6 +29,11 @@ export interface SupervisorApi {
   readonly list: (filter: TaskFilter) => Effect.Effect<ReadonlyArray<TaskRecord>>
   readonly show: (taskId: string) => Effect.Effect<TaskRecord, NoSuchTask>
   readonly cancel: (taskId: string) => Effect.Effect<TaskRecord, NoSuchTask | TaskRefused | TaskStoreError>
+  /**
+   * A box slot for a box that is not a task's (a chat session's), held until the scope closes:
+   * waits for `[supervisor] concurrency` and for the worker's other box, and counts toward both.
+   */
+  readonly holdSlot: (worker: string, key: string) => Effect.Effect<void, never, Scope.Scope>
   /** Queue counts, live boxes, adopted/reaped since start (pid, version and config root are the daemon's to add). */
   readonly status: Effect.Effect<Omit<ServerStatus, "pid" | "version" | "config_root" | "started_at">>
 }
@@ -99,6 +105,7 @@ const make = Effect.gen(function*() {
   const store = yield* TaskStore
   const env = yield* Effect.context<CallEnv>()
   const use = <A, E>(effect: Effect.Effect<A, E, CallEnv>) => Effect.provide(effect, env)
+  const orgContext = yield* Effect.context<OrgConfig | Paths | FileSystem.FileSystem>()
   const st = yield* makeState(yield* Clock.currentTimeMillis)
   const self = yield* currentOwner
   // Adoption first, then the queue: a task whose box survived is never started again.
@@ -114,6 +121,7 @@ const make = Effect.gen(function*() {
 
   return {
     add: ({ via, ...req }) => use(queueTask(req, { ...PERSON, via: via ?? "api" })).pipe(Effect.tap(() => wake)),
+    holdSlot: (worker, key) => holdSlot(st, worker, key).pipe(Effect.provide(orgContext)),
     list: (filter) =>
       use(store.list.pipe(Effect.map((ts) =>
         ts.filter((t) => (filter.worker === undefined || t.worker === filter.worker) && (filter.status === undefined || t.status === filter.status))

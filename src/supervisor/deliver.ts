@@ -1,10 +1,13 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Effect } from "effect"
-import { Paths, layout } from "../config/Paths.js"
+import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import type { InboxLine } from "../contract/inbox.js"
-import { parseReplyTo } from "../contract/origin.js"
+import { parseReplyTo, type ReplyTarget } from "../contract/origin.js"
+import type { OrgConfig } from "../config/OrgConfig.js"
+import type { Vault } from "../vault/Vault.js"
 import { ownerAlive } from "../contract/owner.js"
 import { Files } from "../fs/Files.js"
+import { postChat } from "../gateway/chat/postChat.js"
 import { appendJournal } from "../journal/journal.js"
 import { findRun } from "../run/query.js"
 import { isFinal, type TaskRecord } from "../task/TaskRecord.js"
@@ -53,6 +56,13 @@ const toTalk = (t: TaskRecord, runId: string, text: string, at: string) =>
     yield* (yield* Files).append(file, `${JSON.stringify(line)}\n`, 0o600).pipe(Effect.mapError((e) => e.message))
   })
 
+/** Posts the answer in a chat thread org.toml maps (the daemon posts with the connection's token). */
+const toChat = (target: Extract<ReplyTarget, { _tag: "chat" }>, text: string) =>
+  postChat({ provider: target.provider, channel: target.channel, ...(target.thread ? { thread: target.thread } : {}) }, text).pipe(
+    Effect.mapError((e) => e.message),
+    Effect.asVoid
+  )
+
 /**
  * Delivers a task's answer to its reply_to, once: the delivery (time, target, ok or the error) is
  * written on the task, and a task with a delivery is never delivered again. A delivery cut by a
@@ -65,13 +75,13 @@ export const deliverReply = Effect.fn("supervisor.deliverReply")(function*(t: Ta
   const target = parseReplyTo(replyTo)
   const at = new Date(yield* Clock.currentTimeMillis).toISOString()
   const text = replyText(t)
-  const done = yield* (
+  const send: Effect.Effect<void, string, TaskStore | OrgConfig | Vault | Files | HostFiles> =
     target._tag === "task" ? toTask(t, target.taskId, text, at)
     : target._tag === "talk" ? toTalk(t, target.runId, text, at)
-    : target._tag === "chat" ? Effect.fail("answers to a chat thread come with roster's chat surfaces, which this roster does not have yet")
+    : target._tag === "chat" ? toChat(target, text)
     : target._tag === "invalid" ? Effect.fail(target.why)
     : Effect.void
-  ).pipe(Effect.either)
+  const done = yield* Effect.either(send)
   const delivery = done._tag === "Right" ? { target: replyTo, at, ok: true } : { target: replyTo, at, ok: false, error: done.left }
   yield* (yield* TaskStore).update(t.task_id, (x) => (x.delivery ? x : { ...x, delivery }))
   yield* (delivery.ok ? Effect.logInfo : Effect.logWarning)(

@@ -127,8 +127,9 @@ export const dispatchPass = (st: SupervisorState) =>
     const all = yield* store.list
     const live = [...(yield* Ref.get(st.live)).values()]
     const adopted = [...(yield* Ref.get(st.held)).values()].filter((h) => h.taskId !== null)
-    const busy = new Set([...live, ...adopted].map((x) => x.worker))
-    let free = org.supervisor.concurrency - live.length - adopted.length
+    const sessions = [...(yield* Ref.get(st.sessions)).values()]
+    const busy = new Set([...live, ...adopted, ...sessions].map((x) => x.worker))
+    let free = org.supervisor.concurrency - live.length - adopted.length - sessions.length
     for (const t of all) {
       if (free <= 0) break
       if (t.status !== "queued" || busy.has(t.worker)) continue
@@ -148,9 +149,35 @@ export const dispatchPass = (st: SupervisorState) =>
     }
   })
 
+/**
+ * Holds a box slot for a box that is not a task's (a chat session's) until the scope closes:
+ * waits while `[supervisor] concurrency` boxes run or the worker already has one, then counts
+ * toward both rules, so a task of that worker waits until the session ends.
+ */
+export const holdSlot = (st: SupervisorState, worker: string, runKey: string) =>
+  Effect.acquireRelease(
+    Effect.gen(function*() {
+      for (;;) {
+        const taken = yield* st.slots.withPermits(1)(Effect.gen(function*() {
+          const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.orElseSucceed(() => undefined))
+          const live = [...(yield* Ref.get(st.live)).values()]
+          const adopted = [...(yield* Ref.get(st.held)).values()].filter((h) => h.taskId !== null)
+          const sessions = [...(yield* Ref.get(st.sessions)).values()]
+          const all = [...live, ...adopted, ...sessions]
+          if (all.length >= (org?.supervisor.concurrency ?? 1) || all.some((x) => x.worker === worker)) return false
+          yield* Ref.update(st.sessions, (m) => withKey(m, runKey, { worker }))
+          return true
+        }))
+        if (taken) return
+        yield* Effect.sleep("1 second")
+      }
+    }),
+    () => Ref.update(st.sessions, (m) => withoutKey(m, runKey)).pipe(Effect.zipRight(Queue.offer(st.wake, undefined)))
+  )
+
 /** The dispatch loop: a pass at each wake-up (a task added, cancelled or ended) and every 2 s. */
 export const dispatchLoop = (st: SupervisorState) =>
-  dispatchPass(st).pipe(
+  st.slots.withPermits(1)(dispatchPass(st)).pipe(
     Effect.catchAllCause((c) => Effect.logError("supervisor: a dispatch pass failed", c)),
     Effect.zipRight(Effect.raceFirst(Queue.take(st.wake), Effect.sleep("2 seconds"))),
     Effect.forever

@@ -1,4 +1,5 @@
 import { Deferred, Effect, FiberMap, Queue, Ref } from "effect"
+import type { Semaphore } from "effect/Effect"
 
 /** A task whose box this daemon runs. */
 export interface LiveTask {
@@ -31,6 +32,10 @@ export interface SupervisorState {
   readonly startedAt: number
   /** Runs whose record the reaper has seen finished (it never reads them again). */
   readonly settled: Set<string>
+  /** Boxes of this daemon that are not tasks' (a chat session's), by run id: they count toward concurrency and one box per worker. */
+  readonly sessions: Ref.Ref<ReadonlyMap<string, { readonly worker: string }>>
+  /** Taken by a dispatch pass and by a session taking a slot, so the two never both take the last one. */
+  readonly slots: Semaphore
 }
 
 export const makeState = (startedAt: number) =>
@@ -44,7 +49,9 @@ export const makeState = (startedAt: number) =>
       counts: yield* Ref.make({ adopted: 0, reaped: 0 }),
       wake: yield* Queue.sliding<void>(1),
       startedAt,
-      settled: new Set<string>()
+      settled: new Set<string>(),
+      sessions: yield* Ref.make<ReadonlyMap<string, { readonly worker: string }>>(new Map()),
+      slots: yield* Effect.makeSemaphore(1)
     } satisfies SupervisorState
   })
 

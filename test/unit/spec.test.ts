@@ -177,7 +177,7 @@ describe("the box's create spec", () => {
       dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
       mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: null, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 2,
       engine: { kind: "mounted", hostDir: "/src/roster", entry: "/opt/roster/checkout/node_modules/pi/cli.js", extensions: ["/opt/roster/checkout/box/extensions/a.ts", "/opt/roster/checkout/box/extensions/b.ts"] },
-      mode: "rpc", piArgs: ["--session-id", "k"]
+      mode: "rpc", piArgs: ["--session-id", "k"], chatSend: "slack"
     }
     const spec = containerSpec(plan)
     expect(spec.Cmd.slice(4)).toEqual([
@@ -189,6 +189,7 @@ describe("the box's create spec", () => {
     expect(spec.HostConfig.Binds).toContain("/j.jsonl:/pihome/self/journal/journal.jsonl:ro")
     expect(spec.OpenStdin).toBe(true)
     expect(spec.Env).toContain("ROSTER_TASK_ID=t1")
+    expect(spec.Env).toContain("ROSTER_CHAT_SEND=slack")
     expect(spec.Env.some((e) => e.startsWith("ROSTER_CEILING_MIN="))).toBe(false)
     expect(spec.Env.some((e) => e.startsWith("ANTHROPIC_API_KEY="))).toBe(false)
   })
@@ -200,7 +201,7 @@ describe("the box's create spec", () => {
       user: { uid: 1000, gid: 1000 }, network: "roster-locked-test", gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
       dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
       mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: 30, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 6,
-      engine: { kind: "baked" }, mode: "json", piArgs: []
+      engine: { kind: "baked" }, mode: "json", piArgs: [], chatSend: null
     }
     const hc = containerSpec(plan).HostConfig
     expect(hc.Memory).toBe(4 * 1024 ** 3)

@@ -1,0 +1,26 @@
+// roster box extension: discord_send — post this chat session's answer to its Discord channel, in the
+// thread of the message being answered. Registered only in a Discord chat session's box
+// (ROSTER_CHAT_SEND=discord); the gateway takes the channel and thread from the run, never from
+// this request, and posts with a token no box ever holds. Loaded by run-pi with -e.
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
+import { Type } from "typebox"
+import { postAction } from "./lib/gateway.ts"
+
+export default function (pi: ExtensionAPI) {
+  if (process.env.ROSTER_CHAT_SEND !== "discord") return
+  pi.registerTool({
+    name: "discord_send",
+    label: "Discord send",
+    description:
+      "Post a message to the Discord conversation you are in (the thread of the message you are answering). " +
+      "This is the only way the people there see what you say: text you write without it is not delivered. " +
+      "Text and code blocks; a long message is split for Discord. At most 12000 characters.",
+    parameters: Type.Object({
+      text: Type.String({ description: "the message, as Discord should show it" })
+    }),
+    async execute(_toolCallId, params, signal) {
+      await postAction("discord_send", { text: params.text }, signal)
+      return { content: [{ type: "text", text: "posted" }], details: {} }
+    }
+  })
+}

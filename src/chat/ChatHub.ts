@@ -1,0 +1,163 @@
+import { Clock, Context, Effect, Layer, Ref } from "effect"
+import { OrgConfig } from "../config/OrgConfig.js"
+import type { ChatChannel, ChatRule } from "../config/schema.js"
+import type { ChatListenerStatus } from "../contract/chatStatus.js"
+import { chatChannelName, type ChatPlace } from "../contract/origin.js"
+import { postChat } from "../gateway/chat/postChat.js"
+import { runSession } from "../session/runSession.js"
+import { Supervisor } from "../supervisor/Supervisor.js"
+import { chatTokens } from "../vault/chatTokens.js"
+import { admit, type ChatEvent, takeTurn } from "./admit.js"
+import { type Desk, type DeskEnv, makeDesk } from "./desk.js"
+import { cutNote, endedNotice, failedNotice, limitedNotice, startedNotice, unsentNotice } from "./notices.js"
+import type { ListenerSink } from "./sink.js"
+import { slackListener } from "./slackListener.js"
+
+type SessionEnv = Effect.Effect.Context<ReturnType<typeof runSession>>
+type HubEnv = SessionEnv | Effect.Effect.Context<ReturnType<typeof postChat>> | OrgConfig
+
+/** The daemon's chat surfaces, as `server status` reads them. */
+export interface ChatHubApi {
+  readonly status: Effect.Effect<ReadonlyArray<ChatListenerStatus>>
+}
+
+/** One `[[chat]]`'s listener state and counters, and the desks of its channels. */
+interface Surface {
+  readonly chat: ChatRule
+  readonly status: Ref.Ref<ChatListenerStatus>
+  readonly desks: ReadonlyMap<string, { readonly channel: ChatChannel; readonly desk: Desk }>
+}
+
+const now = Effect.map(Clock.currentTimeMillis, (t) => new Date(t).toISOString())
+
+/** Posts roster's own line in a thread; a failed post is logged (the service may be down), never fatal. */
+const say = (place: ChatPlace, text: string) =>
+  postChat(place, text).pipe(
+    Effect.catchAll((e) => Effect.logWarning(`chat: ${e.message}`)),
+    Effect.asVoid
+  )
+
+/** The desk's way into the daemon for one channel: its session (holding a box slot), and its lines in the thread. */
+const deskEnv = (chat: ChatRule, channel: ChatChannel, supervisor: Supervisor["Type"], ctx: Context.Context<HubEnv>): DeskEnv => ({
+  runSession: (inbox, first, onReady) =>
+    Effect.scoped(supervisor.holdSlot(channel.worker, `chat:${chat.provider}:${channel.id}`).pipe(
+      Effect.zipRight(runSession({
+        worker: channel.worker,
+        inbox,
+        surface: "chat-session",
+        channel: chatChannelName(first.place),
+        origin: { _tag: "chat", ...first.place, author: first.author },
+        chat: first.place,
+        onReady,
+        onUnsent: (_turn, text, message) =>
+          Effect.gen(function*() {
+            const place = message?.place ?? first.place
+            if (chat.unsent === "notice") yield* say(place, unsentNotice(channel.worker, text))
+            if (chat.unsent === "post") yield* say(place, text)
+            return chat.unsent
+          }).pipe(Effect.provide(ctx)),
+        onNote: (text) => Effect.logInfo(`chat ${chat.provider}:${channel.id}: ${text}`),
+        limits: { idleSecs: channel.idle_min * 60, ceilingMin: channel.ceiling_min }
+      }))
+    )).pipe(Effect.mapError((e) => ({ message: e.message })), Effect.provide(ctx)),
+  onReady: (runId, first) => say(first, startedNotice(channel.worker, runId)).pipe(Effect.provide(ctx)),
+  onEnd: (o, last) =>
+    OrgConfig.pipe(
+      Effect.flatMap((c) => c.snapshot),
+      Effect.map((org) => channel.ceiling_min ?? org.box.session_ceiling_min),
+      Effect.orElseSucceed(() => 0),
+      Effect.flatMap((ceiling) => say(last, endedNotice(channel.worker, o.runId, o.reason, channel.idle_min, ceiling))),
+      Effect.provide(ctx)
+    ),
+  onFail: (message, last) => say(last, failedNotice(channel.worker, message)).pipe(Effect.provide(ctx))
+})
+
+/** One message through the gate: counted and dropped, refused for its rate, or a turn of the channel's desk. */
+const hear = (s: Surface, starts: Map<string, ReadonlyArray<number>>, e: ChatEvent, botId: string) =>
+  Effect.gen(function*() {
+    const a = admit(s.chat, e, botId)
+    if (a._tag === "ignore") return
+    if (a._tag === "stranger") {
+      yield* Ref.update(s.status, (x) => ({ ...x, ignored: x.ignored + 1 }))
+      return yield* Effect.logInfo(`chat ${s.chat.provider}:${e.channel}: a message from ${e.user} (not in allow_users) ignored`)
+    }
+    const key = a.channel.id.toLowerCase()
+    const desk = s.desks.get(key)
+    if (!desk) return
+    const place: ChatPlace = { provider: s.chat.provider, channel: a.channel.id, thread: e.thread ?? e.id }
+    const turn = takeTurn(starts.get(key) ?? [], yield* Clock.currentTimeMillis, s.chat.turns_per_min)
+    starts.set(key, turn.starts)
+    if (!turn.ok) {
+      yield* Ref.update(s.status, (x) => ({ ...x, limited: x.limited + 1 }))
+      return yield* say(place, limitedNotice(a.channel.worker, s.chat.turns_per_min))
+    }
+    yield* Ref.update(s.status, (x) => ({ ...x, turns: x.turns + 1 }))
+    yield* desk.desk.offer({
+      text: a.cut ? `${a.text}${cutNote(s.chat.message_max)}` : a.text,
+      author: e.user,
+      provider: s.chat.provider,
+      messageId: e.id,
+      place
+    })
+  })
+
+const make = Effect.gen(function*() {
+  const org = yield* (yield* OrgConfig).snapshot
+  const supervisor = yield* Supervisor
+  const ctx = yield* Effect.context<HubEnv>()
+  const surfaces: Array<Surface> = []
+  for (const chat of org.chat) {
+    const status = yield* Ref.make<ChatListenerStatus>({
+      provider: chat.provider, connection: chat.connection, state: "connecting", detail: null, since: yield* now,
+      channels: [], ignored: 0, limited: 0, turns: 0
+    })
+    const desks = new Map<string, { readonly channel: ChatChannel; readonly desk: Desk }>()
+    for (const channel of chat.channel) {
+      const desk = yield* makeDesk(deskEnv(chat, channel, supervisor, ctx))
+      desks.set(channel.id.toLowerCase(), { channel, desk })
+    }
+    const surface: Surface = { chat, status, desks }
+    surfaces.push(surface)
+    const starts = new Map<string, ReadonlyArray<number>>()
+    const sink: ListenerSink = {
+      event: (e, botId) =>
+        hear(surface, starts, e, botId).pipe(
+          Effect.provide(ctx),
+          Effect.catchAllCause((c) => Effect.logError(`chat ${chat.provider}:${e.channel}: a message could not be handled`, c))
+        ),
+      state: (state, detail) =>
+        Effect.gen(function*() {
+          const before = yield* Ref.get(status)
+          if (before.state === state && before.detail === detail) return
+          yield* Ref.set(status, { ...before, state, detail, since: yield* now })
+          yield* (state === "failing" || state === "stopped" ? Effect.logWarning : Effect.logInfo)(
+            `chat ${chat.provider} (${chat.connection}): ${state}${detail ? `: ${detail}` : ""}`
+          )
+        })
+    }
+    const tokens = yield* chatTokens(chat.provider, chat.connection).pipe(Effect.provide(ctx), Effect.either)
+    if (tokens._tag === "Left") {
+      yield* sink.state("failing", tokens.left)
+      continue
+    }
+    if (tokens.right.type !== "slack") {
+      yield* sink.state("stopped", "Discord listeners are not built yet in this roster (Slack is)")
+      continue
+    }
+    yield* Effect.forkScoped(slackListener(chat, tokens.right, sink))
+  }
+  return {
+    status: Effect.forEach(surfaces, (s) =>
+      Effect.gen(function*() {
+        const st = yield* Ref.get(s.status)
+        const channels = yield* Effect.forEach([...s.desks.values()], ({ channel, desk }) =>
+          Effect.map(desk.session, (session) => ({ id: channel.id, worker: channel.worker, session })))
+        return { ...st, channels }
+      }))
+  } satisfies ChatHubApi
+})
+
+/** The daemon's `[[chat]]` listeners and their channels' sessions, for as long as its scope is open. */
+export class ChatHub extends Context.Tag("roster/ChatHub")<ChatHub, ChatHubApi>() {
+  static readonly layer = Layer.scoped(ChatHub, make)
+}

@@ -1,0 +1,81 @@
+import { Effect, Mailbox, Ref, type Scope } from "effect"
+import type { ChatPlace } from "../contract/origin.js"
+import type { SessionOutcome } from "../session/runSession.js"
+import type { SessionMessage } from "../session/turnContext.js"
+
+/** A chat message on its way to a turn: the session message and the place its answer goes. */
+export type ChatMessage = SessionMessage & { readonly place: ChatPlace }
+
+/** What a desk needs of the daemon: a warm session over an inbox (holding its box slot), and a way to post in the channel. */
+export interface DeskEnv {
+  readonly runSession: (
+    inbox: Mailbox.ReadonlyMailbox<SessionMessage>,
+    first: ChatMessage,
+    onReady: (runId: string) => Effect.Effect<void>
+  ) => Effect.Effect<SessionOutcome, { readonly message: string }>
+  /** The session ended: said in the thread of the last message it took. */
+  readonly onEnd: (outcome: SessionOutcome, last: ChatPlace) => Effect.Effect<void>
+  readonly onFail: (message: string, last: ChatPlace) => Effect.Effect<void>
+  readonly onReady: (runId: string, first: ChatPlace) => Effect.Effect<void>
+}
+
+/** One mapped channel's desk: at most one warm session at a time, started by a message, ended by its idle timeout. */
+export interface Desk {
+  readonly offer: (m: ChatMessage) => Effect.Effect<void>
+  /** The live session's run id, once its box is up. */
+  readonly session: Effect.Effect<string | null>
+}
+
+interface Live {
+  readonly inbox: Mailbox.Mailbox<SessionMessage>
+  readonly runId: Ref.Ref<string | null>
+  readonly last: Ref.Ref<ChatPlace>
+}
+
+/**
+ * A desk for one `[[chat.channel]]`. A message goes to the live session's inbox (mid-turn, it
+ * waits its turn there); with none live, a session starts with it. A session that ends with
+ * messages it never served hands them to the next session, so a message that came as the last
+ * one idled out is answered, not lost. Sessions run in the desk's scope (the daemon's).
+ */
+export const makeDesk = (env: DeskEnv): Effect.Effect<Desk, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const lock = yield* Effect.makeSemaphore(1)
+    const current = yield* Ref.make<Live | null>(null)
+
+    const ended = (live: Live, outcome: SessionOutcome | { readonly failed: string }) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        const left = [...("unserved" in outcome ? outcome.unserved : []), ...(yield* live.inbox.clear)]
+        yield* Ref.set(current, null)
+        const last = yield* Ref.get(live.last)
+        if ("failed" in outcome) return yield* env.onFail(outcome.failed, last)
+        yield* env.onEnd(outcome, last)
+        // A session that served nothing is not tried again on its own: the next message starts one.
+        const next = left.filter((m): m is ChatMessage => "place" in m && m.place !== undefined)
+        if (next.length > 0 && outcome.turns > 0) yield* start(next)
+      }))
+
+    const start = (messages: ReadonlyArray<ChatMessage>): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const first = messages[0]
+        if (!first) return
+        const live: Live = { inbox: yield* Mailbox.make<SessionMessage>(), runId: yield* Ref.make<string | null>(null), last: yield* Ref.make(messages.at(-1)?.place ?? first.place) }
+        yield* live.inbox.offerAll(messages)
+        yield* Ref.set(current, live)
+        yield* env.runSession(live.inbox, first, (runId) => Ref.set(live.runId, runId).pipe(Effect.zipRight(env.onReady(runId, first.place)))).pipe(
+          Effect.matchEffect({ onFailure: (e) => ended(live, { failed: e.message }), onSuccess: (o) => ended(live, o) }),
+          Effect.forkIn(scope)
+        )
+      })
+
+    return {
+      offer: (m) =>
+        lock.withPermits(1)(Effect.gen(function*() {
+          const live = yield* Ref.get(current)
+          if (live && (yield* live.inbox.offer(m))) return yield* Ref.set(live.last, m.place)
+          yield* start([m])
+        })),
+      session: Ref.get(current).pipe(Effect.flatMap((c) => (c ? Ref.get(c.runId) : Effect.succeed(null))))
+    } satisfies Desk
+  })

@@ -1,0 +1,34 @@
+import type { SessionEndReason } from "../session/runSession.js"
+
+/** What roster itself says in a chat thread (lifecycle, refusals, undelivered answers), always marked as roster's. */
+export const startedNotice = (worker: string, runId: string) =>
+  `[roster] ${worker} is here (session ${runId}); it answers in this thread.`
+
+const why = (reason: SessionEndReason, idleMin: number, ceilingMin: number) => {
+  switch (reason) {
+    case "idle":
+      return `no message for ${idleMin} min`
+    case "session-ceiling":
+      return `it reached the session ceiling of ${ceilingMin} min`
+    case "turn-ceiling":
+      return "a turn ran past the turn ceiling"
+    case "box-died":
+      return "its box stopped unexpectedly (see: roster runs show)"
+    case "closed":
+      return "the daemon is stopping"
+  }
+}
+
+export const endedNotice = (worker: string, runId: string, reason: SessionEndReason, idleMin: number, ceilingMin: number) =>
+  `[roster] ${worker}'s session ${runId} ended: ${why(reason, idleMin, ceilingMin)}. A new message starts a new one.`
+
+export const limitedNotice = (worker: string, perMin: number) =>
+  `[roster] ${worker} takes at most ${perMin} messages a minute in this channel; that one was not passed on — send it again in a minute.`
+
+export const cutNote = (max: number) => `\n[roster: this message was cut at ${max} characters]`
+
+/** The `unsent = "notice"` line: the worker answered in text only, so the thread sees its start and how to get the rest. */
+export const unsentNotice = (worker: string, text: string) =>
+  `[roster] ${worker} answered without sending it here; its first 300 characters:\n> ${text.slice(0, 300).replace(/\n/g, "\n> ")}`
+
+export const failedNotice = (worker: string, detail: string) => `[roster] ${worker}'s session could not start: ${detail}`
