@@ -135,16 +135,15 @@ const make = Effect.gen(function*() {
           )
         })
     }
-    const tokens = yield* chatTokens(chat.provider, chat.connection).pipe(Effect.provide(ctx), Effect.either)
-    if (tokens._tag === "Left") {
-      yield* sink.state("failing", tokens.left)
-      continue
-    }
-    if (tokens.right.type !== "slack") {
+    if (chat.provider !== "slack") {
       yield* sink.state("stopped", "Discord listeners are not built yet in this roster (Slack is)")
       continue
     }
-    yield* Effect.forkScoped(slackListener(chat, tokens.right, sink))
+    const tokens = chatTokens("slack", chat.connection).pipe(
+      Effect.flatMap((t) => (t.type === "slack" ? Effect.succeed(t) : Effect.fail(`the connection "${chat.connection}" does not hold slack tokens`))),
+      Effect.provide(ctx)
+    )
+    yield* Effect.forkScoped(slackListener(chat, tokens, sink))
   }
   return {
     status: Effect.forEach(surfaces, (s) =>

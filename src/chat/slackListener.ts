@@ -54,9 +54,9 @@ export const slackEvent = (raw: unknown, botId: string): ChatEvent | undefined =
  * (auth.test), then events acknowledged at once and handed to the sink, each message once (a
  * mention arrives as `message` and `app_mention`; a retry carries one already seen). The SDK
  * reconnects a dropped socket; a start that fails is tried again with backoff, the status saying
- * why. Runs until its scope closes, which disconnects it.
+ * why (a connection not added yet among them). Runs until its scope closes, which disconnects it.
  */
-export const slackListener = (chat: ChatRule, tokens: SlackTokens, sink: ListenerSink): Effect.Effect<never, never, Scope.Scope> =>
+export const slackListener = (chat: ChatRule, readTokens: Effect.Effect<SlackTokens, string>, sink: ListenerSink): Effect.Effect<never, never, Scope.Scope> =>
   Effect.gen(function*() {
     const runtime = yield* Effect.runtime<never>()
     const run = Runtime.runFork(runtime)
@@ -70,6 +70,8 @@ export const slackListener = (chat: ChatRule, tokens: SlackTokens, sink: Listene
     }
     const connect = Effect.gen(function*() {
       yield* sink.state("connecting", null)
+      // Read on every attempt: a connection added after the daemon started is picked up by the next one.
+      const tokens = yield* readTokens.pipe(Effect.mapError((detail) => new Error(detail)))
       const who = yield* slackWho(slackWeb(tokens.bot_token, chat.api_url))
       const client = yield* Effect.acquireRelease(
         Effect.sync(() =>

@@ -146,7 +146,13 @@ const status = Command.make("status", { json }, ({ json }) =>
       )
     }
     yield* Console.log(`since start: ${v.adopted} adopted, ${v.reaped} reaped`)
-  })).pipe(Command.withDescription("Is the daemon running and healthy; its queue (counts by status), live boxes, and boxes adopted or reaped since it started."))
+    for (const c of v.chat ?? []) {
+      yield* Console.log(`chat ${c.provider} (${c.connection}): ${c.state}${c.detail ? ` — ${c.detail}` : ""}; ${c.turns} turns, ${c.ignored} ignored, ${c.limited} rate-limited`)
+      for (const ch of c.channels) yield* Console.log(`  ${ch.id} → ${ch.worker}${ch.session ? `  session ${ch.session}` : ""}`)
+    }
+  })).pipe(Command.withDescription(
+    "Is the daemon running and healthy; its queue (counts by status), live boxes, boxes adopted or reaped since it started, and each [[chat]] listener (connected or why not, its channels and their sessions)."
+  ))
 
 const unit = Command.make("unit", {
   user: Options.boolean("user").pipe(Options.withDescription("a user unit (~/.config/systemd/user), started with your session, not after docker.service"))

@@ -53,7 +53,12 @@ export const setTasks = (caller: BoxCaller, body: string) =>
       if (t.after !== undefined && (yield* store.get(t.after))?.worker !== caller.worker) return refused(400, `after: ${t.after} is not one of your tasks`)
     }
     // A follow-up answers where this run answers, unless the worker names another place.
-    const inherited = (yield* readRunContext(caller.worker, caller.runId))?.reply_to ?? null
+    const context = yield* readRunContext(caller.worker, caller.runId)
+    // A chat session's follow-up answers in the thread of the message the session is serving.
+    const inherited = context?.reply_to ??
+      (context?.surface === "chat-session" && context.chat
+        ? `chat:${context.chat.provider}:${context.chat.channel}${context.chat.thread ? `/${context.chat.thread}` : ""}`
+        : null)
     const replies: Array<string | undefined> = []
     for (const t of req.tasks) {
       const wanted = t.reply_to ?? inherited ?? undefined

@@ -20,6 +20,9 @@ export const REHEARSAL_REMEMBER_ASK = "remember that "
 export const REHEARSAL_FORGET_ASK = "forget m-"
 /** Asked "what do you remember", the rehearsal answers with its briefing's memory, as it was given. */
 export const REHEARSAL_RECALL_ASK = "what do you remember"
+/** In a chat session the rehearsal posts its answer with the send tool — unless a message asks it to answer without sending. */
+export const REHEARSAL_UNSENT_ASK = "answer without sending"
+const CHAT_SEND_TOOLS = ["slack_send", "discord_send"]
 
 interface Block {
   readonly type: string
@@ -59,6 +62,21 @@ const ownWords = (text: string) => {
  * quoting the first message — proof that the session kept its context.
  */
 export const nextStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<string>): Step => {
+  const send = tools.find((t) => CHAT_SEND_TOOLS.includes(t))
+  if (!send) return answerStep(messages, tools)
+  // A chat session: the answer reaches the channel only through the send tool, so that is where it goes.
+  const current = messages.map((m, i) => ({ i, text: userText(m).trim() })).filter((x) => x.text !== "").at(-1)
+  const step = answerStep(messages, tools.filter((t) => t !== "message_user"))
+  if (step.kind !== "final" || current?.text.toLowerCase().includes(REHEARSAL_UNSENT_ASK)) return step
+  const sent = messages.slice(current?.i ?? 0).some((m) =>
+    m.role === "user" && Array.isArray(m.content) && (m.content as ReadonlyArray<Block>).some((b) => b.type === "tool_result" && b.tool_use_id?.startsWith("toolu_rehearsal_send"))
+  )
+  return sent
+    ? { kind: "final", text: "Sent." }
+    : { kind: "tool", intro: "Posting my answer in the thread.", id: `toolu_rehearsal_send_${Date.now()}`, name: send, input: { text: step.text } }
+}
+
+const answerStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<string>): Step => {
   const asked = messages.map((m, i) => ({ i, text: userText(m).trim() })).filter((x) => x.text !== "")
   const current = asked.at(-1)
   if (asked.length >= 2 && current) {

@@ -99,7 +99,7 @@ const boxView = (st: SupervisorState, self: Owner) =>
   })
 
 /** What the API's calls need, captured when the supervisor starts. */
-type CallEnv = TaskStore | Docker | Paths | FileSystem.FileSystem | Path.Path | Files
+type CallEnv = TaskStore | Docker | Paths | FileSystem.FileSystem | Path.Path | Files | OrgConfig
 
 const make = Effect.gen(function*() {
   const store = yield* TaskStore

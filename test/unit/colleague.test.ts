@@ -129,7 +129,31 @@ describe("continuation", () => {
       expect(b).toMatchObject({ prompt: "elsewhere", reply_to: "none" })
       expect(b?.continues).toBeUndefined()
       const chat = yield* setTasks(caller, JSON.stringify({ tasks: [{ prompt: "x", reply_to: "chat:slack:C01" }] }))
-      expect(chat).toMatchObject({ status: 400, body: { error: expect.stringContaining("chat surfaces") } })
+      expect(chat).toMatchObject({ status: 400, body: { error: expect.stringContaining("org.toml maps no slack channel C01") } })
+    }).pipe(Effect.provide(layer))
+  })
+})
+
+describe("a chat session's follow-up", () => {
+  it.effect("set_tasks from a chat session answers in the thread the session is serving", () => {
+    const paths = tempPaths()
+    writeFixture({
+      paths, workers: ["alice"],
+      orgToml: ["[[chat]]", `provider = "slack"`, `connection = "slack"`, "[[chat.channel]]", `id = "C01"`, `worker = "alice"`].join("\n")
+    })
+    const layer = TaskStore.layer.pipe(Layer.provideMerge(unitLayer(paths)))
+    return Effect.gen(function*() {
+      const RUN = "2026-12-01-10-00-00-0000c4a7"
+      yield* (yield* RunLog).start({ runId: RUN, worker: "alice", kind: "session" })
+      yield* saveRunContext({
+        run_id: RUN, worker: "alice", surface: "chat-session", chat: { provider: "slack", channel: "C01", thread: "1700000000.5" },
+        origin: { _tag: "chat", provider: "slack", channel: "C01", author: "U0ANNA" }, task_id: null, channel: "slack-c01",
+        reply_to: null, continues: null, taints: [], memory_briefed: [], turns: 1, saved_at: "2026-12-01T10:00:00.000Z"
+      })
+      const out = yield* setTasks({ subject: "org/alice", runId: RUN, worker: "alice", taskId: null }, JSON.stringify({ tasks: [{ prompt: "look later" }] }))
+      expect(out.status).toBe(200)
+      const [t] = yield* (yield* TaskStore).list
+      expect(t).toMatchObject({ prompt: "look later", reply_to: "chat:slack:C01/1700000000.5" })
     }).pipe(Effect.provide(layer))
   })
 })
@@ -186,13 +210,14 @@ describe("reply_to", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.effect("an unknown form, a task that does not exist, and (for now) a chat thread are refused when the task is queued", () => {
+  it.effect("an unknown form, a task that does not exist, and a chat channel org.toml does not map are refused when the task is queued", () => {
     const { layer } = deployment()
     return Effect.gen(function*() {
       const bad = (replyTo: string) => queueTask({ worker: "alice", prompt: "x", reply_to: replyTo }, PERSON).pipe(Effect.flip, Effect.map((e) => e.message))
       expect(yield* bad("email:me")).toContain("is not a reply target: use talk:<run-id>, task:<task-id>")
       expect(yield* bad("task:t-0000dead")).toContain("no such task")
-      expect(yield* bad("chat:slack:C01/1700000000.1")).toContain("chat surfaces")
+      expect(yield* bad("chat:slack:C01/1700000000.1")).toContain("org.toml maps no slack channel C01 — add a [[chat.channel]]")
+      expect(yield* bad("chat:discord:123")).toContain("posting to Discord is not built yet")
       expect(yield* bad("talk:yesterday")).toContain("not a run id")
     }).pipe(Effect.provide(layer))
   })

@@ -1,0 +1,141 @@
+/**
+ * A stand-in for Slack (not Slack): a local server speaking the parts of Slack's Web API
+ * (`auth.test`, `apps.connections.open`, `chat.postMessage`) and the Socket Mode websocket that
+ * the real @slack/web-api and @slack/socket-mode clients use, with their base URL pointed here.
+ * Records every post; pushes events as Socket Mode envelopes and records their acks.
+ */
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { WebSocketServer, type WebSocket } from "ws"
+
+export interface SlackPost {
+  readonly channel: string
+  readonly thread_ts: string | undefined
+  readonly text: string
+  readonly ts: string
+  readonly token: string
+}
+
+export interface SlackStandIn {
+  /** The Web API base to put in `[[chat]] api_url`. */
+  readonly apiUrl: string
+  readonly posts: Array<SlackPost>
+  /** Every Web API call: its method and the token it carried. */
+  readonly calls: Array<{ readonly method: string; readonly token: string }>
+  readonly acks: Set<string>
+  /** Sockets opened so far (a reconnect opens another). */
+  readonly connections: () => number
+  readonly connected: () => boolean
+  /** A message event from a user in a channel (in a thread when `thread_ts` is given); its ts. */
+  readonly say: (m: { readonly channel: string; readonly user: string; readonly text: string; readonly thread_ts?: string; readonly bot_id?: string }) => string
+  /** Drops every open socket, as Slack does when it rotates connections. */
+  readonly drop: () => void
+  readonly close: () => Promise<void>
+}
+
+export const BOT_USER = "UROSTERBOT"
+
+const bodyOf = (req: http.IncomingMessage) =>
+  new Promise<Record<string, unknown>>((resolve) => {
+    let raw = ""
+    req.setEncoding("utf8")
+    req.on("data", (c: string) => (raw += c))
+    req.on("end", () => {
+      const type = String(req.headers["content-type"] ?? "")
+      if (type.includes("json")) {
+        try {
+          resolve(JSON.parse(raw) as Record<string, unknown>)
+        } catch {
+          resolve({})
+        }
+        return
+      }
+      resolve(Object.fromEntries(new URLSearchParams(raw)))
+    })
+  })
+
+export const startSlackStandIn = async (tokens: { readonly bot: string; readonly app: string }): Promise<SlackStandIn> => {
+  const posts: Array<SlackPost> = []
+  const calls: Array<{ method: string; token: string }> = []
+  const acks = new Set<string>()
+  const sockets = new Set<WebSocket>()
+  let opened = 0
+  let clock = 1_700_000_000
+  const nextTs = () => `${++clock}.000100`
+  let port = 0
+
+  const server = http.createServer(async (req, res) => {
+    const method = /^\/api\/([\w.]+)/.exec(req.url ?? "")?.[1] ?? ""
+    const token = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ""))?.[1] ?? ""
+    const body = await bodyOf(req)
+    calls.push({ method, token })
+    const answer = (o: Record<string, unknown>) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(o))
+    switch (method) {
+      case "auth.test":
+        return answer(token === tokens.bot ? { ok: true, user_id: BOT_USER, user: "roster", team: "Stand-in team", team_id: "T0STANDIN" } : { ok: false, error: "invalid_auth" })
+      case "apps.connections.open":
+        return answer(token === tokens.app ? { ok: true, url: `ws://127.0.0.1:${port}/link/?ticket=${opened + 1}` } : { ok: false, error: "invalid_auth" })
+      case "chat.postMessage": {
+        if (token !== tokens.bot) return answer({ ok: false, error: "invalid_auth" })
+        const ts = nextTs()
+        posts.push({ channel: String(body.channel ?? ""), thread_ts: body.thread_ts === undefined ? undefined : String(body.thread_ts), text: String(body.text ?? ""), ts, token })
+        return answer({ ok: true, channel: body.channel, ts })
+      }
+      default:
+        return answer({ ok: false, error: "unknown_method" })
+    }
+  })
+  const wss = new WebSocketServer({ noServer: true })
+  server.on("upgrade", (req, socket, head) => {
+    if (!(req.url ?? "").startsWith("/link/")) return socket.destroy()
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      opened++
+      sockets.add(ws)
+      ws.on("close", () => sockets.delete(ws))
+      ws.on("message", (data) => {
+        try {
+          const m = JSON.parse(String(data)) as { envelope_id?: string }
+          if (m.envelope_id) acks.add(m.envelope_id)
+        } catch {
+          // not an ack
+        }
+      })
+      ws.send(JSON.stringify({ type: "hello", num_connections: 1, debug_info: { host: "stand-in" }, connection_info: { app_id: "A0STANDIN" } }))
+    })
+  })
+  // Slack pings its clients; a client that hears nothing for 30 s reconnects.
+  const pinger = setInterval(() => sockets.forEach((s) => s.ping()), 5000)
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  port = (server.address() as AddressInfo).port
+
+  let envelopes = 0
+  return {
+    apiUrl: `http://127.0.0.1:${port}/api/`,
+    posts,
+    calls,
+    acks,
+    connections: () => opened,
+    connected: () => sockets.size > 0,
+    say: (m) => {
+      const ts = nextTs()
+      const event = { type: "message", channel: m.channel, user: m.user, text: m.text, ts, ...(m.thread_ts ? { thread_ts: m.thread_ts } : {}), ...(m.bot_id ? { bot_id: m.bot_id } : {}), channel_type: "channel" }
+      const envelope = {
+        envelope_id: `env-${++envelopes}`,
+        type: "events_api",
+        accepts_response_payload: false,
+        retry_attempt: 0,
+        retry_reason: "",
+        payload: { team_id: "T0STANDIN", api_app_id: "A0STANDIN", type: "event_callback", event_id: `Ev${envelopes}`, event_time: clock, event }
+      }
+      for (const s of sockets) s.send(JSON.stringify(envelope))
+      return ts
+    },
+    drop: () => sockets.forEach((s) => s.terminate()),
+    close: async () => {
+      clearInterval(pinger)
+      sockets.forEach((s) => s.terminate())
+      wss.close()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  }
+}

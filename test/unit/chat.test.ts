@@ -1,0 +1,204 @@
+import { it as eff } from "@effect/vitest"
+import { Effect, Either, Exit, Ref, Schema, Scope } from "effect"
+import { afterEach, describe, expect, it } from "vitest"
+import { admit, type ChatEvent, takeTurn, withoutMention } from "../../src/chat/admit.js"
+import type { ListenerSink } from "../../src/chat/sink.js"
+import { slackEvent, slackListener } from "../../src/chat/slackListener.js"
+import { decodeToml } from "../../src/config/decode.js"
+import { Chat, OrgSchema } from "../../src/config/schema.js"
+import { postChat } from "../../src/gateway/chat/postChat.js"
+import { CHAT_MESSAGE_MAX, splitMessage } from "../../src/gateway/chat/split.js"
+import { initialTurnState, step, type TurnState } from "../../src/session/turns.js"
+import { BOT_USER, type SlackStandIn, startSlackStandIn } from "../support/slackStandIn.js"
+import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
+
+const BOT = "xoxb-unit-bot-token-0001"
+const APP = "xapp-unit-app-token-0001"
+const chatRule = (extra: Record<string, unknown> = {}) =>
+  Schema.decodeUnknownSync(Chat)({
+    provider: "slack", connection: "slack",
+    channel: [{ id: "C0TEAM", worker: "alice", allow_users: ["U0ANNA"] }],
+    ...extra
+  })
+const event = (e: Partial<ChatEvent>): ChatEvent => ({
+  provider: "slack", channel: "C0TEAM", id: "1.1", user: "U0ANNA", text: `<@${BOT_USER}> hello`, mentionsBot: true, fromBot: false, ...e
+})
+
+describe("[[chat]] in org.toml", () => {
+  it("decodes with its defaults, and a channel mapped twice is refused naming both", () => {
+    const org = Either.getOrThrow(decodeToml(OrgSchema, "org.toml", [
+      "[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "http://127.0.0.1:9/api/"`,
+      "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`, `allow_users = ["U0ANNA"]`
+    ].join("\n")))
+    expect(org.chat[0]).toMatchObject({ respond: "mention", unsent: "notice", message_max: 4000, turns_per_min: 6 })
+    expect(org.chat[0]?.channel[0]).toMatchObject({ id: "C0TEAM", idle_min: 30 })
+    const twice = decodeToml(OrgSchema, "org.toml", [
+      "[[chat]]", `provider = "slack"`, `connection = "slack"`,
+      "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`,
+      "[[chat]]", `provider = "slack"`, `connection = "slack-two"`,
+      "[[chat.channel]]", `id = "c0team"`, `worker = "bob"`
+    ].join("\n"))
+    expect(Either.isLeft(twice) && twice.left.message).toMatch(/chat\[1\]\.channel\[0\]\.id: slack channel c0team is mapped twice \(chat\[0\]\.channel\[0\] and chat\[1\]\.channel\[0\]\)/)
+    const bad = decodeToml(OrgSchema, "org.toml", ["[[chat]]", `provider = "irc"`, `connection = "x"`, `api_url = "ftp://x"`, `respnd = "all"`].join("\n"))
+    expect(Either.isLeft(bad) && bad.left.message).toMatch(/chat\[0\]\.provider/)
+    expect(Either.isLeft(bad) && bad.left.message).toMatch(/chat\[0\]\.respnd: unknown key/)
+  })
+})
+
+describe("the chat gate", () => {
+  it("a mapped channel, a person in allow_users, a mention: a turn without the mention", () => {
+    expect(admit(chatRule(), event({}), BOT_USER)).toMatchObject({ _tag: "turn", text: "hello", cut: false })
+    expect(withoutMention(`hi <@${BOT_USER}|roster> there`, BOT_USER)).toBe("hi there")
+  })
+  it("strangers are counted, bots and unmapped channels ignored, respond = mention needs the mention", () => {
+    expect(admit(chatRule(), event({ user: "U0MALLORY" }), BOT_USER)._tag).toBe("stranger")
+    expect(admit(chatRule(), event({ channel: "C0OTHER" }), BOT_USER)).toEqual({ _tag: "ignore", why: "unmapped" })
+    expect(admit(chatRule(), event({ fromBot: true }), BOT_USER)).toEqual({ _tag: "ignore", why: "bot" })
+    expect(admit(chatRule(), event({ user: BOT_USER }), BOT_USER)).toEqual({ _tag: "ignore", why: "bot" })
+    expect(admit(chatRule(), event({ mentionsBot: false, text: "hello" }), BOT_USER)).toEqual({ _tag: "ignore", why: "no-mention" })
+    expect(admit(chatRule({ respond: "all" }), event({ mentionsBot: false, text: "hello" }), BOT_USER)._tag).toBe("turn")
+    expect(admit(chatRule(), event({ text: `<@${BOT_USER}>` }), BOT_USER)).toEqual({ _tag: "ignore", why: "empty" })
+  })
+  it("a message over message_max is cut there", () => {
+    const a = admit(chatRule({ message_max: 10 }), event({ text: `<@${BOT_USER}> ${"x".repeat(50)}` }), BOT_USER)
+    expect(a).toMatchObject({ _tag: "turn", cut: true })
+    expect(a._tag === "turn" && a.text.length).toBe(10)
+  })
+  it("turns_per_min: a sliding minute", () => {
+    let starts: ReadonlyArray<number> = []
+    const ok: Array<boolean> = []
+    for (const t of [0, 1000, 2000, 3000]) {
+      const r = takeTurn(starts, t, 3)
+      starts = r.starts
+      ok.push(r.ok)
+    }
+    expect(ok).toEqual([true, true, true, false])
+    expect(takeTurn(starts, 60_001, 3).ok).toBe(true)
+  })
+  it("Slack events: edits and joins are not words; a bot's message is marked", () => {
+    expect(slackEvent({ type: "message", subtype: "message_changed", channel: "C", ts: "1" }, BOT_USER)).toBeUndefined()
+    expect(slackEvent({ type: "message", channel: "C", ts: "1", bot_id: "B1", text: "x" }, BOT_USER)?.fromBot).toBe(true)
+    expect(slackEvent({ type: "message", channel: "C", ts: "2", thread_ts: "1", user: "U", text: `<@${BOT_USER}> x` }, BOT_USER))
+      .toMatchObject({ thread: "1", id: "2", mentionsBot: true, fromBot: false })
+  })
+})
+
+describe("splitting an answer for the service", () => {
+  it("every part fits, no text is lost, and a code block cut in two is closed and reopened", () => {
+    const code = Array.from({ length: 200 }, (_, i) => `const line${i} = ${i} // ${"y".repeat(20)}`).join("\n")
+    const text = `Here is the file:\n\`\`\`ts\n${code}\n\`\`\`\nThat is all.`
+    const parts = splitMessage(text, CHAT_MESSAGE_MAX.discord)
+    expect(parts.length).toBeGreaterThan(3)
+    for (const p of parts) {
+      expect(p.length).toBeLessThanOrEqual(CHAT_MESSAGE_MAX.discord)
+      // Every part has its fences paired, so each renders as code where the whole did.
+      expect((p.match(/^```/gm) ?? []).length % 2).toBe(0)
+    }
+    expect(parts[1]?.startsWith("```ts\n")).toBe(true)
+    const rejoined = parts.join("\n").replace(/\n```\n```ts/g, "")
+    expect(rejoined).toBe(text)
+    expect(splitMessage("x".repeat(9000), 3900).every((p) => p.length <= 3900)).toBe(true)
+    expect(splitMessage("x".repeat(9000), 3900).join("")).toBe("x".repeat(9000))
+    expect(splitMessage("short", 3900)).toEqual(["short"])
+  })
+})
+
+describe("a chat turn that answers without sending", () => {
+  it("is reported with its text, and a turn that sent is not", () => {
+    const run = (events: ReadonlyArray<Parameters<typeof step>[1]>) => {
+      let s: TurnState = initialTurnState
+      const out: Array<unknown> = []
+      for (const e of events) {
+        const [next, o] = step(s, e, "chat-session")
+        s = next
+        out.push(...o)
+      }
+      return out
+    }
+    const msg = { _tag: "msg", message: { text: "hi", author: "U0ANNA", provider: "slack", messageId: "1" } } as const
+    const unsent = run([msg, { _tag: "prompted" }, { _tag: "event", event: { kind: "agent-start" } }, { _tag: "event", event: { kind: "assistant", text: "the answer", stopReason: null, errorMessage: null } }, { _tag: "event", event: { kind: "settled" } }])
+    expect(unsent).toContainEqual({ _tag: "unsent", turn: 1, text: "the answer" })
+    const sent = run([msg, { _tag: "prompted" }, { _tag: "event", event: { kind: "agent-start" } }, { _tag: "event", event: { kind: "tool-start", name: "slack_send", args: { text: "x" } } }, { _tag: "event", event: { kind: "assistant", text: "done", stopReason: null, errorMessage: null } }, { _tag: "event", event: { kind: "settled" } }])
+    expect(sent.some((o) => (o as { _tag: string })._tag === "unsent")).toBe(false)
+  })
+})
+
+describe("the real Slack SDK against the Slack stand-in", () => {
+  let slack: SlackStandIn | undefined
+  afterEach(async () => {
+    await slack?.close()
+    slack = undefined
+  })
+
+  const sinkInto = (heard: Ref.Ref<ReadonlyArray<ChatEvent>>, states: Ref.Ref<ReadonlyArray<string>>): ListenerSink => ({
+    event: (e) => Ref.update(heard, (h) => [...h, e]),
+    state: (s, d) => Ref.update(states, (x) => [...x, d ? `${s}: ${d}` : s])
+  })
+  const until = <A>(read: Effect.Effect<A>, ok: (a: A) => boolean, what: string) =>
+    Effect.gen(function*() {
+      const deadline = Date.now() + 20_000
+      let last = yield* read
+      while (!ok(last) && Date.now() < deadline) {
+        yield* Effect.sleep("20 millis")
+        last = yield* read
+      }
+      expect(ok(last), `${what}; last seen: ${JSON.stringify(last)}`).toBe(true)
+      return last
+    })
+
+  eff.live("Socket Mode: events are acked and heard once each; after the socket drops it reconnects and hears again", () =>
+    Effect.gen(function*() {
+      const s = yield* Effect.promise(() => startSlackStandIn({ bot: BOT, app: APP }))
+      slack = s
+      const heard = yield* Ref.make<ReadonlyArray<ChatEvent>>([])
+      const states = yield* Ref.make<ReadonlyArray<string>>([])
+      const scope = yield* Scope.make()
+      const readTokens = Effect.succeed({ type: "slack" as const, bot_token: BOT, app_token: APP })
+      yield* Effect.forkIn(slackListener(chatRule({ api_url: s.apiUrl }), readTokens, sinkInto(heard, states)).pipe(Scope.extend(scope)), scope)
+      yield* until(Ref.get(states), (x) => x.includes("connected"), "the listener connects")
+      const first = s.say({ channel: "C0TEAM", user: "U0ANNA", text: `<@${BOT_USER}> one` })
+      yield* until(Ref.get(heard), (h) => h.length === 1, "the first message is heard")
+      expect(s.acks.size).toBe(1)
+      s.drop()
+      yield* until(Effect.sync(() => s.connections()), (n) => n >= 2 && s.connected(), "the listener reconnects")
+      s.say({ channel: "C0TEAM", user: "U0ANNA", text: `<@${BOT_USER}> two`, thread_ts: first })
+      const h = yield* until(Ref.get(heard), (x) => x.length === 2, "the second message is heard after the reconnect")
+      expect(h.map((e) => [e.text, e.thread])).toEqual([[`<@${BOT_USER}> one`, undefined], [`<@${BOT_USER}> two`, first]])
+      yield* Scope.close(scope, Exit.void)
+      // Only the two tokens' own calls: the bot token for auth.test, the app token to open the socket.
+      expect(new Set(s.calls.map((c) => `${c.method}:${c.token}`))).toEqual(new Set([`auth.test:${BOT}`, `apps.connections.open:${APP}`]))
+    }))
+
+  eff.live("a refused app token is said in the status with the fix, and retried", () =>
+    Effect.gen(function*() {
+      const s = yield* Effect.promise(() => startSlackStandIn({ bot: BOT, app: APP }))
+      slack = s
+      const heard = yield* Ref.make<ReadonlyArray<ChatEvent>>([])
+      const states = yield* Ref.make<ReadonlyArray<string>>([])
+      const scope = yield* Scope.make()
+      const readTokens = Effect.succeed({ type: "slack" as const, bot_token: BOT, app_token: "xapp-wrong" })
+      yield* Effect.forkIn(slackListener(chatRule({ api_url: s.apiUrl }), readTokens, sinkInto(heard, states)).pipe(Scope.extend(scope)), scope)
+      const seen = yield* until(Ref.get(states), (x) => x.filter((l) => l.startsWith("failing")).length >= 2, "the start fails and is tried again")
+      expect(seen.find((l) => l.startsWith("failing"))).toMatch(/invalid_auth.*roster connection add slack/)
+      yield* Scope.close(scope, Exit.void)
+    }))
+
+  eff.live("postChat: into the thread, Slack's markup escaped, a long answer in parts, only a mapped channel", () =>
+    Effect.gen(function*() {
+      const s = yield* Effect.promise(() => startSlackStandIn({ bot: BOT, app: APP }))
+      slack = s
+      const paths = tempPaths()
+      writeFixture({
+        paths,
+        orgToml: ["[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${s.apiUrl}"`, "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`].join("\n")
+      })
+      const layer = unitLayer(paths, { vault: { slack: { type: "slack", bot_token: BOT, app_token: APP } } })
+      yield* postChat({ provider: "slack", channel: "C0TEAM", thread: "1.5" }, "<!channel> & hi").pipe(Effect.provide(layer))
+      expect(s.posts[0]).toMatchObject({ channel: "C0TEAM", thread_ts: "1.5", text: "&lt;!channel&gt; &amp; hi", token: BOT })
+      yield* postChat({ provider: "slack", channel: "C0TEAM" }, "z".repeat(8000)).pipe(Effect.provide(layer))
+      expect(s.posts.length).toBe(4)
+      const other = yield* postChat({ provider: "slack", channel: "C0ELSEWHERE" }, "x").pipe(Effect.provide(layer), Effect.flip)
+      expect(other.message).toMatch(/maps no \[\[chat\.channel\]\] with id = "C0ELSEWHERE"/)
+      expect(s.posts.length).toBe(4)
+    }))
+})
