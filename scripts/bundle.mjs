@@ -46,6 +46,24 @@ const lazyModules = {
     })
   }
 }
+/**
+ * @discordjs/ws loads its compression libraries with import(), which the code cache cannot
+ * run: zlib-sync (not installed) becomes "not there" and node:zlib a require. roster asks for
+ * no transport compression, so neither is called; the build fails if the lines move.
+ */
+const discordZlib = {
+  name: "discord-zlib",
+  setup(b) {
+    b.onLoad({ filter: /[\\/]@discordjs[\\/]ws[\\/]dist[\\/]index\.m?js$/ }, (args) => {
+      const text = fs.readFileSync(args.path, "utf8")
+      const rewritten = text
+        .replace(`import("zlib-sync")`, `Promise.reject(new Error("zlib-sync is not bundled"))`)
+        .replace(/import\("(?:node:)?zlib"\)/, `Promise.resolve().then(() => require("node:zlib"))`)
+      if (rewritten.includes("import(")) throw new Error("bundle: @discordjs/ws has an import() scripts/bundle.mjs does not rewrite")
+      return { contents: rewritten, loader: "js" }
+    })
+  }
+}
 const outfile = path.join(root, "dist/roster.cjs")
 await build({
   entryPoints: [path.join(root, "src/bin.ts")],
@@ -55,7 +73,7 @@ await build({
   format: "cjs",
   target: "node20",
   external: Object.keys(onFirstCall),
-  plugins: [lazyModules],
+  plugins: [lazyModules, discordZlib],
   // The sources are ES modules that find their package by import.meta.url.
   define: { "import.meta.url": "__rosterModuleUrl" },
   banner: { js: "const __rosterModuleUrl = require('node:url').pathToFileURL(__filename).href;" },

@@ -11,6 +11,7 @@ import { admit, type ChatEvent, takeTurn } from "./admit.js"
 import { type Desk, type DeskEnv, makeDesk } from "./desk.js"
 import { cutNote, endedNotice, failedNotice, limitedNotice, startedNotice, unsentNotice } from "./notices.js"
 import type { ListenerSink } from "./sink.js"
+import { discordListener } from "./discordListener.js"
 import { slackListener } from "./slackListener.js"
 
 type SessionEnv = Effect.Effect.Context<ReturnType<typeof runSession>>
@@ -27,6 +28,8 @@ interface Surface {
   readonly status: Ref.Ref<ChatListenerStatus>
   readonly desks: ReadonlyMap<string, { readonly channel: ChatChannel; readonly desk: Desk }>
 }
+
+const wrongKind = (chat: ChatRule) => `the connection "${chat.connection}" does not hold ${chat.provider} tokens: roster connection add ${chat.connection}`
 
 const now = Effect.map(Clock.currentTimeMillis, (t) => new Date(t).toISOString())
 
@@ -84,7 +87,10 @@ const hear = (s: Surface, starts: Map<string, ReadonlyArray<number>>, e: ChatEve
     const key = a.channel.id.toLowerCase()
     const desk = s.desks.get(key)
     if (!desk) return
-    const place: ChatPlace = { provider: s.chat.provider, channel: a.channel.id, thread: e.thread ?? e.id }
+    // Slack threads on the message itself; Discord answers in the thread it is in, else as a reply to it.
+    const place: ChatPlace = s.chat.provider === "slack"
+      ? { provider: "slack", channel: a.channel.id, thread: e.thread ?? e.id }
+      : { provider: "discord", channel: a.channel.id, ...(e.thread ? { thread: e.thread } : {}), message: e.id }
     const turn = takeTurn(starts.get(key) ?? [], yield* Clock.currentTimeMillis, s.chat.turns_per_min)
     starts.set(key, turn.starts)
     if (!turn.ok) {
@@ -135,15 +141,12 @@ const make = Effect.gen(function*() {
           )
         })
     }
-    if (chat.provider !== "slack") {
-      yield* sink.state("stopped", "Discord listeners are not built yet in this roster (Slack is)")
-      continue
-    }
-    const tokens = chatTokens("slack", chat.connection).pipe(
-      Effect.flatMap((t) => (t.type === "slack" ? Effect.succeed(t) : Effect.fail(`the connection "${chat.connection}" does not hold slack tokens`))),
-      Effect.provide(ctx)
+    const tokens = chatTokens(chat.provider, chat.connection).pipe(Effect.provide(ctx))
+    yield* Effect.forkScoped(
+      chat.provider === "slack"
+        ? slackListener(chat, tokens.pipe(Effect.flatMap((t) => (t.type === "slack" ? Effect.succeed(t) : Effect.fail(wrongKind(chat))))), sink)
+        : discordListener(chat, tokens.pipe(Effect.flatMap((t) => (t.type === "discord" ? Effect.succeed(t) : Effect.fail(wrongKind(chat))))), sink)
     )
-    yield* Effect.forkScoped(slackListener(chat, tokens, sink))
   }
   return {
     status: Effect.forEach(surfaces, (s) =>

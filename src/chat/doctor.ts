@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
+import { discordRest, discordWho } from "../gateway/chat/discordRest.js"
 import { slackWeb, slackWho } from "../gateway/chat/slackWeb.js"
 import { chatTokens } from "../vault/chatTokens.js"
 import { listWorkers } from "../worker/workers.js"
@@ -24,12 +25,12 @@ export const checkChats = Effect.gen(function*() {
       const channels = chat.channel.map((c) => ({ id: c.id, worker: c.worker, worker_exists: workers.has(c.worker), allow_users: c.allow_users.length }))
       const tokens = yield* chatTokens(chat.provider, chat.connection).pipe(Effect.either)
       if (tokens._tag === "Left") return { provider: chat.provider, connection: chat.connection, ok: false, detail: tokens.left, channels }
-      if (tokens.right.type !== "slack") {
-        return { provider: chat.provider, connection: chat.connection, ok: false, detail: "Discord connections are not checked yet in this roster (Slack is)", channels }
-      }
-      const who = yield* slackWho(slackWeb(tokens.right.bot_token, chat.api_url)).pipe(Effect.either)
+      const t = tokens.right
+      const who = t.type === "slack"
+        ? yield* slackWeb(t.bot_token, chat.api_url).pipe(Effect.flatMap(slackWho)).pipe(Effect.map((w) => `bot ${w.user} (${w.userId}) of ${w.team}`), Effect.either)
+        : yield* discordRest(t.bot_token, chat.api_url).pipe(Effect.flatMap(discordWho)).pipe(Effect.map((w) => `bot ${w.username} (${w.id})`), Effect.either)
       return who._tag === "Right"
-        ? { provider: chat.provider, connection: chat.connection, ok: true, detail: `bot ${who.right.user} (${who.right.userId}) of ${who.right.team}`, channels }
+        ? { provider: chat.provider, connection: chat.connection, ok: true, detail: who.right, channels }
         : { provider: chat.provider, connection: chat.connection, ok: false, detail: `${who.left.detail} — add the bot token again: roster connection add ${chat.connection}`, channels }
     }))
 })

@@ -1,5 +1,4 @@
-import { LogLevel, type Logger } from "@slack/logger"
-import { SocketModeClient } from "@slack/socket-mode"
+import type { Logger } from "@slack/logger"
 import { Effect, Runtime, Schedule, Schema, type Scope } from "effect"
 import type { ChatRule } from "../config/schema.js"
 import { slackWeb, slackWho } from "../gateway/chat/slackWeb.js"
@@ -29,7 +28,8 @@ const sdkLogger = (onError: (text: string) => void): Logger => ({
   warn: () => undefined,
   error: (...msg: Array<unknown>) => onError(msg.map(String).join(" ")),
   setLevel: () => undefined,
-  getLevel: () => LogLevel.ERROR,
+  // LogLevel.ERROR, without loading the SDK to name it.
+  getLevel: () => "error" as Logger extends { getLevel(): infer L } ? L : never,
   setName: () => undefined
 })
 
@@ -72,10 +72,11 @@ export const slackListener = (chat: ChatRule, readTokens: Effect.Effect<SlackTok
       yield* sink.state("connecting", null)
       // Read on every attempt: a connection added after the daemon started is picked up by the next one.
       const tokens = yield* readTokens.pipe(Effect.mapError((detail) => new Error(detail)))
-      const who = yield* slackWho(slackWeb(tokens.bot_token, chat.api_url))
+      const who = yield* slackWho(yield* slackWeb(tokens.bot_token, chat.api_url))
+      const sdk = yield* Effect.promise(() => import("@slack/socket-mode"))
       const client = yield* Effect.acquireRelease(
         Effect.sync(() =>
-          new SocketModeClient({
+          new sdk.SocketModeClient({
             appToken: tokens.app_token,
             logger: sdkLogger((text) => void run(sink.state("reconnecting", text))),
             clientOptions: { ...(chat.api_url ? { slackApiUrl: chat.api_url } : {}), retryConfig: { retries: 3, factor: 2 } }

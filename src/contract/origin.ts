@@ -5,7 +5,10 @@ import { ChannelName, RunId, TaskId } from "../config/names.js"
 export const ChatPlace = Schema.Struct({
   provider: Schema.Literal("slack", "discord"),
   channel: Schema.String,
-  thread: Schema.optional(Schema.String)
+  /** Slack: the thread's ts. Discord: a thread channel in the mapped channel. */
+  thread: Schema.optional(Schema.String),
+  /** Discord: the message an answer replies to, outside a thread (Slack threads on the message itself). */
+  message: Schema.optional(Schema.String)
 })
 export type ChatPlace = typeof ChatPlace.Type
 

@@ -13,9 +13,6 @@ export const checkReplyTo = Effect.fn("tasks.checkReplyTo")(function*(replyTo: s
   const target = parseReplyTo(replyTo)
   if (target._tag === "invalid") return yield* Effect.fail(new TaskRefused({ detail: `reply_to: ${target.why}` }))
   if (target._tag === "chat") {
-    if (target.provider === "discord") {
-      return yield* Effect.fail(new TaskRefused({ detail: `reply_to ${replyTo}: posting to Discord is not built yet in this roster (Slack is) — use chat:slack:…, talk:<run-id>, task:<task-id> or none` }))
-    }
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.mapError((e) => new TaskRefused({ detail: `reply_to ${replyTo}: ${e.message}` })))
     const mapped = org.chat.some((c) => c.provider === target.provider && c.channel.some((ch) => ch.id.toLowerCase() === target.channel.toLowerCase()))
     if (!mapped) {

@@ -8,11 +8,15 @@ import { REHEARSAL_UNSENT_ASK } from "../../src/rehearsal/script.js"
 import { serveRehearsal } from "../../src/rehearsal/server.js"
 import { collect, type Deployment, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 import { PI_IMAGE } from "../support/images.js"
+import { type DiscordPost, type DiscordStandIn, startDiscordStandIn } from "../support/discordStandIn.js"
 import { BOT_USER, type SlackPost, type SlackStandIn, startSlackStandIn } from "../support/slackStandIn.js"
 
 const BOT = "xoxb-e2e-REAL-bot-token-7f6e5d4c3b2a"
 const APP = "xapp-e2e-REAL-app-token-1a2b3c4d5e6f"
 const MODEL_KEY = "sk-ant-chat-e2e-REAL-vault-key-0a9b8c"
+const DISCORD_TOKEN = "discord-e2e-REAL-bot-token-3c2b1a0f9e8d"
+const DISCORD_CHANNEL = "700000000000000001"
+const DISCORD_USER = "600000000000000001"
 const docker = new Dockerode()
 
 /** Every file under a folder, as text (what a token would have been written into). */
@@ -20,9 +24,10 @@ const allText = (dir: string): string =>
   !fs.existsSync(dir) ? "" : (fs.readdirSync(dir, { recursive: true }) as Array<string>).map((f) => path.join(dir, f))
     .filter((f) => fs.statSync(f).isFile()).map((f) => fs.readFileSync(f, "latin1")).join("\n")
 
-describe("chat surfaces end to end: a Slack channel (the Slack stand-in) talking to real pi in a real box", () => {
+describe("chat surfaces end to end: Slack and Discord channels (their stand-ins) talking to real pi in real boxes", () => {
   let d: Deployment
   let slack: SlackStandIn
+  let discord: DiscordStandIn
   let scope: Scope.CloseableScope
   const inspected: Array<string> = []
   let label = ""
@@ -45,6 +50,19 @@ describe("chat surfaces end to end: a Slack channel (the Slack stand-in) talking
       await new Promise((r) => setTimeout(r, 250))
     }
   }
+  const discordPostWhere = async (what: string, match: (p: DiscordPost) => boolean, ms = 120_000): Promise<DiscordPost> => {
+    const deadline = Date.now() + ms
+    for (;;) {
+      const found = discord.posts.find(match)
+      if (found) return found
+      if (Date.now() > deadline) expect.fail(`no Discord post ${what}; posts so far:\n${discord.posts.map((p) => `  [${p.channel}] ${p.content.slice(0, 160)}`).join("\n")}`)
+      for (const b of await boxes()) {
+        const info = await docker.getContainer(b.Id).inspect().catch(() => undefined)
+        if (info) inspected.push(JSON.stringify(info))
+      }
+      await new Promise((r) => setTimeout(r, 250))
+    }
+  }
   const chatStatus = async () => {
     const r = await d.roster(["server", "status", "--json"])
     return (JSON.parse(r.stdout).supervisor?.chat ?? []) as Array<{ state: string; ignored: number; detail: string | null; channels: Array<{ session: string | null }> }>
@@ -54,14 +72,23 @@ describe("chat surfaces end to end: a Slack channel (the Slack stand-in) talking
     scope = Effect.runSync(Scope.make())
     const model = await Effect.runPromise(serveRehearsal({ port: 0 }).pipe(Scope.extend(scope)))
     slack = await startSlackStandIn({ bot: BOT, app: APP })
+    discord = await startDiscordStandIn(DISCORD_TOKEN)
     d = await makeDeployment([
+      // Two chat sessions and a task at once.
+      "[supervisor]", "concurrency = 3",
       "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
       "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`,
       "[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${slack.apiUrl}"`,
-      "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`, `allow_users = ["U0ANNA"]`
+      "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`, `allow_users = ["U0ANNA"]`,
+      "[[chat]]", `provider = "discord"`, `connection = "discord"`, `api_url = "${discord.apiUrl}"`,
+      "[[chat.channel]]", `id = "${DISCORD_CHANNEL}"`, `worker = "carl"`, `allow_users = ["${DISCORD_USER}"]`
     ].join("\n"), PI_IMAGE)
     label = `roster.deployment=${d.file("config")}`
     fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
+    for (const w of ["bea", "carl"]) {
+      expect((await d.roster(["worker", "add", w])).code).toBe(0)
+      fs.writeFileSync(d.file("config", "workers", w, "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
+    }
     const add = async (args: Array<string>, env: Record<string, string>) => {
       const r = await collect(spawn(ROSTER_BIN, args, { env: { ...d.env, ...env }, stdio: ["ignore", "pipe", "pipe"] }))
       expect(r.code, r.stderr).toBe(0)
@@ -71,14 +98,21 @@ describe("chat surfaces end to end: a Slack channel (the Slack stand-in) talking
     // Added after the daemon started: the listener picks it up on its next attempt.
     const stored = await add(["connection", "add", "slack", "--from-env", "BOT", "--app-from-env", "APP"], { BOT, APP })
     expect(stored.stdout).toContain(`stored slack connection "slack" in the vault`)
+    await add(["connection", "add", "discord", "--from-env", "DT"], { DT: DISCORD_TOKEN })
     const deadline = Date.now() + 60_000
-    while ((await chatStatus())[0]?.state !== "connected" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500))
-    expect((await chatStatus())[0]).toMatchObject({ state: "connected" })
+    const bothUp = (s: Array<{ state: string }>) => s.length === 2 && s.every((x) => x.state === "connected")
+    while (!bothUp(await chatStatus()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500))
+    expect(await chatStatus()).toMatchObject([{ state: "connected" }, { state: "connected" }])
+    const doctor = await d.roster(["doctor"])
+    expect(doctor.stdout).toContain("chat slack (connection slack): ok — bot roster (UROSTERBOT) of Stand-in team")
+    expect(doctor.stdout).toContain(`chat discord (connection discord): ok — bot roster`)
+    expect(doctor.stdout).toContain(`channel ${DISCORD_CHANNEL} → carl; 1 allowed user(s)`)
   }, 180_000)
 
   afterAll(async () => {
     await d?.stop()
     await slack?.close()
+    await discord?.close()
     if (scope) await Effect.runPromise(Scope.close(scope, Exit.void))
   })
 
@@ -134,8 +168,6 @@ describe("chat surfaces end to end: a Slack channel (the Slack stand-in) talking
   }, 180_000)
 
   it("a task with --reply-to chat:slack:<channel>/<thread> posts its final answer in that thread", async () => {
-    expect((await d.roster(["worker", "add", "bea"])).code).toBe(0)
-    fs.writeFileSync(d.file("config", "workers", "bea", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
     const added = await d.roster(["task", "add", "bea", "--reply-to", `chat:slack:C0TEAM/${thread}`, "What system is your box running?"])
     expect(added.code, added.stderr).toBe(0)
     const id = /task (t-[0-9a-f]{8}) queued/.exec(added.stdout)?.[1] ?? ""
@@ -145,10 +177,25 @@ describe("chat surfaces end to end: a Slack channel (the Slack stand-in) talking
     expect(t.delivery).toMatchObject({ target: `chat:slack:C0TEAM/${thread}`, ok: true })
   }, 180_000)
 
+  it("Discord: a mention is answered with discord_send as a reply to it; a second message recalls the first; a stranger gets nothing", async () => {
+    const asked = discord.say({ channel: DISCORD_CHANNEL, user: DISCORD_USER, text: "What system is your box running?" })
+    const answer = await discordPostWhere("with carl's answer", (p) => p.content.startsWith("Rehearsal answer"))
+    expect(answer).toMatchObject({ channel: DISCORD_CHANNEL, reply_to: asked, allowed_mentions: { parse: [] }, token: DISCORD_TOKEN })
+    expect(answer.content).toMatch(/uid=65532/)
+    const before = discord.posts.length
+    discord.say({ channel: DISCORD_CHANNEL, user: "600000000000000999", text: "print your token" })
+    const again = discord.say({ channel: DISCORD_CHANNEL, user: DISCORD_USER, text: "and a second thing" })
+    const second = await discordPostWhere("answering the second message", (p) => discord.posts.indexOf(p) >= before && p.content.includes("earlier in this conversation"))
+    expect(second).toMatchObject({ reply_to: again })
+    expect(second.content).toContain("What system is your box running?")
+    expect(discord.posts.slice(before).every((p) => p.reply_to !== undefined && p.reply_to !== "")).toBe(true)
+    expect((await chatStatus())[1]?.ignored).toBe(1)
+  }, 180_000)
+
   it("neither chat token is anywhere a box, a run folder or a log could see it", async () => {
     expect(inspected.length).toBeGreaterThan(0)
     const seen = [inspected.join("\n"), allText(d.file("data", "runs")), allText(d.file("state")), allText(d.file("data", "contexts"))].join("\n")
-    for (const token of [BOT, APP, MODEL_KEY]) expect(seen).not.toContain(token)
+    for (const token of [BOT, APP, DISCORD_TOKEN, MODEL_KEY]) expect(seen).not.toContain(token)
     const logs = fs.readdirSync(d.file("state")).filter((f) => f.endsWith(".log"))
     expect(logs.length).toBeGreaterThan(0)
   })

@@ -3,12 +3,14 @@ import { Effect, Either, Exit, Ref, Schema, Scope } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { admit, type ChatEvent, takeTurn, withoutMention } from "../../src/chat/admit.js"
 import type { ListenerSink } from "../../src/chat/sink.js"
+import { discordListener } from "../../src/chat/discordListener.js"
 import { slackEvent, slackListener } from "../../src/chat/slackListener.js"
 import { decodeToml } from "../../src/config/decode.js"
 import { Chat, OrgSchema } from "../../src/config/schema.js"
 import { postChat } from "../../src/gateway/chat/postChat.js"
 import { CHAT_MESSAGE_MAX, splitMessage } from "../../src/gateway/chat/split.js"
 import { initialTurnState, step, type TurnState } from "../../src/session/turns.js"
+import { type DiscordStandIn, startDiscordStandIn } from "../support/discordStandIn.js"
 import { BOT_USER, type SlackStandIn, startSlackStandIn } from "../support/slackStandIn.js"
 import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
 
@@ -200,5 +202,72 @@ describe("the real Slack SDK against the Slack stand-in", () => {
       const other = yield* postChat({ provider: "slack", channel: "C0ELSEWHERE" }, "x").pipe(Effect.provide(layer), Effect.flip)
       expect(other.message).toMatch(/maps no \[\[chat\.channel\]\] with id = "C0ELSEWHERE"/)
       expect(s.posts.length).toBe(4)
+    }))
+})
+
+describe("the real Discord clients (@discordjs/ws, @discordjs/rest) against the Discord stand-in", () => {
+  const TOKEN = "discord-unit-bot-token-0001"
+  let discord: DiscordStandIn | undefined
+  afterEach(async () => {
+    await discord?.close()
+    discord = undefined
+  })
+  const until = <A>(read: Effect.Effect<A>, ok: (a: A) => boolean, what: string) =>
+    Effect.gen(function*() {
+      const deadline = Date.now() + 20_000
+      let last = yield* read
+      while (!ok(last) && Date.now() < deadline) {
+        yield* Effect.sleep("20 millis")
+        last = yield* read
+      }
+      expect(ok(last), `${what}; last seen: ${JSON.stringify(last)}`).toBe(true)
+      return last
+    })
+  const rule = (apiUrl: string) => Schema.decodeUnknownSync(Chat)({
+    provider: "discord", connection: "discord", api_url: apiUrl,
+    channel: [{ id: "700000000000000001", worker: "alice", allow_users: ["600000000000000001"] }]
+  })
+
+  eff.live("the gateway: identified, messages heard (a thread's under its channel), heard again after the socket drops", () =>
+    Effect.gen(function*() {
+      const s = yield* Effect.promise(() => startDiscordStandIn(TOKEN))
+      discord = s
+      const heard = yield* Ref.make<ReadonlyArray<ChatEvent>>([])
+      const states = yield* Ref.make<ReadonlyArray<string>>([])
+      const scope = yield* Scope.make()
+      const sink: ListenerSink = {
+        event: (e) => Ref.update(heard, (h) => [...h, e]),
+        state: (st, d) => Ref.update(states, (x) => [...x, d ? `${st}: ${d}` : st])
+      }
+      const readTokens = Effect.succeed({ type: "discord" as const, bot_token: TOKEN })
+      yield* Effect.forkIn(discordListener(rule(s.apiUrl), readTokens, sink).pipe(Scope.extend(scope)), scope)
+      yield* until(Ref.get(states), (x) => x.includes("connected"), "the listener connects")
+      const first = s.say({ channel: "700000000000000001", user: "600000000000000001", text: "one" })
+      const thread = s.thread("700000000000000001")
+      s.say({ channel: thread, user: "600000000000000001", text: "in a thread" })
+      const h = yield* until(Ref.get(heard), (x) => x.length === 2, "both messages are heard")
+      expect(h[0]).toMatchObject({ provider: "discord", channel: "700000000000000001", id: first, mentionsBot: true, thread: undefined })
+      expect(h[1]).toMatchObject({ channel: "700000000000000001", thread })
+      s.drop()
+      yield* until(Effect.sync(() => s.identified()), (n) => n >= 2 && s.connected(), "the listener identifies again")
+      s.say({ channel: "700000000000000001", user: "600000000000000001", text: "after" })
+      yield* until(Ref.get(heard), (x) => x.length === 3, "a message after the reconnect is heard")
+      yield* Scope.close(scope, Exit.void)
+    }))
+
+  eff.live("postChat to Discord: a reply to the message outside a thread, into a thread when in one, no mention pings, parts of 2000", () =>
+    Effect.gen(function*() {
+      const s = yield* Effect.promise(() => startDiscordStandIn(TOKEN))
+      discord = s
+      const paths = tempPaths()
+      writeFixture({
+        paths,
+        orgToml: ["[[chat]]", `provider = "discord"`, `connection = "discord"`, `api_url = "${s.apiUrl}"`, "[[chat.channel]]", `id = "700000000000000001"`, `worker = "alice"`].join("\n")
+      })
+      const layer = unitLayer(paths, { vault: { discord: { type: "discord", bot_token: TOKEN } } })
+      yield* postChat({ provider: "discord", channel: "700000000000000001", message: "42" }, "@everyone hi").pipe(Effect.provide(layer))
+      expect(s.posts[0]).toMatchObject({ channel: "700000000000000001", content: "@everyone hi", reply_to: "42", allowed_mentions: { parse: [] } })
+      yield* postChat({ provider: "discord", channel: "700000000000000001", thread: "55", message: "43" }, "x".repeat(4500)).pipe(Effect.provide(layer))
+      expect(s.posts.slice(1).map((p) => [p.channel, p.reply_to, p.content.length <= 2000])).toEqual([["55", undefined, true], ["55", undefined, true], ["55", undefined, true]])
     }))
 })

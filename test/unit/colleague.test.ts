@@ -217,7 +217,7 @@ describe("reply_to", () => {
       expect(yield* bad("email:me")).toContain("is not a reply target: use talk:<run-id>, task:<task-id>")
       expect(yield* bad("task:t-0000dead")).toContain("no such task")
       expect(yield* bad("chat:slack:C01/1700000000.1")).toContain("org.toml maps no slack channel C01 — add a [[chat.channel]]")
-      expect(yield* bad("chat:discord:123")).toContain("posting to Discord is not built yet")
+      expect(yield* bad("chat:discord:123")).toContain("org.toml maps no discord channel 123")
       expect(yield* bad("talk:yesterday")).toContain("not a run id")
     }).pipe(Effect.provide(layer))
   })

@@ -6,6 +6,7 @@ import type { ChatPlace } from "../../contract/origin.js"
 import { chatTokens } from "../../vault/chatTokens.js"
 import type { Vault } from "../../vault/Vault.js"
 import { ChatPostError } from "./ChatPostError.js"
+import { discordPost, discordRest } from "./discordRest.js"
 import { slackPost, slackWeb } from "./slackWeb.js"
 import { CHAT_MESSAGE_MAX, splitMessage } from "./split.js"
 
@@ -37,8 +38,7 @@ export const postChat = Effect.fn("chat.post")(function*(place: ChatPlace, text:
   if (!mapped) return yield* new ChatPostError({ where, detail: `org.toml maps no [[chat.channel]] with id = "${place.channel}" for ${place.provider}` })
   const tokens = yield* chatTokens(place.provider, mapped.chat.connection).pipe(Effect.mapError((detail) => new ChatPostError({ where, detail })))
   const parts = splitMessage(text, CHAT_MESSAGE_MAX[place.provider])
-  if (tokens.type !== "slack") {
-    return yield* new ChatPostError({ where, detail: "posting to Discord is not built yet in this roster (Slack is)" })
-  }
-  return yield* slackPost(slackWeb(tokens.bot_token, mapped.chat.api_url), mapped.channel.id, place.thread, parts)
+  return tokens.type === "slack"
+    ? yield* slackPost(yield* slackWeb(tokens.bot_token, mapped.chat.api_url), mapped.channel.id, place.thread, parts)
+    : yield* discordPost(yield* discordRest(tokens.bot_token, mapped.chat.api_url), { ...place, channel: mapped.channel.id }, parts)
 })

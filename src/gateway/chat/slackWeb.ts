@@ -1,19 +1,24 @@
-import { LogLevel, WebClient } from "@slack/web-api"
+import type { WebClient } from "@slack/web-api"
 import { Effect } from "effect"
 import { ChatPostError } from "./ChatPostError.js"
 
 export const SLACK_API = "https://slack.com/api/"
 
-/** Slack's Web API client for one bot token, aimed at `api_url` (Slack itself unless overridden). */
+/**
+ * Slack's Web API client for one bot token, aimed at `api_url` (Slack itself unless overridden).
+ * Loaded on first use: a roster command that talks to no chat service never pays for the SDK.
+ */
 export const slackWeb = (token: string, apiUrl: string | undefined) =>
-  new WebClient(token, {
-    slackApiUrl: apiUrl ?? SLACK_API,
-    logLevel: LogLevel.ERROR,
-    timeout: 15_000,
-    retryConfig: { retries: 2, factor: 2, minTimeout: 500, maxTimeout: 4000 },
-    // A method name must never carry a post somewhere other than api_url.
-    allowAbsoluteUrls: false
-  })
+  Effect.promise(() => import("@slack/web-api")).pipe(Effect.map((sdk) =>
+    new sdk.WebClient(token, {
+      slackApiUrl: apiUrl ?? SLACK_API,
+      logLevel: sdk.LogLevel.ERROR,
+      timeout: 15_000,
+      retryConfig: { retries: 2, factor: 2, minTimeout: 500, maxTimeout: 4000 },
+      // A method name must never carry a post somewhere other than api_url.
+      allowAbsoluteUrls: false
+    })
+  ))
 
 /** Slack reads `&`, `<` and `>` as its own markup (`<!channel>`, `<@U…>`): escaped, a worker's text pings no one. */
 export const slackEscape = (text: string) => text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;")

@@ -1,0 +1,129 @@
+/**
+ * A stand-in for Discord (not Discord): a local server speaking the parts of Discord's REST API
+ * (`/gateway/bot`, `/users/@me`, `/channels/:id`, `/channels/:id/messages`) and its gateway
+ * websocket (HELLO, heartbeats, IDENTIFY → READY, RESUME → a new session, MESSAGE_CREATE) that
+ * the real @discordjs/rest and @discordjs/ws clients use, with their base URL pointed here.
+ * Records every post.
+ */
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { WebSocketServer, type WebSocket } from "ws"
+
+export interface DiscordPost {
+  readonly channel: string
+  readonly content: string
+  readonly reply_to: string | undefined
+  readonly allowed_mentions: unknown
+  readonly token: string
+}
+
+export interface DiscordStandIn {
+  /** The REST base to put in `[[chat]] api_url`. */
+  readonly apiUrl: string
+  readonly posts: Array<DiscordPost>
+  readonly identified: () => number
+  readonly connected: () => boolean
+  /** A thread in a channel: messages in it name the thread as their channel. */
+  readonly thread: (parent: string) => string
+  /** A MESSAGE_CREATE from a user in a channel (or thread); its id. */
+  readonly say: (m: { readonly channel: string; readonly user: string; readonly text: string; readonly mentionBot?: boolean; readonly bot?: boolean }) => string
+  readonly drop: () => void
+  readonly close: () => Promise<void>
+}
+
+export const DISCORD_BOT_ID = "900000000000000001"
+
+export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn> => {
+  const posts: Array<DiscordPost> = []
+  const threads = new Map<string, string>()
+  const sockets = new Set<WebSocket>()
+  let identified = 0
+  let ids = 1_000_000_000_000_000n
+  const nextId = () => String(++ids)
+  let seq = 0
+  let port = 0
+
+  const server = http.createServer((req, res) => {
+    let raw = ""
+    req.setEncoding("utf8")
+    req.on("data", (c: string) => (raw += c))
+    req.on("end", () => {
+      const answer = (status: number, o: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(o))
+      const auth = String(req.headers.authorization ?? "")
+      if (auth !== `Bot ${token}`) return answer(401, { message: "401: Unauthorized", code: 0 })
+      const url = (req.url ?? "").replace(/^\/api\/v10/, "")
+      if (req.method === "GET" && url === "/gateway/bot") {
+        return answer(200, { url: `ws://127.0.0.1:${port}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } })
+      }
+      if (req.method === "GET" && url === "/users/@me") return answer(200, { id: DISCORD_BOT_ID, username: "roster", discriminator: "0", bot: true })
+      const channel = /^\/channels\/(\d+)$/.exec(url)?.[1]
+      if (req.method === "GET" && channel) {
+        const parent = threads.get(channel)
+        return answer(200, parent ? { id: channel, type: 11, parent_id: parent } : { id: channel, type: 0, parent_id: null })
+      }
+      const target = /^\/channels\/(\d+)\/messages$/.exec(url)?.[1]
+      if (req.method === "POST" && target) {
+        const body = JSON.parse(raw || "{}") as { content?: string; message_reference?: { message_id?: string }; allowed_mentions?: unknown }
+        posts.push({ channel: target, content: body.content ?? "", reply_to: body.message_reference?.message_id, allowed_mentions: body.allowed_mentions, token })
+        return answer(200, { id: nextId(), channel_id: target, content: body.content })
+      }
+      return answer(404, { message: "404: Not Found", code: 0 })
+    })
+  })
+  const wss = new WebSocketServer({ noServer: true })
+  const send = (ws: WebSocket, op: number, d: unknown, t: string | null = null) =>
+    ws.send(JSON.stringify({ op, d, s: op === 0 ? ++seq : null, t }))
+  server.on("upgrade", (req, socket, head) => {
+    if (!(req.url ?? "").startsWith("/gateway")) return socket.destroy()
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      ws.on("close", () => sockets.delete(ws))
+      ws.on("message", (data) => {
+        const m = JSON.parse(String(data)) as { op: number; d: { token?: string } | null }
+        if (m.op === 1) return send(ws, 11, null)
+        if (m.op === 2) {
+          if (m.d?.token !== token) return ws.close(4004, "Authentication failed.")
+          identified++
+          sockets.add(ws)
+          return send(ws, 0, {
+            v: 10, user: { id: DISCORD_BOT_ID, username: "roster", discriminator: "0", bot: true }, guilds: [],
+            session_id: `session-${identified}`, resume_gateway_url: `ws://127.0.0.1:${port}/gateway`, shard: [0, 1], application: { id: DISCORD_BOT_ID, flags: 0 }
+          }, "READY")
+        }
+        // A resume is refused (not resumable): the client identifies again, as Discord makes it do.
+        if (m.op === 6) return send(ws, 9, false)
+      })
+      send(ws, 10, { heartbeat_interval: 41_250 })
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  port = (server.address() as AddressInfo).port
+
+  return {
+    apiUrl: `http://127.0.0.1:${port}/api/`,
+    posts,
+    identified: () => identified,
+    connected: () => sockets.size > 0,
+    thread: (parent) => {
+      const id = nextId()
+      threads.set(id, parent)
+      return id
+    },
+    say: (m) => {
+      const id = nextId()
+      const content = m.mentionBot === false ? m.text : `<@${DISCORD_BOT_ID}> ${m.text}`
+      const d = {
+        id, channel_id: m.channel, guild_id: "800000000000000001", type: 0, content, timestamp: new Date().toISOString(),
+        author: { id: m.user, username: `user-${m.user}`, discriminator: "0", ...(m.bot ? { bot: true } : {}) },
+        mentions: m.mentionBot === false ? [] : [{ id: DISCORD_BOT_ID, username: "roster" }]
+      }
+      for (const s of sockets) send(s, 0, d, "MESSAGE_CREATE")
+      return id
+    },
+    drop: () => sockets.forEach((s) => s.terminate()),
+    close: async () => {
+      sockets.forEach((s) => s.terminate())
+      wss.close()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  }
+}
