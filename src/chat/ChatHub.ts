@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Ref } from "effect"
+import { Clock, Context, Effect, Layer, Ref, Scope } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import type { ChatChannel, ChatRule } from "../config/schema.js"
 import type { ChatListenerStatus } from "../contract/chatStatus.js"
@@ -110,7 +110,8 @@ const hear = (s: Surface, starts: Map<string, ReadonlyArray<number>>, e: ChatEve
 const make = Effect.gen(function*() {
   const org = yield* (yield* OrgConfig).snapshot
   const supervisor = yield* Supervisor
-  const ctx = yield* Effect.context<HubEnv>()
+  // Without the layer's own Scope: a session's finalizers belong to the session, not to the daemon's end.
+  const ctx = Context.omit(Scope.Scope)(yield* Effect.context<HubEnv>()) as Context.Context<HubEnv>
   const surfaces: Array<Surface> = []
   for (const chat of org.chat) {
     const status = yield* Ref.make<ChatListenerStatus>({

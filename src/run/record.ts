@@ -1,4 +1,5 @@
 import { Cause, Context, Effect, Exit, Ref, Schema } from "effect"
+import { FileSystem, Path } from "@effect/platform"
 import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { currentOwner } from "../contract/owner.js"
 import { appendJournal } from "../journal/journal.js"
@@ -49,7 +50,7 @@ const holdRecord = <E, R>(
   Effect.gen(function*() {
     const runLog = yield* RunLog
     // The record is this run's: it keeps the deployment it was opened in, whatever its callers provide later.
-    const files = yield* Effect.context<HostFiles>()
+    const files = Context.pick(Paths, FileSystem.FileSystem, Path.Path)(yield* Effect.context<HostFiles>())
     const runDir = layout(Context.get(files, Paths)).runDir(worker, runId)
     const settled = yield* Ref.make<RunEnd | undefined>(undefined)
     const logFailure = (what: string) => (e: { readonly message: string }) =>

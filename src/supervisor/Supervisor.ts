@@ -103,9 +103,11 @@ type CallEnv = TaskStore | Docker | Paths | FileSystem.FileSystem | Path.Path | 
 
 const make = Effect.gen(function*() {
   const store = yield* TaskStore
-  const env = yield* Effect.context<CallEnv>()
+  // Only the named services: the whole captured context would carry the layer's own Scope along,
+  // and a call's finalizer (a held box slot's release) would then wait for the daemon to stop.
+  const env = Context.pick(TaskStore, Docker, Paths, FileSystem.FileSystem, Path.Path, Files, OrgConfig)(yield* Effect.context<CallEnv>())
   const use = <A, E>(effect: Effect.Effect<A, E, CallEnv>) => Effect.provide(effect, env)
-  const orgContext = yield* Effect.context<OrgConfig | Paths | FileSystem.FileSystem>()
+  const orgContext = Context.pick(OrgConfig, Paths, FileSystem.FileSystem)(yield* Effect.context<OrgConfig | Paths | FileSystem.FileSystem>())
   const st = yield* makeState(yield* Clock.currentTimeMillis)
   const self = yield* currentOwner
   // Adoption first, then the queue: a task whose box survived is never started again.

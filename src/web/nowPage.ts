@@ -31,8 +31,15 @@ ${s.boxes.length === 0 ? html`<p>No box is running.</p>` : html`<table>
   })}</tbody>
 </table>`}
 <h2>Queue</h2>
-${queue.length === 0 ? html`<p>The queue is empty.</p>` : html`<ul>${queue.map(([status, n]) => html`<li>${status}: ${n}</li>`)}</ul>`}`
+${queue.length === 0 ? html`<p>The queue is empty.</p>` : html`<ul>${queue.map(([status, n]) => html`<li>${status}: ${n}</li>`)}</ul>`}
+${chatSection(s.chat ?? [])}`
 }
+
+/** Each [[chat]] listener: connected or why not, and what each channel maps to (a live session links to its run). */
+const chatSection = (chats: ReadonlyArray<NonNullable<ServerStatus["chat"]>[number]>) =>
+  chats.length === 0 ? "" : html`<h2>Chat</h2>
+<ul>${chats.map((c) => html`<li${c.state === "connected" ? "" : html` class="warn"`}>${c.provider} (${c.connection}): <strong>${c.state}</strong>${c.detail ? html` — ${c.detail}` : ""}; ${c.turns} turns, ${c.ignored} ignored, ${c.limited} rate-limited
+<ul>${c.channels.map((ch) => html`<li>${ch.id} → ${ch.worker}${ch.session ? html`: session <a href="/runs/${ch.session}">${ch.session}</a>` : ""}</li>`)}</ul></li>`)}</ul>`
 
 /** The Now page: the fragment, inside the element the page's script replaces on each `now` event. */
 export const nowBody = (d: NowData) => html`<section id="now" data-live="now" aria-live="polite">${nowFragment(d)}</section>`

@@ -81,7 +81,8 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
       "[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${slack.apiUrl}"`,
       "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`, `allow_users = ["U0ANNA"]`,
       "[[chat]]", `provider = "discord"`, `connection = "discord"`, `api_url = "${discord.apiUrl}"`,
-      "[[chat.channel]]", `id = "${DISCORD_CHANNEL}"`, `worker = "carl"`, `allow_users = ["${DISCORD_USER}"]`
+      // A short idle timeout: the session ends between the test's messages and says so.
+      "[[chat.channel]]", `id = "${DISCORD_CHANNEL}"`, `worker = "carl"`, `allow_users = ["${DISCORD_USER}"]`, "idle_min = 0.25"
     ].join("\n"), PI_IMAGE)
     label = `roster.deployment=${d.file("config")}`
     fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
@@ -190,6 +191,15 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     expect(second.content).toContain("What system is your box running?")
     expect(discord.posts.slice(before).every((p) => p.reply_to !== undefined && p.reply_to !== "")).toBe(true)
     expect((await chatStatus())[1]?.ignored).toBe(1)
+  }, 180_000)
+
+  it("Discord: an idle session ends and says why in the thread; the next message starts a new one", async () => {
+    const ended = await discordPostWhere("saying the session ended", (p) => p.content.includes("[roster] carl's session") && p.content.includes("ended: no message for 0.25 min"), 60_000)
+    const first = /session (\S+) ended/.exec(ended.content)?.[1] ?? ""
+    expect(JSON.parse(fs.readFileSync(d.file("data", "runs", "carl", first, "run.json"), "utf8"))).toMatchObject({ kind: "session", ended_by: "idle" })
+    discord.say({ channel: DISCORD_CHANNEL, user: DISCORD_USER, text: "back again" })
+    const here = await discordPostWhere("saying a new session started", (p) => p.content.includes("[roster] carl is here") && !p.content.includes(first))
+    expect(here.content).not.toContain(first)
   }, 180_000)
 
   it("neither chat token is anywhere a box, a run folder or a log could see it", async () => {

@@ -1,6 +1,6 @@
 import { SystemError } from "@effect/platform/Error"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, TestClock } from "effect"
+import { Context, Effect, Exit, Layer, Scope, TestClock } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import { layout } from "../../src/config/Paths.js"
@@ -103,6 +103,34 @@ describe("the supervisor (Docker test layer)", () => {
       expect(box.spec.Env).toContain(`ROSTER_TASK_ID=${a1.task_id}`)
     }).pipe(Effect.provide(layer))
   })
+
+  it.live("a chat session's box slot counts toward concurrency and one box per worker: that worker's task waits until it ends", () => {
+    const { layer } = deployment()
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const session = yield* Scope.make()
+      yield* sup.holdSlot("alice", "chat:slack:C0TEAM").pipe(Scope.extend(session))
+      const a = yield* sup.add({ worker: "alice", prompt: "HANG" })
+      const b = yield* sup.add({ worker: "bob", prompt: "HANG" })
+      yield* boxOf(b.task_id)
+      // Passes have come and gone (one a wake-up, one its 2 s tick): alice's task is still waiting.
+      yield* Effect.sleep("2500 millis")
+      expect(yield* statusOf(a.task_id)).toBe("queued")
+      // Concurrency 2 is taken (alice's session, bob's task): a second session waits for a slot.
+      const carol = yield* Scope.make()
+      const waiting = yield* sup.holdSlot("carol", "chat:slack:C0OPS").pipe(Scope.extend(carol), Effect.fork)
+      yield* Effect.sleep("1500 millis")
+      expect(waiting.unsafePoll()).toBeNull()
+      yield* Scope.close(session, Exit.void)
+      yield* waitStatus(a.task_id, "running")
+      expect(waiting.unsafePoll()).toBeNull()
+      const box = yield* boxOf(b.task_id)
+      yield* (yield* DockerFake).exit(box.id, 0)
+      yield* waitStatus(b.task_id, "done")
+      yield* eventually(Effect.sync(() => waiting.unsafePoll() !== null), "carol's session to get a slot", 15_000)
+      yield* Scope.close(carol, Exit.void)
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, 30_000)
 
   it.scoped("a task with a channel runs in that channel; a bad channel name is refused before it is queued", () => {
     const { layer } = deployment()

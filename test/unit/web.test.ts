@@ -38,3 +38,24 @@ describe("the web UI's building blocks", () => {
     expect(s.csrfOk(session!, undefined)).toBe(false)
   })
 })
+
+describe("the Now page's chat listeners", () => {
+  it("each listener's state, its channels and their sessions; a service's words escaped", async () => {
+    const { nowFragment } = await import("../../src/web/nowPage.js")
+    const out = nowFragment({
+      stats: new Map(),
+      status: {
+        pid: 1, version: "t", config_root: "/c", started_at: "now", queue: {}, boxes: [], adopted: 0, reaped: 0, held_reason: null,
+        chat: [{
+          provider: "slack", connection: "slack", state: "failing", detail: "invalid_auth <script>x</script>", since: "now",
+          channels: [{ id: "C0TEAM", worker: "alice", session: "2026-12-01-10-00-00-0000c4a7" }], ignored: 2, limited: 1, turns: 5
+        }]
+      }
+    }).text
+    expect(out).toContain("<h2>Chat</h2>")
+    expect(out).toContain(`<li class="warn">slack (slack): <strong>failing</strong> — invalid_auth &lt;script&gt;`)
+    expect(out).toContain("5 turns, 2 ignored, 1 rate-limited")
+    expect(out).toContain(`C0TEAM → alice: session <a href="/runs/2026-12-01-10-00-00-0000c4a7">`)
+    expect(out).not.toContain("<script>")
+  })
+})
