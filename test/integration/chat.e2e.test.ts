@@ -80,7 +80,8 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
       "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`,
       "[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${slack.apiUrl}"`,
       "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`, `allow_users = ["U0ANNA"]`,
-      "[[chat]]", `provider = "discord"`, `connection = "discord"`, `api_url = "${discord.apiUrl}"`,
+      // Three turns a minute: the test's fourth message in that minute is refused.
+      "[[chat]]", `provider = "discord"`, `connection = "discord"`, `api_url = "${discord.apiUrl}"`, "turns_per_min = 3",
       // A short idle timeout: the session ends between the test's messages and says so.
       "[[chat.channel]]", `id = "${DISCORD_CHANNEL}"`, `worker = "carl"`, `allow_users = ["${DISCORD_USER}"]`, "idle_min = 0.25"
     ].join("\n"), PI_IMAGE)
@@ -200,6 +201,11 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     discord.say({ channel: DISCORD_CHANNEL, user: DISCORD_USER, text: "back again" })
     const here = await discordPostWhere("saying a new session started", (p) => p.content.includes("[roster] carl is here") && !p.content.includes(first))
     expect(here.content).not.toContain(first)
+    // The fourth turn within a minute (asked, the second thing, back again): a polite refusal, and no turn.
+    const over = discord.say({ channel: DISCORD_CHANNEL, user: DISCORD_USER, text: "one more" })
+    const refused = await discordPostWhere("refusing the fourth turn of the minute", (p) => p.content.includes("takes at most 3 messages a minute"), 30_000)
+    expect(refused.reply_to).toBe(over)
+    expect((await chatStatus())[1]).toMatchObject({ limited: 1, turns: 3 })
   }, 180_000)
 
   it("neither chat token is anywhere a box, a run folder or a log could see it", async () => {
