@@ -9,7 +9,8 @@ import { Supervisor } from "../supervisor/Supervisor.js"
 import { chatTokens } from "../vault/chatTokens.js"
 import { admit, type ChatEvent, takeTurn } from "./admit.js"
 import { type Desk, type DeskEnv, makeDesk } from "./desk.js"
-import { cutNote, endedNotice, failedNotice, limitedNotice, startedNotice, unsentNotice } from "./notices.js"
+import { cutNote, endedNotice, failedNotice, limitedNotice, startedNotice } from "./notices.js"
+import { handleUnsent, say } from "./say.js"
 import type { ListenerSink } from "./sink.js"
 import { discordListener } from "./discordListener.js"
 import { slackListener } from "./slackListener.js"
@@ -33,13 +34,6 @@ const wrongKind = (chat: ChatRule) => `the connection "${chat.connection}" does 
 
 const now = Effect.map(Clock.currentTimeMillis, (t) => new Date(t).toISOString())
 
-/** Posts roster's own line in a thread; a failed post is logged (the service may be down), never fatal. */
-const say = (place: ChatPlace, text: string) =>
-  postChat(place, text).pipe(
-    Effect.catchAll((e) => Effect.logWarning(`chat: ${e.message}`)),
-    Effect.asVoid
-  )
-
 /** The desk's way into the daemon for one channel: its session (holding a box slot), and its lines in the thread. */
 const deskEnv = (chat: ChatRule, channel: ChatChannel, supervisor: Supervisor["Type"], ctx: Context.Context<HubEnv>): DeskEnv => ({
   runSession: (inbox, first, onReady) =>
@@ -52,13 +46,7 @@ const deskEnv = (chat: ChatRule, channel: ChatChannel, supervisor: Supervisor["T
         origin: { _tag: "chat", ...first.place, author: first.author },
         chat: first.place,
         onReady,
-        onUnsent: (_turn, text, message) =>
-          Effect.gen(function*() {
-            const place = message?.place ?? first.place
-            if (chat.unsent === "notice") yield* say(place, unsentNotice(channel.worker, text))
-            if (chat.unsent === "post") yield* say(place, text)
-            return chat.unsent
-          }).pipe(Effect.provide(ctx)),
+        onUnsent: (_turn, text, message) => handleUnsent(chat, channel.worker, message?.place ?? first.place, text).pipe(Effect.provide(ctx)),
         onNote: (text) => Effect.logInfo(`chat ${chat.provider}:${channel.id}: ${text}`),
         limits: { idleSecs: channel.idle_min * 60, ceilingMin: channel.ceiling_min }
       }))

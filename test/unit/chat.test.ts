@@ -2,6 +2,7 @@ import { it as eff } from "@effect/vitest"
 import { Effect, Either, Exit, Ref, Schema, Scope } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { admit, type ChatEvent, takeTurn, withoutMention } from "../../src/chat/admit.js"
+import { handleUnsent } from "../../src/chat/say.js"
 import type { ListenerSink } from "../../src/chat/sink.js"
 import { discordListener } from "../../src/chat/discordListener.js"
 import { slackEvent, slackListener } from "../../src/chat/slackListener.js"
@@ -183,6 +184,27 @@ describe("the real Slack SDK against the Slack stand-in", () => {
       const seen = yield* until(Ref.get(states), (x) => x.filter((l) => l.startsWith("failing")).length >= 2, "the start fails and is tried again")
       expect(seen.find((l) => l.startsWith("failing"))).toMatch(/invalid_auth.*roster connection add slack/)
       yield* Scope.close(scope, Exit.void)
+    }))
+
+  eff.live("unsent = notice | post | drop: a notice with the start of the answer, the answer itself, or nothing", () =>
+    Effect.gen(function*() {
+      const s = yield* Effect.promise(() => startSlackStandIn({ bot: BOT, app: APP }))
+      slack = s
+      const paths = tempPaths()
+      writeFixture({
+        paths,
+        orgToml: ["[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${s.apiUrl}"`, "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`].join("\n")
+      })
+      const layer = unitLayer(paths, { vault: { slack: { type: "slack", bot_token: BOT, app_token: APP } } })
+      const place = { provider: "slack" as const, channel: "C0TEAM", thread: "9.9" }
+      const answer = `The answer is ${"long ".repeat(100)}`
+      expect(yield* handleUnsent(chatRule({ unsent: "notice" }), "alice", place, answer).pipe(Effect.provide(layer))).toBe("notice")
+      expect(s.posts[0]?.text).toContain("[roster] alice answered without sending it here; its first 300 characters:\n&gt; The answer is long")
+      expect(s.posts[0]?.text.length).toBeLessThan(420)
+      expect(yield* handleUnsent(chatRule({ unsent: "post" }), "alice", place, answer).pipe(Effect.provide(layer))).toBe("post")
+      expect(s.posts[1]).toMatchObject({ thread_ts: "9.9", text: answer })
+      expect(yield* handleUnsent(chatRule({ unsent: "drop" }), "alice", place, answer).pipe(Effect.provide(layer))).toBe("drop")
+      expect(s.posts).toHaveLength(2)
     }))
 
   eff.live("postChat: into the thread, Slack's markup escaped, a long answer in parts, only a mapped channel", () =>
