@@ -4,6 +4,9 @@
  * description — and the usage line starts with the whole command (`$ roster worker run …`),
  * not the subcommand's name alone.
  */
+import { VERSION } from "../contract/version.js"
+import { helpWidth, rootHelp, wrapHelp } from "./helpLayout.js"
+
 const BLURBS = [
   /^\s*A user-defined piece of text\.\s*$/,
   /^\s*A floating point number\.\s*$/,
@@ -21,8 +24,9 @@ const SGR = /\x1b\[[0-9;]*m/g
 
 const isHelp = (plain: string) => /\nUSAGE\n/.test(plain) && /\nDESCRIPTION\n|\nCOMMANDS\n|\nOPTIONS\n|\nARGUMENTS\n/.test(plain)
 
-export const tidyHelp = (text: string, commandPath: ReadonlyArray<string>): string => {
+export const tidyHelp = (text: string, commandPath: ReadonlyArray<string>, width = helpWidth()): string => {
   if (!isHelp(text.replace(SGR, ""))) return text
+  if (commandPath.length <= 1) return rootHelp(text.replace(SGR, ""), VERSION, width)
   const out: Array<string> = []
   for (const raw of text.split("\n")) {
     // Matched without colour; a line that is rewritten loses its colour, the rest keep theirs.
@@ -39,6 +43,6 @@ export const tidyHelp = (text: string, commandPath: ReadonlyArray<string>): stri
     const usage = /^\$ (\S+)(.*)$/.exec(line)
     out.push(usage && commandPath.length > 0 ? `$ ${[...commandPath.slice(0, -1), usage[1]].join(" ")}${usage[2]}` : raw)
   }
-  // Collapse the blank lines the dropped blurbs leave behind.
-  return out.join("\n").replace(/\n{3,}/g, "\n\n")
+  // Collapse the blank lines the dropped blurbs leave behind; then wrap at word boundaries.
+  return wrapHelp(out.join("\n").replace(/\n{3,}/g, "\n\n"), width)
 }

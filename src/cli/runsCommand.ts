@@ -12,6 +12,7 @@ import { ExitCode } from "./exit.js"
 import { isTainted, taintLine } from "../contract/taint.js"
 import { untaintRun } from "../supervisor/untaint.js"
 import { auditOf, findRun, listRuns } from "../run/query.js"
+import { readTurnLine } from "../contract/turnLine.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
 
@@ -50,8 +51,8 @@ const show = Command.make("show", {
     const lines = yield* foldFileLines(transcript, 0, (n, l) => (l.trim() === "" ? n : n + 1)).pipe(Effect.orElseSucceed(() => 0))
     const requests = yield* auditOf(run.run_id, run.started_at)
     const turnInputs = run.kind === "session"
-      ? (yield* fs.readFileString(turnsFile).pipe(Effect.orElseSucceed(() => ""))).split("\n").filter((l) => l.startsWith("{"))
-        .map((l) => (JSON.parse(l) as { input?: string }).input ?? "")
+      ? (yield* fs.readFileString(turnsFile).pipe(Effect.orElseSucceed(() => ""))).split("\n").map(readTurnLine)
+        .filter((t) => t !== undefined).map((t) => t.input)
       : []
     const turnReplies = run.kind === "session"
       ? yield* foldFileLines(transcript, [] as Turns, turnsStep).pipe(Effect.orElseSucceed((): Turns => []))
@@ -100,9 +101,9 @@ const show = Command.make("show", {
     }
     yield* Console.log(requests.length === 0 ? "  gateway requests: none" : `  gateway requests (${requests.length}):`)
     for (const r of requests) {
-      const target = `${String(r.method)} ${String(r.host)}:${String(r.port)}${String(r.path ?? "")}`
-      yield* Console.log(visible(`    ${String(r.time).slice(11, 19)}  ${String(r.status)}  ${target}${r.injected ? "  [credential injected]" : ""}  ` +
-        `${String(r.bytes_up)}B up ${String(r.bytes_down)}B down${r.note ? `  (${String(r.note)})` : ""}`))
+      const target = `${r.method} ${r.host}:${r.port}${r.path}`
+      yield* Console.log(visible(`    ${r.time.slice(11, 19)}  ${r.status}  ${target}${r.injected ? "  [credential injected]" : ""}  ` +
+        `${r.bytes_up}B up ${r.bytes_down}B down${r.note ? `  (${r.note})` : ""}`))
     }
   })).pipe(Command.withDescription("Show one run: how it ended, its error, where its outputs are."))
 

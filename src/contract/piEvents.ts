@@ -134,3 +134,13 @@ export const readEvent = (line: string): PiEvent => {
 const SEND_TOOLS = new Set(["discord_send", "slack_send", "term_send", "message_user"])
 /** Tools that carry a reply out of the box to a person. */
 export const isSendTool = (name: string) => SEND_TOOLS.has(name)
+
+const TextDelta = Schema.parseJson(Schema.Struct({
+  type: Schema.Literal("message_update"),
+  assistantMessageEvent: Schema.Struct({ type: Schema.Literal("text_delta"), delta: Schema.String })
+}))
+const decodeTextDelta = Schema.decodeUnknownOption(TextDelta)
+
+/** A reply's text as it streams: the delta of one of pi's message_update events, if the line is one. */
+export const readTextDelta = (line: string): string | undefined =>
+  line.includes("text_delta") ? Option.getOrUndefined(decodeTextDelta(line))?.assistantMessageEvent.delta : undefined

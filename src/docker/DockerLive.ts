@@ -1,5 +1,5 @@
 import type Dockerode from "dockerode"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { PassThrough, type Readable } from "node:stream"
 import type { Duplex } from "node:stream"
@@ -53,6 +53,13 @@ interface Modem {
 }
 
 /** 404 (gone) and 304/409 (not running) are answers, not failures, for the calls that use this. */
+/** The engine's answer to a container wait: the exit code, or why it could not wait. */
+const WaitAnswer = Schema.Struct({
+  StatusCode: Schema.optional(Schema.Number),
+  Error: Schema.optional(Schema.NullOr(Schema.Struct({ Message: Schema.optional(Schema.String) })))
+})
+const decodeWaitAnswer = Schema.decodeUnknownOption(Schema.parseJson(WaitAnswer))
+
 const absent = (e: DockerError) => e.statusCode === 404 || e.statusCode === 409 || e.statusCode === 304
 
 const toNetworkInfo = (raw: Dockerode.NetworkInspectInfo): NetworkInfo => ({
@@ -236,15 +243,12 @@ export const makeDockerApi = (load: () => Promise<Dockerode>): DockerApi => {
               res.on("data", (c: string) => (body += c))
               res.once("error", (e) => resume(Effect.fail(new DockerError({ operation: "wait", ...describe(e) }))))
               res.once("end", () => {
-                try {
-                  const parsed = JSON.parse(body) as { StatusCode?: number; Error?: { Message?: string } | null }
-                  if (parsed.Error?.Message) {
-                    return resume(Effect.fail(new DockerError({ operation: "wait", detail: parsed.Error.Message })))
-                  }
-                  resume(Effect.succeed(parsed.StatusCode ?? -1))
-                } catch {
-                  resume(Effect.fail(new DockerError({ operation: "wait", detail: `unreadable answer: ${body.slice(0, 200)}` })))
+                const parsed = Option.getOrUndefined(decodeWaitAnswer(body))
+                if (!parsed) return resume(Effect.fail(new DockerError({ operation: "wait", detail: `unreadable answer: ${body.slice(0, 200)}` })))
+                if (parsed.Error?.Message) {
+                  return resume(Effect.fail(new DockerError({ operation: "wait", detail: parsed.Error.Message })))
                 }
+                resume(Effect.succeed(parsed.StatusCode ?? -1))
               })
               return Effect.sync(() => res.destroy())
             })

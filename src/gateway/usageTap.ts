@@ -1,6 +1,7 @@
 import { Transform, type TransformCallback } from "node:stream"
 import { StringDecoder } from "node:string_decoder"
 import { NO_TOKENS, type TokenCount } from "../config/prices.js"
+import { type ModelUsage, readModelAnswer } from "../contract/modelAnswer.js"
 
 /** What the tap asks after each complete event: go on, or stop the answer here. */
 export type Verdict = "go" | "cut"
@@ -21,12 +22,7 @@ export interface TapHooks {
 const MAX_JSON = 4 * 1024 * 1024
 const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined)
 
-interface Usage {
-  readonly input_tokens?: unknown
-  readonly output_tokens?: unknown
-  readonly cache_read_input_tokens?: unknown
-  readonly cache_creation_input_tokens?: unknown
-}
+type Usage = ModelUsage
 
 /** An Anthropic usage object over what is known so far: a field it does not carry keeps its value. */
 const withUsage = (t: TokenCount, u: Usage | undefined): TokenCount =>
@@ -109,12 +105,8 @@ export class UsageTap extends Transform {
   private readEvent(event: string) {
     const data = event.split(/\r?\n/).filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n")
     if (data === "") return
-    let parsed: { type?: unknown; message?: { usage?: Usage }; usage?: Usage; delta?: Record<string, unknown> }
-    try {
-      parsed = JSON.parse(data)
-    } catch {
-      return
-    }
+    const parsed = readModelAnswer(data)
+    if (!parsed) return
     if (parsed.type === "message_start") this.count = withUsage(this.count, parsed.message?.usage)
     else if (parsed.type === "content_block_delta" && parsed.delta && !this.reportedOutput) {
       const d = parsed.delta
@@ -128,11 +120,8 @@ export class UsageTap extends Transform {
   }
 
   private readJson() {
-    try {
-      const body = JSON.parse(Buffer.concat(this.json).toString("utf8")) as { usage?: Usage }
-      this.count = withUsage(this.count, body.usage)
-    } catch {
-      // not a message (an error answer, or over the size read): no usage to count
-    }
+    // Not a message (an error answer, or over the size read): no usage to count.
+    const body = readModelAnswer(Buffer.concat(this.json).toString("utf8"))
+    if (body) this.count = withUsage(this.count, body.usage)
   }
 }

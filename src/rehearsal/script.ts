@@ -26,8 +26,8 @@ const CHAT_SEND_TOOLS = ["slack_send", "discord_send"]
 
 interface Block {
   readonly type: string
-  readonly text?: string
-  readonly tool_use_id?: string
+  readonly text?: string | undefined
+  readonly tool_use_id?: string | undefined
   readonly content?: unknown
 }
 interface Message {

@@ -1,6 +1,22 @@
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import * as http from "node:http"
 import { nextStep, type Step } from "./script.js"
+
+/** What the rehearsal reads of a Messages API request: the conversation, the tools' names, and a thread to continue. */
+const Block = Schema.Struct({
+  type: Schema.String,
+  text: Schema.optional(Schema.String),
+  tool_use_id: Schema.optional(Schema.String),
+  content: Schema.optional(Schema.Unknown)
+})
+const RequestMessage = Schema.Struct({ role: Schema.String, content: Schema.Union(Schema.String, Schema.Array(Block)) })
+type RequestMessage = typeof RequestMessage.Type
+const MessagesRequest = Schema.parseJson(Schema.Struct({
+  model: Schema.optional(Schema.String),
+  messages: Schema.optional(Schema.Array(RequestMessage)),
+  tools: Schema.optional(Schema.Array(Schema.Struct({ name: Schema.optional(Schema.String) }))),
+  thread: Schema.optional(Schema.Struct({ type: Schema.optional(Schema.String), previous_message_id: Schema.optional(Schema.String) }))
+}))
 
 export interface RehearsalOptions {
   readonly port: number
@@ -67,7 +83,7 @@ export const serveRehearsal = (options: RehearsalOptions) =>
       const received: Array<Received> = []
       // Message threads (pi sends them to api.anthropic.com): a `continue` carries only the new
       // messages and names the reply it builds on; the server keeps the rest, tools included.
-      const threads = new Map<string, { readonly tools: ReadonlyArray<string>; readonly messages: ReadonlyArray<unknown> }>()
+      const threads = new Map<string, { readonly tools: ReadonlyArray<string>; readonly messages: ReadonlyArray<RequestMessage> }>()
       let counter = 0
       const server = http.createServer((req, res) => {
         let body = ""
@@ -92,14 +108,9 @@ export const serveRehearsal = (options: RehearsalOptions) =>
             }))
           }
           try {
-            const request = JSON.parse(body) as {
-              model?: string
-              messages?: Array<never>
-              tools?: Array<{ name?: string }>
-              thread?: { type?: string; previous_message_id?: string }
-            }
+            const request = Schema.decodeUnknownSync(MessagesRequest)(body)
             let tools = (request.tools ?? []).map((t) => t.name ?? "")
-            let messages: ReadonlyArray<unknown> = request.messages ?? []
+            let messages: ReadonlyArray<RequestMessage> = request.messages ?? []
             if (request.thread?.type === "continue") {
               const previous = threads.get(request.thread.previous_message_id ?? "")
               if (!previous) {
@@ -112,7 +123,7 @@ export const serveRehearsal = (options: RehearsalOptions) =>
               tools = [...previous.tools]
               messages = [...previous.messages, ...messages]
             }
-            const step = nextStep(messages as Array<never>, tools)
+            const step = nextStep(messages, tools)
             const id = `msg_rehearsal_${Date.now()}_${++counter}`
             if (request.thread) threads.set(id, { tools, messages: [...messages, assistantMessage(step)] })
             const answer = () => {

@@ -4,6 +4,7 @@ import { isRunId } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
 import { foldFileLines } from "../fs/lines.js"
 import { readRunDir, type RunRecord } from "./RunLog.js"
+import { type AuditLine, readAuditLine } from "../contract/auditLine.js"
 
 /** Every run record, newest first; one worker's when given. */
 export const listRuns = (worker: Option.Option<string>) =>
@@ -80,17 +81,14 @@ export const auditOf = (runId: string, startedAt: string) =>
     const firstDay = startedAt.slice(0, 10)
     const files = (yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed(() => [] as Array<string>)))
       .filter((f) => f.endsWith(".jsonl") && f.slice(0, 10) >= firstDay).sort()
-    const out: Array<Record<string, unknown>> = []
+    const out: Array<AuditLine> = []
     // A day's audit holds every run's requests: read it line by line, never whole.
     for (const f of files) {
       yield* foldFileLines(path.join(dir, f), 0, (n, line) => {
         if (!line.includes(runId)) return n
-        try {
-          const rec = JSON.parse(line) as Record<string, unknown>
-          if (rec.run_id === runId) out.push(rec)
-        } catch {
-          // a torn last line while the daemon writes: skip it
-        }
+        // A torn last line while the daemon writes is no record: skipped.
+        const rec = readAuditLine(line)
+        if (rec?.run_id === runId) out.push(rec)
         return n + 1
       }).pipe(Effect.ignore)
     }

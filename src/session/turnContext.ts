@@ -1,5 +1,6 @@
 import { Effect, Schema } from "effect"
 import type { ChatPlace } from "../contract/origin.js"
+import type { TurnLine } from "../contract/turnLine.js"
 import { Files } from "../fs/Files.js"
 
 /** A session message that could not become a turn (blank, or its trace could not be written); it is skipped, not delivered. */
@@ -42,10 +43,11 @@ export const compileTurn = (message: SessionMessage, turn: number, traceFile: st
       : ""
     const start = turn === 1 && preamble !== "" ? `${preamble}\n\n## The first message\n` : ""
     const input = `${start}${history}${heading(message)}${message.text}`
-    const line = `${JSON.stringify({
+    const record: TurnLine = {
       turn, phase: turn === 1 ? "start" : "turn", author: message.author, role: message.role ?? "person", provider: message.provider,
       message_id: message.messageId, input
-    })}\n`
+    }
+    const line = `${JSON.stringify(record)}\n`
     yield* (yield* Files).append(traceFile, line, 0o644).pipe(
       Effect.mapError((e) => new UnpreparableMessage({ detail: `its trace could not be written: ${e.message}` }))
     )

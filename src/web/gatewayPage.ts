@@ -4,6 +4,7 @@ import { Paths, layout } from "../config/Paths.js"
 import type { Org } from "../config/schema.js"
 import { foldFileLines } from "../fs/lines.js"
 import { cut, html } from "./html.js"
+import { readAuditLine } from "../contract/auditLine.js"
 
 const HOURS = 24
 const REFUSALS_SHOWN = 50
@@ -34,23 +35,19 @@ export const gatewayView = Effect.gen(function*() {
   const refusals: Array<Refused> = []
   for (const day of [...days].sort()) {
     yield* foldFileLines(path.join(dir, `${day}.jsonl`), 0, (n, line) => {
-      let r: Record<string, unknown>
-      try {
-        r = JSON.parse(line) as Record<string, unknown>
-      } catch {
-        return n
-      }
-      const at = Date.parse(String(r.time))
+      const r = readAuditLine(line)
+      if (!r) return n
+      const at = Date.parse(r.time)
       if (!(at >= since)) return n
-      const host = String(r.host ?? "?")
+      const host = r.host
       const bucket = perHost.get(host) ?? Array.from({ length: HOURS }, () => 0)
       bucket[Math.min(HOURS - 1, Math.floor((at - since) / 3_600_000))]! += 1
       perHost.set(host, bucket)
-      const status = Number(r.status)
+      const status = r.status
       if (status >= 400 && status < 500) {
         refusals.push({
-          time: String(r.time), run: String(r.run_id ?? "—"), subject: String(r.subject ?? "?"),
-          target: `${String(r.method ?? "")} ${host}:${String(r.port ?? "")}${String(r.path ?? "")}`, status, note: String(r.note ?? "")
+          time: r.time, run: r.run_id ?? "—", subject: r.subject,
+          target: `${r.method} ${host}:${r.port}${r.path}`, status, note: r.note ?? ""
         })
         if (refusals.length > REFUSALS_SHOWN) refusals.shift()
       }

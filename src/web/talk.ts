@@ -4,6 +4,7 @@ import type * as http from "node:http"
 import { runSession } from "../session/runSession.js"
 import type { SessionMessage } from "../session/turnContext.js"
 import { html } from "./html.js"
+import { readTextDelta } from "../contract/piEvents.js"
 
 interface Said {
   readonly who: string
@@ -38,19 +39,6 @@ const send = (c: Conversation, event: string, data: unknown) => {
 }
 
 const changed = (c: Conversation) => send(c, "log", { html: conversationFragment(c).text, state: c.state })
-
-/** A reply's text as it streams: pi's text deltas. */
-const deltaOf = (line: string) => {
-  if (!line.includes("text_delta")) return undefined
-  try {
-    const e = JSON.parse(line) as { type?: string; assistantMessageEvent?: { type?: string; delta?: unknown } }
-    return e.type === "message_update" && e.assistantMessageEvent?.type === "text_delta" && typeof e.assistantMessageEvent.delta === "string"
-      ? e.assistantMessageEvent.delta
-      : undefined
-  } catch {
-    return undefined
-  }
-}
 
 /**
  * The Talk page's conversations: each one the same session runner `roster talk` uses (turns one
@@ -93,7 +81,7 @@ export const makeConversations = () => {
         onReply: (text) => note(text, "worker", worker),
         onMessage: (text) => note(text, "message", `${worker} (message)`),
         onEvent: (line) => Effect.sync(() => {
-          const delta = deltaOf(line)
+          const delta = readTextDelta(line)
           if (delta !== undefined) send(c, "delta", { text: delta })
         }),
         onTurnEnd: (turn) => Effect.sync(() => {

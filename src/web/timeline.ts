@@ -81,14 +81,14 @@ export const timelineOf = (run: RunRecord, runDir: string) =>
     const requests: Array<Entry> = (yield* auditOf(run.run_id, run.started_at)).map((r) => ({
       kind: "request",
       // The audit line is written when the request ends: placed at its start.
-      at: (Date.parse(str(r.time)) || started) - (Number(r.duration_ms) || 0),
-      method: str(r.method),
-      target: `${str(r.host)}:${String(r.port)}${str(r.path)}`,
-      status: Number(r.status) || 0,
-      injected: r.injected === true,
-      bytes: (Number(r.bytes_up) || 0) + (Number(r.bytes_down) || 0),
-      ms: Number(r.duration_ms) || 0,
-      note: typeof r.note === "string" ? r.note : null
+      at: (Date.parse(r.time) || started) - r.duration_ms,
+      method: r.method,
+      target: `${r.host}:${r.port}${r.path}`,
+      status: r.status,
+      injected: r.injected,
+      bytes: r.bytes_up + r.bytes_down,
+      ms: r.duration_ms,
+      note: r.note ?? null
     }))
     const messages = yield* foldFileLines(files.messages, [] as Array<Entry>, (acc, line) => {
       try {

@@ -7,7 +7,7 @@ import { spawn, spawnSync } from "node:child_process"
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-cli-"))
 const roster = (...args: Array<string>) =>
-  collect(spawn(ROSTER_BIN, [...args], { env: { ...process.env, ROSTER_HOME: home, HOME: home }, stdio: ["ignore", "pipe", "pipe"] }))
+  collect(spawn(ROSTER_BIN, [...args], { env: { ...process.env, ROSTER_HOME: home, HOME: home, COLUMNS: "80" }, stdio: ["ignore", "pipe", "pipe"] }))
 
 describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
   it("init makes the roots, a commented org.toml and a first worker, and never overwrites", async () => {
@@ -172,9 +172,12 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
 
   it("every command has --help in roster's words: the whole command in its usage, no type blurbs, as its snapshot says", async () => {
     // Every command the root help lists (a new one is covered without touching this test).
-    const listed = (await roster("--help")).stdout.split("\n")
-      .map((l) => /^ {2}- ([a-z][a-z-]*(?: [a-z][a-z-]*)*)(?= \[| <| {2}|$)/.exec(l)?.[1])
-      .filter((c): c is string => c !== undefined)
+    const root = (await roster("--help")).stdout
+    const listed = root.split("\n")
+      .map((l) => /^ {2}([a-z][a-z-]*(?: [a-z][a-z-]*)*)(?= {2}|$)/.exec(l)?.[1])
+      .filter((c): c is string => c !== undefined && !c.startsWith("roster"))
+    // Every command has a group on the root page.
+    expect(root).not.toContain("\nOTHER\n")
     expect(listed).toEqual(expect.arrayContaining(["init", "worker run", "talk", "task add", "store restore", "server unit", "doctor"]))
     for (const cmd of [[], ...listed.map((c) => c.split(" "))]) {
       const r = await roster(...cmd, "--help")
@@ -189,7 +192,27 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
       await expect(r.stdout).toMatchFileSnapshot(path.join("__snapshots__", "help", `${["roster", ...cmd].join("-")}.txt`))
     }
     for (const cmd of [["worker", "run"], ["talk"], ["connection", "add"], ["task", "add"]]) {
-      expect((await roster(...cmd, "--help")).stdout, cmd.join(" ")).toMatch(/Example: roster /)
+      expect((await roster(...cmd, "--help")).stdout.replace(/\s+/g, " "), cmd.join(" ")).toMatch(/Example: roster /)
+    }
+  })
+
+  it("help pages read on an 80- and a 120-column terminal: no line too long, no word broken across lines", async () => {
+    const helpAt = (columns: number, cmd: ReadonlyArray<string>) =>
+      collect(spawn(ROSTER_BIN, [...cmd, "--help"], { env: { ...process.env, ROSTER_HOME: home, HOME: home, COLUMNS: String(columns) }, stdio: ["ignore", "pipe", "pipe"] }))
+    const words = (text: string) => text.split(/\s+/).filter((w) => w !== "")
+    const root = (await helpAt(1000, [])).stdout
+    const commands = root.split("\n").map((l) => /^ {2}([a-z][a-z-]*(?: [a-z][a-z-]*)*)(?= {2}|$)/.exec(l)?.[1]).filter((c): c is string => c !== undefined && !c.startsWith("roster"))
+    for (const cmd of [[], ["worker"], ...commands.map((c) => c.split(" "))]) {
+      const wide = (await helpAt(1000, cmd)).stdout
+      for (const width of [80, 120]) {
+        const page = (await helpAt(width, cmd)).stdout
+        const what = `roster ${cmd.join(" ")} --help at ${width} columns`
+        for (const line of page.split("\n")) {
+          if (line.length > width) expect(words(line), `${what}: a line of ${line.length} characters that is not one long word: ${line}`).toHaveLength(1)
+        }
+        // The same words in the same order as on a page too wide to wrap: none was cut in two.
+        expect(words(page), what).toEqual(words(wide))
+      }
     }
   })
 })

@@ -2,6 +2,7 @@ import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { packageRoot } from "../packageRoot.js"
+import { Option, Schema } from "effect"
 
 export const BOX_DIR = () => path.join(packageRoot(), "box")
 
@@ -22,12 +23,15 @@ export const engineHash = (boxDir = BOX_DIR()): string => {
   return h.digest("hex").slice(0, 16)
 }
 
+/** What roster reads of an npm lockfile: each package's version. */
+const PackageLock = Schema.parseJson(Schema.Struct({
+  packages: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Struct({ version: Schema.optional(Schema.String) }) }))
+}))
+
 /** The pi version the lockfile pins (recorded as an image label). */
 export const pinnedPiVersion = (boxDir = BOX_DIR()): string => {
-  const lock = JSON.parse(fs.readFileSync(path.join(boxDir, "engine/package-lock.json"), "utf8")) as {
-    packages?: Record<string, { version?: string }>
-  }
-  return lock.packages?.["node_modules/@earendil-works/pi-coding-agent"]?.version ?? "unknown"
+  const lock = Schema.decodeUnknownOption(PackageLock)(fs.readFileSync(path.join(boxDir, "engine/package-lock.json"), "utf8"))
+  return Option.getOrUndefined(lock)?.packages?.["node_modules/@earendil-works/pi-coding-agent"]?.version ?? "unknown"
 }
 
 /** Node for the offline image, from the npm package that carries the binary (pi needs >= 22.19). */

@@ -1,0 +1,28 @@
+import { Option, Schema } from "effect"
+
+/** An Anthropic usage object: token counts, each read only when it is a number. */
+export const ModelUsage = Schema.Struct({
+  input_tokens: Schema.optional(Schema.Unknown),
+  output_tokens: Schema.optional(Schema.Unknown),
+  cache_read_input_tokens: Schema.optional(Schema.Unknown),
+  cache_creation_input_tokens: Schema.optional(Schema.Unknown)
+})
+export type ModelUsage = typeof ModelUsage.Type
+
+/**
+ * What the gateway's meter reads of a model answer: a whole JSON answer, or one streamed event
+ * (message_start carries the input's usage, content_block_delta the text so far, message_delta
+ * the output's usage). Everything else in it is ignored.
+ */
+export const ModelAnswerEvent = Schema.Struct({
+  type: Schema.optional(Schema.Unknown),
+  message: Schema.optional(Schema.Struct({ usage: Schema.optional(ModelUsage) })),
+  usage: Schema.optional(ModelUsage),
+  delta: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+})
+export type ModelAnswerEvent = typeof ModelAnswerEvent.Type
+
+const decode = Schema.decodeUnknownOption(Schema.parseJson(ModelAnswerEvent))
+
+/** A model answer or stream event, if the text is one. */
+export const readModelAnswer = (text: string): ModelAnswerEvent | undefined => Option.getOrUndefined(decode(text))

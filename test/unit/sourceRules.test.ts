@@ -1,0 +1,46 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { describe, expect, it } from "vitest"
+
+const src = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../src")
+const sources = () =>
+  (fs.readdirSync(src, { recursive: true }) as Array<string>).filter((f) => f.endsWith(".ts")).map((f) => ({ file: path.join("src", f), text: fs.readFileSync(path.join(src, f), "utf8") }))
+
+/** Where `JSON.parse(…)` is cast to a shape (`as T`, or a typed declaration) instead of decoded by a Schema. */
+export const parsedCasts = (text: string): Array<number> => {
+  const lines: Array<number> = []
+  for (let at = text.indexOf("JSON.parse("); at >= 0; at = text.indexOf("JSON.parse(", at + 1)) {
+    let depth = 0
+    let end = at + "JSON.parse".length
+    for (; end < text.length; end++) {
+      if (text[end] === "(") depth++
+      else if (text[end] === ")" && --depth === 0) break
+    }
+    const argument = text.slice(at + "JSON.parse(".length, end)
+    // A deep copy of roster's own value is not outside data.
+    if (argument.startsWith("JSON.stringify(")) continue
+    const after = text.slice(end + 1, end + 40)
+    const lineStart = text.lastIndexOf("\n", at) + 1
+    const before = text.slice(lineStart, at)
+    const cast = /^\s*as\s+(?!unknown\b)/.test(after)
+    const typedDeclaration = /(?:const|let|var)\s+\w+\s*:\s*(?!\s|unknown\b)[^=]+=\s*$/.test(before)
+    if (cast || typedDeclaration) lines.push(text.slice(0, at).split("\n").length)
+  }
+  return lines
+}
+
+describe("source rules", () => {
+  it("the check finds a cast of parsed data, and lets a Schema's input through", () => {
+    expect(parsedCasts(`const a = JSON.parse(x) as { b: number }`)).toEqual([1])
+    expect(parsedCasts(`\nconst a: Foo = JSON.parse(read(f, "utf8"))`)).toEqual([2])
+    expect(parsedCasts(`const a = JSON.parse(x) as unknown`)).toEqual([])
+    expect(parsedCasts(`const a: unknown = JSON.parse(x)`)).toEqual([])
+    expect(parsedCasts(`const c = JSON.parse(JSON.stringify(spec)) as Spec`)).toEqual([])
+  })
+
+  it("no piece of outside data in src/ is cast to a shape after JSON.parse: each is decoded by a Schema", () => {
+    const found = sources().flatMap(({ file, text }) => parsedCasts(text).map((line) => `${file}:${line}`))
+    expect(found, "decode these with a Schema (Schema.parseJson / decodeUnknown), or parse to `unknown` and decode").toEqual([])
+  })
+})
