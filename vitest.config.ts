@@ -7,7 +7,9 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/unit/**/*.test.ts"],
-          testTimeout: 30_000
+          testTimeout: 30_000,
+          // Each file ends by running the GC and failing on a file handle it had to close.
+          setupFiles: ["test/support/noGcWarning.ts"]
         }
       },
       {
@@ -17,6 +19,7 @@ export default defineConfig({
           globalSetup: ["test/integration/globalSetup.ts"],
           testTimeout: 180_000,
           hookTimeout: 600_000,
+          setupFiles: ["test/support/noGcWarning.ts"],
           // One Docker engine, one iptables: the integration files run one at a time.
           pool: "forks",
           poolOptions: { forks: { singleFork: true } }

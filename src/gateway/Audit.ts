@@ -1,4 +1,5 @@
 import { FileSystem, Path } from "@effect/platform"
+import { SystemError } from "@effect/platform/Error"
 import { Clock, Context, Effect, Layer, Ref } from "effect"
 import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { type Appender, Files } from "../fs/Files.js"
@@ -43,7 +44,16 @@ export class Audit extends Context.Tag("roster/Audit")<Audit, {
       const opening = yield* Effect.makeSemaphore(1)
       // The open day files by path (a deployment read per call may name another folder).
       const open = new Map<string, Appender>()
-      yield* Effect.addFinalizer(() => Effect.forEach([...open.values()], (a) => a.close, { discard: true }))
+      // Once closed, no file is opened again: a write after the layer's end (a caller that outlived
+      // it) is refused, not given a handle no one would ever close.
+      let closed = false
+      yield* Effect.addFinalizer(() =>
+        opening.withPermits(1)(Effect.suspend(() => {
+          closed = true
+          const all = [...open.values()]
+          open.clear()
+          return Effect.forEach(all, (a) => a.close, { discard: true })
+        })))
       const warn = (dir: string, detail: string) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
@@ -57,6 +67,7 @@ export class Audit extends Context.Tag("roster/Audit")<Audit, {
           const known = open.get(file)
           if (known) return known
           return yield* opening.withPermits(1)(Effect.gen(function*() {
+            if (closed) return yield* Effect.fail(new SystemError({ reason: "Unknown", module: "FileSystem", method: "open", pathOrDescriptor: file, description: "the audit log is closed (its layer ended)" }))
             const again = open.get(file)
             if (again) return again
             // The first record of a deployment (or after someone removed the folder) makes it.

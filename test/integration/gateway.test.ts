@@ -64,14 +64,15 @@ const get = (port: number, target: string, headers: Record<string, string> = {})
   )
 
 
+// The services are built in the caller's scope, so they live as long as the gateway that uses
+// them (Effect.provide(layer) would close them — the audit log's open file among them — the
+// moment serveGateway returned, and a later request's file would be left to the GC).
 const serve = (paths: ReturnType<typeof deployment>, dialer: Layer.Layer<Dialer>, live = (id: string) => id === LIVE_RUN) =>
-  serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(
-    Effect.provide(
-      Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer, RunLog.layer, TaskStore.layer, MemoryStore.layer).pipe(
-        Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest()))
-      )
+  Layer.build(
+    Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer, RunLog.layer, TaskStore.layer, MemoryStore.layer).pipe(
+      Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest()))
     )
-  )
+  ).pipe(Effect.flatMap((services) => serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(services))))
 
 /** One raw request on a fresh connection: the answer's status line, and whether the gateway closed it. */
 const raw = (port: number, request: string) =>

@@ -109,16 +109,19 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       TaskStore.layer,
       MemoryStore.layer
     ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest())))
-    startAnother = async (s) => (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(layer), Scope.extend(s)))).port
-    port = (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(layer), Scope.extend(scope)))).port
-    org = await Effect.runPromise(Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(Effect.provide(layer)))
-    readRun = (worker, runId) => Effect.runPromise(Effect.flatMap(RunLog, (l) => l.read(worker, runId)).pipe(Effect.provide(layer)))
+    // Built once, in the suite's scope: the services live as long as the gateways using them
+    // (provided per call, the audit log's open file would close before the requests it records).
+    const services = await Effect.runPromise(Layer.buildWithScope(layer, scope))
+    startAnother = async (s) => (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(services), Scope.extend(s)))).port
+    port = (await Effect.runPromise(serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(services), Scope.extend(scope)))).port
+    org = await Effect.runPromise(Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(Effect.provide(services)))
+    readRun = (worker, runId) => Effect.runPromise(Effect.flatMap(RunLog, (l) => l.read(worker, runId)).pipe(Effect.provide(services)))
     await Effect.runPromise(Effect.flatMap(RunLog, (l) =>
       Effect.all([
         l.start({ runId: "2026-12-01-09-00-00-0000a11c", worker: "alice", kind: "box" }), l.start({ runId: "2026-12-01-09-00-00-00000b0b", worker: "bob", kind: "box" }),
         l.start({ runId: "2026-12-01-09-00-00-0000ca01", worker: "carol", kind: "box" })
       ])
-    ).pipe(Effect.provide(layer)))
+    ).pipe(Effect.provide(services)))
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
   })
 

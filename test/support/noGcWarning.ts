@@ -1,0 +1,24 @@
+/**
+ * Every test file ends with the garbage collector run and no "Closing file descriptor … on
+ * garbage collection" from Node: a file handle left for the GC is a resource no scope closed.
+ */
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
+import { afterAll, expect } from "vitest"
+
+// The collector, callable without starting node with --expose-gc.
+v8.setFlagsFromString("--expose-gc")
+const gc = vm.runInNewContext("gc") as () => void
+
+const seen: Array<string> = []
+process.on("warning", (w) => {
+  if (/on garbage collection/.test(w.message)) seen.push(w.message)
+})
+
+afterAll(async () => {
+  for (let i = 0; i < 2; i++) {
+    gc()
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  expect(seen, "a file handle was left for the garbage collector to close: open it as a scoped resource (acquireRelease) and let its scope close it").toEqual([])
+})
