@@ -47,7 +47,7 @@ const add = Command.make("add", {
   ),
   replyTo: Options.text("reply-to").pipe(
     Options.optional,
-    Options.withDescription("where the answer goes when the task ends: talk:<run-id> (a live roster talk), task:<task-id> (that task's record), or none")
+    Options.withDescription("where the answer goes when the task ends: talk:<run-id> (a live roster talk), task:<task-id> (that task's record), chat:slack:<channel>[/<thread>] or chat:discord:<channel>[/<thread>] (a [[chat.channel]] org.toml maps), or none")
   )
 }, ({ after, ceiling, channel, continues, json, prompt, replyTo, worker }) =>
   Effect.gen(function*() {
