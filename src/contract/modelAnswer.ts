@@ -18,7 +18,12 @@ export const ModelAnswerEvent = Schema.Struct({
   type: Schema.optional(Schema.Unknown),
   message: Schema.optional(Schema.Struct({ usage: Schema.optional(ModelUsage) })),
   usage: Schema.optional(ModelUsage),
-  delta: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  /** A delta's text so far, counted for an estimate until the answer says its real output count. */
+  delta: Schema.optional(Schema.Struct({
+    text: Schema.optional(Schema.Unknown),
+    partial_json: Schema.optional(Schema.Unknown),
+    thinking: Schema.optional(Schema.Unknown)
+  }))
 })
 export type ModelAnswerEvent = typeof ModelAnswerEvent.Type
 

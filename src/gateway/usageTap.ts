@@ -110,7 +110,7 @@ export class UsageTap extends Transform {
     if (parsed.type === "message_start") this.count = withUsage(this.count, parsed.message?.usage)
     else if (parsed.type === "content_block_delta" && parsed.delta && !this.reportedOutput) {
       const d = parsed.delta
-      for (const k of ["text", "partial_json", "thinking"]) if (typeof d[k] === "string") this.estimatedChars += (d[k] as string).length
+      for (const v of [d.text, d.partial_json, d.thinking]) if (typeof v === "string") this.estimatedChars += v.length
       // About four characters a token; an estimate only until the answer says its real count.
       this.count = { ...this.count, output: Math.max(this.count.output, Math.ceil(this.estimatedChars / 4)) }
     } else if (parsed.type === "message_delta") {
