@@ -1,9 +1,9 @@
-import { Effect, Runtime, Schedule, Schema, type Scope } from "effect"
+import { Effect, Runtime, Schema, type Scope } from "effect"
 import type { ChatRule } from "../config/schema.js"
 import { discordRest, discordWhere, discordWho } from "../gateway/chat/discordRest.js"
 import type { DiscordTokens } from "../vault/chatTokens.js"
 import type { ChatEvent } from "./admit.js"
-import type { ListenerSink } from "./sink.js"
+import { keepConnected, type ListenerSink } from "./sink.js"
 
 // GUILDS | GUILD_MESSAGES | MESSAGE_CONTENT: the channel messages of the servers the bot is in, with their words.
 const INTENTS = (1 << 0) | (1 << 9) | (1 << 15)
@@ -92,9 +92,5 @@ export const discordListener = (chat: ChatRule, readTokens: Effect.Effect<Discor
       yield* sink.state("connected", null)
       return yield* Effect.never
     }).pipe(Effect.scoped)
-    return yield* connect.pipe(
-      Effect.tapError((e) => sink.state("failing", e.message)),
-      Effect.retry(Schedule.exponential("1 second", 2).pipe(Schedule.union(Schedule.spaced("60 seconds")))),
-      Effect.orDie
-    )
-  }).pipe(Effect.catchAllDefect((d) => sink.state("stopped", String(d)).pipe(Effect.zipRight(Effect.never))))
+    return yield* keepConnected(connect, sink)
+  })

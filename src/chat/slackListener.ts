@@ -1,10 +1,10 @@
 import type { Logger } from "@slack/logger"
-import { Effect, Runtime, Schedule, Schema, type Scope } from "effect"
+import { Effect, Runtime, Schema, type Scope } from "effect"
 import type { ChatRule } from "../config/schema.js"
 import { slackWeb, slackWho } from "../gateway/chat/slackWeb.js"
 import type { SlackTokens } from "../vault/chatTokens.js"
 import type { ChatEvent } from "./admit.js"
-import type { ListenerSink } from "./sink.js"
+import { keepConnected, type ListenerSink } from "./sink.js"
 
 /** The parts of a Slack message event roster reads; anything else in it is ignored. */
 const SlackMessage = Schema.Struct({
@@ -100,9 +100,5 @@ export const slackListener = (chat: ChatRule, readTokens: Effect.Effect<SlackTok
       yield* sink.state("connected", null)
       return yield* Effect.never
     }).pipe(Effect.scoped)
-    return yield* connect.pipe(
-      Effect.tapError((e) => sink.state("failing", e.message)),
-      Effect.retry(Schedule.exponential("1 second", 2).pipe(Schedule.union(Schedule.spaced("60 seconds")))),
-      Effect.orDie
-    )
-  }).pipe(Effect.catchAllDefect((d) => sink.state("stopped", String(d)).pipe(Effect.zipRight(Effect.never))))
+    return yield* keepConnected(connect, sink)
+  })

@@ -27,6 +27,19 @@ const event = (e: Partial<ChatEvent>): ChatEvent => ({
   provider: "slack", channel: "C0TEAM", id: "1.1", user: "U0ANNA", text: `<@${BOT_USER}> hello`, mentionsBot: true, fromBot: false, ...e
 })
 
+/** Polls until `ok` holds, then fails by assertion with the last value seen (never by the test's timeout). */
+const until = <A>(read: Effect.Effect<A>, ok: (a: A) => boolean, what: string) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + 20_000
+    let last = yield* read
+    while (!ok(last) && Date.now() < deadline) {
+      yield* Effect.sleep("20 millis")
+      last = yield* read
+    }
+    expect(ok(last), `${what}; last seen: ${JSON.stringify(last)}`).toBe(true)
+    return last
+  })
+
 describe("[[chat]] in org.toml", () => {
   it("decodes with its defaults, and a channel mapped twice is refused naming both", () => {
     const org = Either.getOrThrow(decodeToml(OrgSchema, "org.toml", [
@@ -137,17 +150,6 @@ describe("the real Slack SDK against the Slack stand-in", () => {
     event: (e) => Ref.update(heard, (h) => [...h, e]),
     state: (s, d) => Ref.update(states, (x) => [...x, d ? `${s}: ${d}` : s])
   })
-  const until = <A>(read: Effect.Effect<A>, ok: (a: A) => boolean, what: string) =>
-    Effect.gen(function*() {
-      const deadline = Date.now() + 20_000
-      let last = yield* read
-      while (!ok(last) && Date.now() < deadline) {
-        yield* Effect.sleep("20 millis")
-        last = yield* read
-      }
-      expect(ok(last), `${what}; last seen: ${JSON.stringify(last)}`).toBe(true)
-      return last
-    })
 
   eff.live("Socket Mode: events are acked and heard once each; after the socket drops it reconnects and hears again", () =>
     Effect.gen(function*() {
@@ -186,16 +188,21 @@ describe("the real Slack SDK against the Slack stand-in", () => {
       yield* Scope.close(scope, Exit.void)
     }))
 
+  /** The Slack stand-in, and a deployment whose org.toml maps its C0TEAM to alice with the stand-in's tokens. */
+  const mappedSlack = Effect.gen(function*() {
+    const s = yield* Effect.promise(() => startSlackStandIn({ bot: BOT, app: APP }))
+    slack = s
+    const paths = tempPaths()
+    writeFixture({
+      paths,
+      orgToml: ["[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${s.apiUrl}"`, "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`].join("\n")
+    })
+    return { s, layer: unitLayer(paths, { vault: { slack: { type: "slack", bot_token: BOT, app_token: APP } } }) }
+  })
+
   eff.live("unsent = notice | post | drop: a notice with the start of the answer, the answer itself, or nothing", () =>
     Effect.gen(function*() {
-      const s = yield* Effect.promise(() => startSlackStandIn({ bot: BOT, app: APP }))
-      slack = s
-      const paths = tempPaths()
-      writeFixture({
-        paths,
-        orgToml: ["[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${s.apiUrl}"`, "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`].join("\n")
-      })
-      const layer = unitLayer(paths, { vault: { slack: { type: "slack", bot_token: BOT, app_token: APP } } })
+      const { layer, s } = yield* mappedSlack
       const place = { provider: "slack" as const, channel: "C0TEAM", thread: "9.9" }
       const answer = `The answer is ${"long ".repeat(100)}`
       expect(yield* handleUnsent(chatRule({ unsent: "notice" }), "alice", place, answer).pipe(Effect.provide(layer))).toBe("notice")
@@ -209,14 +216,7 @@ describe("the real Slack SDK against the Slack stand-in", () => {
 
   eff.live("postChat: into the thread, Slack's markup escaped, a long answer in parts, only a mapped channel", () =>
     Effect.gen(function*() {
-      const s = yield* Effect.promise(() => startSlackStandIn({ bot: BOT, app: APP }))
-      slack = s
-      const paths = tempPaths()
-      writeFixture({
-        paths,
-        orgToml: ["[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${s.apiUrl}"`, "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`].join("\n")
-      })
-      const layer = unitLayer(paths, { vault: { slack: { type: "slack", bot_token: BOT, app_token: APP } } })
+      const { layer, s } = yield* mappedSlack
       yield* postChat({ provider: "slack", channel: "C0TEAM", thread: "1.5" }, "<!channel> & hi").pipe(Effect.provide(layer))
       expect(s.posts[0]).toMatchObject({ channel: "C0TEAM", thread_ts: "1.5", text: "&lt;!channel&gt; &amp; hi", token: BOT })
       yield* postChat({ provider: "slack", channel: "C0TEAM" }, "z".repeat(8000)).pipe(Effect.provide(layer))
@@ -234,17 +234,6 @@ describe("the real Discord clients (@discordjs/ws, @discordjs/rest) against the 
     await discord?.close()
     discord = undefined
   })
-  const until = <A>(read: Effect.Effect<A>, ok: (a: A) => boolean, what: string) =>
-    Effect.gen(function*() {
-      const deadline = Date.now() + 20_000
-      let last = yield* read
-      while (!ok(last) && Date.now() < deadline) {
-        yield* Effect.sleep("20 millis")
-        last = yield* read
-      }
-      expect(ok(last), `${what}; last seen: ${JSON.stringify(last)}`).toBe(true)
-      return last
-    })
   const rule = (apiUrl: string) => Schema.decodeUnknownSync(Chat)({
     provider: "discord", connection: "discord", api_url: apiUrl,
     channel: [{ id: "700000000000000001", worker: "alice", allow_users: ["600000000000000001"] }]
