@@ -35,12 +35,14 @@ const script = (d: Deployment, name: string, body: string) => {
 }
 
 /** The running boxes, once there is one (30 s at most). */
+/** The deployment's running boxes, once there is one: a box of an earlier test still being removed (listed with all: true) is not one. */
 const waitForBox = async () => {
   const deadline = Date.now() + 30_000
-  let running = await boxes()
+  const runningNow = async () => (await boxes()).filter((c) => c.State === "running")
+  let running = await runningNow()
   while (running.length === 0 && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 100))
-    running = await boxes()
+    running = await runningNow()
   }
   return running
 }

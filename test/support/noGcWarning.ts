@@ -10,10 +10,16 @@ import { afterAll, expect } from "vitest"
 v8.setFlagsFromString("--expose-gc")
 const gc = vm.runInNewContext("gc") as () => void
 
-const seen: Array<string> = []
-process.on("warning", (w) => {
-  if (/on garbage collection/.test(w.message)) seen.push(w.message)
-})
+// One listener a process (the integration files share one): each file reads what came during it.
+const KEY = Symbol.for("roster.test.gcWarnings")
+const shared = globalThis as { [KEY]?: Array<string> }
+const seen = shared[KEY] ?? (shared[KEY] = [])
+if (process.listeners("warning").every((l) => l.name !== "rosterGcWarning")) {
+  process.on("warning", function rosterGcWarning(w) {
+    if (/on garbage collection/.test(w.message)) seen.push(w.message)
+  })
+}
+seen.length = 0
 
 afterAll(async () => {
   for (let i = 0; i < 2; i++) {
