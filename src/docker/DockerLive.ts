@@ -177,7 +177,7 @@ export const makeDockerApi = (load: () => Promise<Dockerode>): DockerApi => {
 
     containerCreate: (spec: ContainerSpec) =>
       call("create", (engine) =>
-        engine.createContainer(JSON.parse(JSON.stringify(spec)) as Dockerode.ContainerCreateOptions)).pipe(
+        engine.createContainer(structuredClone(spec) as Dockerode.ContainerCreateOptions)).pipe(
           Effect.map((c) => c.id)
         ),
 
