@@ -1,4 +1,4 @@
-import type { ChatChannel, ChatRule } from "../config/schema.js"
+import { type ChatChannel, chatChannelOf, type ChatRule } from "../config/schema.js"
 
 /** A message as a listener hands it over: where, who, what, and whether it names the bot. */
 export interface ChatEvent {
@@ -32,7 +32,7 @@ export const withoutMention = (text: string, botId: string) =>
  * message over `message_max` is cut there (the worker is told), never passed whole.
  */
 export const admit = (chat: ChatRule, e: ChatEvent, botId: string): Admission => {
-  const channel = chat.channel.find((c) => c.id.toLowerCase() === e.channel.toLowerCase())
+  const channel = chatChannelOf(chat, e.channel)
   if (!channel) return { _tag: "ignore", why: "unmapped" }
   if (e.fromBot || (botId !== "" && e.user === botId)) return { _tag: "ignore", why: "bot" }
   if (!channel.allow_users.includes(e.user)) return { _tag: "stranger", channel }

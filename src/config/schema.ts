@@ -218,6 +218,22 @@ export const Chat = Schema.Struct({
 })
 export type ChatRule = typeof Chat.Type
 
+/** A `[[chat]]`'s channel of this id (ids compared as the services do: case aside). */
+export const chatChannelOf = (chat: ChatRule, id: string): ChatChannel | undefined =>
+  chat.channel.find((c) => c.id.toLowerCase() === id.toLowerCase())
+
+/** The `[[chat]]` and `[[chat.channel]]` a place belongs to, if org.toml maps it. */
+export const chatFor = (
+  org: { readonly chat: ReadonlyArray<ChatRule> },
+  p: { readonly provider: ChatRule["provider"]; readonly channel: string }
+): { readonly chat: ChatRule; readonly channel: ChatChannel } | undefined => {
+  for (const chat of org.chat) {
+    const channel = chat.provider === p.provider ? chatChannelOf(chat, p.channel) : undefined
+    if (channel) return { chat, channel }
+  }
+  return undefined
+}
+
 /** A channel mapped twice would have two sessions answering one message: refused at load, naming both. */
 const chatChannelsOnce = (chats: ReadonlyArray<ChatRule>) => {
   const seen = new Map<string, string>()

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
+import { chatFor } from "../config/schema.js"
 import { parseReplyTo } from "../contract/origin.js"
 import { TaskRefused } from "./TaskRecord.js"
 import { TaskStore } from "./TaskStore.js"
@@ -14,8 +15,7 @@ export const checkReplyTo = Effect.fn("tasks.checkReplyTo")(function*(replyTo: s
   if (target._tag === "invalid") return yield* Effect.fail(new TaskRefused({ detail: `reply_to: ${target.why}` }))
   if (target._tag === "chat") {
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.mapError((e) => new TaskRefused({ detail: `reply_to ${replyTo}: ${e.message}` })))
-    const mapped = org.chat.some((c) => c.provider === target.provider && c.channel.some((ch) => ch.id.toLowerCase() === target.channel.toLowerCase()))
-    if (!mapped) {
+    if (!chatFor(org, target)) {
       return yield* Effect.fail(new TaskRefused({
         detail: `reply_to ${replyTo}: org.toml maps no ${target.provider} channel ${target.channel} — add a [[chat.channel]] with id = "${target.channel}" under a [[chat]] provider = "${target.provider}"`
       }))

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { OrgConfig } from "../../config/OrgConfig.js"
 import type { HostFiles } from "../../config/Paths.js"
-import type { ChatChannel, ChatRule, Org } from "../../config/schema.js"
+import { chatFor } from "../../config/schema.js"
 import type { ChatPlace } from "../../contract/origin.js"
 import { chatTokens } from "../../vault/chatTokens.js"
 import type { Vault } from "../../vault/Vault.js"
@@ -9,16 +9,6 @@ import { ChatPostError } from "./ChatPostError.js"
 import { discordPost, discordRest } from "./discordRest.js"
 import { slackPost, slackWeb } from "./slackWeb.js"
 import { CHAT_MESSAGE_MAX, splitMessage } from "./split.js"
-
-/** The `[[chat]]` and `[[chat.channel]]` a place belongs to, if org.toml maps it. */
-export const chatFor = (org: Org, p: Pick<ChatPlace, "provider" | "channel">): { readonly chat: ChatRule; readonly channel: ChatChannel } | undefined => {
-  for (const chat of org.chat) {
-    if (chat.provider !== p.provider) continue
-    const channel = chat.channel.find((c) => c.id.toLowerCase() === p.channel.toLowerCase())
-    if (channel) return { chat, channel }
-  }
-  return undefined
-}
 
 export const placeText = (p: ChatPlace) => `${p.provider} channel ${p.channel}${p.thread ? ` (thread ${p.thread})` : ""}`
 
