@@ -1,9 +1,11 @@
+import type { CommandExecutor, FileSystem, Path, Terminal } from "@effect/platform"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Layer } from "effect"
 import { Firewall } from "./box/Firewall.js"
 import { ImageStore } from "./box/ImageStore.js"
 import { OrgConfig } from "./config/OrgConfig.js"
 import { Paths } from "./config/Paths.js"
+import type { Docker } from "./docker/Docker.js"
 import { DockerLive } from "./docker/DockerLive.js"
 import { Files } from "./fs/Files.js"
 import { Audit } from "./gateway/Audit.js"
@@ -18,9 +20,76 @@ import { MemoryStore } from "./memory/MemoryStore.js"
 import { TaskStore } from "./task/TaskStore.js"
 import { Vault } from "./vault/Vault.js"
 
-const Base = Layer.mergeAll(NodeContext.layer, Files.layer, Paths.layer, DockerLive, GatewayProbe.layer, Firewall.layer, Dialer.layer, Hurry.layerNever, HostGit.layer, Reporter.layerLog)
+/** The platform roster runs on: Node's file system, paths, processes and terminal. */
+export type Platform = FileSystem.FileSystem | Path.Path | CommandExecutor.CommandExecutor | Terminal.Terminal
 
-/** Every live service roster needs, built once and provided at the edge. */
-export const RosterLive = Layer.mergeAll(OrgConfig.layer, RunLog.layer, ImageStore.layer, Vault.layer, LiveRuns.layer, Audit.layer, TaskStore.layer, MemoryStore.layer).pipe(
-  Layer.provideMerge(Base)
-)
+/** What roster's own services are built over: the platform, the engine, the deployment and the host's tools. */
+export type RosterBase = Platform | Files | Paths | Docker | GatewayProbe | Firewall | Dialer | Hurry | HostGit | Reporter
+
+/** Every service roster provides. */
+export type Roster = RosterBase | OrgConfig | RunLog | ImageStore | Vault | LiveRuns | Audit | TaskStore | MemoryStore
+
+/**
+ * The parts of roster, each replaceable by one layer: an engine (another box backend, the Docker
+ * test layer), a deployment's paths, a reporter, a task store on another database. A part left
+ * out is the live one. Each service captures the parts below it when it is built, so the part
+ * given here is the one every service uses.
+ */
+export interface RosterParts {
+  readonly platform?: Layer.Layer<Platform>
+  readonly files?: Layer.Layer<Files>
+  readonly paths?: Layer.Layer<Paths>
+  readonly docker?: Layer.Layer<Docker>
+  readonly probe?: Layer.Layer<GatewayProbe>
+  readonly firewall?: Layer.Layer<Firewall>
+  readonly dialer?: Layer.Layer<Dialer>
+  readonly hurry?: Layer.Layer<Hurry>
+  readonly git?: Layer.Layer<HostGit>
+  readonly reporter?: Layer.Layer<Reporter>
+  readonly orgConfig?: Layer.Layer<OrgConfig, never, RosterBase>
+  readonly runLog?: Layer.Layer<RunLog, never, RosterBase>
+  readonly imageStore?: Layer.Layer<ImageStore, never, RosterBase>
+  readonly vault?: Layer.Layer<Vault, never, RosterBase>
+  readonly liveRuns?: Layer.Layer<LiveRuns, never, RosterBase>
+  readonly audit?: Layer.Layer<Audit, never, RosterBase>
+  readonly taskStore?: Layer.Layer<TaskStore, never, RosterBase>
+  readonly memoryStore?: Layer.Layer<MemoryStore, never, RosterBase>
+}
+
+/** What the given parts provide besides their service (a test layer's log of calls, say). */
+type PartsOut<P> = { readonly [K in keyof P]-?: P[K] extends Layer.Layer<infer A, infer _E, infer _R> | undefined ? A : never }[keyof P]
+
+/**
+ * Every service roster needs from `parts`, the live one for each part not given (and whatever
+ * else a given part provides, such as the Docker test layer's `DockerFake`). Built once and
+ * provided at the edge.
+ */
+export const makeRosterLive = <const P extends RosterParts = Record<never, never>>(parts: P = {} as P): Layer.Layer<Roster | PartsOut<P>> => {
+  const base = Layer.mergeAll(
+    parts.platform ?? NodeContext.layer,
+    parts.files ?? Files.layer,
+    parts.paths ?? Paths.layer,
+    parts.docker ?? DockerLive,
+    parts.probe ?? GatewayProbe.layer,
+    parts.firewall ?? Firewall.layer,
+    parts.dialer ?? Dialer.layer,
+    parts.hurry ?? Hurry.layerNever,
+    parts.git ?? HostGit.layer,
+    parts.reporter ?? Reporter.layerLog
+  )
+  const services = Layer.mergeAll(
+    parts.orgConfig ?? OrgConfig.layer,
+    parts.runLog ?? RunLog.layer,
+    parts.imageStore ?? ImageStore.layer,
+    parts.vault ?? Vault.layer,
+    parts.liveRuns ?? LiveRuns.layer,
+    parts.audit ?? Audit.layer,
+    parts.taskStore ?? TaskStore.layer,
+    parts.memoryStore ?? MemoryStore.layer
+  )
+  // The parts' own extras are in the built context; the types above say which.
+  return services.pipe(Layer.provideMerge(base)) as Layer.Layer<Roster | PartsOut<P>>
+}
+
+/** Every live service roster needs: {@link makeRosterLive} with every part the live one. */
+export const RosterLive = makeRosterLive()

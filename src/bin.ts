@@ -9,7 +9,7 @@ import { tidyHelp } from "./cli/help.js"
 import { TerminalReporter } from "./cli/terminalReporter.js"
 import { commandAt, usageLine } from "./cli/usage.js"
 import { Hurry } from "./run/Hurry.js"
-import { RosterLive } from "./RosterLive.js"
+import { makeRosterLive } from "./RosterLive.js"
 import { layerSpanTimes } from "./report/spanTimes.js"
 
 // runMain turns SIGINT/SIGTERM into interruption (finalizers kill the box, drop the token);
@@ -47,14 +47,15 @@ const main = cli(process.argv).pipe(
       Console.withConsole(effect, plainConsole(c, (text) => tidyHelp(text, commandAt(roster.descriptor, process.argv.slice(2)).path)))
     ),
   Logger.withMinimumLogLevel(LogLevel.Info),
-  // A second Ctrl-C cuts long clean-up short (Hurry); the first interrupts the run.
-  Effect.provide(Hurry.layerSignals),
   // Help shows roster's own words: no type blurbs ("A user-defined piece of text."), and the
   // built-in options (--completions, --log-level, --wizard) are in the README, not on every page.
   Effect.provide(CliConfig.layer({ showBuiltIns: false })),
-  // Progress and notes are drawn for a person here; the library only reports them.
-  Effect.provide(TerminalReporter),
-  Effect.provide(RosterLive),
+  Effect.provide(makeRosterLive({
+    // Progress and notes are drawn for a person here; the library only reports them.
+    reporter: TerminalReporter,
+    // A second Ctrl-C cuts long clean-up short (Hurry); the first interrupts the run.
+    hurry: Hurry.layerSignals
+  })),
   // ROSTER_TRACE=<file>: how long each named step took, one JSON line each, written at exit
   // (docs/PERFORMANCE.md reads a run's steps this way).
   process.env.ROSTER_TRACE ? Effect.provide(layerSpanTimes(process.env.ROSTER_TRACE)) : (effect) => effect

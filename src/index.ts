@@ -2,8 +2,9 @@
  * roster as a library: run a worker (the pi coding agent) in a locked-down box from another
  * Effect program — one-shot runs, warm sessions, the task queue — with the same services the
  * `roster` CLI uses. Provide {@link RosterLive} (or `RosterTest` from `roster/testing`) once at
- * your program's edge; providing any one service over it (an engine, a deployment's paths, a
- * Reporter) replaces it everywhere, since services read each other per call.
+ * your program's edge; {@link makeRosterLive} swaps any one part (an engine, a deployment's
+ * paths, a Reporter, a task store) everywhere, since each service captures the parts below it
+ * when it is built.
  *
  * @example
  * ```ts
@@ -51,7 +52,7 @@ export { type KnowledgePush, type KnowledgeResult } from "./contract/knowledge.j
 export { snapshotInfos, type SnapshotInfo, StoreError } from "./box/store.js"
 
 // The services, each a Context.Tag with its live layer.
-export { RosterLive } from "./RosterLive.js"
+export { makeRosterLive, type Platform, RosterLive, type Roster, type RosterBase, type RosterParts } from "./RosterLive.js"
 export { Docker, type DockerApi, type ContainerSpec, DockerError, DockerUnavailable } from "./docker/Docker.js"
 export { DockerLive } from "./docker/DockerLive.js"
 export { ImageStore, ImageMissing, type ImageStoreEnv } from "./box/ImageStore.js"

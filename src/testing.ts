@@ -18,28 +18,21 @@
  */
 import { FileSystem } from "@effect/platform"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import * as NodePath from "@effect/platform-node/NodePath"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Clock, ConfigProvider, type Deferred, Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Firewall, type FirewallTool } from "./box/Firewall.js"
-import { ImageStore } from "./box/ImageStore.js"
-import { OrgConfig } from "./config/OrgConfig.js"
 import { Paths, type RosterPaths } from "./config/Paths.js"
+import { makeRosterLive } from "./RosterLive.js"
 import { GatewayProbe, type Health } from "./contract/GatewayProbe.js"
 import { writeGatewayState } from "./contract/gatewayState.js"
 import { initDeployment } from "./deployment/init.js"
 import { type DockerFakeOptions, makeDockerTest } from "./docker/DockerTest.js"
-import { Files } from "./fs/Files.js"
-import { Audit } from "./gateway/Audit.js"
-import { LiveRuns } from "./gateway/LiveRuns.js"
 import { HostGit } from "./knowledge/HostGit.js"
 import { Reporter } from "./report/Reporter.js"
 import { Hurry } from "./run/Hurry.js"
-import { RunLog } from "./run/RunLog.js"
-import { MemoryStore } from "./memory/MemoryStore.js"
-import { TaskStore } from "./task/TaskStore.js"
 import { Vault, type VaultEntry } from "./vault/Vault.js"
 
 export {
@@ -89,45 +82,31 @@ export const tempDeployment = (prefix = "roster-test-"): RosterPaths => {
   return { ...Paths.fromEnv({ ROSTER_HOME: root, HOME: home }), home }
 }
 
-const fileSystem = (override: RosterTestOptions["fs"]) =>
-  override
-    ? Layer.effect(FileSystem.FileSystem, Effect.map(FileSystem.FileSystem, (real) => ({ ...real, ...override(real) }))).pipe(
-      Layer.provide(NodeFileSystem.layer)
-    )
-    : NodeFileSystem.layer
+const fileSystem = (override: NonNullable<RosterTestOptions["fs"]>) =>
+  Layer.effect(FileSystem.FileSystem, Effect.map(FileSystem.FileSystem, (real) => ({ ...real, ...override(real) }))).pipe(
+    Layer.provide(NodeFileSystem.layer)
+  )
 
 /**
  * Every service roster needs, over an existing deployment at `paths`, with the fakes of
  * {@link RosterTestOptions}. Nothing is written until something runs.
  */
-export const rosterTestServices = (paths: RosterPaths, o: RosterTestOptions = {}) => {
-  const base = Layer.mergeAll(
-    NodePath.layer,
-    fileSystem(o.fs),
-    Files.layer,
-    o.hurry ? Hurry.layerTest(o.hurry) : Hurry.layerNever,
-    Paths.layerAt(paths),
-    makeDockerTest(o.docker),
-    GatewayProbe.layerTest(o.health ?? (() => ({ ok: true, config_root: paths.config, version: "test" }))),
-    Firewall.layerTest(o.firewall, o.firewallListing),
-    HostGit.layerTest,
-    Reporter.layerCollect
-  )
-  const services = Layer.mergeAll(
-    OrgConfig.layer,
-    RunLog.layer,
-    ImageStore.layer,
-    o.vault ? Vault.layerTest(o.vault) : Vault.layer,
-    LiveRuns.layer,
-    Audit.layer,
-    TaskStore.layer,
-    MemoryStore.layer
-  )
-  return Layer.mergeAll(
-    services.pipe(Layer.provideMerge(base)),
+export const rosterTestServices = (paths: RosterPaths, o: RosterTestOptions = {}) =>
+  Layer.mergeAll(
+    makeRosterLive({
+      // The override's FileSystem is merged last: it is the one every service captures.
+      ...(o.fs ? { platform: Layer.mergeAll(NodeContext.layer, fileSystem(o.fs)) } : {}),
+      paths: Paths.layerAt(paths),
+      docker: makeDockerTest(o.docker),
+      probe: GatewayProbe.layerTest(o.health ?? (() => ({ ok: true, config_root: paths.config, version: "test" }))),
+      firewall: Firewall.layerTest(o.firewall, o.firewallListing),
+      hurry: o.hurry ? Hurry.layerTest(o.hurry) : Hurry.layerNever,
+      git: HostGit.layerTest,
+      reporter: Reporter.layerCollect,
+      ...(o.vault ? { vault: Vault.layerTest(o.vault) } : {})
+    }),
     Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(o.env ?? { ANTHROPIC_API_KEY: TEST_MODEL_KEY }))))
   )
-}
 
 /** The gateway a test deployment has "running": its state file, as `roster server start` leaves it. */
 const recordTestGateway = (paths: RosterPaths) =>

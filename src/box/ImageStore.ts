@@ -1,6 +1,6 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Ref, Schema } from "effect"
-import { Paths, layout } from "../config/Paths.js"
+import { captureHostFiles, Paths, layout } from "../config/Paths.js"
 import { Docker, type DockerError } from "../docker/Docker.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 import { notice, progress, progressDone, Reporter, reporterCallback } from "../report/Reporter.js"
@@ -27,7 +27,7 @@ export const PULL_TTL_MS = 24 * 60 * 60 * 1000
 /** A bare local tag names an image built here; anything with a registry path can be pulled. */
 export const isRegistryRef = (image: string) => image.includes("/")
 
-/** What ensuring an image reads per call: whichever engine, deployment and reporter the caller provides. */
+/** What ensuring an image reads: the engine, the deployment and the reporter its layer was built with. */
 export type ImageStoreEnv = Docker | Reporter | Paths | FileSystem.FileSystem | Path.Path
 
 const pullTimes = (file: string) =>
@@ -76,12 +76,13 @@ const pull = (file: string, image: string, present: boolean) =>
 /** The box image: present, and pulled within a day when it comes from a registry (one download at a time). */
 export class ImageStore extends Context.Tag("roster/ImageStore")<ImageStore, {
   /** Present and reasonably current; `force` pulls a registry image even within the TTL. */
-  readonly ensure: (image: string, options?: { readonly force?: boolean }) => Effect.Effect<void, ImageMissing | DockerError, ImageStoreEnv>
+  readonly ensure: (image: string, options?: { readonly force?: boolean }) => Effect.Effect<void, ImageMissing | DockerError>
 }>() {
-  /** Holds only what must be shared (one download at a time, what this process already ensured); reads its services per call. */
+  /** Holds what must be shared (one download at a time, what this process already ensured) and the services it was built with. */
   static readonly layer = Layer.effect(
     ImageStore,
     Effect.gen(function*() {
+      const env = Context.add(Context.add(yield* captureHostFiles, Docker, yield* Docker), Reporter, yield* Reporter)
       // One permit for all: concurrent runs wait for a single download instead of racing their own.
       const lock = yield* Effect.makeSemaphore(1)
       const ensured = yield* Ref.make<ReadonlySet<string>>(new Set())
@@ -98,7 +99,7 @@ export class ImageStore extends Context.Tag("roster/ImageStore")<ImageStore, {
             yield* pull(file, image, present)
           }
           yield* Ref.update(ensured, (s) => new Set([...s, image]))
-        }).pipe(lock.withPermits(1))
+        }).pipe(lock.withPermits(1), Effect.provide(env))
       return { ensure }
     })
   )

@@ -1,8 +1,7 @@
 import { Context, Effect, Either, Layer, Option, Ref, Schema } from "effect"
-import { FileSystem } from "@effect/platform"
 import { makeStampCache } from "../fs/stamp.js"
 import { ConfigError, readToml } from "./decode.js"
-import { Paths, layout } from "./Paths.js"
+import { captureHostFiles, Paths, layout } from "./Paths.js"
 import { type Org, OrgSchema } from "./schema.js"
 
 interface Decoded {
@@ -20,12 +19,13 @@ const missing = (file: string) =>
  * One run works from one consistent snapshot.
  */
 export class OrgConfig extends Context.Tag("roster/OrgConfig")<OrgConfig, {
-  readonly snapshot: Effect.Effect<Org, ConfigError, Paths | FileSystem.FileSystem>
+  readonly snapshot: Effect.Effect<Org, ConfigError>
 }>() {
   static readonly layer = Layer.effect(
     OrgConfig,
     Effect.gen(function*() {
-      // By file: whichever deployment the caller's Paths name.
+      const env = yield* captureHostFiles
+      // By file (one deployment's, but a swapped Paths must never see another's decoded file).
       const decoded = yield* Ref.make(new Map<string, Decoded>())
       // Looked at twice a second at most: an edit takes effect within half a second.
       const stamps = makeStampCache(500)
@@ -39,7 +39,7 @@ export class OrgConfig extends Context.Tag("roster/OrgConfig")<OrgConfig, {
           const result = yield* readToml(OrgSchema, file, Effect.fail(missing(file))).pipe(Effect.either)
           yield* Ref.update(decoded, (m) => new Map(m).set(file, { stamp: stamp.value, result }))
           return yield* result
-        })
+        }).pipe(Effect.provide(env))
       }
     })
   )

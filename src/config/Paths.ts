@@ -1,12 +1,9 @@
-import type { FileSystem, Path } from "@effect/platform"
+import { FileSystem, Path } from "@effect/platform"
 import { Context, Effect, Layer } from "effect"
 import * as os from "node:os"
 import * as path from "node:path"
 
-/**
- * What a service reads its files through, per call: the deployment's roots and the file system.
- * Read per call (never captured when a layer is built), so providing another replaces it everywhere.
- */
+/** What a service reads its files through: the deployment's roots and the file system. */
 export type HostFiles = Paths | FileSystem.FileSystem | Path.Path
 
 /** The three roots roster keeps its files under, plus the host user's home (for ~/.pi). */
@@ -106,3 +103,11 @@ export const layout = (p: RosterPaths) => ({
 export type Layout = ReturnType<typeof layout>
 
 export const Layout = Effect.map(Paths, layout)
+
+/**
+ * The host file services, as a service's layer captures them when it is built: its methods then
+ * need nothing of their caller (R = never), and swapping the deployment or the file system is
+ * providing one layer under it (`makeRosterLive`). Picked, never the whole context: a scoped
+ * layer's context carries its own Scope, which a method must not inherit.
+ */
+export const captureHostFiles = Effect.map(Effect.context<HostFiles>(), Context.pick(Paths, FileSystem.FileSystem, Path.Path))

@@ -1,7 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { SystemError } from "@effect/platform/Error"
 import { Clock, Context, Effect, Layer, Ref } from "effect"
-import { type HostFiles, Paths, layout } from "../config/Paths.js"
+import { captureHostFiles, Paths, layout } from "../config/Paths.js"
 import { type Appender, Files } from "../fs/Files.js"
 
 /** One line of the gateway's audit log: who asked for what, how it was answered, whether a credential was injected. */
@@ -35,14 +35,15 @@ const WARN_EVERY_MS = 60_000
  * sees every request.
  */
 export class Audit extends Context.Tag("roster/Audit")<Audit, {
-  readonly write: (record: AuditRecord) => Effect.Effect<void, never, HostFiles | Files>
+  readonly write: (record: AuditRecord) => Effect.Effect<void>
 }>() {
   static readonly layer = Layer.scoped(
     Audit,
     Effect.gen(function*() {
+      const env = Context.add(yield* captureHostFiles, Files, yield* Files)
       const lastWarned = yield* Ref.make(Number.NEGATIVE_INFINITY)
       const opening = yield* Effect.makeSemaphore(1)
-      // The open day files by path (a deployment read per call may name another folder).
+      // The open day files by path.
       const open = new Map<string, Appender>()
       // Once closed, no file is opened again: a write after the layer's end (a caller that outlived
       // it) is refused, not given a handle no one would ever close.
@@ -94,7 +95,7 @@ export class Audit extends Context.Tag("roster/Audit")<Audit, {
               Effect.flatMap((a) => a.write(line)),
               Effect.catchAll((e) => warn(dir, e.message))
             )
-          })
+          }).pipe(Effect.provide(env))
       }
     })
   )

@@ -7,12 +7,13 @@ import { Docker } from "../docker/Docker.js"
  * runner killed with -9) opens nothing once its container is gone.
  */
 export class LiveRuns extends Context.Tag("roster/LiveRuns")<LiveRuns, {
-  readonly isLive: (runId: string) => Effect.Effect<boolean, never, Docker>
+  readonly isLive: (runId: string) => Effect.Effect<boolean>
 }>() {
   /** Asks the engine, remembering a "yes" for half a second so a busy box costs one list call per 500 ms. */
   static readonly layer = Layer.effect(
     LiveRuns,
-    Effect.sync(() => {
+    Effect.gen(function*() {
+      const docker = yield* Docker
       const seen = new Map<string, number>()
       return {
         isLive: (runId) =>
@@ -20,7 +21,7 @@ export class LiveRuns extends Context.Tag("roster/LiveRuns")<LiveRuns, {
             const now = yield* Clock.currentTimeMillis
             const at = seen.get(runId)
             if (at !== undefined && now - at < 500) return true
-            const list = yield* (yield* Docker).containerList([`${LABEL_RUN_ID}=${runId}`]).pipe(Effect.orElseSucceed(() => []))
+            const list = yield* docker.containerList([`${LABEL_RUN_ID}=${runId}`]).pipe(Effect.orElseSucceed(() => []))
             const live = list.some((c) => c.state === "running" || c.state === "created")
             if (live) seen.set(runId, now)
             else seen.delete(runId)

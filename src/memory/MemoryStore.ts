@@ -2,7 +2,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { ChannelName, RunId } from "../config/names.js"
-import { Paths, layout } from "../config/Paths.js"
+import { captureHostFiles, Paths, layout } from "../config/Paths.js"
 import { Files } from "../fs/Files.js"
 import { foldFileLines } from "../fs/lines.js"
 
@@ -107,7 +107,7 @@ export const foldMemory = (events: ReadonlyArray<MemoryEvent>): ReadonlyArray<Me
   return [...entries.values()]
 }
 
-/** What the store reads per call (like the task store): the deployment's folders and the file system. */
+/** What the store reads its files through (captured when its layer is built, like the task store's). */
 export type MemoryEnv = Paths | FileSystem.FileSystem | Path.Path | Files
 
 /**
@@ -118,18 +118,20 @@ export type MemoryEnv = Paths | FileSystem.FileSystem | Path.Path | Files
  */
 export class MemoryStore extends Context.Tag("roster/MemoryStore")<MemoryStore, {
   /** The worker's entries, oldest first. */
-  readonly list: (worker: string) => Effect.Effect<ReadonlyArray<MemoryEntry>, MemoryError, MemoryEnv>
+  readonly list: (worker: string) => Effect.Effect<ReadonlyArray<MemoryEntry>, MemoryError>
   /** Adds an entry within the bounds: its id, or why not. */
-  readonly add: (worker: string, entry: NewMemory, bounds: MemoryBounds) => Effect.Effect<MemoryEntry, MemoryRefused | MemoryError, MemoryEnv>
+  readonly add: (worker: string, entry: NewMemory, bounds: MemoryBounds) => Effect.Effect<MemoryEntry, MemoryRefused | MemoryError>
   /** Forgets an entry (by a run or a person); refused when the worker has no such entry. */
-  readonly forget: (worker: string, id: string, by: string) => Effect.Effect<MemoryEntry, MemoryRefused | MemoryError, MemoryEnv>
+  readonly forget: (worker: string, id: string, by: string) => Effect.Effect<MemoryEntry, MemoryRefused | MemoryError>
   /** A person accepts a pending entry: it is briefed from then on. */
-  readonly accept: (worker: string, id: string, by: string) => Effect.Effect<MemoryEntry, MemoryRefused | MemoryError, MemoryEnv>
+  readonly accept: (worker: string, id: string, by: string) => Effect.Effect<MemoryEntry, MemoryRefused | MemoryError>
   /** Holds every entry a run wrote for a person's review (the run was tainted after it wrote them). */
-  readonly holdRun: (worker: string, runId: string, reason: string) => Effect.Effect<number, MemoryError, MemoryEnv>
+  readonly holdRun: (worker: string, runId: string, reason: string) => Effect.Effect<number, MemoryError>
 }>() {
-  /** Holds only the per-worker write locks; reads the deployment and files per call. */
-  static readonly layer = Layer.sync(MemoryStore, () => {
+  /** Holds the per-worker write locks and the file services it was built with. */
+  static readonly layer = Layer.effect(MemoryStore, Effect.gen(function*() {
+    const env = Context.add(yield* captureHostFiles, Files, yield* Files)
+    const own = <A, E>(effect: Effect.Effect<A, E, MemoryEnv>) => Effect.provide(effect, env)
     // One writer per worker in this process: a bound checked and filled by one fiber at a time.
     const locks = new Map<string, Effect.Semaphore>()
     const lockOf = (worker: string) => {
@@ -177,9 +179,9 @@ export class MemoryStore extends Context.Tag("roster/MemoryStore")<MemoryStore, 
       })
 
     return {
-      list: read,
+      list: (worker) => own(read(worker)),
       add: (worker, entry, bounds) =>
-        lockOf(worker).withPermits(1)(Effect.gen(function*() {
+        own(lockOf(worker).withPermits(1)(Effect.gen(function*() {
           const text = entry.text.trim()
           if (text === "") return yield* Effect.fail(new MemoryRefused({ status: 400, detail: "remember needs some text" }))
           if (text.length > bounds.entry_max) {
@@ -198,28 +200,28 @@ export class MemoryStore extends Context.Tag("roster/MemoryStore")<MemoryStore, 
           const made: MemoryEntry = { id: freshId(known), text, scope: entry.scope, run_id: entry.runId, time: yield* now, pending: entry.pending }
           yield* append(worker, { _tag: "add", ...made })
           return made
-        })),
+        }))),
       forget: (worker, id, by) =>
-        lockOf(worker).withPermits(1)(Effect.gen(function*() {
+        own(lockOf(worker).withPermits(1)(Effect.gen(function*() {
           const entry = yield* find(worker, id)
           yield* append(worker, { _tag: "forget", id, time: yield* now, by })
           return entry
-        })),
+        }))),
       accept: (worker, id, by) =>
-        lockOf(worker).withPermits(1)(Effect.gen(function*() {
+        own(lockOf(worker).withPermits(1)(Effect.gen(function*() {
           const entry = yield* find(worker, id)
           if (!entry.pending) return yield* Effect.fail(new MemoryRefused({ status: 409, detail: `memory entry ${id} is not pending: nothing to accept` }))
           yield* append(worker, { _tag: "accept", id, time: yield* now, by })
           const { held_reason: _, ...rest } = entry
           return { ...rest, pending: false }
-        })),
+        }))),
       holdRun: (worker, runId, reason) =>
-        lockOf(worker).withPermits(1)(Effect.gen(function*() {
+        own(lockOf(worker).withPermits(1)(Effect.gen(function*() {
           const mine = (yield* read(worker)).filter((e) => e.run_id === runId && !e.pending)
           const time = yield* now
           for (const e of mine) yield* append(worker, { _tag: "hold", id: e.id, time, reason })
           return mine.length
-        }))
+        })))
     }
-  })
+  }))
 }

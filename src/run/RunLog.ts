@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { ChannelName, RunId, TaskId, WorkerName } from "../config/names.js"
-import { type HostFiles, Paths, layout } from "../config/Paths.js"
+import { captureHostFiles, type HostFiles, Paths, layout } from "../config/Paths.js"
 import { KnowledgePush, KnowledgeResult } from "../contract/knowledge.js"
 import { runFiles } from "../contract/runFiles.js"
 import { Taint, Untaint } from "../contract/taint.js"
@@ -122,51 +122,54 @@ const modifyRecord = (worker: string, runId: string, f: (r: RunRecord) => Effect
     return next
   })
 
-/** `run.json` of each run: written at start, rewritten at the end, never lost to a half write. Reads the deployment per call. */
+/** `run.json` of each run: written at start, rewritten at the end, never lost to a half write. Its deployment and file system are captured when built. */
 export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
-  readonly start: (run: RunStart) => Effect.Effect<RunRecord, RunLogError, HostFiles>
-  readonly update: (worker: string, runId: string, patch: Partial<RunRecord>) => Effect.Effect<void, RunLogError, HostFiles>
-  readonly finish: (worker: string, runId: string, end: RunEnd) => Effect.Effect<RunRecord, RunLogError, HostFiles>
-  readonly read: (worker: string, runId: string) => Effect.Effect<RunRecord | undefined, never, HostFiles>
+  readonly start: (run: RunStart) => Effect.Effect<RunRecord, RunLogError>
+  readonly update: (worker: string, runId: string, patch: Partial<RunRecord>) => Effect.Effect<void, RunLogError>
+  readonly finish: (worker: string, runId: string, end: RunEnd) => Effect.Effect<RunRecord, RunLogError>
+  readonly read: (worker: string, runId: string) => Effect.Effect<RunRecord | undefined>
   /** Adds what was learnt of a run from outside its runner (a taint, a warning, a push): appended, never lost to a rewrite. */
-  readonly append: (worker: string, runId: string, event: RunEvent) => Effect.Effect<void, RunLogError, HostFiles>
+  readonly append: (worker: string, runId: string, event: RunEvent) => Effect.Effect<void, RunLogError>
 }>() {
-  static readonly layer = Layer.succeed(RunLog, {
-    start: (run) =>
-      Effect.gen(function*() {
-        const record: RunRecord = {
-          run_id: run.runId,
-          worker: run.worker,
-          kind: run.kind,
-          task_id: run.taskId ?? null,
-          started_at: yield* now,
-          finished_at: null,
-          ended_by: null,
-          exit_code: null,
-          error: null,
-          ...(run.owner ? { owner: run.owner } : {})
-        }
-        yield* writeRecord(yield* recordFile(run.worker, run.runId), record)
-        return record
-      }),
-    update: (worker, runId, patch) => modifyRecord(worker, runId, (r) => Effect.succeed({ ...r, ...patch })).pipe(Effect.asVoid),
-    finish: (worker, runId, end) =>
-      modifyRecord(worker, runId, (r) =>
-        now.pipe(Effect.map((finished_at) => ({
-          ...r,
-          ...end.extra,
-          finished_at,
-          // The gateway's stop (a budget) is why the box went, whatever its exit looked like to the runner.
-          ended_by: r.stopped?.by ?? end.endedBy,
-          exit_code: end.exitCode,
-          error: r.stopped?.detail ?? end.error ?? null
-        })))),
-    read: readRecord,
-    append: (worker, runId, event) =>
-      Effect.gen(function*() {
-        const file = yield* eventsFile(worker, runId)
-        if (!(yield* readRecord(worker, runId))) return yield* Effect.fail(new RunLogError({ file, detail: "no run record to add to" }))
-        yield* appendEvent(file, event).pipe(Effect.mapError((e) => new RunLogError({ file, detail: e.message })))
-      })
-  })
+  static readonly layer = Layer.effect(RunLog, Effect.map(captureHostFiles, (env): Context.Tag.Service<RunLog> => {
+    const own = <A, E>(effect: Effect.Effect<A, E, HostFiles>) => Effect.provide(effect, env)
+    return {
+      start: (run) =>
+        Effect.gen(function*() {
+          const record: RunRecord = {
+            run_id: run.runId,
+            worker: run.worker,
+            kind: run.kind,
+            task_id: run.taskId ?? null,
+            started_at: yield* now,
+            finished_at: null,
+            ended_by: null,
+            exit_code: null,
+            error: null,
+            ...(run.owner ? { owner: run.owner } : {})
+          }
+          yield* writeRecord(yield* recordFile(run.worker, run.runId), record)
+          return record
+        }).pipe(own),
+      update: (worker, runId, patch) => modifyRecord(worker, runId, (r) => Effect.succeed({ ...r, ...patch })).pipe(Effect.asVoid, own),
+      finish: (worker, runId, end) =>
+        modifyRecord(worker, runId, (r) =>
+          now.pipe(Effect.map((finished_at) => ({
+            ...r,
+            ...end.extra,
+            finished_at,
+            // The gateway's stop (a budget) is why the box went, whatever its exit looked like to the runner.
+            ended_by: r.stopped?.by ?? end.endedBy,
+            exit_code: end.exitCode,
+            error: r.stopped?.detail ?? end.error ?? null
+          })))).pipe(own),
+      read: (worker, runId) => own(readRecord(worker, runId)),
+      append: (worker, runId, event) =>
+        Effect.gen(function*() {
+          const file = yield* eventsFile(worker, runId)
+          if (!(yield* readRecord(worker, runId))) return yield* Effect.fail(new RunLogError({ file, detail: "no run record to add to" }))
+          yield* appendEvent(file, event).pipe(Effect.mapError((e) => new RunLogError({ file, detail: e.message })))
+        }).pipe(own)
+    }
+  }))
 }

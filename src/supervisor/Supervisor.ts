@@ -107,7 +107,7 @@ const make = Effect.gen(function*() {
   // and a call's finalizer (a held box slot's release) would then wait for the daemon to stop.
   const env = Context.pick(TaskStore, Docker, Paths, FileSystem.FileSystem, Path.Path, Files, OrgConfig)(yield* Effect.context<CallEnv>())
   const use = <A, E>(effect: Effect.Effect<A, E, CallEnv>) => Effect.provide(effect, env)
-  const orgContext = Context.pick(OrgConfig, Paths, FileSystem.FileSystem)(yield* Effect.context<OrgConfig | Paths | FileSystem.FileSystem>())
+  const org = yield* OrgConfig
   const st = yield* makeState(yield* Clock.currentTimeMillis)
   const self = yield* currentOwner
   // Adoption first, then the queue: a task whose box survived is never started again.
@@ -123,7 +123,7 @@ const make = Effect.gen(function*() {
 
   return {
     add: ({ via, ...req }) => use(queueTask(req, { ...PERSON, via: via ?? "api" })).pipe(Effect.tap(() => wake)),
-    holdSlot: (worker, key) => holdSlot(st, worker, key).pipe(Effect.provide(orgContext)),
+    holdSlot: (worker, key) => holdSlot(st, worker, key).pipe(Effect.provideService(OrgConfig, org)),
     list: (filter) =>
       use(store.list.pipe(Effect.map((ts) =>
         ts.filter((t) => (filter.worker === undefined || t.worker === filter.worker) && (filter.status === undefined || t.status === filter.status))

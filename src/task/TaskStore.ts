@@ -1,7 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Option, Ref } from "effect"
 import * as crypto from "node:crypto"
-import { Paths, layout } from "../config/Paths.js"
+import { captureHostFiles, Paths, layout } from "../config/Paths.js"
 import { writeJson } from "../fs/atomic.js"
 import { Files } from "../fs/Files.js"
 import { appendJournal } from "../journal/journal.js"
@@ -23,7 +23,7 @@ export interface NewTask {
   readonly replyTo?: string | undefined
 }
 
-/** What the store reads per call: the deployment's folders, the file system, the journal's appends. */
+/** What the store reads its files through (captured when its layer is built): the deployment's folders, the file system, the journal's appends. */
 export type TaskStoreEnv = Paths | FileSystem.FileSystem | Path.Path | Files
 
 /** Queue order: by seq, then id (two CLIs adding at once while the daemon is down share a seq). */
@@ -35,7 +35,7 @@ export const byQueueOrder = (a: TaskRecord, b: TaskRecord) => a.seq - b.seq || (
  * daemon runs it is the only process that writes (the CLI goes through its API).
  */
 export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
-  readonly add: (task: NewTask) => Effect.Effect<TaskRecord, TaskStoreError, TaskStoreEnv>
+  readonly add: (task: NewTask) => Effect.Effect<TaskRecord, TaskStoreError>
   /**
    * Adds several at once if `admit` (seeing every task, under the store's lock) lets them:
    * a cap checked and filled by one writer, so two callers at once cannot both squeeze past it.
@@ -43,20 +43,22 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
   readonly addAll: (
     tasks: ReadonlyArray<NewTask>,
     admit: (all: ReadonlyArray<TaskRecord>) => TaskRefused | undefined
-  ) => Effect.Effect<ReadonlyArray<TaskRecord>, TaskStoreError | TaskRefused, TaskStoreEnv>
-  readonly get: (taskId: string) => Effect.Effect<TaskRecord | undefined, never, TaskStoreEnv>
+  ) => Effect.Effect<ReadonlyArray<TaskRecord>, TaskStoreError | TaskRefused>
+  readonly get: (taskId: string) => Effect.Effect<TaskRecord | undefined>
   /** Every task, in queue order. */
-  readonly list: Effect.Effect<ReadonlyArray<TaskRecord>, never, TaskStoreEnv>
+  readonly list: Effect.Effect<ReadonlyArray<TaskRecord>>
   /** Read, change and write one task under the store's lock; `f` returning the record unchanged writes nothing. */
   readonly update: (
     taskId: string,
     f: (task: TaskRecord, now: string) => TaskRecord
-  ) => Effect.Effect<TaskRecord, NoSuchTask | TaskStoreError, TaskStoreEnv>
+  ) => Effect.Effect<TaskRecord, NoSuchTask | TaskStoreError>
 }>() {
-  /** Holds only the lock and the list cache (by folder); reads the deployment and files per call. */
+  /** Holds the lock, the list cache and the file services it was built with. */
   static readonly layer = Layer.effect(
     TaskStore,
     Effect.gen(function*() {
+      const env = Context.add(yield* captureHostFiles, Files, yield* Files)
+      const own = <A, E>(effect: Effect.Effect<A, E, TaskStoreEnv>) => Effect.provide(effect, env)
       const lock = yield* Effect.makeSemaphore(1)
       const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
       const files = Effect.map(Paths, layout)
@@ -223,17 +225,17 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
           })
 
       return {
-        get,
-        list,
-        add: (t) => lock.withPermits(1)(addUnlocked(t)),
+        get: (taskId) => own(get(taskId)),
+        list: own(list),
+        add: (t) => own(lock.withPermits(1)(addUnlocked(t))),
         addAll: (ts, admit) =>
-          lock.withPermits(1)(Effect.gen(function*() {
+          own(lock.withPermits(1)(Effect.gen(function*() {
             const refused = admit(yield* list)
             if (refused) return yield* Effect.fail(refused)
             return yield* Effect.forEach(ts, addUnlocked)
-          })),
+          }))),
         update: (taskId, f) =>
-          lock.withPermits(1)(Effect.gen(function*() {
+          own(lock.withPermits(1)(Effect.gen(function*() {
             const current = yield* get(taskId)
             if (!current) return yield* Effect.fail(new NoSuchTask({ taskId }))
             // A record put aside is never rewritten: what it holds is a person's to read.
@@ -245,7 +247,7 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
             yield* write(stamped)
             if (stamped.status !== current.status) yield* announce(stamped)
             return stamped
-          }))
+          })))
       }
     })
   )

@@ -1,6 +1,6 @@
 import { FileSystem } from "@effect/platform"
 import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
-import { type HostFiles, Paths, layout } from "../config/Paths.js"
+import { captureHostFiles, Paths, layout } from "../config/Paths.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 import { makeStampCache } from "../fs/stamp.js"
 
@@ -17,13 +17,15 @@ export const isConnectionName = (name: string) => /^[a-z0-9][a-z0-9._-]{0,63}$/.
 /** One stored connection: its fields as `roster connection add` wrote them. */
 export type VaultEntry = Readonly<Record<string, unknown>>
 
+const decodeEntry = Schema.decodeUnknownOption(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+
 const vaultFile = (name: string) => Effect.map(Paths, (p) => `${layout(p).vaultDir}/${name}.json`)
 
 const getEntry = (name: string) =>
   isConnectionName(name)
     ? vaultFile(name).pipe(
       Effect.flatMap(readJsonOptional),
-      Effect.map((v) => (v && typeof v === "object" && !Array.isArray(v) ? v as VaultEntry : undefined))
+      Effect.map((v) => Option.getOrUndefined(decodeEntry(v)))
     )
     : Effect.succeed(undefined)
 
@@ -32,16 +34,17 @@ const getEntry = (name: string) =>
  * side reads them: the gateway to inject, the provisioner to shape sentinels. Never a box.
  */
 export class Vault extends Context.Tag("roster/Vault")<Vault, {
-  readonly get: (name: string) => Effect.Effect<VaultEntry | undefined, never, HostFiles>
-  readonly put: (name: string, entry: VaultEntry) => Effect.Effect<void, VaultError, HostFiles>
-  readonly remove: (name: string) => Effect.Effect<boolean, VaultError, HostFiles>
-  readonly list: Effect.Effect<ReadonlyArray<{ readonly name: string; readonly entry: VaultEntry }>, never, HostFiles>
+  readonly get: (name: string) => Effect.Effect<VaultEntry | undefined, never>
+  readonly put: (name: string, entry: VaultEntry) => Effect.Effect<void, VaultError>
+  readonly remove: (name: string) => Effect.Effect<boolean, VaultError>
+  readonly list: Effect.Effect<ReadonlyArray<{ readonly name: string; readonly entry: VaultEntry }>>
 }>() {
   /**
-   * Reads the deployment's vault folder per call. An entry is read again only when its file
+   * The deployment's vault folder (its Paths and FileSystem captured when built). An entry is read again only when its file
    * changed (one stat): the gateway asks on every request it injects.
    */
   static readonly layer = Layer.effect(Vault, Effect.gen(function*() {
+    const env = yield* captureHostFiles
     const read = yield* Ref.make(new Map<string, { readonly stamp: string; readonly entry: VaultEntry | undefined }>())
     // Looked at twice a second at most (the gateway asks on every request it injects): another
     // process's edit is seen within half a second, this one's own at once.
@@ -57,7 +60,7 @@ export class Vault extends Context.Tag("roster/Vault")<Vault, {
           const entry = yield* getEntry(name)
           yield* Ref.update(read, (m) => new Map(m).set(file, { stamp: stamp.value, entry }))
           return entry
-        })
+        }).pipe(Effect.provide(env))
         : Effect.succeed(undefined)
     return {
       get,
@@ -70,7 +73,7 @@ export class Vault extends Context.Tag("roster/Vault")<Vault, {
             yield* fs.chmod(dir, 0o700)
             yield* writeJson(yield* vaultFile(name), entry, 0o600)
             yield* stamps.forget(yield* vaultFile(name))
-          }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
+          }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })), Effect.provide(env))
           : Effect.fail(new VaultError({ detail: `"${name}" is not a connection name (a-z, 0-9, ".", "_", "-")` })),
       remove: (name) =>
         isConnectionName(name)
@@ -81,7 +84,7 @@ export class Vault extends Context.Tag("roster/Vault")<Vault, {
             yield* fs.remove(file)
             yield* stamps.forget(file)
             return true
-          }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
+          }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })), Effect.provide(env))
           : Effect.succeed(false),
       list: Effect.gen(function*() {
         const fs = yield* FileSystem.FileSystem
@@ -92,7 +95,7 @@ export class Vault extends Context.Tag("roster/Vault")<Vault, {
           if (entry) out.push({ name: f.slice(0, -5), entry })
         }
         return out
-      })
+      }).pipe(Effect.provide(env))
     }
   }))
 
