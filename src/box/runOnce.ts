@@ -1,16 +1,11 @@
 import { Duration, Effect, Ref, Schema } from "effect"
-import { validateChannelName, validateWorkerName } from "../config/names.js"
-import { Docker } from "../docker/Docker.js"
-import { OrgConfig } from "../config/OrgConfig.js"
-import { mountsFor } from "../config/schema.js"
 import { readEvent, worthReading } from "../contract/piEvents.js"
 import { runFiles } from "../contract/runFiles.js"
 import { emptySummary, summaryStep } from "../contract/transcript.js"
 import { foldFileLines } from "../fs/lines.js"
 import { RunLog } from "../run/RunLog.js"
-import { newRunId } from "../run/runId.js"
-import { readIdentity, readWorkerSettings } from "../worker/workers.js"
-import { ceilingDuration, validateCeiling } from "./ceiling.js"
+import { ceilingDuration } from "./ceiling.js"
+import { prepareRun } from "./prepareRun.js"
 import type { RunOrigin } from "../contract/origin.js"
 import { startRun } from "./runStart.js"
 import { openBox, type OpenBox } from "./openBox.js"
@@ -58,6 +53,8 @@ export interface RunOutcome {
   readonly error: string | null
   readonly finalText: string | null
   readonly messages: ReadonlyArray<string>
+  /** The ceiling it ran under (minutes): its own, or the org's `[box] ceiling_min`. */
+  readonly ceilingMin: number
 }
 
 /** The process exit code a CLI reports for a run: 2 at the ceiling, 1 for a failed model call, else the box's own (1 if none). */
@@ -100,26 +97,21 @@ export const awaitBox = (box: OpenBox, ceiling: Duration.Duration, stop: Effect.
   ))
 
 /**
- * One pi session in a locked-down box (seed run_once / dispatch): validate before anything is
- * written, then the run record and the box as scoped resources, the exit raced against the
+ * One pi session in a locked-down box (seed run_once / dispatch): prepared before anything is
+ * written (prepareRun), then the run record and the box as scoped resources, the exit raced against the
  * ceiling. However it ends, the scope kills the box, revokes its token, snapshots the store
  * and finishes the record.
  */
 export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
-  yield* validateWorkerName(req.worker)
-  if (req.ceilingMin !== undefined) yield* validateCeiling(req.ceilingMin)
   if (req.prompt.trim() === "") return yield* Effect.fail(new BlankPrompt())
-  const channel = req.channel ?? null
-  if (channel !== null) yield* validateChannelName(channel)
-  yield* readIdentity(req.worker)
-  // An engine that is down is said as that, before a run record exists for a run that never could start.
-  yield* (yield* Docker).ping
-  const org = yield* (yield* OrgConfig).snapshot
-  const settings = yield* readWorkerSettings(req.worker)
-  const ceilingMin = req.ceilingMin ?? org.box.ceiling_min
-  const mounts = mountsFor(org, req.worker)
+  const { runId, org, settings, mounts, channel } = yield* prepareRun({
+    worker: req.worker,
+    channel: req.channel,
+    runId: req.runId,
+    limits: { ceilingMin: req.ceilingMin }
+  })
+  const ceilingMin = org.box.ceiling_min
   const taskId = req.taskId ?? null
-  const runId = req.runId ?? (yield* newRunId)
 
   const outcome = yield* Effect.gen(function*() {
     const { context, record, resumeFrom, sessionId } = yield* startRun({
@@ -167,7 +159,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       ...(error ? { error } : {}),
       extra: { final_text: said.finalText, stop_reason: said.stopReason, messages }
     })
-    return { runId, runDir: record.runDir, ...end, error, finalText: said.finalText, messages } satisfies RunOutcome
+    return { runId, runDir: record.runDir, ...end, error, finalText: said.finalText, messages, ceilingMin } satisfies RunOutcome
   }).pipe(Effect.scoped)
   // The gateway may have stopped the run (a spend budget): its record, finished now, says so.
   const stopped = (yield* (yield* RunLog).read(req.worker, runId))?.stopped

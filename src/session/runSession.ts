@@ -4,11 +4,8 @@ import type { Paths } from "../config/Paths.js"
 import { ceilingDuration } from "../box/ceiling.js"
 import { preflightError } from "../box/preflight.js"
 import { openBox } from "../box/openBox.js"
-import { validateChannelName, validateWorkerName } from "../config/names.js"
+import { prepareRun } from "../box/prepareRun.js"
 import { appendChannel, recentChannel } from "../journal/channel.js"
-import { Docker } from "../docker/Docker.js"
-import { OrgConfig } from "../config/OrgConfig.js"
-import { mountsFor } from "../config/schema.js"
 import { readEvent } from "../contract/piEvents.js"
 import type { Files } from "../fs/Files.js"
 import { runFiles } from "../contract/runFiles.js"
@@ -16,8 +13,6 @@ import type { ChatPlace, RunOrigin } from "../contract/origin.js"
 import { startRun } from "../box/runStart.js"
 import { saveRunContext } from "../run/runContext.js"
 import { RunLog } from "../run/RunLog.js"
-import { newRunId } from "../run/runId.js"
-import { readIdentity, readWorkerSettings } from "../worker/workers.js"
 import { watchInbox } from "./inbox.js"
 import { compileTurn, type SessionMessage } from "./turnContext.js"
 import { initialTurnState, nextMessage, type SessionEndReason, step, type Surface, type TurnInput, type TurnOutput } from "./turns.js"
@@ -73,24 +68,11 @@ type RunnerInput = TurnInput | { readonly _tag: "line"; readonly line: string }
  * (idle between turns only, a per-turn ceiling, a whole-session ceiling) and I/O.
  */
 export const runSession = Effect.fn("session.run")(function*(req: SessionRequest) {
-  yield* validateWorkerName(req.worker)
-  yield* readIdentity(req.worker)
-  // An engine that is down is said as that, before a run record exists for a run that never could start.
-  yield* (yield* Docker).ping
-  const snapshot = yield* (yield* OrgConfig).snapshot
-  const org = {
-    ...snapshot,
-    box: {
-      ...snapshot.box,
-      idle_secs: req.limits?.idleSecs ?? snapshot.box.idle_secs,
-      session_ceiling_min: req.limits?.ceilingMin ?? snapshot.box.session_ceiling_min
-    }
-  }
-  const settings = yield* readWorkerSettings(req.worker)
-  const mounts = mountsFor(org, req.worker)
-  const channel = req.channel ?? null
-  if (channel !== null) yield* validateChannelName(channel)
-  const runId = yield* newRunId
+  const { runId, org, settings, mounts, channel } = yield* prepareRun({
+    worker: req.worker,
+    channel: req.channel,
+    limits: { idleSecs: req.limits?.idleSecs, sessionCeilingMin: req.limits?.ceilingMin }
+  })
 
   return yield* Effect.gen(function*() {
     const { context: start, record, runContext } = yield* startRun({
@@ -137,11 +119,13 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     const send = (command: unknown) => box.write(`${JSON.stringify(command)}\n`)
     const idle = Duration.toMillis(Duration.seconds(org.box.idle_secs))
     const turnCeiling = Duration.toMillis(ceilingDuration(org.box.turn_ceiling_min))
-    const sessionDeadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(ceilingDuration(org.box.session_ceiling_min))
+    // The session's clock starts once: its deadline and its first idle period from the same moment.
+    const openedAt = yield* Clock.currentTimeMillis
+    const sessionDeadline = openedAt + Duration.toMillis(ceilingDuration(org.box.session_ceiling_min))
     let state = initialTurnState
     let turnStarted = 0
     let serving: SessionMessage | undefined
-    let idleSince = yield* Clock.currentTimeMillis
+    let idleSince = openedAt
     const undelivered: Array<{ readonly turn: number; readonly chars: number; readonly handled: "notice" | "post" | "drop" }> = []
 
     /** Carries out what the state machine asked for; an `end` output is the session's reason. */

@@ -2,7 +2,6 @@ import { Cause, Deferred, Effect, Exit, FiberMap, Queue, Ref } from "effect"
 import { modelCredentialAvailable } from "../box/pihome.js"
 import { runOnce, type RunOutcome } from "../box/runOnce.js"
 import { OrgConfig } from "../config/OrgConfig.js"
-import type { Org } from "../config/schema.js"
 import { causeText } from "../run/causeText.js"
 import { newRunId } from "../run/runId.js"
 import { RunLog } from "../run/RunLog.js"
@@ -43,9 +42,9 @@ const continuesState = (t: TaskRecord, all: ReadonlyArray<TaskRecord>) =>
     return { ready: { task_id: t.continues.task_id, run_id: runId } } as const
   })
 
-const endOf = (runId: string, ceilingMin: number, exit: Exit.Exit<RunOutcome, unknown>, cancelled: boolean): RunEnded =>
+const endOf = (runId: string, exit: Exit.Exit<RunOutcome, unknown>, cancelled: boolean): RunEnded =>
   Exit.isSuccess(exit)
-    ? { runId, endedBy: exit.value.endedBy, exitCode: exit.value.exitCode, error: exit.value.error, finalText: exit.value.finalText, ceilingMin }
+    ? { runId, endedBy: exit.value.endedBy, exitCode: exit.value.exitCode, error: exit.value.error, finalText: exit.value.finalText, ceilingMin: exit.value.ceilingMin }
     : Cause.isInterruptedOnly(exit.cause)
     ? { runId, endedBy: "signal", exitCode: null, error: cancelled ? null : `the daemon stopped while it ran (its box was killed); ${REQUEUE_HINT}` }
     : { runId, endedBy: "error", exitCode: null, error: causeText(exit.cause) }
@@ -55,14 +54,13 @@ const runTask = (
   st: SupervisorState,
   t: TaskRecord,
   runId: string,
-  ceilingMin: number,
   stop: Deferred.Deferred<void>,
   continues: { readonly task_id: string | null; readonly run_id: string } | null
 ) =>
   runOnce({
     worker: t.worker,
     prompt: t.prompt,
-    ceilingMin,
+    ...(t.ceiling_min !== null ? { ceilingMin: t.ceiling_min } : {}),
     taskId: t.task_id,
     runId,
     stop: Deferred.await(stop),
@@ -74,7 +72,7 @@ const runTask = (
     Effect.onExit((exit) =>
       Effect.gen(function*() {
         const cancelled = (yield* Deferred.isDone(stop)) || (yield* Ref.get(st.cancelRequested)).has(t.task_id)
-        const end = endOf(runId, ceilingMin, exit, cancelled)
+        const end = endOf(runId, exit, cancelled)
         const task = yield* (yield* TaskStore).update(t.task_id, taskEnd(end, cancelled))
         yield* (task.status === "done" ? Effect.logInfo : Effect.logWarning)(
           `task ${t.task_id} (${t.worker}) ${task.status}${task.reason ? `: ${task.reason}` : ""}`
@@ -95,7 +93,7 @@ const runTask = (
  * starts its run as a fiber keyed by the task id. A crash after the claim leaves a running task
  * whose box is missing, which the next start marks failed rather than running it twice.
  */
-const start = (st: SupervisorState, org: Org, t: TaskRecord, continues: { readonly task_id: string | null; readonly run_id: string } | null) =>
+const start = (st: SupervisorState, t: TaskRecord, continues: { readonly task_id: string | null; readonly run_id: string } | null) =>
   Effect.gen(function*() {
     const runId = yield* newRunId
     const claimed = yield* (yield* TaskStore).update(t.task_id, (x, now) =>
@@ -103,7 +101,7 @@ const start = (st: SupervisorState, org: Org, t: TaskRecord, continues: { readon
     if (claimed.status !== "running" || claimed.run_ids.at(-1) !== runId) return false
     const stop = yield* Deferred.make<void>()
     yield* Ref.update(st.live, (m) => withKey(m, t.task_id, { taskId: t.task_id, worker: t.worker, runId, stop }))
-    yield* FiberMap.run(st.runs, t.task_id, runTask(st, t, runId, t.ceiling_min ?? org.box.ceiling_min, stop, continues))
+    yield* FiberMap.run(st.runs, t.task_id, runTask(st, t, runId, stop, continues))
     yield* Effect.logInfo(`task ${t.task_id} (${t.worker}) started: run ${runId}`)
     return true
   })
@@ -142,7 +140,7 @@ export const dispatchPass = (st: SupervisorState) =>
         yield* store.update(t.task_id, (x, now) => (x.status === "queued" ? taskFailed(why)(x, now) : x))
         continue
       }
-      if (yield* start(st, org, t, resumes.ready)) {
+      if (yield* start(st, t, resumes.ready)) {
         free--
         busy.add(t.worker)
       }

@@ -1,0 +1,72 @@
+import { Effect } from "effect"
+import { validateChannelName, validateWorkerName } from "../config/names.js"
+import { OrgConfig } from "../config/OrgConfig.js"
+import { type MountRule, mountsFor, type Org, type WorkerSettings } from "../config/schema.js"
+import { Docker } from "../docker/Docker.js"
+import { newRunId } from "../run/runId.js"
+import { readIdentity, readWorkerSettings } from "../worker/workers.js"
+import { validateCeiling } from "./ceiling.js"
+
+/** A run's own limits over `[box]`'s: a one-shot's `--ceiling`, a chat channel's idle timeout and session ceiling. */
+export interface RunLimits {
+  readonly ceilingMin?: number | undefined
+  readonly idleSecs?: number | undefined
+  readonly sessionCeilingMin?: number | undefined
+}
+
+/** What a run asks for before anything of it exists. */
+export interface PrepareRequest {
+  readonly worker: string
+  readonly channel?: string | null | undefined
+  /** The run id when the caller recorded it already (a task's claim). */
+  readonly runId?: string | undefined
+  readonly limits?: RunLimits | undefined
+}
+
+/** A run checked and planned, from one org snapshot: nothing written yet, no box, no token. */
+export interface PreparedRun {
+  readonly runId: string
+  readonly worker: string
+  readonly channel: string | null
+  /** The snapshot the whole run works from, its own limits applied to `[box]`. */
+  readonly org: Org
+  readonly settings: WorkerSettings
+  readonly mounts: ReadonlyArray<MountRule>
+}
+
+const withLimits = (org: Org, limits: RunLimits): Org => ({
+  ...org,
+  box: {
+    ...org.box,
+    ceiling_min: limits.ceilingMin ?? org.box.ceiling_min,
+    idle_secs: limits.idleSecs ?? org.box.idle_secs,
+    session_ceiling_min: limits.sessionCeilingMin ?? org.box.session_ceiling_min
+  }
+})
+
+/**
+ * The one prologue of every run — one-shot, task and session — before its record exists: the
+ * names and limits checked, the worker's identity read, the engine asked (a down engine is said
+ * as that, before a run record exists for a run that never could start), and the org, the
+ * worker's settings and its mounts read once, from one snapshot.
+ */
+export const prepareRun = Effect.fn("run.prepare")(function*(req: PrepareRequest) {
+  yield* validateWorkerName(req.worker)
+  const limits = req.limits ?? {}
+  if (limits.ceilingMin !== undefined) yield* validateCeiling(limits.ceilingMin)
+  if (limits.sessionCeilingMin !== undefined) yield* validateCeiling(limits.sessionCeilingMin)
+  const channel = req.channel ?? null
+  if (channel !== null) yield* validateChannelName(channel)
+  yield* readIdentity(req.worker)
+  yield* (yield* Docker).ping
+  const org = withLimits(yield* (yield* OrgConfig).snapshot, limits)
+  const settings = yield* readWorkerSettings(req.worker)
+  return {
+    runId: req.runId ?? (yield* newRunId),
+    worker: req.worker,
+    channel,
+    org,
+    settings,
+    mounts: mountsFor(org, req.worker)
+  } satisfies PreparedRun
+})
