@@ -36,7 +36,8 @@ export { MemoryStore, type MemoryEntry, type MemoryEnv, MemoryError, MemoryRefus
 export { NoSuchTask, type TaskOrigin, TaskRecord, TaskRefused, TaskStatus, TaskStoreError } from "./task/TaskRecord.js"
 export { ControlApi } from "./api/ControlApi.js"
 export { runDaemon } from "./daemon/daemon.js"
-export { serveGateway } from "./gateway/server.js"
+export { GatewayLive, type GatewayOptions, serveGateway } from "./gateway/server.js"
+export { Gateway, type GatewayState } from "./gateway/Gateway.js"
 
 // A deployment and its files.
 export { initDeployment, type InitOptions, type InitResult } from "./deployment/init.js"

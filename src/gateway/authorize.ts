@@ -1,37 +1,12 @@
-import type { UpstreamPool } from "./upstreamPool.js"
-import type { UpstreamTrust } from "./upstreamTrust.js"
-import type { TaintMemo } from "./taint.js"
-import type { GatewayEnv } from "./env.js"
-import type { Ledger } from "./ledger.js"
-import type { OAuthRefresher } from "./oauthFlights.js"
 import { Effect } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import type { Org } from "../config/schema.js"
 import { isLoopback, isRefusedAddress, isValidHost, normalizeHost } from "../contract/addresses.js"
 import { Dialer } from "./Dialer.js"
-import type { Caller, IdentityCache } from "./identify.js"
+import type { Caller } from "./identify.js"
+import { Gateway } from "./Gateway.js"
 import { decide, type Decision, ruleNamesAddress } from "./policy.js"
 import { Refusal } from "./refusal.js"
-
-export interface Self {
-  /** The gateway's own port and addresses: never a target, whatever a rule says (no loops). */
-  readonly port: () => number
-  readonly addrs: ReadonlyArray<string>
-  /** The trust roots for upstream TLS, as one context built once (see makeUpstreamTrust). */
-  readonly upstreamTrust: UpstreamTrust
-  /** Keep-alive connections to upstreams (see makeUpstreamPool). */
-  readonly upstreamPool: UpstreamPool
-  /** Taints written lately, so a box repeating a refused request is not a record read each time. */
-  readonly taints: TaintMemo
-  /** What model answers have cost, for the budgets (see makeLedger). */
-  readonly ledger: Ledger
-  /** Identity files read in the last second (see makeIdentityCache). */
-  readonly identities: IdentityCache
-  /** OAuth logins being refreshed now (see freshCredential). */
-  readonly oauth: OAuthRefresher
-  /** Runs background work in the gateway's own scope (closed with it), past the request that started it. */
-  readonly fork: (work: Effect.Effect<void, never, GatewayEnv>) => void
-}
 
 export type Allowed = Extract<Decision, { allowed: true }>
 
@@ -65,8 +40,9 @@ export const authorize = (caller: Caller, rawHost: string, port: number) =>
  * `named` says a rule (or a [[route]]) lists it, and never the gateway itself. One refused
  * address refuses the name: a mixed answer is how DNS rebinding starts.
  */
-export const dialChecked = (self: Self, host: string, port: number, named: (address: string) => boolean) =>
+export const dialChecked = (host: string, port: number, named: (address: string) => boolean) =>
   Effect.gen(function*() {
+    const self = yield* Gateway
     const dialer = yield* Dialer
     const where = { host, port }
     const addrs = yield* dialer.resolve(host).pipe(Effect.mapError((e) => new Refusal(502, e.detail, { why: "upstream", ...where })))

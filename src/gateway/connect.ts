@@ -2,7 +2,8 @@ import { Effect } from "effect"
 import type * as http from "node:http"
 import type * as net from "node:net"
 import type { Duplex } from "node:stream"
-import { authorize, dialChecked, namedBy, type Self } from "./authorize.js"
+import { authorize, dialChecked, namedBy } from "./authorize.js"
+import { Gateway } from "./Gateway.js"
 import { placed, Refusal } from "./refusal.js"
 import type { Caller } from "./identify.js"
 import { identify } from "./identify.js"
@@ -12,7 +13,6 @@ import { taintOnRefusal } from "./taint.js"
 import { auditTrace, type RequestTrace } from "./supervise.js"
 
 export interface ConnectContext {
-  readonly self: Self
   /** Hands a granted host's tunnel to the TLS terminator (which audits each request inside). */
   readonly terminate: (client: Duplex, head: Buffer, caller: Caller, host: string, port: number) => Effect.Effect<void, { readonly host: string }>
   /** Open upstream sockets, closed with the gateway. */
@@ -52,10 +52,11 @@ const pipeBoth = (client: Duplex, up: net.Socket, head: Buffer) =>
  */
 export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, client: Duplex, head: Buffer, trace: RequestTrace) =>
   Effect.gen(function*() {
+    const self = yield* Gateway
     // A refusal of egress taints the caller's run (known once the token is read).
     const refuse = (r: Refusal, caller?: Caller) =>
       // The taint is written before the box hears the answer: nothing it does next can outrun it.
-      taintOnRefusal(ctx.self.taints, caller, placed(r, trace)).pipe(
+      taintOnRefusal(self.taints, caller, placed(r, trace)).pipe(
         Effect.zipRight(Effect.sync(() => refuseSocket(client, placed(r, trace)))),
         Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
       )
@@ -64,7 +65,7 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
       trace.host = target.host
       trace.port = target.port
     }
-    const who = yield* identify(req.headers, req.socket.remoteAddress, ctx.self.identities)
+    const who = yield* identify(req.headers, req.socket.remoteAddress, self.identities)
     if (!who.ok) return yield* refuse(new Refusal(407, who.reason, { why: who.why }))
     const caller = who.caller
     trace.run_id = caller.runId
@@ -79,7 +80,7 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
       )
     }
     const to = upstreamFor(ok.right.org, ok.right.host, ok.right.port, "https:")
-    const dialled = yield* dialChecked(ctx.self, to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
+    const dialled = yield* dialChecked(to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
     if (dialled._tag === "Left") return yield* refuse(dialled.left, caller)
     const up = dialled.right.socket
     ctx.sockets.add(up)

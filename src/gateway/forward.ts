@@ -1,7 +1,8 @@
 import { Effect } from "effect"
 import * as http from "node:http"
 import { isValidHost, normalizeHost } from "../contract/addresses.js"
-import { authorize, dialChecked, namedBy, type Self } from "./authorize.js"
+import { authorize, dialChecked, namedBy } from "./authorize.js"
+import { Gateway } from "./Gateway.js"
 import { placed, Refusal } from "./refusal.js"
 import { forwardable, responsePairs } from "./headers.js"
 import { type Caller, identify } from "./identify.js"
@@ -45,8 +46,9 @@ const relay = (
   })
 
 /** A plain http:// absolute URI: forwarded for [[allow]] hosts only; credentials are injected only over TLS. */
-export const handleForward = (self: Self, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace) =>
+export const handleForward = (req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace) =>
   Effect.gen(function*() {
+    const self = yield* Gateway
     let url: URL
     try {
       url = new URL(req.url ?? "")
@@ -77,7 +79,7 @@ export const handleForward = (self: Self, req: http.IncomingMessage, res: http.S
       return yield* refuse(new Refusal(403, "credentials are injected only over TLS: use https://", { why: "tls_only" }), who.caller)
     }
     const to = upstreamFor(ok.right.org, ok.right.host, ok.right.port, "http:")
-    const dialled = yield* dialChecked(self, to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
+    const dialled = yield* dialChecked(to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
     if (dialled._tag === "Left") return yield* refuse(dialled.left, who.caller)
     const headers = forwardable(req.headers)
     headers.host = url.host

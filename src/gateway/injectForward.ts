@@ -2,7 +2,8 @@ import { Effect } from "effect"
 import * as http from "node:http"
 import { isValidHost } from "../contract/addresses.js"
 import { SENTINEL } from "../contract/constants.js"
-import { authorize, dialChecked, namedBy, type Self } from "./authorize.js"
+import { authorize, dialChecked, namedBy } from "./authorize.js"
+import { Gateway } from "./Gateway.js"
 import { placed, Refusal } from "./refusal.js"
 import { asInjected } from "./credentials.js"
 import { freshCredential } from "./oauthRefresh.js"
@@ -148,8 +149,9 @@ const modelOf = (json: unknown) =>
  * One request inside a terminated tunnel: re-authorised, the real credential in the one header
  * its kind uses, to the verified upstream (or the host's [[route]]), the answer scrubbed.
  */
-export const injectForward = (self: Self, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace) =>
+export const injectForward = (target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace) =>
   Effect.gen(function*() {
+    const self = yield* Gateway
     const refuse = (r: Refusal) =>
       // The taint is written before the box hears the answer: nothing it does next can outrun it.
       taintOnRefusal(self.taints, target.caller, placed(r, trace)).pipe(
@@ -161,7 +163,7 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
     const decision = ok.right.decision
     if (decision.via !== "grant") return yield* refuse(new Refusal(403, "the grant for this host is gone; reconnect", { why: "no_rule" }))
     const grant = decision.rule
-    const fresh = yield* freshCredential(self, ok.right.org, grant.credential).pipe(Effect.either)
+    const fresh = yield* freshCredential(ok.right.org, grant.credential).pipe(Effect.either)
     if (fresh._tag === "Left") return yield* refuse(fresh.left)
     const credential = asInjected(grant, fresh.right)
     if (!credential) {
@@ -175,7 +177,7 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
     // A run's model call is metered, and refused once a budget is used up.
     const { runId, worker } = target.caller
     const started = isModelCall(req) && runId && worker
-      ? yield* startMeter(self, { ...target.caller, runId, worker }, ok.right.org, modelOf(checked?.json))
+      ? yield* startMeter({ ...target.caller, runId, worker }, ok.right.org, modelOf(checked?.json))
       : undefined
     if (started?.refusal) return yield* refuse(started.refusal)
     const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
@@ -192,7 +194,7 @@ export const injectForward = (self: Self, target: Target, req: http.IncomingMess
     // A [[route]] names its upstream outright; otherwise the grant must name a private address.
     // A new connection is dialled, checked and verified as ever; an idle one of the same rule is reused.
     const open = Effect.gen(function*() {
-      const dialled = yield* dialChecked(self, upstream.host, upstream.port, upstream.routed ? () => true : namedBy(ok.right))
+      const dialled = yield* dialChecked(upstream.host, upstream.port, upstream.routed ? () => true : namedBy(ok.right))
       if (upstream.protocol !== "https:") return dialled.socket
       const trust = yield* self.upstreamTrust(ok.right.org.gateway.upstream_ca_file)
       return yield* upstreamTls(dialled.socket, upstream.host, trust)

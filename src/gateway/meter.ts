@@ -6,8 +6,7 @@ import { LABEL_RUN_ID } from "../contract/constants.js"
 import { Docker } from "../docker/Docker.js"
 import { RunLog } from "../run/RunLog.js"
 import { readWorkerSettings } from "../worker/workers.js"
-import type { Self } from "./authorize.js"
-import type { GatewayEnv } from "./env.js"
+import { Gateway, type GatewayContext } from "./Gateway.js"
 import type { Caller } from "./identify.js"
 import type { LedgerEntry, Spent } from "./ledger.js"
 import { Refusal } from "./refusal.js"
@@ -72,8 +71,9 @@ const STOP_GRACE = "1 second"
  * Stops a run over its budget: the stop in its record (its end is `budget`), a taint, and its box
  * killed in the gateway's own scope once the agent has had a moment to record why.
  */
-const stopRun = (self: Self, caller: Caller, text: string) =>
+const stopRun = (caller: Caller, text: string) =>
   Effect.gen(function*() {
+    const self = yield* Gateway
     if (!caller.runId || !caller.worker || !self.ledger.stopOnce(caller.runId)) return
     const runId = caller.runId
     yield* (yield* RunLog).append(caller.worker, runId, { kind: "stop", by: "budget", detail: text }).pipe(
@@ -92,7 +92,7 @@ export interface Meter {
   /** The tap for an answer of this content type (SSE or JSON), or none to read. */
   readonly tap: (contentType: string, stopUpstream: () => void) => UsageTap | undefined
   /** After the answer: counted in the ledger and the run; the run stopped if it crossed a budget. */
-  readonly finish: Effect.Effect<void, never, GatewayEnv>
+  readonly finish: Effect.Effect<void, never, GatewayContext>
 }
 
 /**
@@ -100,9 +100,10 @@ export interface Meter {
  * otherwise a meter for its answer, which cuts it at the next event once it crosses a budget
  * (or lets it finish, with `on_cross = "finish"`) and stops the run either way.
  */
-export const startMeter = (self: Self, caller: Caller & { readonly runId: string; readonly worker: string }, org: Org, model: string) =>
+export const startMeter = (caller: Caller & { readonly runId: string; readonly worker: string }, org: Org, model: string) =>
   Effect.gen(function*() {
-    const runtime = yield* Effect.runtime<GatewayEnv>()
+    const self = yield* Gateway
+    const runtime = yield* Effect.runtime<GatewayContext>()
     const limits = yield* limitsFor(org, caller.worker)
     const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
     const spent = self.ledger.spent(caller.worker, caller.runId, startedAt)
@@ -110,7 +111,7 @@ export const startMeter = (self: Self, caller: Caller & { readonly runId: string
     const already = firstOver(limits, spent, 0, 0, true)
     if (already) {
       const text = budgetText(already, caller.worker)
-      yield* stopRun(self, caller, text)
+      yield* stopRun(caller, text)
       return { refusal: new Refusal(402, text, { why: "budget" }) } as const
     }
     let crossed: Over | undefined
@@ -127,7 +128,7 @@ export const startMeter = (self: Self, caller: Caller & { readonly runId: string
           onProgress,
           cutEvent: () => cutEvent(crossed ? budgetText(crossed, caller.worker) : "out of budget"),
           onCut: stopUpstream,
-          beforeCutEvent: () => Runtime.runPromise(runtime)(stopRun(self, caller, budgetText(crossed!, caller.worker))),
+          beforeCutEvent: () => Runtime.runPromise(runtime)(stopRun(caller, budgetText(crossed!, caller.worker))),
           // Counted before the box sees the answer end, so its next call is checked against it.
           onEnd: (count) => {
             if (totalTokens(count) === 0) return
@@ -146,7 +147,7 @@ export const startMeter = (self: Self, caller: Caller & { readonly runId: string
             Effect.catchAll((e) => Effect.logWarning(`gateway: run ${caller.runId}: its usage could not be noted: ${e.message}`))
           )
         }
-        if (crossed) yield* stopRun(self, caller, budgetText(crossed, caller.worker))
+        if (crossed) yield* stopRun(caller, budgetText(crossed, caller.worker))
       })
     }
     return { meter } as const

@@ -6,7 +6,8 @@ import { Paths, layout } from "../config/Paths.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 import { type ChosenCredential, credentialFor } from "../vault/credentialFor.js"
 import { Vault, type VaultEntry } from "../vault/Vault.js"
-import { dialChecked, type Self } from "./authorize.js"
+import { dialChecked } from "./authorize.js"
+import { Gateway } from "./Gateway.js"
 import { decide, ruleNamesAddress, upstreamFor } from "./policy.js"
 import { Refusal } from "./refusal.js"
 import { upstreamTls } from "./upstreamTls.js"
@@ -38,14 +39,15 @@ const failed = (name: string, source: ChosenCredential["source"], detail: string
   )
 
 /** POSTs the refresh to the token endpoint through the gateway's own policy: rules, routes, the address checks, verified TLS. */
-const postRefresh = (self: Self, org: Org, endpoint: URL, body: string, contentType: string) =>
+const postRefresh = (org: Org, endpoint: URL, body: string, contentType: string) =>
   Effect.gen(function*() {
+    const self = yield* Gateway
     const host = endpoint.hostname.toLowerCase()
     const port = Number(endpoint.port || (endpoint.protocol === "https:" ? 443 : 80))
     const decision = decide(org, "org", host, port)
     if (!decision.allowed) return yield* Effect.fail(`${decision.reason}; allow it for the gateway itself: ${decision.fix.join(" ")}`)
     const up = upstreamFor(org, host, port, endpoint.protocol === "https:" ? "https:" : "http:")
-    const dialled = yield* dialChecked(self, up.host, up.port, up.routed ? () => true : (a) => ruleNamesAddress(decision.rule, a)).pipe(
+    const dialled = yield* dialChecked(up.host, up.port, up.routed ? () => true : (a) => ruleNamesAddress(decision.rule, a)).pipe(
       Effect.mapError((r) => r.reason)
     )
     const socket: net.Socket = up.protocol === "https:"
@@ -81,7 +83,7 @@ const writeBack = (name: string, source: ChosenCredential["source"], entry: Vaul
     yield* writeJson(file, { ...logins, [name]: entry }, 0o600).pipe(Effect.mapError((e) => e.message))
   })
 
-const refresh = (self: Self, org: Org, name: string, chosen: ChosenCredential) =>
+const refresh = (org: Org, name: string, chosen: ChosenCredential) =>
   Effect.gen(function*() {
     const entry = chosen.entry
     const known = TOKEN_ENDPOINTS[name]
@@ -91,7 +93,7 @@ const refresh = (self: Self, org: Org, name: string, chosen: ChosenCredential) =
     if (!url || !clientId) return yield* Effect.fail(failed(name, chosen.source, "roster does not know this provider's token endpoint"))
     const fields = { grant_type: "refresh_token", client_id: clientId, refresh_token: entry.refresh }
     const asForm = (known?.body ?? "json") === "form" && url === known?.url
-    const text = yield* postRefresh(self, org, new URL(url), asForm ? new URLSearchParams(fields).toString() : JSON.stringify(fields),
+    const text = yield* postRefresh(org, new URL(url), asForm ? new URLSearchParams(fields).toString() : JSON.stringify(fields),
       asForm ? "application/x-www-form-urlencoded" : "application/json").pipe(Effect.mapError((d) => failed(name, chosen.source, d)))
     const answer = yield* Schema.decodeUnknown(Schema.parseJson(TokenAnswer))(text).pipe(
       Effect.mapError(() => failed(name, chosen.source, "the token endpoint's answer has no access_token and expires_in"))
@@ -108,8 +110,9 @@ const refresh = (self: Self, org: Org, name: string, chosen: ChosenCredential) =
  * minutes — once, however many requests need it at that moment; the rest wait and use the new
  * token. Keys and logins not near expiry come back as they are.
  */
-export const freshCredential = (self: Self, org: Org, name: string) =>
+export const freshCredential = (org: Org, name: string) =>
   Effect.gen(function*() {
+    const self = yield* Gateway
     const chosen: ChosenCredential | undefined = yield* credentialFor(name)
     const expires = chosen?.entry.expires
     if (!chosen || chosen.entry.type !== "oauth" || typeof expires !== "number" || chosen.source === "env") return chosen
@@ -119,7 +122,7 @@ export const freshCredential = (self: Self, org: Org, name: string) =>
     const done = yield* Deferred.make<VaultEntry, Refusal>()
     self.oauth.set(name, done)
     // Not cut short by the request that started it (others wait on it; it is bounded by its own timeout).
-    const entry = yield* refresh(self, org, name, chosen).pipe(
+    const entry = yield* refresh(org, name, chosen).pipe(
       Effect.onExit((exit) => Deferred.done(done, exit).pipe(Effect.zipRight(Effect.sync(() => self.oauth.delete(name))))),
       Effect.uninterruptible
     )

@@ -1,11 +1,5 @@
-import { makeUpstreamPool } from "./upstreamPool.js"
-import { makeUpstreamTrust } from "./upstreamTrust.js"
-import { makeTaintMemo } from "./taint.js"
-import { makeLedger } from "./ledger.js"
-import { makeIdentityCache } from "./identify.js"
-import { makeOAuthRefresher } from "./oauthFlights.js"
 import { FileSystem } from "@effect/platform"
-import { Effect, FiberSet, Schema } from "effect"
+import { Context, Effect, FiberSet, Layer, Schema } from "effect"
 import * as http from "node:http"
 import type * as net from "node:net"
 import type { Duplex } from "node:stream"
@@ -16,11 +10,11 @@ import { deploymentId } from "../contract/deployment.js"
 import { credentialFor } from "../vault/credentialFor.js"
 import { VERSION } from "../contract/version.js"
 import { handleAction } from "./actions.js"
-import type { Self } from "./authorize.js"
 import { ensureCa } from "./ca.js"
 import { handleConnect } from "./connect.js"
 import type { GatewayEnv } from "./env.js"
 import { handleForward } from "./forward.js"
+import { Gateway, type GatewayContext, type GatewayState, makeGatewayState } from "./Gateway.js"
 import { makeLeafIssuer } from "./leafCerts.js"
 import { Refusal } from "./refusal.js"
 import { refuseResponse, refuseSocket, refuseUnlessHttp1 } from "./refuse.js"
@@ -61,12 +55,22 @@ export interface GatewayOptions {
 }
 
 /**
- * Starts the gateway on every address. Every request is a fiber of this scope (a FiberSet):
- * closing the scope interrupts them and closes the listeners and open tunnels. Hosts with an
- * injecting grant are TLS-terminated (the CA in state/ca signs a leaf per host); [[allow]]
- * hosts are tunnelled; plain http:// absolute URIs are forwarded for [[allow]] only.
+ * The gateway on every address, as a scoped layer of its `Gateway` service. Every request is a
+ * fiber of this scope (a FiberSet) with the service provided: closing the scope interrupts
+ * them and closes the listeners, open tunnels and upstream pools. Hosts with an injecting grant
+ * are TLS-terminated (the CA in state/ca signs a leaf per host); [[allow]] hosts are tunnelled;
+ * plain http:// absolute URIs are forwarded for [[allow]] only.
  */
-export const serveGateway = Effect.fn("gateway.serve")(function*(options: GatewayOptions) {
+export const GatewayLive = (options: GatewayOptions) => Layer.scoped(Gateway, makeGateway(options))
+
+/** Starts the gateway in the caller's scope: the port it bound (the first address picks it when asked for 0) and its addresses. */
+export const serveGateway = (options: GatewayOptions) =>
+  Effect.map(Layer.build(GatewayLive(options)), (ctx) => {
+    const gateway = Context.get(ctx, Gateway)
+    return { port: gateway.port(), addrs: gateway.addrs }
+  })
+
+const makeGateway = Effect.fn("gateway.serve")(function*(options: GatewayOptions) {
   const run = yield* FiberSet.makeRuntime<GatewayEnv>()
   const paths = yield* Paths
   const fs = yield* FileSystem.FileSystem
@@ -74,16 +78,15 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
   const issuer = yield* makeLeafIssuer(yield* fs.readFileString(ca.cert), yield* fs.readFileString(ca.key))
   const sockets = new Set<net.Socket>()
   let boundPort = options.port
-  const self: Self = { port: () => boundPort, addrs: options.addrs, upstreamTrust: yield* makeUpstreamTrust, upstreamPool: yield* makeUpstreamPool, taints: makeTaintMemo(),
-    ledger: yield* makeLedger, oauth: makeOAuthRefresher(), identities: makeIdentityCache(), fork: (work) => void run(work)
-  }
-  const { terminate } = yield* makeTerminator(self, issuer)
+  const self: GatewayState = yield* makeGatewayState(options.addrs, () => boundPort, (work) => void serve(work))
+  const serve = (work: Effect.Effect<void, never, GatewayContext>) => run(Effect.provideService(work, Gateway, self))
+  const { terminate } = yield* makeTerminator(issuer).pipe(Effect.provideService(Gateway, self))
 
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (refuseUnlessHttp1(req, req.socket)) return
     const target = req.url ?? ""
     if (req.method === "GET" && target === "/healthz") {
-      run(healthAnswer(paths.config).pipe(
+      serve(healthAnswer(paths.config).pipe(
         Effect.flatMap((body) => Effect.sync(() => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body))))
       ))
       return
@@ -92,21 +95,20 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
       res.writeHead(404, { "content-type": "text/plain" }).end("roster gateway: not found\n")
       return
     }
-    run(Effect.gen(function*() {
+    serve(Effect.gen(function*() {
       const trace = yield* newTrace(req.method ?? "GET", target.startsWith("/") ? "roster-gateway" : "?", 0, target.split("?")[0] ?? "")
-      const handler: Effect.Effect<void, never, GatewayEnv> = target.startsWith("/") ? handleAction(req, res, trace) : handleForward(self, req, res, trace)
+      const handler: Effect.Effect<void, never, GatewayContext> = target.startsWith("/") ? handleAction(req, res, trace) : handleForward(req, res, trace)
       yield* supervised(trace, handler, () => refuseResponse(res, new Refusal(500, "internal error")))
     }))
   }
 
   const onConnect = (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
-    refuseUnlessHttp1(req, socket) || void run(Effect.gen(function*() {
+    refuseUnlessHttp1(req, socket) || void serve(Effect.gen(function*() {
       const target = req.url ?? ""
       const trace = yield* newTrace("CONNECT", target.slice(0, 100), 0, "")
-      yield* supervised(trace, handleConnect({ self, terminate, sockets }, req, socket, head, trace), () =>
+      yield* supervised(trace, handleConnect({ terminate, sockets }, req, socket, head, trace), () =>
         refuseSocket(socket, new Refusal(500, "internal error")))
     }))
-
   const servers: Array<http.Server> = []
   const listen = (address: string, port: number) =>
     Effect.async<number, GatewayListenError>((resume) => {
@@ -138,5 +140,5 @@ export const serveGateway = Effect.fn("gateway.serve")(function*(options: Gatewa
     })
   )
   for (const address of options.addrs) boundPort = yield* listen(address, boundPort)
-  return { port: boundPort, addrs: options.addrs }
+  return self
 })

@@ -3,8 +3,7 @@ import * as http from "node:http"
 import type * as net from "node:net"
 import type { Duplex } from "node:stream"
 import * as tls from "node:tls"
-import type { Self } from "./authorize.js"
-import type { GatewayEnv } from "./env.js"
+import type { GatewayContext } from "./Gateway.js"
 import type { Caller } from "./identify.js"
 import { injectForward, type Target } from "./injectForward.js"
 import type { LeafIssuer } from "./leafCerts.js"
@@ -17,8 +16,8 @@ import { newTrace, supervised } from "./supervise.js"
  * host from the roster CA, and each request inside goes through `injectForward` as a
  * supervised fiber of the gateway's scope.
  */
-export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(self: Self, issuer: LeafIssuer) {
-  const run = yield* FiberSet.makeRuntime<GatewayEnv>()
+export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(issuer: LeafIssuer) {
+  const run = yield* FiberSet.makeRuntime<GatewayContext>()
   const targets = new WeakMap<object, Target>()
 
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) =>
@@ -29,7 +28,7 @@ export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(self
       if (!target || !url.startsWith("/")) return refuseResponse(res, new Refusal(400, "bad request"))
       trace.run_id = target.caller.runId
       trace.subject = target.caller.subject
-      yield* supervised(trace, injectForward(self, target, req, res, trace), () => refuseResponse(res, new Refusal(500, "internal error")))
+      yield* supervised(trace, injectForward(target, req, res, trace), () => refuseResponse(res, new Refusal(500, "internal error")))
     }))
 
   const inner = http.createServer({ maxHeaderSize: 16 * 1024, headersTimeout: 15_000, requestTimeout: 0, keepAliveTimeout: 60_000 }, onRequest)

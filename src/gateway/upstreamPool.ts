@@ -1,7 +1,6 @@
 import { Cause, Effect, Exit, Option, Runtime } from "effect"
 import * as http from "node:http"
 import type * as net from "node:net"
-import type { GatewayEnv } from "./env.js"
 import type { Refusal } from "./refusal.js"
 
 /** A dial the pool could not make, carrying the refusal (and its status) to the request that waited for it. */
@@ -27,11 +26,11 @@ export const makeUpstreamPool = Effect.gen(function*() {
       agents.clear()
     })
   )
-  const agentFor = (key: string, open: Effect.Effect<net.Socket, Refusal, GatewayEnv>) =>
+  const agentFor = <R>(key: string, open: Effect.Effect<net.Socket, Refusal, R>) =>
     Effect.gen(function*() {
       const existing = agents.get(key)
       if (existing) return existing
-      const run = Runtime.runCallback(yield* Effect.runtime<GatewayEnv>())
+      const run = Runtime.runCallback(yield* Effect.runtime<R>())
       const agent = new http.Agent({ keepAlive: true, maxFreeSockets: 16, scheduling: "lifo", timeout: 60_000 })
       const connect: Connect = (_options, done) => {
         run(open, {
