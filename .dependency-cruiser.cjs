@@ -14,6 +14,17 @@ const LAYERS = [
   ["(root)"] //                              src/bin.ts, src/index.ts, src/RosterLive.ts
 ]
 
+// The gateway's own folders, ranked the same way within src/gateway (server.ts, at its root, is the top).
+const GATEWAY = [
+  ["secrets", "certs"], //                   sentinels and secret shapes, scrubbing; the CA and leaf certificates: no gateway knowledge
+  ["base"], //                               its services (Audit, Dialer, LiveRuns), refusals, callers and taints, policy, the ledger, request supervision
+  ["upstream"], //                           the way out: verified TLS, trust roots, keep-alive pools
+  ["egress"], //                             the Gateway service, authorization and the checked dial, CONNECT tunnels, plain forwards
+  ["metering", "actions"], //                model answers counted against budgets; the box's actions (remember, set_tasks, chat sends, …)
+  ["inject"], //                             TLS termination, credential injection, OAuth refresh
+  ["(gateway)"] //                           server.ts: the listeners
+]
+
 const rank = new Map(LAYERS.flatMap((names, i) => names.map((n) => [n, i])))
 const folders = [...rank.keys()].filter((n) => n !== "(root)")
 const pathOf = (name) => (name === "(root)" ? "^src/[^/]+\\.ts$" : `^src/${name}/`)
@@ -36,6 +47,26 @@ const forbidden = [
       to: { path: above.length > 0 ? `^src/(${above.join("|")})/` : "^$" }
     }
   }),
+  ...GATEWAY.flat().map((from) => {
+    const at = GATEWAY.findIndex((names) => names.includes(from))
+    const above = GATEWAY.slice(at).flat().filter((to) => to !== from && to !== "(gateway)")
+    const fromPath = from === "(gateway)" ? "^src/gateway/[^/]+\\.ts$" : `^src/gateway/${from}/`
+    const toPaths = [...(above.length > 0 ? [`^src/gateway/(${above.join("|")})/`] : []), ...(from === "(gateway)" ? [] : ["^src/gateway/[^/]+\\.ts$"])]
+    return {
+      name: `gateway-${from.replace(/[()]/g, "")}`,
+      severity: "error",
+      comment: `gateway/${from} (rank ${at}) may not import a sibling or anything above it`,
+      from: { path: fromPath },
+      to: { path: toPaths.length > 0 ? toPaths.join("|") : "^$" }
+    }
+  }),
+  {
+    name: "no-unknown-gateway-folder",
+    severity: "error",
+    comment: "every folder of src/gateway/ has a place in GATEWAY (.dependency-cruiser.cjs)",
+    from: { path: `^src/gateway/(?!(${GATEWAY.flat().filter((n) => n !== "(gateway)").join("|")})/)[^/]+/` },
+    to: {}
+  },
   {
     name: "no-unknown-folder",
     severity: "error",

@@ -37,7 +37,7 @@ export { NoSuchTask, type TaskOrigin, TaskRecord, TaskRefused, TaskStatus, TaskS
 export { ControlApi } from "./api/ControlApi.js"
 export { runDaemon } from "./daemon/daemon.js"
 export { GatewayLive, type GatewayOptions, serveGateway } from "./gateway/server.js"
-export { Gateway, type GatewayState } from "./gateway/Gateway.js"
+export { Gateway, type GatewayState } from "./gateway/egress/Gateway.js"
 
 // A deployment and its files.
 export { initDeployment, type InitOptions, type InitResult } from "./deployment/init.js"
@@ -60,9 +60,9 @@ export { ImageStore, ImageMissing, type ImageStoreEnv } from "./box/ImageStore.j
 export { Firewall } from "./box/Firewall.js"
 export { Vault, VaultError, type VaultEntry } from "./vault/Vault.js"
 export { GatewayProbe, type Health } from "./contract/GatewayProbe.js"
-export { Dialer } from "./gateway/Dialer.js"
-export { Audit, type AuditRecord } from "./gateway/Audit.js"
-export { LiveRuns } from "./gateway/LiveRuns.js"
+export { Dialer } from "./gateway/base/Dialer.js"
+export { Audit, type AuditRecord } from "./gateway/base/Audit.js"
+export { LiveRuns } from "./gateway/base/LiveRuns.js"
 export { HostGit, GitError } from "./knowledge/HostGit.js"
 export { Hurry } from "./run/Hurry.js"
 export { Files } from "./fs/Files.js"

@@ -1,7 +1,7 @@
 import { Args, Command, Options, Prompt } from "@effect/cli"
 import { Config, Console, Effect, Option, Redacted, Schema } from "effect"
 import { LLM_PROVIDERS } from "../contract/constants.js"
-import { defaultKind } from "../gateway/credentials.js"
+import { defaultKind } from "../gateway/secrets/credentials.js"
 import { chatProviderOf } from "../vault/chatTokens.js"
 import { Vault } from "../vault/Vault.js"
 

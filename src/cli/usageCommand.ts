@@ -4,7 +4,7 @@ import { Clock, Console, Effect, Option, Schema } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths, layout } from "../config/Paths.js"
 import { foldFileLines } from "../fs/lines.js"
-import { LedgerEntry } from "../gateway/ledger.js"
+import { LedgerEntry } from "../gateway/base/ledger.js"
 import { BadInput } from "./badInput.js"
 
 interface Sum {

@@ -4,7 +4,7 @@ import { validateWorkerName } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
 import { orgTemplate } from "../config/template.js"
 import { writeAtomic } from "../fs/atomic.js"
-import { ensureCa } from "../gateway/ca.js"
+import { ensureCa } from "../gateway/certs/ca.js"
 import { addWorker } from "../worker/workers.js"
 
 /** How {@link initDeployment} makes a deployment: the first worker, and org.toml if not the template. */

@@ -9,17 +9,17 @@ import { LLM_PROVIDERS } from "../contract/constants.js"
 import { deploymentId } from "../contract/deployment.js"
 import { credentialFor } from "../vault/credentialFor.js"
 import { VERSION } from "../contract/version.js"
-import { handleAction } from "./actions.js"
-import { ensureCa } from "./ca.js"
-import { handleConnect } from "./connect.js"
-import type { GatewayEnv } from "./env.js"
-import { handleForward } from "./forward.js"
-import { Gateway, type GatewayContext, type GatewayState, makeGatewayState } from "./Gateway.js"
-import { makeLeafIssuer } from "./leafCerts.js"
-import { Refusal } from "./refusal.js"
-import { refuseResponse, refuseSocket, refuseUnlessHttp1 } from "./refuse.js"
-import { newTrace, supervised } from "./supervise.js"
-import { makeTerminator } from "./terminate.js"
+import { handleAction } from "./actions/actions.js"
+import { ensureCa } from "./certs/ca.js"
+import { handleConnect } from "./egress/connect.js"
+import type { GatewayEnv } from "./base/env.js"
+import { handleForward } from "./egress/forward.js"
+import { Gateway, type GatewayContext, type GatewayState, makeGatewayState } from "./egress/Gateway.js"
+import { makeLeafIssuer } from "./certs/leafCerts.js"
+import { Refusal } from "./base/refusal.js"
+import { refuseResponse, refuseSocket, refuseUnlessHttp1 } from "./base/refuse.js"
+import { newTrace, supervised } from "./base/supervise.js"
+import { makeTerminator } from "./inject/terminate.js"
 
 export class GatewayListenError extends Schema.TaggedError<GatewayListenError>()("GatewayListenError", {
   address: Schema.String,
@@ -49,6 +49,7 @@ const healthAnswer = (configRoot: string) =>
     return { ok: true, config_root: configRoot, deployment_id: deploymentId(configRoot), version: VERSION, credentials }
   })
 
+/** Where the gateway listens: every address (the host's loopback and each box network's gateway) on one port (0 picks one). */
 export interface GatewayOptions {
   readonly addrs: ReadonlyArray<string>
   readonly port: number

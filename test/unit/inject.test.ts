@@ -3,8 +3,8 @@ import fc from "fast-check"
 import { Readable } from "node:stream"
 import { SENTINEL } from "../../src/contract/constants.js"
 import { sentinelJwt } from "../../src/box/sentinel.js"
-import { injectCredential, isSentinel } from "../../src/gateway/inject.js"
-import { Scrub, scrubText } from "../../src/gateway/scrub.js"
+import { injectCredential, isSentinel } from "../../src/gateway/secrets/inject.js"
+import { Scrub, scrubText } from "../../src/gateway/secrets/scrub.js"
 
 const REAL = "sk-ant-REAL-0123456789"
 

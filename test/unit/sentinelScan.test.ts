@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest"
 import { SENTINEL } from "../../src/contract/constants.js"
 import { sentinelJwt } from "../../src/box/sentinel.js"
-import { sentinelWarning } from "../../src/gateway/runWarning.js"
-import { bodyScanner, redactMarks, sentinelPlaces } from "../../src/gateway/sentinelScan.js"
+import { sentinelWarning } from "../../src/gateway/base/runWarning.js"
+import { bodyScanner, redactMarks, sentinelPlaces } from "../../src/gateway/secrets/sentinelScan.js"
 
 describe("a sentinel leaving the gateway is found where it is", () => {
   it("names each header and the query (encoded too), and nothing when the request is clean", () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import { Readable } from "node:stream"
 import { text } from "node:stream/consumers"
 import { costOf, priceFor } from "../../src/config/prices.js"
-import { type Verdict, UsageTap } from "../../src/gateway/usageTap.js"
+import { type Verdict, UsageTap } from "../../src/gateway/metering/usageTap.js"
 
 const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
 const ANSWER = [

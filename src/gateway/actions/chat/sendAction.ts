@@ -1,0 +1,39 @@
+import { Effect, Either, Schema } from "effect"
+import { readRunContext } from "../../../run/runContext.js"
+import type { ActionAnswer, BoxCaller } from "../actionTypes.js"
+import { placeText, postChat } from "./postChat.js"
+
+/** The most one send may carry; it is posted as several messages when the service needs. */
+export const SEND_MAX = 12_000
+
+const Send = Schema.parseJson(Schema.Struct({ text: Schema.String }))
+
+const refused = (status: number, error: string): ActionAnswer => ({ status, body: { ok: false, error } })
+
+/**
+ * slack_send / discord_send { text }: the worker's answer posted to its own chat session's
+ * channel and the thread of the message it is answering — the place comes from the run's saved
+ * context, never from the request, so a box cannot name another channel. The daemon posts with
+ * the connection's token; the box never holds it.
+ */
+export const chatSend = (provider: "slack" | "discord") => (caller: BoxCaller, body: string) =>
+  Effect.gen(function*() {
+    const decoded = Schema.decodeUnknownEither(Send)(body)
+    if (Either.isLeft(decoded) || decoded.right.text.trim() === "") return refused(400, `the body is {"text": "..."} with some text`)
+    const text = decoded.right.text
+    if (text.length > SEND_MAX) return refused(413, `text is ${text.length} characters; one send takes at most ${SEND_MAX}: send it in parts`)
+    const ctx = yield* readRunContext(caller.worker, caller.runId).pipe(Effect.either)
+    if (Either.isLeft(ctx) || ctx.right === undefined) return refused(409, "this run has no saved context: it is not a chat session")
+    const place = ctx.right.chat
+    if (ctx.right.surface !== "chat-session" || place === undefined) {
+      return refused(403, `this run is not a chat session (it is ${ctx.right.surface}): answer in your final message instead`)
+    }
+    if (place.provider !== provider) return refused(403, `this session is in ${place.provider}: use ${place.provider}_send`)
+    const posted = yield* postChat(place, text).pipe(Effect.either)
+    if (Either.isLeft(posted)) {
+      yield* Effect.logWarning(`gateway: ${provider}_send of run ${caller.runId} failed: ${posted.left.message}`)
+      return refused(502, `the message could not be posted: ${posted.left.detail}`)
+    }
+    yield* Effect.logInfo(`gateway: run ${caller.runId} of ${caller.worker} posted ${posted.right.length} message(s) to ${placeText(place)}`)
+    return { status: 200, body: { ok: true, messages: posted.right.length } } satisfies ActionAnswer
+  })

@@ -1,0 +1,114 @@
+import { Effect, Either, Schema } from "effect"
+import { OrgConfig } from "../../config/OrgConfig.js"
+import { RunLog } from "../../run/RunLog.js"
+import { type TaskRecord, TaskRefused } from "../../task/TaskRecord.js"
+import { TaskStore } from "../../task/TaskStore.js"
+import { linkContinuation } from "../../task/links.js"
+import { checkReplyTo } from "../../task/replyTo.js"
+import { readRunContext } from "../../run/runContext.js"
+import type { ActionAnswer, BoxCaller } from "./actionTypes.js"
+
+const MAX_PROMPT = 8000
+
+const SetTasks = Schema.parseJson(Schema.Struct({
+  /** Optional, and then it must be the caller: a worker queues work only for itself. */
+  worker: Schema.optional(Schema.String),
+  tasks: Schema.Array(Schema.Struct({
+    prompt: Schema.String,
+    ceiling_min: Schema.optional(Schema.Number),
+    after: Schema.optional(Schema.String),
+    /** Carry on this run's own conversation: the follow-up resumes its pi session. */
+    continue: Schema.optional(Schema.Boolean),
+    /** Where the follow-up's answer goes; by default wherever this run's own answer goes. */
+    reply_to: Schema.optional(Schema.String)
+  }))
+}))
+
+const refused = (status: number, error: string): ActionAnswer => ({ status, body: { ok: false, error } })
+
+const waitingSelfTasks = (all: ReadonlyArray<TaskRecord>, worker: string) =>
+  all.filter((t) => t.worker === worker && t.origin.by === "self" && (t.status === "queued" || t.status === "held")).length
+
+/**
+ * set_tasks: a worker queues follow-up tasks for itself. The worker, run and task come from the
+ * run token (never the body); another worker is refused; at most `[supervisor] max_self_tasks`
+ * of its own may wait at once, checked under the store's lock. The new tasks name their origin
+ * run and task, and the run's record (and its task's) lists what it queued.
+ */
+export const setTasks = (caller: BoxCaller, body: string) =>
+  Effect.gen(function*() {
+    const decoded = Schema.decodeUnknownEither(SetTasks)(body)
+    if (Either.isLeft(decoded)) {
+      return refused(400, `the body is {"tasks": [{"prompt": "...", "ceiling_min"?: n, "after"?: "t-...", "continue"?: true, "reply_to"?: "task:t-..."}]}`)
+    }
+    const req = decoded.right
+    if (req.worker !== undefined && req.worker !== caller.worker) {
+      yield* Effect.logWarning(`gateway: run ${caller.runId} of ${caller.worker} tried to queue a task for ${req.worker}: refused`)
+      return refused(403, `a worker queues tasks only for itself (you are ${caller.worker})`)
+    }
+    const store = yield* TaskStore
+    for (const t of req.tasks) {
+      if (t.prompt.trim() === "" || t.prompt.length > MAX_PROMPT) return refused(400, `a prompt is 1 to ${MAX_PROMPT} characters`)
+      if (t.ceiling_min !== undefined && !(Number.isFinite(t.ceiling_min) && t.ceiling_min > 0)) return refused(400, "ceiling_min is a positive number of minutes")
+      if (t.after !== undefined && (yield* store.get(t.after))?.worker !== caller.worker) return refused(400, `after: ${t.after} is not one of your tasks`)
+    }
+    // A follow-up answers where this run answers, unless the worker names another place.
+    const context = yield* readRunContext(caller.worker, caller.runId)
+    // A chat session's follow-up answers in the thread of the message the session is serving.
+    const inherited = context?.reply_to ??
+      (context?.surface === "chat-session" && context.chat
+        ? `chat:${context.chat.provider}:${context.chat.channel}${context.chat.thread ? `/${context.chat.thread}` : ""}`
+        : null)
+    const replies: Array<string | undefined> = []
+    for (const t of req.tasks) {
+      const wanted = t.reply_to ?? inherited ?? undefined
+      if (wanted === undefined) {
+        replies.push(undefined)
+        continue
+      }
+      const checked = yield* checkReplyTo(wanted).pipe(Effect.either)
+      if (Either.isLeft(checked)) return refused(400, checked.left.message)
+      replies.push(checked.right)
+    }
+    const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.either)
+    if (Either.isLeft(org)) return refused(500, `the deployment's org.toml cannot be read: ${org.left.message}`)
+    const max = org.right.supervisor.max_self_tasks
+    const origin = { by: "self" as const, run_id: caller.runId, task_id: caller.taskId }
+    const added = yield* store.addAll(
+      req.tasks.map((t, i) => ({
+        worker: caller.worker,
+        prompt: t.prompt,
+        ceilingMin: t.ceiling_min ?? null,
+        after: t.after ?? null,
+        origin,
+        // This run's own session, resumed once this run has ended.
+        ...(t.continue ? { continues: { task_id: caller.taskId, run_id: caller.runId } } : {}),
+        replyTo: replies[i]
+      })),
+      (all) => {
+        const waiting = waitingSelfTasks(all, caller.worker)
+        return waiting + req.tasks.length > max
+          ? new TaskRefused({ detail: `at most ${max} tasks you queued may wait at once ([supervisor] max_self_tasks); ${waiting} already wait` })
+          : undefined
+      }
+    ).pipe(Effect.either)
+    if (Either.isLeft(added)) {
+      return added.left._tag === "TaskRefused" ? refused(429, added.left.message) : refused(500, "the tasks could not be recorded")
+    }
+    const ids = added.right.map((t) => t.task_id)
+    if (ids.length > 0) yield* recordQueued(caller, ids)
+    if (caller.taskId) {
+      for (const t of added.right) if (t.continues) yield* linkContinuation(caller.taskId, t.task_id)
+    }
+    return { status: 200, body: { ok: true, queued: ids } } satisfies ActionAnswer
+  })
+
+const recordQueued = (caller: BoxCaller, ids: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const runLog = yield* RunLog
+    const run = yield* runLog.read(caller.worker, caller.runId)
+    yield* runLog.update(caller.worker, caller.runId, { queued_tasks: [...(run?.queued_tasks ?? []), ...ids] })
+    if (caller.taskId) {
+      yield* (yield* TaskStore).update(caller.taskId, (t) => ({ ...t, queued_tasks: [...(t.queued_tasks ?? []), ...ids] }))
+    }
+  }).pipe(Effect.catchAll((e) => Effect.logWarning(`gateway: run ${caller.runId}: the tasks it queued could not be noted: ${e.message}`)))

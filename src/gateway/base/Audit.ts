@@ -1,0 +1,106 @@
+import { FileSystem, Path } from "@effect/platform"
+import { SystemError } from "@effect/platform/Error"
+import { Clock, Context, Effect, Layer, Ref } from "effect"
+import { captureHostFiles, Paths, layout } from "../../config/Paths.js"
+import { type Appender, Files } from "../../fs/Files.js"
+
+/** One line of the gateway's audit log: who asked for what, how it was answered, whether a credential was injected. */
+export interface AuditRecord {
+  readonly run_id: string | null
+  readonly subject: string
+  readonly host: string
+  readonly port: number
+  readonly method: string
+  /** Without the query: a query can carry secrets the audit log must not keep. */
+  readonly path: string
+  readonly status: number
+  readonly injected: boolean
+  readonly bytes_up: number
+  readonly bytes_down: number
+  readonly duration_ms: number
+  readonly note?: string
+  /** Where the request left the gateway still carrying a sentinel ("header:x-other", "query", "body"). */
+  readonly sentinel_unsubstituted?: ReadonlyArray<string>
+}
+
+/** How often a failing audit log is reported: once a minute, not once a request. */
+const WARN_EVERY_MS = 60_000
+
+/**
+ * One JSONL line per gateway request under state/audit/<day>.jsonl. A write never fails the
+ * request it records, but a failing audit log is never silent: it is logged once a minute.
+ * The day's file stays open for appending (one write per line, no open and close per request:
+ * measured, the largest per-request file cost); it is closed when the day turns or the layer
+ * closes, and a line is on disk as soon as its write returns — `runs show` right after a run
+ * sees every request.
+ */
+export class Audit extends Context.Tag("roster/Audit")<Audit, {
+  readonly write: (record: AuditRecord) => Effect.Effect<void>
+}>() {
+  static readonly layer = Layer.scoped(
+    Audit,
+    Effect.gen(function*() {
+      const env = Context.add(yield* captureHostFiles, Files, yield* Files)
+      const lastWarned = yield* Ref.make(Number.NEGATIVE_INFINITY)
+      const opening = yield* Effect.makeSemaphore(1)
+      // The open day files by path.
+      const open = new Map<string, Appender>()
+      // Once closed, no file is opened again: a write after the layer's end (a caller that outlived
+      // it) is refused, not given a handle no one would ever close.
+      let closed = false
+      yield* Effect.addFinalizer(() =>
+        opening.withPermits(1)(Effect.suspend(() => {
+          closed = true
+          const all = [...open.values()]
+          open.clear()
+          return Effect.forEach(all, (a) => a.close, { discard: true })
+        })))
+      const warn = (dir: string, detail: string) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const due = yield* Ref.modify(lastWarned, (at) => (now - at >= WARN_EVERY_MS ? [true, now] : [false, at]))
+          if (due) yield* Effect.logWarning(`the gateway's audit log cannot be written (${dir}): ${detail} — requests go on unrecorded until it can`)
+        })
+      const appenderFor = (dir: string, name: string) =>
+        Effect.gen(function*() {
+          const path = yield* Path.Path
+          const file = path.join(dir, name)
+          const known = open.get(file)
+          if (known) return known
+          return yield* opening.withPermits(1)(Effect.gen(function*() {
+            if (closed) return yield* Effect.fail(new SystemError({ reason: "Unknown", module: "FileSystem", method: "open", pathOrDescriptor: file, description: "the audit log is closed (its layer ended)" }))
+            const again = open.get(file)
+            if (again) return again
+            // The first record of a deployment (or after someone removed the folder) makes it.
+            yield* (yield* FileSystem.FileSystem).makeDirectory(dir, { recursive: true, mode: 0o700 })
+            const appender = yield* (yield* Files).openAppend(file, 0o600)
+            // An earlier day of the same folder is done with.
+            for (const [other, a] of open) {
+              if (path.dirname(other) === dir) {
+                open.delete(other)
+                yield* a.close
+              }
+            }
+            open.set(file, appender)
+            return appender
+          }))
+        })
+      return {
+        write: (record) =>
+          Effect.gen(function*() {
+            const dir = layout(yield* Paths).auditDir
+            const now = new Date(yield* Clock.currentTimeMillis)
+            const line = `${JSON.stringify({ time: now.toISOString(), ...record })}\n`
+            yield* appenderFor(dir, `${now.toISOString().slice(0, 10)}.jsonl`).pipe(
+              Effect.flatMap((a) => a.write(line)),
+              Effect.catchAll((e) => warn(dir, e.message))
+            )
+          }).pipe(Effect.provide(env))
+      }
+    })
+  )
+
+  /** Keeps records in memory, for tests that read what the gateway recorded. */
+  static readonly layerMemory = (records: Array<AuditRecord>) =>
+    Layer.succeed(Audit, { write: (record) => Effect.sync(() => void records.push(record)) })
+}

@@ -1,0 +1,36 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { LABEL_RUN_ID } from "../../contract/constants.js"
+import { Docker } from "../../docker/Docker.js"
+
+/**
+ * Is this run's box alive? A token is honoured only while it is: a stale identity file (a
+ * runner killed with -9) opens nothing once its container is gone.
+ */
+export class LiveRuns extends Context.Tag("roster/LiveRuns")<LiveRuns, {
+  readonly isLive: (runId: string) => Effect.Effect<boolean>
+}>() {
+  /** Asks the engine, remembering a "yes" for half a second so a busy box costs one list call per 500 ms. */
+  static readonly layer = Layer.effect(
+    LiveRuns,
+    Effect.gen(function*() {
+      const docker = yield* Docker
+      const seen = new Map<string, number>()
+      return {
+        isLive: (runId) =>
+          Effect.gen(function*() {
+            const now = yield* Clock.currentTimeMillis
+            const at = seen.get(runId)
+            if (at !== undefined && now - at < 500) return true
+            const list = yield* docker.containerList([`${LABEL_RUN_ID}=${runId}`]).pipe(Effect.orElseSucceed(() => []))
+            const live = list.some((c) => c.state === "running" || c.state === "created")
+            if (live) seen.set(runId, now)
+            else seen.delete(runId)
+            return live
+          })
+      }
+    })
+  )
+
+  static readonly layerTest = (live: (runId: string) => boolean) =>
+    Layer.succeed(LiveRuns, { isLive: (runId) => Effect.sync(() => live(runId)) })
+}

@@ -1,0 +1,82 @@
+import { FileSystem } from "@effect/platform"
+import { Clock, Effect, Option, Schema } from "effect"
+import type { IncomingHttpHeaders } from "node:http"
+import { IdentityRecord, identityFile, TOKEN_PATTERN } from "../../contract/identity.js"
+import { Paths, layout } from "../../config/Paths.js"
+import { isLoopback } from "../../contract/addresses.js"
+import { LiveRuns } from "./LiveRuns.js"
+
+export interface Caller {
+  readonly subject: string
+  readonly runId: string | null
+  readonly worker: string | null
+  readonly taskId: string | null
+}
+
+export type Identification =
+  | { readonly ok: true; readonly caller: Caller }
+  | { readonly ok: false; readonly reason: string; readonly why: "no_token" | "run_ended" }
+
+/** The run token from `Proxy-Authorization: Basic base64(<token>:x)`; the password is never read. */
+export const tokenFrom = (headers: IncomingHttpHeaders): string | undefined => {
+  const value = headers["proxy-authorization"]
+  if (typeof value !== "string") return undefined
+  const m = /^\s*basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(value)
+  if (!m?.[1]) return ""
+  const decoded = Buffer.from(m[1], "base64").toString("utf8")
+  const colon = decoded.indexOf(":")
+  return colon < 0 ? decoded : decoded.slice(0, colon)
+}
+
+/**
+ * Identity files read lately, by path, for 0.75 s: a busy box's requests cost a read or two a
+ * second, not one each; a token whose file is gone is refused within the second (and at once
+ * when its run has ended: that is checked on every request).
+ */
+export const makeIdentityCache = (ttlMs = 750) => {
+  const known = new Map<string, { readonly record: typeof IdentityRecord.Type; readonly until: number }>()
+  return {
+    get: (file: string, now: number) => {
+      const hit = known.get(file)
+      return hit && hit.until > now ? hit.record : undefined
+    },
+    set: (file: string, record: typeof IdentityRecord.Type, now: number) => {
+      if (known.size > 10_000) known.clear()
+      known.set(file, { record, until: now + ttlMs })
+    }
+  }
+}
+export type IdentityCache = ReturnType<typeof makeIdentityCache>
+
+/**
+ * Who is calling: a known run token names its worker and run; no token at all is a host-side
+ * caller ("org"), accepted only from loopback. Everything else is refused (407).
+ */
+export const identify = Effect.fn("gateway.identify")(function*(headers: IncomingHttpHeaders, remote: string | undefined, cache?: IdentityCache) {
+  const token = tokenFrom(headers)
+  if (token === undefined) {
+    return isLoopback(remote)
+      ? { ok: true, caller: { subject: "org", runId: null, worker: null, taskId: null } } satisfies Identification
+      : { ok: false, reason: "no run token", why: "no_token" } satisfies Identification
+  }
+  return yield* lookupToken(token, cache)
+})
+
+/** A run token's identity, honoured only while its run is live. */
+export const lookupToken = Effect.fn("gateway.lookupToken")(function*(token: string, cache?: IdentityCache) {
+  if (!TOKEN_PATTERN.test(token)) return { ok: false, reason: "malformed run token", why: "no_token" } satisfies Identification
+  const fs = yield* FileSystem.FileSystem
+  const file = identityFile(layout(yield* Paths).identityDir, token)
+  const now = yield* Clock.currentTimeMillis
+  const cached = cache?.get(file, now)
+  const record = cached ? Option.some(cached) : yield* fs.readFileString(file).pipe(
+    Effect.flatMap((text) => Effect.try(() => JSON.parse(text) as unknown)),
+    Effect.flatMap(Schema.decodeUnknown(IdentityRecord)),
+    Effect.option
+  )
+  if (record._tag === "None") return { ok: false, reason: "unknown run token", why: "no_token" } satisfies Identification
+  if (!cached) cache?.set(file, record.value, now)
+  const r = record.value
+  if (!(yield* (yield* LiveRuns).isLive(r.run_id))) return { ok: false, reason: "the run of this token has ended", why: "run_ended" } satisfies Identification
+  return { ok: true, caller: { subject: r.subject, runId: r.run_id, worker: r.worker, taskId: r.task_id } } satisfies Identification
+})

@@ -1,0 +1,82 @@
+import * as net from "node:net"
+import type { Org } from "../../config/schema.js"
+import { isLoopback, isValidHost, normalizeHost } from "../../contract/addresses.js"
+import { decide, upstreamFor } from "./policy.js"
+import { Refusal } from "./refusal.js"
+
+/** What a box's request to `url` would meet at the gateway, decided without sending anything. */
+export type PolicyAnswer =
+  | {
+    readonly allowed: true
+    readonly host: string
+    readonly port: number
+    readonly subject: string
+    /** The rule that decided: a [[grant]] by name, an [[allow]] by its hosts. */
+    readonly rule: string
+    readonly how: "terminated" | "tunnelled" | "forwarded"
+    readonly credential?: string
+    readonly upstream?: string
+    /** What still happens at request time (name resolution). */
+    readonly notes: ReadonlyArray<string>
+  }
+  | { readonly allowed: false; readonly status: number; readonly refusal: Refusal }
+
+interface Target {
+  readonly host: string
+  readonly port: number
+  readonly scheme: "https" | "http" | "tunnel"
+}
+
+/** `https://host[:port]/…`, `http://host[:port]/…`, or a bare `host:port` (a CONNECT, as a box's client sends for any TLS). */
+export const parseTarget = (raw: string): Target | undefined => {
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(raw)?.[1]?.toLowerCase()
+  if (scheme === undefined) {
+    const m = /^\[?([^\]/]*?)\]?:(\d{1,5})$/.exec(raw)
+    return m ? { host: normalizeHost(m[1] ?? ""), port: Number(m[2]), scheme: "tunnel" } : undefined
+  }
+  if (scheme !== "http" && scheme !== "https") return undefined
+  try {
+    const u = new URL(raw)
+    return { host: normalizeHost(u.hostname), port: Number(u.port || (scheme === "https" ? 443 : 80)), scheme }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The gateway's decision for `subject` reaching `raw`, in the order the gateway takes it:
+ * the target parses, a rule covers host, port and subject, a granted host is reached over TLS,
+ * and it is not the gateway itself. A name is resolved only when a box asks, so a private
+ * answer then is said as a note, not decided here.
+ */
+export const checkPolicy = (org: Org, subject: string, raw: string): PolicyAnswer => {
+  const target = parseTarget(raw)
+  const where = { subject, ...(target ? { host: target.host, port: target.port } : {}) }
+  const refused = (r: Refusal): PolicyAnswer => ({ allowed: false, status: r.status, refusal: r })
+  if (!target || !isValidHost(target.host) || !Number.isInteger(target.port) || target.port < 1 || target.port > 65535) {
+    return refused(new Refusal(400, "malformed target", { why: "malformed", ...where }))
+  }
+  const { host, port } = target
+  const decision = decide(org, subject, host, port)
+  if (!decision.allowed) return refused(new Refusal(403, decision.reason, { why: decision.why, ...where, fix: decision.fix }))
+  if (decision.via === "grant" && target.scheme === "http") {
+    return refused(new Refusal(403, "credentials are injected only over TLS: use https://", { why: "tls_only", ...where }))
+  }
+  const up = upstreamFor(org, host, port, target.scheme === "http" ? "http:" : "https:")
+  // An address literal a rule covers is one that rule names, so the private-address guard can only
+  // refuse what a name resolves to — known when a box asks, said below as a note.
+  if (up.port === org.gateway.port && (isLoopback(up.host) || up.host === "0.0.0.0")) {
+    return refused(new Refusal(403, "the gateway does not proxy to itself", { why: "gateway_itself", ...where }))
+  }
+  const notes = !up.routed && net.isIP(up.host) === 0
+    ? [`${up.host} is resolved when the box asks: an answer that is a private, loopback or metadata address is refused unless the rule lists that address`]
+    : []
+  return {
+    allowed: true, host, port, subject,
+    rule: decision.via === "grant" ? `[[grant]] ${JSON.stringify(decision.rule.name)}` : `[[allow]] hosts = ${JSON.stringify(decision.rule.hosts)}`,
+    how: decision.via === "grant" ? "terminated" : target.scheme === "http" ? "forwarded" : "tunnelled",
+    ...(decision.via === "grant" ? { credential: decision.rule.credential } : {}),
+    ...(up.routed ? { upstream: `${up.protocol}//${up.host}:${up.port}` } : {}),
+    notes
+  }
+}

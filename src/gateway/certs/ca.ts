@@ -1,0 +1,55 @@
+import { FileSystem } from "@effect/platform"
+import { Clock, Effect, Schema } from "effect"
+import { webcrypto } from "node:crypto"
+import { Paths, layout } from "../../config/Paths.js"
+import { writeAtomic } from "../../fs/atomic.js"
+import { ensureBundle } from "../../contract/caFiles.js"
+import { loadX509 } from "./x509.js"
+
+export class CaError extends Schema.TaggedError<CaError>()("CaError", { detail: Schema.String }) {
+  override get message() {
+    return `the roster CA could not be prepared: ${this.detail}`
+  }
+}
+
+const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const
+const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000
+
+const generate = (now: number) => Effect.tryPromise({
+  try: async () => {
+    const x509 = await loadX509()
+    const keys = await webcrypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as webcrypto.CryptoKeyPair
+    const cert = await x509.X509CertificateGenerator.createSelfSigned({
+      serialNumber: webcrypto.getRandomValues(new Uint8Array(16)).reduce((s, b) => s + b.toString(16).padStart(2, "0"), "7"),
+      name: "CN=roster gateway CA, O=roster",
+      notBefore: new Date(now - 60_000),
+      notAfter: new Date(now + TEN_YEARS_MS),
+      signingAlgorithm: ALG,
+      keys,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, 0, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey)
+      ]
+    })
+    const pkcs8 = await webcrypto.subtle.exportKey("pkcs8", keys.privateKey)
+    const keyPem = x509.PemConverter.encode(pkcs8, "PRIVATE KEY")
+    return { certPem: cert.toString("pem"), keyPem }
+  },
+  catch: (e) => new CaError({ detail: String(e) })
+})
+
+/** Creates `state/ca/` (ca.crt, ca.key 0600) on first start; later starts reuse it. */
+export const ensureCa = Effect.fn("ca.ensure")(function*() {
+  const fs = yield* FileSystem.FileSystem
+  const files = layout(yield* Paths)
+  const present = (yield* fs.exists(files.caCert)) && (yield* fs.exists(files.caKey))
+  if (!present) {
+    yield* fs.makeDirectory(files.caDir, { recursive: true, mode: 0o700 })
+    const { certPem, keyPem } = yield* generate(yield* Clock.currentTimeMillis)
+    yield* writeAtomic(files.caKey, keyPem, 0o600)
+    yield* writeAtomic(files.caCert, certPem, 0o644)
+  }
+  yield* ensureBundle()
+  return { cert: files.caCert, key: files.caKey, bundle: files.caBundle }
+})

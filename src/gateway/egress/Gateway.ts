@@ -1,0 +1,59 @@
+import { Context, Effect } from "effect"
+import type { GatewayEnv } from "../base/env.js"
+import { type IdentityCache, makeIdentityCache } from "../base/identify.js"
+import { type Ledger, makeLedger } from "../base/ledger.js"
+import { makeOAuthRefresher, type OAuthRefresher } from "../base/oauthFlights.js"
+import { makeTaintMemo, type TaintMemo } from "../base/taint.js"
+import { makeUpstreamPool, type UpstreamPool } from "../upstream/upstreamPool.js"
+import { makeUpstreamTrust, type UpstreamTrust } from "../upstream/upstreamTrust.js"
+
+/** What the running gateway holds for its requests: its own addresses, its pools and caches, its ledger. */
+export interface GatewayState {
+  /** The gateway's own port and addresses: never a target, whatever a rule says (no loops). */
+  readonly port: () => number
+  readonly addrs: ReadonlyArray<string>
+  /** The trust roots for upstream TLS, as one context built once (see makeUpstreamTrust). */
+  readonly upstreamTrust: UpstreamTrust
+  /** Keep-alive connections to upstreams (see makeUpstreamPool). */
+  readonly upstreamPool: UpstreamPool
+  /** Taints written lately, so a box repeating a refused request is not a record read each time. */
+  readonly taints: TaintMemo
+  /** What model answers have cost, for the budgets (see makeLedger). */
+  readonly ledger: Ledger
+  /** Identity files read in the last second (see makeIdentityCache). */
+  readonly identities: IdentityCache
+  /** OAuth logins being refreshed now (see freshCredential). */
+  readonly oauth: OAuthRefresher
+  /** Runs background work in the gateway's own scope (closed with it), past the request that started it. */
+  readonly fork: (work: Effect.Effect<void, never, GatewayContext>) => void
+}
+
+/** What a gateway request handler runs with: the services, and the running gateway itself. */
+export type GatewayContext = GatewayEnv | Gateway
+
+/**
+ * The running gateway, as a service its request handlers read (`yield* Gateway`) instead of a
+ * bag threaded through each call. Built by the gateway's layer (`GatewayLive` in server.ts),
+ * which listens, and closes every pool and fiber of it with its scope.
+ */
+export class Gateway extends Context.Tag("roster/Gateway")<Gateway, GatewayState>() {}
+
+/** The state of a gateway bound at `port()` on `addrs`; `fork` runs work in the caller's scope. */
+export const makeGatewayState = (
+  addrs: ReadonlyArray<string>,
+  port: () => number,
+  fork: (work: Effect.Effect<void, never, GatewayContext>) => void
+) =>
+  Effect.gen(function*() {
+    return {
+      port,
+      addrs,
+      upstreamTrust: yield* makeUpstreamTrust,
+      upstreamPool: yield* makeUpstreamPool,
+      taints: makeTaintMemo(),
+      ledger: yield* makeLedger,
+      oauth: makeOAuthRefresher(),
+      identities: makeIdentityCache(),
+      fork
+    } satisfies GatewayState
+  })

@@ -1,0 +1,55 @@
+import { Effect, FiberSet } from "effect"
+import * as http from "node:http"
+import type * as net from "node:net"
+import type { Duplex } from "node:stream"
+import * as tls from "node:tls"
+import type { GatewayContext } from "../egress/Gateway.js"
+import type { Caller } from "../base/identify.js"
+import { injectForward, type Target } from "./injectForward.js"
+import type { LeafIssuer } from "../certs/leafCerts.js"
+import { Refusal } from "../base/refusal.js"
+import { refuseUnlessHttp1, refuseResponse } from "../base/refuse.js"
+import { newTrace, supervised } from "../base/supervise.js"
+
+/**
+ * TLS termination for hosts with an injecting grant: the box gets a leaf certificate for the
+ * host from the roster CA, and each request inside goes through `injectForward` as a
+ * supervised fiber of the gateway's scope.
+ */
+export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(issuer: LeafIssuer) {
+  const run = yield* FiberSet.makeRuntime<GatewayContext>()
+  const targets = new WeakMap<object, Target>()
+
+  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) =>
+    refuseUnlessHttp1(req, req.socket) || void run(Effect.gen(function*() {
+      const target = targets.get(req.socket)
+      const url = req.url ?? "/"
+      const trace = yield* newTrace(req.method ?? "GET", target?.host ?? "?", target?.port ?? 0, url.split("?")[0] ?? "/")
+      if (!target || !url.startsWith("/")) return refuseResponse(res, new Refusal(400, "bad request"))
+      trace.run_id = target.caller.runId
+      trace.subject = target.caller.subject
+      yield* supervised(trace, injectForward(target, req, res, trace), () => refuseResponse(res, new Refusal(500, "internal error")))
+    }))
+
+  const inner = http.createServer({ maxHeaderSize: 16 * 1024, headersTimeout: 15_000, requestTimeout: 0, keepAliveTimeout: 60_000 }, onRequest)
+  inner.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
+    const status = err.code === "HPE_HEADER_OVERFLOW" ? 431 : 400
+    if (socket.writable) socket.end(`HTTP/1.1 ${status} Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+    else socket.destroy()
+  })
+  yield* Effect.addFinalizer(() => Effect.sync(() => inner.close()))
+
+  /** Answers the CONNECT, then speaks TLS as `host` on the box's side of the tunnel. */
+  const terminate = (client: Duplex, head: Buffer, caller: Caller, host: string, port: number) =>
+    Effect.gen(function*() {
+      const context = yield* issuer.contextFor(host)
+      client.write("HTTP/1.1 200 Connection Established\r\n\r\n")
+      if (head.length > 0) client.unshift(head)
+      const secured = new tls.TLSSocket(client as net.Socket, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] })
+      secured.on("error", () => secured.destroy())
+      targets.set(secured, { caller, host, port })
+      inner.emit("connection", secured)
+    })
+
+  return { terminate }
+})

@@ -1,0 +1,154 @@
+import { Clock, Effect, Runtime } from "effect"
+import type * as http from "node:http"
+import { costOf, priceFor, type TokenCount, totalTokens } from "../../config/prices.js"
+import type { Org } from "../../config/schema.js"
+import { LABEL_RUN_ID } from "../../contract/constants.js"
+import { Docker } from "../../docker/Docker.js"
+import { RunLog } from "../../run/RunLog.js"
+import { readWorkerSettings } from "../../worker/workers.js"
+import { Gateway, type GatewayContext } from "../egress/Gateway.js"
+import type { Caller } from "../base/identify.js"
+import type { LedgerEntry, Spent } from "../base/ledger.js"
+import { Refusal } from "../base/refusal.js"
+import { taintRun } from "../base/taint.js"
+import { UsageTap } from "./usageTap.js"
+
+/** An Anthropic Messages call: the one kind of request whose answer the gateway meters. */
+export const isModelCall = (req: http.IncomingMessage) => req.method === "POST" && (req.url ?? "").split("?")[0] === "/v1/messages"
+
+type Which = "run_usd" | "run_tokens" | "worker_daily_usd" | "org_daily_usd"
+
+interface Limits {
+  readonly run_usd?: number | undefined
+  readonly run_tokens?: number | undefined
+  readonly worker_daily_usd?: number | undefined
+  readonly org_daily_usd?: number | undefined
+  readonly on_cross: "cut" | "finish"
+}
+
+interface Over {
+  readonly which: Which
+  readonly limit: number
+  readonly spent: number
+}
+
+/** The budgets for a worker: each one its worker.toml [budget] sets, else org.toml's. */
+const limitsFor = (org: Org, worker: string) =>
+  readWorkerSettings(worker).pipe(
+    Effect.map((s): Limits => ({ ...org.budget, ...Object.fromEntries(Object.entries(s.budget ?? {}).filter(([, v]) => v !== undefined)) })),
+    Effect.orElseSucceed((): Limits => org.budget)
+  )
+
+/** The first budget `spent` plus this answer's `usd`/`tokens` reaches (`atLimit`) or passes. */
+const firstOver = (l: Limits, s: Spent, usd: number, tokens: number, atLimit: boolean): Over | undefined => {
+  const past = (spent: number, limit: number | undefined) => limit !== undefined && (atLimit ? spent >= limit : spent > limit)
+  if (past(s.runUsd + usd, l.run_usd)) return { which: "run_usd", limit: l.run_usd!, spent: s.runUsd + usd }
+  if (past(s.runTokens + tokens, l.run_tokens)) return { which: "run_tokens", limit: l.run_tokens!, spent: s.runTokens + tokens }
+  if (past(s.workerDayUsd + usd, l.worker_daily_usd)) return { which: "worker_daily_usd", limit: l.worker_daily_usd!, spent: s.workerDayUsd + usd }
+  if (past(s.orgDayUsd + usd, l.org_daily_usd)) return { which: "org_daily_usd", limit: l.org_daily_usd!, spent: s.orgDayUsd + usd }
+  return undefined
+}
+
+/**
+ * In words the agent and its person act on — and that pi reads as final ("out of budget" is
+ * one of the phrases it never retries).
+ */
+export const budgetText = (o: Over, worker: string) => {
+  const amount = (n: number) => (o.which === "run_tokens" ? `${Math.round(n)} tokens` : `$${n.toFixed(4)} (estimated)`)
+  const where = o.which === "org_daily_usd" ? "[budget] in org.toml" : `[budget] in org.toml or in workers/${worker}/worker.toml`
+  return `out of budget: ${o.which} is ${amount(o.limit)} and ${amount(o.spent)} is spent — ` +
+    `this run is stopped. To allow more, raise ${o.which} in ${where}`
+}
+
+/** The SSE event an answer cut for its budget ends with: an error the Anthropic SDKs raise as final. */
+const cutEvent = (text: string) =>
+  `event: error\ndata: ${JSON.stringify({ type: "error", error: { type: "billing_error", message: `roster gateway: ${text}` } })}\n\n`
+
+/** How long a stopped run's box lives on, so its agent records the refusal it got (it can reach no model meanwhile). */
+const STOP_GRACE = "1 second"
+
+/**
+ * Stops a run over its budget: the stop in its record (its end is `budget`), a taint, and its box
+ * killed in the gateway's own scope once the agent has had a moment to record why.
+ */
+const stopRun = (caller: Caller, text: string) =>
+  Effect.gen(function*() {
+    const self = yield* Gateway
+    if (!caller.runId || !caller.worker || !self.ledger.stopOnce(caller.runId)) return
+    const runId = caller.runId
+    yield* (yield* RunLog).append(caller.worker, runId, { kind: "stop", by: "budget", detail: text }).pipe(
+      Effect.catchAll((e) => Effect.logError(`gateway: run ${runId}: its budget stop could not be recorded: ${e.message}`))
+    )
+    yield* taintRun(self.taints, caller, "budget", null, text)
+    yield* Effect.logWarning(`gateway: run ${runId} of ${caller.worker} stopped: ${text}`)
+    self.fork(Effect.gen(function*() {
+      yield* Effect.sleep(STOP_GRACE)
+      const docker = yield* Docker
+      for (const box of yield* docker.containerList([`${LABEL_RUN_ID}=${runId}`])) yield* docker.containerKill(box.id)
+    }).pipe(Effect.catchAll((e) => Effect.logError(`gateway: the box of run ${runId} (over its budget) could not be killed: ${e.message}`))))
+  })
+
+export interface Meter {
+  /** The tap for an answer of this content type (SSE or JSON), or none to read. */
+  readonly tap: (contentType: string, stopUpstream: () => void) => UsageTap | undefined
+  /** After the answer: counted in the ledger and the run; the run stopped if it crossed a budget. */
+  readonly finish: Effect.Effect<void, never, GatewayContext>
+}
+
+/**
+ * Before a model call of a run: refused (402, "out of budget") when a budget is already used up;
+ * otherwise a meter for its answer, which cuts it at the next event once it crosses a budget
+ * (or lets it finish, with `on_cross = "finish"`) and stops the run either way.
+ */
+export const startMeter = (caller: Caller & { readonly runId: string; readonly worker: string }, org: Org, model: string) =>
+  Effect.gen(function*() {
+    const self = yield* Gateway
+    const runtime = yield* Effect.runtime<GatewayContext>()
+    const limits = yield* limitsFor(org, caller.worker)
+    const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+    const spent = self.ledger.spent(caller.worker, caller.runId, startedAt)
+    const { known, price } = priceFor(org.price, model)
+    const already = firstOver(limits, spent, 0, 0, true)
+    if (already) {
+      const text = budgetText(already, caller.worker)
+      yield* stopRun(caller, text)
+      return { refusal: new Refusal(402, text, { why: "budget" }) } as const
+    }
+    let crossed: Over | undefined
+    let counted: LedgerEntry | undefined
+    const onProgress = (count: TokenCount) => {
+      crossed ??= firstOver(limits, spent, costOf(price, count), totalTokens(count), false)
+      return crossed && limits.on_cross === "cut" ? "cut" as const : "go" as const
+    }
+    const meter: Meter = {
+      tap: (contentType, stopUpstream) => {
+        const kind = contentType.includes("text/event-stream") ? "sse" : contentType.includes("json") ? "json" : undefined
+        if (!kind) return undefined
+        return new UsageTap(kind, {
+          onProgress,
+          cutEvent: () => cutEvent(crossed ? budgetText(crossed, caller.worker) : "out of budget"),
+          onCut: stopUpstream,
+          beforeCutEvent: () => Runtime.runPromise(runtime)(stopRun(caller, budgetText(crossed!, caller.worker))),
+          // Counted before the box sees the answer end, so its next call is checked against it.
+          onEnd: (count) => {
+            if (totalTokens(count) === 0) return
+            counted = { time: startedAt, run_id: caller.runId, worker: caller.worker, model, ...count, usd: costOf(price, count), priced: known }
+            self.ledger.count(counted)
+            // A JSON answer is read whole at its end: a budget it passed is found here.
+            onProgress(count)
+          }
+        })
+      },
+      finish: Effect.gen(function*() {
+        if (counted) {
+          const { cache_read, cache_write, input, output, usd } = counted
+          yield* self.ledger.persist(counted)
+          yield* (yield* RunLog).append(caller.worker, caller.runId, { kind: "usage", model, input, output, cache_read, cache_write, usd }).pipe(
+            Effect.catchAll((e) => Effect.logWarning(`gateway: run ${caller.runId}: its usage could not be noted: ${e.message}`))
+          )
+        }
+        if (crossed) yield* stopRun(caller, budgetText(crossed, caller.worker))
+      })
+    }
+    return { meter } as const
+  })
