@@ -20,8 +20,6 @@ import { FileSystem } from "@effect/platform"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Clock, ConfigProvider, type Deferred, Effect, Layer } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { Firewall, type FirewallTool } from "./box/Firewall.js"
 import { Paths, type RosterPaths } from "./config/Paths.js"
@@ -29,6 +27,7 @@ import { makeRosterLive } from "./RosterLive.js"
 import { GatewayProbe, type Health } from "./contract/GatewayProbe.js"
 import { writeGatewayState } from "./contract/gatewayState.js"
 import { initDeployment } from "./deployment/init.js"
+import { makeTempDirSync } from "./fs/tempDir.js"
 import { type DockerFakeOptions, makeDockerTest } from "./docker/DockerTest.js"
 import { HostGit } from "./knowledge/HostGit.js"
 import { Reporter } from "./report/Reporter.js"
@@ -76,9 +75,8 @@ export const TEST_MODEL_KEY = "sk-ant-roster-test-not-a-real-key"
 
 /** Fresh roots under a new temp folder, laid out as `ROSTER_HOME` would lay them (the host user's home inside it). */
 export const tempDeployment = (prefix = "roster-test-"): RosterPaths => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+  const root = makeTempDirSync(prefix, "home")
   const home = path.join(root, "home")
-  fs.mkdirSync(home, { recursive: true })
   return { ...Paths.fromEnv({ ROSTER_HOME: root, HOME: home }), home }
 }
 

@@ -2,9 +2,9 @@ import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Option, Schedule, Schema } from "effect"
 import { spawn } from "node:child_process"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { Paths, layout } from "../config/Paths.js"
+import { tailOfFile } from "../fs/tail.js"
 import { runDaemon } from "../daemon/daemon.js"
 import { GatewayProbe } from "../contract/GatewayProbe.js"
 import { type GatewayState, readGatewayState } from "../contract/gatewayState.js"
@@ -61,17 +61,20 @@ const start = Command.make("start", {
     }
     const paths = yield* Paths
     const files = layout(paths)
-    yield* (yield* FileSystem.FileSystem).makeDirectory(paths.state, { recursive: true })
-    const log = fs.openSync(files.gatewayLog, "a", 0o600)
+    const fs = yield* FileSystem.FileSystem
+    yield* fs.makeDirectory(paths.state, { recursive: true })
     const script = process.argv[1] ?? ""
-    const child = spawn(process.execPath, [...process.execArgv, script, "server", "start", "--foreground"], {
-      detached: true,
-      stdio: ["ignore", log, log],
-      env: process.env
-    })
-    fs.closeSync(log)
-    child.unref()
-    const pid = child.pid ?? -1
+    // The daemon's output goes to its log; this process's handle on it closes once the child has its own.
+    const pid = yield* Effect.gen(function*() {
+      const log = yield* fs.open(files.gatewayLog, { flag: "a", mode: 0o600 })
+      const child = spawn(process.execPath, [...process.execArgv, script, "server", "start", "--foreground"], {
+        detached: true,
+        stdio: ["ignore", log.fd, log.fd],
+        env: process.env
+      })
+      child.unref()
+      return child.pid ?? -1
+    }).pipe(Effect.scoped)
     const up = yield* Effect.gen(function*() {
       const s = yield* readGatewayState
       if (!(yield* alive(pid))) return "died" as const
@@ -83,7 +86,7 @@ const start = Command.make("start", {
       Effect.orElseSucceed(() => "timeout" as const)
     )
     if (up !== "up") {
-      const tail = fs.existsSync(files.gatewayLog) ? fs.readFileSync(files.gatewayLog, "utf8").trimEnd().split("\n").slice(-8).join("\n") : ""
+      const tail = yield* tailOfFile(files.gatewayLog, 8)
       return yield* Effect.fail(new ServerError({
         detail: `the roster server did not come up (${up === "died" ? "it exited" : "no answer in 30 s"}). Last lines of ${files.gatewayLog}:\n${tail}`
       }))

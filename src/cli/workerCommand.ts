@@ -2,32 +2,17 @@ import { printRunWarnings } from "./runWarnings.js"
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Option } from "effect"
-import * as fs from "node:fs"
 import { cliExitCode, runOnce } from "../box/runOnce.js"
 import { newRunId } from "../run/runId.js"
 import { RunLog } from "../run/RunLog.js"
 import { Paths, layout } from "../config/Paths.js"
 import { runFiles } from "../contract/runFiles.js"
+import { tailOfFile } from "../fs/tail.js"
 import { addWorker, listWorkers, readIdentity, readWorkerSettings } from "../worker/workers.js"
 import { ExitCode } from "./exit.js"
 import { liveLine } from "./liveView.js"
 import { listRuns } from "../run/query.js"
 import { visible } from "./terminal.js"
-
-/** The last lines of a file, from its last 64 KiB only (a box's stderr may be hundreds of MB). */
-const tailOf = (file: string, lines: number) => {
-  if (!fs.existsSync(file)) return ""
-  const fd = fs.openSync(file, "r")
-  try {
-    const size = fs.fstatSync(fd).size
-    const length = Math.min(size, 64 * 1024)
-    const buf = Buffer.alloc(length)
-    fs.readSync(fd, buf, 0, length, size - length)
-    return buf.toString("utf8").trimEnd().split("\n").slice(-lines).map((l) => (l.length > 400 ? `${l.slice(0, 400)}…` : l)).join("\n")
-  } finally {
-    fs.closeSync(fd)
-  }
-}
 
 const workerArg = Args.text({ name: "worker" }).pipe(Args.withDescription("the worker's name"))
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
@@ -108,7 +93,7 @@ const run = Command.make("run", {
     if (outcome.error) yield* Console.error(`the run failed: ${visible(outcome.error)}`)
     if (outcome.error || (outcome.endedBy === "exit" && outcome.exitCode !== 0)) {
       const log = runFiles(outcome.runDir).stderr
-      const tail = tailOf(log, 10)
+      const tail = (yield* tailOfFile(log, 10)).split("\n").map((l) => (l.length > 400 ? `${l.slice(0, 400)}…` : l)).join("\n")
       if (tail !== "") yield* Console.error(`the box's stderr (last lines; all of it in ${log}):\n${visible(tail)}`)
     }
     yield* Console.log(`box ${outcome.runId} ended by ${outcome.endedBy} (exit code ${outcome.exitCode ?? "none"})`)

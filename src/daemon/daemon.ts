@@ -1,6 +1,6 @@
 import { sweepLoop } from "../supervisor/storeCare.js"
 import { FileSystem } from "@effect/platform"
-import { Clock, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { notice, report } from "../report/Reporter.js"
 import { ImageStore, isRegistryRef } from "../box/ImageStore.js"
 import { removeEgressLockdown } from "../box/egressChain.js"
@@ -8,71 +8,115 @@ import { bridgeAddress, ensureLockedNetwork, reconcileEgress } from "../box/lock
 import { egressChainName } from "../contract/deployment.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths, layout } from "../config/Paths.js"
-import { Docker } from "../docker/Docker.js"
+import { Docker, type NetworkInfo } from "../docker/Docker.js"
 import { VERSION } from "../contract/version.js"
 import { ensureCa } from "../gateway/certs/ca.js"
-import { serveGateway } from "../gateway/server.js"
+import { Gateway } from "../gateway/egress/Gateway.js"
+import { GatewayLive } from "../gateway/server.js"
 import { readGatewayState, writeGatewayState } from "../contract/gatewayState.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { ChatHub } from "../chat/ChatHub.js"
 import { serveControl } from "./controlServer.js"
 import { holdDaemonLock } from "./lock.js"
 
+/** The deployment's locked box network, as the daemon made it (boxes reach the gateway on its bridge address). */
+class BoxNetwork extends Context.Tag("roster/daemon/BoxNetwork")<BoxNetwork, NetworkInfo>() {}
+
 /**
- * The daemon in the foreground: the locked network, the CA, the gateway on loopback and on the
- * network's bridge address (where boxes reach it as host.docker.internal), its state file,
- * and a fresh pull of a registry box image. Runs until interrupted; the scope closes it all.
+ * Before anything is written or touched: a second daemon of this deployment stops here, having
+ * changed nothing; an invalid org.toml or an engine that does not answer stops it too.
  */
-export const runDaemon = Effect.fn("daemon.run")(function*() {
-  // Before anything is written or touched: a second daemon of this deployment stops here, having changed nothing.
+const Start = Layer.scopedDiscard(Effect.gen(function*() {
   yield* holdDaemonLock
+  yield* (yield* OrgConfig).snapshot
+  yield* (yield* Docker).ping
+}))
+
+/** The locked network: removed when the daemon stops, once its boxes are gone (one a CLI's box still uses is kept). */
+const Network = Layer.scoped(BoxNetwork, Effect.gen(function*() {
+  const docker = yield* Docker
+  const net = yield* ensureLockedNetwork()
+  yield* Effect.addFinalizer(() => docker.networkRemove(net.name).pipe(Effect.ignore))
+  return net
+}))
+
+/** `gateway.json`, as long as this daemon's gateway listens: what a CLI reads to find it (removed only if still this process's). */
+const recordGateway = (port: number, addrs: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const paths = yield* Paths
+    const files = layout(paths)
+    const fs = yield* FileSystem.FileSystem
+    yield* writeGatewayState({
+      port,
+      addrs,
+      pid: process.pid,
+      config_root: paths.config,
+      version: VERSION,
+      started_at: new Date(yield* Clock.currentTimeMillis).toISOString(),
+      log: files.gatewayLog
+    })
+    yield* Effect.addFinalizer(() =>
+      readGatewayState.pipe(
+        Effect.flatMap((s) => (s?.pid === process.pid ? fs.remove(files.gatewayJson) : Effect.void)),
+        Effect.ignore
+      )
+    )
+  })
+
+/**
+ * The gateway on loopback and on the network's bridge address (where boxes reach it as
+ * host.docker.internal), its state file, and the egress lockdown pinned to its port — a
+ * stopped daemon leaves no rule behind (the next start, or the next run, rebuilds what the
+ * config asks for).
+ */
+const GatewayUp = Layer.scoped(Gateway, Effect.gen(function*() {
   const org = yield* (yield* OrgConfig).snapshot
   const paths = yield* Paths
-  const files = layout(paths)
-  const fs = yield* FileSystem.FileSystem
-  const docker = yield* Docker
-  yield* docker.ping
-  const net = yield* ensureLockedNetwork()
-  // Registered first, so it runs last: once the daemon's boxes are gone its network goes too
-  // (the next start makes it again); one still in use by a CLI's box is kept.
-  yield* Effect.addFinalizer(() => docker.networkRemove(net.name).pipe(Effect.ignore))
+  const net = yield* BoxNetwork
   yield* ensureCa()
   const addrs = ["127.0.0.1", bridgeAddress(net)]
-  const bound = yield* serveGateway({ addrs, port: org.gateway.port })
-  yield* writeGatewayState({
-    port: bound.port,
-    addrs,
-    pid: process.pid,
-    config_root: paths.config,
-    version: VERSION,
-    started_at: new Date(yield* Clock.currentTimeMillis).toISOString(),
-    log: files.gatewayLog
-  })
-  yield* Effect.addFinalizer(() =>
-    readGatewayState.pipe(
-      Effect.flatMap((s) => (s?.pid === process.pid ? fs.remove(files.gatewayJson) : Effect.void)),
-      Effect.ignore
-    )
-  )
-  yield* reconcileEgress(org.box, net, bound.port)
-  // A stopped daemon leaves no rule behind: its boxes are gone, and a chain pinned to its port
-  // must not outlive it (the next start, or the next run, rebuilds what the config asks for).
+  const gateway = Context.get(yield* Layer.build(GatewayLive({ addrs, port: org.gateway.port })), Gateway)
+  yield* recordGateway(gateway.port(), addrs)
+  yield* reconcileEgress(org.box, net, gateway.port())
   yield* Effect.addFinalizer(() => removeEgressLockdown(egressChainName(paths.config)).pipe(Effect.ignore))
-  yield* report(notice(`roster gateway ${VERSION} listening on ${addrs.map((a) => `${a}:${bound.port}`).join(", ")} (config ${paths.config})`))
-  // The supervisor adopts what a dead daemon left before the queue moves; then the API opens.
-  const supervisor = yield* Layer.build(Supervisor.layer)
-  // The chat listeners need the supervisor (a chat session's box takes a slot of its concurrency).
-  const chat = yield* Layer.build(ChatHub.layer.pipe(Layer.provide(Layer.succeedContext(supervisor))))
-  const socket = yield* serveControl().pipe(Effect.provide(supervisor), Effect.provide(chat))
+  yield* report(notice(`roster gateway ${VERSION} listening on ${addrs.map((a) => `${a}:${gateway.port()}`).join(", ")} (config ${paths.config})`))
+  return gateway
+}))
+
+/** The control API on its socket, once the supervisor (and the chat listeners, which need its slots) run. */
+const Control = Layer.scopedDiscard(Effect.gen(function*() {
+  const socket = yield* serveControl()
   yield* report(notice(`roster supervisor running; control API on ${socket}`))
-  // Stores changed outside a run (edited on the host) still get a snapshot to restore from.
-  yield* Effect.forkScoped(sweepLoop)
-  // A `:latest`-style deployment picks up a published image on every daemon start.
-  if (isRegistryRef(org.engine.image)) {
-    yield* (yield* ImageStore).ensure(org.engine.image, { force: true }).pipe(
-      Effect.catchAll((e) => report(notice(e.message, "warning"))),
-      Effect.forkScoped
-    )
-  }
-  return yield* Effect.never
+}))
+
+/** Stores changed outside a run (edited on the host) still get a snapshot to restore from. */
+const Sweeps = Layer.scopedDiscard(Effect.forkScoped(sweepLoop))
+
+/** A `:latest`-style deployment picks up a published image on every daemon start (in the background; a failure is a warning). */
+const ImagePull = Layer.scopedDiscard(Effect.gen(function*() {
+  const org = yield* (yield* OrgConfig).snapshot
+  if (!isRegistryRef(org.engine.image)) return
+  yield* (yield* ImageStore).ensure(org.engine.image, { force: true }).pipe(
+    Effect.catchAll((e) => report(notice(e.message, "warning"))),
+    Effect.forkScoped
+  )
+}))
+
+/**
+ * The daemon, as layers: each builds after what it is given and closes before it. The lock
+ * first; the network; the gateway in it; the supervisor, which adopts what a dead daemon left
+ * before the queue moves; the chat listeners (a chat session's box takes a supervisor slot);
+ * then the control API, the sweeps and the image pull. Stopping unwinds the same order back.
+ */
+export const DaemonLive = Layer.mergeAll(Control, Sweeps, ImagePull).pipe(
+  Layer.provide(ChatHub.layer),
+  Layer.provideMerge(Supervisor.layer),
+  Layer.provide(GatewayUp),
+  Layer.provide(Network),
+  Layer.provide(Start)
+)
+
+/** The daemon in the foreground: {@link DaemonLive}, run until interrupted. */
+export const runDaemon = Effect.fn("daemon.run")(function*() {
+  return yield* Layer.launch(DaemonLive)
 })

@@ -1,5 +1,6 @@
-import { Layer, Option, Tracer } from "effect"
-import * as fs from "node:fs"
+import { FileSystem } from "@effect/platform"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { Effect, Layer, Option, Tracer } from "effect"
 
 /** One finished step: its name, its parent's, when it started (ms since the process began) and how long it took. */
 export interface SpanTime {
@@ -53,9 +54,10 @@ export const spanTimesTracer = (times: Array<SpanTime>): Tracer.Tracer => {
   })
 }
 
-/** Writes each step as a JSON line to `file` when the process exits (however the command ended). */
+/** Writes each step as a JSON line to `file` when the program it is provided to ends (however the command ended). */
 export const layerSpanTimes = (file: string): Layer.Layer<never> => {
   const times: Array<SpanTime> = []
-  process.once("exit", () => fs.writeFileSync(file, times.map((t) => JSON.stringify(t)).join("\n") + "\n"))
-  return Layer.setTracer(spanTimesTracer(times))
+  const written = Layer.scopedDiscard(Effect.flatMap(FileSystem.FileSystem, (fs) =>
+    Effect.addFinalizer(() => fs.writeFileString(file, times.map((t) => JSON.stringify(t)).join("\n") + "\n").pipe(Effect.ignore))))
+  return Layer.merge(Layer.setTracer(spanTimesTracer(times)), written.pipe(Layer.provide(NodeFileSystem.layer)))
 }
