@@ -41,8 +41,9 @@ export class Files extends Context.Tag("roster/Files")<Files, {
         } satisfies Entry))),
     lchown: (path, uid, gid) => io("lchown", path, () => fsp.lchown(path, uid, gid)),
     append: (file, text, mode = 0o600) => io("append", file, () => fsp.appendFile(file, text, { mode })),
+    // Uninterruptible: a caller interrupted mid-open would abandon a handle that no one closes.
     openAppend: (file, mode = 0o600) =>
-      io("open", file, () => fsp.open(file, "a", mode)).pipe(Effect.map((handle): Appender => ({
+      io("open", file, () => fsp.open(file, "a", mode)).pipe(Effect.uninterruptible, Effect.map((handle): Appender => ({
         write: (text) => io("write", file, () => handle.write(text)).pipe(Effect.asVoid),
         close: Effect.promise(() => handle.close().catch(() => undefined))
       })))

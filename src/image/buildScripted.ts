@@ -1,8 +1,6 @@
 import { Effect, Schema } from "effect"
 import { output, reporterCallback, step } from "../report/Reporter.js"
-import * as fsp from "node:fs/promises"
-import * as os from "node:os"
-import * as path from "node:path"
+import { FileSystem, Path } from "@effect/platform"
 import { Docker } from "../docker/Docker.js"
 import { packageRoot } from "./packageRoot.js"
 
@@ -21,30 +19,26 @@ const BUSYBOX_CANDIDATES = ["/bin/busybox", "/usr/bin/busybox"]
  */
 export const buildScriptedImage = Effect.fn("box.buildScripted")(function*(tag: string, quiet = false) {
   const docker = yield* Docker
-  const busybox = yield* Effect.promise(async () => {
-    for (const c of BUSYBOX_CANDIDATES) {
-      const st = await fsp.stat(c).catch(() => undefined)
-      if (st?.isFile()) return c
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  let busybox: string | undefined
+  for (const c of BUSYBOX_CANDIDATES) {
+    if ((yield* fs.stat(c).pipe(Effect.option)).pipe((s) => s._tag === "Some" && s.value.type === "File")) {
+      busybox = c
+      break
     }
-    return undefined
-  })
+  }
   if (!busybox) {
     return yield* Effect.fail(new BuildError({ detail: "a static busybox is needed: apt-get install -y busybox-static" }))
   }
-  const ctx = yield* Effect.acquireRelease(
-    Effect.promise(() => fsp.mkdtemp(path.join(os.tmpdir(), "roster-build-"))),
-    (dir) => Effect.promise(() => fsp.rm(dir, { recursive: true, force: true }))
-  )
-  const src = path.join(packageRoot(), "box", "scripted")
-  yield* Effect.tryPromise({
-    try: async () => {
-      await fsp.copyFile(path.join(src, "Dockerfile"), path.join(ctx, "Dockerfile"))
-      await fsp.copyFile(path.join(src, "run-pi"), path.join(ctx, "run-pi"))
-      await fsp.copyFile(busybox, path.join(ctx, "busybox"))
-      await fsp.chmod(path.join(ctx, "busybox"), 0o755)
-    },
-    catch: (e) => new BuildError({ detail: String(e) })
-  })
+  const ctx = yield* fs.makeTempDirectoryScoped({ prefix: "roster-build-" })
+  const src = path.join(yield* packageRoot, "box", "scripted")
+  yield* Effect.gen(function*() {
+    yield* fs.copyFile(path.join(src, "Dockerfile"), path.join(ctx, "Dockerfile"))
+    yield* fs.copyFile(path.join(src, "run-pi"), path.join(ctx, "run-pi"))
+    yield* fs.copyFile(busybox, path.join(ctx, "busybox"))
+    yield* fs.chmod(path.join(ctx, "busybox"), 0o755)
+  }).pipe(Effect.mapError((e) => new BuildError({ detail: e.message })))
   const say = yield* reporterCallback
   if (!quiet) say(step("build-scripted", `building ${tag} (scripted engine: busybox, no model) …`))
   yield* docker.imageBuild(ctx, ["Dockerfile", "run-pi", "busybox"], tag, (line) => {

@@ -1,12 +1,13 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Clock, Context, Effect, Layer, Option, Ref } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import * as crypto from "node:crypto"
-import { captureHostFiles, Paths, layout } from "../config/Paths.js"
+import { captureHostFiles, type Paths } from "../config/Paths.js"
 import { writeJson } from "../fs/atomic.js"
 import { Files } from "../fs/Files.js"
 import { appendJournal } from "../journal/journal.js"
-import { isTaskId, NoSuchTask, type TaskOrigin, type TaskRecord, type TaskRefused, TaskStoreError } from "./TaskRecord.js"
-import { asideAsTask, putAside, readTaskFile } from "./unreadable.js"
+import { NoSuchTask, type TaskOrigin, type TaskRecord, type TaskRefused, TaskStoreError } from "./TaskRecord.js"
+import { makeListCache } from "./listCache.js"
+import { byQueueOrder, makeTaskReader, taskFiles } from "./readTasks.js"
 import { writeTasksView } from "./view.js"
 
 /** A task to add to the store: who does it, what, with which ceiling, after which task, in which channel, queued by whom. */
@@ -26,8 +27,7 @@ export interface NewTask {
 /** What the store reads its files through (captured when its layer is built): the deployment's folders, the file system, the journal's appends. */
 export type TaskStoreEnv = Paths | FileSystem.FileSystem | Path.Path | Files
 
-/** Queue order: by seq, then id (two CLIs adding at once while the daemon is down share a seq). */
-export const byQueueOrder = (a: TaskRecord, b: TaskRecord) => a.seq - b.seq || (a.task_id < b.task_id ? -1 : 1)
+export { byQueueOrder }
 
 /**
  * The task records under `data/tasks/records`. Every change is an atomic write, then a journal
@@ -61,115 +61,15 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
       const own = <A, E>(effect: Effect.Effect<A, E, TaskStoreEnv>) => Effect.provide(effect, env)
       const lock = yield* Effect.makeSemaphore(1)
       const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
-      const files = Effect.map(Paths, layout)
-      // Each unreadable record is said once per process (the daemon: once), beside its listing as failed.
-      const reported = new Set<string>()
-      const report = (task: TaskRecord) =>
-        task.unreadable && !reported.has(task.unreadable.file)
-          ? Effect.sync(() => reported.add(task.unreadable?.file ?? "")).pipe(Effect.zipRight(Effect.logWarning(`task ${task.task_id}: ${task.reason}`)))
-          : Effect.void
-
-      /** One records-folder file as a task: a file that does not decode is put aside and listed as failed. */
-      const readOne = (name: string) =>
-        Effect.gen(function*() {
-          const f = yield* files
-          const path = yield* Path.Path
-          const file = path.join(f.tasksDir, name)
-          const read = yield* readTaskFile(file)
-          if (read._tag === "Task") {
-            // A record under another id's name would be confused with that task: it is damaged too.
-            if (`${read.task.task_id}.json` === name) return read.task
-            const aside = yield* putAside(file, f.tasksUnreadableDir, `it names task ${read.task.task_id} but is filed as ${name}`, JSON.stringify(read.task))
-            return yield* asideAsTask(aside)
-          }
-          if (read._tag === "Gone") return undefined
-          return yield* asideAsTask(yield* putAside(file, f.tasksUnreadableDir, read.error, read.raw))
-        }).pipe(
-          // Another reader put it aside first: it is listed from there.
-          Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "NotFound", () => Effect.succeed(undefined)),
-          Effect.catchAll((e) => Effect.logWarning(`task record ${name} could not be read or put aside: ${e.message}`).pipe(Effect.as(undefined)))
-        )
-
-      const readAside = Effect.gen(function*() {
-        const f = yield* files
-        const path = yield* Path.Path
-        const names = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readDirectory(f.tasksUnreadableDir)).pipe(
-          Effect.orElseSucceed((): ReadonlyArray<string> => [])
-        )
-        return yield* Effect.forEach(names.filter((n) => n.endsWith(".json")), (n) => asideAsTask(path.join(f.tasksUnreadableDir, n)).pipe(Effect.option))
-      })
-
-      const get = (taskId: string) =>
-        Effect.gen(function*() {
-          if (!isTaskId(taskId)) return undefined
-          const found = yield* readOne(`${taskId}.json`)
-          if (found) {
-            yield* report(found)
-            return found
-          }
-          const aside = (yield* readAside).flatMap((o) => (o._tag === "Some" && o.value.task_id === taskId ? [o.value] : []))[0]
-          if (aside) yield* report(aside)
-          return aside
-        })
-
-      const readAll = (dir: string) =>
-        Effect.gen(function*() {
-          const names = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readDirectory(dir)).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
-          const read = yield* Effect.forEach(names.filter((n) => n.endsWith(".json")), readOne, { concurrency: 16 })
-          const aside = (yield* readAside).flatMap((o) => (o._tag === "Some" ? [o.value] : []))
-          // Put aside just now and read back from the aside folder too: listed once.
-          const seen = new Set<string>()
-          const all = [...read, ...aside].filter((t): t is TaskRecord => {
-            if (t === undefined) return false
-            const key = t.unreadable?.file ?? t.task_id
-            if (seen.has(key)) return false
-            seen.add(key)
-            return true
-          })
-          yield* Effect.forEach(all, report)
-          return all.sort(byQueueOrder)
-        })
-
-      // The dispatch loop lists every 2 s, and done tasks pile up. Every change to a record is a
-      // rename into the folder, which moves its mtime; this store's own writes fold the record
-      // into the cache and take the new mtime (so the view written after each change costs no
-      // re-read). An unchanged folder is the last list; another folder (another deployment) is not.
-      const cached = yield* Ref.make<{ readonly dir: string; readonly stamp: string; readonly tasks: ReadonlyArray<TaskRecord> } | undefined>(undefined)
-      const mtimeOf = (dir: string) =>
-        Effect.flatMap(FileSystem.FileSystem, (fs) => fs.stat(dir)).pipe(
-          Effect.map((info) => Option.getOrElse(Option.map(info.mtime, (d) => d.getTime()), () => -1)),
-          Effect.orElseSucceed(() => -1)
-        )
-      const stamp = Effect.gen(function*() {
-        const f = yield* files
-        const [records, aside] = [yield* mtimeOf(f.tasksDir), yield* mtimeOf(f.tasksUnreadableDir)]
-        return records === -1 ? "" : `${records}/${aside}`
-      })
-      const list = Effect.gen(function*() {
-        const dir = (yield* files).tasksDir
-        const at = yield* stamp
-        const last = yield* Ref.get(cached)
-        if (last && last.dir === dir && at !== "" && last.stamp === at) return last.tasks
-        const tasks = yield* readAll(dir)
-        // The stamp from before the read: a write that lands during it leaves the folder newer than
-        // this list, so the next list reads again (a stamp taken after would keep a stale list).
-        yield* Ref.set(cached, { dir, stamp: at, tasks })
-        return tasks
-      })
-      const remember = (task: TaskRecord) =>
-        Effect.gen(function*() {
-          const dir = (yield* files).tasksDir
-          const last = yield* Ref.get(cached)
-          if (!last || last.dir !== dir) return
-          const tasks = [...last.tasks.filter((t) => t.task_id !== task.task_id || t.unreadable), task].sort(byQueueOrder)
-          yield* Ref.set(cached, { dir, stamp: yield* stamp, tasks })
-        })
+      const { get, readAll } = makeTaskReader()
+      const { forget, list, remember } = yield* makeListCache(readAll)
+      const files = taskFiles
 
       const write = (task: TaskRecord) =>
         Effect.flatMap(files, (f) =>
           writeJson(f.taskFile(task.task_id), task).pipe(
             Effect.zipRight(remember(task)),
-            Effect.tapError(() => Ref.set(cached, undefined)),
+            Effect.tapError(() => forget),
             Effect.mapError((e) => new TaskStoreError({ file: f.taskFile(task.task_id), detail: e.message }))
           ))
 

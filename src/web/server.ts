@@ -124,7 +124,7 @@ const streamFile = (res: http.ServerResponse, file: string, headers: http.Outgoi
 const loadAssets = Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const dir = path.join(packageRoot(), "web")
+  const dir = path.join(yield* packageRoot, "web")
   return {
     "/assets/app.js": { type: "text/javascript; charset=utf-8", body: yield* fs.readFileString(path.join(dir, "app.js")) },
     "/assets/style.css": { type: "text/css; charset=utf-8", body: yield* fs.readFileString(path.join(dir, "style.css")) },

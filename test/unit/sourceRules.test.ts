@@ -30,6 +30,10 @@ export const parsedCasts = (text: string): Array<number> => {
   return lines
 }
 
+/** The lines that import Node's file system directly (`node:fs`, `node:fs/promises`, `fs`). */
+export const nodeFsImports = (text: string): Array<number> =>
+  text.split("\n").flatMap((line, i) => (/^\s*import\b[^"']*["'](?:node:)?fs(?:\/promises)?["']/.test(line) || /\bimport\(\s*["'](?:node:)?fs(?:\/promises)?["']\s*\)/.test(line) ? [i + 1] : []))
+
 describe("source rules", () => {
   it("the check finds a cast of parsed data, and lets a Schema's input through", () => {
     expect(parsedCasts(`const a = JSON.parse(x) as { b: number }`)).toEqual([1])
@@ -42,5 +46,17 @@ describe("source rules", () => {
   it("no piece of outside data in src/ is cast to a shape after JSON.parse: each is decoded by a Schema", () => {
     const found = sources().flatMap(({ file, text }) => parsedCasts(text).map((line) => `${file}:${line}`))
     expect(found, "decode these with a Schema (Schema.parseJson / decodeUnknown), or parse to `unknown` and decode").toEqual([])
+  })
+
+  it("the file-system check finds each way of importing node:fs, and nothing else", () => {
+    expect(nodeFsImports(`import * as fs from "node:fs"\nimport * as fsp from "node:fs/promises"\nimport { readFileSync } from "fs"`)).toEqual([1, 2, 3])
+    expect(nodeFsImports(`const m = await import("node:fs")`)).toEqual([1])
+    expect(nodeFsImports(`import { FileSystem } from "@effect/platform"\nimport * as path from "node:path"`)).toEqual([])
+  })
+
+  it("files are read and written through the FileSystem service: node:fs is imported only inside src/fs/", () => {
+    const found = sources().filter(({ file }) => !file.startsWith(path.join("src", "fs") + path.sep))
+      .flatMap(({ file, text }) => nodeFsImports(text).map((line) => `${file}:${line}`))
+    expect(found, "use @effect/platform's FileSystem (or a helper in src/fs/) instead").toEqual([])
   })
 })

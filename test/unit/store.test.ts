@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -87,16 +88,17 @@ describe("store list, restore and the daemon's sweep", () => {
 })
 
 describe("the offline builder's mirror", () => {
-  it("comes from this machine's apt configuration: deb822 first match, one-line lists, disabled stanzas skipped", () => {
+  it("comes from this machine's apt configuration: deb822 first match, one-line lists, disabled stanzas skipped", async () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "roster-apt-"))
     fs.mkdirSync(path.join(root, "sources.list.d"))
     fs.writeFileSync(path.join(root, "sources.list.d", "a.sources"), [
       "Types: deb", "URIs: http://disabled.example/debian", "Suites: bookworm", "Components: main", "Enabled: no", "",
       "Types: deb", "# URIs: http://commented.example/debian", "URIs: http://mirror.example/debian", "Suites: bookworm bookworm-updates", "Components: main contrib", ""
     ].join("\n"))
-    expect(aptMirror("bookworm", root)).toBe("http://mirror.example/debian")
+    const mirror = (suite: string) => Effect.runPromise(aptMirror(suite, root).pipe(Effect.provide(NodeContext.layer)))
+    expect(await mirror("bookworm")).toBe("http://mirror.example/debian")
     fs.writeFileSync(path.join(root, "sources.list"), "deb [arch=amd64] http://list.example/debian bookworm main\n")
-    expect(aptMirror("bookworm", root)).toBe("http://list.example/debian")
-    expect(aptMirror("trixie", root)).toBeUndefined()
+    expect(await mirror("bookworm")).toBe("http://list.example/debian")
+    expect(await mirror("trixie")).toBeUndefined()
   })
 })

@@ -67,7 +67,8 @@ export class Audit extends Context.Tag("roster/Audit")<Audit, {
           const file = path.join(dir, name)
           const known = open.get(file)
           if (known) return known
-          return yield* opening.withPermits(1)(Effect.gen(function*() {
+          // Opened and filed in one step an interrupt cannot split: every handle is in `open`, for the finalizer to close.
+          return yield* opening.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
             if (closed) return yield* Effect.fail(new SystemError({ reason: "Unknown", module: "FileSystem", method: "open", pathOrDescriptor: file, description: "the audit log is closed (its layer ended)" }))
             const again = open.get(file)
             if (again) return again
@@ -83,7 +84,7 @@ export class Audit extends Context.Tag("roster/Audit")<Audit, {
             }
             open.set(file, appender)
             return appender
-          }))
+          })))
         })
       return {
         write: (record) =>

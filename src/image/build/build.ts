@@ -2,7 +2,7 @@ import { Effect, Stream } from "effect"
 import { notice, output, report, reporterCallback, step } from "../../report/Reporter.js"
 import { Docker, type ContainerSpec } from "../../docker/Docker.js"
 import { BuildError } from "../buildScripted.js"
-import { BOX_DIR, engineFiles, engineHash, pinnedPiVersion } from "./engineFiles.js"
+import { boxDir, engineFiles, engineHash, pinnedPiVersion } from "./engineFiles.js"
 import { buildOffline } from "./offline.js"
 
 export const BASE_IMAGE = "node:22-bookworm-slim"
@@ -24,7 +24,7 @@ const buildFromDockerfile = (tag: string, labels: Record<string, string>) =>
     const docker = yield* Docker
     const say = yield* reporterCallback
     yield* report(step("box build", `building ${tag} from box/Dockerfile (${BASE_IMAGE})`))
-    yield* docker.imageBuild(BOX_DIR(), ["Dockerfile", ...engineFiles()], tag, (line) => say(output("box build", line)), {
+    yield* docker.imageBuild(yield* boxDir, ["Dockerfile", ...(yield* engineFiles())], tag, (line) => say(output("box build", line)), {
       ...labels,
       "org.roster.build": "dockerfile"
     }).pipe(Effect.mapError((e) => new BuildError({ detail: e.message })))
@@ -32,14 +32,14 @@ const buildFromDockerfile = (tag: string, labels: Record<string, string>) =>
 
 /** Is `image` present and built from the engine files as they are now? */
 export const imageIsCurrent = (image: string) =>
-  Effect.flatMap(Docker, (docker) => docker.imageInspect(image)).pipe(
-    Effect.map((info) => info?.labels["org.roster.engine-hash"] === engineHash()),
-    Effect.orElseSucceed(() => false)
-  )
+  Effect.gen(function*() {
+    const info = yield* (yield* Docker).imageInspect(image)
+    return info?.labels["org.roster.engine-hash"] === (yield* engineHash())
+  }).pipe(Effect.orElseSucceed(() => false))
 
 /** `roster box build`: the Dockerfile when a registry answers, the offline builder otherwise (or when asked). */
 export const buildBoxImage = Effect.fn("box.build")(function*(tag: string, offline: boolean) {
-  const labels = { "org.roster.engine": "pi", "org.roster.pi-version": pinnedPiVersion(), "org.roster.engine-hash": engineHash() }
+  const labels = { "org.roster.engine": "pi", "org.roster.pi-version": yield* pinnedPiVersion(), "org.roster.engine-hash": yield* engineHash() }
   if (!offline && (yield* registryReachable)) return yield* buildFromDockerfile(tag, labels)
   if (!offline) yield* report(notice(`no container registry answers (${BASE_IMAGE} can't be pulled): building offline`))
   yield* buildOffline(tag, labels)

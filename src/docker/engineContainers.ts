@@ -1,0 +1,51 @@
+import type Dockerode from "dockerode"
+import { Effect } from "effect"
+import type { ContainerSpec, DockerApi } from "./Docker.js"
+import { absent, type EngineCall } from "./engineCall.js"
+
+/** The engine's containers: create, start, kill and remove (absent is done), list by label, one stats sample. */
+export const containerCalls = (call: EngineCall): Pick<DockerApi, "containerCreate" | "containerStart" | "containerKill" | "containerRemove" | "containerList" | "containerStats"> => ({
+  containerCreate: (spec: ContainerSpec) =>
+    call("create", (engine) =>
+      engine.createContainer(structuredClone(spec) as Dockerode.ContainerCreateOptions)).pipe(
+        Effect.map((c) => c.id)
+      ),
+
+  containerStart: (id) => call("start", (engine, _modem, abortSignal) => engine.getContainer(id).start({ abortSignal })).pipe(Effect.asVoid),
+
+  containerKill: (id, signal = "SIGKILL") =>
+    call("kill", (engine, _modem, abortSignal) => engine.getContainer(id).kill({ signal, abortSignal })).pipe(
+      Effect.as(true),
+      Effect.catchIf(absent, () => Effect.succeed(false))
+    ),
+
+  containerRemove: (id) =>
+    call("remove", (engine) => engine.getContainer(id).remove({ force: true, v: true })).pipe(
+      Effect.asVoid,
+      Effect.catchIf(absent, () => Effect.void)
+    ),
+
+  containerList: (labels) =>
+    call("list", (engine, _modem, abortSignal) =>
+      engine.listContainers({ all: true, filters: { label: [...labels] }, abortSignal })).pipe(
+        Effect.map((list) =>
+          list.map((c) => ({ id: c.Id, names: c.Names, state: c.State, labels: c.Labels ?? {}, created: c.Created * 1000 }))
+        )
+      ),
+
+  containerStats: (id) =>
+    call("stats", (engine) => engine.getContainer(id).stats({ stream: false })).pipe(
+      Effect.map((s) => {
+        // The engine's two samples: CPU time used between them over the time that passed, per core.
+        const cpu = s.cpu_stats.cpu_usage.total_usage - s.precpu_stats.cpu_usage.total_usage
+        const system = (s.cpu_stats.system_cpu_usage ?? 0) - (s.precpu_stats.system_cpu_usage ?? 0)
+        const cores = s.cpu_stats.online_cpus || s.cpu_stats.cpu_usage.percpu_usage?.length || 1
+        const cache = (s.memory_stats.stats as Record<string, number> | undefined)?.inactive_file ?? 0
+        return {
+          cpuPercent: system > 0 && cpu > 0 ? (cpu / system) * cores * 100 : 0,
+          memoryBytes: Math.max(0, (s.memory_stats.usage ?? 0) - cache)
+        }
+      }),
+      Effect.catchIf(absent, () => Effect.succeed(undefined))
+    )
+})

@@ -1,0 +1,44 @@
+import type { Effect, Mailbox, Queue } from "effect"
+import type { ChatPlace, RunOrigin } from "../contract/origin.js"
+import type { SessionMessage } from "./turnContext.js"
+import type { SessionEndReason, Surface } from "./turns.js"
+
+/** A warm session: the worker, its inbox of messages (one turn each), and callbacks for what the box says. */
+export interface SessionRequest {
+  readonly worker: string
+  readonly inbox: Mailbox.ReadonlyMailbox<SessionMessage>
+  /** "abort" stops the turn in flight (pi's abort); the session goes on. */
+  readonly controls?: Queue.Dequeue<"abort">
+  /** On a chat surface replies leave the box only through a send tool; text without one is reported as undelivered. */
+  readonly surface: Surface
+  readonly onReply?: (text: string) => Effect.Effect<void>
+  /** What the box sends its person with message_user, as pi calls the tool. */
+  readonly onMessage?: (text: string) => Effect.Effect<void>
+  readonly onEvent?: (line: string) => Effect.Effect<void>
+  readonly onTurnEnd?: (turn: number) => Effect.Effect<void>
+  readonly onNote?: (text: string) => Effect.Effect<void>
+  /** The box is up and the first message can be taken. */
+  readonly onReady?: (runId: string) => Effect.Effect<void>
+  /** The channel the session serves: its history mounted, each turn and reply appended to it, its recent past on the first turn. */
+  readonly channel?: string | null
+  /** Who opened the session (default: a person at the CLI; the web's Talk page says web). */
+  readonly origin?: RunOrigin
+  /** A chat session's service and channel. */
+  readonly chat?: ChatPlace
+  /** A chat turn that answered without the send tool: what was done with its text (`[[chat]] unsent`). */
+  readonly onUnsent?: (turn: number, text: string, message: SessionMessage | undefined) => Effect.Effect<"notice" | "post" | "drop">
+  /** This session's own idle timeout and whole-session ceiling (a `[[chat.channel]]`'s), over `[box]`'s. */
+  readonly limits?: { readonly idleSecs?: number | undefined; readonly ceilingMin?: number | undefined }
+}
+
+/** How a warm session ended: its run, why, whether cleanly, and how many turns it served. */
+export interface SessionOutcome {
+  readonly runId: string
+  readonly runDir: string
+  readonly reason: SessionEndReason
+  readonly clean: boolean
+  readonly turns: number
+  /** Messages taken from the inbox that no turn served (the session ended first): its caller may serve them elsewhere. */
+  readonly unserved: ReadonlyArray<SessionMessage>
+}
+
