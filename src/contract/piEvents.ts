@@ -144,3 +144,63 @@ const decodeTextDelta = Schema.decodeUnknownOption(TextDelta)
 /** A reply's text as it streams: the delta of one of pi's message_update events, if the line is one. */
 export const readTextDelta = (line: string): string | undefined =>
   line.includes("text_delta") ? Option.getOrUndefined(decodeTextDelta(line))?.assistantMessageEvent.delta : undefined
+
+// What a run's timeline reads of pi's transcript: its turns, each message with its tool calls
+// and time, and each tool's output. A line of another shape is skipped, whatever a box printed.
+const TimelinePart = Schema.Struct({
+  type: Schema.String,
+  text: Schema.optional(Schema.String),
+  name: Schema.optional(Schema.String),
+  arguments: Schema.optional(Schema.Unknown)
+})
+const TimedMessage = Schema.Struct({
+  role: Schema.optional(Schema.String),
+  content: Schema.optional(Schema.Union(Schema.Array(TimelinePart), Schema.String)),
+  timestamp: Schema.optional(Schema.Number),
+  stopReason: Schema.optional(Schema.String),
+  errorMessage: Schema.optional(Schema.String)
+})
+const TimelineLine = Schema.Struct({
+  type: Schema.String,
+  message: Schema.optional(TimedMessage),
+  toolName: Schema.optional(Schema.String),
+  result: Schema.optional(Schema.Struct({ content: Schema.optional(Schema.Array(TimelinePart)) })),
+  isError: Schema.optional(Schema.Boolean)
+})
+const decodeTimelineLine = Schema.decodeUnknownOption(Schema.parseJson(TimelineLine))
+
+/** One of pi's events as a run's timeline reads it: the event's time (when pi gave one) and what it shows. */
+export type TimelineEvent =
+  | { readonly kind: "turn"; readonly timestamp: number | undefined }
+  | { readonly kind: "prompt"; readonly timestamp: number | undefined; readonly text: string }
+  | {
+    readonly kind: "assistant"
+    readonly timestamp: number | undefined
+    readonly text: string
+    readonly calls: ReadonlyArray<{ readonly name: string; readonly args: string }>
+    readonly error: string | null
+  }
+  | { readonly kind: "tool"; readonly timestamp: number | undefined; readonly name: string; readonly output: string; readonly isError: boolean }
+  | { readonly kind: "timed"; readonly timestamp: number | undefined }
+
+const partsText = (content: ReadonlyArray<typeof TimelinePart.Type> | string | undefined) =>
+  typeof content === "string" ? "" : (content ?? []).filter((p) => p.type === "text").map((p) => p.text ?? "").join("")
+
+/** A line of pi's transcript for the timeline, or none when it is not an event pi writes. */
+export const readTimelineEvent = (line: string): TimelineEvent | undefined => {
+  if (!line.startsWith("{")) return undefined
+  const decoded = decodeTimelineLine(line)
+  if (Option.isNone(decoded)) return undefined
+  const e = decoded.value
+  const m = e.message
+  const timestamp = m?.timestamp !== undefined && Number.isFinite(m.timestamp) ? m.timestamp : undefined
+  if (e.type === "turn_start") return { kind: "turn", timestamp }
+  if (e.type === "message_end" && m?.role === "user") return { kind: "prompt", timestamp, text: partsText(m.content) }
+  if (e.type === "message_end" && m?.role === "assistant") {
+    const calls = (typeof m.content === "string" ? [] : m.content ?? []).filter((p) => p.type === "toolCall")
+      .map((p) => ({ name: p.name ?? "", args: JSON.stringify(p.arguments ?? {}) }))
+    return { kind: "assistant", timestamp, text: partsText(m.content), calls, error: m.stopReason === "error" ? m.errorMessage || "error" : null }
+  }
+  if (e.type === "tool_execution_end") return { kind: "tool", timestamp, name: e.toolName ?? "", output: partsText(e.result?.content), isError: e.isError === true }
+  return { kind: "timed", timestamp }
+}

@@ -1,7 +1,6 @@
 import { FileSystem } from "@effect/platform"
 import { Effect } from "effect"
 import * as crypto from "node:crypto"
-import type * as http from "node:http"
 import { Paths, layout } from "../config/Paths.js"
 import { writeAtomic } from "../fs/atomic.js"
 
@@ -30,6 +29,11 @@ export interface Session {
 
 const COOKIE = "roster_session"
 
+/** What the checks read of a request: its headers, names lower-case. */
+export interface WithHeaders {
+  readonly headers: Readonly<Record<string, string | undefined>>
+}
+
 /**
  * Sessions of the web UI, in memory (a restart logs everyone out): made by a login with the
  * token, carried by an HttpOnly SameSite=Strict cookie. Every request is checked for a Host
@@ -47,13 +51,13 @@ export const makeSessions = (token: string, port: () => number) => {
       return s
     },
     cookie: (s: Session) => `${COOKIE}=${s.id}; HttpOnly; SameSite=Strict; Path=/`,
-    of: (req: http.IncomingMessage): Session | undefined => {
+    of: (req: WithHeaders): Session | undefined => {
       const raw = String(req.headers.cookie ?? "").split(/;\s*/).find((c) => c.startsWith(`${COOKIE}=`))
       return raw ? sessions.get(raw.slice(COOKIE.length + 1)) : undefined
     },
-    hostOk: (req: http.IncomingMessage) => hosts().has(String(req.headers.host ?? "")),
+    hostOk: (req: WithHeaders) => hosts().has(String(req.headers.host ?? "")),
     /** A state-changing request from a page of this server: its Origin ours, and (with a session) its CSRF token. */
-    originOk: (req: http.IncomingMessage) => {
+    originOk: (req: WithHeaders) => {
       const origin = req.headers.origin
       return typeof origin === "string" && [...hosts()].some((h) => origin === `http://${h}`)
     },

@@ -1,9 +1,9 @@
 import { Effect, Option, Ref, Schedule } from "effect"
-import type * as http from "node:http"
 import { viaDaemon } from "../api/controlClient.js"
 import { LABEL_RUN_ID } from "../contract/constants.js"
 import { type ContainerStats, Docker } from "../docker/Docker.js"
 import { type NowData, nowFragment } from "./nowPage.js"
+import { type EventSink, eventStream } from "./respond.js"
 
 /** How often the server looks again (the page never polls: it is told over SSE when something changed). */
 const EVERY = "2 seconds"
@@ -31,7 +31,7 @@ const eventOf = (d: NowData) => `event: now\ndata: ${JSON.stringify({ html: nowF
  */
 export const makeNowHub = Effect.gen(function*() {
   const latest = yield* Ref.make<NowData | undefined>(undefined)
-  const pages = new Set<http.ServerResponse>()
+  const pages = new Set<EventSink>()
   let last = ""
   const refresh = look.pipe(
     Effect.tap((d) => Ref.set(latest, d)),
@@ -39,7 +39,7 @@ export const makeNowHub = Effect.gen(function*() {
       const event = eventOf(d)
       if (event === last) return
       last = event
-      for (const res of pages) res.write(event)
+      for (const page of pages) page.push(event)
     }))
   )
   // Only while a page watches: with none open, nobody is told, and the next page looks afresh.
@@ -49,19 +49,19 @@ export const makeNowHub = Effect.gen(function*() {
     Effect.forkScoped
   )
   yield* Effect.addFinalizer(() => Effect.sync(() => {
-    for (const res of pages) res.end()
+    for (const page of pages) page.end()
   }))
   return {
     /** The last look while pages watch; a fresh one otherwise. */
     current: Effect.flatMap(Ref.get(latest), (d) => (d ? Effect.succeed(d) : refresh)),
     /** Holds the answer open as an event stream: the current state at once, then each change. */
-    subscribe: (res: http.ServerResponse, headers: Record<string, string>) =>
-      Effect.gen(function*() {
-        const now = yield* Effect.flatMap(Ref.get(latest), (d) => (d ? Effect.succeed(d) : refresh))
-        res.writeHead(200, { ...headers, "content-type": "text/event-stream", connection: "keep-alive" })
-        res.write(eventOf(now))
-        pages.add(res)
-        res.once("close", () => pages.delete(res))
+    subscribe: Effect.gen(function*() {
+      const now = yield* Effect.flatMap(Ref.get(latest), (d) => (d ? Effect.succeed(d) : refresh))
+      return eventStream((page) => {
+        page.push(eventOf(now))
+        pages.add(page)
+        return () => pages.delete(page)
       })
+    })
   }
 })

@@ -1,10 +1,10 @@
 import { Effect, Exit, Mailbox, Queue } from "effect"
 import * as crypto from "node:crypto"
-import type * as http from "node:http"
 import { runSession } from "../session/runSession.js"
 import type { SessionMessage } from "../session/turnContext.js"
 import { html } from "./html.js"
 import { readTextDelta } from "../contract/piEvents.js"
+import { type EventSink, eventStream } from "./respond.js"
 
 interface Said {
   readonly who: string
@@ -19,7 +19,7 @@ export interface Conversation {
   readonly inbox: Mailbox.Mailbox<SessionMessage>
   readonly controls: Queue.Queue<"abort">
   readonly said: Array<Said>
-  readonly pages: Set<http.ServerResponse>
+  readonly pages: Set<EventSink>
   state: "starting" | "ready" | "busy" | "ended"
   runId: string | null
   ended: string | null
@@ -35,7 +35,7 @@ export const conversationFragment = (c: Conversation) =>
 
 const send = (c: Conversation, event: string, data: unknown) => {
   const line = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
-  for (const res of c.pages) res.write(line)
+  for (const page of c.pages) page.push(line)
 }
 
 const changed = (c: Conversation) => send(c, "log", { html: conversationFragment(c).text, state: c.state })
@@ -100,7 +100,7 @@ export const makeConversations = () => {
         Effect.ensuring(Effect.sync(() => {
           c.state = "ended"
           changed(c)
-          for (const res of c.pages) res.end()
+          for (const page of c.pages) page.end()
           c.pages.clear()
         }))
       ) }
@@ -120,13 +120,15 @@ export const makeConversations = () => {
       }),
     abort: (c: Conversation) => Effect.sync(() => void (c.state === "busy" && c.controls.unsafeOffer("abort"))),
     end: (c: Conversation) => Effect.sync(() => void c.inbox.unsafeDone(Exit.void)),
-    watch: (c: Conversation, res: http.ServerResponse, headers: Record<string, string>) =>
-      Effect.sync(() => {
-        res.writeHead(200, { ...headers, "content-type": "text/event-stream", connection: "keep-alive" })
-        res.write(`event: log\ndata: ${JSON.stringify({ html: conversationFragment(c).text, state: c.state })}\n\n`)
-        if (c.state === "ended") return void res.end()
-        c.pages.add(res)
-        res.once("close", () => c.pages.delete(res))
+    watch: (c: Conversation) =>
+      eventStream((page) => {
+        page.push(`event: log\ndata: ${JSON.stringify({ html: conversationFragment(c).text, state: c.state })}\n\n`)
+        if (c.state === "ended") {
+          page.end()
+          return () => undefined
+        }
+        c.pages.add(page)
+        return () => c.pages.delete(page)
       })
   }
 }

@@ -1,4 +1,5 @@
-import { Effect } from "effect"
+import { Effect, Option, Schema } from "effect"
+import { readTimelineEvent } from "../contract/piEvents.js"
 import { runFiles } from "../contract/runFiles.js"
 import { foldFileLines } from "../fs/lines.js"
 import { auditOf } from "../run/query.js"
@@ -32,11 +33,6 @@ export type Entry =
 /** The most entries a timeline shows; the rest are in the raw transcript. */
 export const MAX_ENTRIES = 2_000
 
-const record = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? v as Record<string, unknown> : {})
-const str = (v: unknown) => (typeof v === "string" ? v : "")
-const parts = (content: unknown): Array<Record<string, unknown>> => (Array.isArray(content) ? content.map(record) : [])
-const textParts = (content: unknown) => parts(content).filter((p) => p.type === "text").map((p) => str(p.text)).join("")
-
 interface Fold {
   readonly entries: Array<Entry>
   at: number
@@ -45,26 +41,18 @@ interface Fold {
 
 /** One line of pi's output as a timeline entry (or none), timed by the last timestamp pi gave. */
 const step = (f: Fold, line: string): Fold => {
-  if (!line.startsWith("{")) return f
-  let e: Record<string, unknown>
-  try {
-    e = record(JSON.parse(line))
-  } catch {
-    return f
-  }
-  const m = record(e.message)
-  if (typeof m.timestamp === "number" && Number.isFinite(m.timestamp)) f.at = Math.max(f.at, m.timestamp)
-  const push = (entry: Entry) => (f.entries.length < MAX_ENTRIES ? f.entries.push(entry) : f.more++)
-  if (e.type === "turn_start") push({ kind: "turn", at: f.at })
-  else if (e.type === "message_end" && m.role === "user") push({ kind: "prompt", at: f.at, text: textParts(m.content) })
-  else if (e.type === "message_end" && m.role === "assistant") {
-    const calls = parts(m.content).filter((p) => p.type === "toolCall").map((p) => ({ name: str(p.name), args: JSON.stringify(p.arguments ?? {}) }))
-    push({ kind: "assistant", at: f.at, text: textParts(m.content), calls, error: m.stopReason === "error" ? str(m.errorMessage) || "error" : null })
-  } else if (e.type === "tool_execution_end") {
-    push({ kind: "tool", at: f.at, name: str(e.toolName), output: textParts(record(e.result).content), isError: e.isError === true })
-  }
+  const e = readTimelineEvent(line)
+  if (!e) return f
+  if (e.timestamp !== undefined) f.at = Math.max(f.at, e.timestamp)
+  if (e.kind === "timed") return f
+  const { timestamp: _, ...shown } = e
+  if (f.entries.length < MAX_ENTRIES) f.entries.push({ ...shown, at: f.at })
+  else f.more++
   return f
 }
+
+/** A line of messages.jsonl: what the box sent its person with message_user, and when. */
+const decodeMessageLine = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ time: Schema.optional(Schema.String), text: Schema.optional(Schema.String) })))
 
 /**
  * A run's timeline: pi's turns, prompts, answers and tool calls with their output, the gateway's
@@ -91,12 +79,9 @@ export const timelineOf = (run: RunRecord, runDir: string) =>
       note: r.note ?? null
     }))
     const messages = yield* foldFileLines(files.messages, [] as Array<Entry>, (acc, line) => {
-      try {
-        const m = record(JSON.parse(line))
-        if (acc.length < MAX_ENTRIES) acc.push({ kind: "message", at: Date.parse(str(m.time)) || started, text: str(m.text) })
-      } catch {
-        // a torn line
-      }
+      // A torn line is skipped.
+      const m = decodeMessageLine(line)
+      if (Option.isSome(m) && acc.length < MAX_ENTRIES) acc.push({ kind: "message", at: Date.parse(m.value.time ?? "") || started, text: m.value.text ?? "" })
       return acc
     }).pipe(Effect.orElseSucceed((): Array<Entry> => []))
     // pi's own order is kept: a stable sort by time only moves requests and messages in between.
