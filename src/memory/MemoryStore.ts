@@ -110,6 +110,38 @@ export const foldMemory = (events: ReadonlyArray<MemoryEvent>): ReadonlyArray<Me
 /** What the store reads its files through (captured when its layer is built, like the task store's). */
 export type MemoryEnv = Paths | FileSystem.FileSystem | Path.Path | Files
 
+/** A worker's entries, folded from its log (a missing log is none; an unreadable line is skipped). */
+const readMemory = (worker: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const file = layout(yield* Paths).memoryFile(worker)
+    if (!(yield* fs.exists(file))) return []
+    const events = yield* foldFileLines(file, [] as Array<MemoryEvent>, (acc, line) => {
+      const e = decodeLine(line)
+      if (e._tag === "Some") acc.push(e.value)
+      return acc
+    })
+    return foldMemory(events)
+  }).pipe(Effect.catchTag("SystemError", "BadArgument", (e) =>
+    Effect.flatMap(Paths, (p) => Effect.fail(new MemoryError({ file: layout(p).memoryFile(worker), detail: e.message })))))
+
+/** One event appended to the worker's log, in one write (its folder made first). */
+const appendMemory = (worker: string, event: MemoryEvent) =>
+  Effect.gen(function*() {
+    const file = layout(yield* Paths).memoryFile(worker)
+    yield* (yield* FileSystem.FileSystem).makeDirectory((yield* Path.Path).dirname(file), { recursive: true, mode: 0o700 })
+    yield* (yield* Files).append(file, `${JSON.stringify(event)}\n`, 0o600).pipe(
+      Effect.mapError((e) => new MemoryError({ file, detail: e.message }))
+    )
+  }).pipe(Effect.catchTag("SystemError", "BadArgument", (e) =>
+    Effect.flatMap(Paths, (p) => Effect.fail(new MemoryError({ file: layout(p).memoryFile(worker), detail: e.message })))))
+
+/** An entry id the worker does not have yet. */
+const freshId = (known: ReadonlyArray<MemoryEntry>): string => {
+  const id = `m-${crypto.randomBytes(4).toString("hex")}`
+  return known.some((e) => e.id === id) ? freshId(known) : id
+}
+
 /**
  * A worker's memory: host-side (`data/memory/<worker>.jsonl`, never mounted), an append-only
  * log of events, each one line written in one append. Written from a box only through the
@@ -143,43 +175,14 @@ export class MemoryStore extends Context.Tag("roster/MemoryStore")<MemoryStore, 
     }
     const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
 
-    const read = (worker: string) =>
-      Effect.gen(function*() {
-        const fs = yield* FileSystem.FileSystem
-        const file = layout(yield* Paths).memoryFile(worker)
-        if (!(yield* fs.exists(file))) return []
-        const events = yield* foldFileLines(file, [] as Array<MemoryEvent>, (acc, line) => {
-          const e = decodeLine(line)
-          if (e._tag === "Some") acc.push(e.value)
-          return acc
-        })
-        return foldMemory(events)
-      }).pipe(Effect.catchTag("SystemError", "BadArgument", (e) =>
-        Effect.flatMap(Paths, (p) => Effect.fail(new MemoryError({ file: layout(p).memoryFile(worker), detail: e.message })))))
-
-    const append = (worker: string, event: MemoryEvent) =>
-      Effect.gen(function*() {
-        const file = layout(yield* Paths).memoryFile(worker)
-        yield* (yield* FileSystem.FileSystem).makeDirectory((yield* Path.Path).dirname(file), { recursive: true, mode: 0o700 })
-        yield* (yield* Files).append(file, `${JSON.stringify(event)}\n`, 0o600).pipe(
-          Effect.mapError((e) => new MemoryError({ file, detail: e.message }))
-        )
-      }).pipe(Effect.catchTag("SystemError", "BadArgument", (e) =>
-        Effect.flatMap(Paths, (p) => Effect.fail(new MemoryError({ file: layout(p).memoryFile(worker), detail: e.message })))))
-
-    const freshId = (known: ReadonlyArray<MemoryEntry>): string => {
-      const id = `m-${crypto.randomBytes(4).toString("hex")}`
-      return known.some((e) => e.id === id) ? freshId(known) : id
-    }
-
     const find = (worker: string, id: string) =>
-      Effect.flatMap(read(worker), (entries) => {
+      Effect.flatMap(readMemory(worker), (entries) => {
         const hit = entries.find((e) => e.id === id)
         return hit ? Effect.succeed(hit) : Effect.fail(new MemoryRefused({ status: 404, detail: `there is no memory entry ${id} of ${worker} — list them: roster memory list ${worker}` }))
       })
 
     return {
-      list: (worker) => own(read(worker)),
+      list: (worker) => own(readMemory(worker)),
       add: (worker, entry, bounds) =>
         own(lockOf(worker).withPermits(1)(Effect.gen(function*() {
           const text = entry.text.trim()
@@ -190,7 +193,7 @@ export class MemoryStore extends Context.Tag("roster/MemoryStore")<MemoryStore, 
               detail: `an entry holds at most ${bounds.entry_max} characters (this one has ${text.length}): say it shorter, or keep the detail in your store and remember where it is`
             }))
           }
-          const known = yield* read(worker)
+          const known = yield* readMemory(worker)
           if (known.length >= bounds.max_entries) {
             return yield* Effect.fail(new MemoryRefused({
               status: 429,
@@ -198,28 +201,28 @@ export class MemoryStore extends Context.Tag("roster/MemoryStore")<MemoryStore, 
             }))
           }
           const made: MemoryEntry = { id: freshId(known), text, scope: entry.scope, run_id: entry.runId, time: yield* now, pending: entry.pending }
-          yield* append(worker, { _tag: "add", ...made })
+          yield* appendMemory(worker, { _tag: "add", ...made })
           return made
         }))),
       forget: (worker, id, by) =>
         own(lockOf(worker).withPermits(1)(Effect.gen(function*() {
           const entry = yield* find(worker, id)
-          yield* append(worker, { _tag: "forget", id, time: yield* now, by })
+          yield* appendMemory(worker, { _tag: "forget", id, time: yield* now, by })
           return entry
         }))),
       accept: (worker, id, by) =>
         own(lockOf(worker).withPermits(1)(Effect.gen(function*() {
           const entry = yield* find(worker, id)
           if (!entry.pending) return yield* Effect.fail(new MemoryRefused({ status: 409, detail: `memory entry ${id} is not pending: nothing to accept` }))
-          yield* append(worker, { _tag: "accept", id, time: yield* now, by })
+          yield* appendMemory(worker, { _tag: "accept", id, time: yield* now, by })
           const { held_reason: _, ...rest } = entry
           return { ...rest, pending: false }
         }))),
       holdRun: (worker, runId, reason) =>
         own(lockOf(worker).withPermits(1)(Effect.gen(function*() {
-          const mine = (yield* read(worker)).filter((e) => e.run_id === runId && !e.pending)
+          const mine = (yield* readMemory(worker)).filter((e) => e.run_id === runId && !e.pending)
           const time = yield* now
-          for (const e of mine) yield* append(worker, { _tag: "hold", id: e.id, time, reason })
+          for (const e of mine) yield* appendMemory(worker, { _tag: "hold", id: e.id, time, reason })
           return mine.length
         })))
     }

@@ -40,6 +40,52 @@ const send = (c: Conversation, event: string, data: unknown) => {
 
 const changed = (c: Conversation) => send(c, "log", { html: conversationFragment(c).text, state: c.state })
 
+/** A conversation's session: the runner's callbacks tell the watching pages; however it ends, they hear it ended. */
+const sessionOf = (c: Conversation) => {
+  const worker = c.worker
+  const note = (text: string, kind: Said["kind"] = "note", who = "roster") =>
+    Effect.sync(() => {
+      c.said.push({ who, text, kind })
+      changed(c)
+    })
+  const session = runSession({
+    worker,
+    inbox: c.inbox,
+    controls: c.controls,
+    surface: "web-session",
+    onReady: (runId) => Effect.sync(() => {
+      c.runId = runId
+      c.state = "ready"
+      changed(c)
+    }),
+    onReply: (text) => note(text, "worker", worker),
+    onMessage: (text) => note(text, "message", `${worker} (message)`),
+    onEvent: (line) => Effect.sync(() => {
+      const delta = readTextDelta(line)
+      if (delta !== undefined) send(c, "delta", { text: delta })
+    }),
+    onTurnEnd: (turn) => Effect.sync(() => {
+      c.turns = turn
+      c.state = "ready"
+      changed(c)
+    }),
+    onNote: (text) => note(text)
+  })
+  return session.pipe(
+    Effect.tap((o) => Effect.sync(() => {
+      c.runId = o.runId
+      c.ended = o.reason
+    })),
+    Effect.catchAll((e) => note(`the session could not go on: ${e.message}`).pipe(Effect.tap(() => Effect.sync(() => (c.ended = "error"))))),
+    Effect.ensuring(Effect.sync(() => {
+      c.state = "ended"
+      changed(c)
+      for (const page of c.pages) page.end()
+      c.pages.clear()
+    }))
+  )
+}
+
 /**
  * The Talk page's conversations: each one the same session runner `roster talk` uses (turns one
  * at a time, abort, end, the ceilings), run in the web server's scope; what each says is pushed
@@ -63,47 +109,7 @@ export const makeConversations = () => {
         turns: 0
       }
       all.set(c.id, c)
-      const note = (text: string, kind: Said["kind"] = "note", who = "roster") =>
-        Effect.sync(() => {
-          c.said.push({ who, text, kind })
-          changed(c)
-        })
-      const session = runSession({
-        worker,
-        inbox: c.inbox,
-        controls: c.controls,
-        surface: "web-session",
-        onReady: (runId) => Effect.sync(() => {
-          c.runId = runId
-          c.state = "ready"
-          changed(c)
-        }),
-        onReply: (text) => note(text, "worker", worker),
-        onMessage: (text) => note(text, "message", `${worker} (message)`),
-        onEvent: (line) => Effect.sync(() => {
-          const delta = readTextDelta(line)
-          if (delta !== undefined) send(c, "delta", { text: delta })
-        }),
-        onTurnEnd: (turn) => Effect.sync(() => {
-          c.turns = turn
-          c.state = "ready"
-          changed(c)
-        }),
-        onNote: (text) => note(text)
-      })
-      return { c, session: session.pipe(
-        Effect.tap((o) => Effect.sync(() => {
-          c.runId = o.runId
-          c.ended = o.reason
-        })),
-        Effect.catchAll((e) => note(`the session could not go on: ${e.message}`).pipe(Effect.tap(() => Effect.sync(() => (c.ended = "error"))))),
-        Effect.ensuring(Effect.sync(() => {
-          c.state = "ended"
-          changed(c)
-          for (const page of c.pages) page.end()
-          c.pages.clear()
-        }))
-      ) }
+      return { c, session: sessionOf(c) }
     })
 
   return {
