@@ -4,7 +4,7 @@ import { Paths, layout } from "../config/Paths.js"
 import type { WorkerSettings } from "../config/schema.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 import { credentialFor } from "../vault/credentialFor.js"
-import { isConnectionName, Vault } from "../vault/Vault.js"
+import { asJsonObject, isConnectionName, Vault } from "../vault/Vault.js"
 import { LLM_PROVIDERS } from "../contract/constants.js"
 import { sentinelize } from "./sentinel.js"
 
@@ -29,8 +29,6 @@ export interface PiHome {
   readonly anthropicEnvKey: boolean
 }
 
-const asObject = (v: unknown): Record<string, unknown> =>
-  v && typeof v === "object" && !Array.isArray(v) ? v as Record<string, unknown> : {}
 
 /**
  * The box's pi home (`agent/`): sentinel logins shaped like the real ones and settings that
@@ -51,7 +49,7 @@ export const preparePiHome = Effect.fn("pihome.prepare")(function*(
   const now = yield* Clock.currentTimeMillis
   yield* fs.makeDirectory(agentDir, { recursive: true })
 
-  const hostAuth = asObject(yield* readJsonOptional(files.hostPiAuth))
+  const hostAuth = asJsonObject(yield* readJsonOptional(files.hostPiAuth))
   const names = new Set([...Object.keys(hostAuth), ...LLM_PROVIDERS, ...Object.keys(daemonCredentials ?? {})].filter(isConnectionName))
   const sentinel: Record<string, unknown> = {}
   let anthropicEnvKey = false
@@ -64,7 +62,7 @@ export const preparePiHome = Effect.fn("pihome.prepare")(function*(
   const hasAuth = Object.keys(sentinel).length > 0
   if (hasAuth) yield* writeJson(path.join(agentDir, "auth.json"), sentinel, 0o600)
 
-  const hostSettings = asObject(yield* readJsonOptional(files.hostPiSettings))
+  const hostSettings = asJsonObject(yield* readJsonOptional(files.hostPiSettings))
   const settings: Record<string, unknown> = {}
   for (const k of ["defaultProvider", "defaultModel", "defaultThinkingLevel"]) {
     if (typeof hostSettings[k] === "string") settings[k] = hostSettings[k]

@@ -1,9 +1,11 @@
-import { Effect, Runtime, Schema, type Scope } from "effect"
+import { Effect, Option, Runtime, Schema, type Scope } from "effect"
 import type { ChatRule } from "../config/schema.js"
 import { discordRest, discordWhere, discordWho } from "../gateway/actions/chat/discordRest.js"
 import type { DiscordTokens } from "../vault/chatTokens.js"
 import type { ChatEvent } from "./admit.js"
 import { keepConnected, type ListenerSink } from "./sink.js"
+
+const decodeChannelOf = Schema.decodeUnknownOption(Schema.Struct({ channel_id: Schema.String }))
 
 // GUILDS | GUILD_MESSAGES | MESSAGE_CONTENT: the channel messages of the servers the bot is in, with their words.
 const INTENTS = (1 << 0) | (1 << 9) | (1 << 15)
@@ -74,8 +76,8 @@ export const discordListener = (chat: ChatRule, readTokens: Effect.Effect<Discor
       )
       manager.on(WebSocketShardEvents.Dispatch, (payload) => {
         if (payload.t !== "MESSAGE_CREATE") return
-        const channelId = (payload.d as { readonly channel_id?: unknown }).channel_id
-        if (typeof channelId !== "string") return
+        const channelId = Option.getOrUndefined(decodeChannelOf(payload.d))?.channel_id
+        if (channelId === undefined) return
         run(whereOf(channelId).pipe(Effect.flatMap((where) => {
           const e = discordEvent(payload.d, who.id, where)
           return e ? sink.event(e, who.id) : Effect.void

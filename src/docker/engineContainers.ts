@@ -1,7 +1,10 @@
 import type Dockerode from "dockerode"
-import { Effect } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { ContainerSpec, DockerApi } from "./Docker.js"
 import { absent, type EngineCall } from "./engineCall.js"
+
+/** What roster reads of the engine's memory detail: the page cache it may reclaim (cgroup v2's inactive_file). */
+const decodeMemoryDetail = Schema.decodeUnknownOption(Schema.Struct({ inactive_file: Schema.optional(Schema.Number) }))
 
 /** The engine's containers: create, start, kill and remove (absent is done), list by label, one stats sample. */
 export const containerCalls = (call: EngineCall): Pick<DockerApi, "containerCreate" | "containerStart" | "containerKill" | "containerRemove" | "containerList" | "containerStats"> => ({
@@ -40,7 +43,7 @@ export const containerCalls = (call: EngineCall): Pick<DockerApi, "containerCrea
         const cpu = s.cpu_stats.cpu_usage.total_usage - s.precpu_stats.cpu_usage.total_usage
         const system = (s.cpu_stats.system_cpu_usage ?? 0) - (s.precpu_stats.system_cpu_usage ?? 0)
         const cores = s.cpu_stats.online_cpus || s.cpu_stats.cpu_usage.percpu_usage?.length || 1
-        const cache = (s.memory_stats.stats as Record<string, number> | undefined)?.inactive_file ?? 0
+        const cache = Option.getOrUndefined(decodeMemoryDetail(s.memory_stats.stats))?.inactive_file ?? 0
         return {
           cpuPercent: system > 0 && cpu > 0 ? (cpu / system) * cores * 100 : 0,
           memoryBytes: Math.max(0, (s.memory_stats.usage ?? 0) - cache)

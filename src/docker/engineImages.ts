@@ -1,7 +1,11 @@
-import { Effect } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { Readable } from "node:stream"
 import type { DockerApi } from "./Docker.js"
 import type { EngineCall } from "./engineCall.js"
+
+/** One progress event of a build: a line of its output, a status, or why it failed. */
+const BuildEvent = Schema.Struct({ stream: Schema.optional(Schema.String), error: Schema.optional(Schema.String), status: Schema.optional(Schema.String) })
+const decodeBuildEvent = Schema.decodeUnknownOption(BuildEvent)
 
 /** The engine's images: inspect (undefined when absent), pull and build with their progress, import a root filesystem. */
 export const imageCalls = (call: EngineCall): Pick<DockerApi, "imageInspect" | "imagePull" | "imageBuild" | "imageImport"> => ({
@@ -30,7 +34,7 @@ export const imageCalls = (call: EngineCall): Pick<DockerApi, "imageInspect" | "
               stream as Readable,
               (e) => (e ? reject(e) : failure ? reject(new Error(failure)) : resolve()),
               (event) => {
-                const ev = event as { stream?: string; error?: string; status?: string }
+                const ev = Option.getOrElse(decodeBuildEvent(event), () => ({} as typeof BuildEvent.Type))
                 if (ev.error) failure = ev.error
                 const text = ev.stream ?? ev.status ?? ev.error
                 if (text) for (const l of text.split("\n")) if (l.trim() !== "") onLine(l)

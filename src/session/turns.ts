@@ -1,5 +1,9 @@
+import { Option, Schema } from "effect"
 import { isSendTool, type PiEvent } from "../contract/piEvents.js"
 import type { SessionMessage } from "./turnContext.js"
+
+/** What roster reads of a send tool's arguments: the text it sends. */
+const decodeSendArgs = Schema.decodeUnknownOption(Schema.Struct({ text: Schema.String }))
 
 /** Why a warm session ended. */
 export type SessionEndReason = "idle" | "closed" | "session-ceiling" | "turn-ceiling" | "box-died"
@@ -69,7 +73,7 @@ const onEvent = (s: TurnState, e: PiEvent, surface: Surface): [TurnState, Array<
       return surface === "chat-session" ? [{ ...s, dropped: s.dropped === "" ? e.text : `${s.dropped}\n\n${e.text}` }, []] : [s, [{ _tag: "reply", text: e.text }]]
     case "tool-start": {
       if (!isSendTool(e.name)) return [s, []]
-      const text = (e.args as { text?: unknown } | undefined)?.text
+      const text = Option.getOrUndefined(decodeSendArgs(e.args))?.text
       return [{ ...s, sent: true }, e.name === "message_user" && typeof text === "string" ? [{ _tag: "message", text }] : []]
     }
     case "agent-start":

@@ -17,7 +17,12 @@ export const isConnectionName = (name: string) => /^[a-z0-9][a-z0-9._-]{0,63}$/.
 /** One stored connection: its fields as `roster connection add` wrote them. */
 export type VaultEntry = Readonly<Record<string, unknown>>
 
-const decodeEntry = Schema.decodeUnknownOption(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+/** A JSON object of named fields: a vault entry, a pi login, pi's auth.json as a whole. */
+export const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const decodeEntry = Schema.decodeUnknownOption(JsonObject)
+
+/** A JSON value as an object of fields, or `{}` when it is not one. */
+export const asJsonObject = (v: unknown): Readonly<Record<string, unknown>> => Option.getOrElse(decodeEntry(v), () => ({}))
 
 const vaultFile = (name: string) => Effect.map(Paths, (p) => `${layout(p).vaultDir}/${name}.json`)
 

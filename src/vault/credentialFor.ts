@@ -1,7 +1,7 @@
 import { Config, Effect, Option, Redacted, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import { readJsonOptional } from "../fs/atomic.js"
-import { Vault, type VaultEntry } from "./Vault.js"
+import { asJsonObject, JsonObject, Vault, type VaultEntry } from "./Vault.js"
 
 /** Where a connection's credential comes from: roster's vault, the host's pi login, or the daemon's environment. */
 export const CredentialSource = Schema.Literal("vault", "pi-login", "env")
@@ -27,7 +27,7 @@ export const credentialFor = Effect.fn("vault.credentialFor")(function*(name: st
   const fromVault = yield* (yield* Vault).get(name)
   if (usable(fromVault)) return { source: "vault", entry: fromVault } satisfies ChosenCredential
   const login = yield* readJsonOptional(layout(yield* Paths).hostPiAuth)
-  const fromLogin = login && typeof login === "object" && !Array.isArray(login) ? (login as Record<string, VaultEntry>)[name] : undefined
+  const fromLogin = Option.getOrUndefined(Schema.decodeUnknownOption(JsonObject)(asJsonObject(login)[name]))
   if (usable(fromLogin)) return { source: "pi-login", entry: fromLogin } satisfies ChosenCredential
   if (name === "anthropic") {
     const env = yield* Config.option(Config.redacted("ANTHROPIC_API_KEY")).pipe(Effect.orElseSucceed(() => Option.none()))

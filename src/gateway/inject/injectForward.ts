@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Option, Schema } from "effect"
 import * as http from "node:http"
 import { isValidHost } from "../../contract/addresses.js"
 import { SENTINEL } from "../../contract/constants.js"
@@ -142,8 +142,8 @@ const checkedBody = (req: http.IncomingMessage, grant: GrantRule, limit: number)
   })
 
 /** The model a request names (`model` in its JSON body). */
-const modelOf = (json: unknown) =>
-  typeof json === "object" && json !== null && typeof (json as { model?: unknown }).model === "string" ? (json as { model: string }).model : "unknown"
+const modelOf = (json: unknown) => Option.getOrUndefined(decodeModel(json))?.model ?? "unknown"
+const decodeModel = Schema.decodeUnknownOption(Schema.Struct({ model: Schema.String }))
 
 /**
  * One request inside a terminated tunnel: re-authorised, the real credential in the one header

@@ -5,7 +5,7 @@ import type { Org } from "../../config/schema.js"
 import { Paths, layout } from "../../config/Paths.js"
 import { readJsonOptional, writeJson } from "../../fs/atomic.js"
 import { type ChosenCredential, credentialFor } from "../../vault/credentialFor.js"
-import { Vault, type VaultEntry } from "../../vault/Vault.js"
+import { asJsonObject, Vault, type VaultEntry } from "../../vault/Vault.js"
 import { dialChecked } from "../egress/authorize.js"
 import { Gateway } from "../egress/Gateway.js"
 import { decide, ruleNamesAddress, upstreamFor } from "../base/policy.js"
@@ -79,7 +79,7 @@ const writeBack = (name: string, source: ChosenCredential["source"], entry: Vaul
     if (source === "vault") return yield* (yield* Vault).put(name, entry).pipe(Effect.mapError((e) => e.message))
     const file = layout(yield* Paths).hostPiAuth
     const all = yield* readJsonOptional(file)
-    const logins = all && typeof all === "object" && !Array.isArray(all) ? all as Record<string, unknown> : {}
+    const logins = asJsonObject(all)
     yield* writeJson(file, { ...logins, [name]: entry }, 0o600).pipe(Effect.mapError((e) => e.message))
   })
 
