@@ -60,6 +60,39 @@ const HOST = "bench.example.test"
 const BULK = "bulk.example.test"
 const TINY = "tiny.example.test"
 const BULK_BYTES = (quick ? 20 : 100) * 1024 * 1024
+/** The key mitmproxy injects (roster's gateway injects its own from the environment it was given). */
+const MITM_KEY = "sk-ant-bench-mitm-not-a-real-key"
+
+/** A free loopback port, for a program that must be told one (mitmdump). */
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const s = net.createServer()
+    s.once("error", reject)
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port
+      s.close(() => resolve(port))
+    })
+  })
+
+/** Resolves once something accepts connections on the port (or fails after `ms`). */
+const listening = async (port: number, ms = 30_000) => {
+  const until = Date.now() + ms
+  for (;;) {
+    const ok = await new Promise<boolean>((r) => {
+      const s = net.connect(port, "127.0.0.1", () => (s.destroy(), r(true)))
+      s.once("error", () => r(false))
+    })
+    if (ok) return
+    if (Date.now() > until) throw new Error(`nothing listens on 127.0.0.1:${port} after ${ms} ms`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+/** A process's resident memory, from /proc (MB). */
+const rssOf = (pid: number | undefined) => {
+  const status = pid === undefined ? "" : fs.readFileSync(`/proc/${pid}/status`, "utf8")
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024
+}
 const EVENTS = 2_000
 
 describe("gateway", () => {
@@ -74,6 +107,9 @@ describe("gateway", () => {
   let tiny: net.Server
   let tinyPort: number
   let revokedFile: string
+  let mitm: ChildProcess
+  let mitmPort: number
+  let mitmCa: string
 
   beforeAll(async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-"))
@@ -140,9 +176,27 @@ describe("gateway", () => {
       gateway.once("exit", (code) => reject(new Error(`the gateway exited ${code}`)))
     })
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
+
+    // The peer: Debian's mitmproxy (Python) doing the same job with a small addon (bench/mitmGrant.py).
+    const mitmdump = ["/usr/bin/mitmdump", "/usr/local/bin/mitmdump"].find((f) => fs.existsSync(f))
+    if (!mitmdump) throw new Error("mitmdump is missing (the gateway bench's peer): apt-get install -y mitmproxy, or run scripts/ensure-host.sh")
+    mitmPort = await freePort()
+    const confdir = path.join(dir, "mitm")
+    mitm = spawn(mitmdump, [
+      "-q", "--listen-host", "127.0.0.1", "--listen-port", String(mitmPort),
+      "--set", `confdir=${confdir}`, "--set", "connection_strategy=lazy",
+      "--set", `ssl_verify_upstream_trusted_ca=${path.join(dir, "upstream-ca.crt")}`,
+      "-s", path.join(root, "bench", "mitmGrant.py")
+    ], {
+      stdio: ["ignore", "ignore", "inherit"],
+      env: { ...process.env, BENCH_MITM_TOKEN: TOKEN, BENCH_MITM_KEY: MITM_KEY, BENCH_MITM_HOST: HOST, BENCH_MITM_UPSTREAM_PORT: String(upstreamPort) }
+    })
+    await listening(mitmPort)
+    mitmCa = fs.readFileSync(path.join(confdir, "mitmproxy-ca-cert.pem"), "utf8")
   }, 60_000)
 
   afterAll(() => {
+    mitm?.kill()
     gateway?.stdin?.end()
     upstream.close()
     bulk?.close()
@@ -151,15 +205,16 @@ describe("gateway", () => {
 
   const viaGateway = () => tunnelTls(gatewayPort, TOKEN, HOST, rosterCa).then((s) => rawClient(s, HOST))
   const direct = () => directTls(upstreamPort, upstreamCa).then((s) => rawClient(s, "127.0.0.1"))
+  const viaMitm = () => tunnelTls(mitmPort, TOKEN, HOST, mitmCa).then((s) => rawClient(s, HOST))
 
   it("keep-alive latency, p50 and p99, alternating blocks", async () => {
-    const [g, d] = [await viaGateway(), await direct()]
+    const [g, d, m] = [await viaGateway(), await direct(), await viaMitm()]
     const rounds = quick ? 4 : 10
     const per = quick ? 50 : 200
-    const times = { g: [] as Array<number>, d: [] as Array<number> }
-    for (let i = 0; i < 20; i++) await g.get("/warm").then(() => d.get("/warm"))
+    const times = { g: [] as Array<number>, d: [] as Array<number>, m: [] as Array<number> }
+    for (let i = 0; i < 20; i++) await g.get("/warm").then(() => d.get("/warm")).then(() => m.get("/warm"))
     for (let r = 0; r < rounds; r++) {
-      for (const [c, into] of [[g, times.g], [d, times.d]] as const) {
+      for (const [c, into] of [[g, times.g], [d, times.d], [m, times.m]] as const) {
         for (let i = 0; i < per; i++) {
           const t = process.hrtime.bigint()
           await c.get("/v1/messages")
@@ -169,6 +224,7 @@ describe("gateway", () => {
     }
     g.close()
     d.close()
+    m.close()
     for (const p of [50, 99]) {
       const roster = percentile(times.g, p)
       const baseline = percentile(times.d, p)
@@ -176,6 +232,12 @@ describe("gateway", () => {
       emit({
         metric: `grant path, keep-alive, p${p}`, roster, baseline, unit: "ms", compare: "added",
         goal: `added <= ${limit} ms`, pass: roster - baseline <= limit, spread: `n=${times.g.length}`
+      })
+      // The same job through the peer, each path's time over direct TLS.
+      const peer = percentile(times.m, p) - baseline
+      emit({
+        metric: `grant path against mitmproxy, keep-alive, added p${p}`, roster: roster - baseline, baseline: peer, unit: "ms", compare: "ratio",
+        goal: "<= mitmproxy's", pass: roster - baseline <= peer, spread: `mitmproxy p${p} ${percentile(times.m, p).toFixed(2)} ms`
       })
     }
   }, 300_000)
@@ -196,15 +258,28 @@ describe("gateway", () => {
       return done / seconds
     }
     const roster = await load(viaGateway)
+    const rosterRss = rssOf(gateway.pid)
     const baseline = await load(direct)
+    const peer = await load(viaMitm)
+    const peerRss = rssOf(mitm.pid)
     emit({ metric: "grant path, 16 connections", roster, baseline, unit: "req/s", compare: "share", goal: ">= 50 % of direct", pass: roster / baseline >= 0.5 })
+    emit({ metric: "grant path against mitmproxy, 16 connections", roster, baseline: peer, unit: "req/s", compare: "ratio", goal: ">= 2x mitmproxy", pass: roster / peer >= 2 })
+    emit({
+      metric: "gateway RSS after 16-connection load, against mitmproxy's", roster: rosterRss, baseline: peerRss, unit: "MB", compare: "ratio",
+      goal: "reported", pass: true, reported: true
+    })
   }, 120_000)
 
   it("a new connection: CONNECT + TLS + one request, against direct TLS + one request", async () => {
     const n = quick ? 20 : 100
-    const times = { g: [] as Array<number>, d: [] as Array<number> }
+    const times = { g: [] as Array<number>, d: [] as Array<number>, m: [] as Array<number> }
     for (let i = 0; i < n; i++) {
       let t = process.hrtime.bigint()
+      const m = await viaMitm()
+      await m.get("/v1/messages")
+      times.m.push(ms(t))
+      m.close()
+      t = process.hrtime.bigint()
       const g = await viaGateway()
       await g.get("/v1/messages")
       times.g.push(ms(t))
@@ -220,6 +295,10 @@ describe("gateway", () => {
     emit({
       metric: "new connection, p50", roster, baseline, unit: "ms", compare: "ratio", goal: "<= 2x direct",
       pass: roster / baseline <= 2, spread: `p90 ${percentile(times.g, 90).toFixed(1)} vs ${percentile(times.d, 90).toFixed(1)}`
+    })
+    emit({
+      metric: "new connection against mitmproxy, p50", roster, baseline: percentile(times.m, 50), unit: "ms", compare: "ratio", goal: "<= mitmproxy's",
+      pass: roster <= percentile(times.m, 50)
     })
   }, 120_000)
 

@@ -14,6 +14,8 @@ export interface Row {
   readonly goal: string
   readonly pass: boolean
   readonly spread?: string
+  /** A figure shown beside the others with no goal of its own: not counted among the goals. */
+  readonly reported?: true
 }
 
 export const quick = process.env.BENCH_QUICK === "1"

@@ -2,7 +2,7 @@
 # Makes this machine ready for roster's boxes, idempotently: a Docker engine that answers,
 # iptables and iproute2 (lockdown and the tests' network namespaces), and a static busybox
 # (the scripted engine image), debootstrap (the offline box image build), chromium (the web UI's
-# browser tests). Installs from Debian's packages when root; otherwise says what to run.
+# browser tests), mitmproxy (the gateway bench's peer). Installs from Debian's packages when root; otherwise says what to run.
 set -euo pipefail
 
 missing=()
@@ -14,6 +14,8 @@ command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 # Debian's chromium: the browser the web UI's tests drive through playwright-core (no browser download).
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# Debian's mitmproxy: the peer the gateway's bench measures roster's grant path against.
+command -v mitmdump >/dev/null 2>&1 || missing+=(mitmproxy)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
