@@ -10,6 +10,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, it } from "vitest"
 import { layout, Paths } from "../src/config/Paths.js"
+import { freePort } from "../test/support/deployment.js"
 import { makeTestTls } from "../test/support/testCa.js"
 import { directTls, emit, ms, percentile, quick, rawClient, tunnelTls } from "./support.js"
 
@@ -62,17 +63,6 @@ const TINY = "tiny.example.test"
 const BULK_BYTES = (quick ? 20 : 100) * 1024 * 1024
 /** The key mitmproxy injects (roster's gateway injects its own from the environment it was given). */
 const MITM_KEY = "sk-ant-bench-mitm-not-a-real-key"
-
-/** A free loopback port, for a program that must be told one (mitmdump). */
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const s = net.createServer()
-    s.once("error", reject)
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port
-      s.close(() => resolve(port))
-    })
-  })
 
 /** Resolves once something accepts connections on the port (or fails after `ms`). */
 const listening = async (port: number, ms = 30_000) => {
