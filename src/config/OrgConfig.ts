@@ -25,19 +25,19 @@ export class OrgConfig extends Context.Tag("roster/OrgConfig")<OrgConfig, {
     OrgConfig,
     Effect.gen(function*() {
       const env = yield* captureHostFiles
-      // By file (one deployment's, but a swapped Paths must never see another's decoded file).
-      const decoded = yield* Ref.make(new Map<string, Decoded>())
+      // The deployment is the one captured: its org.toml, and the last decode of it.
+      const file = layout(Context.get(env, Paths)).orgToml
+      const decoded = yield* Ref.make<Decoded | undefined>(undefined)
       // Looked at twice a second at most: an edit takes effect within half a second.
       const stamps = makeStampCache(500)
       return {
         snapshot: Effect.gen(function*() {
-          const file = layout(yield* Paths).orgToml
           const stamp = yield* stamps.stamp(file)
           if (Option.isNone(stamp)) return yield* Effect.fail(missing(file))
-          const known = (yield* Ref.get(decoded)).get(file)
+          const known = yield* Ref.get(decoded)
           if (known && known.stamp === stamp.value) return yield* known.result
           const result = yield* readToml(OrgSchema, file, Effect.fail(missing(file))).pipe(Effect.either)
-          yield* Ref.update(decoded, (m) => new Map(m).set(file, { stamp: stamp.value, result }))
+          yield* Ref.set(decoded, { stamp: stamp.value, result })
           return yield* result
         }).pipe(Effect.provide(env))
       }

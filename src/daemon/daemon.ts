@@ -10,7 +10,6 @@ import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths, layout } from "../config/Paths.js"
 import { Docker, type NetworkInfo } from "../docker/Docker.js"
 import { VERSION } from "../contract/version.js"
-import { ensureCa } from "../gateway/certs/ca.js"
 import { Gateway } from "../gateway/egress/Gateway.js"
 import { GatewayLive } from "../gateway/server.js"
 import { readGatewayState, writeGatewayState } from "../contract/gatewayState.js"
@@ -73,7 +72,6 @@ const GatewayUp = Layer.scoped(Gateway, Effect.gen(function*() {
   const org = yield* (yield* OrgConfig).snapshot
   const paths = yield* Paths
   const net = yield* BoxNetwork
-  yield* ensureCa()
   const addrs = ["127.0.0.1", bridgeAddress(net)]
   const gateway = Context.get(yield* Layer.build(GatewayLive({ addrs, port: org.gateway.port })), Gateway)
   yield* recordGateway(gateway.port(), addrs)
