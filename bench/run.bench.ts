@@ -1,5 +1,7 @@
 // `roster worker run` of an engine that exits at once, against a bare `docker run --rm` of the same
-// image with the same hardening, alternating; and the CLI's peak memory during the run. Needs the
+// image with the same hardening, alternating; and the CLI's peak memory during the run. Under runc
+// (the rows kept comparable with earlier runs) and under gVisor (runsc), each against docker run
+// of its own runtime. Needs the
 // Docker engine (scripts/ensure-host.sh); builds the scripted-engine image it runs.
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -27,6 +29,10 @@ const measure = (cmd: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEn
 describe("a run", () => {
   let env: NodeJS.ProcessEnv
   let network = ""
+  let orgToml = ""
+  /** org.toml with `[box] runtime` set: the next run reads it. */
+  const useRuntime = (runtime: "runc" | "runsc") =>
+    fs.writeFileSync(path.join(env.ROSTER_HOME ?? "", "config", "org.toml"), `${orgToml}[box]\nruntime = "${runtime}"\n`)
 
   beforeAll(async () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-run-"))
@@ -35,7 +41,8 @@ describe("a run", () => {
     const build = spawnSync(bin, ["box", "build-scripted", "--tag", IMAGE], { env, encoding: "utf8" })
     if (build.status !== 0) throw new Error(`the scripted image could not be built (is Docker running? scripts/ensure-host.sh): ${build.stderr}`)
     spawnSync(bin, ["init"], { env })
-    fs.writeFileSync(path.join(home, "config", "org.toml"), `[engine]\nimage = "${IMAGE}"\n[gateway]\nport = ${await freePort()}\n`)
+    orgToml = `[engine]\nimage = "${IMAGE}"\n[gateway]\nport = ${await freePort()}\n`
+    useRuntime("runc")
     const started = spawnSync(bin, ["server", "start"], { env, encoding: "utf8" })
     if (started.status !== 0) throw new Error(`the daemon did not start: ${started.stderr}`)
     // The same network a run's box joins, so the baseline pays the same attachment.
@@ -47,8 +54,9 @@ describe("a run", () => {
     spawnSync(bin, ["server", "stop"], { env })
   })
 
-  it("worker run of an engine that exits at once, against docker run --rm with the same hardening", () => {
-    const n = quick ? 3 : 9
+  /** n alternating runs of roster and of docker run, both under `runtime`: their times and peak RSS. */
+  const alternate = (runtime: "runc" | "runsc", n: number) => {
+    useRuntime(runtime)
     const roster: Array<number> = []
     const docker: Array<number> = []
     const rss: Array<number> = []
@@ -58,13 +66,19 @@ describe("a run", () => {
       roster.push(r.ms)
       rss.push(r.rssMb)
       const d = measure("docker", [
-        "run", "--rm", "--network", network, "--dns", "127.0.0.1", "--user", "65532:65532", "--cap-drop", "ALL",
+        "run", "--rm", "--runtime", runtime, "--network", network, "--dns", "127.0.0.1", "--user", "65532:65532", "--cap-drop", "ALL",
         "--security-opt", "no-new-privileges", "--pids-limit", "512", "--memory", "4g", "--tmpfs", "/tmp:rw,nosuid,nodev,size=1g,mode=1777",
         "--entrypoint", "/bin/true", IMAGE
       ], env)
       docker.push(d.ms)
       dockerRss.push(d.rssMb)
     }
+    return { roster, docker, rss, dockerRss }
+  }
+
+  it("worker run of an engine that exits at once, against docker run --rm with the same hardening", () => {
+    const n = quick ? 3 : 9
+    const { docker, roster, rss, dockerRss } = alternate("runc", n)
     const p50 = percentile(roster, 50)
     const base = percentile(docker, 50)
     emit({
@@ -74,6 +88,14 @@ describe("a run", () => {
     emit({
       metric: "CLI peak RSS during a run", roster: Math.max(...rss), baseline: Math.max(...dockerRss), unit: "MB", compare: "absolute",
       goal: "<= 100 MB", pass: Math.max(...rss) <= 100
+    })
+    const gvisor = alternate("runsc", n)
+    const gp50 = percentile(gvisor.roster, 50)
+    const gbase = percentile(gvisor.docker, 50)
+    emit({
+      metric: "worker run under gVisor (runsc), engine exits at once", roster: gp50, baseline: gbase, unit: "ms", compare: "ratio",
+      goal: "<= 1.5x docker run --runtime runsc", pass: gp50 / gbase <= 1.5,
+      spread: `min ${Math.min(...gvisor.roster).toFixed(0)} max ${Math.max(...gvisor.roster).toFixed(0)}, n=${n}; runsc costs ${(gp50 - p50).toFixed(0)} ms over runc`
     })
   }, 600_000)
 })

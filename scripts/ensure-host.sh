@@ -2,7 +2,8 @@
 # Makes this machine ready for roster's boxes, idempotently: a Docker engine that answers,
 # iptables and iproute2 (lockdown and the tests' network namespaces), and a static busybox
 # (the scripted engine image), debootstrap (the offline box image build), chromium (the web UI's
-# browser tests), mitmproxy (the gateway bench's peer). Installs from Debian's packages when root; otherwise says what to run.
+# browser tests), mitmproxy (the gateway bench's peer), runsc (gVisor: the boxes' runtime, registered
+# with the engine). Installs from Debian's packages when root; otherwise says what to run.
 set -euo pipefail
 
 missing=()
@@ -16,6 +17,8 @@ command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # Debian's mitmproxy: the peer the gateway's bench measures roster's grant path against.
 command -v mitmdump >/dev/null 2>&1 || missing+=(mitmproxy)
+# Debian's gVisor: boxes run under it ([box] runtime = "auto" takes it when the engine has it registered).
+command -v runsc >/dev/null 2>&1 || missing+=(runsc)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
@@ -27,6 +30,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq >&2
   apt-get install -y -qq "${missing[@]}" >&2
 fi
+
+# runsc registered in daemon.json, what the file had kept (as roster doctor --fix does); true when it changed it.
+register_runsc() {
+  [ "$(id -u)" = 0 ] || return 1
+  mkdir -p /etc/docker
+  node -e '
+    const fs = require("fs"), file = "/etc/docker/daemon.json", runsc = process.argv[1]
+    let cfg = {}
+    try { cfg = JSON.parse(fs.readFileSync(file, "utf8") || "{}") } catch (e) { if (e.code !== "ENOENT") throw e }
+    const entry = { path: runsc, runtimeArgs: ["--network=host"] }
+    if (JSON.stringify(cfg.runtimes?.runsc) === JSON.stringify(entry)) process.exit(1)
+    cfg.runtimes = { ...(cfg.runtimes ?? {}), runsc: entry }
+    fs.writeFileSync(file, JSON.stringify(cfg, null, 2) + "\n")
+  ' "$(command -v runsc)"
+}
+register_runsc || true
 
 engine_up() { [ -S /var/run/docker.sock ] && docker version >/dev/null 2>&1; }
 if ! engine_up; then
@@ -45,5 +64,18 @@ if ! engine_up; then
     tail -n 30 /var/log/roster-dockerd.log >&2 || true
     exit 1
   fi
+fi
+runsc_registered() { docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; }
+if ! runsc_registered; then
+  echo "registering gVisor (runsc) with the engine: reloading dockerd …" >&2
+  kill -HUP "$(cat /var/run/docker.pid 2>/dev/null || pidof dockerd)"
+  for _ in $(seq 1 50); do
+    runsc_registered && break
+    sleep 0.2
+  done
+fi
+if ! runsc_registered; then
+  echo "the engine has no runsc runtime: boxes would run under runc. Register it: sudo roster doctor --fix" >&2
+  exit 1
 fi
 echo "docker engine: $(docker version --format '{{.Server.Version}}' 2>/dev/null)" >&2

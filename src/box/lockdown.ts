@@ -1,5 +1,4 @@
-import { FileSystem } from "@effect/platform"
-import { Clock, Effect, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import type { BoxPolicy } from "../config/schema.js"
 import { Paths, layout } from "../config/Paths.js"
 import { Docker, type DockerError, type NetworkInfo } from "../docker/Docker.js"
@@ -8,6 +7,7 @@ import { GatewayProbe } from "../contract/GatewayProbe.js"
 import { readGatewayState } from "../contract/gatewayState.js"
 import { LABEL_DEPLOYMENT } from "../contract/constants.js"
 import { egressChainName, LABEL_NETWORK, LABEL_NETWORK_STATE, lockdownNetworkName } from "../contract/deployment.js"
+import { onceADay } from "./daily.js"
 import { ensureEgressLockdown, removeEgressLockdown } from "./egressChain.js"
 import { LockdownError } from "./lockdownError.js"
 
@@ -83,28 +83,21 @@ export const reconcileEgress = (policy: BoxPolicy, net: NetworkInfo, port: numbe
       : removeEgressLockdown(egressChainName(paths.config)).pipe(Effect.asVoid))
 
 export const bridgeAddress = (net: NetworkInfo): string => net.subnets[0]?.gateway ?? ""
-const DAY_MS = 24 * 60 * 60 * 1000
-
 /**
  * Without the host pinning, a box reaches every port of this host. Said at most once a day per
- * deployment (a durable marker in its state dir, as the reference does): a warning on every run
- * is one nobody reads.
+ * deployment: a warning on every run is one nobody reads.
  */
 const warnOpenHostDaily = (gatewayPort: number) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const marker = layout(yield* Paths).openHostWarned
-    const now = yield* Clock.currentTimeMillis
-    const last = yield* fs.readFileString(marker).pipe(Effect.map((t) => Date.parse(t.trim())), Effect.orElseSucceed(() => Number.NaN))
-    if (now - last < DAY_MS) return
-    yield* fs.writeFileString(marker, `${new Date(now).toISOString()}\n`).pipe(Effect.ignore)
-    yield* Effect.logWarning(
-      "the box can't reach the internet, but it can reach this host on every port (a local database, " +
-        "a published container port, ssh) — these bypass the gateway. Set `[box] egress_lockdown = true` " +
-        `in org.toml to pin box traffic to the gateway on :${gatewayPort} (needs root for iptables). ` +
-        "(said once a day)"
-    )
-  })
+  Effect.flatMap(Paths, (paths) =>
+    onceADay(
+      layout(paths).openHostWarned,
+      Effect.logWarning(
+        "the box can't reach the internet, but it can reach this host on every port (a local database, " +
+          "a published container port, ssh) — these bypass the gateway. Set `[box] egress_lockdown = true` " +
+          `in org.toml to pin box traffic to the gateway on :${gatewayPort} (needs root for iptables). ` +
+          "(said once a day)"
+      )
+    ))
 
 export interface Lockdown {
   readonly network: NetworkInfo

@@ -126,6 +126,7 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
   yield* record.note({
     container: spec.name,
     image: spec.Image,
+    runtime: plan.runtime,
     owner: plan.owner,
     ...(req.ceilingMin !== null ? { ceiling_min: req.ceilingMin } : {})
   })

@@ -7,8 +7,9 @@ export const PREFLIGHT_EXIT = 97
 const PROBE_MS = 300
 
 // The checks in node where the image has it (pi's image), else busybox's nc (the scripted
-// image; its static wget crashes, and its nc quits at the end of its input, so the request is
-// written by a program nc runs on the connection). Locked means: the gateway answers /healthz as
+// image; its static wget crashes, and its nc quits at the end of its input, so the request goes
+// in through a fifo held open until nc has the answer — not nc -e, whose child's reads of the
+// socket fail with EAGAIN under gVisor). Locked means: the gateway answers /healthz as
 // this deployment, and a direct connection to the probe address ([box] preflight_probe) does
 // not open. (On an internal network the packets are dropped, so "does not open" is a timeout.)
 const NODE_CHECK = `
@@ -37,7 +38,11 @@ req.on("error", (e) => say(false, "gateway", "the gateway at " + process.env.ROS
 
 const SHELL_CHECK = `
 say() { printf '{"type":"roster_preflight","ok":%s,"check":"%s","detail":"%s"}\\n' "$1" "$2" "$3"; [ "$1" = true ] || exit ${PREFLIGHT_EXIT}; }
-body=$(nc -w 5 "\${ROSTER_GATEWAY%:*}" "\${ROSTER_GATEWAY##*:}" -e sh -c 'printf "GET /healthz HTTP/1.0\\r\\nHost: roster\\r\\n\\r\\n"; cat >&2' 2>&1) || say false gateway "the gateway at $ROSTER_GATEWAY does not answer"
+rm -f /tmp/.roster-rq /tmp/.roster-ra; mkfifo /tmp/.roster-rq
+nc -w 5 "\${ROSTER_GATEWAY%:*}" "\${ROSTER_GATEWAY##*:}" </tmp/.roster-rq >/tmp/.roster-ra 2>/dev/null & nc_pid=$!
+{ printf 'GET /healthz HTTP/1.0\\r\\nHost: roster\\r\\n\\r\\n'; while kill -0 $nc_pid 2>/dev/null; do usleep 10000; done; } >/tmp/.roster-rq
+body=$(cat /tmp/.roster-ra); rm -f /tmp/.roster-rq /tmp/.roster-ra
+case "$body" in HTTP/*) ;; *) say false gateway "the gateway at $ROSTER_GATEWAY does not answer" ;; esac
 case "$body" in *"\\"deployment_id\\":\\"$ROSTER_DEPLOYMENT_ID\\""*) ;; *) say false gateway "the gateway at $ROSTER_GATEWAY answers for another deployment" ;; esac
 rm -f /tmp/.roster-probe
 ( nc -w 1 "\${ROSTER_PREFLIGHT_PROBE%:*}" "\${ROSTER_PREFLIGHT_PROBE##*:}" </dev/null >/dev/null 2>&1 && : > /tmp/.roster-probe ) &

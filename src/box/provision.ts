@@ -15,6 +15,7 @@ import { resolveMountedEngine } from "./engine.js"
 import { ImageStore } from "./ImageStore.js"
 import { ensureLockdown } from "./lockdown.js"
 import { preparePiHome } from "./pihome.js"
+import { resolveRuntime } from "./runtime.js"
 import type { Checkout } from "../knowledge/Checkout.js"
 import type { BoxPlan, Engine, HostDirs } from "./spec.js"
 
@@ -120,11 +121,12 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
   const { org, worker } = req
   // A session has no run ceiling of its own (no ROSTER_CEILING_MIN), but its box still has an end.
   const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(ceilingDuration(req.ceilingMin ?? org.box.session_ceiling_min))
-  const [lockdown, , caBundle] = yield* Effect.all([
+  const [lockdown, , caBundle, runtime] = yield* Effect.all([
     ensureLockdown(org.box),
     Effect.flatMap(ImageStore, (images) => images.ensure(org.engine.image)),
     // Fails with CaMissing (start the gateway) when there is no CA to bundle.
-    ensureBundle()
+    ensureBundle(),
+    resolveRuntime(org.box)
   ], { concurrency: "unbounded" })
   const engine: Engine = org.engine.dir ? yield* resolveMountedEngine(org.engine.dir) : { kind: "baked" }
   const dirs = yield* prepareRunDirs(worker, req.runDir)
@@ -148,6 +150,7 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     kind: req.kind,
     taskId: req.taskId,
     image: org.engine.image,
+    runtime,
     policy: org.box,
     user,
     network: lockdown.network.name,

@@ -4,6 +4,7 @@ import * as C from "../contract/constants.js"
 import { deploymentId } from "../contract/deployment.js"
 import type { Owner } from "../contract/owner.js"
 import { withPreflight } from "./preflight.js"
+import type { BoxRuntime } from "./runtime.js"
 import { proxyUrl } from "../contract/identity.js"
 import { boxDir, type Checkout, knowledgeEnv, originDir } from "../knowledge/Checkout.js"
 
@@ -37,6 +38,8 @@ export interface BoxPlan {
   readonly kind: "box" | "task" | "session"
   readonly taskId: string | null
   readonly image: string
+  /** The OCI runtime the engine starts it under (resolved from `[box] runtime`). */
+  readonly runtime: BoxRuntime
   readonly policy: BoxPolicy
   readonly user: { readonly uid: number; readonly gid: number }
   /** The deployment's locked network. */
@@ -176,6 +179,9 @@ export const containerSpec = (plan: BoxPlan): ContainerSpec => {
     Tty: false,
     HostConfig: {
       AutoRemove: true,
+      // gVisor's runsc (registered with --network=host) runs in the namespace Docker made for the
+      // box, so the internal network and the host pinning hold under either runtime.
+      Runtime: plan.runtime,
       NetworkMode: plan.network,
       ExtraHosts: [`host.docker.internal:${plan.gatewayAddress}`],
       // Proxied clients hand host names to CONNECT, so the box needs no DNS; a dead resolver

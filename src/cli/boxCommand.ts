@@ -4,6 +4,7 @@ import { buildBoxImage, imageIsCurrent, runCaptured } from "../image/build/build
 import { buildScriptedImage, BuildError, SCRIPTED_TAG } from "../image/buildScripted.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Docker } from "../docker/Docker.js"
+import { resolveRuntime } from "../box/runtime.js"
 
 const tagOption = Options.text("tag").pipe(
   Options.optional,
@@ -31,16 +32,24 @@ const build = Command.make("build", {
       "packages and the npm registry. Tags the image org.toml names."
   ))
 
+// A deployment's [box] runtime; outside one, what a new deployment gets.
+const configuredRuntime = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
+  Effect.map((o) => o.box),
+  Effect.orElseSucceed(() => ({ runtime: "auto" as const })),
+  Effect.flatMap(resolveRuntime)
+)
+
 const check = Command.make("check", { tag: tagOption }, ({ tag }) =>
   Effect.gen(function*() {
     const target = yield* configuredTag(tag)
     const docker = yield* Docker
     const image = yield* docker.imageInspect(target)
     if (!image) return yield* Effect.fail(new BuildError({ detail: `${target} is not present — build it: roster box build` }))
-    // As the box user, with /tmp mounted as a box's is: pi and its tools write there.
+    const runtime = yield* configuredRuntime
+    // As the box user, with /tmp mounted as a box's is and under the box's runtime: pi and its tools write there.
     const r = yield* runCaptured(target, ["sh", "-c",
       "echo \"node $(node --version)\"; echo \"pi $(/opt/roster/engine/run-pi --version)\"; " +
-      "if f=$(mktemp /tmp/roster-check.XXXXXX) && rm -f \"$f\"; then echo 'tmp writable'; else echo 'tmp NOT writable'; fi"])
+      "if f=$(mktemp /tmp/roster-check.XXXXXX) && rm -f \"$f\"; then echo 'tmp writable'; else echo 'tmp NOT writable'; fi"], runtime)
     const node = /node (v\S+)/.exec(r.stdout)?.[1]
     const pi = /pi (\d\S*)/.exec(r.stdout)?.[1]
     if (r.exitCode !== 0 || !node || !pi) {
@@ -51,8 +60,9 @@ const check = Command.make("check", { tag: tagOption }, ({ tag }) =>
         detail: `${target}: /tmp is not writable by the box user (uid 65532) — pi and its tools need it; rebuild the image: roster box build`
       }))
     }
-    yield* Console.log(`${target}: node ${node}, pi ${pi}${image.labels["org.roster.pi-version"] ? ` (label ${image.labels["org.roster.pi-version"]})` : ""}, /tmp writable`)
-  })).pipe(Command.withDescription("Run pi --version in the box image and report the Node and pi versions."))
+    yield* Console.log(`${target}: node ${node}, pi ${pi}${image.labels["org.roster.pi-version"] ? ` (label ${image.labels["org.roster.pi-version"]})` : ""}, /tmp writable, ` +
+      `runtime ${runtime}${runtime === "runsc" ? " (gVisor)" : ""}`)
+  })).pipe(Command.withDescription("Run pi --version in the box image, as a box runs ([box] runtime), and report the Node and pi versions."))
 
 const buildScripted = Command.make("build-scripted", {
   tag: Options.text("tag").pipe(Options.withDefault(SCRIPTED_TAG), Options.withDescription("the image tag to build"))

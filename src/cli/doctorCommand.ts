@@ -2,17 +2,48 @@ import { Command, Options } from "@effect/cli"
 import { Console, Effect } from "effect"
 import { fixStale, surveyLockdown } from "../box/lockdownSurvey.js"
 import { checkChats } from "../chat/doctor.js"
+import { ENGINE_HOST_FILES, registerRunsc, type RuntimeSurvey, surveyRuntime } from "../box/runtimeHost.js"
+import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths } from "../config/Paths.js"
 
-const fix = Options.boolean("fix").pipe(Options.withDescription("remove what is stale: chains and their jumps, and networks no container is on"))
+const fix = Options.boolean("fix").pipe(Options.withDescription(
+  "remove what is stale (chains and their jumps, networks no container is on) and, as root, register an installed gVisor (runsc) with Docker"
+))
+
+const boxRuntimeSetting = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
+  Effect.map((o) => o.box.runtime),
+  Effect.orElseSucceed(() => "auto" as const)
+)
+
+/** gVisor's state, and with --fix its registration when it is installed but the engine lacks it. */
+const checkRuntime = (fix: boolean) =>
+  Effect.gen(function*() {
+    const before = yield* surveyRuntime(yield* boxRuntimeSetting)
+    if (!fix || before.registered || before.installed === null) return { runtime: before, fixed: [] as Array<string> }
+    const done = yield* registerRunsc(ENGINE_HOST_FILES).pipe(Effect.catchTag("RegisterError", (e) => Effect.succeed(`could not register gVisor: ${e.message}`)))
+    return { runtime: yield* surveyRuntime(before.setting), fixed: [done] }
+  })
+
+const runtimeLines = (r: RuntimeSurvey): Array<string> => {
+  const under = r.boxes_run_under === null
+    ? `boxes cannot start: [box] runtime = "runsc" and the engine has no runsc`
+    : `boxes run under ${r.boxes_run_under}${r.boxes_run_under === "runsc" ? " (gVisor)" : " (the host's kernel)"} ([box] runtime = "${r.setting}")`
+  const lines = [`runtime: ${under}`, `  runsc:   ${r.installed === null ? "not installed (apt-get install runsc)" : `installed at ${r.installed}`}, ${r.registered ? "registered with Docker" : "NOT registered with Docker"}`]
+  if (!r.registered) {
+    lines.push(`  register it: add to ${ENGINE_HOST_FILES.daemonJson} (keeping what it has) ${r.daemon_json}`,
+      `  then reload dockerd (kill -HUP $(cat ${ENGINE_HOST_FILES.pidFile})) — or, as root: roster doctor --fix`)
+  }
+  return lines
+}
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
 
 export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json }) =>
   Effect.gen(function*() {
     const found = yield* surveyLockdown
-    const fixed = fix ? yield* fixStale(found) : []
+    const runtime = yield* checkRuntime(fix)
+    const fixed = [...(fix ? yield* fixStale(found) : []), ...runtime.fixed]
     const chat = yield* checkChats
-    if (json) return yield* Console.log(JSON.stringify({ lockdown: found, fixed, chat }, null, 2))
+    if (json) return yield* Console.log(JSON.stringify({ lockdown: found, runtime: runtime.runtime, fixed, chat }, null, 2))
     const ours = (yield* Paths).config
     if (found.length === 0) yield* Console.log("no roster networks or iptables chains on this host")
     for (const d of found) {
@@ -22,6 +53,7 @@ export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json 
       if (d.network) yield* Console.log(`  network: ${d.network.name} ${d.network.subnet} (${d.network.containers} container(s))`)
       yield* Console.log(d.chain ? `  chain:   ${d.chain.name} (${d.chain.jumps} INPUT jump(s))` : "  chain:   none (egress_lockdown off, or not installed)")
     }
+    for (const line of runtimeLines(runtime.runtime)) yield* Console.log(line)
     for (const line of fixed) yield* Console.log(line)
     for (const c of chat) {
       yield* Console.log(`chat ${c.provider} (connection ${c.connection}): ${c.ok ? "ok" : "FAILING"} — ${c.detail}`)
@@ -34,5 +66,7 @@ export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json 
   })).pipe(Command.withDescription(
     "List roster's docker networks and iptables chains on this host, the deployment each belongs to, and whether its daemon runs. " +
       "--fix removes the stale ones (a stale chain can cut a box off from its gateway). " +
+      "Says which runtime boxes run under and whether gVisor (runsc) is installed and registered, with the daemon.json lines; " +
+      "--fix as root registers it and reloads dockerd. " +
       "Each [[chat]] connection is tried with the service's auth call, and each channel's worker shown."
   ))

@@ -68,6 +68,7 @@ const show = Command.make("show", {
     yield* Console.log(`  ended by:  ${run.ended_by ?? "-"}   exit code: ${run.exit_code ?? "-"}`)
     if (run.error) yield* Console.log(`  error:     ${visible(run.error)}`)
     if (run.ceiling_min !== undefined) yield* Console.log(`  ceiling:   ${run.ceiling_min} min`)
+    if (run.runtime) yield* Console.log(`  runtime:   ${run.runtime}${run.runtime === "runsc" ? " (gVisor)" : ""}`)
     if (run.store_snapshot) yield* Console.log(`  snapshot:  ${run.store_snapshot}`)
     if (run.channel) yield* Console.log(`  channel:   ${run.channel}`)
     if (run.usage) {

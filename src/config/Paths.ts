@@ -91,6 +91,8 @@ export const layout = (p: RosterPaths) => ({
   imagePulls: path.join(p.state, "image-pulls.json"),
   /** When the open-host warning was last shown (once a day per deployment). */
   openHostWarned: path.join(p.state, "open-host-warned"),
+  /** When the note that boxes run under runc (gVisor not registered) was last shown (once a day). */
+  runtimeNoted: path.join(p.state, "runtime-noted"),
   auditDir: path.join(p.state, "audit"),
   /** The web UI's login token (0600), printed by `roster web`. */
   webToken: path.join(p.state, "web-token"),

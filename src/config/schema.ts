@@ -35,6 +35,11 @@ const BoxFields = Schema.Struct({
     message: () => `cpus is a number of cores such as "2" or "1.5"`
   }))),
   egress_lockdown: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /**
+   * The kernel a box's syscalls reach: gVisor's (runsc, a user-space kernel) or the host's (runc).
+   * auto: runsc when the engine has it registered, else runc with a daily note saying how to add it.
+   */
+  runtime: Schema.optionalWith(Schema.Literal("auto", "runsc", "runc"), { default: () => "auto" as const }),
   ceiling_min: Schema.optionalWith(Minutes, { default: () => 30 }),
   session_ceiling_min: Schema.optionalWith(Minutes, { default: () => 240 }),
   turn_ceiling_min: Schema.optionalWith(Minutes, { default: () => 30 }),

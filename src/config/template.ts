@@ -12,6 +12,8 @@ pids_limit = 512                # 0 = no limit
 memory = "4g"                   # a box's RAM ("0" lifts the limit — a runaway agent could then take the host down)
 # cpus = "2"                    # cores; default: half the host's
 egress_lockdown = false         # true: iptables pins box->host traffic to the gateway port (needs root)
+runtime = "auto"                # "runsc" (gVisor: the box's syscalls never reach the host kernel), "runc", or
+                                # "auto": runsc when Docker has it registered (roster doctor says how), else runc
 ceiling_min = 30                # default one-shot ceiling, in minutes
 session_ceiling_min = 240
 turn_ceiling_min = 30

@@ -29,6 +29,8 @@ export interface ContainerSpec {
     readonly Tmpfs: Readonly<Record<string, string>>
     readonly Binds: ReadonlyArray<string>
     readonly Init?: boolean
+    /** The OCI runtime the engine starts the box under (runc when absent; runsc is gVisor). */
+    readonly Runtime?: string
   }
 }
 
@@ -115,6 +117,8 @@ export class DockerUnavailable extends Schema.TaggedError<DockerUnavailable>()("
 /** The Engine API, as roster needs it. Live: dockerode. Test: a scripted fake that records every call. */
 export interface DockerApi {
   readonly ping: Effect.Effect<void, DockerUnavailable>
+  /** The OCI runtimes the engine has registered, by name (`runc`, and `runsc` where gVisor is set up). */
+  readonly runtimes: Effect.Effect<ReadonlyArray<string>, DockerError>
   readonly networkInspect: (name: string) => Effect.Effect<NetworkInfo | undefined, DockerError>
   readonly networkCreate: (spec: NetworkSpec) => Effect.Effect<NetworkInfo, DockerError>
   /** Networks carrying every one of these labels ("key" or "key=value"). */

@@ -1,11 +1,16 @@
 import type Dockerode from "dockerode"
-import { Effect, Layer } from "effect"
-import { Docker, type DockerApi, DockerUnavailable } from "./Docker.js"
+import { Effect, Layer, Schema } from "effect"
+import { Docker, type DockerApi, DockerError, DockerUnavailable } from "./Docker.js"
 import { makeEngineCall } from "./engineCall.js"
 import { containerCalls } from "./engineContainers.js"
 import { imageCalls } from "./engineImages.js"
 import { networkCalls } from "./engineNetworks.js"
 import { streamCalls } from "./engineStreams.js"
+
+// Only what roster reads of `GET /info`: the runtimes' names.
+const EngineRuntimes = Schema.Struct({
+  Runtimes: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+})
 
 /** The Engine API over dockerode, loaded on the first call (see makeEngineCall). */
 export const makeDockerApi = (load: () => Promise<Dockerode>): DockerApi => {
@@ -15,6 +20,11 @@ export const makeDockerApi = (load: () => Promise<Dockerode>): DockerApi => {
       Effect.timeout("5 seconds"),
       Effect.asVoid,
       Effect.mapError((e) => new DockerUnavailable({ detail: e._tag === "TimeoutException" ? "no answer in 5 s" : e.detail }))
+    ),
+    runtimes: call("info", (engine) => engine.info()).pipe(
+      Effect.flatMap((info) => Schema.decodeUnknown(EngineRuntimes)(info)),
+      Effect.map((info) => Object.keys(info.Runtimes ?? {}).sort()),
+      Effect.mapError((e) => e._tag === "DockerError" ? e : new DockerError({ operation: "info", detail: `unreadable answer: ${e.message}` }))
     ),
     ...networkCalls(call),
     ...imageCalls(call),

@@ -33,6 +33,7 @@ export interface FakeContainer {
 /** What each engine operation is recorded with. */
 export interface FakeCallArgs {
   readonly ping: null
+  readonly runtimes: null
   readonly networkInspect: string
   readonly networkCreate: unknown
   readonly networkList: ReadonlyArray<string>
@@ -67,6 +68,8 @@ export interface DockerFakeOptions {
   readonly pull?: "ok" | "offline"
   readonly pullDelay?: Effect.Effect<void>
   readonly networkCreate?: "ok" | "fail"
+  /** The runtimes the engine has registered (default: runc only). */
+  readonly runtimes?: ReadonlyArray<string>
   /** Runs before each call is carried out, after it is recorded: a test can hold an operation (Effect.never) to interrupt there. */
   readonly before?: (op: string, arg: unknown) => Effect.Effect<void>
 }
@@ -146,6 +149,7 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
       ping: options.up === false
         ? Effect.fail(new DockerUnavailable({ detail: "connect ENOENT /var/run/docker.sock" }))
         : record("ping", null),
+      runtimes: record("runtimes", null).pipe(Effect.as(options.runtimes ?? ["runc"])),
       networkInspect: (name) => record("networkInspect", name).pipe(Effect.as(networks.get(name))),
       networkCreate: (spec) =>
         Effect.gen(function*() {

@@ -33,6 +33,8 @@ export const RunRecord = Schema.Struct({
   /** Finished by a daemon that found the box after its owner was gone. */
   adopted: Schema.optional(Schema.Boolean),
   image: Schema.optional(Schema.String),
+  /** The OCI runtime the box ran under: runsc (gVisor) or runc. */
+  runtime: Schema.optional(Schema.Literal("runsc", "runc")),
   ceiling_min: Schema.optional(Schema.Number),
   /** The snapshot folder, null when nothing changed, or "interrupted" when a second Ctrl-C or the time limit cut it. */
   store_snapshot: Schema.optional(Schema.NullOr(Schema.String)),

@@ -7,7 +7,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { egressChainName, lockdownNetworkName } from "../../src/contract/deployment.js"
 import { latestRunId } from "../support/runs.js"
-import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
+import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN, TEST_IMAGE } from "../support/deployment.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { removeLockdownRules } from "../support/lockdownRules.js"
 
@@ -58,13 +58,18 @@ A=$(printf '%s:x' "$T" | base64 | tr -d '\\n')
 connect() { (printf 'CONNECT %s HTTP/1.1\\r\\nProxy-Authorization: Basic %s\\r\\n\\r\\n' "$1" "$A"; sleep 1) | nc -w 3 host.docker.internal "$P"; }
 `
 
-describe("the one-shot box on a real Docker engine, through the real gateway", () => {
+// Every check runs under both runtimes: gVisor (what `auto` takes where it is registered) and runc.
+describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real Docker engine, through the real gateway", (runtime) => {
   let d: Deployment
   let outside: OutsideHost
 
   beforeAll(async () => {
+    const registered = Object.keys((await docker.info()).Runtimes ?? {})
+    if (!registered.includes(runtime)) {
+      throw new Error(`the Docker engine has no ${runtime} runtime (it has ${registered.join(", ")}): install and register gVisor — scripts/ensure-host.sh as root, or sudo roster doctor --fix`)
+    }
     outside = await makeOutsideHost()
-    d = await makeDeployment(`[[allow]]\nhosts = ["${"198.51.100.7"}"]\nports = [9099]\nscope = ["org/*"]\n`)
+    d = await makeDeployment(`[[allow]]\nhosts = ["${"198.51.100.7"}"]\nports = [9099]\nscope = ["org/*"]\n`, TEST_IMAGE, runtime)
     deploymentLabel = `roster.deployment=${d.file("config")}`
   })
 
@@ -80,7 +85,7 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     expect(r.stdout).toMatch(/^outputs: \//m)
     const run = lastRun(d)
     expect(run.stdout).toContain(`{"type":"one"}\n{"type":"two"}\n`)
-    expect(run.record).toMatchObject({ worker: "alice", kind: "box", ended_by: "exit", exit_code: 0, error: null })
+    expect(run.record).toMatchObject({ worker: "alice", kind: "box", ended_by: "exit", exit_code: 0, error: null, runtime })
     // Before pi, the box checked from inside that its gateway answers as this deployment and that it has no way out.
     expect(run.record.preflight).toEqual({ ok: true, check: "all", detail: "gateway answers, no way out to 192.0.2.1:443" })
     expect(identityFiles(d)).toEqual([])
@@ -96,6 +101,7 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     expect(r.stdout).not.toContain("\x1b")
     const shown = await d.roster(["runs", "show", lastRun(d).record.run_id])
     expect(shown.stdout).toContain("final text: hi ␛]0;pwned␇")
+    expect(shown.stdout).toMatch(new RegExp(`^  runtime:   ${runtime}( \\(gVisor\\))?$`, "m"))
     expect(shown.stdout).not.toContain("\x1b")
   })
 
@@ -195,7 +201,11 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
   it("inside the box: not root, no capabilities, no new privileges, a bounded /tmp, no host key", async () => {
     const r = await d.roster(["worker", "run", "alice", script(d, "probe.sh", [
       "echo uid=$(id -u)",
-      "grep -E '^(CapEff|CapPrm|NoNewPrivs):' /proc/self/status",
+      "grep -E '^(CapEff|CapPrm):' /proc/self/status",
+      // prctl's word (gVisor's /proc has no NoNewPrivs line), and whose kernel answers.
+      "setpriv --dump | grep no_new_privs",
+      "echo \"kernel: $(dmesg 2>&1 | head -n 1)\"",
+      "grep ' /tmp ' /proc/mounts",
       "df -k /tmp | tail -n 1",
       "echo home=$HOME pwd=$(pwd)",
       "env",
@@ -207,8 +217,12 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
     expect(out).not.toMatch(/^uid=0$/m)
     expect(out).toMatch(/^CapEff:\s+0000000000000000$/m)
     expect(out).toMatch(/^CapPrm:\s+0000000000000000$/m)
-    expect(out).toMatch(/^NoNewPrivs:\s+1$/m)
-    const tmp = /^tmpfs\s+(\d+)\s/m.exec(out)
+    expect(out).toMatch(/^no_new_privs: 1$/m)
+    if (runtime === "runsc") expect(out).toMatch(/^kernel: .*Starting gVisor/m)
+    else expect(out).not.toContain("gVisor")
+    // gVisor names the filesystem "none"; its type is tmpfs either way.
+    expect(out).toMatch(/^\S+ \/tmp tmpfs /m)
+    const tmp = /^\S+\s+(\d+)\s.*\s\/tmp$/m.exec(out)
     expect(tmp).not.toBeNull()
     expect(Number(tmp?.[1])).toBeLessThanOrEqual(1024 * 1024)
     expect(out).toContain("home=/pihome pwd=/pihome/workspace")
@@ -380,7 +394,7 @@ describe("the one-shot box on a real Docker engine, through the real gateway", (
 
       // A second deployment on the same host, without the lockdown and on another port: its
       // boxes are on its own network, untouched by the first one's chain.
-      other = await makeDeployment(allow)
+      other = await makeDeployment(allow, TEST_IMAGE, runtime)
       const store = other.file("data", "stores", "alice")
       fs.mkdirSync(store, { recursive: true })
       fs.writeFileSync(path.join(store, "hostports.sh"), body, { mode: 0o755 })

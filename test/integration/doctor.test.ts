@@ -57,4 +57,40 @@ describe("roster doctor (real engine, real iptables)", () => {
     expect(execFileSync("iptables", ["-S"]).toString()).not.toContain(chain)
     expect((await docker.listNetworks({ filters: { name: [net] } })).filter((n) => n.Name === net)).toEqual([])
   })
+  it("says which runtime boxes get and, with gVisor unregistered, prints the daemon.json lines; --fix registers it, keeping what the file had", async () => {
+    const daemonJson = "/etc/docker/daemon.json"
+    const saved = fs.readFileSync(daemonJson, "utf8")
+    const runtimes = async () => Object.keys((await docker.info()).Runtimes ?? {})
+    const reload = async (want: boolean) => {
+      execFileSync("sh", ["-c", "kill -HUP $(cat /var/run/docker.pid)"])
+      for (let i = 0; i < 100 && (await runtimes()).includes("runsc") !== want; i++) await new Promise((r) => setTimeout(r, 100))
+      expect((await runtimes()).includes("runsc")).toBe(want)
+    }
+    const registered = await roster("doctor")
+    expect(registered.code, registered.stderr).toBe(0)
+    expect(registered.stdout).toContain(`runtime: boxes run under runsc (gVisor) ([box] runtime = "auto")`)
+    expect(registered.stdout).toMatch(/^ {2}runsc: {3}installed at \/\S+\/runsc, registered with Docker$/m)
+    try {
+      fs.writeFileSync(daemonJson, JSON.stringify({ "log-level": "info", runtimes: {} }))
+      await reload(false)
+      const missing = await roster("doctor", "--json")
+      expect(JSON.parse(missing.stdout).runtime).toMatchObject({ setting: "auto", registered: false, boxes_run_under: "runc" })
+      const told = await roster("doctor")
+      expect(told.stdout).toContain("boxes run under runc (the host's kernel)")
+      expect(told.stdout).toMatch(/add to \/etc\/docker\/daemon\.json \(keeping what it has\) \{"runtimes":\{"runsc":\{"path":"\/\S+\/runsc","runtimeArgs":\["--network=host"\]\}\}\}/)
+      expect(told.stdout).toContain("roster doctor --fix")
+
+      const fixed = await roster("doctor", "--fix")
+      expect(fixed.code, fixed.stderr).toBe(0)
+      expect(fixed.stdout).toContain("registered gVisor: /etc/docker/daemon.json has runtime runsc")
+      expect(fixed.stdout).toContain("boxes run under runsc (gVisor)")
+      expect(await runtimes()).toContain("runsc")
+      const written = JSON.parse(fs.readFileSync(daemonJson, "utf8"))
+      expect(written["log-level"]).toBe("info")
+      expect(written.runtimes.runsc.runtimeArgs).toEqual(["--network=host"])
+    } finally {
+      fs.writeFileSync(daemonJson, saved)
+      await reload(true)
+    }
+  })
 })

@@ -123,12 +123,26 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
   it("roster box check reports the image's Node and pi", async () => {
     const r = await d.roster(["box", "check", "--tag", PI_IMAGE])
     expect(r.code, r.stderr).toBe(0)
-    expect(r.stdout).toMatch(/node v22\.\d+\.\d+, pi 1\.6\.\d+ \(label 1\.6\.\d+\), \/tmp writable/)
+    expect(r.stdout).toMatch(/node v22\.\d+\.\d+, pi 1\.6\.\d+ \(label 1\.6\.\d+\), \/tmp writable, runtime runc$/m)
   })
 
   it("runs pi to exit 0: a bash tool call in the box, message_user, the real key only in transit", async () => {
     const inspected = await expectWholePath()
     expect(inspected).toContain("/opt/roster/engine/run-pi")
+  })
+
+  it("under gVisor (runsc): box check and the same whole path, the key only in transit", async () => {
+    d.writeOrg(org(model.port), undefined, "runsc")
+    try {
+      const check = await d.roster(["box", "check", "--tag", PI_IMAGE])
+      expect(check.code, check.stderr).toBe(0)
+      expect(check.stdout).toMatch(/node v22\.\d+\.\d+, pi 1\.6\.\d+ .*, \/tmp writable, runtime runsc \(gVisor\)$/m)
+      const inspected = await expectWholePath()
+      expect(JSON.parse(inspected).HostConfig.Runtime).toBe("runsc")
+      expect(lastRun(d).record.runtime).toBe("runsc")
+    } finally {
+      d.writeOrg(org(model.port))
+    }
   })
 
   it("a queued task runs pi unattended; its set_tasks call queues a follow-up the daemon then runs too", async () => {

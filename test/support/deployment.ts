@@ -43,13 +43,22 @@ export interface Deployment {
   readonly port: number
   readonly spawn: (args: ReadonlyArray<string>) => ChildProcess
   readonly roster: (args: ReadonlyArray<string>) => Promise<Result>
-  readonly writeOrg: (extra: string, engine?: string) => void
+  /** org.toml anew: the engine and gateway port, `extra`, and the runtime (the deployment's unless given). */
+  readonly writeOrg: (extra: string, engine?: string, runtime?: string) => void
   readonly file: (...parts: Array<string>) => string
   readonly stop: () => Promise<void>
 }
 
+/**
+ * `[box] runtime` set in an org.toml's text: inside its [box] table when it has one, else in a
+ * table of its own. Test deployments pin one so that what a test measures does not change with
+ * what the host has registered (the runsc suite asks for gVisor, the rest run under runc).
+ */
+export const withRuntime = (toml: string, runtime: string) =>
+  /^\[box\]$/m.test(toml) ? toml.replace(/^\[box\]$/m, `[box]\nruntime = "${runtime}"`) : `${toml}\n[box]\nruntime = "${runtime}"\n`
+
 /** A deployment in a temp ROSTER_HOME driven through the real CLI: init, org.toml, the real daemon. */
-export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE): Promise<Deployment> => {
+export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE, runtime = "runc"): Promise<Deployment> => {
   // Named for this test run (globalSetup), so its teardown can tell this run's boxes from another's.
   const home = fs.mkdtempSync(path.join(os.tmpdir(), `roster-it-${process.env.ROSTER_TEST_RUN ?? "adhoc"}-`))
   const port = await freePort()
@@ -63,8 +72,8 @@ export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE): Promise
   const spawnRoster = (args: ReadonlyArray<string>) =>
     spawn(ROSTER_BIN, [...args], { env, stdio: ["ignore", "pipe", "pipe"] })
   const roster = (args: ReadonlyArray<string>) => collect(spawnRoster(args))
-  const writeOrg = (extra: string, engine = `[engine]\nimage = "${image}"`) =>
-    fs.writeFileSync(path.join(home, "config", "org.toml"), `${engine}\n[gateway]\nport = ${port}\n${extra}\n`)
+  const writeOrg = (extra: string, engine = `[engine]\nimage = "${image}"`, boxRuntime = runtime) =>
+    fs.writeFileSync(path.join(home, "config", "org.toml"), withRuntime(`${engine}\n[gateway]\nport = ${port}\n${extra}\n`, boxRuntime))
   const init = await roster(["init"])
   if (init.code !== 0) throw new Error(`roster init failed: ${init.stderr}`)
   writeOrg(orgExtra)

@@ -71,6 +71,8 @@ describe("the box's create spec", () => {
       expect(hc.Dns).toEqual(["127.0.0.1"])
       expect(hc.CapDrop).toEqual(["ALL"])
       expect(hc.SecurityOpt).toEqual(["no-new-privileges"])
+      // [box] runtime = "auto" on an engine without gVisor registered.
+      expect(hc.Runtime).toBe("runc")
       expect(hc.PidsLimit).toBe(256)
       expect(hc.Memory).toBe(4 * 1024 ** 3)
       expect(hc.NanoCpus).toBe(1_500_000_000)
@@ -172,7 +174,7 @@ describe("the box's create spec", () => {
 
   it("a mounted engine runs node on the checkout's pi entry with roster's extensions only", () => {
     const plan: BoxPlan = {
-      runId: "2026-01-01-00-00-00-abcdef01", worker: "alice", kind: "box", taskId: "t1", image: "img", policy: org.box,
+      runId: "2026-01-01-00-00-00-abcdef01", worker: "alice", kind: "box", taskId: "t1", image: "img", runtime: "runsc", policy: org.box,
       user: { uid: 1000, gid: 1000 }, network: "roster-locked-test", gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
       dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
       mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: null, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 2,
@@ -185,6 +187,7 @@ describe("the box's create spec", () => {
       "-e", "/opt/roster/checkout/box/extensions/a.ts", "-e", "/opt/roster/checkout/box/extensions/b.ts",
       "--session-dir", "/pihome/session", "--session-id", "k"
     ])
+    expect(spec.HostConfig.Runtime).toBe("runsc")
     expect(spec.HostConfig.Binds).toContain("/src/roster:/opt/roster/checkout:ro")
     expect(spec.HostConfig.Binds).toContain("/j.jsonl:/pihome/self/journal/journal.jsonl:ro")
     expect(spec.OpenStdin).toBe(true)
@@ -197,7 +200,7 @@ describe("the box's create spec", () => {
   it("a default box is bounded: 4g of memory, half the host's cores, a 1g /tmp", () => {
     const defaults = Schema.decodeSync(OrgSchema)({})
     const plan: BoxPlan = {
-      runId: "2026-01-01-00-00-00-abcdef02", worker: "alice", kind: "box", taskId: null, image: "img", policy: defaults.box,
+      runId: "2026-01-01-00-00-00-abcdef02", worker: "alice", kind: "box", taskId: null, image: "img", runtime: "runc", policy: defaults.box,
       user: { uid: 1000, gid: 1000 }, network: "roster-locked-test", gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
       dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
       mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: 30, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 6,

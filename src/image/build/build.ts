@@ -51,7 +51,7 @@ export interface Captured {
 }
 
 /** A short command in a throwaway, network-less, unprivileged container of `image`; its output collected. */
-export const runCaptured = Effect.fn("box.runCaptured")(function*(image: string, cmd: ReadonlyArray<string>) {
+export const runCaptured = Effect.fn("box.runCaptured")(function*(image: string, cmd: ReadonlyArray<string>, runtime?: string) {
   const docker = yield* Docker
   const spec: ContainerSpec = {
     name: `roster-check-${Date.now().toString(36)}`,
@@ -64,7 +64,8 @@ export const runCaptured = Effect.fn("box.runCaptured")(function*(image: string,
     OpenStdin: false, StdinOnce: false, AttachStdin: false, AttachStdout: true, AttachStderr: true, Tty: false,
     HostConfig: {
       AutoRemove: false, NetworkMode: "none", ExtraHosts: [], Dns: [], CapDrop: ["ALL"], SecurityOpt: ["no-new-privileges"],
-      Tmpfs: { "/tmp": "rw,nosuid,nodev,size=67108864,mode=1777" }, Binds: []
+      Tmpfs: { "/tmp": "rw,nosuid,nodev,size=67108864,mode=1777" }, Binds: [],
+      ...(runtime ? { Runtime: runtime } : {})
     }
   }
   const id = yield* Effect.acquireRelease(docker.containerCreate(spec), (id) => docker.containerRemove(id).pipe(Effect.ignore))
