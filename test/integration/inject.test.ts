@@ -23,7 +23,7 @@ import { serveRehearsal } from "../../src/rehearsal/server.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { makeTestTls } from "../support/testCa.js"
-import { connectVia, forwardVia, type Reply, viaGateway } from "../support/boxClient.js"
+import { connectVia, forwardVia, type Reply, viaGateway, wsVia } from "../support/boxClient.js"
 import type { Org } from "../../src/config/schema.js"
 import { checkPolicy } from "../../src/gateway/base/policyCheck.js"
 
@@ -247,6 +247,61 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(r.arrivals.length).toBeGreaterThanOrEqual(3)
     // The upstream waits 500 ms between events: the first must not wait for the last.
     expect((r.arrivals.at(-1) ?? 0) - (r.arrivals[0] ?? 0)).toBeGreaterThanOrEqual(800)
+  })
+
+  const audited = () => (fs.existsSync(auditDir) ? fs.readdirSync(auditDir) : [])
+    .flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n")).map((l) => JSON.parse(l))
+  /** A WebSocket is audited when the gateway has seen both sides close, a moment after the client has: its record, once written (2 s at most). */
+  const auditedFor = async (wsPath: string) => {
+    const find = () => audited().reverse().find((x: { path: string }) => x.path === wsPath)
+    for (let i = 0; i < 40 && !find(); i++) await new Promise((r) => setTimeout(r, 50))
+    return find()
+  }
+
+  it("a WebSocket to a granted host: the handshake gets the key; the box never sees it — in the 101, a message, or split over two fragments", async () => {
+    const s = await wsVia(port, ALICE, "198.51.100.7:8443", "/ws", { headers: { "x-api-key": SENTINEL }, send: ["hello"], expect: 3, ca: [rosterCa] })
+    expect(s.status, s.messages[0]).toBe(101)
+    expect(JSON.stringify(s)).not.toContain(REAL_KEY)
+    // The 101 reflected the key in a header: scrubbed.
+    expect(s.headers["x-echo-key"]).toBe(SENTINEL)
+    const [handshake, split, echoed] = s.messages
+    const seen = JSON.parse(handshake ?? "{}")
+    expect(seen.x_api_key_sha256).toBe(sha(REAL_KEY))
+    // The client offered compression (ws does by default): the upstream never heard the offer, and the token stayed with the gateway.
+    expect(seen.headers["sec-websocket-extensions"]).toBeUndefined()
+    expect(seen.headers["proxy-authorization"]).toBeUndefined()
+    expect(seen.headers.upgrade).toBe("websocket")
+    expect(split).toBe(`split:${SENTINEL}`)
+    expect(echoed).toBe("hello")
+    expect(s.closed.code).toBe(1000)
+    const record = await auditedFor("/ws")
+    expect(record).toMatchObject({ run_id: "2026-12-01-09-00-00-0000a11c", injected: true, note: "websocket", host: "198.51.100.7" })
+    expect(record.bytes_down).toBeGreaterThan(0)
+  })
+
+  it("a WebSocket frame from the box carrying the sentinel is audited loudly and taints the run; an upstream that forces compression is cut", async () => {
+    const s = await wsVia(port, ALICE, "198.51.100.7:8443", "/ws-frames", { headers: { "x-api-key": SENTINEL }, send: [`token=${SENTINEL}`], expect: 3, ca: [rosterCa] })
+    expect(s.status).toBe(101)
+    expect(s.messages[2]).toBe(`token=${SENTINEL}`)
+    const record = await auditedFor("/ws-frames")
+    expect(record).toMatchObject({ status: 101, injected: true, sentinel_unsubstituted: ["websocket frame"] })
+    const alice = await readRun("alice", "2026-12-01-09-00-00-0000a11c")
+    expect(alice?.tainted).toContainEqual(expect.objectContaining({ reason: "sentinel_upstream", detail: "the placeholder went out in websocket frame" }))
+
+    const deflate = await wsVia(port, ALICE, "198.51.100.7:8443", "/ws-deflate", { headers: { "x-api-key": SENTINEL }, expect: 1, ca: [rosterCa] })
+    expect(deflate.status).toBe(502)
+    expect(deflate.messages[0]).toContain("negotiated a WebSocket extension (compression) roster cannot scrub")
+    expect(JSON.stringify(deflate)).not.toContain(REAL_KEY)
+  })
+
+  it("an [[allow]]ed host's WebSocket is tunnelled end to end, nothing injected", async () => {
+    const s = await wsVia(port, ALICE, "198.51.100.7:9443", "/ws", { headers: { "x-api-key": SENTINEL }, send: ["through"], expect: 3, ca: [testCa] })
+    expect(s.status).toBe(101)
+    const seen = JSON.parse(s.messages[0] ?? "{}")
+    // TLS with the upstream itself: the sentinel arrived as sent, and the client's compression offer too.
+    expect(seen.headers["x-api-key"]).toBe(SENTINEL)
+    expect(seen.headers["sec-websocket-extensions"]).toContain("permessage-deflate")
+    expect(s.messages[2]).toBe("through")
   })
 
   it("a grant whose credential is not connected says how to connect it", async () => {

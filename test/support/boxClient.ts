@@ -95,3 +95,59 @@ export const connectVia = (gatewayPort: number, token: string | undefined, targe
     connect.once("error", reject)
     connect.end()
   })
+
+export interface WsSession {
+  /** The CONNECT's or the handshake's status (101 when the WebSocket opened). */
+  readonly status: number
+  readonly headers: http.IncomingHttpHeaders
+  /** Each message as the box's client got it, in order. */
+  readonly messages: ReadonlyArray<string>
+  /** How the connection closed: the close code and reason, when it closed with a frame. */
+  readonly closed: { readonly code: number; readonly reason: string }
+}
+
+/**
+ * What a box's WebSocket client does through HTTPS_PROXY: CONNECT with its token, TLS inside
+ * (trusting `ca`), the `ws` library's handshake, `send` each message once open; it collects
+ * `expect` messages (or whatever arrived by the close), then closes.
+ */
+export const wsVia = (
+  gatewayPort: number,
+  token: string,
+  target: string,
+  path: string,
+  o: { readonly headers?: Record<string, string>; readonly send?: ReadonlyArray<string>; readonly expect: number; readonly ca: ReadonlyArray<string> }
+) =>
+  new Promise<WsSession>((resolve, reject) => {
+    const connect = http.request({ host: "127.0.0.1", port: gatewayPort, method: "CONNECT", path: target, headers: proxyAuth(token) })
+    connect.once("connect", async (res, socket) => {
+      if (res.statusCode !== 200) return resolve({ status: res.statusCode ?? 0, headers: res.headers, messages: [], closed: { code: 0, reason: "" } })
+      const { WebSocket } = await import("ws")
+      const host = target.slice(0, target.lastIndexOf(":"))
+      const secured = tls.connect({ socket, host, ca: [...o.ca], ...(net.isIP(host) ? {} : { servername: host }) })
+      const ws = new WebSocket(`wss://${target}${path}`, { headers: o.headers ?? {}, createConnection: () => secured })
+      const messages: Array<string> = []
+      let headers: http.IncomingHttpHeaders = {}
+      let status = 0
+      ws.once("upgrade", (r) => {
+        status = r.statusCode ?? 0
+        headers = r.headers
+      })
+      ws.once("unexpected-response", (_req, r) => {
+        let body = ""
+        r.on("data", (c: Buffer) => (body += c.toString()))
+        r.once("end", () => resolve({ status: r.statusCode ?? 0, headers: r.headers, messages: [body], closed: { code: 0, reason: "" } }))
+      })
+      ws.once("open", () => {
+        for (const m of o.send ?? []) ws.send(m)
+      })
+      ws.on("message", (data) => {
+        messages.push(data.toString())
+        if (messages.length >= o.expect) ws.close(1000, "done")
+      })
+      ws.once("close", (code, reason) => resolve({ status, headers, messages, closed: { code, reason: reason.toString() } }))
+      ws.once("error", (e) => (status === 0 ? reject(e) : undefined))
+    })
+    connect.once("error", reject)
+    connect.end()
+  })

@@ -20,6 +20,43 @@ const sh = (cmd: string, args: ReadonlyArray<string>) => execFileSync(cmd, [...a
 // The upstream app: echoes what it received (headers included, so a leaked key would show),
 // with a hash of the credential headers as proof of what arrived; /redirect and /sse for the
 // proxy's redirect and streaming behaviour; /oauth/token a token endpoint that counts refreshes.
+// WS_APP: a WebSocket upgrade on the same servers — the 101 reflects the key in a header, the
+// first message is the handshake's headers, the second the key split over two fragments, and
+// every message after is echoed; /ws-deflate accepts compression nobody offered.
+const WS_APP = `
+  const wsFrame = (fin, op, p) => {
+    const b = Buffer.from(p);
+    const h = b.length < 126 ? Buffer.from([(fin ? 0x80 : 0) | op, b.length]) : Buffer.from([(fin ? 0x80 : 0) | op, 126, b.length >> 8, b.length & 255]);
+    return Buffer.concat([h, b]);
+  };
+  const wsApp = (q, s, head) => {
+    s.on("error", () => {});
+    const accept = crypto.createHash("sha1").update(q.headers["sec-websocket-key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest("base64");
+    const k = String(q.headers["x-api-key"] || q.headers["authorization"] || "");
+    s.write("HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: " + accept +
+      "\\r\\nX-Echo-Key: " + k + (q.url === "/ws-deflate" ? "\\r\\nSec-WebSocket-Extensions: permessage-deflate" : "") + "\\r\\n\\r\\n");
+    s.write(wsFrame(true, 1, JSON.stringify({ greeting: GREETING, path: q.url, headers: q.headers, x_api_key_sha256: sha(q.headers["x-api-key"]) })));
+    const half = Math.floor(k.length / 2);
+    s.write(wsFrame(false, 1, "split:" + k.slice(0, half)));
+    s.write(wsFrame(true, 0, k.slice(half)));
+    let buf = head;
+    s.on("data", (c) => {
+      buf = Buffer.concat([buf, c]);
+      for (;;) {
+        if (buf.length < 2) return;
+        let n = buf[1] & 127, at = 2;
+        if (n === 126) { if (buf.length < 4) return; n = buf.readUInt16BE(2); at = 4; }
+        if (buf.length < at + 4 + n) return;
+        const m = buf.subarray(at, at + 4), op = buf[0] & 15;
+        const p = Buffer.from(buf.subarray(at + 4, at + 4 + n)).map((x, i) => x ^ m[i & 3]);
+        buf = buf.subarray(at + 4 + n);
+        if (op === 8) return s.end(wsFrame(true, 8, p));
+        s.write(wsFrame(true, op, p));
+      }
+    });
+  };
+`
+
 const APP = `
   const crypto = require("crypto");
   const sha = (v) => v === undefined ? null : crypto.createHash("sha256").update(String(v)).digest("hex");
@@ -116,11 +153,12 @@ export const makeOutsideHost = async (tlsFiles?: { readonly cert: string; readon
       const net = require("net"), http = require("http"), https = require("https"), fs = require("fs");
       const GREETING = ${JSON.stringify(greeting)};
       ${APP}
+      ${WS_APP}
       net.createServer((s) => { s.on("error", () => {}); s.end(${JSON.stringify(`${greeting}\n`)}) }).listen(${port}, ${JSON.stringify(address)});
       ${tlsFiles ? `
       const opts = { cert: fs.readFileSync(${JSON.stringify(tlsFiles.cert)}), key: fs.readFileSync(${JSON.stringify(tlsFiles.key)}) };
-      https.createServer(opts, app).listen(8443, ${JSON.stringify(address)});
-      https.createServer(opts, app).listen(9443, ${JSON.stringify(address)});` : ""}
+      https.createServer(opts, app).on("upgrade", wsApp).listen(8443, ${JSON.stringify(address)});
+      https.createServer(opts, app).on("upgrade", wsApp).listen(9443, ${JSON.stringify(address)});` : ""}
       http.createServer(app).listen(${httpPort}, ${JSON.stringify(address)}, () => setTimeout(() => console.log("ready"), 100));
     `
     listener = spawn("ip", ["netns", "exec", ns, process.execPath, "-e", program], { stdio: ["ignore", "pipe", "inherit"] })

@@ -1,20 +1,14 @@
 import { Effect, Option, Schema } from "effect"
 import * as http from "node:http"
-import { isValidHost } from "../../contract/addresses.js"
 import { SENTINEL } from "../../contract/constants.js"
-import { authorize, dialChecked, namedBy } from "../egress/authorize.js"
 import { Gateway } from "../egress/Gateway.js"
 import { placed, Refusal } from "../base/refusal.js"
-import { asInjected } from "../secrets/credentials.js"
-import { freshCredential } from "./oauthRefresh.js"
 import { forwardable, responsePairs } from "../base/headers.js"
-import type { Caller } from "../base/identify.js"
+import { grantedCredential, openUpstream, type Target } from "./granted.js"
 import { injectCredential } from "../secrets/inject.js"
-import { upstreamFor } from "../base/policy.js"
 import { refuseResponse } from "../base/refuse.js"
 import { PooledRefusal } from "../upstream/upstreamPool.js"
 import { isCheckedBody, parseChecked, readBody } from "../base/requestBody.js"
-import { upstreamTls } from "../upstream/upstreamTls.js"
 import { serverToolsReason, vetServerTools } from "../base/serverTools.js"
 import { taintOnRefusal, taintRun } from "../base/taint.js"
 import { isModelCall, type Meter, startMeter } from "../metering/meter.js"
@@ -24,13 +18,6 @@ import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
 import { Scrub, scrubText } from "../secrets/scrub.js"
 import { answerDecoding } from "../metering/decodeAnswer.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
-
-/** Who a terminated TLS connection belongs to: set when the CONNECT was authorised. */
-export interface Target {
-  readonly caller: Caller
-  readonly host: string
-  readonly port: number
-}
 
 interface Relayed {
   readonly status: number
@@ -158,26 +145,17 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
         Effect.zipRight(Effect.sync(() => refuseResponse(res, placed(r, trace)))),
         Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
       )
-    const ok = yield* authorize(target.caller, target.host, target.port).pipe(Effect.either)
-    if (ok._tag === "Left") return yield* refuse(ok.left)
-    const decision = ok.right.decision
-    if (decision.via !== "grant") return yield* refuse(new Refusal(403, "the grant for this host is gone; reconnect", { why: "no_rule" }))
-    const grant = decision.rule
-    const fresh = yield* freshCredential(ok.right.org, grant.credential).pipe(Effect.either)
-    if (fresh._tag === "Left") return yield* refuse(fresh.left)
-    const credential = asInjected(grant, fresh.right)
-    if (!credential) {
-      return yield* refuse(new Refusal(502,
-        `no credential "${grant.credential}" for grant "${grant.name}" — connect one: roster connection add ${grant.credential}`, { why: "no_credential" }))
-    }
-    const limit = ok.right.org.gateway.max_body_mib * 1024 * 1024
+    const granted = yield* grantedCredential(target).pipe(Effect.either)
+    if (granted._tag === "Left") return yield* refuse(granted.left)
+    const { authorized, credential, grant, upstream } = granted.right
+    const limit = authorized.org.gateway.max_body_mib * 1024 * 1024
     const checkedOr = yield* checkedBody(req, grant, limit).pipe(Effect.either)
     if (checkedOr._tag === "Left") return yield* refuse(checkedOr.left)
     const checked = checkedOr.right
     // A run's model call is metered, and refused once a budget is used up.
     const { runId, worker } = target.caller
     const started = isModelCall(req) && runId && worker
-      ? yield* startMeter({ ...target.caller, runId, worker }, ok.right.org, modelOf(checked?.json))
+      ? yield* startMeter({ ...target.caller, runId, worker }, authorized.org, modelOf(checked?.json))
       : undefined
     if (started?.refusal) return yield* refuse(started.refusal)
     const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
@@ -189,17 +167,9 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     // The answer is scanned for the real value, so it must arrive uncompressed.
     out["accept-encoding"] = "identity"
 
-    const upstream = upstreamFor(ok.right.org, target.host, target.port, "https:")
-    if (!isValidHost(upstream.host)) return yield* refuse(new Refusal(502, "the route's upstream is not a valid host", { why: "upstream" }))
-    // A [[route]] names its upstream outright; otherwise the grant must name a private address.
     // A new connection is dialled, checked and verified as ever; an idle one of the same rule is reused.
-    const open = Effect.gen(function*() {
-      const dialled = yield* dialChecked(upstream.host, upstream.port, upstream.routed ? () => true : namedBy(ok.right))
-      if (upstream.protocol !== "https:") return dialled.socket
-      const trust = yield* self.upstreamTrust(ok.right.org.gateway.upstream_ca_file)
-      return yield* upstreamTls(dialled.socket, upstream.host, trust)
-    })
-    const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(decision.rule)}`
+    const open = openUpstream(authorized, upstream)
+    const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(grant)}`
     const agent = yield* self.upstreamPool.agentFor(key, open)
     const body = bodyScanner()
     if (checked) body.feed(checked.body)

@@ -5,16 +5,18 @@ import type { Duplex } from "node:stream"
 import * as tls from "node:tls"
 import type { GatewayContext } from "../egress/Gateway.js"
 import type { Caller } from "../base/identify.js"
-import { injectForward, type Target } from "./injectForward.js"
+import type { Target } from "./granted.js"
+import { injectForward } from "./injectForward.js"
+import { injectUpgrade } from "./injectUpgrade.js"
 import type { LeafIssuer } from "../certs/leafCerts.js"
 import { Refusal } from "../base/refusal.js"
-import { refuseUnlessHttp1, refuseResponse } from "../base/refuse.js"
+import { refuseResponse, refuseSocket, refuseUnlessHttp1 } from "../base/refuse.js"
 import { newTrace, supervised } from "../base/supervise.js"
 
 /**
  * TLS termination for hosts with an injecting grant: the box gets a leaf certificate for the
- * host from the roster CA, and each request inside goes through `injectForward` as a
- * supervised fiber of the gateway's scope.
+ * host from the roster CA, and each request inside goes through `injectForward` (a WebSocket
+ * upgrade through `injectUpgrade`) as a supervised fiber of the gateway's scope.
  */
 export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(issuer: LeafIssuer) {
   const run = yield* FiberSet.makeRuntime<GatewayContext>()
@@ -31,12 +33,25 @@ export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(issu
       yield* supervised(trace, injectForward(target, req, res, trace), () => refuseResponse(res, new Refusal(500, "internal error")))
     }))
 
+  // A WebSocket handshake: the same checks, then frames both ways (injectUpgrade).
+  const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
+    refuseUnlessHttp1(req, socket) || void run(Effect.gen(function*() {
+      const target = targets.get(req.socket)
+      const url = req.url ?? "/"
+      const trace = yield* newTrace("GET", target?.host ?? "?", target?.port ?? 0, url.split("?")[0] ?? "/")
+      if (!target || !url.startsWith("/") || req.method !== "GET") return refuseSocket(socket, new Refusal(400, "bad request"))
+      trace.run_id = target.caller.runId
+      trace.subject = target.caller.subject
+      yield* supervised(trace, injectUpgrade(target, req, socket, head, trace), () => socket.destroy())
+    }))
+
   const inner = http.createServer({ maxHeaderSize: 16 * 1024, headersTimeout: 15_000, requestTimeout: 0, keepAliveTimeout: 60_000 }, onRequest)
   inner.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
     const status = err.code === "HPE_HEADER_OVERFLOW" ? 431 : 400
     if (socket.writable) socket.end(`HTTP/1.1 ${status} Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
     else socket.destroy()
   })
+  inner.on("upgrade", onUpgrade)
   yield* Effect.addFinalizer(() => Effect.sync(() => inner.close()))
 
   /** Answers the CONNECT, then speaks TLS as `host` on the box's side of the tunnel. */

@@ -55,6 +55,32 @@ const scrubUpTo = (buf: Buffer, s: Scrubbing, replacement: Buffer, atEnd: boolea
 }
 
 /**
+ * The scrub of one byte stream, chunk by chunk: `feed` gives what may go on now (a tail that
+ * could begin a secret is held for the next chunk), `end` what was held, scrubbed as final.
+ */
+export class ScrubCursor {
+  private carry = Buffer.alloc(0)
+  private readonly scrubbing: Scrubbing
+
+  constructor(secrets: ReadonlyArray<string>, private readonly replacement: Buffer) {
+    this.scrubbing = scrubbing(secrets)
+  }
+
+  feed(chunk: Buffer): Buffer {
+    const joined = this.carry.length === 0 ? chunk : Buffer.concat([this.carry, chunk])
+    const { out, cut } = scrubUpTo(joined, this.scrubbing, this.replacement, false)
+    this.carry = Buffer.from(joined.subarray(cut))
+    return out
+  }
+
+  end(): Buffer {
+    const held = this.carry
+    this.carry = Buffer.alloc(0)
+    return held.length > 0 ? scrubUpTo(held, this.scrubbing, this.replacement, true).out : held
+  }
+}
+
+/**
  * Replaces every occurrence of a secret — spelled with each character as itself, `%hh` or
  * `\uhhhh` in any mix (`secretMatch`), or base64 at any alignment — in a byte stream, across
  * chunk boundaries. Only a tail that could be the start of one is held back, so a streamed (SSE)
@@ -62,24 +88,22 @@ const scrubUpTo = (buf: Buffer, s: Scrubbing, replacement: Buffer, atEnd: boolea
  * upstream echoes it back.
  */
 export class Scrub extends Transform {
-  private carry = Buffer.alloc(0)
-  private readonly scrubbing: Scrubbing
+  private readonly cursor: ScrubCursor
 
-  constructor(secrets: ReadonlyArray<string>, private readonly replacement: Buffer) {
+  constructor(secrets: ReadonlyArray<string>, replacement: Buffer) {
     super()
-    this.scrubbing = scrubbing(secrets)
+    this.cursor = new ScrubCursor(secrets, replacement)
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback) {
-    const joined = this.carry.length === 0 ? chunk : Buffer.concat([this.carry, chunk])
-    const { out, cut } = scrubUpTo(joined, this.scrubbing, this.replacement, false)
-    this.carry = Buffer.from(joined.subarray(cut))
+    const out = this.cursor.feed(chunk)
     if (out.length > 0) this.push(out)
     done()
   }
 
   override _flush(done: TransformCallback) {
-    if (this.carry.length > 0) this.push(scrubUpTo(this.carry, this.scrubbing, this.replacement, true).out)
+    const out = this.cursor.end()
+    if (out.length > 0) this.push(out)
     done()
   }
 }

@@ -1,0 +1,114 @@
+import { Effect, Runtime } from "effect"
+import * as http from "node:http"
+import type { Duplex } from "node:stream"
+import { SENTINEL } from "../../contract/constants.js"
+import { forwardable, responsePairs } from "../base/headers.js"
+import { placed, Refusal } from "../base/refusal.js"
+import { refuseSocket } from "../base/refuse.js"
+import { sentinelWarning, warnRun } from "../base/runWarning.js"
+import { auditTrace, type RequestTrace } from "../base/supervise.js"
+import { taintOnRefusal, taintRun } from "../base/taint.js"
+import { Gateway } from "../egress/Gateway.js"
+import { injectCredential } from "../secrets/inject.js"
+import { Scrub, scrubText } from "../secrets/scrub.js"
+import { sentinelPlaces } from "../secrets/sentinelScan.js"
+import { grantedCredential, openUpstream, type Target } from "./granted.js"
+import { relayWebSocket } from "./wsRelay.js"
+
+type Handshake =
+  | { readonly _tag: "Upgraded"; readonly res: http.IncomingMessage; readonly socket: Duplex; readonly head: Buffer }
+  | { readonly _tag: "Answered"; readonly res: http.IncomingMessage }
+
+/** The handshake sent on its own connection: the upstream switches protocols, or answers as HTTP. */
+const handshake = (connection: Duplex, path: string, headers: http.OutgoingHttpHeaders) =>
+  Effect.async<Handshake, Refusal>((resume) => {
+    const req = http.request({ method: "GET", path, headers, createConnection: () => connection as never })
+    req.once("upgrade", (res, socket, head) => resume(Effect.succeed({ _tag: "Upgraded", res, socket, head })))
+    req.once("response", (res) => resume(Effect.succeed({ _tag: "Answered", res })))
+    req.once("error", (e) => resume(Effect.fail(new Refusal(502, `the upstream's WebSocket handshake failed: ${e.message}`, { why: "upstream" }))))
+    req.end()
+    return Effect.sync(() => req.destroy())
+  })
+
+const head = (status: number, text: string, pairs: ReadonlyArray<string>) => {
+  let out = `HTTP/1.1 ${status} ${text}\r\n`
+  for (let i = 0; i + 1 < pairs.length; i += 2) out += `${pairs[i]}: ${pairs[i + 1]}\r\n`
+  return `${out}\r\n`
+}
+
+/** An upstream that did not switch: its answer to the box, scrubbed, on a connection that then closes. */
+const relayAnswer = (box: Duplex, res: http.IncomingMessage, secrets: ReadonlyArray<string>) =>
+  Effect.async<number>((resume) => {
+    const pairs = responsePairs(res.rawHeaders, new Set(["content-length", "content-encoding"]), (v) => scrubText(v, secrets, SENTINEL))
+    box.write(head(res.statusCode ?? 502, res.statusMessage ?? "", [...pairs, "Connection", "close"]))
+    res.pipe(new Scrub(secrets, Buffer.from(SENTINEL))).pipe(box)
+    res.once("end", () => resume(Effect.succeed(res.statusCode ?? 502)))
+    res.once("error", () => resume(Effect.succeed(502)))
+    return Effect.sync(() => res.destroy())
+  })
+
+/**
+ * A WebSocket upgrade inside a terminated tunnel: authorised again, the credential injected in
+ * the handshake as in any request (never on an upgrade to a host without a grant), and
+ * `Sec-WebSocket-Extensions` removed so no frame comes compressed past the scrubber. After the
+ * switch the frames are relayed both ways: the upstream's scrubbed of the credential, the box's
+ * watched for the sentinel (a sentinel sent taints the run and is audited, as in a request).
+ * Budgets do not meter WebSocket traffic.
+ */
+export const injectUpgrade = (target: Target, req: http.IncomingMessage, box: Duplex, boxHead: Buffer, trace: RequestTrace) =>
+  Effect.gen(function*() {
+    const self = yield* Gateway
+    const refuse = (r: Refusal) =>
+      taintOnRefusal(self.taints, target.caller, placed(r, trace)).pipe(
+        Effect.zipRight(Effect.sync(() => refuseSocket(box, placed(r, trace)))),
+        Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
+      )
+    if (String(req.headers.upgrade ?? "").toLowerCase() !== "websocket") {
+      return yield* refuse(new Refusal(400, "only a WebSocket upgrade is relayed to a granted host", { why: "malformed" }))
+    }
+    const granted = yield* grantedCredential(target).pipe(Effect.either)
+    if (granted._tag === "Left") return yield* refuse(granted.left)
+    const { authorized, credential, upstream } = granted.right
+    const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
+    const out = forwardable(headers)
+    delete out["sec-websocket-extensions"]
+    out.connection = "Upgrade"
+    out.upgrade = "websocket"
+    const places = sentinelPlaces(out, req.url ?? "/", req.method)
+    const taintSentinel = (where: ReadonlyArray<string>) =>
+      taintRun(self.taints, target.caller, "sentinel_upstream", target.host, `the placeholder went out in ${where.join(", ")}`).pipe(
+        Effect.zipRight(warnRun(target.caller, sentinelWarning(target.host, where)))
+      )
+    if (places.length > 0) yield* taintSentinel(places)
+    const connection = yield* openUpstream(authorized, upstream).pipe(Effect.either)
+    if (connection._tag === "Left") return yield* refuse(connection.left)
+    const shaken = yield* handshake(connection.right, req.url ?? "/", out).pipe(Effect.either)
+    if (shaken._tag === "Left") return yield* refuse(shaken.left)
+    const answer = shaken.right
+    if (answer._tag === "Answered") {
+      const status = yield* relayAnswer(box, answer.res, reveals)
+      return yield* auditTrace(trace, { status, injected, note: "websocket handshake answered without switching" })
+    }
+    if (answer.res.headers["sec-websocket-extensions"]) {
+      answer.socket.destroy()
+      return yield* refuse(new Refusal(502, "the upstream negotiated a WebSocket extension (compression) roster cannot scrub", { why: "encoding" }))
+    }
+    box.write(head(101, "Switching Protocols", responsePairs(answer.res.rawHeaders, new Set(), (v) => scrubText(v, reveals, SENTINEL)).concat(
+      "Upgrade", "websocket", "Connection", "Upgrade"
+    )))
+    const runtime = yield* Effect.runtime<Effect.Effect.Context<ReturnType<typeof taintSentinel>>>()
+    const sentFrames: Array<string> = []
+    const relayed = yield* relayWebSocket(box, answer.socket, boxHead, answer.head, {
+      secrets: reveals,
+      maxFrame: authorized.org.gateway.max_body_mib * 1024 * 1024,
+      onSentinel: () => {
+        sentFrames.push("websocket frame")
+        Runtime.runFork(runtime)(taintSentinel(sentFrames))
+      }
+    })
+    const sentinel = [...places, ...sentFrames]
+    yield* auditTrace(trace, {
+      status: 101, injected, bytes_up: relayed.up, bytes_down: relayed.down, note: relayed.note ?? "websocket",
+      ...(sentinel.length > 0 ? { sentinel_unsubstituted: sentinel } : {})
+    })
+  })

@@ -1,0 +1,92 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { Duplex, PassThrough } from "node:stream"
+import * as crypto from "node:crypto"
+import { SENTINEL } from "../../src/contract/constants.js"
+import { encodeFrame, type FrameEvent, FrameReader, OP } from "../../src/gateway/inject/wsFrames.js"
+import { relayWebSocket } from "../../src/gateway/inject/wsRelay.js"
+
+/** A client frame: masked with a random key, as RFC 6455 requires of a client. */
+const masked = (fin: boolean, opcode: number, payload: Buffer) => {
+  const plain = encodeFrame(fin, opcode, payload)
+  const headLength = plain.length - payload.length
+  const mask = crypto.randomBytes(4)
+  const head = Buffer.from(plain.subarray(0, headLength))
+  head[1] = (head[1] as number) | 0x80
+  return Buffer.concat([head, mask, Buffer.from(payload.map((b, i) => b ^ (mask[i & 3] as number)))])
+}
+
+/** The frames a reader finds, each as [fin, opcode, payload]. */
+const read = (chunks: ReadonlyArray<Buffer>) => {
+  const reader = new FrameReader()
+  const frames: Array<[boolean, number, string]> = []
+  let current: { fin: boolean; opcode: number; parts: Array<Buffer> } | undefined
+  const on = (e: FrameEvent) => {
+    if (e._tag === "Header") current = { fin: e.header.fin, opcode: e.header.opcode, parts: [] }
+    else if (e._tag === "Payload") current?.parts.push(e.bytes)
+    else if (current) frames.push([current.fin, current.opcode, Buffer.concat(current.parts).toString()])
+  }
+  for (const c of chunks) expect(reader.push(c, on)).toBe(true)
+  return frames
+}
+
+describe("WebSocket frames", () => {
+  it("are read the same in any chunking: masked or not, short, 16-bit and 64-bit lengths, empty", () => {
+    const long = "x".repeat(70_000)
+    const wire = Buffer.concat([
+      masked(true, OP.text, Buffer.from("hi")), encodeFrame(false, OP.binary, Buffer.from("a".repeat(300))),
+      encodeFrame(true, OP.continuation, Buffer.alloc(0)), masked(true, OP.text, Buffer.from(long)), encodeFrame(true, OP.ping, Buffer.from("p"))
+    ])
+    const expected: Array<[boolean, number, string]> = [[true, OP.text, "hi"], [false, OP.binary, "a".repeat(300)], [true, OP.continuation, ""], [true, OP.text, long], [true, OP.ping, "p"]]
+    expect(read([wire])).toEqual(expected)
+    expect(read([...wire].map((b) => Buffer.from([b])))).toEqual(expected)
+    expect(read([wire.subarray(0, 3), wire.subarray(3, 305), wire.subarray(305)])).toEqual(expected)
+  })
+
+  /** One end of a connection: what it reads is written to `incoming`, what it writes comes out of `outgoing`. */
+  const end = () => {
+    const incoming = new PassThrough()
+    const outgoing = new PassThrough()
+    return { side: Duplex.from({ readable: incoming, writable: outgoing }), incoming, outgoing }
+  }
+
+  const relayed = (upstreamBytes: Buffer) =>
+    Effect.gen(function*() {
+      const { outgoing: toBox, side: box } = end()
+      const { incoming: fromUpstream, side: upstream } = end()
+      const heard: Array<Buffer> = []
+      toBox.on("data", (c: Buffer) => heard.push(c))
+      const fiber = yield* Effect.fork(relayWebSocket(box, upstream, Buffer.alloc(0), Buffer.alloc(0), {
+        secrets: ["sk-REAL-0123456789"], maxFrame: 1024, onSentinel: () => {}
+      }))
+      fromUpstream.write(upstreamBytes)
+      yield* Effect.sleep("20 millis")
+      upstream.destroy()
+      const result = yield* fiber.await
+      return { frames: read(heard), result }
+    })
+
+  it.live("the upstream's frames reach the box scrubbed, a key split over fragments too; control frames are scrubbed alone", () =>
+    Effect.gen(function*() {
+      const { frames } = yield* relayed(Buffer.concat([
+        encodeFrame(false, OP.text, Buffer.from("key: sk-REAL-01")), encodeFrame(true, OP.continuation, Buffer.from("23456789 end")),
+        encodeFrame(true, OP.ping, Buffer.from("sk-REAL-0123456789"))
+      ]))
+      const text = frames.filter(([, op]) => op !== OP.ping).map(([, , p]) => p).join("")
+      expect(text).toBe(`key: ${SENTINEL} end`)
+      expect(frames.at(-1)).toEqual([true, OP.ping, SENTINEL])
+      expect(JSON.stringify(frames)).not.toContain("REAL")
+    }))
+
+  it.live("a compressed frame (RSV1) or one over the size limit is never passed on: the box gets a close frame saying why", () =>
+    Effect.gen(function*() {
+      const deflated = encodeFrame(true, OP.text, Buffer.from("sk-REAL-0123456789"))
+      deflated[0] = (deflated[0] as number) | 0x40
+      const cut = yield* relayed(deflated)
+      expect(cut.frames).toHaveLength(1)
+      expect(cut.frames[0]?.[1]).toBe(OP.close)
+      expect(cut.frames[0]?.[2]).toContain("compressed or extended frame")
+      const big = yield* relayed(encodeFrame(true, OP.binary, Buffer.alloc(2048)))
+      expect(big.frames[0]?.[2]).toContain("a frame over 1024 bytes")
+    }))
+})
