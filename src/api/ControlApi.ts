@@ -2,6 +2,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { NoSuchTask, TaskRecord, TaskRefused, TaskStatus, TaskStoreError } from "../task/TaskRecord.js"
 import { ChatListenerStatus } from "../contract/chatStatus.js"
+import { ApprovalDecision, PendingApproval } from "../contract/approval.js"
 
 /** What `roster task add` asks for. */
 export const AddTask = Schema.Struct({
@@ -66,8 +67,38 @@ export class ServerGroup extends HttpApiGroup.make("server")
   .add(HttpApiEndpoint.get("status", "/status").addSuccess(ServerStatus))
 {}
 
+/** What `roster approve` / `deny` (or the web's buttons) decide, and who decided. */
+export const Decide = Schema.Struct({ decision: ApprovalDecision, by: Schema.String })
+
+export const Decided = Schema.Struct({
+  approval: PendingApproval,
+  decision: ApprovalDecision,
+  /** `always`: the lines appended to org.toml. */
+  org_toml: Schema.optional(Schema.Array(Schema.String))
+})
+
+/** No held request has this id: decided already, answered by its timeout, or never held. */
+export class NoSuchApproval extends Schema.TaggedError<NoSuchApproval>()("NoSuchApproval", { id: Schema.String }) {
+  override get message() {
+    return `no request ${this.id} is waiting for a decision (decided already, or its wait ran out) — see roster approvals`
+  }
+}
+
+/** A decision that cannot be carried out (org.toml not writable, say), with why. */
+export class ApprovalRefused extends Schema.TaggedError<ApprovalRefused>()("ApprovalRefused", { id: Schema.String, reason: Schema.String }) {
+  override get message() {
+    return `cannot carry out the decision on ${this.id}: ${this.reason}`
+  }
+}
+
+export class ApprovalsGroup extends HttpApiGroup.make("approvals")
+  .add(HttpApiEndpoint.get("list", "/approvals").addSuccess(Schema.Array(PendingApproval)))
+  .add(HttpApiEndpoint.post("decide", "/approvals/:id").setPath(TaskId).setPayload(Decide).addSuccess(Decided)
+    .addError(NoSuchApproval, { status: 404 }).addError(ApprovalRefused, { status: 409 }))
+{}
+
 /**
  * The daemon's control API, declared once: the daemon serves it on `state/control.sock`
  * (0600), and the CLI (and a dashboard) derive their clients from the same declaration.
  */
-export class ControlApi extends HttpApi.make("roster").add(TasksGroup).add(ServerGroup) {}
+export class ControlApi extends HttpApi.make("roster").add(TasksGroup).add(ServerGroup).add(ApprovalsGroup) {}

@@ -3,6 +3,7 @@ import { VERSION } from "../contract/version.js"
 import { boxCommand } from "./boxCommand.js"
 import { connectionCommand } from "./connectionCommand.js"
 import { doctorCommand } from "./doctorCommand.js"
+import { approvalCommands } from "./approvalsCommand.js"
 import { policyCommand } from "./policyCommand.js"
 import { usageCommand } from "./usageCommand.js"
 import { webCommand } from "./webCommand.js"
@@ -21,7 +22,7 @@ export const roster = Command.make("roster").pipe(
     "Run AI workers (the pi coding agent) in locked-down Docker boxes whose only way out is roster's gateway. " +
       "Start with: roster init"
   ),
-  Command.withSubcommands([initCommand, workerCommand, talkCommand, taskCommand, memoryCommand, storeCommand, serverCommand, runsCommand, usageCommand, webCommand, connectionCommand, policyCommand, boxCommand, doctorCommand, rehearsalCommand])
+  Command.withSubcommands([initCommand, workerCommand, talkCommand, taskCommand, memoryCommand, storeCommand, serverCommand, runsCommand, usageCommand, webCommand, connectionCommand, policyCommand, ...approvalCommands, boxCommand, doctorCommand, rehearsalCommand])
 )
 
 export const cli = Command.run(roster, { name: "roster", version: VERSION })

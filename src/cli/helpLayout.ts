@@ -52,6 +52,7 @@ export const HELP_GROUPS: ReadonlyArray<readonly [string, ReadonlyArray<string>]
   ["Tasks", ["task add", "task list", "task show", "task cancel"]],
   ["Workers", ["worker add", "worker list", "worker show", "memory list", "memory forget", "memory accept", "store list", "store restore"]],
   ["The daemon", ["server start", "server stop", "server status", "server unit", "web"]],
+  ["Egress a person decides", ["approvals", "approve", "deny"]],
   ["Inspect", ["runs list", "runs show", "runs untaint", "usage", "policy check", "doctor"]],
   ["Setup", ["init", "connection add", "connection list", "connection rm", "box build", "box check", "box build-scripted", "rehearsal"]]
 ]

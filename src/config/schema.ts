@@ -74,7 +74,15 @@ export const GatewaySection = Schema.Struct({
   /** A PEM file of extra roots to trust for upstream TLS, on top of the system's (a test or private upstream). */
   upstream_ca_file: Schema.optional(Schema.String.pipe(Schema.filter((p) => p.startsWith("/") || "path must be absolute"))),
   /** Largest request body forwarded on a terminated connection, in MiB. */
-  max_body_mib: Schema.optionalWith(Schema.Number.pipe(Schema.positive()), { default: () => 32 })
+  max_body_mib: Schema.optionalWith(Schema.Number.pipe(Schema.positive()), { default: () => 32 }),
+  /**
+   * "ask": a request the policy refuses is held while a person decides (roster approvals,
+   * approve, deny; the web's Gateway page) instead of refused at once. Never a private or
+   * metadata address, and never a credential: an approval opens a tunnel like [[allow]].
+   */
+  approvals: Schema.optionalWith(Schema.Literal("off", "ask"), { default: () => "off" as const }),
+  /** How long a held request waits for a decision before it gets its 403. */
+  approval_wait_s: Schema.optionalWith(Schema.Number.pipe(Schema.positive(), Schema.lessThanOrEqualTo(3600)), { default: () => 120 })
 })
 
 export const SupervisorSection = Schema.Struct({
@@ -258,7 +266,7 @@ const chatChannelsOnce = (chats: ReadonlyArray<ChatRule>) => {
 export const OrgSchema = Schema.Struct({
   engine: Schema.optionalWith(EngineSection, { default: () => ({ image: "roster-box:1" }) }),
   box: Schema.optionalWith(BoxSection, { default: () => Schema.decodeSync(BoxSection)({}) }),
-  gateway: Schema.optionalWith(GatewaySection, { default: () => ({ port: 7300, max_body_mib: 32 }) }),
+  gateway: Schema.optionalWith(GatewaySection, { default: () => Schema.decodeSync(GatewaySection)({}) }),
   supervisor: Schema.optionalWith(SupervisorSection, { default: () => ({ concurrency: 2, max_self_tasks: 5 }) }),
   grant: Schema.optionalWith(Schema.Array(Grant), { default: () => [] }),
   allow: Schema.optionalWith(Schema.Array(Allow), { default: () => [] }),

@@ -26,6 +26,7 @@ preflight_probe = "192.0.2.1:443" # a box checks it cannot reach this directly b
 
 [gateway]
 port = 7300
+approvals = "off"               # "ask": a refused request waits (approval_wait_s, 120) for roster approve / deny
 
 [supervisor]
 concurrency = 2                 # boxes the daemon runs at once for queued tasks (one per worker)

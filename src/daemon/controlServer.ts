@@ -1,11 +1,13 @@
 import { HttpApiBuilder, Path } from "@effect/platform"
 import { FileSystem } from "@effect/platform"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Clock, Effect, Layer, Schema } from "effect"
+import { Clock, Effect, Layer, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import * as http from "node:http"
 import * as net from "node:net"
-import { ControlApi } from "../api/ControlApi.js"
+import { ApprovalRefused, ControlApi, NoSuchApproval } from "../api/ControlApi.js"
+import { allowLines, appendToOrgToml } from "../config/appendAllow.js"
+import { Gateway } from "../gateway/egress/Gateway.js"
 import { Paths, layout } from "../config/Paths.js"
 import { VERSION } from "../contract/version.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
@@ -32,6 +34,31 @@ const serverLive = (startedAt: string, configRoot: string) =>
         const hub = yield* Effect.serviceOption(ChatHub)
         const chat = hub._tag === "Some" ? yield* hub.value.status : []
         return { ...status, pid: process.pid, version: VERSION, config_root: configRoot, started_at: startedAt, ...(chat.length > 0 ? { chat } : {}) }
+      })))
+
+/**
+ * Decisions on held requests, for the gateway running in this daemon. `always` writes its
+ * [[allow]] before the request goes on: the next request of any run finds it in the policy.
+ */
+const ApprovalsLive = HttpApiBuilder.group(ControlApi, "approvals", (handlers) =>
+  handlers
+    .handle("list", () => Effect.flatMap(Gateway, (g) => g.approvals.list))
+    .handle("decide", ({ path, payload }) =>
+      Effect.gen(function*() {
+        const approvals = (yield* Gateway).approvals
+        const held = yield* approvals.find(path.id)
+        if (Option.isNone(held)) return yield* Effect.fail(new NoSuchApproval({ id: path.id }))
+        const a = held.value
+        const lines = payload.decision === "always"
+          ? allowLines(a.worker, a.host, a.port, payload.by, new Date(yield* Clock.currentTimeMillis).toISOString())
+          : undefined
+        if (lines) {
+          yield* appendToOrgToml(lines).pipe(Effect.mapError((e) => new ApprovalRefused({ id: a.id, reason: `org.toml could not be written: ${e.message}` })))
+        }
+        const decided = yield* approvals.decide(a.id, payload)
+        if (Option.isNone(decided)) return yield* Effect.fail(new NoSuchApproval({ id: path.id }))
+        yield* Effect.logInfo(`gateway: ${payload.by} decided ${payload.decision} on ${a.method} ${a.host}:${a.port} for run ${a.run_id} (${a.worker})`)
+        return { approval: decided.value, decision: payload.decision, ...(lines ? { org_toml: lines } : {}) }
       })))
 
 /** Does something answer on this socket? (A stale file left by a killed daemon does not.) */
@@ -61,7 +88,11 @@ export const serveControl = Effect.fn("daemon.control")(function*() {
   yield* fs.makeDirectory(privateDir, { mode: 0o700 })
   const bound = path.join(privateDir, "sock")
   const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
-  const api = HttpApiBuilder.api(ControlApi).pipe(Layer.provide(TasksLive), Layer.provide(serverLive(startedAt, paths.config)))
+  const api = HttpApiBuilder.api(ControlApi).pipe(
+    Layer.provide(TasksLive),
+    Layer.provide(serverLive(startedAt, paths.config)),
+    Layer.provide(ApprovalsLive)
+  )
   const server = HttpApiBuilder.serve().pipe(
     Layer.provide(api),
     Layer.provide(NodeHttpServer.layer(() => http.createServer(), { path: bound }))

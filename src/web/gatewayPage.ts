@@ -5,6 +5,7 @@ import type { Org } from "../config/schema.js"
 import { foldFileLines } from "../fs/lines.js"
 import { cut, html } from "./html.js"
 import { readAuditLine } from "../contract/auditLine.js"
+import type { PendingApproval } from "../contract/approval.js"
 
 const HOURS = 24
 const REFUSALS_SHOWN = 50
@@ -69,10 +70,27 @@ const chart = (host: string, counts: ReadonlyArray<number>) => {
 const scopes = (s: ReadonlyArray<string>) => s.join(", ")
 const ports = (p: ReadonlyArray<number> | undefined) => (p && p.length > 0 ? p.join(", ") : "443")
 
-/** Gateway: requests per host over the last day, refusals with their reasons, and the rules in force. */
-export const gatewayBody = (v: GatewayView, org: Org | null) => {
+/** One held request's buttons: each a CSRF-checked form of its own. */
+const decisions = (a: PendingApproval, csrf: string) =>
+  (["once", "run", "always", "deny"] as const).map((d) =>
+    html`<form method="post" action="/gateway/approvals/${a.id}" class="inline"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="decision" value="${d}"><button type="submit">${
+      d === "deny" ? "Deny" : d === "once" ? "Approve once" : d === "run" ? "Approve for the run" : "Approve always"
+    }</button></form>`)
+
+/** Requests held for a decision ([gateway] approvals = "ask"); null when the daemon does not answer. */
+const pendingSection = (pending: ReadonlyArray<PendingApproval> | null, csrf: string, note: string | null) =>
+  html`<h2>Waiting for a decision</h2>
+${note ? html`<p class="note" role="status">${note}</p>` : ""}
+${pending === null ? html`<p>The roster server is not running: nothing is held.</p>` : pending.length === 0 ? html`<p>No request is waiting.</p>` : html`<table>
+<thead><tr><th scope="col">Run</th><th scope="col">Worker</th><th scope="col">Request</th><th scope="col">Waits until</th><th scope="col">Decide</th></tr></thead>
+<tbody>${pending.map((a) => html`<tr><td><a href="/runs/${a.run_id}">${a.run_id}</a></td><td>${a.worker}</td><td><code>${a.method} ${a.host}:${a.port}${a.path ?? ""}</code></td><td>${a.expires_at}</td><td>${decisions(a, csrf)}</td></tr>`)}</tbody>
+</table>`}`
+
+/** Gateway: held requests, requests per host over the last day, refusals with their reasons, and the rules in force. */
+export const gatewayBody = (v: GatewayView, org: Org | null, pending: ReadonlyArray<PendingApproval> | null, csrf: string, note: string | null = null) => {
   const hosts = [...v.perHost].sort(([, a], [, b]) => b.reduce((x, y) => x + y, 0) - a.reduce((x, y) => x + y, 0))
-  return html`<h2>Requests per host, last 24 hours</h2>
+  return html`${pendingSection(pending, csrf, note)}
+<h2>Requests per host, last 24 hours</h2>
 ${hosts.length === 0 ? html`<p>No request in the last 24 hours.</p>` : html`<table>
 <thead><tr><th scope="col">Host</th><th scope="col">Requests</th><th scope="col">By hour (oldest left)</th></tr></thead>
 <tbody>${hosts.map(([host, counts]) => html`<tr><td>${host}</td><td>${counts.reduce((a, b) => a + b, 0)}</td><td>${chart(host, counts)}</td></tr>`)}</tbody>

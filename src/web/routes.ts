@@ -3,6 +3,7 @@ import { Context, Effect, Option, Schema } from "effect"
 import { viaDaemon } from "../api/controlClient.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths, layout } from "../config/Paths.js"
+import { ApprovalDecision } from "../contract/approval.js"
 import { runFiles } from "../contract/runFiles.js"
 import type { Docker } from "../docker/Docker.js"
 import { MemoryStore } from "../memory/MemoryStore.js"
@@ -114,6 +115,29 @@ const cancelTask = Effect.gen(function*() {
   return yield* tasksPage(note)
 })
 
+const gatewayPage = (note: string | null) =>
+  Effect.gen(function*() {
+    const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.orElseSucceed(() => null))
+    const pending = yield* viaDaemon((c) => c.approvals.list()).pipe(Effect.orElseSucceed(() => Option.none()))
+    return yield* pageFor("Gateway", "/gateway", gatewayBody(yield* gatewayView, org, Option.getOrNull(pending), (yield* WebCall).session.csrf, note))
+  })
+
+/** A person's decision on a held request, from the Gateway page's buttons (the guard checked its CSRF token). */
+const decideApproval = Effect.gen(function*() {
+  const id = yield* param("id", /^ap-[0-9a-f]{8}$/)
+  if (Option.isNone(id)) return yield* notFound("Not found", "", html`<p>There is no such request.</p>`)
+  const decision = (yield* WebCall).form?.get("decision") ?? ""
+  if (!isDecision(decision)) return yield* gatewayPage(`unknown decision "${decision}"`)
+  const done = yield* viaDaemon((c) => c.approvals.decide({ path: { id: id.value }, payload: { decision, by: "a person at roster web" } })).pipe(Effect.either)
+  const note = done._tag === "Left"
+    ? `not decided: ${errorText(done.left)}`
+    : Option.isNone(done.right)
+    ? "the roster server is not running"
+    : `${decision === "deny" ? "denied" : `approved (${decision})`}: ${done.right.value.approval.method} ${done.right.value.approval.host}:${done.right.value.approval.port}`
+  return yield* gatewayPage(note)
+})
+const isDecision = Schema.is(ApprovalDecision)
+
 /** The Talk pages: conversations started, watched, spoken to, aborted and ended. */
 const talkRoutes = ({ runInServer, talks }: PageDeps) => {
   const conversation = Effect.map(param("id", /^[0-9a-f]{16}$/), (id) => Option.flatMap(id, (i) => Option.fromNullable(talks.get(i))))
@@ -173,10 +197,8 @@ export const makePages = (deps: PageDeps) =>
     HttpRouter.post("/tasks", addTask),
     HttpRouter.post("/tasks/:id/cancel", cancelTask),
     HttpRouter.concat(talkRoutes(deps)),
-    HttpRouter.get("/gateway", Effect.gen(function*() {
-      const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.orElseSucceed(() => null))
-      return yield* pageFor("Gateway", "/gateway", gatewayBody(yield* gatewayView, org))
-    })),
+    HttpRouter.get("/gateway", gatewayPage(null)),
+    HttpRouter.post("/gateway/approvals/:id", decideApproval),
     // Anything else is a page that is not there.
     Effect.catchTag("RouteNotFound", () =>
       Effect.flatMap(WebCall, ({ url }) => notFound("Not found", "", html`<p>There is no page ${url.pathname}.</p>`)))

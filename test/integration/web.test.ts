@@ -8,7 +8,10 @@ import { fileURLToPath } from "node:url"
 import { type Browser, chromium, type Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Received, serveRehearsal } from "../../src/rehearsal/server.js"
-import { collect, type Deployment, freePort, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
+import { answersOf, askScript, nextHeld } from "../support/ask.js"
+import { collect, type Deployment, freePort, makeDeployment, ROSTER_BIN, TEST_IMAGE } from "../support/deployment.js"
+import { makeOutsideHost } from "../support/netns.js"
+import { latestRunId } from "../support/runs.js"
 
 const PI_IMAGE = "roster-box:test"
 const CHROMIUM = "/usr/bin/chromium"
@@ -29,6 +32,7 @@ const request = (port: number, method: string, target: string, headers: Record<s
 
 describe("roster web in a real browser (Debian's chromium), against a real daemon, real pi and the rehearsal model", () => {
   let d: Deployment
+  let grant = ""
   let scope: Scope.CloseableScope
   let model: { port: number; received: Array<Received> }
   let web: ChildProcess
@@ -44,10 +48,11 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
     scope = Effect.runSync(Scope.make())
     // Thinking time keeps a box alive across a few of the Now page's looks (one each 2 s).
     model = await Effect.runPromise(serveRehearsal({ port: 0, delayMs: 1000 }).pipe(Scope.extend(scope)))
-    d = await makeDeployment([
+    grant = [
       "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
       "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`
-    ].join("\n"), PI_IMAGE)
+    ].join("\n")
+    d = await makeDeployment(grant, PI_IMAGE)
     fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
     webPort = await freePort()
     web = spawn(ROSTER_BIN, ["web", "--port", String(webPort)], { env: d.env, stdio: ["ignore", "pipe", "pipe"] })
@@ -207,6 +212,36 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
     expect(text).toContain("no [[grant]] or [[allow]] in org.toml covers it")
     expect(text).toContain("api.anthropic.com")
     await page.screenshot({ path: path.join(artifacts, "gateway.png"), fullPage: true })
+  })
+
+  it("a held request shows on the Gateway page, and its Approve button lets it through while the box waits", async () => {
+    const outside = await makeOutsideHost()
+    const target = `${outside.address}:${outside.port}`
+    try {
+      // The scripted engine for this one: the box asks for a host no rule allows, and waits.
+      d.writeOrg(`${grant}\n[gateway]\napprovals = "ask"\napproval_wait_s = 60\n`, `[engine]\nimage = "${TEST_IMAGE}"`)
+      const done = collect(d.spawn(["worker", "run", "alice", askScript(d, "web-ask.sh", [`${target} web`])]))
+      const held = await nextHeld(d, new Set())
+      await page.goto(`http://127.0.0.1:${webPort}/gateway`)
+      const row = page.locator("tr", { hasText: target })
+      expect(await row.innerText()).toContain(held.run_id)
+      await page.screenshot({ path: path.join(artifacts, "approval.png"), fullPage: true })
+      await row.getByRole("button", { name: "Approve once" }).click()
+      await page.waitForLoadState()
+      expect(await page.locator("main").innerText()).toContain(`approved (once): CONNECT ${target}`)
+      const r = await done
+      expect(r.code, r.stderr).toBe(0)
+      const runs = d.file("data", "runs", "alice")
+      const answer = answersOf(fs.readFileSync(path.join(runs, latestRunId(runs), "stdout.jsonl"), "utf8")).web
+      expect(answer).toContain("HTTP/1.1 200 Connection Established")
+      expect(answer).toContain(outside.greeting)
+      const auditDir = d.file("state", "audit")
+      const audited = fs.readdirSync(auditDir).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n")).map((l) => JSON.parse(l))
+      expect(audited.find((x) => x.run_id === held.run_id && x.status === 200)?.note).toBe("approved by a person at roster web (once)")
+    } finally {
+      d.writeOrg(grant)
+      outside.close()
+    }
   })
 
   it("no box can reach the web server: it listens on the host's loopback only", async () => {

@@ -72,8 +72,11 @@ export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE, runtime 
   const spawnRoster = (args: ReadonlyArray<string>) =>
     spawn(ROSTER_BIN, [...args], { env, stdio: ["ignore", "pipe", "pipe"] })
   const roster = (args: ReadonlyArray<string>) => collect(spawnRoster(args))
-  const writeOrg = (extra: string, engine = `[engine]\nimage = "${image}"`, boxRuntime = runtime) =>
-    fs.writeFileSync(path.join(home, "config", "org.toml"), withRuntime(`${engine}\n[gateway]\nport = ${port}\n${extra}\n`, boxRuntime))
+  // `extra` may have a [gateway] table of its own: the port goes into it.
+  const writeOrg = (extra: string, engine = `[engine]\nimage = "${image}"`, boxRuntime = runtime) => {
+    const body = /^\[gateway\]$/m.test(extra) ? extra.replace(/^\[gateway\]$/m, `[gateway]\nport = ${port}`) : `[gateway]\nport = ${port}\n${extra}`
+    fs.writeFileSync(path.join(home, "config", "org.toml"), withRuntime(`${engine}\n${body}\n`, boxRuntime))
+  }
   const init = await roster(["init"])
   if (init.code !== 0) throw new Error(`roster init failed: ${init.stderr}`)
   writeOrg(orgExtra)

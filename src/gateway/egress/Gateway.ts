@@ -1,4 +1,5 @@
 import { Context, Effect } from "effect"
+import { type Approvals, makeApprovals } from "../base/approvals.js"
 import type { GatewayEnv } from "../base/env.js"
 import { type IdentityCache, makeIdentityCache } from "../base/identify.js"
 import { type Ledger, makeLedger } from "../base/ledger.js"
@@ -24,6 +25,8 @@ export interface GatewayState {
   readonly identities: IdentityCache
   /** OAuth logins being refreshed now (see freshCredential). */
   readonly oauth: OAuthRefresher
+  /** Requests held for a person's decision (`[gateway] approvals = "ask"`), and what runs were let through. */
+  readonly approvals: Approvals
   /** Runs background work in the gateway's own scope (closed with it), past the request that started it. */
   readonly fork: (work: Effect.Effect<void, never, GatewayContext>) => void
 }
@@ -54,6 +57,7 @@ export const makeGatewayState = (
       ledger: yield* makeLedger,
       oauth: makeOAuthRefresher(),
       identities: makeIdentityCache(),
+      approvals: makeApprovals(),
       fork
     } satisfies GatewayState
   })

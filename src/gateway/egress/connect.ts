@@ -2,7 +2,8 @@ import { Effect } from "effect"
 import type * as http from "node:http"
 import type * as net from "node:net"
 import type { Duplex } from "node:stream"
-import { authorize, dialChecked, namedBy } from "./authorize.js"
+import { authorizeOrAsk } from "./approve.js"
+import { dialChecked, namedBy } from "./authorize.js"
 import { Gateway } from "./Gateway.js"
 import { placed, Refusal } from "../base/refusal.js"
 import type { Caller } from "../base/identify.js"
@@ -71,7 +72,7 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
     trace.run_id = caller.runId
     trace.subject = caller.subject
     if (!target) return yield* refuse(new Refusal(400, "CONNECT wants host:port"), caller)
-    const ok = yield* authorize(caller, target.host, target.port).pipe(Effect.either)
+    const ok = yield* authorizeOrAsk(caller, target.host, target.port, { method: "CONNECT", path: null }).pipe(Effect.either)
     if (ok._tag === "Left") return yield* refuse(ok.left, caller)
     trace.host = ok.right.host
     if (ok.right.decision.via === "grant") {
@@ -86,5 +87,7 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
     ctx.sockets.add(up)
     client.write("HTTP/1.1 200 Connection Established\r\n\r\n")
     const bytes = yield* pipeBoth(client, up, head).pipe(Effect.ensuring(Effect.sync(() => ctx.sockets.delete(up))))
-    yield* auditTrace(trace, { status: 200, bytes_up: bytes.up, bytes_down: bytes.down })
+    yield* auditTrace(trace, {
+      status: 200, bytes_up: bytes.up, bytes_down: bytes.down, ...(ok.right.approvedBy ? { note: `approved by ${ok.right.approvedBy}` } : {})
+    })
   })

@@ -1,7 +1,8 @@
 import { Effect } from "effect"
 import * as http from "node:http"
 import { isValidHost, normalizeHost } from "../../contract/addresses.js"
-import { authorize, dialChecked, namedBy } from "./authorize.js"
+import { authorizeOrAsk } from "./approve.js"
+import { dialChecked, namedBy } from "./authorize.js"
 import { Gateway } from "./Gateway.js"
 import { placed, Refusal } from "../base/refusal.js"
 import { forwardable, responsePairs } from "../base/headers.js"
@@ -72,7 +73,7 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     if (url.protocol !== "http:" || url.username || url.password || !isValidHost(normalizeHost(url.hostname))) {
       return yield* refuse(new Refusal(400, "only plain http:// absolute URIs without userinfo (use CONNECT for https)"), who.caller)
     }
-    const ok = yield* authorize(who.caller, url.hostname, trace.port).pipe(Effect.either)
+    const ok = yield* authorizeOrAsk(who.caller, url.hostname, trace.port, { method: req.method ?? "GET", path: url.pathname }).pipe(Effect.either)
     if (ok._tag === "Left") return yield* refuse(ok.left, who.caller)
     trace.host = ok.right.host
     if (ok.right.decision.via === "grant") {
@@ -92,7 +93,8 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     const counts = yield* relay(req, res, url, headers, dialled.right.socket, body.feed)
     const places = [...before, ...(body.found() ? ["body"] : [])]
     yield* auditTrace(trace, {
-      status: counts.status, bytes_up: counts.up, bytes_down: counts.down, ...(places.length > 0 ? { sentinel_unsubstituted: places } : {})
+      status: counts.status, bytes_up: counts.up, bytes_down: counts.down, ...(places.length > 0 ? { sentinel_unsubstituted: places } : {}),
+      ...(ok.right.approvedBy ? { note: `approved by ${ok.right.approvedBy}` } : {})
     })
     if (places.length > 0) {
       yield* warnRun(who.caller, sentinelWarning(trace.host, places))

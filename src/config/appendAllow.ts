@@ -1,0 +1,22 @@
+import { FileSystem } from "@effect/platform"
+import { Effect } from "effect"
+import { writeAtomic } from "../fs/atomic.js"
+import { layout, Paths } from "./Paths.js"
+
+/** The lines `roster approve --always` adds: one worker, one host:port, and who approved it when. */
+export const allowLines = (worker: string, host: string, port: number, by: string, at: string) => [
+  `# approved by ${by.replace(/[\r\n]/g, " ")} on ${at} (roster approve --always)`,
+  "[[allow]]",
+  `hosts = [${JSON.stringify(host)}]`,
+  `ports = [${port}]`,
+  `scope = [${JSON.stringify(`org/${worker}`)}]`
+]
+
+/** Appends `lines` to org.toml (written whole beside it, then renamed: a reader never sees half of it). */
+export const appendToOrgToml = Effect.fn("config.appendToOrgToml")(function*(lines: ReadonlyArray<string>) {
+  const fs = yield* FileSystem.FileSystem
+  const file = layout(yield* Paths).orgToml
+  const current = yield* fs.readFileString(file).pipe(Effect.orElseSucceed(() => ""))
+  const gap = current === "" || current.endsWith("\n\n") ? "" : current.endsWith("\n") ? "\n" : "\n\n"
+  yield* writeAtomic(file, `${current}${gap}${lines.join("\n")}\n`)
+})

@@ -1,0 +1,97 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { answersOf, askScript, type Held, nextHeld } from "../support/ask.js"
+import { collect, type Deployment, makeDeployment } from "../support/deployment.js"
+import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
+import { latestRunId } from "../support/runs.js"
+
+describe("approvals: a box's refused request held while a person decides, through the real gateway and CLI", () => {
+  let d: Deployment
+  let outside: OutsideHost
+  const writeOrg = (wait: number) => d.writeOrg(`[gateway]\napprovals = "ask"\napproval_wait_s = ${wait}\n`)
+
+  beforeAll(async () => {
+    outside = await makeOutsideHost()
+    d = await makeDeployment("")
+    writeOrg(60)
+  })
+
+  afterAll(async () => {
+    await d?.stop()
+    outside?.close()
+  })
+
+  const script = (name: string, asks: ReadonlyArray<string>) => askScript(d, name, asks.map((a) => a.replace(/^ask /, "")))
+  const pending = async () => JSON.parse((await d.roster(["approvals", "--json"])).stdout) as Array<Held>
+  const answers = answersOf
+
+  it("--once lets that request through while the box waits, deny refuses, --run covers the rest of the run; a metadata address is never held", async () => {
+    const target = `${outside.address}:${outside.port}`
+    const child = d.spawn(["worker", "run", "alice", script("ask.sh", [
+      `ask ${target} first`, `ask ${target} second`, `ask ${target} third`, `ask ${target} fourth`, "ask 169.254.169.254:80 metadata"
+    ])])
+    const done = collect(child)
+    const seen = new Set<string>()
+    const first = await nextHeld(d, seen)
+    expect(first).toMatchObject({ worker: "alice", method: "CONNECT", host: outside.address, port: outside.port, path: null })
+    const listed = await d.roster(["approvals"])
+    expect(listed.stdout).toContain(`${first.id}  alice  CONNECT ${target}`)
+    const once = await d.roster(["approve", first.id])
+    expect(once.code, once.stderr).toBe(0)
+    expect(once.stdout).toContain(`approved CONNECT ${target} for alice (run ${first.run_id}), this request only`)
+    const second = await nextHeld(d, seen)
+    const denied = await d.roster(["deny", second.id])
+    expect(denied.stdout).toContain(`denied CONNECT ${target}`)
+    const third = await nextHeld(d, seen)
+    expect((await d.roster(["approve", third.id, "--run"])).code).toBe(0)
+    const r = await done
+    expect(r.code, r.stderr).toBe(0)
+    // Nothing more was held: the fourth went through on --run, the metadata address was refused at once.
+    expect(await pending()).toEqual([])
+    expect(seen.size).toBe(3)
+    const runDir = d.file("data", "runs", "alice", latestRunId(d.file("data", "runs", "alice")))
+    const said = answers(fs.readFileSync(path.join(runDir, "stdout.jsonl"), "utf8"))
+    expect(said.first).toContain("HTTP/1.1 200 Connection Established")
+    expect(said.first).toContain(outside.greeting)
+    expect(said.second).toContain("HTTP/1.1 403")
+    expect(said.second).toMatch(/denied it/)
+    expect(said.third).toContain(outside.greeting)
+    expect(said.fourth).toContain(outside.greeting)
+    expect(said.metadata).toContain("HTTP/1.1 403")
+    expect(said.metadata).not.toContain("approv")
+    // Every decision is in the audit log with who made it.
+    const auditDir = d.file("state", "audit")
+    const audited = fs.readdirSync(auditDir).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n")).map((l) => JSON.parse(l))
+      .filter((x) => x.run_id === first.run_id)
+    expect(audited.filter((x) => x.status === 200).map((x) => x.note)).toEqual([
+      expect.stringMatching(/^approved by \S+ \(cli\) \(once\)$/), expect.stringMatching(/^approved by \S+ \(cli\) \(run\)$/), "approved by an earlier --run approval"
+    ])
+    expect(audited.find((x) => x.status === 403 && x.host === outside.address)?.note).toMatch(/\(cli\) denied it$/)
+  })
+
+  it("no decision in time is the 403 saying no one approved it; --always writes the worker's [[allow]] with who and when", async () => {
+    writeOrg(2)
+    const timedOut = await d.roster(["worker", "run", "alice", script("late.sh", [`ask ${outside.address}:${outside.port} late`])])
+    expect(timedOut.code, timedOut.stderr).toBe(0)
+    const runs = d.file("data", "runs", "alice")
+    const late = answers(fs.readFileSync(path.join(runs, latestRunId(runs), "stdout.jsonl"), "utf8")).late
+    expect(late).toContain("HTTP/1.1 403")
+    expect(late).toContain("it waited 2 s for an approval and no one approved it")
+
+    writeOrg(60)
+    const child = d.spawn(["worker", "run", "alice", script("always.sh", [`ask ${outside.address}:${outside.port} kept`])])
+    const done = collect(child)
+    const held = await nextHeld(d, new Set())
+    const always = await d.roster(["approve", held.id, "--always"])
+    expect(always.code, always.stderr).toBe(0)
+    expect((await done).code).toBe(0)
+    const toml = fs.readFileSync(d.file("config", "org.toml"), "utf8")
+    expect(toml).toMatch(new RegExp(`# approved by \\S+ \\(cli\\) on \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z \\(roster approve --always\\)\\n\\[\\[allow\\]\\]\\n` +
+      `hosts = \\["${outside.address.replace(/\./g, "\\.")}"\\]\\nports = \\[${outside.port}\\]\\nscope = \\["org/alice"\\]\\n$`))
+    // From now on the policy itself allows it: nothing is held.
+    const again = await d.roster(["policy", "check", "alice", `${outside.address}:${outside.port}`, "--json"])
+    expect(JSON.parse(again.stdout)).toMatchObject({ allowed: true })
+    expect(await pending()).toEqual([])
+  })
+})
