@@ -203,6 +203,8 @@ describe("the daemon with 20 live boxes", () => {
   /** One round: a task per worker, all 20 answers streamed together; what the boxes measured and the daemon's CPU meanwhile. */
   const round = async (mode: BoxResult["mode"], cpuAt: ReadonlyArray<readonly [number, number]>) => {
     const seen = boxResults(home).length
+    // Only this round's boxes: an earlier round (another runtime) left results of the same mode.
+    const since = now()
     onAnswer = streamAllTogether(BOXES)
     const prompt = `!node -e "eval(Buffer.from('${Buffer.from(boxClient(upstreamCa)).toString("base64")}','base64').toString())" ${mode}`
     for (let i = 1; i <= BOXES; i++) sh(bin, ["task", "add", `w${String(i).padStart(2, "0")}`, prompt], env)
@@ -210,7 +212,7 @@ describe("the daemon with 20 live boxes", () => {
     let results: Array<BoxResult> = []
     // Watched through the transcripts (a read each), not the CLI: a CLI start every half second
     // would take a core's worth of CPU from the boxes and the daemon while they stream.
-    while (Date.now() < deadline && (results = boxResults(home).filter((r) => r.mode === mode)).length < BOXES) await new Promise((r) => setTimeout(r, 500))
+    while (Date.now() < deadline && (results = boxResults(home).filter((r) => r.mode === mode && r.started >= since)).length < BOXES) await new Promise((r) => setTimeout(r, 500))
     const failed = results.filter((r) => r.error !== undefined)
     if (results.length !== BOXES || failed.length > 0) {
       throw new Error(`${mode}: ${results.length} of ${BOXES} boxes reported (${failed.map((f) => f.error).join("; ")}); ${seen} before; see ${home}`)

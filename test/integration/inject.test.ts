@@ -32,6 +32,8 @@ const REAL_GIT = "ghp_REALgitTOKEN0123456789"
 const ALICE = "a1".repeat(32)
 const BOB = "b2".repeat(32)
 const CAROL = "c4".repeat(32)
+/** A second run of alice's, with a record of its own: its taints are one test's alone (a run keeps only so many). */
+const ALICE_WS = "a3".repeat(32)
 const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex")
 
 describe("the gateway injects credentials in transit (real TLS upstream in a test network namespace)", () => {
@@ -43,7 +45,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   let auditDir: string
   let org: Org
   let readRun: (worker: string, runId: string) => Promise<RunRecord | undefined>
-  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01"])
+  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d"])
   let rehearsal: { readonly port: number }
   /** Another gateway on the same deployment, as after a daemon restart; closed by the caller. */
   let startAnother: (scope: Scope.Scope) => Promise<number>
@@ -89,6 +91,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     fs.writeFileSync(path.join(identity, `${ALICE}.json`), JSON.stringify({ subject: "org/alice", run_id: "2026-12-01-09-00-00-0000a11c", worker: "alice", task_id: null }))
     fs.writeFileSync(path.join(identity, `${BOB}.json`), JSON.stringify({ subject: "org/bob", run_id: "2026-12-01-09-00-00-00000b0b", worker: "bob", task_id: null }))
     fs.writeFileSync(path.join(identity, `${CAROL}.json`), JSON.stringify({ subject: "org/carol", run_id: "2026-12-01-09-00-00-0000ca01", worker: "carol", task_id: null }))
+    fs.writeFileSync(path.join(identity, `${ALICE_WS}.json`), JSON.stringify({ subject: "org/alice", run_id: "2026-12-01-09-00-00-0000a11d", worker: "alice", task_id: null }))
     auditDir = layout(paths).auditDir
 
     const layer = Layer.mergeAll(
@@ -119,7 +122,8 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     await Effect.runPromise(Effect.flatMap(RunLog, (l) =>
       Effect.all([
         l.start({ runId: "2026-12-01-09-00-00-0000a11c", worker: "alice", kind: "box" }), l.start({ runId: "2026-12-01-09-00-00-00000b0b", worker: "bob", kind: "box" }),
-        l.start({ runId: "2026-12-01-09-00-00-0000ca01", worker: "carol", kind: "box" })
+        l.start({ runId: "2026-12-01-09-00-00-0000ca01", worker: "carol", kind: "box" }),
+        l.start({ runId: "2026-12-01-09-00-00-0000a11d", worker: "alice", kind: "box" })
       ])
     ).pipe(Effect.provide(services)))
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
@@ -250,7 +254,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   })
 
   const audited = () => (fs.existsSync(auditDir) ? fs.readdirSync(auditDir) : [])
-    .flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n")).map((l) => JSON.parse(l))
+    .flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").split("\n")).filter((l) => l.trim() !== "").map((l) => JSON.parse(l))
   /** A WebSocket is audited when the gateway has seen both sides close, a moment after the client has: its record, once written (2 s at most). */
   const auditedFor = async (wsPath: string) => {
     const find = () => audited().reverse().find((x: { path: string }) => x.path === wsPath)
@@ -280,13 +284,18 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   })
 
   it("a WebSocket frame from the box carrying the sentinel is audited loudly and taints the run; an upstream that forces compression is cut", async () => {
-    const s = await wsVia(port, ALICE, "198.51.100.7:8443", "/ws-frames", { headers: { "x-api-key": SENTINEL }, send: [`token=${SENTINEL}`], expect: 3, ca: [rosterCa] })
+    const s = await wsVia(port, ALICE_WS, "198.51.100.7:8443", "/ws-frames", { headers: { "x-api-key": SENTINEL }, send: [`token=${SENTINEL}`], expect: 3, ca: [rosterCa] })
     expect(s.status).toBe(101)
     expect(s.messages[2]).toBe(`token=${SENTINEL}`)
     const record = await auditedFor("/ws-frames")
     expect(record).toMatchObject({ status: 101, injected: true, sentinel_unsubstituted: ["websocket frame"] })
-    const alice = await readRun("alice", "2026-12-01-09-00-00-0000a11c")
-    expect(alice?.tainted).toContainEqual(expect.objectContaining({ reason: "sentinel_upstream", detail: "the placeholder went out in websocket frame" }))
+    // The taint is written as the frame goes out, beside the relay: read once it is in (2 s at most).
+    let run = await readRun("alice", "2026-12-01-09-00-00-0000a11d")
+    for (let i = 0; i < 40 && !run?.tainted; i++) {
+      await new Promise((r) => setTimeout(r, 50))
+      run = await readRun("alice", "2026-12-01-09-00-00-0000a11d")
+    }
+    expect(run?.tainted).toEqual([{ reason: "sentinel_upstream", host: "198.51.100.7", detail: "the placeholder went out in websocket frame", time: expect.any(String) }])
 
     const deflate = await wsVia(port, ALICE, "198.51.100.7:8443", "/ws-deflate", { headers: { "x-api-key": SENTINEL }, expect: 1, ca: [rosterCa] })
     expect(deflate.status).toBe(502)

@@ -25,32 +25,62 @@ const REPLACEMENT = Buffer.from(SENTINEL)
 // A close frame's status code (1008: policy) and reason, as the box hears a cut.
 const closeFrame = (reason: string) => encodeFrame(true, OP.close, Buffer.concat([Buffer.from([0x03, 0xf0]), Buffer.from(reason.slice(0, 120))]))
 
+// How long the end of a message whose last bytes could begin a secret waits for the next one.
+const HOLD_END_MS = 100
+
 /**
- * The upstream's frames, each held whole, scrubbed and framed anew for the box: a data message's
- * payload is one scrub across its fragments (a form split over two frames is still found), a
- * control frame's payload on its own (a close frame's code kept). A frame under an extension
- * (RSV bits: compressed) or over the size limit cannot be scrubbed: the connection is cut.
+ * The upstream's frames, each held whole, scrubbed and framed anew for the box. The data
+ * messages are one scrub stream: a form split over two fragments, or over two messages that come
+ * together, is still found. A message whose last bytes could begin a secret is sent without its
+ * end; the end (a continuation frame) follows with the next message, or after HOLD_END_MS alone.
+ * Control frames are scrubbed on their own (a close frame's code kept). A frame under an
+ * extension (RSV bits: compressed) or over the size limit cannot be scrubbed: the connection is cut.
  */
 const upstreamFrames = (o: WsRelayOptions, send: (frame: Buffer) => void, cut: (why: string) => void) => {
   const reader = new FrameReader()
   let frame: { header: FrameHeader; parts: Array<Buffer> } | undefined
-  let message: ScrubCursor | undefined
+  const cursor = new ScrubCursor(o.secrets, REPLACEMENT)
+  let inMessage = false
+  let heldEnd: NodeJS.Timeout | undefined
   const once = (bytes: Buffer) => {
     const c = new ScrubCursor(o.secrets, REPLACEMENT)
     return Buffer.concat([c.feed(bytes), c.end()])
   }
-  const emit = (header: FrameHeader, payload: Buffer) => {
-    if (isControl(header.opcode)) {
-      const scrubbed = header.opcode === OP.close && payload.length >= 2 ? Buffer.concat([payload.subarray(0, 2), once(payload.subarray(2))]) : once(payload)
-      return send(encodeFrame(true, header.opcode, scrubbed.subarray(0, 125)))
-    }
-    if (header.opcode !== OP.continuation) message = new ScrubCursor(o.secrets, REPLACEMENT)
-    if (!message) return cut("the upstream sent a continuation frame outside a message")
-    const out = header.fin ? Buffer.concat([message.feed(payload), message.end()]) : message.feed(payload)
-    send(encodeFrame(header.fin, header.opcode, out))
-    if (header.fin) message = undefined
+  /** The held end of the last message, alone: what the cursor kept, scrubbed as final. */
+  const flushEnd = () => {
+    if (heldEnd === undefined) return
+    clearTimeout(heldEnd)
+    heldEnd = undefined
+    send(encodeFrame(true, OP.continuation, cursor.end()))
   }
-  return (chunk: Buffer) => {
+  const data = (header: FrameHeader, payload: Buffer) => {
+    const starts = header.opcode !== OP.continuation
+    if (starts === inMessage) return cut("the upstream sent a message frame out of order")
+    let out: Buffer
+    if (starts && heldEnd !== undefined) {
+      // The last message's end and this one's start, scrubbed as one: its kept bytes close it when unchanged.
+      clearTimeout(heldEnd)
+      heldEnd = undefined
+      // The kept bytes close the last message as they scrub alone, unless a secret runs on into this one.
+      const alone = once(cursor.held)
+      const joined = cursor.feed(payload)
+      const own = joined.subarray(0, alone.length).equals(alone)
+      send(encodeFrame(true, OP.continuation, own ? alone : Buffer.alloc(0)))
+      out = own ? joined.subarray(alone.length) : joined
+    } else out = cursor.feed(payload)
+    inMessage = !header.fin
+    if (!header.fin) return send(encodeFrame(false, header.opcode, out))
+    if (cursor.held.length === 0) return send(encodeFrame(true, header.opcode, out))
+    send(encodeFrame(false, header.opcode, out))
+    heldEnd = setTimeout(flushEnd, HOLD_END_MS)
+  }
+  const emit = (header: FrameHeader, payload: Buffer) => {
+    if (!isControl(header.opcode)) return data(header, payload)
+    if (header.opcode === OP.close) flushEnd()
+    const scrubbed = header.opcode === OP.close && payload.length >= 2 ? Buffer.concat([payload.subarray(0, 2), once(payload.subarray(2))]) : once(payload)
+    send(encodeFrame(true, header.opcode, scrubbed.subarray(0, 125)))
+  }
+  const push = (chunk: Buffer) => {
     const readable = reader.push(chunk, (e) => {
       if (e._tag === "Header") {
         if (e.header.rsv !== 0) return cut("the upstream sent a compressed or extended frame, which roster cannot scrub")
@@ -64,6 +94,9 @@ const upstreamFrames = (o: WsRelayOptions, send: (frame: Buffer) => void, cut: (
     })
     if (!readable) cut("the upstream sent a frame roster cannot read")
   }
+  /** The connection is over: a held end has nowhere to go. */
+  const stop = () => clearTimeout(heldEnd)
+  return { push, flushEnd, stop }
 }
 
 /** The box's frames go on as they came; read on the side for a sentinel, across frames. */
@@ -97,6 +130,7 @@ export const relayWebSocket = (box: Duplex, upstream: Duplex, boxHead: Buffer, u
     const finish = () => {
       if (done) return
       done = true
+      fromUpstream.stop()
       box.destroy()
       upstream.destroy()
       resume(Effect.succeed({ up, down, ...(note ? { note } : {}) }))
@@ -109,26 +143,32 @@ export const relayWebSocket = (box: Duplex, upstream: Duplex, boxHead: Buffer, u
       setImmediate(finish)
     }
     const toBox = (frame: Buffer) => {
-      if (note === undefined && !box.write(frame)) upstream.pause()
+      if (note === undefined && box.writable && !box.write(frame)) upstream.pause()
     }
     const fromUpstream = upstreamFrames(o, toBox, cut)
     const watch = boxFrames(o)
     const fromBox = (chunk: Buffer) => {
       up += chunk.length
       watch(chunk)
-      if (note === undefined && !upstream.write(chunk)) box.pause()
+      if (note === undefined && upstream.writable && !upstream.write(chunk)) box.pause()
     }
     box.on("drain", () => upstream.resume())
     upstream.on("drain", () => box.resume())
     upstream.on("data", (chunk: Buffer) => {
       down += chunk.length
-      if (note === undefined) fromUpstream(chunk)
+      if (note === undefined) fromUpstream.push(chunk)
     })
     box.on("data", fromBox)
     for (const side of [box, upstream]) {
       side.once("close", finish)
-      side.once("error", finish)
-      side.once("end", () => (side === box ? upstream : box).end())
+      // Every error, not the first only: a socket may emit another while it is torn down.
+      side.on("error", finish)
+      side.once("end", () => {
+        // A message end still held goes before the box hears the upstream is done.
+        if (side === upstream && note === undefined) fromUpstream.flushEnd()
+        const other = side === box ? upstream : box
+        other.end()
+      })
     }
     if (upHead.length > 0) upstream.unshift(upHead)
     if (boxHead.length > 0) fromBox(boxHead)

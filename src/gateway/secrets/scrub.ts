@@ -73,6 +73,11 @@ export class ScrubCursor {
     return out
   }
 
+  /** What is held back now: a tail that could begin a secret. */
+  get held(): Buffer {
+    return this.carry
+  }
+
   end(): Buffer {
     const held = this.carry
     this.carry = Buffer.alloc(0)
