@@ -57,7 +57,7 @@ describe("WebSocket frames", () => {
       const heard: Array<Buffer> = []
       toBox.on("data", (c: Buffer) => heard.push(c))
       const fiber = yield* Effect.fork(relayWebSocket(box, upstream, Buffer.alloc(0), Buffer.alloc(0), {
-        secrets: ["sk-REAL-0123456789"], maxFrame: 1024, onSentinel: () => {}
+        secrets: ["sk-REAL-0123456789"], maxFrame: 1024, onSentinel: (done) => done()
       }))
       fromUpstream.write(upstreamBytes)
       yield* Effect.sleep("300 millis")
@@ -105,6 +105,27 @@ describe("WebSocket frames", () => {
       // "items" ends in a letter a key begins with: held for the next message, then sent alone when none came.
       expect(got.at(-1)).toBe("items")
       expect(got).toHaveLength(3)
+    }))
+
+  it.live("a box's frame with the sentinel reaches the upstream only once its taint is written, and what follows stays behind it", () =>
+    Effect.gen(function*() {
+      const { incoming: fromBox, side: box } = end()
+      const { outgoing: toUpstream, side: upstream } = end()
+      const got: Array<Buffer> = []
+      toUpstream.on("data", (c: Buffer) => got.push(c))
+      let release = () => {}
+      const fiber = yield* Effect.fork(relayWebSocket(box, upstream, Buffer.alloc(0), Buffer.alloc(0), {
+        secrets: [], maxFrame: 1024, onSentinel: (done) => (release = done)
+      }))
+      fromBox.write(masked(true, OP.text, Buffer.from(`k=${SENTINEL}`)))
+      fromBox.write(masked(true, OP.text, Buffer.from("after")))
+      yield* Effect.sleep("50 millis")
+      expect(got).toEqual([])
+      release()
+      yield* Effect.sleep("50 millis")
+      expect(read(got).map(([, , p]) => p)).toEqual([`k=${SENTINEL}`, "after"])
+      upstream.destroy()
+      yield* fiber.await
     }))
 
   it.live("a compressed frame (RSV1) or one over the size limit is never passed on: the box gets a close frame saying why", () =>

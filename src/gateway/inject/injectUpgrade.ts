@@ -101,9 +101,9 @@ export const injectUpgrade = (target: Target, req: http.IncomingMessage, box: Du
     const relayed = yield* relayWebSocket(box, answer.socket, boxHead, answer.head, {
       secrets: reveals,
       maxFrame: authorized.org.gateway.max_body_mib * 1024 * 1024,
-      onSentinel: () => {
+      onSentinel: (done) => {
         sentFrames.push("websocket frame")
-        Runtime.runFork(runtime)(taintSentinel(sentFrames))
+        Runtime.runCallback(runtime)(taintSentinel(sentFrames), { onExit: done })
       }
     })
     const sentinel = [...places, ...sentFrames]

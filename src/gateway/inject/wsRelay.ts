@@ -10,8 +10,11 @@ export interface WsRelayOptions {
   readonly secrets: ReadonlyArray<string>
   /** The largest upstream frame held whole to be scrubbed. */
   readonly maxFrame: number
-  /** A frame from the box carried a sentinel (said once per connection). */
-  readonly onSentinel: () => void
+  /**
+   * A frame from the box carried a sentinel (said once per connection): the box's bytes wait
+   * until `done`, so the run is tainted before that frame reaches the upstream.
+   */
+  readonly onSentinel: (done: () => void) => void
 }
 
 export interface WsRelayed {
@@ -99,20 +102,19 @@ const upstreamFrames = (o: WsRelayOptions, send: (frame: Buffer) => void, cut: (
   return { push, flushEnd, stop }
 }
 
-/** The box's frames go on as they came; read on the side for a sentinel, across frames. */
-const boxFrames = (o: WsRelayOptions) => {
+/** The box's frames go on as they came; read on the side for a sentinel, across frames. True: this chunk completed one. */
+const boxFrames = () => {
   const reader = new FrameReader()
   const scanner = bodyScanner()
   let said = false
   return (chunk: Buffer) => {
+    let found = false
     reader.push(chunk, (e) => {
       if (e._tag !== "Payload" || said) return
       scanner.feed(e.bytes)
-      if (scanner.found()) {
-        said = true
-        o.onSentinel()
-      }
+      if (scanner.found()) said = found = true
     })
+    return found
   }
 }
 
@@ -146,14 +148,28 @@ export const relayWebSocket = (box: Duplex, upstream: Duplex, boxHead: Buffer, u
       if (note === undefined && box.writable && !box.write(frame)) upstream.pause()
     }
     const fromUpstream = upstreamFrames(o, toBox, cut)
-    const watch = boxFrames(o)
-    const fromBox = (chunk: Buffer) => {
-      up += chunk.length
-      watch(chunk)
+    const watch = boxFrames()
+    const forward = (chunk: Buffer) => {
       if (note === undefined && upstream.writable && !upstream.write(chunk)) box.pause()
     }
+    // The box's bytes from a sentinel's frame on, while its taint is written (in order, after it).
+    let waiting: Array<Buffer> | undefined
+    const fromBox = (chunk: Buffer) => {
+      up += chunk.length
+      if (waiting) return void waiting.push(chunk)
+      if (!watch(chunk)) return forward(chunk)
+      // The sentinel's frame goes on once the taint is written: nothing the box does next can outrun it.
+      waiting = [chunk]
+      box.pause()
+      o.onSentinel(() => {
+        const queued = waiting ?? []
+        waiting = undefined
+        for (const c of queued) forward(c)
+        box.resume()
+      })
+    }
     box.on("drain", () => upstream.resume())
-    upstream.on("drain", () => box.resume())
+    upstream.on("drain", () => waiting === undefined && box.resume())
     upstream.on("data", (chunk: Buffer) => {
       down += chunk.length
       if (note === undefined) fromUpstream.push(chunk)
