@@ -1,3 +1,4 @@
+import { refuseTraced } from "../base/refuseTraced.js"
 import { Effect } from "effect"
 import type * as http from "node:http"
 import type * as net from "node:net"
@@ -5,12 +6,11 @@ import type { Duplex } from "node:stream"
 import { authorizeOrAsk } from "./approve.js"
 import { dialChecked, namedBy } from "./authorize.js"
 import { Gateway } from "./Gateway.js"
-import { placed, Refusal } from "../base/refusal.js"
+import { Refusal } from "../base/refusal.js"
 import type { Caller } from "../base/identify.js"
 import { identify } from "../base/identify.js"
 import { upstreamFor } from "../base/policy.js"
 import { refuseSocket } from "../base/refuse.js"
-import { taintOnRefusal } from "../base/taint.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 
 export interface ConnectContext {
@@ -55,12 +55,7 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
   Effect.gen(function*() {
     const self = yield* Gateway
     // A refusal of egress taints the caller's run (known once the token is read).
-    const refuse = (r: Refusal, caller?: Caller) =>
-      // The taint is written before the box hears the answer: nothing it does next can outrun it.
-      taintOnRefusal(self.taints, caller, placed(r, trace)).pipe(
-        Effect.zipRight(Effect.sync(() => refuseSocket(client, placed(r, trace)))),
-        Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
-      )
+    const refuse = refuseTraced(self.taints, trace, (r) => refuseSocket(client, r))
     const target = parseConnectTarget(req.url ?? "")
     if (target) {
       trace.host = target.host

@@ -1,13 +1,14 @@
+import { refuseTraced } from "../base/refuseTraced.js"
 import { Effect } from "effect"
 import * as http from "node:http"
 import { isValidHost, normalizeHost } from "../../contract/addresses.js"
 import { authorizeOrAsk } from "./approve.js"
 import { dialChecked, namedBy } from "./authorize.js"
 import { Gateway } from "./Gateway.js"
-import { placed, Refusal } from "../base/refusal.js"
+import { Refusal } from "../base/refusal.js"
 import { forwardable, responsePairs } from "../base/headers.js"
-import { type Caller, identify } from "../base/identify.js"
-import { taintOnRefusal, taintRun } from "../base/taint.js"
+import { identify } from "../base/identify.js"
+import { taintRun } from "../base/taint.js"
 import { upstreamFor } from "../base/policy.js"
 import { refuseResponse } from "../base/refuse.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
@@ -60,12 +61,7 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     trace.port = Number(url.port || 80)
     trace.path = url.pathname
     // A refusal of egress taints the caller's run (known once the token is read).
-    const refuse = (r: Refusal, caller?: Caller) =>
-      // The taint is written before the box hears the answer: nothing it does next can outrun it.
-      taintOnRefusal(self.taints, caller, placed(r, trace)).pipe(
-        Effect.zipRight(Effect.sync(() => refuseResponse(res, placed(r, trace)))),
-        Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
-      )
+    const refuse = refuseTraced(self.taints, trace, (r) => refuseResponse(res, r))
     const who = yield* identify(req.headers, req.socket.remoteAddress, self.identities)
     if (!who.ok) return yield* refuse(new Refusal(407, who.reason, { why: who.why }))
     trace.run_id = who.caller.runId

@@ -1,3 +1,4 @@
+import { refuseTraced } from "../base/refuseTraced.js"
 import { Effect, Option, Schema } from "effect"
 import * as http from "node:http"
 import { SENTINEL } from "../../contract/constants.js"
@@ -139,12 +140,8 @@ const decodeModel = Schema.decodeUnknownOption(Schema.Struct({ model: Schema.Str
 export const injectForward = (target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace) =>
   Effect.gen(function*() {
     const self = yield* Gateway
-    const refuse = (r: Refusal) =>
-      // The taint is written before the box hears the answer: nothing it does next can outrun it.
-      taintOnRefusal(self.taints, target.caller, placed(r, trace)).pipe(
-        Effect.zipRight(Effect.sync(() => refuseResponse(res, placed(r, trace)))),
-        Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
-      )
+    const refuseAs = refuseTraced(self.taints, trace, (r) => refuseResponse(res, r))
+    const refuse = (r: Refusal) => refuseAs(r, target.caller)
     const granted = yield* grantedCredential(target).pipe(Effect.either)
     if (granted._tag === "Left") return yield* refuse(granted.left)
     const { authorized, credential, grant, upstream } = granted.right

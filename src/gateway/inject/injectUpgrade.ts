@@ -1,13 +1,14 @@
+import { refuseTraced } from "../base/refuseTraced.js"
 import { Effect, Runtime } from "effect"
 import * as http from "node:http"
 import type { Duplex } from "node:stream"
 import { SENTINEL } from "../../contract/constants.js"
 import { forwardable, responsePairs } from "../base/headers.js"
-import { placed, Refusal } from "../base/refusal.js"
+import { Refusal } from "../base/refusal.js"
 import { refuseSocket } from "../base/refuse.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
-import { taintOnRefusal, taintRun } from "../base/taint.js"
+import { taintRun } from "../base/taint.js"
 import { Gateway } from "../egress/Gateway.js"
 import { injectCredential } from "../secrets/inject.js"
 import { Scrub, scrubText } from "../secrets/scrub.js"
@@ -58,11 +59,8 @@ const relayAnswer = (box: Duplex, res: http.IncomingMessage, secrets: ReadonlyAr
 export const injectUpgrade = (target: Target, req: http.IncomingMessage, box: Duplex, boxHead: Buffer, trace: RequestTrace) =>
   Effect.gen(function*() {
     const self = yield* Gateway
-    const refuse = (r: Refusal) =>
-      taintOnRefusal(self.taints, target.caller, placed(r, trace)).pipe(
-        Effect.zipRight(Effect.sync(() => refuseSocket(box, placed(r, trace)))),
-        Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
-      )
+    const refuseAs = refuseTraced(self.taints, trace, (r) => refuseSocket(box, r))
+    const refuse = (r: Refusal) => refuseAs(r, target.caller)
     if (String(req.headers.upgrade ?? "").toLowerCase() !== "websocket") {
       return yield* refuse(new Refusal(400, "only a WebSocket upgrade is relayed to a granted host", { why: "malformed" }))
     }
