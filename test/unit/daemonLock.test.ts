@@ -53,12 +53,20 @@ describe("the daemon lock (state/daemon.lock)", () => {
     const paths = tempPaths()
     writeFixture({ paths, gateway: null })
     const file = layout(paths).daemonLock
-    // The shell's child exits at once and is never reaped: the exec'd sleep does not wait for children.
-    const parent = spawn("sh", ["-c", "sleep 0 & echo $!; exec sleep 5"], { stdio: ["ignore", "pipe", "ignore"] })
+    // The child is killed only once the shell has become the exec'd sleep, which never waits for
+    // children — so it stays a zombie. Killing it earlier would race the shell reaping it.
+    const parent = spawn("sh", ["-c", "sleep 30 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] })
+    const stat = (pid: number) => { try { return fs.readFileSync(`/proc/${pid}/stat`, "utf8") } catch { return "" } }
+    const until = (test: () => boolean) => Effect.gen(function*() {
+      for (let i = 0; i < 100 && !test(); i++) yield* Effect.sleep("50 millis")
+    })
     return Effect.gen(function*() {
       const zombie = Number(yield* Effect.promise(() => new Promise<string>((r) => parent.stdout?.once("data", (c: Buffer) => r(c.toString())))))
-      const zombied = () => /\) Z /.test(fs.readFileSync(`/proc/${zombie}/stat`, "utf8"))
-      for (let i = 0; i < 100 && !zombied(); i++) yield* Effect.sleep("50 millis")
+      yield* until(() => stat(parent.pid!).includes("(sleep)"))
+      expect(stat(parent.pid!)).toContain("(sleep)")
+      process.kill(zombie, "SIGKILL")
+      const zombied = () => /\) Z /.test(stat(zombie))
+      yield* until(zombied)
       expect(zombied()).toBe(true)
       fs.writeFileSync(file, JSON.stringify({ pid: zombie, start: "", started_at: "2026-01-01T00:00:00.000Z" }))
       expect(yield* lockHolder).toBeUndefined()
