@@ -10,6 +10,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, it } from "vitest"
 import { layout, Paths } from "../src/config/Paths.js"
+import { reportPreflight } from "../test/support/boxClient.js"
 import { freePort } from "../test/support/deployment.js"
 import { makeTestTls } from "../test/support/testCa.js"
 import { directTls, emit, ms, percentile, quick, rawClient, tunnelTls } from "./support.js"
@@ -166,6 +167,8 @@ describe("gateway", () => {
       gateway.once("exit", (code) => reject(new Error(`the gateway exited ${code}`)))
     })
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
+    // The runs' boxes have passed their check (the gateway holds a run's requests until it hears so).
+    for (const token of [TOKEN, REVOKED]) await reportPreflight(gatewayPort, token)
 
     // The peer: Debian's mitmproxy (Python) doing the same job with a small addon (bench/mitmGrant.py).
     const mitmdump = ["/usr/bin/mitmdump", "/usr/local/bin/mitmdump"].find((f) => fs.existsSync(f))

@@ -4,6 +4,7 @@ import { runFiles } from "../contract/runFiles.js"
 import { Docker, type ContainerSpec, type DockerError } from "../docker/Docker.js"
 import { Hurry } from "../run/Hurry.js"
 import type { OpenRecord } from "../run/record.js"
+import { RunLog } from "../run/RunLog.js"
 import { mintIdentity } from "./identity.js"
 import { drainTo, outputCaps } from "./output.js"
 import { PreflightLine, type PreflightResult } from "./preflight.js"
@@ -38,7 +39,7 @@ export interface OpenBox {
   readonly write: (chunk: string) => Effect.Effect<void, DockerError>
   readonly closeStdin: Effect.Effect<void>
   readonly kill: Effect.Effect<void>
-  /** The box's egress self-test, once it reported (undefined if the box never got that far). */
+  /** The box's egress self-test, once it reported (undefined if the box never got that far). Read after the box is gone. */
   readonly preflight: Effect.Effect<PreflightResult | undefined>
 }
 
@@ -103,6 +104,31 @@ export const reposOnClose = (record: Pick<OpenRecord, "worker" | "runId" | "note
   )
 
 /**
+ * The box's preflight as its runner sees it. A failed check's line goes to the record, not to the
+ * run's readers, and stops the box at once: pi runs beside the check, and the gateway may never
+ * have heard it. Otherwise the result is what the gateway decided from the box's report.
+ */
+const watchPreflight = (record: OpenRecord, kill: Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    const runLog = yield* RunLog
+    const printed = yield* Ref.make<PreflightResult | undefined>(undefined)
+    return {
+      line: (line: string) =>
+        Schema.decodeUnknownOption(PreflightLine)(line).pipe(Option.match({
+          onNone: () => Effect.void,
+          onSome: ({ check, detail, ok }) =>
+            Ref.set(printed, { ok, check, detail }).pipe(
+              Effect.zipRight(record.note({ preflight: { ok, check, detail } })),
+              Effect.zipRight(ok ? Effect.void : kill)
+            )
+        })),
+      result: Ref.get(printed).pipe(Effect.flatMap((p) =>
+        p ? Effect.succeed(p) : runLog.read(record.worker, record.runId).pipe(Effect.map((r) => r?.preflight))
+      ))
+    }
+  })
+
+/**
  * One box of one run, as a scoped resource — the one way roster opens a box (one-shot runs,
  * sessions, queued tasks). Acquired in order: the store (whose snapshot is registered first so
  * it runs last, after the box is gone), the lockdown, image and run folders, the identity
@@ -147,16 +173,9 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
   const wait = yield* docker.containerWait(id)
   const files = runFiles(record.runDir)
   const caps = outputCaps(req.org.box)
-  const preflight = yield* Ref.make<PreflightResult | undefined>(undefined)
-  // The self-test's line is the transcript's first; it goes to the record, not to the run's readers.
+  const preflight = yield* watchPreflight(record, docker.containerKill(id).pipe(Effect.ignore))
   const onLine = (line: string) =>
-    line.startsWith(`{"type":"roster_preflight"`)
-      ? Schema.decodeUnknownOption(PreflightLine)(line).pipe(Option.match({
-        onNone: () => Effect.void,
-        onSome: ({ check, detail, ok }) =>
-          Ref.set(preflight, { ok, check, detail }).pipe(Effect.zipRight(record.note({ preflight: { ok, check, detail } })))
-      }))
-      : req.onLine ? req.onLine(line) : Effect.void
+    line.startsWith(`{"type":"roster_preflight"`) ? preflight.line(line) : req.onLine ? req.onLine(line) : Effect.void
   const out = yield* Effect.forkScoped(drainTo(attached.stdout, files.transcript, { onLine, wanted: req.linesWanted, ...caps }))
   // pi's stderr is diagnostics, not conversation: it goes to stderr.log beside the transcript.
   const err = yield* Effect.forkScoped(drainTo(attached.stderr, files.stderr, { onChunk: req.onStderr, ...caps }))
@@ -171,7 +190,7 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
     write: attached.write,
     closeStdin: attached.closeStdin,
     kill: docker.containerKill(id).pipe(Effect.ignore),
-    preflight: Ref.get(preflight)
+    preflight: preflight.result
   } satisfies OpenBox
 })
 

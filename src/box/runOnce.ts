@@ -9,7 +9,7 @@ import { prepareRun } from "./prepareRun.js"
 import type { RunOrigin } from "../contract/origin.js"
 import { startRun } from "./runStart.js"
 import { openBox, type OpenBox } from "./openBox.js"
-import { preflightError } from "./preflight.js"
+import { PREFLIGHT_EXIT, preflightError } from "./preflight.js"
 
 /** A run was asked for with an empty prompt (refused before anything is written). */
 export class BlankPrompt extends Schema.TaggedError<BlankPrompt>()("BlankPrompt", {}) {
@@ -97,6 +97,17 @@ export const awaitBox = (box: OpenBox, ceiling: Duration.Duration, stop: Effect.
   ))
 
 /**
+ * Why a run whose box exited failed anyway: its preflight (the box was killed — by its runner or
+ * the gateway — and the run's exit code says why), or a model call pi gave up on (it exits 0).
+ */
+const runError = (box: OpenBox, end: { readonly endedBy: BoxEnd; readonly exitCode: number | null }, modelError: string | undefined | null) =>
+  Effect.map(box.preflight, (preflight) => {
+    const failedPreflight = preflightError(preflight, box.spec.HostConfig.NetworkMode)
+    const error = failedPreflight ?? (end.endedBy === "exit" && modelError ? `the model call failed: ${modelError}` : null)
+    return { error, exitCode: failedPreflight && end.endedBy === "exit" ? PREFLIGHT_EXIT : end.exitCode }
+  })
+
+/**
  * One pi session in a locked-down box (seed run_once / dispatch): prepared before anything is
  * written (prepareRun), then the run record and the box as scoped resources, the exit raced against the
  * ceiling. However it ends, the scope kills the box, revokes its token, snapshots the store
@@ -151,15 +162,14 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
     yield* box.drained.pipe(Effect.timeout("10 seconds"), Effect.ignore)
     const said = yield* Ref.get(summary)
     const messages = yield* messagesOf(record.runDir)
-    const failedPreflight = preflightError(yield* box.preflight, box.spec.HostConfig.NetworkMode)
-    const modelError = end.endedBy === "exit" && said.errorMessage ? `the model call failed: ${said.errorMessage}` : null
-    const error = failedPreflight ?? modelError
+    const { error, exitCode } = yield* runError(box, end, said.errorMessage)
     yield* record.settle({
       ...end,
+      exitCode,
       ...(error ? { error } : {}),
       extra: { final_text: said.finalText, stop_reason: said.stopReason, messages }
     })
-    return { runId, runDir: record.runDir, ...end, error, finalText: said.finalText, messages, ceilingMin } satisfies RunOutcome
+    return { runId, runDir: record.runDir, ...end, exitCode, error, finalText: said.finalText, messages, ceilingMin } satisfies RunOutcome
   }).pipe(Effect.scoped)
   // The gateway may have stopped the run (a spend budget): its record, finished now, says so.
   const stopped = (yield* (yield* RunLog).read(req.worker, runId))?.stopped

@@ -7,6 +7,7 @@ import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths } from "../config/Paths.js"
 import { LLM_PROVIDERS } from "../contract/constants.js"
 import { deploymentId } from "../contract/deployment.js"
+import { PREFLIGHT_PATH } from "../contract/preflight.js"
 import { credentialFor } from "../vault/credentialFor.js"
 import { VERSION } from "../contract/version.js"
 import { handleAction } from "./actions/actions.js"
@@ -92,7 +93,7 @@ const makeGateway = Effect.fn("gateway.serve")(function*(options: GatewayOptions
       ))
       return
     }
-    if (target.startsWith("/") && !target.startsWith("/v1/actions/")) {
+    if (target.startsWith("/") && !target.startsWith("/v1/actions/") && target !== PREFLIGHT_PATH) {
       res.writeHead(404, { "content-type": "text/plain" }).end("roster gateway: not found\n")
       return
     }

@@ -2,6 +2,7 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { ChannelName, RunId, TaskId, WorkerName } from "../config/names.js"
 import { captureHostFiles, type HostFiles, Paths, layout } from "../config/Paths.js"
 import { KnowledgePush, KnowledgeResult } from "../contract/knowledge.js"
+import { PreflightResult } from "../contract/preflight.js"
 import { runFiles } from "../contract/runFiles.js"
 import { Taint, Untaint } from "../contract/taint.js"
 import { appendEvent, foldEvents, readEvents, type RunEvent, RunStopped, RunUsage } from "./events.js"
@@ -28,8 +29,8 @@ export const RunRecord = Schema.Struct({
   container: Schema.optional(Schema.String),
   /** The process the box must not outlive (the daemon's reaper checks it). */
   owner: Schema.optional(Schema.Struct({ pid: Schema.Number, start: Schema.String })),
-  /** The box's egress self-test before pi started: the gateway answers as this deployment, and there is no way out around it. */
-  preflight: Schema.optional(Schema.Struct({ ok: Schema.Boolean, check: Schema.String, detail: Schema.String })),
+  /** The box's egress self-test, run beside pi: the gateway answers as this deployment, and there is no way out around it. */
+  preflight: Schema.optional(PreflightResult),
   /** Finished by a daemon that found the box after its owner was gone. */
   adopted: Schema.optional(Schema.Boolean),
   image: Schema.optional(Schema.String),

@@ -1,6 +1,7 @@
 import { FileSystem } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { KnowledgePush } from "../contract/knowledge.js"
+import { PreflightResult } from "../contract/preflight.js"
 import { Taint, Untaint } from "../contract/taint.js"
 
 /**
@@ -19,7 +20,9 @@ export const RunEvent = Schema.Union(
     cache_read: Schema.Number, cache_write: Schema.Number, usd: Schema.Number
   }),
   /** The gateway stopped the run (a budget): its end is recorded as this, whatever the box's exit. */
-  Schema.Struct({ kind: Schema.Literal("stop"), by: Schema.Literal("budget"), detail: Schema.String })
+  Schema.Struct({ kind: Schema.Literal("stop"), by: Schema.Literal("budget"), detail: Schema.String }),
+  /** The box's preflight as the gateway decided it (the box's report, or none in time). */
+  Schema.Struct({ kind: Schema.Literal("preflight"), result: PreflightResult })
 )
 export type RunEvent = typeof RunEvent.Type
 
@@ -56,6 +59,7 @@ export const RunStopped = Schema.Struct({ by: Schema.Literal("budget"), detail: 
 export interface EventFields {
   readonly usage?: RunUsage
   readonly stopped?: typeof RunStopped.Type
+  readonly preflight?: PreflightResult
   readonly tainted?: ReadonlyArray<Taint>
   readonly untainted?: Untaint
   readonly warnings?: ReadonlyArray<string>
@@ -70,6 +74,7 @@ export const foldEvents = (events: ReadonlyArray<RunEvent>): EventFields => {
   let untainted: Untaint | undefined
   let usage: RunUsage | undefined
   let stopped: typeof RunStopped.Type | undefined
+  let preflight: PreflightResult | undefined
   for (const e of events) {
     if (e.kind === "taint") tainted.push(e.taint)
     else if (e.kind === "untaint") untainted = e.untaint
@@ -84,6 +89,7 @@ export const foldEvents = (events: ReadonlyArray<RunEvent>): EventFields => {
         models: u.models.includes(e.model) ? u.models : [...u.models, e.model]
       }
     } else if (e.kind === "stop") stopped ??= { by: e.by, detail: e.detail }
+    else if (e.kind === "preflight") preflight ??= e.result
     else pushes.push(e.push)
   }
   return {
@@ -92,6 +98,7 @@ export const foldEvents = (events: ReadonlyArray<RunEvent>): EventFields => {
     ...(warnings.length > 0 ? { warnings } : {}),
     ...(pushes.length > 0 ? { knowledge_pushes: pushes } : {}),
     ...(usage ? { usage } : {}),
-    ...(stopped ? { stopped } : {})
+    ...(stopped ? { stopped } : {}),
+    ...(preflight ? { preflight } : {})
   }
 }

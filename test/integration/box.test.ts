@@ -47,12 +47,25 @@ const waitForBox = async () => {
   return running
 }
 
+/** The run's events.jsonl: what the gateway learnt of it (its preflight among them). */
+const readEvents = (dir: string): Array<unknown> => {
+  const file = path.join(dir, "events.jsonl")
+  return fs.existsSync(file) ? fs.readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)) : []
+}
+
 const identityFiles = (d: Deployment) => {
   const dir = d.file("state", "identity")
   return fs.existsSync(dir) ? fs.readdirSync(dir) : []
 }
 
 // CONNECT through the gateway from inside the box, with the run's own token from HTTP_PROXY.
+// A box action from inside the box (busybox nc, the request through a fifo held open until the
+// answer is in), with the run token: prints the answer's status line.
+const ACT = `act() { tok=\${HTTP_PROXY#*://}; tok=\${tok%%:*}; rm -f /tmp/.q /tmp/.a; mkfifo /tmp/.q; ` +
+  `nc -w 10 host.docker.internal \${ROSTER_GATEWAY##*:} </tmp/.q >/tmp/.a & p=$!; ` +
+  `{ printf 'POST /v1/actions/%s HTTP/1.0\\r\\nAuthorization: Bearer %s\\r\\nContent-Length: %s\\r\\n\\r\\n%s' "$1" "$tok" "\${#2}" "$2"; ` +
+  `while kill -0 $p 2>/dev/null; do usleep 10000; done; } >/tmp/.q; head -n 1 /tmp/.a | tr -d '\\r'; }; `
+
 const CONNECT = `T=\${HTTP_PROXY#http://}; T=\${T%%:*}; P=\${HTTP_PROXY##*:}
 A=$(printf '%s:x' "$T" | base64 | tr -d '\\n')
 connect() { (printf 'CONNECT %s HTTP/1.1\\r\\nProxy-Authorization: Basic %s\\r\\n\\r\\n' "$1" "$A"; sleep 1) | nc -w 3 host.docker.internal "$P"; }
@@ -79,15 +92,18 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
   })
 
   it("runs a box that prints JSON lines and exits 0", async () => {
-    const r = await d.roster(["worker", "run", "alice", `!echo '{"type":"one"}'; echo '{"type":"two"}'`])
+    const r = await d.roster(["worker", "run", "alice", `!echo '{"type":"one"}'; echo '{"type":"two"}'; ${ACT}act message_user '{"text":"after the check"}'`])
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toMatch(/^box \S+ ended by exit \(exit code 0\)$/m)
     expect(r.stdout).toMatch(/^outputs: \//m)
     const run = lastRun(d)
-    expect(run.stdout).toContain(`{"type":"one"}\n{"type":"two"}\n`)
+    expect(run.stdout).toContain(`{"type":"one"}\n{"type":"two"}\nHTTP/1.1 200 OK\n`)
+    expect(r.stdout).toContain("message from alice: after the check")
     expect(run.record).toMatchObject({ worker: "alice", kind: "box", ended_by: "exit", exit_code: 0, error: null, runtime })
-    // Before pi, the box checked from inside that its gateway answers as this deployment and that it has no way out.
-    expect(run.record.preflight).toEqual({ ok: true, check: "all", detail: "gateway answers, no way out to 192.0.2.1:443" })
+    // Beside pi, the box checked from inside that its gateway answers as this deployment and that it has no way out;
+    // the gateway held the box's action until the check reported, and recorded it.
+    expect(readEvents(run.dir)).toContainEqual({ kind: "preflight", result: { ok: true, check: "all", detail: "gateway answers, no way out to 192.0.2.1:443" } })
+    expect(run.stdout).not.toContain("roster_preflight")
     expect(identityFiles(d)).toEqual([])
     expect(await boxes()).toEqual([])
   })
@@ -112,14 +128,14 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     execFileSync("iptables", ["-I", ...rule])
     try {
       const started = Date.now()
-      const r = await d.roster(["worker", "run", "alice", "!echo pi-never-ran"])
+      // pi starts beside the check; the failed check stops it (here long before its sleep ends).
+      const r = await d.roster(["worker", "run", "alice", "!echo pi-started; sleep 60"])
       expect(r.code).toBe(97)
       expect(r.stderr).toMatch(/the box's preflight failed: the gateway at host\.docker\.internal:\d+ does not answer/)
       expect(r.stderr).toContain("roster doctor --fix")
       expect(Date.now() - started).toBeLessThan(15_000)
       const run = lastRun(d)
-      expect(run.record.preflight).toMatchObject({ ok: false, check: "gateway" })
-      expect(run.stdout).not.toContain("pi-never-ran")
+      expect(run.record).toMatchObject({ preflight: { ok: false, check: "gateway" }, exit_code: 97, ended_by: "exit" })
     } finally {
       execFileSync("iptables", ["-D", ...rule])
     }
@@ -130,16 +146,24 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     try {
       // The host reaches the outside host; the box must not.
       d.writeOrg(`[box]\npreflight_probe = "${outside.address}:${outside.port}"\n${allow}`)
-      const locked = await d.roster(["worker", "run", "alice", "!echo ran"])
+      const locked = await d.roster(["worker", "run", "alice", `!${ACT}act message_user '{"text":"ran"}'`])
       expect(locked.code, locked.stderr).toBe(0)
-      expect(lastRun(d).record.preflight).toMatchObject({ ok: true })
-      // A probe the box can reach (the gateway itself stands in for a way out): the run fails at once, pi never starts.
+      expect(locked.stdout).toContain("message from alice: ran")
+      expect(readEvents(lastRun(d).dir)).toContainEqual({ kind: "preflight", result: expect.objectContaining({ ok: true }) })
+      // A probe the box can reach (the gateway itself stands in for a way out): the run fails at once. pi,
+      // started beside the check, sent an action at once: it was held, then refused — nothing left the box.
       d.writeOrg(`[box]\npreflight_probe = "host.docker.internal:${d.port}"\n${allow}`)
-      const open = await d.roster(["worker", "run", "alice", "!echo pi-never-ran"])
+      const started = Date.now()
+      const open = await d.roster(["worker", "run", "alice", `!${ACT}act message_user '{"text":"must not arrive"}'; sleep 60`])
       expect(open.code).toBe(97)
+      expect(Date.now() - started).toBeLessThan(15_000)
       expect(open.stderr).toMatch(/preflight failed: a direct connection to host\.docker\.internal:\d+ opened: the box has a way out around the gateway/)
       expect(open.stderr).toContain("docker network rm roster-locked-")
-      expect(lastRun(d).stdout).not.toContain("pi-never-ran")
+      const run = lastRun(d)
+      expect(run.stdout).toContain("HTTP/1.1 403 Forbidden")
+      expect(open.stdout).not.toContain("must not arrive")
+      expect(fs.existsSync(path.join(run.dir, "messages.jsonl"))).toBe(false)
+      expect(readEvents(run.dir)).toContainEqual({ kind: "preflight", result: expect.objectContaining({ ok: false, check: "egress" }) })
     } finally {
       d.writeOrg(allow)
     }
@@ -267,7 +291,8 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     const records = fs.readdirSync(auditDir).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n"))
       .map((l) => JSON.parse(l))
     const runId = lastRun(d).record.run_id
-    const mine = records.filter((x) => x.run_id === runId)
+    // (The box's preflight report is one of its requests too: not an egress one.)
+    const mine = records.filter((x) => x.run_id === runId && x.host !== "roster-gateway")
     expect(mine.map((x) => x.status).sort()).toEqual([200, 403, 403])
     expect(mine.every((x) => x.subject === "org/alice")).toBe(true)
   })
@@ -287,7 +312,7 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
       expect(warnings[0]).toContain("header:x-other, query")
       expect(lastRun(d).record.warnings).toHaveLength(1)
       const audited = fs.readdirSync(d.file("state", "audit")).flatMap((f) => fs.readFileSync(path.join(d.file("state", "audit"), f), "utf8").trim().split("\n"))
-        .map((l) => JSON.parse(l)).filter((x) => x.run_id === runId)
+        .map((l) => JSON.parse(l)).filter((x) => x.run_id === runId && x.host !== "roster-gateway")
       expect(audited.map((x) => x.sentinel_unsubstituted)).toEqual([["header:x-other", "query"], ["header:x-other", "query"]])
       expect((await d.roster(["runs", "show", runId])).stdout).toContain("warning:   a request to")
     } finally {

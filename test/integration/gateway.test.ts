@@ -5,7 +5,7 @@ import { RunLog } from "../../src/run/RunLog.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Ref } from "effect"
+import { Effect, Fiber, Layer, Ref } from "effect"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import * as net from "node:net"
@@ -17,6 +17,7 @@ import { Files } from "../../src/fs/Files.js"
 import { Audit } from "../../src/gateway/base/Audit.js"
 import { Dialer } from "../../src/gateway/base/Dialer.js"
 import { LiveRuns } from "../../src/gateway/base/LiveRuns.js"
+import { reportPreflight } from "../support/boxClient.js"
 import { serveGateway } from "../../src/gateway/server.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { makeOutsideHost } from "../support/netns.js"
@@ -67,12 +68,16 @@ const get = (port: number, target: string, headers: Record<string, string> = {})
 // The services are built in the caller's scope, so they live as long as the gateway that uses
 // them (Effect.provide(layer) would close them — the audit log's open file among them — the
 // moment serveGateway returned, and a later request's file would be left to the GC).
-const serve = (paths: ReturnType<typeof deployment>, dialer: Layer.Layer<Dialer>, live = (id: string) => id === LIVE_RUN) =>
+const serve = (paths: ReturnType<typeof deployment>, dialer: Layer.Layer<Dialer>, live: (id: string) => boolean = (id) => id === LIVE_RUN) =>
   Layer.build(
     Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer, RunLog.layer, TaskStore.layer, MemoryStore.layer).pipe(
       Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest()))
     )
-  ).pipe(Effect.flatMap((services) => serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(services))))
+  ).pipe(
+    Effect.flatMap((services) => serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(services))),
+    // The box's check has passed (the gateway holds a run's requests until it hears so).
+    Effect.tap(({ port }) => Effect.promise(() => reportPreflight(port, TOKEN)))
+  )
 
 /** One raw request on a fresh connection: the answer's status line, and whether the gateway closed it. */
 const raw = (port: number, request: string) =>
@@ -187,6 +192,84 @@ describe("the gateway (real listener)", () => {
       expect(yield* connect(port, "198.51.100.7:9099")).toContain("403")
       expect(yield* Ref.get(dialled)).toEqual([])
     }).pipe(Effect.scoped)
+  })
+
+  describe("a run's requests wait for its box's preflight (pi starts beside the check)", () => {
+    const HELD = "ef".repeat(32)
+    const HELD_RUN = "2026-01-01-00-00-00-0000f11e"
+    const heldDeployment = () => {
+      const paths = deployment(`[[allow]]\nhosts = ["198.51.100.7"]\nscope = ["org/alice"]\nports = [9099]\n`)
+      fs.writeFileSync(path.join(layout(paths).identityDir, `${HELD}.json`), JSON.stringify({ subject: "org/alice", run_id: HELD_RUN, worker: "alice", task_id: null }))
+      return paths
+    }
+    const live = (id: string): boolean => id === LIVE_RUN || id === HELD_RUN
+    const action = (port: number, token: string) =>
+      Effect.promise(() => new Promise<number>((resolve, reject) => {
+        const body = JSON.stringify({ text: "hello" })
+        const req = http.request({ host: "127.0.0.1", port, method: "POST", path: "/v1/actions/message_user", headers: { authorization: `Bearer ${token}`, "content-length": Buffer.byteLength(body) } }, (res) => {
+          res.resume()
+          res.once("end", () => resolve(res.statusCode ?? 0))
+        })
+        req.once("error", reject)
+        req.end(body)
+      }))
+
+    it.live("held until the check passes: nothing is dialled before, the request goes on after", () => {
+      const paths = heldDeployment()
+      return Effect.gen(function*() {
+        const dialled = yield* Ref.make<ReadonlyArray<string>>([])
+        const { port } = yield* serve(paths, Dialer.layerRecording({}, dialled), live)
+        const tunnel = yield* Effect.fork(connect(port, "198.51.100.7:9099", { "Proxy-Authorization": auth(HELD) }))
+        const forward = yield* Effect.fork(get(port, "http://198.51.100.7:9099/", { "Proxy-Authorization": auth(HELD) }))
+        yield* Effect.sleep("400 millis")
+        expect(yield* Ref.get(dialled)).toEqual([])
+        expect(yield* Effect.promise(() => reportPreflight(port, HELD))).toBe(200)
+        // The recording dialer refuses to connect (502), but only once the check has passed does the gateway dial.
+        expect(yield* Fiber.join(tunnel)).toContain("502")
+        expect((yield* Fiber.join(forward)).status).toBe(502)
+        expect(yield* Ref.get(dialled)).toEqual(["198.51.100.7:9099", "198.51.100.7:9099"])
+        // The first report decides; a second (the agent's, say) changes nothing.
+        expect(yield* Effect.promise(() => reportPreflight(port, HELD, { ok: false, check: "egress", detail: "late" }))).toBe(409)
+      }).pipe(Effect.scoped)
+    })
+
+    it.live("a failed check refuses every request of the run, its box actions too; other runs go on", () => {
+      const paths = heldDeployment()
+      return Effect.gen(function*() {
+        const dialled = yield* Ref.make<ReadonlyArray<string>>([])
+        const { port } = yield* serve(paths, Dialer.layerRecording({}, dialled), live)
+        const held = yield* Effect.fork(connect(port, "198.51.100.7:9099", { "Proxy-Authorization": auth(HELD) }))
+        yield* Effect.sleep("200 millis")
+        expect(yield* Effect.promise(() => reportPreflight(port, HELD, { ok: false, check: "egress", detail: "a direct connection opened" }))).toBe(200)
+        const refused = yield* Fiber.join(held)
+        expect(refused).toContain("403")
+        expect(refused).toContain(`"why":"preflight"`)
+        expect(refused).toContain("failed its preflight (a direct connection opened)")
+        expect(yield* connect(port, "198.51.100.7:9099", { "Proxy-Authorization": auth(HELD) })).toContain("403")
+        expect(yield* action(port, HELD)).toBe(403)
+        expect(yield* Ref.get(dialled)).toEqual([])
+        // TOKEN's run passed its check (serve reported it): it is not held, and not refused.
+        expect(yield* connect(port, "198.51.100.7:9099", { "Proxy-Authorization": auth(TOKEN) })).toContain("502")
+        expect(yield* action(port, TOKEN)).not.toBe(403)
+      }).pipe(Effect.scoped)
+    })
+
+    it.live("no report within 5 s fails the run's preflight: its held request is refused then, not before", () => {
+      const paths = heldDeployment()
+      return Effect.gen(function*() {
+        const dialled = yield* Ref.make<ReadonlyArray<string>>([])
+        const { port } = yield* serve(paths, Dialer.layerRecording({}, dialled), live)
+        const started = Date.now()
+        const answer = yield* get(port, "http://198.51.100.7:9099/", { "Proxy-Authorization": auth(HELD) })
+        const waited = Date.now() - started
+        expect(answer.status).toBe(403)
+        expect(answer.body).toContain("reported no preflight result within 5 s")
+        expect(waited).toBeGreaterThanOrEqual(4_900)
+        expect(yield* Ref.get(dialled)).toEqual([])
+        // Decided: a report now is too late.
+        expect(yield* Effect.promise(() => reportPreflight(port, HELD))).toBe(409)
+      }).pipe(Effect.scoped)
+    })
   })
 
   it.live("never proxies to itself, even when a rule names loopback", () => {

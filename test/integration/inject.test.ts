@@ -23,7 +23,7 @@ import { serveRehearsal } from "../../src/rehearsal/server.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { makeTestTls } from "../support/testCa.js"
-import { connectVia, forwardVia, type Reply, viaGateway, wsVia } from "../support/boxClient.js"
+import { connectVia, forwardVia, type Reply, reportPreflight, viaGateway, wsVia } from "../support/boxClient.js"
 import type { Org } from "../../src/config/schema.js"
 import { checkPolicy } from "../../src/gateway/base/policyCheck.js"
 
@@ -126,6 +126,8 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
         l.start({ runId: "2026-12-01-09-00-00-0000a11d", worker: "alice", kind: "box" })
       ])
     ).pipe(Effect.provide(services)))
+    // Each run's box has passed its check (recorded: a second gateway finds it in the record).
+    for (const token of [ALICE, BOB, CAROL, ALICE_WS]) expect(await reportPreflight(port, token)).toBe(200)
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
   })
 

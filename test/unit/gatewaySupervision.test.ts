@@ -19,7 +19,7 @@ import { Dialer } from "../../src/gateway/base/Dialer.js"
 import { LiveRuns } from "../../src/gateway/base/LiveRuns.js"
 import { serveGateway } from "../../src/gateway/server.js"
 import { Vault } from "../../src/vault/Vault.js"
-import { viaGateway } from "../support/boxClient.js"
+import { reportPreflight, viaGateway } from "../support/boxClient.js"
 
 const ALICE = "a1".repeat(32)
 
@@ -60,6 +60,7 @@ describe("a supervised gateway (real listener on loopback)", () => {
       )
       yield* Effect.gen(function*() {
         const { port } = yield* serveGateway({ addrs: ["127.0.0.1"], port: 0 })
+        yield* Effect.promise(() => reportPreflight(port, ALICE))
         const ca = [fs.readFileSync(layout(paths).caCert, "utf8")]
         const first = yield* Effect.promise(() => viaGateway(port, ALICE, "api.example.com:443", { path: "/v1/messages?beta=true", headers: { "x-api-key": SENTINEL } }, ca))
         expect(first.status).toBe(500)

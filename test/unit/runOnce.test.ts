@@ -37,9 +37,9 @@ describe("roster worker run (Docker test layer)", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.effect("a failed preflight ends the run with its reason and fix, recorded in run.json", () => {
+  it.effect("a failed preflight ends the run with its reason and fix, recorded in run.json; its killed box exits 97", () => {
     const line = `{"type":"roster_preflight","ok":false,"check":"gateway","detail":"the gateway at host.docker.internal:7300 does not answer"}\n`
-    const { layer } = setup({ docker: { script: () => ({ stdout: [line], exitCode: 97 }) } })
+    const { layer } = setup({ docker: { script: () => ({ stdout: [line], exitCode: 137 }) } })
     return Effect.gen(function*() {
       const outcome = yield* runOnce({ worker: "alice", prompt: "hello" })
       expect(outcome.exitCode).toBe(97)

@@ -3,6 +3,9 @@ import type * as http from "node:http"
 import type { ActionAnswer, BoxCaller } from "./actionTypes.js"
 import type { GatewayEnv } from "../base/env.js"
 import { lookupToken } from "../base/identify.js"
+import { PREFLIGHT_PATH } from "../../contract/preflight.js"
+import { awaitPreflight } from "../egress/preflightGate.js"
+import { preflightReport } from "./preflightReport.js"
 import { chatSend } from "./chat/sendAction.js"
 import { knowledgePushAction } from "./knowledgePush.js"
 import { forgetAction, rememberAction } from "./memoryActions.js"
@@ -56,11 +59,24 @@ export const handleAction = (req: http.IncomingMessage, res: http.ServerResponse
     const caller = who.caller as BoxCaller
     trace.run_id = caller.runId
     trace.subject = caller.subject
-    const action = req.method === "POST" && Object.hasOwn(ACTIONS, trace.path) ? ACTIONS[trace.path] : undefined
-    const done: ActionAnswer = action === undefined
-      ? { status: 404, body: { ok: false, error: "no such action" } }
-      : yield* Effect.flatMap(readBody(req), (body) =>
-        body === undefined ? Effect.succeed({ status: 413, body: { ok: false, error: `the body is larger than ${MAX_BODY} bytes` } }) : action(caller, body))
+    const done = yield* (trace.path === PREFLIGHT_PATH ? withBody(req, "POST", (body) => preflightReport(caller, body)) : heldAction(req, trace.path, caller))
     yield* answer(res, done.status, done.body)
     yield* auditTrace(trace, { status: done.status })
+  })
+
+/** The request's body handed to `then`, when it is a POST of at most MAX_BODY bytes. */
+const withBody = <R>(req: http.IncomingMessage, method: "POST", then: (body: string) => Effect.Effect<ActionAnswer, never, R>) =>
+  req.method !== method
+    ? Effect.succeed<ActionAnswer>({ status: 405, body: { ok: false, error: `${method} only` } })
+    : Effect.flatMap(readBody(req), (body) =>
+      body === undefined ? Effect.succeed<ActionAnswer>({ status: 413, body: { ok: false, error: `the body is larger than ${MAX_BODY} bytes` } }) : then(body))
+
+/** An action, once the run's preflight has passed (a box's actions wait for it like its egress). */
+const heldAction = (req: http.IncomingMessage, path: string, caller: BoxCaller) =>
+  Effect.gen(function*() {
+    const action = req.method === "POST" && Object.hasOwn(ACTIONS, path) ? ACTIONS[path] : undefined
+    if (action === undefined) return { status: 404, body: { ok: false, error: "no such action" } } satisfies ActionAnswer
+    const held = yield* awaitPreflight(caller).pipe(Effect.either)
+    if (held._tag === "Left") return { status: held.left.status, body: { ok: false, error: held.left.reason } } satisfies ActionAnswer
+    return yield* withBody(req, "POST", (body) => action(caller, body))
   })

@@ -17,6 +17,7 @@ export type RefusalWhy =
   | "config_invalid" // org.toml does not decode: nothing is allowed
   | "server_tools" // a model request declares provider-side tools that reach the network
   | "tainted" // the run is tainted: its work stays quarantined
+  | "preflight" // the run's box failed its preflight (or reported none in time): nothing of it leaves
   | "budget" // a spend budget is used up
   | "upstream" // the upstream could not be reached or failed
   | "encoding" // the upstream's answer is in a content-encoding the scrubber cannot undo

@@ -4,6 +4,7 @@ import type { GatewayEnv } from "../base/env.js"
 import { type IdentityCache, makeIdentityCache } from "../base/identify.js"
 import { type Ledger, makeLedger } from "../base/ledger.js"
 import { makeOAuthRefresher, type OAuthRefresher } from "../base/oauthFlights.js"
+import { makePreflights, type Preflights } from "../base/preflights.js"
 import { makeTaintMemo, type TaintMemo } from "../base/taint.js"
 import { makeUpstreamPool, type UpstreamPool } from "../upstream/upstreamPool.js"
 import { makeUpstreamTrust, type UpstreamTrust } from "../upstream/upstreamTrust.js"
@@ -27,6 +28,8 @@ export interface GatewayState {
   readonly oauth: OAuthRefresher
   /** Requests held for a person's decision (`[gateway] approvals = "ask"`), and what runs were let through. */
   readonly approvals: Approvals
+  /** Each run's preflight: its requests wait for it (see preflightGate). */
+  readonly preflights: Preflights
   /** Runs background work in the gateway's own scope (closed with it), past the request that started it. */
   readonly fork: (work: Effect.Effect<void, never, GatewayContext>) => void
 }
@@ -58,6 +61,7 @@ export const makeGatewayState = (
       oauth: makeOAuthRefresher(),
       identities: makeIdentityCache(),
       approvals: makeApprovals(),
+      preflights: makePreflights(),
       fork
     } satisfies GatewayState
   })

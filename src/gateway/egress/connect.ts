@@ -6,6 +6,7 @@ import type { Duplex } from "node:stream"
 import { authorizeOrAsk } from "./approve.js"
 import { dialChecked, namedBy } from "./authorize.js"
 import { Gateway } from "./Gateway.js"
+import { awaitPreflight } from "./preflightGate.js"
 import { Refusal } from "../base/refusal.js"
 import type { Caller } from "../base/identify.js"
 import { identify } from "../base/identify.js"
@@ -67,6 +68,8 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
     trace.run_id = caller.runId
     trace.subject = caller.subject
     if (!target) return yield* refuse(new Refusal(400, "CONNECT wants host:port"), caller)
+    const held = yield* awaitPreflight(caller).pipe(Effect.either)
+    if (held._tag === "Left") return yield* refuse(held.left, caller)
     const ok = yield* authorizeOrAsk(caller, target.host, target.port, { method: "CONNECT", path: null }).pipe(Effect.either)
     if (ok._tag === "Left") return yield* refuse(ok.left, caller)
     trace.host = ok.right.host

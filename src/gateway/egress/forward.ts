@@ -5,6 +5,7 @@ import { isValidHost, normalizeHost } from "../../contract/addresses.js"
 import { authorizeOrAsk } from "./approve.js"
 import { dialChecked, namedBy } from "./authorize.js"
 import { Gateway } from "./Gateway.js"
+import { awaitPreflight } from "./preflightGate.js"
 import { Refusal } from "../base/refusal.js"
 import { forwardable, responsePairs } from "../base/headers.js"
 import { identify } from "../base/identify.js"
@@ -69,6 +70,8 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     if (url.protocol !== "http:" || url.username || url.password || !isValidHost(normalizeHost(url.hostname))) {
       return yield* refuse(new Refusal(400, "only plain http:// absolute URIs without userinfo (use CONNECT for https)"), who.caller)
     }
+    const held = yield* awaitPreflight(who.caller).pipe(Effect.either)
+    if (held._tag === "Left") return yield* refuse(held.left, who.caller)
     const ok = yield* authorizeOrAsk(who.caller, url.hostname, trace.port, { method: req.method ?? "GET", path: url.pathname }).pipe(Effect.either)
     if (ok._tag === "Left") return yield* refuse(ok.left, who.caller)
     trace.host = ok.right.host
