@@ -157,9 +157,9 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       onLine: (line) => Ref.update(summary, (s) => summaryStep(s, readEvent(line))).pipe(Effect.zipRight(req.onLine ? req.onLine(line) : Effect.void)),
       ...(req.onStderr ? { onStderr: req.onStderr } : {})
     })
-    const end = yield* awaitBox(box, ceilingDuration(ceilingMin), req.stop)
+    const end = yield* awaitBox(box, ceilingDuration(ceilingMin), req.stop).pipe(Effect.withSpan("box.await"))
     // The transcript is whole before the result is read or reported.
-    yield* box.drained.pipe(Effect.timeout("10 seconds"), Effect.ignore)
+    yield* box.drained.pipe(Effect.timeout("10 seconds"), Effect.ignore, Effect.withSpan("box.drain"))
     const said = yield* Ref.get(summary)
     const messages = yield* messagesOf(record.runDir)
     const { error, exitCode } = yield* runError(box, end, said.errorMessage)

@@ -23,7 +23,7 @@ import { serveRehearsal } from "../../src/rehearsal/server.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { makeTestTls } from "../support/testCa.js"
-import { connectVia, forwardVia, type Reply, reportPreflight, viaGateway, wsVia } from "../support/boxClient.js"
+import { connectVia, forwardVia, type Reply, reportPreflight, tlsHandshakeVia, viaGateway, wsVia } from "../support/boxClient.js"
 import type { Org } from "../../src/config/schema.js"
 import { checkPolicy } from "../../src/gateway/base/policyCheck.js"
 
@@ -159,6 +159,16 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(e.headers["x-other"]).toBe(SENTINEL)
     expect(JSON.parse(e.body).note).toBe(SENTINEL)
     expect(e.headers["proxy-authorization"]).toBeUndefined()
+  })
+
+  it("a box's new connection resumes its TLS session with the gateway (no full handshake), per host's certificate", async () => {
+    const first = await tlsHandshakeVia(port, ALICE, "198.51.100.7:8443", [rosterCa])
+    expect(first.reused).toBe(false)
+    expect(first.session).toBeInstanceOf(Buffer)
+    const again = await tlsHandshakeVia(port, ALICE, "198.51.100.7:8443", [rosterCa], first.session)
+    expect(again.reused).toBe(true)
+    // Without a ticket it is a full handshake: the resumption is the ticket's, not a cache keyed by the box.
+    expect((await tlsHandshakeVia(port, ALICE, "198.51.100.7:8443", [rosterCa])).reused).toBe(false)
   })
 
   it("a compressed reflecting answer (gzip, br, deflate, stacked) is decoded and scrubbed; an encoding roster cannot undo is a 502", async () => {

@@ -170,3 +170,28 @@ export const reportPreflight = (gatewayPort: number, token: string, result = { o
     req.once("error", reject)
     req.end(body)
   })
+
+/**
+ * A box's TLS handshake through its CONNECT tunnel, offering `session` (a ticket from an earlier
+ * connection, as undici and curl keep them): whether the gateway resumed it, and the ticket
+ * this connection got.
+ */
+export const tlsHandshakeVia = (gatewayPort: number, token: string, target: string, ca: ReadonlyArray<string>, session?: Buffer) =>
+  new Promise<{ readonly reused: boolean; readonly session: Buffer | undefined }>((resolve, reject) => {
+    const connect = http.request({ host: "127.0.0.1", port: gatewayPort, method: "CONNECT", path: target, headers: proxyAuth(token) })
+    connect.once("connect", (res, socket) => {
+      if (res.statusCode !== 200) return reject(new Error(`CONNECT answered ${res.statusCode}`))
+      const host = target.slice(0, target.lastIndexOf(":"))
+      let ticket: Buffer | undefined
+      const secured = tls.connect({ socket, servername: host, ca: [...ca], ...(session ? { session } : {}) })
+      secured.on("session", (s: Buffer) => (ticket = s))
+      secured.once("error", reject)
+      // TLS 1.3 sends its tickets after the handshake: a moment for them to arrive.
+      secured.once("secureConnect", () => setTimeout(() => {
+        resolve({ reused: secured.isSessionReused(), session: ticket })
+        secured.destroy()
+      }, 50))
+    })
+    connect.once("error", reject)
+    connect.end()
+  })
