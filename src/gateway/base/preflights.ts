@@ -1,4 +1,4 @@
-import { Deferred, Effect, FiberId } from "effect"
+import { Deferred, Effect, FiberId, Option } from "effect"
 import { PREFLIGHT_WAIT_MS, type PreflightResult } from "../../contract/preflight.js"
 
 /** One run's preflight: its result once in, and when waiting for it ends. */
@@ -16,7 +16,8 @@ export interface PreflightEntry {
  */
 export const makePreflights = () => {
   const runs = new Map<string, PreflightEntry>()
-  const settled = new WeakSet<PreflightEntry>()
+  // Decided entries' results, read without a wait: every request of a run asks.
+  const settled = new WeakMap<PreflightEntry, PreflightResult>()
   return {
     /** The run's entry, made now when this is the first the gateway hears of it (`fresh`). */
     entry: (runId: string, now: number) =>
@@ -30,9 +31,13 @@ export const makePreflights = () => {
       }),
     /** Decides the run's preflight: true when this decided it (the first result wins). */
     settle: (entry: PreflightEntry, result: PreflightResult) =>
-      Deferred.succeed(entry.result, result).pipe(Effect.tap((first) => first && Effect.sync(() => settled.add(entry)))),
-    /** The result, waited for until the entry's deadline (None: nothing came in time). */
-    result: (entry: PreflightEntry, now: number) => Deferred.await(entry.result).pipe(Effect.timeoutOption(Math.max(0, entry.deadline - now)))
+      Deferred.succeed(entry.result, result).pipe(Effect.tap((first) => first && Effect.sync(() => settled.set(entry, result)))),
+    /** The result, waited for until the entry's deadline (None: nothing came in time); at once when decided. */
+    result: (entry: PreflightEntry, now: number) =>
+      Effect.suspend(() => {
+        const decided = settled.get(entry)
+        return decided ? Effect.succeed(Option.some(decided)) : Deferred.await(entry.result).pipe(Effect.timeoutOption(Math.max(0, entry.deadline - now)))
+      })
   }
 }
 export type Preflights = ReturnType<typeof makePreflights>
