@@ -106,7 +106,9 @@ export const reposOnClose = (record: Pick<OpenRecord, "worker" | "runId" | "note
 /**
  * The box's preflight as its runner sees it. A failed check's line goes to the record, not to the
  * run's readers, and stops the box at once: pi runs beside the check, and the gateway may never
- * have heard it. Otherwise the result is what the gateway decided from the box's report.
+ * have heard it. A passing line is not the box's to say (the check reports a pass to the gateway
+ * only, and the gateway trusts its own record of it): one printed is ignored. Otherwise the
+ * result is what the gateway decided from the box's report.
  */
 const watchPreflight = (record: OpenRecord, kill: Effect.Effect<void>) =>
   Effect.gen(function*() {
@@ -117,9 +119,9 @@ const watchPreflight = (record: OpenRecord, kill: Effect.Effect<void>) =>
         Schema.decodeUnknownOption(PreflightLine)(line).pipe(Option.match({
           onNone: () => Effect.void,
           onSome: ({ check, detail, ok }) =>
-            Ref.set(printed, { ok, check, detail }).pipe(
+            ok ? Effect.void : Ref.set(printed, { ok, check, detail }).pipe(
               Effect.zipRight(record.note({ preflight: { ok, check, detail } })),
-              Effect.zipRight(ok ? Effect.void : kill)
+              Effect.zipRight(kill)
             )
         })),
       result: Ref.get(printed).pipe(Effect.flatMap((p) =>
