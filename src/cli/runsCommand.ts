@@ -3,6 +3,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
+import { preflightText } from "../contract/preflight.js"
 import { runFiles } from "../contract/runFiles.js"
 import type { RunRecord } from "../run/RunLog.js"
 import { type Turns, turnsStep } from "../contract/transcript.js"
@@ -69,6 +70,7 @@ const show = Command.make("show", {
     if (run.error) yield* Console.log(`  error:     ${visible(run.error)}`)
     if (run.ceiling_min !== undefined) yield* Console.log(`  ceiling:   ${run.ceiling_min} min`)
     if (run.runtime) yield* Console.log(`  runtime:   ${run.runtime}${run.runtime === "runsc" ? " (gVisor)" : ""}`)
+    if (run.container) yield* Console.log(`  preflight: ${visible(preflightText(run.preflight))}`)
     if (run.store_snapshot) yield* Console.log(`  snapshot:  ${run.store_snapshot}`)
     if (run.channel) yield* Console.log(`  channel:   ${run.channel}`)
     if (run.usage) {

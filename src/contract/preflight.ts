@@ -26,3 +26,9 @@ export const preflightTimedOut: PreflightResult = {
   check: "timeout",
   detail: `the box reported no preflight result within ${PREFLIGHT_WAIT_MS / 1000} s`
 }
+
+/** A run's preflight in words (`roster runs show`); a failure's detail may be the box's own text. */
+export const preflightText = (p: PreflightResult | undefined) =>
+  p === undefined
+    ? "none (the box ended before its check reported: nothing of it left the box)"
+    : p.ok ? `passed — ${p.detail}` : `FAILED (${p.check}) — ${p.detail}`

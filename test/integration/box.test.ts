@@ -104,6 +104,7 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     // the gateway held the box's action until the check reported, and recorded it.
     expect(readEvents(run.dir)).toContainEqual({ kind: "preflight", result: { ok: true, check: "all", detail: "gateway answers, no way out to 192.0.2.1:443" } })
     expect(run.stdout).not.toContain("roster_preflight")
+    expect((await d.roster(["runs", "show", run.record.run_id])).stdout).toContain("  preflight: passed — gateway answers, no way out to 192.0.2.1:443\n")
     expect(identityFiles(d)).toEqual([])
     expect(await boxes()).toEqual([])
   })
@@ -118,6 +119,8 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     const shown = await d.roster(["runs", "show", lastRun(d).record.run_id])
     expect(shown.stdout).toContain("final text: hi ␛]0;pwned␇")
     expect(shown.stdout).toMatch(new RegExp(`^  runtime:   ${runtime}( \\(gVisor\\))?$`, "m"))
+    // The box ended at once, before its check reported: nothing of it left the box.
+    expect(shown.stdout).toContain("  preflight: none (the box ended before its check reported")
     expect(shown.stdout).not.toContain("\x1b")
   })
 
