@@ -59,15 +59,15 @@ export const handleAction = (req: http.IncomingMessage, res: http.ServerResponse
     const caller = who.caller as BoxCaller
     trace.run_id = caller.runId
     trace.subject = caller.subject
-    const done = yield* (trace.path === PREFLIGHT_PATH ? withBody(req, "POST", (body) => preflightReport(caller, body)) : heldAction(req, trace.path, caller))
+    const done = yield* (trace.path === PREFLIGHT_PATH ? postBody(req, (body) => preflightReport(caller, body)) : heldAction(req, trace.path, caller))
     yield* answer(res, done.status, done.body)
     yield* auditTrace(trace, { status: done.status })
   })
 
 /** The request's body handed to `then`, when it is a POST of at most MAX_BODY bytes. */
-const withBody = <R>(req: http.IncomingMessage, method: "POST", then: (body: string) => Effect.Effect<ActionAnswer, never, R>) =>
-  req.method !== method
-    ? Effect.succeed<ActionAnswer>({ status: 405, body: { ok: false, error: `${method} only` } })
+const postBody = <R>(req: http.IncomingMessage, then: (body: string) => Effect.Effect<ActionAnswer, never, R>) =>
+  req.method !== "POST"
+    ? Effect.succeed<ActionAnswer>({ status: 405, body: { ok: false, error: "POST only" } })
     : Effect.flatMap(readBody(req), (body) =>
       body === undefined ? Effect.succeed<ActionAnswer>({ status: 413, body: { ok: false, error: `the body is larger than ${MAX_BODY} bytes` } }) : then(body))
 
@@ -78,5 +78,5 @@ const heldAction = (req: http.IncomingMessage, path: string, caller: BoxCaller) 
     if (action === undefined) return { status: 404, body: { ok: false, error: "no such action" } } satisfies ActionAnswer
     const held = yield* awaitPreflight(caller).pipe(Effect.either)
     if (held._tag === "Left") return { status: held.left.status, body: { ok: false, error: held.left.reason } } satisfies ActionAnswer
-    return yield* withBody(req, "POST", (body) => action(caller, body))
+    return yield* postBody(req, (body) => action(caller, body))
   })
