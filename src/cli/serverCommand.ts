@@ -41,6 +41,16 @@ const current = Effect.gen(function*() {
   return { pid, state, healthy: health?.ok === true && health.config_root === paths.config }
 })
 
+/**
+ * `current`, once a daemon that is neither answering nor gone has had a few seconds to do one or
+ * the other: one starting up, or one just killed (`kill -9` returns before the process is gone).
+ */
+const settled = current.pipe(
+  Effect.flatMap((c) => (c && !c.healthy ? Effect.fail(c) : Effect.succeed(c))),
+  Effect.retry(Schedule.spaced("200 millis").pipe(Schedule.upTo("5 seconds"))),
+  Effect.catchAll((c) => Effect.succeed(c))
+)
+
 const listening = (s: GatewayState) => s.addrs.map((a) => `${a}:${s.port}`).join(", ")
 
 const start = Command.make("start", {
@@ -50,7 +60,7 @@ const start = Command.make("start", {
     if (foreground) return yield* runDaemon().pipe(Effect.scoped)
     // Validate before detaching, so a bad org.toml is reported here and not only in a log.
     yield* (yield* OrgConfig).snapshot
-    const running = yield* current
+    const running = yield* settled
     if (running?.healthy && running.state) {
       return yield* Console.log(`roster server already running (pid ${running.pid}) on ${listening(running.state)}`)
     }
