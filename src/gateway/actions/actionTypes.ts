@@ -1,4 +1,4 @@
-import type { Caller } from "../base/identify.js"
+import type { RunCaller } from "../base/identify.js"
 
 /** What an action answers: a status and a JSON body. */
 export interface ActionAnswer {
@@ -7,4 +7,4 @@ export interface ActionAnswer {
 }
 
 /** A box's caller: a token that names a run and a worker (host callers have no box actions). */
-export type BoxCaller = Caller & { readonly runId: string; readonly worker: string }
+export type BoxCaller = RunCaller

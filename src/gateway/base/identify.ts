@@ -13,6 +13,9 @@ export interface Caller {
   readonly taskId: string | null
 }
 
+/** A caller whose token names a run and a worker (a box); host callers have neither. */
+export type RunCaller = Caller & { readonly runId: string; readonly worker: string }
+
 export type Identification =
   | { readonly ok: true; readonly caller: Caller }
   | { readonly ok: false; readonly reason: string; readonly why: "no_token" | "run_ended" }

@@ -3,12 +3,10 @@ import { LABEL_RUN_ID } from "../../contract/constants.js"
 import { preflightTimedOut, type PreflightResult } from "../../contract/preflight.js"
 import { Docker } from "../../docker/Docker.js"
 import { RunLog } from "../../run/RunLog.js"
-import type { Caller } from "../base/identify.js"
+import type { Caller, RunCaller } from "../base/identify.js"
 import type { PreflightEntry } from "../base/preflights.js"
 import { Refusal } from "../base/refusal.js"
 import { Gateway } from "./Gateway.js"
-
-export type RunCaller = Caller & { readonly runId: string; readonly worker: string }
 
 /**
  * The run's preflight entry; the first time this gateway hears of the run, its record is asked

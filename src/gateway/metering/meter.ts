@@ -7,7 +7,7 @@ import { Docker } from "../../docker/Docker.js"
 import { RunLog } from "../../run/RunLog.js"
 import { readWorkerSettings } from "../../worker/workers.js"
 import { Gateway, type GatewayContext } from "../egress/Gateway.js"
-import type { Caller } from "../base/identify.js"
+import type { Caller, RunCaller } from "../base/identify.js"
 import type { LedgerEntry, Spent } from "../base/ledger.js"
 import { Refusal } from "../base/refusal.js"
 import { taintRun } from "../base/taint.js"
@@ -100,7 +100,7 @@ export interface Meter {
  * otherwise a meter for its answer, which cuts it at the next event once it crosses a budget
  * (or lets it finish, with `on_cross = "finish"`) and stops the run either way.
  */
-export const startMeter = (caller: Caller & { readonly runId: string; readonly worker: string }, org: Org, model: string) =>
+export const startMeter = (caller: RunCaller, org: Org, model: string) =>
   Effect.gen(function*() {
     const self = yield* Gateway
     const runtime = yield* Effect.runtime<GatewayContext>()
