@@ -52,6 +52,8 @@ const lazyModules = {
  * memory, measured, though only the daemon and doctor ever call them.
  */
 const chatSdks = ["@slack/socket-mode", "@slack/web-api", "@slack/logger", "@discordjs/ws", "@discordjs/rest"]
+/** pg's optional native binding, which roster never asks for: left to pg's own require, never bundled. */
+const neverLoaded = ["pg-native"]
 const outfile = path.join(root, "dist/roster.cjs")
 await build({
   entryPoints: [path.join(root, "src/bin.ts")],
@@ -60,7 +62,7 @@ await build({
   platform: "node",
   format: "cjs",
   target: "node20",
-  external: [...Object.keys(onFirstCall), ...chatSdks],
+  external: [...Object.keys(onFirstCall), ...chatSdks, ...neverLoaded],
   // An import() of one of them becomes a require at the call: the code cache has no loader for import().
   supported: { "dynamic-import": false },
   plugins: [lazyModules],

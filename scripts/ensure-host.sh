@@ -3,7 +3,7 @@
 # iptables and iproute2 (lockdown and the tests' network namespaces), and a static busybox
 # (the scripted engine image), debootstrap (the offline box image build), chromium (the web UI's
 # browser tests), mitmproxy (the gateway bench's peer), runsc (gVisor: the boxes' runtime, registered
-# with the engine). Installs from Debian's packages when root; otherwise says what to run.
+# with the engine), postgresql (the fleet's database: its tests start their own server in a temp folder). Installs from Debian's packages when root; otherwise says what to run.
 set -euo pipefail
 
 missing=()
@@ -19,6 +19,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v mitmdump >/dev/null 2>&1 || missing+=(mitmproxy)
 # Debian's gVisor: boxes run under it ([box] runtime = "auto" takes it when the engine has it registered).
 command -v runsc >/dev/null 2>&1 || missing+=(runsc)
+# Debian's Postgres: a fleet's database ([cluster]); its tests run their own server as the postgres user.
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { NoSuchTask, TaskRecord, TaskRefused, TaskStatus, TaskStoreError } from "../task/TaskRecord.js"
 import { ChatListenerStatus } from "../contract/chatStatus.js"
 import { ApprovalDecision, PendingApproval } from "../contract/approval.js"
+import { FleetStatus } from "../contract/fleet.js"
 
 /** What `roster task add` asks for. */
 export const AddTask = Schema.Struct({
@@ -48,7 +49,9 @@ export const ServerStatus = Schema.Struct({
   reaped: Schema.Number,
   held_reason: Schema.NullOr(Schema.String),
   /** The daemon's `[[chat]]` listeners (absent when it has none). */
-  chat: Schema.optional(Schema.Array(ChatListenerStatus))
+  chat: Schema.optional(Schema.Array(ChatListenerStatus)),
+  /** Under [cluster]: this node and the fleet's nodes (absent on a machine on its own). */
+  fleet: Schema.optional(FleetStatus)
 })
 export type ServerStatus = typeof ServerStatus.Type
 

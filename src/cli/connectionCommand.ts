@@ -2,6 +2,7 @@ import { Args, Command, Options, Prompt } from "@effect/cli"
 import { Config, Console, Effect, Option, Redacted, Schema } from "effect"
 import { LLM_PROVIDERS } from "../contract/constants.js"
 import { defaultKind } from "../gateway/secrets/credentials.js"
+import { DB_CONNECTION } from "../fleet/connect.js"
 import { chatProviderOf } from "../vault/chatTokens.js"
 import { Vault } from "../vault/Vault.js"
 
@@ -87,13 +88,17 @@ const add = Command.make("add", {
     }
     const chosen = Option.getOrElse(kind, () => defaultKind(name))
     yield* (yield* Vault).put(name, { type: "api_key", key: secret, kind: chosen, added_at: new Date().toISOString() })
+    if (name === DB_CONNECTION) {
+      return yield* Console.log(`stored connection "${name}" in the vault: the password the daemon gives the fleet's database ([cluster] database); no box ever sees it.`)
+    }
     yield* Console.log(`stored connection "${name}" (${chosen}) in the vault; boxes only ever see a sentinel.`)
     yield* Console.log(`the gateway injects it for a [[grant]] with credential = "${name}" in org.toml`)
   })).pipe(Command.withDescription(
     "Store a credential in roster's vault. The secret is read from a hidden prompt, --from-env VAR, or stdin — never from the command line. " +
       "Example: roster connection add anthropic (then paste the key), or: roster connection add github --kind basic --from-env GITHUB_TOKEN. " +
       "Chat: roster connection add slack (a bot token xoxb-… and an app-level token xapp-…; or --from-env BOT_VAR --app-from-env APP_VAR), " +
-      "roster connection add discord (a bot token)"
+      "roster connection add discord (a bot token). " +
+      "A fleet's database password ([cluster] database): roster connection add postgres"
   ))
 
 const list = Command.make("list", { json }, ({ json }) =>

@@ -5,6 +5,7 @@ import { checkChats } from "../chat/doctor.js"
 import { ENGINE_HOST_FILES, registerRunsc, type RuntimeSurvey, surveyRuntime } from "../box/runtimeHost.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths } from "../config/Paths.js"
+import { checkFleet, fleetCheckLines } from "../fleet/doctor.js"
 
 const fix = Options.boolean("fix").pipe(Options.withDescription(
   "remove what is stale (chains and their jumps, networks no container is on) and, as root, register an installed gVisor (runsc) with Docker"
@@ -35,6 +36,12 @@ const runtimeLines = (r: RuntimeSurvey): Array<string> => {
   }
   return lines
 }
+/** Under [cluster], the fleet's database, schema, shared folder, clocks and nodes; null on a machine on its own. */
+const fleetCheck = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
+  Effect.option,
+  Effect.flatMap((org) => (org._tag === "Some" && org.value.cluster ? checkFleet(org.value, org.value.cluster) : Effect.succeed(null)))
+)
+
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
 
 export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json }) =>
@@ -43,7 +50,8 @@ export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json 
     const runtime = yield* checkRuntime(fix)
     const fixed = [...(fix ? yield* fixStale(found) : []), ...runtime.fixed]
     const chat = yield* checkChats
-    if (json) return yield* Console.log(JSON.stringify({ lockdown: found, runtime: runtime.runtime, fixed, chat }, null, 2))
+    const fleet = yield* fleetCheck
+    if (json) return yield* Console.log(JSON.stringify({ lockdown: found, runtime: runtime.runtime, fixed, chat, ...(fleet ? { fleet } : {}) }, null, 2))
     const ours = (yield* Paths).config
     if (found.length === 0) yield* Console.log("no roster networks or iptables chains on this host")
     for (const d of found) {
@@ -62,11 +70,14 @@ export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json 
         yield* Console.log(`  channel ${ch.id} → ${who}; ${ch.allow_users === 0 ? "no one in allow_users yet (every message is ignored)" : `${ch.allow_users} allowed user(s)`}`)
       }
     }
+    for (const line of fleet ? fleetCheckLines(fleet) : []) yield* Console.log(line)
     if (!fix && found.some((d) => d.stale)) yield* Console.log("\nremove what is stale with: roster doctor --fix")
   })).pipe(Command.withDescription(
     "List roster's docker networks and iptables chains on this host, the deployment each belongs to, and whether its daemon runs. " +
       "--fix removes the stale ones (a stale chain can cut a box off from its gateway). " +
       "Says which runtime boxes run under and whether gVisor (runsc) is installed and registered, with the daemon.json lines; " +
       "--fix as root registers it and reloads dockerd. " +
-      "Each [[chat]] connection is tried with the service's auth call, and each channel's worker shown."
+      "Each [[chat]] connection is tried with the service's auth call, and each channel's worker shown. " +
+      "Under [cluster]: the fleet's database (reachable, its schema version), the shared folder (writable, the same one on every node), " +
+      "clock skew between the nodes, and config files that differ between them."
   ))

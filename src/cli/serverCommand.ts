@@ -8,6 +8,7 @@ import { tailOfFile } from "../fs/tail.js"
 import { runDaemon } from "../daemon/daemon.js"
 import { GatewayProbe } from "../contract/GatewayProbe.js"
 import { type GatewayState, readGatewayState } from "../contract/gatewayState.js"
+import type { FleetStatus } from "../contract/fleet.js"
 import { lockHolder } from "../daemon/lock.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { pidAlive } from "../contract/owner.js"
@@ -125,6 +126,25 @@ const stop = Command.make("stop", {}, () =>
     yield* Console.log(`roster server stopped (pid ${pid})`)
   })).pipe(Command.withDescription("Stop the daemon of this deployment."))
 
+/** The fleet as `server status` prints it: one line a node, then what differs from this node's config. */
+export const fleetLines = (f: FleetStatus): ReadonlyArray<string> => {
+  const up = f.nodes.filter((n) => n.state === "up").length
+  const head = `fleet: node ${f.node}, ${up} of ${f.nodes.length} node${f.nodes.length === 1 ? "" : "s"} up (database ${f.database}, schema ${f.schema})`
+  if (!f.reachable) {
+    return [head, `  the database does not answer (${f.detail ?? "no answer"}): this node keeps its boxes running and retries`]
+  }
+  const width = Math.max(...f.nodes.map((n) => n.name.length), 1)
+  const rows = f.nodes.map((n) =>
+    `  ${n.name.padEnd(width)}  ${(n.state === "up" ? "up" : n.state.toUpperCase()).padEnd(4)}  beat ${n.heartbeat_age_s}s ago  ` +
+    `${n.boxes}/${n.concurrency} boxes  load ${n.load}  clock ${n.skew_ms >= 0 ? "+" : ""}${n.skew_ms} ms` +
+    `${n.name === f.node ? "  (this node)" : ""}${n.version === f.nodes.find((x) => x.name === f.node)?.version ? "" : `  version ${n.version}`}`
+  )
+  const drift = f.nodes.filter((n) => n.config_differs.length > 0 && n.state !== "left").map((n) =>
+    `  ${n.name}'s config differs from this node's: ${n.config_differs.join(", ")} — every node holds the same files (only [cluster] node and [gateway] port differ)`
+  )
+  return [head, ...rows, ...drift]
+}
+
 const minutes = (s: number) => (Math.abs(s) < 90 ? `${s}s` : `${Math.round(s / 60)}m`)
 
 const status = Command.make("status", { json }, ({ json }) =>
@@ -163,8 +183,10 @@ const status = Command.make("status", { json }, ({ json }) =>
       yield* Console.log(`chat ${c.provider} (${c.connection}): ${c.state}${c.detail ? ` — ${c.detail}` : ""}; ${c.turns} turns, ${c.ignored} ignored, ${c.limited} rate-limited`)
       for (const ch of c.channels) yield* Console.log(`  ${ch.id} → ${ch.worker}${ch.session ? `  session ${ch.session}` : ""}`)
     }
+    if (v.fleet) for (const line of fleetLines(v.fleet)) yield* Console.log(line)
   })).pipe(Command.withDescription(
-    "Is the daemon running and healthy; its queue (counts by status), live boxes, boxes adopted or reaped since it started, and each [[chat]] listener (connected or why not, its channels and their sessions)."
+    "Is the daemon running and healthy; its queue (counts by status), live boxes, boxes adopted or reaped since it started, each [[chat]] listener " +
+      "(connected or why not, its channels and their sessions), and under [cluster] the fleet's nodes (heartbeat, boxes, load, clock skew, config that differs)."
   ))
 
 const unit = Command.make("unit", {

@@ -1,4 +1,4 @@
-import { Context, Effect, Either, Layer, Option, Ref, Schema } from "effect"
+import { Config, Context, Effect, Either, Layer, Option, Ref, Schema } from "effect"
 import { makeStampCache } from "../fs/stamp.js"
 import { ConfigError, readToml } from "./decode.js"
 import { captureHostFiles, Paths, layout } from "./Paths.js"
@@ -11,6 +11,26 @@ interface Decoded {
 
 const missing = (file: string) =>
   new ConfigError({ file, problems: [{ key: "", problem: "does not exist" }], hint: "create it with safe defaults: roster init" })
+
+/**
+ * The keys a fleet's nodes set each for itself, from the environment, so every node can hold the
+ * same org.toml: ROSTER_GATEWAY_PORT for `[gateway] port` (ROSTER_NODE, for `[cluster] node`, is
+ * read where the node's name is taken).
+ */
+const gatewayPortVar = Config.option(Config.string("ROSTER_GATEWAY_PORT")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+
+const perNode = (org: Org, gatewayPort: Option.Option<string>): Effect.Effect<Org, ConfigError> => {
+  if (Option.isNone(gatewayPort) || gatewayPort.value === "") return Effect.succeed(org)
+  const port = Number(gatewayPort.value)
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    return Effect.fail(new ConfigError({
+      file: "the environment",
+      problems: [{ key: "ROSTER_GATEWAY_PORT", problem: `${gatewayPort.value} is not a port (1–65535)` }],
+      hint: "set ROSTER_GATEWAY_PORT to this node's gateway port, or unset it to use [gateway] port in org.toml"
+    }))
+  }
+  return Effect.succeed({ ...org, gateway: { ...org.gateway, port } })
+}
 
 /**
  * `org.toml`, decoded. Each `snapshot` looks at the file (one stat) so a long-lived daemon
@@ -36,7 +56,11 @@ export class OrgConfig extends Context.Tag("roster/OrgConfig")<OrgConfig, {
           if (Option.isNone(stamp)) return yield* Effect.fail(missing(file))
           const known = yield* Ref.get(decoded)
           if (known && known.stamp === stamp.value) return yield* known.result
-          const result = yield* readToml(OrgSchema, file, Effect.fail(missing(file))).pipe(Effect.either)
+          const result = yield* readToml(OrgSchema, file, Effect.fail(missing(file))).pipe(
+            // Read with the file: the environment does not change under a running process.
+            Effect.flatMap((org) => Effect.flatMap(gatewayPortVar, (port) => perNode(org, port))),
+            Effect.either
+          )
           yield* Ref.set(decoded, { stamp: stamp.value, result })
           return yield* result
         }).pipe(Effect.provide(env))

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ClusterSection } from "./cluster.js"
 
 const Port = Schema.Int.pipe(Schema.between(1, 65535))
 const Minutes = Schema.Number.pipe(Schema.finite(), Schema.positive())
@@ -276,7 +277,9 @@ export const OrgSchema = Schema.Struct({
   budget: Schema.optionalWith(BudgetSection, { default: () => ({ on_cross: "cut" as const }) }),
   price: Schema.optionalWith(Schema.Array(Price), { default: () => [] }),
   memory: Schema.optionalWith(MemorySection, { default: () => ({ brief_max: 8000, max_entries: 500, entry_max: 2000 }) }),
-  chat: Schema.optionalWith(Schema.Array(Chat).pipe(Schema.filter(chatChannelsOnce)), { default: () => [] })
+  chat: Schema.optionalWith(Schema.Array(Chat).pipe(Schema.filter(chatChannelsOnce)), { default: () => [] }),
+  /** One node of a fleet on Postgres; absent, one machine on files. */
+  cluster: Schema.optional(ClusterSection)
 })
 
 /** org.toml, decoded and defaulted. */

@@ -98,6 +98,17 @@ entry_max = 2000                # characters in one entry
 # worker = "alice"
 # allow_users = ["U0123ABCD"]   # who may drive the worker; everyone else is ignored
 # idle_min = 30                 # the channel's session ends after this long without a message
+#
+# One roster over several machines: each daemon is a node of a fleet sharing one Postgres database
+# and one shared folder. The same org.toml on every node (only node and [gateway] port differ;
+# ROSTER_NODE and ROSTER_GATEWAY_PORT set them per machine). Absent, this machine alone, on files.
+# [cluster]
+# database = "postgres://roster@db.example.test:5432/roster"  # no password here: roster connection add postgres (or PGPASSWORD)
+# node = "machine-1"            # this machine's name in the fleet; default the host name
+# shared_data = "/mnt/roster"   # mounted at this path on every node (NFS, CephFS, EFS)
+# listen = "10.0.0.5:7310"      # this node's runner RPC, never on a box network
+# node_timeout_s = 30           # a node silent this long is lost: its attempts fenced, its tasks re-run
+# on_node_loss = "retry"        # retry: a lost node's running task runs once more elsewhere; fail
 `
 
 const LOCKDOWN_OFF = "egress_lockdown = false         # true: iptables pins box->host traffic to the gateway port (needs root)"

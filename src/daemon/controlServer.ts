@@ -8,10 +8,12 @@ import * as net from "node:net"
 import { ApprovalRefused, ControlApi, NoSuchApproval } from "../api/ControlApi.js"
 import { allowLines, appendToOrgToml } from "../config/appendAllow.js"
 import { Gateway } from "../gateway/egress/Gateway.js"
+import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths, layout } from "../config/Paths.js"
 import { VERSION } from "../contract/version.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { ChatHub } from "../chat/ChatHub.js"
+import { FleetMember } from "../fleet/FleetMember.js"
 
 export class ControlSocketBusy extends Schema.TaggedError<ControlSocketBusy>()("ControlSocketBusy", { socket: Schema.String }) {
   override get message() {
@@ -33,8 +35,21 @@ const serverLive = (startedAt: string, configRoot: string) =>
         const status = yield* (yield* Supervisor).status
         const hub = yield* Effect.serviceOption(ChatHub)
         const chat = hub._tag === "Some" ? yield* hub.value.status : []
-        return { ...status, pid: process.pid, version: VERSION, config_root: configRoot, started_at: startedAt, ...(chat.length > 0 ? { chat } : {}) }
+        const member = yield* Effect.serviceOption(FleetMember)
+        const fleet = member._tag === "Some" ? { fleet: yield* member.value.status } : {}
+        return {
+          ...status,
+          pid: process.pid,
+          version: VERSION,
+          config_root: configRoot,
+          started_at: startedAt,
+          ...(chat.length > 0 ? { chat } : {}),
+          ...fleet
+        }
       })))
+
+/** Whether this daemon is a node of a fleet: an org.toml it reads but does not own. */
+const underCluster = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(Effect.map((o) => o.cluster !== undefined), Effect.orElseSucceed(() => false))
 
 /**
  * Decisions on held requests, for the gateway running in this daemon. `always` writes its
@@ -52,6 +67,13 @@ const ApprovalsLive = HttpApiBuilder.group(ControlApi, "approvals", (handlers) =
         const lines = payload.decision === "always"
           ? allowLines(a.worker, a.host, a.port, payload.by, new Date(yield* Clock.currentTimeMillis).toISOString())
           : undefined
+        if (lines && (yield* underCluster)) {
+          return yield* Effect.fail(new ApprovalRefused({
+            id: a.id,
+            reason: "this node is one of a fleet ([cluster]): its org.toml is the same file on every node, put there by whatever deploys them, " +
+              `so roster does not edit it — add these lines there:\n${lines.join("\n")}\nand approve this one with --run (or --once) meanwhile`
+          }))
+        }
         if (lines) {
           yield* appendToOrgToml(lines).pipe(Effect.mapError((e) => new ApprovalRefused({ id: a.id, reason: `org.toml could not be written: ${e.message}` })))
         }

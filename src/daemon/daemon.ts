@@ -17,6 +17,9 @@ import { Supervisor } from "../supervisor/Supervisor.js"
 import { ChatHub } from "../chat/ChatHub.js"
 import { serveControl } from "./controlServer.js"
 import { holdDaemonLock } from "./lock.js"
+import { FleetMember } from "../fleet/FleetMember.js"
+import { joinFleet } from "../fleet/join.js"
+import { deploymentBoxes } from "../supervisor/watch.js"
 
 /** The deployment's locked box network, as the daemon made it (boxes reach the gateway on its bridge address). */
 class BoxNetwork extends Context.Tag("roster/daemon/BoxNetwork")<BoxNetwork, NetworkInfo>() {}
@@ -29,6 +32,21 @@ const Start = Layer.scopedDiscard(Effect.gen(function*() {
   yield* holdDaemonLock
   yield* (yield* OrgConfig).snapshot
   yield* (yield* Docker).ping
+}))
+
+/**
+ * Under `[cluster]`, this daemon as a node of its fleet, before any box is touched: a database
+ * that refuses it, a shared folder that is not the fleet's or a node name another machine holds
+ * stops the start having changed nothing.
+ */
+const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
+  const org = yield* (yield* OrgConfig).snapshot
+  if (!org.cluster) return Layer.empty
+  const env = Context.pick(Paths, Docker)(yield* Effect.context<Paths | Docker>())
+  const boxes = deploymentBoxes.pipe(Effect.map((b) => b.length), Effect.orElseSucceed(() => 0), Effect.provide(env))
+  const member = yield* joinFleet({ cluster: org.cluster, concurrency: org.supervisor.concurrency, boxes })
+  yield* report(notice(`roster fleet: node ${member.node} joined; the queue, budgets and runs are still this machine's own (a fleet-wide queue is not built yet)`))
+  return Layer.succeed(FleetMember, member)
 }))
 
 /** The locked network: removed when the daemon stops, once its boxes are gone (one a CLI's box still uses is kept). */
@@ -111,6 +129,7 @@ export const DaemonLive = Layer.mergeAll(Control, Sweeps, ImagePull).pipe(
   Layer.provideMerge(Supervisor.layer),
   Layer.provide(GatewayUp),
   Layer.provide(Network),
+  Layer.provideMerge(Fleet),
   Layer.provide(Start)
 )
 

@@ -57,8 +57,14 @@ export interface Deployment {
 export const withRuntime = (toml: string, runtime: string) =>
   /^\[box\]$/m.test(toml) ? toml.replace(/^\[box\]$/m, `[box]\nruntime = "${runtime}"`) : `${toml}\n[box]\nruntime = "${runtime}"\n`
 
+/** What a deployment's processes get besides the defaults, and whether its daemon starts at once. */
+export interface DeploymentOptions {
+  readonly env?: Readonly<Record<string, string>>
+  readonly start?: boolean
+}
+
 /** A deployment in a temp ROSTER_HOME driven through the real CLI: init, org.toml, the real daemon. */
-export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE, runtime = "runc"): Promise<Deployment> => {
+export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE, runtime = "runc", options: DeploymentOptions = {}): Promise<Deployment> => {
   // Named for this test run (globalSetup), so its teardown can tell this run's boxes from another's.
   const home = fs.mkdtempSync(path.join(os.tmpdir(), `roster-it-${process.env.ROSTER_TEST_RUN ?? "adhoc"}-`))
   const port = await freePort()
@@ -66,7 +72,8 @@ export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE, runtime 
     ...process.env,
     ROSTER_HOME: home,
     HOME: path.join(home, "user"),
-    ANTHROPIC_API_KEY: HOST_KEY
+    ANTHROPIC_API_KEY: HOST_KEY,
+    ...options.env
   }
   fs.mkdirSync(path.join(home, "user"), { recursive: true })
   const spawnRoster = (args: ReadonlyArray<string>) =>
@@ -80,8 +87,10 @@ export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE, runtime 
   const init = await roster(["init"])
   if (init.code !== 0) throw new Error(`roster init failed: ${init.stderr}`)
   writeOrg(orgExtra)
-  const started = await roster(["server", "start"])
-  if (started.code !== 0) throw new Error(`roster server start failed:\n${started.stdout}\n${started.stderr}`)
+  if (options.start !== false) {
+    const started = await roster(["server", "start"])
+    if (started.code !== 0) throw new Error(`roster server start failed:\n${started.stdout}\n${started.stderr}`)
+  }
   return {
     home,
     env,

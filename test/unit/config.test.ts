@@ -83,6 +83,46 @@ describe("org.toml", () => {
     expect(e.problems.map((p) => p.key)).toEqual(expect.arrayContaining(["mount[0].path", "mount[0].kind"]))
   })
 
+  it("[cluster]: absent is one machine; the template's commented block decodes with its defaults", () => {
+    expect(Either.getOrThrow(decodeToml(OrgSchema, "org.toml", ORG_TEMPLATE)).cluster).toBeUndefined()
+    const block = ORG_TEMPLATE.slice(ORG_TEMPLATE.indexOf("# [cluster]"))
+      .split("\n").filter((l) => l.startsWith("# ")).map((l) => l.slice(2)).join("\n")
+    const org = Either.getOrThrow(decodeToml(OrgSchema, "org.toml", block))
+    expect(org.cluster).toEqual({
+      database: "postgres://roster@db.example.test:5432/roster",
+      node: "machine-1",
+      shared_data: "/mnt/roster",
+      listen: "10.0.0.5:7310",
+      node_timeout_s: 30,
+      on_node_loss: "retry"
+    })
+    const least = Either.getOrThrow(decodeToml(OrgSchema, "org.toml", "[cluster]\ndatabase = \"postgres://r@db.test/r\"\nshared_data = \"/srv/r\"\n"))
+    expect(least.cluster).toMatchObject({ node_timeout_s: 30, on_node_loss: "retry" })
+    expect(least.cluster?.node).toBeUndefined()
+  })
+
+  it("[cluster]: a password in the URL is refused with where it goes; bad keys each named", () => {
+    const e = problems([
+      "[cluster]",
+      "database = \"postgres://roster:hunter2@db.test/roster\"",
+      "shared_data = \"shared\"",
+      "listen = \"0.0.0.0\"",
+      "node = \"has space\"",
+      "on_node_loss = \"ignore\"",
+      "node_timeout_s = 1"
+    ].join("\n"))
+    const by = new Map(e.problems.map((p) => [p.key, p.problem]))
+    expect(by.get("cluster.database")).toMatch(/holds a password.*roster connection add postgres.*PGPASSWORD/)
+    expect(e.message).not.toContain("hunter2")
+    expect(by.get("cluster.shared_data")).toMatch(/absolute/)
+    expect(by.get("cluster.listen")).toMatch(/host:port/)
+    expect(by.has("cluster.node")).toBe(true)
+    expect(by.has("cluster.on_node_loss")).toBe(true)
+    expect(by.has("cluster.node_timeout_s")).toBe(true)
+    expect(problems("[cluster]\ndatabase = \"mysql://db.test/r\"\nshared_data = \"/s\"\n").problems[0]?.problem).toMatch(/postgres:\/\//)
+    expect(problems("[cluster]\nshared_data = \"/s\"\n").problems.map((p) => p.key)).toEqual(["cluster.database"])
+  })
+
   it("worker.toml: model, thinking, snapshots kept", () => {
     const w = Either.getOrThrow(decodeToml(WorkerSchema, "worker.toml", "model = \"anthropic/x\"\nthinking = \"high\"\n[store]\nsnapshots = 2\n"))
     expect(w).toEqual({ model: "anthropic/x", thinking: "high", store: { snapshots: 2 } })
@@ -113,6 +153,22 @@ describe("org.toml", () => {
       yield* TestClock.adjust("500 millis")
       expect((yield* config.snapshot).box.ceiling_min).toBe(7)
     }).pipe(Effect.provide(unitLayer(paths)))
+  })
+
+  const snapshotWith = (paths: ReturnType<typeof tempPaths>, env: Record<string, string>) =>
+    Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(Effect.provide(unitLayer(paths, { env })))
+
+  it.effect("ROSTER_GATEWAY_PORT sets this node's [gateway] port over org.toml's; a bad one is named with the fix", () => {
+    const paths = tempPaths()
+    fs.mkdirSync(paths.config, { recursive: true })
+    fs.writeFileSync(layout(paths).orgToml, "[gateway]\nport = 7300\n")
+    return Effect.gen(function*() {
+      expect((yield* snapshotWith(paths, {})).gateway.port).toBe(7300)
+      expect((yield* snapshotWith(paths, { ROSTER_GATEWAY_PORT: "7411" })).gateway.port).toBe(7411)
+      const bad = yield* Effect.flip(snapshotWith(paths, { ROSTER_GATEWAY_PORT: "80000" }))
+      expect(bad.message).toContain("ROSTER_GATEWAY_PORT: 80000 is not a port")
+      expect(bad.message).toContain("unset it to use [gateway] port")
+    })
   })
 })
 

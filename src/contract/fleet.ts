@@ -1,0 +1,35 @@
+import { Schema } from "effect"
+
+/** One node of the fleet as `roster server status` shows it. */
+export const FleetNodeView = Schema.Struct({
+  name: Schema.String,
+  host: Schema.String,
+  pid: Schema.Number,
+  version: Schema.String,
+  /** up: heartbeating; lost: silent past [cluster] node_timeout_s; left: stopped cleanly. */
+  state: Schema.Literal("up", "lost", "left"),
+  /** Seconds since its last heartbeat, on the database's clock. */
+  heartbeat_age_s: Schema.Number,
+  boxes: Schema.Number,
+  concurrency: Schema.Number,
+  /** The machine's one-minute load average. */
+  load: Schema.Number,
+  /** Its clock minus the database's, at its last heartbeat. */
+  skew_ms: Schema.Number,
+  /** Config files whose content differs from this node's (org.toml compared without node and port). */
+  config_differs: Schema.Array(Schema.String)
+})
+export type FleetNodeView = typeof FleetNodeView.Type
+
+/** This daemon's place in its fleet: its name, the database, and every node the fleet has known. */
+export const FleetStatus = Schema.Struct({
+  node: Schema.String,
+  /** host:port/database, never the password. */
+  database: Schema.String,
+  /** false while the database does not answer: the node keeps its boxes running and retries. */
+  reachable: Schema.Boolean,
+  detail: Schema.NullOr(Schema.String),
+  schema: Schema.Number,
+  nodes: Schema.Array(FleetNodeView)
+})
+export type FleetStatus = typeof FleetStatus.Type

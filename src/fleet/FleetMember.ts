@@ -1,0 +1,13 @@
+import { Context, type Effect } from "effect"
+import type { FleetStatus } from "../contract/fleet.js"
+
+/**
+ * This daemon as a node of its fleet (`[cluster]` in org.toml): registered in the fleet's
+ * database, heartbeating while it runs, marked left when it stops. Absent from a daemon that is
+ * one machine on its own.
+ */
+export class FleetMember extends Context.Tag("roster/FleetMember")<FleetMember, {
+  readonly node: string
+  /** The fleet as the database sees it now; when it does not answer, the last view with why. */
+  readonly status: Effect.Effect<FleetStatus>
+}>() {}

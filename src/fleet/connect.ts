@@ -1,0 +1,65 @@
+import type { SqlClient } from "@effect/sql/SqlClient"
+import { Config, Effect, Layer, Option, Redacted } from "effect"
+import type { ClusterSection } from "../config/cluster.js"
+import { Vault } from "../vault/Vault.js"
+import { FleetDbError } from "./errors.js"
+
+/** The vault connection that holds the database's password (`roster connection add postgres`). */
+export const DB_CONNECTION = "postgres"
+
+/** Where the database is, as people read it: host:port/database, never the password. */
+export const whereOf = (cluster: ClusterSection) => {
+  const url = new URL(cluster.database)
+  return `${url.hostname}:${url.port || "5432"}${url.pathname === "/" ? "" : url.pathname}`
+}
+
+/** The password: the vault's `postgres` connection, else PGPASSWORD, else none (trust or peer auth). */
+export const dbPassword = Effect.gen(function*() {
+  const entry = yield* (yield* Vault).get(DB_CONNECTION)
+  if (entry && typeof entry.key === "string" && entry.key !== "") return Option.some(Redacted.make(entry.key))
+  return yield* Config.option(Config.redacted("PGPASSWORD")).pipe(Effect.orElseSucceed(() => Option.none()))
+})
+
+/** What a connection failure means and what fixes it, from Postgres's error code or the socket's. */
+const explain = (cause: unknown): { readonly detail: string; readonly fix: string } => {
+  const c = (cause ?? {}) as { readonly code?: string; readonly message?: string }
+  switch (c.code) {
+    case "28P01":
+    case "28000":
+      return { detail: c.message ?? "authentication failed", fix: "store the role's password: roster connection add postgres (or set PGPASSWORD)" }
+    case "3D000":
+      return { detail: c.message ?? "no such database", fix: "create it (createdb), or name the right one in [cluster] database" }
+    case "ECONNREFUSED":
+      return { detail: "connection refused", fix: "start Postgres there, or fix the host and port in [cluster] database" }
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return { detail: "the host name does not resolve", fix: "fix the host in [cluster] database" }
+    default:
+      return { detail: c.message ?? "cannot connect", fix: "check that Postgres is up and reachable from this machine: [cluster] database" }
+  }
+}
+
+/**
+ * The fleet's database as an `SqlClient`. The Postgres client is loaded only here, on first use:
+ * a machine without `[cluster]` never loads it. The URL is taken apart rather than handed to the
+ * driver, which would let its (passwordless) parts override the password given beside it.
+ */
+export const fleetSqlLayer = (cluster: ClusterSection, options: { readonly maxConnections?: number } = {}) =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const password = yield* dbPassword
+    const PgClient = yield* Effect.promise(() => import("@effect/sql-pg/PgClient"))
+    const url = new URL(cluster.database)
+    const sslmode = url.searchParams.get("sslmode")
+    return PgClient.layer({
+      host: decodeURIComponent(url.hostname.replace(/^\[|\]$/g, "")),
+      port: url.port === "" ? 5432 : Number(url.port),
+      database: decodeURIComponent(url.pathname.slice(1)) || "roster",
+      username: decodeURIComponent(url.username) || "roster",
+      ...(Option.isSome(password) ? { password: password.value } : {}),
+      ...(sslmode === "require" || sslmode === "verify-full" ? { ssl: sslmode === "verify-full" ? true : { rejectUnauthorized: false } } : {}),
+      applicationName: "roster",
+      connectTimeout: "5 seconds",
+      idleTimeout: "60 seconds",
+      maxConnections: options.maxConnections ?? 4
+    }).pipe(Layer.mapError((e) => new FleetDbError({ where: whereOf(cluster), ...explain(e.cause) })))
+  })) as Layer.Layer<SqlClient, FleetDbError, Vault>

@@ -1,0 +1,151 @@
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Clock, Duration, Effect, Layer, Ref, Schedule } from "effect"
+import * as crypto from "node:crypto"
+import * as os from "node:os"
+import type { ClusterSection } from "../config/cluster.js"
+import { ConfigError } from "../config/decode.js"
+import { OrgConfig } from "../config/OrgConfig.js"
+import { captureHostFiles } from "../config/Paths.js"
+import type { FleetStatus } from "../contract/fleet.js"
+import { VERSION } from "../contract/version.js"
+import { fleetSqlLayer, whereOf } from "./connect.js"
+import { configFingerprint, differingFiles } from "./fingerprint.js"
+import { migrate, SCHEMA_VERSION } from "./migrations.js"
+import { beat, leaveNode, listNodes, type NodeBeat, nodeState, registerNode } from "./nodes.js"
+import { nodeNameOf } from "./nodeName.js"
+import { claimSharedData } from "./sharedData.js"
+
+export interface JoinOptions {
+  readonly cluster: ClusterSection
+  readonly concurrency: number
+  /** The boxes this daemon runs now (its supervisor's count). */
+  readonly boxes: Effect.Effect<number>
+}
+
+/** How often a node beats: six beats in a timeout, at most every 5 s, so one lost packet never loses a node. */
+export const beatEvery = (cluster: ClusterSection) => Duration.seconds(Math.max(1, Math.min(5, cluster.node_timeout_s / 6)))
+
+const nodeName = (cluster: ClusterSection) =>
+  Effect.suspend(() => {
+    const name = nodeNameOf(cluster)
+    return typeof name === "string"
+      ? Effect.succeed(name)
+      : Effect.fail(new ConfigError({
+        file: "the environment",
+        problems: [{ key: "ROSTER_NODE", problem: `${name.invalid} is not a node name (letters, digits, '.', '_' or '-', up to 63)` }],
+        hint: "set ROSTER_NODE to this machine's name in the fleet, or unset it to use [cluster] node or the host name"
+      }))
+  })
+
+/**
+ * This daemon joins its fleet for as long as the scope lives: the database brought to this
+ * roster's schema, the shared folder checked (and the fleet made by its first node), the node
+ * registered, then a heartbeat in the background. A database that stops answering is logged
+ * once and retried at every beat; the node's boxes keep running meanwhile. The scope's end
+ * marks the node left.
+ */
+export const joinFleet = (opts: JoinOptions) =>
+  Effect.gen(function*() {
+    const { cluster } = opts
+    const node = yield* nodeName(cluster)
+    const sqlCtx = yield* Layer.build(fleetSqlLayer(cluster))
+    const withSql = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.provide(e, sqlCtx)
+    const started = yield* Clock.currentTimeMillis
+    yield* withSql(migrate)
+    yield* withSql(claimSharedData(cluster.shared_data, node, new Date(started).toISOString()))
+    const orgConfig = yield* OrgConfig
+    const files = yield* captureHostFiles
+    const fingerprint = orgConfig.snapshot.pipe(Effect.flatMap(configFingerprint), Effect.provide(files))
+    const instance = crypto.randomBytes(8).toString("hex")
+    const beatNow = Effect.gen(function*() {
+      return {
+        name: node,
+        instance,
+        host: os.hostname(),
+        pid: process.pid,
+        version: VERSION,
+        advertise: cluster.advertise ?? cluster.listen ?? null,
+        startedAt: started,
+        boxes: yield* opts.boxes,
+        concurrency: opts.concurrency,
+        load: os.loadavg()[0] ?? 0,
+        config: yield* fingerprint
+      } satisfies NodeBeat
+    })
+    yield* Effect.acquireRelease(
+      Effect.flatMap(beatNow, (b) => Effect.flatMap(Clock.currentTimeMillis, (now) => withSql(registerNode(b, now, cluster.node_timeout_s)))),
+      () => withSql(leaveNode(node, instance)).pipe(Effect.catchAllCause((c) => Effect.logWarning(`fleet: node ${node} could not be marked left`, c)))
+    )
+    const health = yield* Ref.make<{ readonly reachable: boolean; readonly detail: string | null }>({ reachable: true, detail: null })
+    yield* Effect.logInfo(`fleet: node ${node} joined (database ${whereOf(cluster)}, schema ${SCHEMA_VERSION}, shared data ${cluster.shared_data})`)
+    yield* heartbeatLoop(node, withSql, beatNow, health).pipe(Effect.repeat(Schedule.spaced(beatEvery(cluster))), Effect.forkScoped)
+    return { node, status: fleetStatus(opts, node, withSql, health) }
+  })
+
+type WithSql = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.Effect<A, E, Exclude<R, SqlClient>>
+
+/** One heartbeat, logging only the changes: the database lost (once), back, or this node's name taken over. */
+const heartbeatLoop = (
+  node: string,
+  withSql: WithSql,
+  beatNow: Effect.Effect<NodeBeat, ConfigError>,
+  health: Ref.Ref<{ readonly reachable: boolean; readonly detail: string | null }>
+) =>
+  Effect.gen(function*() {
+    const b = yield* beatNow
+    const ours = yield* withSql(beat(b, yield* Clock.currentTimeMillis))
+    const was = yield* Ref.getAndSet(health, { reachable: true, detail: null })
+    if (!was.reachable) yield* Effect.logInfo(`fleet: the database answers again; node ${node} is back in the fleet`)
+    if (!ours) yield* Effect.logError(`fleet: node ${node}'s name was taken over by another daemon while this one was silent: stop one of them`)
+  }).pipe(Effect.catchAllCause((cause) =>
+    Effect.gen(function*() {
+      const detail = cause.toString().split("\n")[0] ?? "no answer"
+      const was = yield* Ref.getAndSet(health, { reachable: false, detail })
+      if (was.reachable) {
+        yield* Effect.logWarning(`fleet: the database does not answer (${detail}): node ${node} keeps running its boxes and retries at every heartbeat`)
+      }
+    })
+  ))
+
+/** The fleet as the database has it, each node compared with this one's config. */
+const fleetStatus = (
+  opts: JoinOptions,
+  node: string,
+  withSql: WithSql,
+  health: Ref.Ref<{ readonly reachable: boolean; readonly detail: string | null }>
+): Effect.Effect<FleetStatus> =>
+  Effect.gen(function*() {
+    const rows = yield* withSql(listNodes)
+    const self = rows.find((r) => r.name === node)
+    const h = yield* Ref.get(health)
+    return {
+      node,
+      database: whereOf(opts.cluster),
+      reachable: h.reachable,
+      detail: h.detail,
+      schema: SCHEMA_VERSION,
+      nodes: rows.map((r) => ({
+        name: r.name,
+        host: r.host,
+        pid: r.pid,
+        version: r.version,
+        state: nodeState(r, opts.cluster.node_timeout_s),
+        heartbeat_age_s: Math.round(r.age_s * 10) / 10,
+        boxes: r.boxes,
+        concurrency: r.concurrency,
+        load: Math.round(r.load * 100) / 100,
+        skew_ms: Math.round(r.skew_ms),
+        config_differs: self && r.name !== node ? differingFiles(self.config, r.config) : []
+      }))
+    }
+  }).pipe(Effect.catchAllCause((cause) =>
+    Effect.succeed({
+      node,
+      database: whereOf(opts.cluster),
+      reachable: false,
+      detail: cause.toString().split("\n")[0] ?? "no answer",
+      schema: SCHEMA_VERSION,
+      nodes: []
+    })
+  ))
+

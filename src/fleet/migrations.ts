@@ -1,0 +1,60 @@
+import * as Migrator from "@effect/sql/Migrator"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+import { FleetSchemaError } from "./errors.js"
+
+/** Where roster records which of its migrations ran (its own table: the database may hold others'). */
+const TABLE = "roster_migrations"
+
+/**
+ * roster's fleet tables, one migration per change, never edited once released: a node applies
+ * what its database lacks under the migrator's table lock, so two nodes starting at once apply
+ * each once.
+ */
+const MIGRATIONS = {
+  /** The fleet's identity (its shared folder holds the same id) and the nodes with their heartbeats. */
+  "1_nodes": Effect.flatMap(SqlClient, (sql) =>
+    Effect.all([
+      sql`CREATE TABLE roster_fleet (
+        id text PRIMARY KEY,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        one boolean NOT NULL DEFAULT true UNIQUE CHECK (one)
+      )`,
+      sql`CREATE TABLE roster_nodes (
+        name text PRIMARY KEY,
+        instance text NOT NULL,
+        host text NOT NULL,
+        pid integer NOT NULL,
+        version text NOT NULL,
+        advertise text,
+        started_at timestamptz NOT NULL,
+        heartbeat_at timestamptz NOT NULL,
+        node_clock timestamptz NOT NULL,
+        boxes integer NOT NULL DEFAULT 0,
+        concurrency integer NOT NULL,
+        load real NOT NULL DEFAULT 0,
+        config jsonb NOT NULL,
+        left_at timestamptz
+      )`
+    ], { discard: true }))
+}
+
+/** The newest schema this roster knows. */
+export const SCHEMA_VERSION = Object.keys(MIGRATIONS).map((k) => Number(k.split("_")[0])).reduce((a, b) => Math.max(a, b), 0)
+
+/** The database's schema version: the newest migration applied (0 before the first). */
+export const schemaVersion = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const exists = yield* sql<{ readonly t: string | null }>`SELECT to_regclass(${TABLE})::text AS t`
+  if (!exists[0]?.t) return 0
+  const rows = yield* sql<{ readonly v: number | null }>`SELECT max(migration_id) AS v FROM roster_migrations`.withoutTransform
+  return rows[0]?.v ?? 0
+})
+
+/** Brings the database to this roster's schema; refuses one newer than it knows (another node runs a newer roster). */
+export const migrate = Effect.gen(function*() {
+  const found = yield* schemaVersion
+  if (found > SCHEMA_VERSION) return yield* new FleetSchemaError({ found, known: SCHEMA_VERSION })
+  const applied = yield* Migrator.make({})({ loader: Migrator.fromRecord(MIGRATIONS), table: TABLE })
+  return { from: found, to: SCHEMA_VERSION, applied: applied.map(([id, name]) => `${id}_${name}`) }
+})

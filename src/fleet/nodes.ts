@@ -1,0 +1,117 @@
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect, Schema } from "effect"
+import { NodeNameTaken } from "./errors.js"
+
+/** What a node says of itself at each heartbeat. */
+export interface NodeBeat {
+  readonly name: string
+  /** This daemon's start: a restarted daemon is a new instance of the same node. */
+  readonly instance: string
+  readonly host: string
+  readonly pid: number
+  readonly version: string
+  readonly advertise: string | null
+  readonly startedAt: number
+  readonly boxes: number
+  readonly concurrency: number
+  readonly load: number
+  /** Each config file's digest (org.toml without its per-node keys, every file under workers/). */
+  readonly config: Readonly<Record<string, string>>
+}
+
+/** A node as the fleet sees it: up (heartbeating), lost (silent past node_timeout_s), or left (stopped cleanly). */
+export const NodeRow = Schema.Struct({
+  name: Schema.String,
+  instance: Schema.String,
+  host: Schema.String,
+  pid: Schema.Number,
+  version: Schema.String,
+  advertise: Schema.NullOr(Schema.String),
+  started_ms: Schema.Number,
+  heartbeat_ms: Schema.Number,
+  age_s: Schema.Number,
+  /** The node's clock minus the database's at its last heartbeat. */
+  skew_ms: Schema.Number,
+  boxes: Schema.Number,
+  concurrency: Schema.Number,
+  load: Schema.Number,
+  config: Schema.Record({ key: Schema.String, value: Schema.String }),
+  left: Schema.Boolean
+})
+export type NodeRow = typeof NodeRow.Type
+export type NodeState = "up" | "lost" | "left"
+
+export const nodeState = (n: NodeRow, timeoutS: number): NodeState => (n.left ? "left" : n.age_s > timeoutS ? "lost" : "up")
+
+const decodeRows = Schema.decodeUnknown(Schema.Array(NodeRow))
+
+/** Every node the fleet has known, by name, with ages measured on the database's clock. */
+export const listNodes = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const rows = yield* sql`SELECT name, instance, host, pid, version, advertise,
+      (extract(epoch FROM started_at) * 1000)::float8 AS started_ms,
+      (extract(epoch FROM heartbeat_at) * 1000)::float8 AS heartbeat_ms,
+      extract(epoch FROM (now() - heartbeat_at))::float8 AS age_s,
+      (extract(epoch FROM (node_clock - heartbeat_at)) * 1000)::float8 AS skew_ms,
+      boxes, concurrency, load::float8 AS load, config, left_at IS NOT NULL AS left
+    FROM roster_nodes ORDER BY name`.withoutTransform
+  return yield* decodeRows(rows).pipe(Effect.orDie)
+})
+
+const values = (b: NodeBeat, nodeClockMs: number) => ({
+  name: b.name,
+  instance: b.instance,
+  host: b.host,
+  pid: b.pid,
+  version: b.version,
+  advertise: b.advertise,
+  started_at: new Date(b.startedAt),
+  node_clock: new Date(nodeClockMs),
+  boxes: b.boxes,
+  concurrency: b.concurrency,
+  load: b.load,
+  config: JSON.stringify(b.config)
+})
+
+/**
+ * Joins the fleet under this node's name. A name another instance holds with a fresh heartbeat
+ * is refused (two machines given one name would fence each other's work); a name whose holder
+ * left or went silent is taken over.
+ */
+export const registerNode = (b: NodeBeat, nodeClockMs: number, timeoutS: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    yield* sql.withTransaction(Effect.gen(function*() {
+      const held = yield* sql<{ readonly instance: string; readonly pid: number; readonly host: string; readonly age_s: number; readonly left: boolean }>`
+        SELECT instance, pid, host, extract(epoch FROM (now() - heartbeat_at))::float8 AS age_s, left_at IS NOT NULL AS left
+        FROM roster_nodes WHERE name = ${b.name} FOR UPDATE`.withoutTransform
+      const h = held[0]
+      if (h && h.instance !== b.instance && !h.left && h.age_s <= timeoutS) {
+        return yield* new NodeNameTaken({ node: b.name, pid: h.pid, host: h.host, ageS: Math.round(h.age_s) })
+      }
+      const v = values(b, nodeClockMs)
+      yield* sql`INSERT INTO roster_nodes (name, instance, host, pid, version, advertise, started_at, heartbeat_at, node_clock,
+          boxes, concurrency, load, config)
+        VALUES (${v.name}, ${v.instance}, ${v.host}, ${v.pid}, ${v.version}, ${v.advertise}, ${v.started_at}, now(), ${v.node_clock},
+          ${v.boxes}, ${v.concurrency}, ${v.load}, ${v.config}::jsonb)
+        ON CONFLICT (name) DO UPDATE SET instance = EXCLUDED.instance, host = EXCLUDED.host, pid = EXCLUDED.pid,
+          version = EXCLUDED.version, advertise = EXCLUDED.advertise, started_at = EXCLUDED.started_at,
+          heartbeat_at = now(), node_clock = EXCLUDED.node_clock, boxes = EXCLUDED.boxes,
+          concurrency = EXCLUDED.concurrency, load = EXCLUDED.load, config = EXCLUDED.config, left_at = NULL`.withoutTransform
+    }))
+  })
+
+/** One heartbeat; false when the name is no longer this instance's (another took it over while this one was silent). */
+export const beat = (b: NodeBeat, nodeClockMs: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const rows = yield* sql`UPDATE roster_nodes SET heartbeat_at = now(), node_clock = ${new Date(nodeClockMs)},
+        boxes = ${b.boxes}, concurrency = ${b.concurrency}, load = ${b.load}, config = ${JSON.stringify(b.config)}::jsonb
+      WHERE name = ${b.name} AND instance = ${b.instance} AND left_at IS NULL RETURNING name`.withoutTransform
+    return rows.length > 0
+  })
+
+/** A clean stop: the node is marked left, so nothing mistakes it for a lost machine. */
+export const leaveNode = (name: string, instance: string) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql`UPDATE roster_nodes SET left_at = now() WHERE name = ${name} AND instance = ${instance}`.withoutTransform)

@@ -1,0 +1,186 @@
+import Dockerode from "dockerode"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { lockdownNetworkName } from "../../src/contract/deployment.js"
+import { answersOf, askScript, nextHeld } from "../support/ask.js"
+import { collect, type Deployment, makeDeployment } from "../support/deployment.js"
+import { makeOutsideHost } from "../support/netns.js"
+import { latestRunId } from "../support/runs.js"
+import { type Postgres, startPostgres } from "../support/postgres.js"
+
+const docker = new Dockerode()
+
+interface FleetNode {
+  readonly name: string
+  readonly state: string
+  readonly config_differs: ReadonlyArray<string>
+  readonly boxes: number
+  readonly concurrency: number
+}
+interface Fleet {
+  readonly node: string
+  readonly reachable: boolean
+  readonly detail: string | null
+  readonly schema: number
+  readonly nodes: ReadonlyArray<FleetNode>
+}
+
+const fleetOf = async (d: Deployment): Promise<Fleet | undefined> => {
+  const r = await d.roster(["server", "status", "--json"])
+  if (r.code !== 0) throw new Error(`server status failed: ${r.stderr}`)
+  return (JSON.parse(r.stdout) as { supervisor?: { fleet?: Fleet } }).supervisor?.fleet
+}
+
+/** Polls `server status` until `ok` holds of the fleet it shows (each poll's view kept for the failure message). */
+const until = async (d: Deployment, ok: (f: Fleet) => boolean, ms = 20_000): Promise<Fleet> => {
+  const end = Date.now() + ms
+  let last: Fleet | undefined
+  while (Date.now() < end) {
+    last = await fleetOf(d)
+    if (last && ok(last)) return last
+    await new Promise((r) => setTimeout(r, 300))
+  }
+  throw new Error(`the fleet never got there; last seen: ${JSON.stringify(last)}`)
+}
+
+describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgres 15, real daemons)", () => {
+  let pg: Postgres
+  const shared = fs.mkdtempSync(path.join(os.tmpdir(), "roster-shared-"))
+  const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), "roster-not-shared-"))
+  const deployments: Array<Deployment> = []
+  const cluster = () => `[cluster]\ndatabase = "${pg.url}"\nshared_data = "${shared}"\nnode_timeout_s = 6\n`
+  let a: Deployment
+  let b: Deployment
+
+  beforeAll(async () => {
+    pg = await startPostgres()
+    a = await makeDeployment(cluster(), undefined, undefined, { env: { ROSTER_NODE: "node-a", PGPASSWORD: pg.password } })
+    deployments.push(a)
+    // b keeps its password in the vault, not in its environment.
+    b = await makeDeployment(cluster(), undefined, undefined, { env: { ROSTER_NODE: "node-b", PW: pg.password }, start: false })
+    deployments.push(b)
+    const stored = await b.roster(["connection", "add", "postgres", "--from-env", "PW"])
+    expect(stored.code, stored.stderr).toBe(0)
+    const started = await b.roster(["server", "start"])
+    expect(started.code, started.stdout + started.stderr).toBe(0)
+  })
+
+  afterAll(async () => {
+    for (const d of deployments) await d.stop().catch(() => undefined)
+    pg?.remove()
+    fs.rmSync(shared, { recursive: true, force: true })
+    fs.rmSync(elsewhere, { recursive: true, force: true })
+  })
+
+  it("two daemons are two nodes: both up with the schema, the shared folder marked with the database's fleet", async () => {
+    const f = await until(a, (x) => x.nodes.filter((n) => n.state === "up").length === 2)
+    expect(f.node).toBe("node-a")
+    expect(f.schema).toBe(1)
+    expect(f.nodes.map((n) => n.name)).toEqual(["node-a", "node-b"])
+    expect(f.nodes.every((n) => n.concurrency === 2)).toBe(true)
+    expect(pg.sql("SELECT count(*) FROM roster_migrations")).toBe("1")
+    const marker = JSON.parse(fs.readFileSync(path.join(shared, ".roster-fleet.json"), "utf8")) as { fleet: string }
+    expect(marker.fleet).toBe(pg.sql("SELECT id FROM roster_fleet"))
+    const text = await a.roster(["server", "status"])
+    expect(text.stdout).toMatch(/fleet: node node-a, 2 of 2 nodes up \(database 127\.0\.0\.1:\d+\/roster, schema 1\)/)
+    expect(text.stdout).toMatch(/node-a\s+up\s+beat [\d.]+s ago\s+0\/2 boxes.*\(this node\)/)
+    expect(text.stdout).not.toContain(pg.password)
+    const doctor = await a.roster(["doctor"])
+    expect(doctor.stdout).toContain("fleet: node node-a, database 127.0.0.1")
+    expect(doctor.stdout).toContain("— connected")
+    expect(doctor.stdout).toContain("schema:      1, this roster's")
+    expect(doctor.stdout).toContain(`shared data: ${shared} — writable, the fleet's (${marker.fleet})`)
+    expect(doctor.stdout).toMatch(/clocks: {6}this machine [+-]\d+ ms from the database's; nodes at their last beat: node-a [+-]\d+ ms, node-b/)
+    const json = JSON.parse((await a.roster(["doctor", "--json"])).stdout) as { fleet: { connected: boolean; schema: { found: number } } }
+    expect(json.fleet).toMatchObject({ connected: true, schema: { found: 1, known: 1 } })
+  })
+
+  it("a node whose config differs is named with the file; the per-node keys (node, gateway port) never count", async () => {
+    // The two org.toml files already differ in [gateway] port, and the nodes in ROSTER_NODE.
+    expect((await fleetOf(a))?.nodes.find((n) => n.name === "node-b")?.config_differs).toEqual([])
+    fs.appendFileSync(b.file("config", "org.toml"), "\n[budget]\nrun_usd = 5\n")
+    const f = await until(a, (x) => x.nodes.find((n) => n.name === "node-b")?.config_differs.length === 1)
+    expect(f.nodes.find((n) => n.name === "node-b")?.config_differs).toEqual(["org.toml"])
+    const text = await a.roster(["server", "status"])
+    expect(text.stdout).toContain("node-b's config differs from this node's: org.toml")
+    expect((await a.roster(["doctor"])).stdout).toContain("node-b's config differs from this node's: org.toml")
+  })
+
+  it("refuses to join, having changed nothing, with the fix: a wrong password, a folder not the fleet's, a name a live node holds", async () => {
+    const c = await makeDeployment(cluster(), undefined, undefined, { env: { ROSTER_NODE: "node-c", PGPASSWORD: "not-the-password" }, start: false })
+    deployments.push(c)
+    const wrong = await c.roster(["server", "start"])
+    expect(wrong.code).not.toBe(0)
+    expect(wrong.stdout + wrong.stderr).toMatch(/password authentication failed.*roster connection add postgres/)
+
+    c.env.PGPASSWORD = pg.password
+    c.writeOrg(cluster().replace(shared, elsewhere))
+    const folder = await c.roster(["server", "start"])
+    expect(folder.code).not.toBe(0)
+    expect(folder.stdout + folder.stderr).toContain(`[cluster] shared_data ${elsewhere}: holds no .roster-fleet.json, though the fleet exists`)
+
+    c.writeOrg(cluster())
+    c.env.ROSTER_NODE = "node-a"
+    const taken = await c.roster(["server", "start"])
+    expect(taken.code).not.toBe(0)
+    expect(taken.stdout + taken.stderr).toMatch(/node "node-a" is already in the fleet \(pid \d+ .*ROSTER_NODE/)
+    // Refused before the network: the deployment's box network was never made.
+    const nets = await docker.listNetworks({ filters: { name: [lockdownNetworkName(c.file("config"))] } })
+    expect(nets).toEqual([])
+    expect((await fleetOf(a))?.nodes.map((n) => n.name)).toEqual(["node-a", "node-b"])
+  })
+
+  it("a Postgres outage: the node keeps running and says so, then is back by itself", async () => {
+    pg.stop()
+    try {
+      const down = await until(a, (x) => !x.reachable, 20_000)
+      expect(down.detail).not.toBeNull()
+      const text = await a.roster(["server", "status"])
+      expect(text.stdout).toContain("the database does not answer")
+      expect(text.stdout).toContain("this node keeps its boxes running and retries")
+    } finally {
+      pg.start()
+    }
+    const back = await until(a, (x) => x.reachable && x.nodes.find((n) => n.name === "node-a")?.state === "up", 30_000)
+    expect(back.nodes.find((n) => n.name === "node-b")?.state).toBe("up")
+  })
+
+  it("a node that stops is marked left, not lost", async () => {
+    await b.stop()
+    const f = await until(a, (x) => x.nodes.find((n) => n.name === "node-b")?.state === "left")
+    expect(f.nodes.find((n) => n.name === "node-a")?.state).toBe("up")
+    expect((await a.roster(["server", "status"])).stdout).toMatch(/node-b\s+LEFT/)
+  })
+
+  it("approve --always is refused on a node (org.toml is the fleet's, not the node's to edit), with the lines to add; --run goes on", async () => {
+    const outside = await makeOutsideHost()
+    let child: ReturnType<Deployment["spawn"]> | undefined
+    try {
+      a.writeOrg(`${cluster()}[gateway]\napprovals = "ask"\napproval_wait_s = 60\n`)
+      const before = fs.readFileSync(a.file("config", "org.toml"), "utf8")
+      const target = `${outside.address}:${outside.port}`
+      child = a.spawn(["worker", "run", "alice", askScript(a, "fleet-ask.sh", [`${target} first`])])
+      const done = collect(child)
+      const held = await nextHeld(a, new Set())
+      const always = await a.roster(["approve", held.id, "--always"])
+      expect(always.code).not.toBe(0)
+      expect(always.stdout + always.stderr).toMatch(/one of a fleet \(\[cluster\]\).*add these lines there:\n[\s\S]*\[\[allow\]\][\s\S]*--run/)
+      expect(fs.readFileSync(a.file("config", "org.toml"), "utf8")).toBe(before)
+      const run = await a.roster(["approve", held.id, "--run"])
+      expect(run.code, run.stderr).toBe(0)
+      const r = await done
+      expect(r.code, r.stderr).toBe(0)
+      const runs = a.file("data", "runs", "alice")
+      expect(answersOf(fs.readFileSync(path.join(runs, latestRunId(runs), "stdout.jsonl"), "utf8")).first).toContain(outside.greeting)
+    } finally {
+      // A failed assertion must not leave the run's box waiting for a decision: the CLI stops it on SIGTERM.
+      if (child && child.exitCode === null) {
+        child.kill("SIGTERM")
+        await new Promise((r) => child?.once("close", r))
+      }
+      outside.close()
+    }
+  })
+})

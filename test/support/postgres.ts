@@ -1,0 +1,89 @@
+import { execFileSync, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { freePort } from "./deployment.js"
+
+/** A real Postgres of Debian's (`postgresql`, installed by scripts/ensure-host.sh), run for one test file. */
+export interface Postgres {
+  /** The database URL without a password (the password goes by PGPASSWORD or the vault, never in org.toml). */
+  readonly url: string
+  readonly password: string
+  readonly port: number
+  /** Stops the server (fast shutdown) and starts it again on the same port and data: an outage. */
+  readonly stop: () => void
+  readonly start: () => void
+  /** Runs SQL through psql as the test's role; the result as text, rows one per line. */
+  readonly sql: (query: string) => string
+  /** Stops the server and removes its folder. */
+  readonly remove: () => void
+}
+
+const binDir = () => {
+  const base = "/usr/lib/postgresql"
+  const versions = fs.existsSync(base) ? fs.readdirSync(base).filter((v) => fs.existsSync(path.join(base, v, "bin/initdb"))) : []
+  const newest = versions.sort((a, b) => Number(b) - Number(a))[0]
+  if (!newest) {
+    throw new Error("no Postgres server here (no /usr/lib/postgresql/*/bin/initdb): install it with scripts/ensure-host.sh " +
+      "(as root: apt-get install -y postgresql)")
+  }
+  return path.join(base, newest, "bin")
+}
+
+/** Runs a Postgres binary as the `postgres` user: the server refuses to run as root. */
+const asPostgres = (bin: string, args: ReadonlyArray<string>) => {
+  const user = os.userInfo().uid === 0 ? ["runuser", "-u", "postgres", "--"] : []
+  const [cmd, ...rest] = [...user, bin, ...args]
+  const r = spawnSync(cmd!, rest, { encoding: "utf8" })
+  if (r.status !== 0) throw new Error(`${path.basename(bin)} ${args.join(" ")} failed (${r.status}): ${r.stderr || r.stdout}`)
+  return r.stdout
+}
+
+/**
+ * A fresh cluster in a temp folder owned by `postgres`, listening on 127.0.0.1 at a free port
+ * with password (scram) authentication, one role `roster` owning one database `roster`.
+ */
+export const startPostgres = async (): Promise<Postgres> => {
+  const bin = binDir()
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-pg-"))
+  const data = path.join(dir, "data")
+  const password = `pw-${Math.random().toString(36).slice(2)}`
+  const pwfile = path.join(dir, "pw")
+  fs.writeFileSync(pwfile, `${password}\n`)
+  if (os.userInfo().uid === 0) execFileSync("chown", ["-R", "postgres:postgres", dir])
+  asPostgres(path.join(bin, "initdb"), ["-D", data, "-U", "roster", "--pwfile", pwfile, "--auth", "scram-sha-256", "-E", "UTF8", "--no-sync"])
+  const port = await freePort()
+  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`
+  const start = () => {
+    asPostgres(path.join(bin, "pg_ctl"), ["-D", data, "-o", opts, "-l", path.join(dir, "log"), "-w", "-t", "60", "start"])
+  }
+  const stop = () => {
+    asPostgres(path.join(bin, "pg_ctl"), ["-D", data, "-m", "fast", "-w", "stop"])
+  }
+  start()
+  const psql = (db: string, query: string) => {
+    const r = spawnSync("psql", ["-h", "127.0.0.1", "-p", String(port), "-U", "roster", "-d", db, "-At", "-v", "ON_ERROR_STOP=1", "-c", query], {
+      encoding: "utf8",
+      env: { ...process.env, PGPASSWORD: password }
+    })
+    if (r.status !== 0) throw new Error(`psql: ${r.stderr}`)
+    return r.stdout.trim()
+  }
+  psql("postgres", "CREATE DATABASE roster")
+  return {
+    url: `postgres://roster@127.0.0.1:${port}/roster`,
+    password,
+    port,
+    stop,
+    start,
+    sql: (query) => psql("roster", query),
+    remove: () => {
+      try {
+        stop()
+      } catch {
+        // already stopped
+      }
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}

@@ -1,0 +1,104 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Either } from "effect"
+import { decodeToml } from "../../src/config/decode.js"
+import { OrgSchema } from "../../src/config/schema.js"
+import type { FleetStatus } from "../../src/contract/fleet.js"
+import { fleetLines } from "../../src/cli/serverCommand.js"
+import { type FleetCheck, fleetCheckLines } from "../../src/fleet/doctor.js"
+import { differingFiles, orgDigest } from "../../src/fleet/fingerprint.js"
+import { nodeNameOf } from "../../src/fleet/nodeName.js"
+import { beatEvery } from "../../src/fleet/join.js"
+import { Duration } from "effect"
+
+const org = (text: string) => Either.getOrThrow(decodeToml(OrgSchema, "org.toml", text))
+const CLUSTER = "[cluster]\ndatabase = \"postgres://roster@db.test/roster\"\nshared_data = \"/srv/roster\"\n"
+
+describe("the fleet's config comparison", () => {
+  it("org.toml compares by its settings: key order and comments never count, nor [cluster] node and [gateway] port", () => {
+    const one = org(`${CLUSTER}node = "a"\n[gateway]\nport = 7300\napprovals = "ask"\n[box]\nmemory = "2g"\ntmp_size = "1g"\n`)
+    const two = org(`# a comment\n[box]\ntmp_size = "1g"\nmemory = "2g"\n[gateway]\napprovals = "ask"\nport = 7301\n${CLUSTER}node = "b"\n`)
+    expect(orgDigest(one)).toBe(orgDigest(two))
+    const three = org(`${CLUSTER}node = "a"\n[gateway]\nport = 7300\napprovals = "off"\n[box]\nmemory = "2g"\ntmp_size = "1g"\n`)
+    expect(orgDigest(three)).not.toBe(orgDigest(one))
+    expect(orgDigest(org(`${CLUSTER}node_timeout_s = 60\n`))).not.toBe(orgDigest(org(CLUSTER)))
+  })
+
+  it("names the files that differ, including a file only one node has", () => {
+    expect(differingFiles({ "org.toml": "1", "workers/a/identity.md": "2" }, { "org.toml": "1", "workers/a/identity.md": "3", "workers/b/identity.md": "4" }))
+      .toEqual(["workers/a/identity.md", "workers/b/identity.md"])
+    expect(differingFiles({ "org.toml": "1" }, { "org.toml": "1" })).toEqual([])
+  })
+})
+
+describe("a node's name and beat", () => {
+  const cluster = org(`${CLUSTER}node = "from-file"\n`).cluster!
+  it("ROSTER_NODE, else [cluster] node, else the host name made valid", () => {
+    expect(nodeNameOf(cluster, { ROSTER_NODE: "from-env" })).toBe("from-env")
+    expect(nodeNameOf(cluster, {})).toBe("from-file")
+    expect(nodeNameOf(cluster, { ROSTER_NODE: "has space" })).toEqual({ invalid: "ROSTER_NODE=has space" })
+    const host = nodeNameOf(org(CLUSTER).cluster!, {})
+    expect(typeof host === "string" && /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(host)).toBe(true)
+  })
+
+  it("beats six times a timeout, at most every 5 s and at least every 1 s", () => {
+    expect(Duration.toSeconds(beatEvery({ ...cluster, node_timeout_s: 30 }))).toBe(5)
+    expect(Duration.toSeconds(beatEvery({ ...cluster, node_timeout_s: 12 }))).toBe(2)
+    expect(Duration.toSeconds(beatEvery({ ...cluster, node_timeout_s: 5 }))).toBe(1)
+    expect(Duration.toSeconds(beatEvery({ ...cluster, node_timeout_s: 600 }))).toBe(5)
+  })
+})
+
+const node = (name: string, over: Partial<FleetStatus["nodes"][number]> = {}): FleetStatus["nodes"][number] => ({
+  name, host: "h", pid: 1, version: "0.1.0", state: "up", heartbeat_age_s: 1.5, boxes: 1, concurrency: 2, load: 0.5, skew_ms: 3, config_differs: [], ...over
+})
+
+describe("server status's fleet lines", () => {
+  it("a line a node, lost and left in capitals, this node marked, another version named, config drift with the fix", () => {
+    const lines = fleetLines({
+      node: "a", database: "db.test:5432/roster", reachable: true, detail: null, schema: 1,
+      nodes: [node("a"), node("bb", { state: "lost", heartbeat_age_s: 45, config_differs: ["org.toml"], version: "0.2.0" }), node("c", { state: "left", config_differs: ["x"] })]
+    })
+    expect(lines[0]).toBe("fleet: node a, 1 of 3 nodes up (database db.test:5432/roster, schema 1)")
+    expect(lines[1]).toBe("  a   up    beat 1.5s ago  1/2 boxes  load 0.5  clock +3 ms  (this node)")
+    expect(lines[2]).toMatch(/^ {2}bb  LOST  beat 45s ago .* version 0\.2\.0$/)
+    expect(lines[3]).toMatch(/^ {2}c {3}LEFT/)
+    // A node that left cleanly is not drift to act on.
+    expect(lines.slice(4)).toEqual(["  bb's config differs from this node's: org.toml — every node holds the same files (only [cluster] node and [gateway] port differ)"])
+  })
+
+  it("an unreachable database: what is wrong and that the node carries on", () => {
+    const lines = fleetLines({ node: "a", database: "db.test:5432/roster", reachable: false, detail: "connection refused", schema: 1, nodes: [] })
+    expect(lines[1]).toBe("  the database does not answer (connection refused): this node keeps its boxes running and retries")
+  })
+})
+
+describe("doctor's fleet lines", () => {
+  const check = (over: Partial<FleetCheck>): FleetCheck => ({
+    node: "a", database: "db.test:5432/roster", connected: true, problem: null, schema: { found: 1, known: 1 },
+    shared_data: { folder: "/srv/roster", ok: true, fleet: "fleet-1", detail: null }, skew_ms: 4,
+    nodes: [{ name: "a", state: "up", heartbeat_age_s: 1, skew_ms: 4, version: "0.1.0", config_differs: [] }], ...over
+  })
+
+  it("a database it cannot reach says why and the fix, and nothing more", () => {
+    expect(fleetCheckLines(check({ connected: false, problem: "the fleet's database db.test:5432/roster: connection refused — start Postgres there" })))
+      .toEqual(["fleet: node a, database db.test:5432/roster — CANNOT CONNECT: the fleet's database db.test:5432/roster: connection refused — start Postgres there"])
+  })
+
+  it("schema: none yet, older (migrated at start), newer (upgrade this node)", () => {
+    expect(fleetCheckLines(check({ schema: { found: 0, known: 1 } })).join("\n")).toContain("none yet (the first daemon to start creates it")
+    expect(fleetCheckLines(check({ schema: { found: 1, known: 2 } })).join("\n")).toContain("1 (this roster migrates it to 2 when its daemon starts)")
+    expect(fleetCheckLines(check({ schema: { found: 3, known: 2 } })).join("\n")).toContain("3, NEWER than this roster's 2: another node runs a newer roster — upgrade this one")
+  })
+
+  it("clock skew past 2 s, here or on a node, is named with the fix; within it, no warning", () => {
+    expect(fleetCheckLines(check({})).join("\n")).not.toContain("CLOCK SKEW")
+    const far = fleetCheckLines(check({ nodes: [{ name: "b", state: "up", heartbeat_age_s: 1, skew_ms: -2500, version: "0.1.0", config_differs: [] }] })).join("\n")
+    expect(far).toContain("CLOCK SKEW over 2 s (b): node timeouts and the budgets' days go by the clock — run NTP")
+    expect(fleetCheckLines(check({ skew_ms: 3000 })).join("\n")).toContain("CLOCK SKEW over 2 s (this machine)")
+  })
+
+  it("a shared folder that is not the fleet's says so", () => {
+    const lines = fleetCheckLines(check({ shared_data: { folder: "/srv/roster", ok: false, fleet: null, detail: "holds no .roster-fleet.json" } }))
+    expect(lines).toContain("  shared data: /srv/roster — PROBLEM: holds no .roster-fleet.json")
+  })
+})
