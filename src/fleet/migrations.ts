@@ -36,6 +36,27 @@ const MIGRATIONS = {
         config jsonb NOT NULL,
         left_at timestamptz
       )`
+    ], { discard: true })),
+  /**
+   * The fleet's queue: one row a task, its record as JSON beside the columns claims use. One
+   * running attempt per worker across the fleet is the unique index, not a check in code: two
+   * nodes claiming two tasks of one worker at once cannot both succeed.
+   */
+  "2_tasks": Effect.flatMap(SqlClient, (sql) =>
+    Effect.all([
+      sql`CREATE SEQUENCE roster_task_seq`,
+      sql`CREATE TABLE roster_tasks (
+        task_id text PRIMARY KEY,
+        worker text NOT NULL,
+        seq bigint NOT NULL,
+        status text NOT NULL,
+        node text,
+        attempt integer NOT NULL DEFAULT 0,
+        record jsonb NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      sql`CREATE UNIQUE INDEX roster_tasks_one_running ON roster_tasks (worker) WHERE status = 'running'`,
+      sql`CREATE INDEX roster_tasks_by_status ON roster_tasks (status, seq)`
     ], { discard: true }))
 }
 
@@ -53,8 +74,24 @@ export const schemaVersion = Effect.gen(function*() {
 
 /** Brings the database to this roster's schema; refuses one newer than it knows (another node runs a newer roster). */
 export const migrate = Effect.gen(function*() {
-  const found = yield* schemaVersion
-  if (found > SCHEMA_VERSION) return yield* new FleetSchemaError({ found, known: SCHEMA_VERSION })
-  const applied = yield* Migrator.make({})({ loader: Migrator.fromRecord(MIGRATIONS), table: TABLE })
-  return { from: found, to: SCHEMA_VERSION, applied: applied.map(([id, name]) => `${id}_${name}`) }
+  const sql = yield* SqlClient
+  // One node at a time, from the version check on: the migrator's own table lock comes after it
+  // creates its table, which two nodes starting at once on an empty database would both try.
+  return yield* sql.withTransaction(Effect.gen(function*() {
+    yield* sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK}::bigint)`
+    const found = yield* schemaVersion
+    if (found > SCHEMA_VERSION) return yield* new FleetSchemaError({ found, known: SCHEMA_VERSION })
+    // The migrator's own table, as it would make it: its probe for the table fails inside a
+    // transaction (aborting it) when the table is missing.
+    yield* sql`CREATE TABLE IF NOT EXISTS roster_migrations (
+      migration_id integer PRIMARY KEY,
+      created_at timestamp with time zone NOT NULL DEFAULT now(),
+      name text NOT NULL
+    )`
+    const applied = yield* Migrator.make({})({ loader: Migrator.fromRecord(MIGRATIONS), table: TABLE })
+    return { from: found, to: SCHEMA_VERSION, applied: applied.map(([id, name]) => `${id}_${name}`) }
+  }))
 })
+
+/** The advisory lock roster's migrations run under (any number, the same on every node). */
+const MIGRATION_LOCK = 0x726f73746572

@@ -57,6 +57,9 @@ export const TaskRecord = Schema.Struct({
   /** Why it is held, failed or cancelled — with the fix when there is one. */
   reason: Schema.NullOr(Schema.String),
   final_text: Schema.optional(Schema.NullOr(Schema.String)),
+  /** Under [cluster]: the fleet node whose box runs or ran it, and that attempt's number (a lost node's attempt is fenced by the next). */
+  node: Schema.optional(Schema.String),
+  attempt: Schema.optional(Schema.Number),
   /** Finished by a daemon that found its box still running after a restart. */
   adopted: Schema.optional(Schema.Boolean),
   /** Follow-ups this task's run queued with set_tasks. */
@@ -94,9 +97,11 @@ export class TaskRefused extends Schema.TaggedError<TaskRefused>()("TaskRefused"
 /** A task record that could not be written. */
 export class TaskStoreError extends Schema.TaggedError<TaskStoreError>()("TaskStoreError", {
   file: Schema.String,
-  detail: Schema.String
+  detail: Schema.String,
+  /** What fixes it, when the store is not the data dir's files (the fleet's database). */
+  fix: Schema.optional(Schema.String)
 }) {
   override get message() {
-    return `cannot write the task record ${this.file}: ${this.detail} — check that the data dir is writable`
+    return `cannot write the task record ${this.file}: ${this.detail} — ${this.fix ?? "check that the data dir is writable"}`
   }
 }

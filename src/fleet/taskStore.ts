@@ -1,0 +1,139 @@
+import type { SqlError } from "@effect/sql/SqlError"
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import * as crypto from "node:crypto"
+import { captureHostFiles } from "../config/Paths.js"
+import { Files } from "../fs/Files.js"
+import { appendJournal } from "../journal/journal.js"
+import { NoSuchTask, TaskRecord, TaskStoreError } from "../task/TaskRecord.js"
+import { type NewTask, TaskStore, type TaskStoreEnv } from "../task/TaskStore.js"
+import { writeTasksView } from "../task/view.js"
+
+/** The channel every node listens on: a task's id each time its row changes. */
+export const TASKS_CHANNEL = "roster_tasks"
+
+const decode = Schema.decodeUnknown(TaskRecord)
+const encode = Schema.encode(TaskRecord)
+
+const isUniqueViolation = (e: SqlError) => (e.cause as { readonly code?: string } | undefined)?.code === "23505"
+
+/** The database's own words when it gave some (the driver's error), else the client's. */
+export const sqlDetail = (e: SqlError) => (e.cause instanceof Error ? e.cause.message : e.message)
+
+const storeError = (where: string) => (e: SqlError) =>
+  new TaskStoreError({ file: `in the fleet's database ${where}`, detail: sqlDetail(e), fix: "check that the database answers: roster doctor" })
+
+/**
+ * The task store of a fleet's node: the same interface as the data dir's files, over the fleet's
+ * database. A change is one transaction on the task's row (`FOR UPDATE`), so two nodes changing
+ * one task take turns; claiming a task (queued → running) stamps this node and the next attempt
+ * number, and the unique index on running rows refuses a second running task of one worker —
+ * such a claim returns the task unchanged, as a claim that lost. Every change is announced on
+ * {@link TASKS_CHANNEL}; the journal and the worker's queue view are still this node's files.
+ */
+export const fleetTaskStore = (node: string, where: string) =>
+  Layer.effect(
+    TaskStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const env = Context.add(yield* captureHostFiles, Files, yield* Files)
+      const own = <A, E>(effect: Effect.Effect<A, E, TaskStoreEnv>) => Effect.provide(effect, env)
+      const fail = storeError(where)
+      const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
+
+      const rows = (q: Effect.Effect<ReadonlyArray<{ readonly record: unknown }>, SqlError>) =>
+        q.pipe(Effect.flatMap((rs) => Effect.forEach(rs, (r) => decode(r.record))), Effect.orDie)
+      const list = rows(sql`SELECT record FROM roster_tasks ORDER BY seq, task_id`)
+      const get = (taskId: string) => rows(sql`SELECT record FROM roster_tasks WHERE task_id = ${taskId}`).pipe(Effect.map((r) => r[0]))
+
+      const announce = (task: TaskRecord) =>
+        Effect.all([
+          sql`SELECT pg_notify(${TASKS_CHANNEL}, ${task.task_id})`.pipe(Effect.ignore),
+          own(appendJournal(task.worker, {
+            kind: "task",
+            task_id: task.task_id,
+            status: task.status,
+            run_id: task.run_ids.at(-1) ?? null,
+            reason: task.reason
+          })),
+          list.pipe(Effect.flatMap((all) => own(writeTasksView(task.worker, all))), Effect.catchAllCause(() => Effect.void))
+        ], { discard: true })
+
+      const insert = (t: NewTask) =>
+        Effect.gen(function*() {
+          const time = yield* now
+          const next = yield* sql<{ readonly seq: string }>`SELECT nextval('roster_task_seq')::text AS seq`
+          const task: TaskRecord = {
+            task_id: `t-${crypto.randomBytes(4).toString("hex")}`,
+            worker: t.worker,
+            prompt: t.prompt,
+            status: "queued",
+            seq: Number(next[0]?.seq),
+            ceiling_min: t.ceilingMin,
+            after: t.after,
+            origin: t.origin,
+            ...(t.channel ? { channel: t.channel } : {}),
+            ...(t.continues ? { continues: t.continues } : {}),
+            ...(t.replyTo ? { reply_to: t.replyTo } : {}),
+            created_at: time,
+            updated_at: time,
+            started_at: null,
+            finished_at: null,
+            run_ids: [],
+            ended_by: null,
+            exit_code: null,
+            reason: null
+          }
+          const record = yield* encode(task).pipe(Effect.orDie)
+          yield* sql`INSERT INTO roster_tasks (task_id, worker, seq, status, record)
+            VALUES (${task.task_id}, ${task.worker}, ${task.seq}, ${task.status}, ${JSON.stringify(record)}::jsonb)`
+          return task
+        })
+
+      const change = (taskId: string, f: (task: TaskRecord, now: string) => TaskRecord) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const found = yield* rows(sql`SELECT record FROM roster_tasks WHERE task_id = ${taskId} FOR UPDATE`)
+          const current = found[0]
+          if (!current) return yield* new NoSuchTask({ taskId })
+          if (current.unreadable) return { current, next: current }
+          const time = yield* now
+          const next = f(current, time)
+          if (next === current) return { current, next }
+          const claiming = next.status === "running" && current.status !== "running"
+          const attempt = (current.attempt ?? 0) + (claiming ? 1 : 0)
+          const stamped: TaskRecord = { ...next, updated_at: time, ...(claiming ? { node, attempt } : {}) }
+          const record = yield* encode(stamped).pipe(Effect.orDie)
+          yield* sql`UPDATE roster_tasks SET status = ${stamped.status}, record = ${JSON.stringify(record)}::jsonb,
+              node = ${stamped.node ?? null}, attempt = ${attempt}, updated_at = now()
+            WHERE task_id = ${taskId}`
+          return { current, next: stamped }
+        }))
+
+      return {
+        get: (taskId) => get(taskId),
+        list,
+        add: (t) => insert(t).pipe(Effect.tap(announce), Effect.mapError(fail)),
+        addAll: (ts, admit) =>
+          sql.withTransaction(Effect.gen(function*() {
+            // One writer of new tasks at a time across the fleet, so a cap `admit` checks cannot be squeezed past by two nodes.
+            yield* sql`LOCK TABLE roster_tasks IN SHARE ROW EXCLUSIVE MODE`
+            const refused = admit(yield* list)
+            if (refused) return yield* Effect.fail(refused)
+            return yield* Effect.forEach(ts, insert)
+          })).pipe(
+            Effect.tap((added) => Effect.forEach(added, announce, { discard: true })),
+            Effect.catchTag("SqlError", (e) => Effect.fail(fail(e)))
+          ),
+        update: (taskId, f) =>
+          change(taskId, f).pipe(
+            Effect.tap(({ current, next }) => (next !== current && next.status !== current.status ? announce(next) : Effect.void)),
+            Effect.map(({ next }) => next),
+            // Another task of this worker runs somewhere in the fleet: this claim lost, the task is as it was.
+            Effect.catchTag("SqlError", (e): Effect.Effect<TaskRecord, NoSuchTask | TaskStoreError> =>
+              isUniqueViolation(e)
+                ? get(taskId).pipe(Effect.flatMap((t) => (t ? Effect.succeed(t) : Effect.fail(new NoSuchTask({ taskId })))))
+                : Effect.fail(fail(e)))
+          )
+      }
+    })
+  )

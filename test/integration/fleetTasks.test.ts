@@ -1,0 +1,144 @@
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { PgClient } from "@effect/sql-pg"
+import { ConfigProvider, Effect, Either, Layer, Option, Redacted, Stream } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { ClusterSection } from "../../src/config/cluster.js"
+import { decodeToml } from "../../src/config/decode.js"
+import { Paths } from "../../src/config/Paths.js"
+import { OrgSchema } from "../../src/config/schema.js"
+import { fleetSqlLayer } from "../../src/fleet/connect.js"
+import { migrate } from "../../src/fleet/migrations.js"
+import { fleetTaskStore, TASKS_CHANNEL } from "../../src/fleet/taskStore.js"
+import { Files } from "../../src/fs/Files.js"
+import type { TaskRecord } from "../../src/task/TaskRecord.js"
+import { type NewTask, TaskStore } from "../../src/task/TaskStore.js"
+import { Vault } from "../../src/vault/Vault.js"
+import { type Postgres, startPostgres } from "../support/postgres.js"
+
+let runs = 0
+/** A fresh run id in roster's format (the record's schema checks it). */
+const runIdOf = () => `2026-12-02-00-00-00-${(runs++).toString(16).padStart(8, "0")}`
+
+const newTask = (worker: string, prompt: string): NewTask => ({
+  worker, prompt, ceilingMin: null, after: null, origin: { by: "person", run_id: null, task_id: null, via: "cli" }
+})
+
+describe("the fleet's task store: claims over one real Postgres from three nodes", () => {
+  let pg: Postgres
+  let cluster: ClusterSection
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-fleet-tasks-"))
+
+  beforeAll(async () => {
+    pg = await startPostgres()
+    const org = Either.getOrThrow(decodeToml(OrgSchema, "org.toml", `[cluster]\ndatabase = "${pg.url}"\nshared_data = "${home}"\n`))
+    cluster = org.cluster!
+  })
+  afterAll(() => {
+    pg?.remove()
+    fs.rmSync(home, { recursive: true, force: true })
+  })
+
+  /** One node's store: its own connections to the database, its own data dir for the journal and views. */
+  const nodeLayer = (node: string) => {
+    const root = path.join(home, node)
+    const paths = Paths.layerAt({ config: path.join(root, "config"), data: path.join(root, "data"), state: path.join(root, "state"), home: root })
+    const sql = fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))
+    return fleetTaskStore(node, "test").pipe(
+      Layer.provideMerge(sql),
+      Layer.provide(Layer.mergeAll(paths, Files.layer, NodeContext.layer)),
+      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]]))))
+    )
+  }
+  const onNode = <A, E>(node: string, effect: Effect.Effect<A, E, TaskStore>) =>
+    Effect.runPromise(Effect.provide(effect, nodeLayer(node)) as Effect.Effect<A, E, never>)
+
+  it("three nodes migrating at once apply each migration once", async () => {
+    const results = await Promise.all(["n1", "n2", "n3"].map(() =>
+      Effect.runPromise(migrate.pipe(
+        Effect.provide(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
+      ))))
+    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks"])
+    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2")
+  })
+
+  it("40 tasks over 5 workers, claimed by three nodes at 2 at a time: each done exactly once, never two of one worker at once, every node ran some", async () => {
+    await onNode("n1", Effect.flatMap(TaskStore, (s) =>
+      Effect.forEach(Array.from({ length: 40 }, (_, i) => newTask(`w${i % 5}`, `task ${i}`)), s.add)))
+    const intervals: Array<{ readonly worker: string; readonly node: string; readonly task: string; readonly from: number; readonly to: number }> = []
+    const node = (name: string) =>
+      Effect.gen(function*() {
+        const store = yield* TaskStore
+        const slots = yield* Effect.makeSemaphore(2)
+        const runOne = (t: TaskRecord) =>
+          Effect.gen(function*() {
+            const runId = runIdOf()
+            const claimed = yield* store.update(t.task_id, (x) => (x.status === "queued" ? { ...x, status: "running", run_ids: [...x.run_ids, runId] } : x))
+            if (claimed.status !== "running" || claimed.run_ids.at(-1) !== runId) return
+            const from = Date.now()
+            yield* Effect.sleep("30 millis")
+            intervals.push({ worker: t.worker, node: name, task: t.task_id, from, to: Date.now() })
+            yield* store.update(t.task_id, (x) => ({ ...x, status: "done", finished_at: new Date().toISOString() }))
+          })
+        for (;;) {
+          const all = yield* store.list
+          if (all.every((t) => t.status === "done")) return
+          const queued = all.filter((t) => t.status === "queued")
+          const running = new Set(all.filter((t) => t.status === "running").map((t) => t.worker))
+          // As the supervisor does: a worker's first queued task only, and none while one of its tasks runs anywhere.
+          const firsts = queued.filter((t, i) => queued.findIndex((x) => x.worker === t.worker) === i)
+          const free = firsts.filter((t) => !running.has(t.worker))
+          const pick = free.slice(0, 2)
+          yield* Effect.forEach(pick, (t) => slots.withPermits(1)(runOne(t)), { concurrency: "unbounded", discard: true })
+          if (pick.length === 0) yield* Effect.sleep("5 millis")
+        }
+      })
+    await Promise.all(["n1", "n2", "n3"].map((n) => onNode(n, node(n))))
+    const all = await onNode("n2", Effect.flatMap(TaskStore, (s) => s.list))
+    expect(all).toHaveLength(40)
+    expect(all.every((t) => t.status === "done" && t.run_ids.length === 1 && t.attempt === 1)).toBe(true)
+    expect(new Set(all.map((t) => t.node))).toEqual(new Set(["n1", "n2", "n3"]))
+    expect(intervals).toHaveLength(40)
+    for (const a of intervals) {
+      const overlapping = intervals.filter((b) => b !== a && b.worker === a.worker && b.from < a.to && a.from < b.to)
+      expect(overlapping, `${a.task} of ${a.worker} overlaps`).toEqual([])
+    }
+    // Queue order: a worker's tasks ran in the order they were added.
+    for (const w of ["w0", "w1", "w2", "w3", "w4"]) {
+      const mine = all.filter((t) => t.worker === w)
+      const order = intervals.filter((i) => i.worker === w).sort((x, y) => x.from - y.from).map((i) => i.task)
+      expect(order).toEqual(mine.map((t) => t.task_id))
+    }
+  })
+
+  it("two nodes claiming two tasks of one worker at the same moment: the database lets one run, the other's claim comes back unchanged", async () => {
+    const [a, b] = await onNode("n1", Effect.flatMap(TaskStore, (s) => Effect.all([s.add(newTask("solo", "one")), s.add(newTask("solo", "two"))])))
+    const claim = (node: string, t: TaskRecord) =>
+      onNode(node, Effect.flatMap(TaskStore, (s) => s.update(t.task_id, (x) => ({ ...x, status: "running", run_ids: [...x.run_ids, runIdOf()] }))))
+    const [ra, rb] = await Promise.all([claim("n1", a!), claim("n2", b!)])
+    expect([ra.status, rb.status].sort()).toEqual(["queued", "running"])
+    expect(pg.sql("SELECT count(*) FROM roster_tasks WHERE worker = 'solo' AND status = 'running'")).toBe("1")
+    const loser = ra.status === "queued" ? ra : rb
+    expect(loser.run_ids).toEqual([])
+    expect(loser.node).toBeUndefined()
+  })
+
+  it("every change is announced on the channel the nodes listen on, and a missing task is NoSuchTask", async () => {
+    const heard = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const client = yield* PgClient.PgClient
+      const first = yield* Stream.runHead(client.listen(TASKS_CHANNEL)).pipe(Effect.fork)
+      yield* Effect.sleep("300 millis")
+      const added = yield* Effect.provide(Effect.flatMap(TaskStore, (s) => s.add(newTask("w0", "heard"))), nodeLayer("n3"))
+      return { id: added.task_id, got: yield* first.await }
+    })).pipe(
+      Effect.provide(PgClient.layer({ host: "127.0.0.1", port: pg.port, database: "roster", username: "roster", password: Redacted.make(pg.password) })),
+      Effect.orDie
+    ))
+    expect(heard.got._tag === "Success" && Option.getOrUndefined(heard.got.value)).toBe(heard.id)
+    const missing = await onNode("n1", Effect.flip(Effect.flatMap(TaskStore, (s) => s.update("t-00000000", (x) => x))))
+    expect(missing._tag).toBe("NoSuchTask")
+  })
+})
