@@ -1,4 +1,4 @@
-import { Context, type Effect } from "effect"
+import { Context, type Effect, type Stream } from "effect"
 import type { FleetStatus } from "../contract/fleet.js"
 
 /**
@@ -10,4 +10,6 @@ export class FleetMember extends Context.Tag("roster/FleetMember")<FleetMember, 
   readonly node: string
   /** The fleet as the database sees it now; when it does not answer, the last view with why. */
   readonly status: Effect.Effect<FleetStatus>
+  /** The id of every task that changes anywhere in the fleet, as the database announces it. */
+  readonly changes: Stream.Stream<string>
 }>() {}

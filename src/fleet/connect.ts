@@ -1,11 +1,17 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
-import { Config, Effect, Layer, Option, Redacted } from "effect"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Config, Context, Effect, Layer, Option, Redacted, type Stream } from "effect"
 import type { ClusterSection } from "../config/cluster.js"
 import { Vault } from "../vault/Vault.js"
 import { FleetDbError } from "./errors.js"
 
 /** The vault connection that holds the database's password (`roster connection add postgres`). */
 export const DB_CONNECTION = "postgres"
+
+/** Postgres's LISTEN, for the nodes' wake-ups: a channel's payloads as they are notified. */
+export class FleetNotify extends Context.Tag("roster/FleetNotify")<FleetNotify, {
+  readonly listen: (channel: string) => Stream.Stream<string, SqlError>
+}>() {}
 
 /** Where the database is, as people read it: host:port/database, never the password. */
 export const whereOf = (cluster: ClusterSection) => {
@@ -50,7 +56,7 @@ export const fleetSqlLayer = (cluster: ClusterSection, options: { readonly maxCo
     const PgClient = yield* Effect.promise(() => import("@effect/sql-pg/PgClient"))
     const url = new URL(cluster.database)
     const sslmode = url.searchParams.get("sslmode")
-    return PgClient.layer({
+    const client = PgClient.layer({
       host: decodeURIComponent(url.hostname.replace(/^\[|\]$/g, "")),
       port: url.port === "" ? 5432 : Number(url.port),
       database: decodeURIComponent(url.pathname.slice(1)) || "roster",
@@ -62,4 +68,6 @@ export const fleetSqlLayer = (cluster: ClusterSection, options: { readonly maxCo
       idleTimeout: "60 seconds",
       maxConnections: options.maxConnections ?? 4
     }).pipe(Layer.mapError((e) => new FleetDbError({ where: whereOf(cluster), ...explain(e.cause) })))
-  })) as Layer.Layer<SqlClient, FleetDbError, Vault>
+    const notify = Layer.effect(FleetNotify, Effect.map(PgClient.PgClient, (pg) => ({ listen: (channel: string) => pg.listen(channel) })))
+    return Layer.provideMerge(notify, client)
+  })) as Layer.Layer<SqlClient | FleetNotify, FleetDbError, Vault>

@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Clock, Duration, Effect, Layer, Ref, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Ref, Schedule, Stream } from "effect"
 import * as crypto from "node:crypto"
 import * as os from "node:os"
 import type { ClusterSection } from "../config/cluster.js"
@@ -8,7 +8,9 @@ import { OrgConfig } from "../config/OrgConfig.js"
 import { captureHostFiles } from "../config/Paths.js"
 import type { FleetStatus } from "../contract/fleet.js"
 import { VERSION } from "../contract/version.js"
-import { fleetSqlLayer, whereOf } from "./connect.js"
+import { FleetNotify, fleetSqlLayer, whereOf } from "./connect.js"
+import type { FleetMember } from "./FleetMember.js"
+import { TASKS_CHANNEL } from "./taskStore.js"
 import { configFingerprint, differingFiles } from "./fingerprint.js"
 import { migrate, SCHEMA_VERSION } from "./migrations.js"
 import { beat, leaveNode, listNodes, type NodeBeat, nodeState, registerNode } from "./nodes.js"
@@ -79,10 +81,18 @@ export const joinFleet = (opts: JoinOptions) =>
     const health = yield* Ref.make<{ readonly reachable: boolean; readonly detail: string | null }>({ reachable: true, detail: null })
     yield* Effect.logInfo(`fleet: node ${node} joined (database ${whereOf(cluster)}, schema ${SCHEMA_VERSION}, shared data ${cluster.shared_data})`)
     yield* heartbeatLoop(node, withSql, beatNow, health).pipe(Effect.repeat(Schedule.spaced(beatEvery(cluster))), Effect.forkScoped)
-    return { node, status: fleetStatus(opts, node, withSql, health) }
+    const notify = Context.get(sqlCtx, FleetNotify)
+    // Every node's task changes, for the supervisor's wake-ups: a lost LISTEN connection is made
+    // again (the dispatch loop's own 2 s tick covers the gap).
+    const changes = notify.listen(TASKS_CHANNEL).pipe(
+      Stream.retry(Schedule.spaced("2 seconds")),
+      Stream.catchAllCause(() => Stream.empty)
+    )
+    const member: Context.Tag.Service<FleetMember> = { node, status: fleetStatus(opts, node, withSql, health), changes }
+    return { member, database: sqlCtx }
   })
 
-type WithSql = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.Effect<A, E, Exclude<R, SqlClient>>
+type WithSql = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.Effect<A, E, Exclude<R, SqlClient | FleetNotify>>
 
 /** One heartbeat, logging only the changes: the database lost (once), back, or this node's name taken over. */
 const heartbeatLoop = (

@@ -1,12 +1,13 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Ref, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { captureHostFiles } from "../config/Paths.js"
 import { Files } from "../fs/Files.js"
 import { appendJournal } from "../journal/journal.js"
 import { NoSuchTask, TaskRecord, TaskStoreError } from "../task/TaskRecord.js"
 import { type NewTask, TaskStore, type TaskStoreEnv } from "../task/TaskStore.js"
+import { newTaskRecord } from "../task/newRecord.js"
 import { writeTasksView } from "../task/view.js"
 
 /** The channel every node listens on: a task's id each time its row changes. */
@@ -24,6 +25,68 @@ const storeError = (where: string) => (e: SqlError) =>
   new TaskStoreError({ file: `in the fleet's database ${where}`, detail: sqlDetail(e), fix: "check that the database answers: roster doctor" })
 
 /**
+ * The store's reads. While the database does not answer they give the queue as last seen (said
+ * once): the node's status and its running boxes go on, and nothing new is claimed or queued.
+ */
+const makeReads = (sql: SqlClient) =>
+  Effect.gen(function*() {
+    const rows = (q: Effect.Effect<ReadonlyArray<{ readonly record: unknown }>, SqlError>) =>
+      q.pipe(Effect.flatMap((rs) => Effect.forEach(rs, (r) => decode(r.record).pipe(Effect.orDie))))
+    const lastSeen = yield* Ref.make<{ readonly tasks: ReadonlyArray<TaskRecord>; readonly down: boolean }>({ tasks: [], down: false })
+    const seen = <A>(read: Effect.Effect<A, SqlError>, stale: (tasks: ReadonlyArray<TaskRecord>) => A) =>
+      read.pipe(
+        Effect.tap(() => Ref.update(lastSeen, (l) => (l.down ? { ...l, down: false } : l))),
+        Effect.catchAll((e) =>
+          Ref.getAndUpdate(lastSeen, (l) => ({ ...l, down: true })).pipe(
+            Effect.tap((l) => (l.down ? Effect.void : Effect.logWarning(`fleet: the task queue cannot be read (${sqlDetail(e)}); showing it as last seen`))),
+            Effect.map((l) => stale(l.tasks))
+          ))
+      )
+    const list = seen(
+      rows(sql`SELECT record FROM roster_tasks ORDER BY seq, task_id`).pipe(Effect.tap((tasks) => Ref.set(lastSeen, { tasks, down: false }))),
+      (tasks) => tasks
+    )
+    const fetch = (taskId: string) => rows(sql`SELECT record FROM roster_tasks WHERE task_id = ${taskId}`).pipe(Effect.map((r) => r[0]))
+    const get = (taskId: string) => seen(fetch(taskId), (tasks) => tasks.find((t) => t.task_id === taskId))
+    return { fetch, get, list, rows }
+  })
+
+/** The store's writes: a new row, and a change of one row under its lock (a claim stamped with this node and its attempt). */
+const writes = (sql: SqlClient, rows: Effect.Effect.Success<ReturnType<typeof makeReads>>["rows"], node: string) => {
+  const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
+  const insert = (t: NewTask) =>
+    Effect.gen(function*() {
+      const time = yield* now
+      const next = yield* sql<{ readonly seq: string }>`SELECT nextval('roster_task_seq')::text AS seq`
+      const task = newTaskRecord(t, `t-${crypto.randomBytes(4).toString("hex")}`, Number(next[0]?.seq), time)
+      const record = yield* encode(task).pipe(Effect.orDie)
+      yield* sql`INSERT INTO roster_tasks (task_id, worker, seq, status, record)
+        VALUES (${task.task_id}, ${task.worker}, ${task.seq}, ${task.status}, ${JSON.stringify(record)}::jsonb)`
+      return task
+    })
+
+  const change = (taskId: string, f: (task: TaskRecord, now: string) => TaskRecord) =>
+    sql.withTransaction(Effect.gen(function*() {
+      const found = yield* rows(sql`SELECT record FROM roster_tasks WHERE task_id = ${taskId} FOR UPDATE`)
+      const current = found[0]
+      if (!current) return yield* new NoSuchTask({ taskId })
+      if (current.unreadable) return { current, next: current }
+      const time = yield* now
+      const next = f(current, time)
+      if (next === current) return { current, next }
+      const claiming = next.status === "running" && current.status !== "running"
+      const attempt = (current.attempt ?? 0) + (claiming ? 1 : 0)
+      const stamped: TaskRecord = { ...next, updated_at: time, ...(claiming ? { node, attempt } : {}) }
+      const record = yield* encode(stamped).pipe(Effect.orDie)
+      yield* sql`UPDATE roster_tasks SET status = ${stamped.status}, record = ${JSON.stringify(record)}::jsonb,
+          node = ${stamped.node ?? null}, attempt = ${attempt}, updated_at = now()
+        WHERE task_id = ${taskId}`
+      return { current, next: stamped }
+    }))
+  return { change, insert }
+}
+
+/**
  * The task store of a fleet's node: the same interface as the data dir's files, over the fleet's
  * database. A change is one transaction on the task's row (`FOR UPDATE`), so two nodes changing
  * one task take turns; claiming a task (queued → running) stamps this node and the next attempt
@@ -39,12 +102,8 @@ export const fleetTaskStore = (node: string, where: string) =>
       const env = Context.add(yield* captureHostFiles, Files, yield* Files)
       const own = <A, E>(effect: Effect.Effect<A, E, TaskStoreEnv>) => Effect.provide(effect, env)
       const fail = storeError(where)
-      const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
 
-      const rows = (q: Effect.Effect<ReadonlyArray<{ readonly record: unknown }>, SqlError>) =>
-        q.pipe(Effect.flatMap((rs) => Effect.forEach(rs, (r) => decode(r.record))), Effect.orDie)
-      const list = rows(sql`SELECT record FROM roster_tasks ORDER BY seq, task_id`)
-      const get = (taskId: string) => rows(sql`SELECT record FROM roster_tasks WHERE task_id = ${taskId}`).pipe(Effect.map((r) => r[0]))
+      const { fetch, get, list, rows } = yield* makeReads(sql)
 
       const announce = (task: TaskRecord) =>
         Effect.all([
@@ -59,55 +118,7 @@ export const fleetTaskStore = (node: string, where: string) =>
           list.pipe(Effect.flatMap((all) => own(writeTasksView(task.worker, all))), Effect.catchAllCause(() => Effect.void))
         ], { discard: true })
 
-      const insert = (t: NewTask) =>
-        Effect.gen(function*() {
-          const time = yield* now
-          const next = yield* sql<{ readonly seq: string }>`SELECT nextval('roster_task_seq')::text AS seq`
-          const task: TaskRecord = {
-            task_id: `t-${crypto.randomBytes(4).toString("hex")}`,
-            worker: t.worker,
-            prompt: t.prompt,
-            status: "queued",
-            seq: Number(next[0]?.seq),
-            ceiling_min: t.ceilingMin,
-            after: t.after,
-            origin: t.origin,
-            ...(t.channel ? { channel: t.channel } : {}),
-            ...(t.continues ? { continues: t.continues } : {}),
-            ...(t.replyTo ? { reply_to: t.replyTo } : {}),
-            created_at: time,
-            updated_at: time,
-            started_at: null,
-            finished_at: null,
-            run_ids: [],
-            ended_by: null,
-            exit_code: null,
-            reason: null
-          }
-          const record = yield* encode(task).pipe(Effect.orDie)
-          yield* sql`INSERT INTO roster_tasks (task_id, worker, seq, status, record)
-            VALUES (${task.task_id}, ${task.worker}, ${task.seq}, ${task.status}, ${JSON.stringify(record)}::jsonb)`
-          return task
-        })
-
-      const change = (taskId: string, f: (task: TaskRecord, now: string) => TaskRecord) =>
-        sql.withTransaction(Effect.gen(function*() {
-          const found = yield* rows(sql`SELECT record FROM roster_tasks WHERE task_id = ${taskId} FOR UPDATE`)
-          const current = found[0]
-          if (!current) return yield* new NoSuchTask({ taskId })
-          if (current.unreadable) return { current, next: current }
-          const time = yield* now
-          const next = f(current, time)
-          if (next === current) return { current, next }
-          const claiming = next.status === "running" && current.status !== "running"
-          const attempt = (current.attempt ?? 0) + (claiming ? 1 : 0)
-          const stamped: TaskRecord = { ...next, updated_at: time, ...(claiming ? { node, attempt } : {}) }
-          const record = yield* encode(stamped).pipe(Effect.orDie)
-          yield* sql`UPDATE roster_tasks SET status = ${stamped.status}, record = ${JSON.stringify(record)}::jsonb,
-              node = ${stamped.node ?? null}, attempt = ${attempt}, updated_at = now()
-            WHERE task_id = ${taskId}`
-          return { current, next: stamped }
-        }))
+      const { change, insert } = writes(sql, rows, node)
 
       return {
         get: (taskId) => get(taskId),
@@ -131,7 +142,10 @@ export const fleetTaskStore = (node: string, where: string) =>
             // Another task of this worker runs somewhere in the fleet: this claim lost, the task is as it was.
             Effect.catchTag("SqlError", (e): Effect.Effect<TaskRecord, NoSuchTask | TaskStoreError> =>
               isUniqueViolation(e)
-                ? get(taskId).pipe(Effect.flatMap((t) => (t ? Effect.succeed(t) : Effect.fail(new NoSuchTask({ taskId })))))
+                ? fetch(taskId).pipe(
+                  Effect.catchAll((e2) => Effect.fail(fail(e2))),
+                  Effect.flatMap((t) => (t ? Effect.succeed(t) : Effect.fail(new NoSuchTask({ taskId }))))
+                )
                 : Effect.fail(fail(e)))
           )
       }

@@ -1,11 +1,12 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Ref, type Scope } from "effect"
+import { Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Ref, type Scope, Stream } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import type { BoxView, ServerStatus } from "../api/ControlApi.js"
 import { currentOwner, type Owner } from "../contract/owner.js"
 import { Paths } from "../config/Paths.js"
 import { Docker } from "../docker/Docker.js"
 import { Files } from "../fs/Files.js"
+import { FleetMember } from "../fleet/FleetMember.js"
 import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, type TaskStatus, type TaskStoreError } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { dispatchLoop, holdSlot, HOLD_REASON } from "./dispatch.js"
@@ -41,12 +42,14 @@ export interface SupervisorApi {
 const CANCEL_WAIT = "30 seconds"
 
 /** Tasks left `running` by a daemon that died: adopted when their box still runs, else failed — never run twice. */
-const recover = Effect.gen(function*() {
+const recover = (node: string | null) => Effect.gen(function*() {
   const store = yield* TaskStore
   const alive = new Set((yield* deploymentBoxes).map((b) => b.runId))
   for (const t of yield* store.list) {
     const runId = t.run_ids.at(-1)
     if (t.status !== "running" || (runId !== undefined && alive.has(runId))) continue
+    // Another node's running task is that node's to finish (a lost node's, the fleet's to fence).
+    if (node !== null && t.node !== undefined && t.node !== node) continue
     const reason = `the daemon stopped while it ran and its box is gone; ${REQUEUE_HINT}`
     if (runId !== undefined) yield* finishLeftRun(t.worker, runId, reason)
     yield* store.update(t.task_id, taskFailed(reason))
@@ -110,8 +113,10 @@ const make = Effect.gen(function*() {
   const org = yield* OrgConfig
   const st = yield* makeState(yield* Clock.currentTimeMillis)
   const self = yield* currentOwner
+  const member = yield* Effect.serviceOption(FleetMember)
+  const node = Option.isSome(member) ? member.value.node : null
   // Adoption first, then the queue: a task whose box survived is never started again.
-  yield* recover
+  yield* recover(node)
   // Answers a dead daemon owed (a task that ended just before it died) go out before anything new runs.
   yield* deliverPending
   yield* watchPass(st, self)
@@ -120,6 +125,8 @@ const make = Effect.gen(function*() {
   yield* Effect.forkScoped(strayLoop(st))
   yield* Effect.forkScoped(dispatchLoop(st))
   const wake = Queue.offer(st.wake, undefined)
+  // A fleet's node passes the queue again whenever any node changes a task (added, ended, cancelled).
+  if (Option.isSome(member)) yield* Effect.forkScoped(Stream.runForEach(member.value.changes, () => wake))
 
   return {
     add: ({ via, ...req }) => use(queueTask(req, { ...PERSON, via: via ?? "api" })).pipe(Effect.tap(() => wake)),
@@ -134,6 +141,11 @@ const make = Effect.gen(function*() {
         const t = yield* store.get(taskId)
         if (!t) return yield* Effect.fail(new NoSuchTask({ taskId }))
         if (isFinal(t.status)) return yield* Effect.fail(new TaskRefused({ detail: `task ${taskId} already ended: ${t.status}` }))
+        if (t.status === "running" && node !== null && t.node !== undefined && t.node !== node) {
+          return yield* Effect.fail(new TaskRefused({
+            detail: `task ${taskId} runs on node ${t.node}: cancel it there (roster task cancel ${taskId} on ${t.node}) — a cancel across nodes is not built yet`
+          }))
+        }
         const after = yield* store.update(taskId, cancelQueued)
         if (after.status === "running") yield* cancelRunning(st, after)
         yield* wake

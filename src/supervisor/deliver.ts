@@ -1,5 +1,5 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import type { InboxLine } from "../contract/inbox.js"
 import { parseReplyTo, type ReplyTarget } from "../contract/origin.js"
@@ -7,6 +7,7 @@ import type { OrgConfig } from "../config/OrgConfig.js"
 import type { Vault } from "../vault/Vault.js"
 import { ownerAlive } from "../contract/owner.js"
 import { Files } from "../fs/Files.js"
+import { FleetMember } from "../fleet/FleetMember.js"
 import { postChat } from "../gateway/actions/chat/postChat.js"
 import { appendJournal } from "../journal/journal.js"
 import { findRun } from "../run/query.js"
@@ -91,7 +92,10 @@ export const deliverReply = Effect.fn("supervisor.deliverReply")(function*(t: Ta
 
 /** Every ended task whose answer is still to be delivered (after a restart too): each delivered once. */
 export const deliverPending = Effect.gen(function*() {
-  for (const t of (yield* (yield* TaskStore).list).filter(awaitsDelivery)) {
+  // In a fleet each node delivers what its own runs ended: two nodes never both post one answer.
+  const member = yield* Effect.serviceOption(FleetMember)
+  const ours = (t: TaskRecord) => Option.isNone(member) || t.node === undefined || t.node === member.value.node
+  for (const t of (yield* (yield* TaskStore).list).filter((x) => awaitsDelivery(x) && ours(x))) {
     yield* deliverReply(t).pipe(Effect.catchAllCause((c) => Effect.logError(`task ${t.task_id}: its answer could not be delivered`, c)))
   }
 })

@@ -1,4 +1,4 @@
-import { Cause, Deferred, Effect, Exit, FiberMap, Queue, Ref } from "effect"
+import { Cause, Deferred, Effect, Exit, FiberMap, Queue, Ref, Schedule } from "effect"
 import { modelCredentialAvailable } from "../box/pihome.js"
 import { runOnce, type RunOutcome } from "../box/runOnce.js"
 import { OrgConfig } from "../config/OrgConfig.js"
@@ -49,6 +49,9 @@ const endOf = (runId: string, exit: Exit.Exit<RunOutcome, unknown>, cancelled: b
     ? { runId, endedBy: "signal", exitCode: null, error: cancelled ? null : `the daemon stopped while it ran (its box was killed); ${REQUEUE_HINT}` }
     : { runId, endedBy: "error", exitCode: null, error: causeText(exit.cause) }
 
+/** How long a run's end waits for a store that does not answer: backing off to every 10 s, for half an hour. */
+const END_RETRY = Schedule.exponential("500 millis").pipe(Schedule.union(Schedule.spaced("10 seconds")), Schedule.upTo("30 minutes"))
+
 /** One task's run, as the daemon's fiber: however it ends (even the daemon stopping) the task gets its end. */
 const runTask = (
   st: SupervisorState,
@@ -73,7 +76,11 @@ const runTask = (
       Effect.gen(function*() {
         const cancelled = (yield* Deferred.isDone(stop)) || (yield* Ref.get(st.cancelRequested)).has(t.task_id)
         const end = endOf(runId, exit, cancelled)
-        const task = yield* (yield* TaskStore).update(t.task_id, taskEnd(end, cancelled))
+        // A store that cannot be written now (a fleet's database down) gets the end when it answers again.
+        const task = yield* (yield* TaskStore).update(t.task_id, taskEnd(end, cancelled)).pipe(
+          Effect.tapError((e) => Effect.logWarning(`task ${t.task_id}: its end cannot be recorded yet (${e.message}); retrying`)),
+          Effect.retry({ schedule: END_RETRY, while: (e) => e._tag === "TaskStoreError" })
+        )
         yield* (task.status === "done" ? Effect.logInfo : Effect.logWarning)(
           `task ${t.task_id} (${t.worker}) ${task.status}${task.reason ? `: ${task.reason}` : ""}`
         )
@@ -117,16 +124,21 @@ export const dispatchPass = (st: SupervisorState) =>
     yield* deliverPending
     const org = yield* (yield* OrgConfig).snapshot
     const credential = yield* modelCredentialAvailable
-    for (const t of yield* store.list) {
-      if (t.status === "queued" && !credential) yield* store.update(t.task_id, hold)
-      if (t.status === "held" && credential) yield* store.update(t.task_id, unhold)
+    // A node of a fleet without a credential only takes nothing: the queue is every node's, and
+    // another node may have one.
+    if (org.cluster === undefined) {
+      for (const t of yield* store.list) {
+        if (t.status === "queued" && !credential) yield* store.update(t.task_id, hold)
+        if (t.status === "held" && credential) yield* store.update(t.task_id, unhold)
+      }
     }
     if (!credential) return
     const all = yield* store.list
     const live = [...(yield* Ref.get(st.live)).values()]
     const adopted = [...(yield* Ref.get(st.held)).values()].filter((h) => h.taskId !== null)
     const sessions = [...(yield* Ref.get(st.sessions)).values()]
-    const busy = new Set([...live, ...adopted, ...sessions].map((x) => x.worker))
+    // A worker whose task runs anywhere (another node of a fleet included) is busy here too.
+    const busy = new Set([...live, ...adopted, ...sessions].map((x) => x.worker).concat(all.filter((t) => t.status === "running").map((t) => t.worker)))
     let free = org.supervisor.concurrency - live.length - adopted.length - sessions.length
     for (const t of all) {
       if (free <= 0) break
@@ -175,9 +187,19 @@ export const holdSlot = (st: SupervisorState, worker: string, runKey: string) =>
 
 /** The dispatch loop: a pass at each wake-up (a task added, cancelled or ended) and every 2 s. */
 export const dispatchLoop = (st: SupervisorState) =>
-  st.slots.withPermits(1)(dispatchPass(st)).pipe(
-    Effect.catchAllCause((c) => Effect.logError("supervisor: a dispatch pass failed", c)),
-    Effect.zipRight(Effect.raceFirst(Queue.take(st.wake), Effect.sleep("2 seconds"))),
-    Effect.forever
-  )
+  Effect.gen(function*() {
+    // A failure that repeats pass after pass (a store that does not answer) is logged once, and its end once.
+    const last = yield* Ref.make<string | null>(null)
+    return yield* st.slots.withPermits(1)(dispatchPass(st)).pipe(
+      Effect.zipRight(Ref.getAndSet(last, null).pipe(
+        Effect.flatMap((was) => (was === null ? Effect.void : Effect.logInfo("supervisor: dispatch passes work again")))
+      )),
+      Effect.catchAllCause((c) =>
+        Ref.getAndSet(last, Cause.pretty(c)).pipe(
+          Effect.flatMap((was) => (was === Cause.pretty(c) ? Effect.void : Effect.logError("supervisor: a dispatch pass failed", c)))
+        )),
+      Effect.zipRight(Effect.raceFirst(Queue.take(st.wake), Effect.sleep("2 seconds"))),
+      Effect.forever
+    )
+  })
 

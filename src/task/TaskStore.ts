@@ -5,24 +5,13 @@ import { captureHostFiles, type Paths } from "../config/Paths.js"
 import { writeJson } from "../fs/atomic.js"
 import { Files } from "../fs/Files.js"
 import { appendJournal } from "../journal/journal.js"
-import { NoSuchTask, type TaskOrigin, type TaskRecord, type TaskRefused, TaskStoreError } from "./TaskRecord.js"
+import { NoSuchTask, type TaskRecord, type TaskRefused, TaskStoreError } from "./TaskRecord.js"
 import { makeListCache } from "./listCache.js"
+import { type NewTask, newTaskRecord } from "./newRecord.js"
+
+export type { NewTask } from "./newRecord.js"
 import { byQueueOrder, makeTaskReader, taskFiles } from "./readTasks.js"
 import { writeTasksView } from "./view.js"
-
-/** A task to add to the store: who does it, what, with which ceiling, after which task, in which channel, queued by whom. */
-export interface NewTask {
-  readonly worker: string
-  readonly prompt: string
-  readonly ceilingMin: number | null
-  readonly after: string | null
-  readonly channel?: string | undefined
-  readonly origin: TaskOrigin
-  /** The task and run whose pi session it resumes. */
-  readonly continues?: { readonly task_id: string | null; readonly run_id: string | null } | undefined
-  /** Where its answer goes when it ends. */
-  readonly replyTo?: string | undefined
-}
 
 /** What the store reads its files through (captured when its layer is built): the deployment's folders, the file system, the journal's appends. */
 export type TaskStoreEnv = Paths | FileSystem.FileSystem | Path.Path | Files
@@ -98,27 +87,7 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
           Effect.gen(function*() {
             const all = yield* list
             const time = yield* now
-            const task: TaskRecord = {
-              task_id: yield* freshId,
-              worker: t.worker,
-              prompt: t.prompt,
-              status: "queued",
-              seq: all.reduce((m, x) => Math.max(m, x.seq), 0) + 1,
-              ceiling_min: t.ceilingMin,
-              after: t.after,
-              origin: t.origin,
-              ...(t.channel ? { channel: t.channel } : {}),
-              ...(t.continues ? { continues: t.continues } : {}),
-              ...(t.replyTo ? { reply_to: t.replyTo } : {}),
-              created_at: time,
-              updated_at: time,
-              started_at: null,
-              finished_at: null,
-              run_ids: [],
-              ended_by: null,
-              exit_code: null,
-              reason: null
-            }
+            const task = newTaskRecord(t, yield* freshId, all.reduce((m, x) => Math.max(m, x.seq), 0) + 1, time)
             yield* write(task)
             yield* announce(task)
             return task

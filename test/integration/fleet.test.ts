@@ -132,7 +132,13 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     expect((await fleetOf(a))?.nodes.map((n) => n.name)).toEqual(["node-a", "node-b"])
   })
 
-  it("a Postgres outage: the node keeps running and says so, then is back by itself", async () => {
+  it("a Postgres outage mid-run: the node keeps its box and says so, then is back by itself and the task's end is recorded", async () => {
+    const added = await a.roster(["task", "add", "alice", "!sleep 3"])
+    const id = /task (t-[0-9a-f]{8}) queued/.exec(added.stdout)?.[1] ?? ""
+    const show = async () => JSON.parse((await a.roster(["task", "show", id, "--json"])).stdout) as { status: string; node?: string }
+    const startBy = Date.now() + 30_000
+    while ((await show()).status !== "running" && Date.now() < startBy) await new Promise((r) => setTimeout(r, 200))
+    expect((await show()).status).toBe("running")
     pg.stop()
     try {
       const down = await until(a, (x) => !x.reachable, 20_000)
@@ -140,11 +146,60 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
       const text = await a.roster(["server", "status"])
       expect(text.stdout).toContain("the database does not answer")
       expect(text.stdout).toContain("this node keeps its boxes running and retries")
+      // The box goes on without the database, and ends while it is still down.
+      const boxes = () => docker.listContainers({ filters: { label: [`roster.deployment=${a.file("config")}`] } })
+      const goneBy = Date.now() + 20_000
+      while ((await boxes()).length > 0 && Date.now() < goneBy) await new Promise((r) => setTimeout(r, 200))
+      expect(await boxes()).toEqual([])
+      expect((await a.roster(["server", "status"])).code).toBe(0)
     } finally {
       pg.start()
     }
     const back = await until(a, (x) => x.reachable && x.nodes.find((n) => n.name === "node-a")?.state === "up", 30_000)
     expect(back.nodes.find((n) => n.name === "node-b")?.state).toBe("up")
+    // The box ended while the database was down; its end went in once the database answered.
+    const endBy = Date.now() + 30_000
+    while ((await show()).status === "running" && Date.now() < endBy) await new Promise((r) => setTimeout(r, 300))
+    expect(await show()).toMatchObject({ status: "done" })
+  })
+
+  it("the queue is the fleet's: tasks added on one node run on both, each once, never two of one worker at once", async () => {
+    interface Task { task_id: string; worker: string; status: string; node?: string; attempt?: number; run_ids: Array<string>; started_at: string | null; finished_at: string | null }
+    for (const d of [a, b]) {
+      for (const w of ["bob", "carol", "dave"]) {
+        const added = await d.roster(["worker", "add", w])
+        expect(added.code, added.stderr).toBe(0)
+      }
+    }
+    const ids: Array<string> = []
+    for (let i = 0; i < 12; i++) {
+      const r = await (i % 3 === 0 ? b : a).roster(["task", "add", ["alice", "bob", "carol", "dave"][i % 4]!, "!sleep 2"])
+      expect(r.code, r.stderr).toBe(0)
+      ids.push(/task (t-[0-9a-f]{8}) queued/.exec(r.stdout)?.[1] ?? "")
+    }
+    const list = async (d: Deployment) => JSON.parse((await d.roster(["task", "list", "--json"])).stdout) as Array<Task>
+    const deadline = Date.now() + 120_000
+    let tasks = await list(a)
+    while (Date.now() < deadline && !ids.every((id) => tasks.find((t) => t.task_id === id)?.status === "done")) {
+      await new Promise((r) => setTimeout(r, 500))
+      tasks = await list(a)
+    }
+    const ours = tasks.filter((t) => ids.includes(t.task_id))
+    expect(ours.map((t) => t.status)).toEqual(Array(12).fill("done"))
+    expect(ours.every((t) => t.run_ids.length === 1 && t.attempt === 1)).toBe(true)
+    expect(new Set(ours.map((t) => t.node))).toEqual(new Set(["node-a", "node-b"]))
+    for (const x of ours) {
+      const from = Date.parse(x.started_at!)
+      const to = Date.parse(x.finished_at!)
+      const overlap = ours.filter((y) => y !== x && y.worker === x.worker && Date.parse(y.started_at!) < to && from < Date.parse(y.finished_at!))
+      expect(overlap.map((y) => y.task_id), `${x.task_id} (${x.worker})`).toEqual([])
+    }
+    // Each run's folder is on the node that ran it.
+    for (const x of ours) {
+      const on = x.node === "node-a" ? a : b
+      expect(fs.existsSync(on.file("data", "runs", x.worker, x.run_ids[0]!, "run.json")), `${x.task_id} on ${x.node}`).toBe(true)
+    }
+    expect((await list(b)).filter((t) => ids.includes(t.task_id)).map((t) => t.status)).toEqual(Array(12).fill("done"))
   })
 
   it("a node that stops is marked left, not lost", async () => {

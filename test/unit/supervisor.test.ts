@@ -1,6 +1,6 @@
 import { SystemError } from "@effect/platform/Error"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Scope, TestClock } from "effect"
+import { Context, Effect, Exit, Layer, Scope, Stream, TestClock } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import { layout } from "../../src/config/Paths.js"
@@ -8,6 +8,7 @@ import { currentOwner, ownerAlive, processStart } from "../../src/contract/owner
 import type { ContainerSpec } from "../../src/docker/Docker.js"
 import { Docker } from "../../src/docker/Docker.js"
 import { DockerFake } from "../../src/docker/DockerTest.js"
+import { FleetMember } from "../../src/fleet/FleetMember.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { Supervisor } from "../../src/supervisor/Supervisor.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
@@ -103,6 +104,36 @@ describe("the supervisor (Docker test layer)", () => {
       expect(box.spec.Env).toContain(`ROSTER_TASK_ID=${a1.task_id}`)
     }).pipe(Effect.provide(layer))
   })
+
+  it.live("a fleet's node: another node's running task is not its to fail, and keeps that worker busy here; its cancel is refused with the node", () => {
+    const { layer } = deployment()
+    const member = Layer.succeed(FleetMember, {
+      node: "here",
+      status: Effect.die("unused"),
+      changes: Stream.never
+    })
+    return Effect.gen(function*() {
+      const store = yield* TaskStore
+      const origin = { by: "person" as const, run_id: null, task_id: null }
+      const elsewhere = yield* store.add({ worker: "alice", prompt: "HANG", ceilingMin: null, after: null, origin })
+      yield* store.update(elsewhere.task_id, (t, now) => ({
+        ...t, status: "running", started_at: now, node: "there", attempt: 1, run_ids: ["2026-12-02-00-00-00-0000abcd"]
+      }))
+      const sup = yield* startSupervisor
+      const mine = yield* sup.add({ worker: "alice", prompt: "HANG mine" })
+      const bob = yield* sup.add({ worker: "bob", prompt: "HANG" })
+      yield* boxOf(bob.task_id)
+      yield* Effect.sleep("2500 millis")
+      // Recovery left it running (its box is on the other node), and alice's next task waits for it.
+      expect(yield* statusOf(elsewhere.task_id)).toBe("running")
+      expect(yield* statusOf(mine.task_id)).toBe("queued")
+      const refused = yield* Effect.flip(sup.cancel(elsewhere.task_id))
+      expect(refused.message).toContain(`task ${elsewhere.task_id} runs on node there: cancel it there`)
+      yield* store.update(elsewhere.task_id, (t, now) => ({ ...t, status: "done", finished_at: now }))
+      yield* sup.cancel(bob.task_id)
+      yield* waitStatus(mine.task_id, "running")
+    }).pipe(Effect.provide(member), Effect.provide(layer), Effect.scoped)
+  }, 30_000)
 
   it.live("a chat session's box slot counts toward concurrency and one box per worker: that worker's task waits until it ends", () => {
     const { layer } = deployment()
