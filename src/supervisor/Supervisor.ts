@@ -1,5 +1,5 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Ref, type Scope, Stream } from "effect"
+import { Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Ref, Schedule, type Scope, Stream } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import type { BoxView, ServerStatus } from "../api/ControlApi.js"
 import { currentOwner, type Owner } from "../contract/owner.js"
@@ -83,6 +83,38 @@ const cancelRunning = (st: SupervisorState, t: TaskRecord) =>
     yield* cancelInPlace(t)
   })
 
+/** A task of this node's whose cancel another node asked for: its box is stopped as a cancel here would. */
+const cancelAsked = (st: SupervisorState, taskId: string) =>
+  Effect.gen(function*() {
+    if (!(yield* Ref.get(st.live)).has(taskId) || (yield* Ref.get(st.cancelRequested)).has(taskId)) return
+    const t = yield* (yield* TaskStore).get(taskId)
+    if (t?.status === "running" && t.cancel_requested) {
+      yield* Effect.logInfo(`task ${taskId} (${t.worker}): cancelled from node ${t.cancel_requested.on_node}`)
+      yield* cancelRunning(st, t)
+    }
+  })
+
+/**
+ * Cancels a task another node of the fleet runs: the request is written on the task (that node
+ * sees it by LISTEN, or within 5 s), then the task's end is waited for.
+ */
+const cancelElsewhere = (t: TaskRecord, node: string) =>
+  Effect.gen(function*() {
+    const store = yield* TaskStore
+    yield* store.update(t.task_id, (x, now) =>
+      x.status === "running" && x.node === t.node && !x.cancel_requested ? { ...x, cancel_requested: { at: now, on_node: node } } : x)
+    const ended = yield* store.get(t.task_id).pipe(
+      Effect.flatMap((x) => (x && x.status !== "running" ? Effect.succeed(x) : Effect.fail("running" as const))),
+      Effect.retry(Schedule.spaced("250 millis").pipe(Schedule.upTo(CANCEL_WAIT))),
+      Effect.option
+    )
+    if (Option.isSome(ended)) return ended.value
+    return yield* Effect.fail(new TaskRefused({
+      detail: `task ${t.task_id} runs on node ${t.node}, which has not stopped it in 30 s (is it lost? roster server status); ` +
+        "the request stays on the task, and that node stops its box as soon as it sees it"
+    }))
+  })
+
 const boxView = (st: SupervisorState, self: Owner) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
@@ -125,8 +157,15 @@ const make = Effect.gen(function*() {
   yield* Effect.forkScoped(strayLoop(st))
   yield* Effect.forkScoped(dispatchLoop(st))
   const wake = Queue.offer(st.wake, undefined)
-  // A fleet's node passes the queue again whenever any node changes a task (added, ended, cancelled).
-  if (Option.isSome(member)) yield* Effect.forkScoped(Stream.runForEach(member.value.changes, () => wake))
+  // A fleet's node passes the queue again whenever any node changes a task (added, ended, cancelled),
+  // and stops a box of its own whose cancel another node asked for (looked at every 5 s as well).
+  if (Option.isSome(member)) {
+    const asked = (taskId: string) => use(cancelAsked(st, taskId)).pipe(Effect.catchAllCause((c) => Effect.logError(`task ${taskId}: a cancel could not be carried out`, c)))
+    yield* Effect.forkScoped(Stream.runForEach(member.value.changes, (taskId) => wake.pipe(Effect.zipRight(asked(taskId)))))
+    yield* Effect.forkScoped(Effect.gen(function*() {
+      for (const taskId of (yield* Ref.get(st.live)).keys()) yield* asked(taskId)
+    }).pipe(Effect.repeat(Schedule.spaced("5 seconds"))))
+  }
 
   return {
     add: ({ via, ...req }) => use(queueTask(req, { ...PERSON, via: via ?? "api" })).pipe(Effect.tap(() => wake)),
@@ -141,11 +180,7 @@ const make = Effect.gen(function*() {
         const t = yield* store.get(taskId)
         if (!t) return yield* Effect.fail(new NoSuchTask({ taskId }))
         if (isFinal(t.status)) return yield* Effect.fail(new TaskRefused({ detail: `task ${taskId} already ended: ${t.status}` }))
-        if (t.status === "running" && node !== null && t.node !== undefined && t.node !== node) {
-          return yield* Effect.fail(new TaskRefused({
-            detail: `task ${taskId} runs on node ${t.node}: cancel it there (roster task cancel ${taskId} on ${t.node}) — a cancel across nodes is not built yet`
-          }))
-        }
+        if (t.status === "running" && node !== null && t.node !== undefined && t.node !== node) return yield* cancelElsewhere(t, node)
         const after = yield* store.update(taskId, cancelQueued)
         if (after.status === "running") yield* cancelRunning(st, after)
         yield* wake

@@ -60,6 +60,8 @@ export const TaskRecord = Schema.Struct({
   /** Under [cluster]: the fleet node whose box runs or ran it, and that attempt's number (a lost node's attempt is fenced by the next). */
   node: Schema.optional(Schema.String),
   attempt: Schema.optional(Schema.Number),
+  /** A cancel asked on another node of the fleet: the node running it stops its box when it sees this. */
+  cancel_requested: Schema.optional(Schema.Struct({ at: Schema.String, on_node: Schema.String })),
   /** Finished by a daemon that found its box still running after a restart. */
   adopted: Schema.optional(Schema.Boolean),
   /** Follow-ups this task's run queued with set_tasks. */

@@ -202,6 +202,25 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     expect((await list(b)).filter((t) => ids.includes(t.task_id)).map((t) => t.status)).toEqual(Array(12).fill("done"))
   })
 
+  it("a cancel from another node reaches the box on the node that runs it", async () => {
+    const added = await a.roster(["task", "add", "carol", "!sleep 60"])
+    const id = /task (t-[0-9a-f]{8}) queued/.exec(added.stdout)?.[1] ?? ""
+    const show = async () => JSON.parse((await a.roster(["task", "show", id, "--json"])).stdout) as { status: string; node?: string }
+    const by = Date.now() + 30_000
+    while ((await show()).status !== "running" && Date.now() < by) await new Promise((r) => setTimeout(r, 200))
+    const running = await show()
+    expect(running.status).toBe("running")
+    const [owner, other] = running.node === "node-a" ? [a, b] : [b, a]
+    const boxes = () => docker.listContainers({ filters: { label: [`roster.deployment=${owner.file("config")}`, "roster.worker=carol"] } })
+    expect(await boxes()).toHaveLength(1)
+    const started = Date.now()
+    const cancelled = await other.roster(["task", "cancel", id])
+    expect(cancelled.code, cancelled.stderr).toBe(0)
+    expect(cancelled.stdout).toContain(`task ${id} cancelled`)
+    expect(Date.now() - started).toBeLessThan(15_000)
+    expect(await boxes()).toEqual([])
+  })
+
   it("a node that stops is marked left, not lost", async () => {
     await b.stop()
     const f = await until(a, (x) => x.nodes.find((n) => n.name === "node-b")?.state === "left")

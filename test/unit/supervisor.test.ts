@@ -105,7 +105,7 @@ describe("the supervisor (Docker test layer)", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.live("a fleet's node: another node's running task is not its to fail, and keeps that worker busy here; its cancel is refused with the node", () => {
+  it.live("a fleet's node: another node's running task is not its to fail and keeps that worker busy here; a cancel goes both ways through the task", () => {
     const { layer } = deployment()
     const member = Layer.succeed(FleetMember, {
       node: "here",
@@ -127,11 +127,16 @@ describe("the supervisor (Docker test layer)", () => {
       // Recovery left it running (its box is on the other node), and alice's next task waits for it.
       expect(yield* statusOf(elsewhere.task_id)).toBe("running")
       expect(yield* statusOf(mine.task_id)).toBe("queued")
-      const refused = yield* Effect.flip(sup.cancel(elsewhere.task_id))
-      expect(refused.message).toContain(`task ${elsewhere.task_id} runs on node there: cancel it there`)
-      yield* store.update(elsewhere.task_id, (t, now) => ({ ...t, status: "done", finished_at: now }))
-      yield* sup.cancel(bob.task_id)
+      // Its cancel is asked on the task, and answered when the node running it ends it (played here).
+      const cancelling = yield* Effect.fork(sup.cancel(elsewhere.task_id))
+      yield* eventually(Effect.map(store.get(elsewhere.task_id), (t) => t?.cancel_requested?.on_node === "here"), "the cancel request", 5000)
+      yield* store.update(elsewhere.task_id, (t, now) => ({ ...t, status: "cancelled", finished_at: now }))
+      expect((yield* cancelling.await.pipe(Effect.flatten)).status).toBe("cancelled")
       yield* waitStatus(mine.task_id, "running")
+      // A cancel another node asks of a box here: this node stops it (within its 5 s look, without LISTEN).
+      yield* store.update(bob.task_id, (t, now) => ({ ...t, cancel_requested: { at: now, on_node: "there" } }))
+      yield* eventually(Effect.map(statusOf(bob.task_id), (st) => st === "cancelled"), "bob's task cancelled", 15_000)
+      expect((yield* running).some((c) => c.spec.Labels["roster.task-id"] === bob.task_id)).toBe(false)
     }).pipe(Effect.provide(member), Effect.provide(layer), Effect.scoped)
   }, 30_000)
 
