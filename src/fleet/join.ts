@@ -86,7 +86,7 @@ export const joinFleet = (opts: JoinOptions) =>
     // again (the dispatch loop's own 2 s tick covers the gap).
     const changes = notify.listen(TASKS_CHANNEL).pipe(
       Stream.retry(Schedule.spaced("2 seconds")),
-      Stream.catchAllCause(() => Stream.empty)
+      Stream.catchAllCause((c) => Stream.drain(Stream.fromEffect(Effect.logWarning("fleet: the task wake-ups stopped; the queue is passed every 2 s", c))))
     )
     const member: Context.Tag.Service<FleetMember> = { node, status: fleetStatus(opts, node, withSql, health), changes }
     return { member, database: sqlCtx }

@@ -115,7 +115,10 @@ export const fleetTaskStore = (node: string, where: string) =>
             run_id: task.run_ids.at(-1) ?? null,
             reason: task.reason
           })),
-          list.pipe(Effect.flatMap((all) => own(writeTasksView(task.worker, all))), Effect.catchAllCause(() => Effect.void))
+          list.pipe(
+            Effect.flatMap((all) => own(writeTasksView(task.worker, all))),
+            Effect.catchAllCause((c) => Effect.logWarning(`the task view of ${task.worker} could not be written`, c))
+          )
         ], { discard: true })
 
       const { change, insert } = writes(sql, rows, node)
