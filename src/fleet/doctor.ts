@@ -3,10 +3,11 @@ import { Clock, Effect, Layer, Schema } from "effect"
 import type { ClusterSection } from "../config/cluster.js"
 import { captureHostFiles } from "../config/Paths.js"
 import type { Org } from "../config/schema.js"
+import { FleetNodeView } from "../contract/fleet.js"
 import { fleetSqlLayer, whereOf } from "./connect.js"
-import { configFingerprint, differingFiles } from "./fingerprint.js"
+import { configFingerprint } from "./fingerprint.js"
 import { SCHEMA_VERSION, schemaVersion } from "./migrations.js"
-import { listNodes, nodeState } from "./nodes.js"
+import { listNodes, nodeView } from "./nodes.js"
 import { nodeNameOf } from "./nodeName.js"
 import { checkSharedData } from "./sharedData.js"
 
@@ -23,14 +24,7 @@ export const FleetCheck = Schema.Struct({
   shared_data: Schema.Struct({ folder: Schema.String, ok: Schema.Boolean, fleet: Schema.NullOr(Schema.String), detail: Schema.NullOr(Schema.String) }),
   /** This machine's clock minus the database's, now. */
   skew_ms: Schema.NullOr(Schema.Number),
-  nodes: Schema.Array(Schema.Struct({
-    name: Schema.String,
-    state: Schema.Literal("up", "lost", "left"),
-    heartbeat_age_s: Schema.Number,
-    skew_ms: Schema.Number,
-    version: Schema.String,
-    config_differs: Schema.Array(Schema.String)
-  }))
+  nodes: Schema.Array(FleetNodeView)
 })
 export type FleetCheck = typeof FleetCheck.Type
 
@@ -69,14 +63,7 @@ export const checkFleet = (org: Org, cluster: ClusterSection) =>
         schema: { found, known: SCHEMA_VERSION },
         shared_data: shared,
         skew_ms: skew,
-        nodes: nodes.map((n) => ({
-          name: n.name,
-          state: nodeState(n, cluster.node_timeout_s),
-          heartbeat_age_s: Math.round(n.age_s),
-          skew_ms: Math.round(n.skew_ms),
-          version: n.version,
-          config_differs: n.name === node ? [] : differingFiles(mine, n.config)
-        }))
+        nodes: nodes.map((n) => nodeView(n, cluster.node_timeout_s, node, mine))
       } satisfies FleetCheck
     }).pipe(
       Effect.provide(built.right),
@@ -111,7 +98,7 @@ export const fleetCheckLines = (c: FleetCheck): ReadonlyArray<string> => {
     }
   }
   if (c.nodes.length > 0) {
-    lines.push(`  nodes:       ${c.nodes.map((n) => `${n.name} ${n.state === "up" ? "up" : `${n.state.toUpperCase()} (last beat ${n.heartbeat_age_s} s ago)`}`).join(", ")}`)
+    lines.push(`  nodes:       ${c.nodes.map((n) => `${n.name} ${n.state === "up" ? "up" : `${n.state.toUpperCase()} (last beat ${Math.round(n.heartbeat_age_s)} s ago)`}`).join(", ")}`)
   }
   for (const n of c.nodes.filter((x) => x.config_differs.length > 0 && x.state !== "left")) {
     lines.push(`  ${n.name}'s config differs from this node's: ${n.config_differs.join(", ")} — every node holds the same files (only [cluster] node and [gateway] port differ)`)

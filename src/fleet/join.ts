@@ -11,9 +11,9 @@ import { VERSION } from "../contract/version.js"
 import { FleetNotify, fleetSqlLayer, whereOf } from "./connect.js"
 import type { FleetMember } from "./FleetMember.js"
 import { TASKS_CHANNEL } from "./taskStore.js"
-import { configFingerprint, differingFiles } from "./fingerprint.js"
+import { configFingerprint } from "./fingerprint.js"
 import { migrate, SCHEMA_VERSION } from "./migrations.js"
-import { beat, leaveNode, listNodes, type NodeBeat, nodeState, registerNode } from "./nodes.js"
+import { beat, leaveNode, listNodes, type NodeBeat, nodeView, registerNode } from "./nodes.js"
 import { nodeNameOf } from "./nodeName.js"
 import { claimSharedData } from "./sharedData.js"
 
@@ -134,19 +134,7 @@ const fleetStatus = (
       reachable: h.reachable,
       detail: h.detail,
       schema: SCHEMA_VERSION,
-      nodes: rows.map((r) => ({
-        name: r.name,
-        host: r.host,
-        pid: r.pid,
-        version: r.version,
-        state: nodeState(r, opts.cluster.node_timeout_s),
-        heartbeat_age_s: Math.round(r.age_s * 10) / 10,
-        boxes: r.boxes,
-        concurrency: r.concurrency,
-        load: Math.round(r.load * 100) / 100,
-        skew_ms: Math.round(r.skew_ms),
-        config_differs: self && r.name !== node ? differingFiles(self.config, r.config) : []
-      }))
+      nodes: rows.map((r) => nodeView(r, opts.cluster.node_timeout_s, node, self?.config))
     }
   }).pipe(Effect.catchAllCause((cause) =>
     Effect.succeed({

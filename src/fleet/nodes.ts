@@ -1,6 +1,8 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
+import type { FleetNodeView } from "../contract/fleet.js"
 import { NodeNameTaken } from "./errors.js"
+import { differingFiles } from "./fingerprint.js"
 
 /** What a node says of itself at each heartbeat. */
 export interface NodeBeat {
@@ -42,6 +44,21 @@ export type NodeRow = typeof NodeRow.Type
 export type NodeState = "up" | "lost" | "left"
 
 export const nodeState = (n: NodeRow, timeoutS: number): NodeState => (n.left ? "left" : n.age_s > timeoutS ? "lost" : "up")
+
+/** A node as status and doctor show it, its config compared with `mine` (this node's; none: nothing compared). */
+export const nodeView = (r: NodeRow, timeoutS: number, self: string, mine: Readonly<Record<string, string>> | undefined): FleetNodeView => ({
+  name: r.name,
+  host: r.host,
+  pid: r.pid,
+  version: r.version,
+  state: nodeState(r, timeoutS),
+  heartbeat_age_s: Math.round(r.age_s * 10) / 10,
+  boxes: r.boxes,
+  concurrency: r.concurrency,
+  load: Math.round(r.load * 100) / 100,
+  skew_ms: Math.round(r.skew_ms),
+  config_differs: mine && r.name !== self ? differingFiles(mine, r.config) : []
+})
 
 const decodeRows = Schema.decodeUnknown(Schema.Array(NodeRow))
 

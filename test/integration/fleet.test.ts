@@ -45,6 +45,16 @@ const until = async (d: Deployment, ok: (f: Fleet) => boolean, ms = 20_000): Pro
   throw new Error(`the fleet never got there; last seen: ${JSON.stringify(last)}`)
 }
 
+/** A task's id from `task add`'s output, and a poll of its record until it is running (the record either way). */
+const addTask = async (d: Deployment, worker: string, prompt: string) => {
+  const added = await d.roster(["task", "add", worker, prompt])
+  const id = /task (t-[0-9a-f]{8}) queued/.exec(added.stdout)?.[1] ?? ""
+  const show = async () => JSON.parse((await d.roster(["task", "show", id, "--json"])).stdout) as { status: string; node?: string }
+  const by = Date.now() + 30_000
+  while ((await show()).status !== "running" && Date.now() < by) await new Promise((r) => setTimeout(r, 200))
+  return { id, show }
+}
+
 describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgres 15, real daemons)", () => {
   let pg: Postgres
   const shared = fs.mkdtempSync(path.join(os.tmpdir(), "roster-shared-"))
@@ -133,11 +143,7 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
   })
 
   it("a Postgres outage mid-run: the node keeps its box and says so, then is back by itself and the task's end is recorded", async () => {
-    const added = await a.roster(["task", "add", "alice", "!sleep 3"])
-    const id = /task (t-[0-9a-f]{8}) queued/.exec(added.stdout)?.[1] ?? ""
-    const show = async () => JSON.parse((await a.roster(["task", "show", id, "--json"])).stdout) as { status: string; node?: string }
-    const startBy = Date.now() + 30_000
-    while ((await show()).status !== "running" && Date.now() < startBy) await new Promise((r) => setTimeout(r, 200))
+    const { show } = await addTask(a, "alice", "!sleep 3")
     expect((await show()).status).toBe("running")
     pg.stop()
     try {
@@ -203,11 +209,7 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
   })
 
   it("a cancel from another node reaches the box on the node that runs it", async () => {
-    const added = await a.roster(["task", "add", "carol", "!sleep 60"])
-    const id = /task (t-[0-9a-f]{8}) queued/.exec(added.stdout)?.[1] ?? ""
-    const show = async () => JSON.parse((await a.roster(["task", "show", id, "--json"])).stdout) as { status: string; node?: string }
-    const by = Date.now() + 30_000
-    while ((await show()).status !== "running" && Date.now() < by) await new Promise((r) => setTimeout(r, 200))
+    const { id, show } = await addTask(a, "carol", "!sleep 60")
     const running = await show()
     expect(running.status).toBe("running")
     const [owner, other] = running.node === "node-a" ? [a, b] : [b, a]

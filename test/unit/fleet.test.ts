@@ -76,7 +76,7 @@ describe("doctor's fleet lines", () => {
   const check = (over: Partial<FleetCheck>): FleetCheck => ({
     node: "a", database: "db.test:5432/roster", connected: true, problem: null, schema: { found: 1, known: 1 },
     shared_data: { folder: "/srv/roster", ok: true, fleet: "fleet-1", detail: null }, skew_ms: 4,
-    nodes: [{ name: "a", state: "up", heartbeat_age_s: 1, skew_ms: 4, version: "0.1.0", config_differs: [] }], ...over
+    nodes: [node("a", { heartbeat_age_s: 1, skew_ms: 4 })], ...over
   })
 
   it("a database it cannot reach says why and the fix, and nothing more", () => {
@@ -92,7 +92,7 @@ describe("doctor's fleet lines", () => {
 
   it("clock skew past 2 s, here or on a node, is named with the fix; within it, no warning", () => {
     expect(fleetCheckLines(check({})).join("\n")).not.toContain("CLOCK SKEW")
-    const far = fleetCheckLines(check({ nodes: [{ name: "b", state: "up", heartbeat_age_s: 1, skew_ms: -2500, version: "0.1.0", config_differs: [] }] })).join("\n")
+    const far = fleetCheckLines(check({ nodes: [node("b", { heartbeat_age_s: 1, skew_ms: -2500 })] })).join("\n")
     expect(far).toContain("CLOCK SKEW over 2 s (b): node timeouts and the budgets' days go by the clock — run NTP")
     expect(fleetCheckLines(check({ skew_ms: 3000 })).join("\n")).toContain("CLOCK SKEW over 2 s (this machine)")
   })
