@@ -9,6 +9,20 @@ const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-cli-"))
 const roster = (...args: Array<string>) =>
   collect(spawn(ROSTER_BIN, [...args], { env: { ...process.env, ROSTER_HOME: home, HOME: home, COLUMNS: "80" }, stdio: ["ignore", "pipe", "pipe"] }))
 
+/** `f` of every item, at most four at once (each a CLI process: the machine's cores, not one at a time), in the items' order. */
+const inPool = async <A, B>(items: ReadonlyArray<A>, f: (a: A) => Promise<B>): Promise<Array<B>> => {
+  const out = new Array<B>(items.length)
+  let next = 0
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++
+      out[i] = await f(items[i]!)
+    }
+  }
+  await Promise.all(Array.from({ length: 4 }, worker))
+  return out
+}
+
 describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
   it("init makes the roots, a commented org.toml and a first worker, and never overwrites", async () => {
     const first = await roster("init")
@@ -179,8 +193,11 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     // Every command has a group on the root page.
     expect(root).not.toContain("\nOTHER\n")
     expect(listed).toEqual(expect.arrayContaining(["init", "worker run", "talk", "task add", "store restore", "server unit", "doctor"]))
-    for (const cmd of [[], ...listed.map((c) => c.split(" "))]) {
-      const r = await roster(...cmd, "--help")
+    // Each page is its own process: started a few at a time, checked in order.
+    const cmds = [[], ...listed.map((c) => c.split(" "))]
+    const pages = await inPool(cmds, (cmd) => roster(...cmd, "--help"))
+    for (const [i, cmd] of cmds.entries()) {
+      const r = pages[i]!
       const what = cmd.join(" ") || "roster"
       expect(r.code, what).toBe(0)
       expect(r.stdout, what).toContain("USAGE")
@@ -202,10 +219,12 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     const words = (text: string) => text.split(/\s+/).filter((w) => w !== "")
     const root = (await helpAt(1000, [])).stdout
     const commands = root.split("\n").map((l) => /^ {2}([a-z][a-z-]*(?: [a-z][a-z-]*)*)(?= {2}|$)/.exec(l)?.[1]).filter((c): c is string => c !== undefined && !c.startsWith("roster"))
-    for (const cmd of [[], ["worker"], ...commands.map((c) => c.split(" "))]) {
-      const wide = (await helpAt(1000, cmd)).stdout
-      for (const width of [80, 120]) {
-        const page = (await helpAt(width, cmd)).stdout
+    const cmds = [[], ["worker"], ...commands.map((c) => c.split(" "))]
+    const pages = await inPool(cmds.flatMap((cmd) => [1000, 80, 120].map((width) => ({ cmd, width }))), ({ cmd, width }) => helpAt(width, cmd))
+    for (const [i, cmd] of cmds.entries()) {
+      const wide = pages[i * 3]!.stdout
+      for (const [j, width] of [80, 120].entries()) {
+        const page = pages[i * 3 + 1 + j]!.stdout
         const what = `roster ${cmd.join(" ")} --help at ${width} columns`
         for (const line of page.split("\n")) {
           if (line.length > width) expect(words(line), `${what}: a line of ${line.length} characters that is not one long word: ${line}`).toHaveLength(1)
