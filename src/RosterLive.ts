@@ -15,6 +15,7 @@ import { LiveRuns } from "./gateway/base/LiveRuns.js"
 import { HostGit } from "./knowledge/HostGit.js"
 import { Reporter } from "./report/Reporter.js"
 import { Hurry } from "./run/Hurry.js"
+import { RunFence } from "./run/RunFence.js"
 import { RunLog } from "./run/RunLog.js"
 import { MemoryStore } from "./memory/MemoryStore.js"
 import { TaskStore } from "./task/TaskStore.js"
@@ -27,7 +28,7 @@ export type Platform = FileSystem.FileSystem | Path.Path | CommandExecutor.Comma
 export type RosterBase = Platform | Files | Paths | Docker | GatewayProbe | Firewall | Dialer | Hurry | HostGit | Reporter
 
 /** Every service roster provides. */
-export type Roster = RosterBase | OrgConfig | RunLog | ImageStore | Vault | LiveRuns | Audit | TaskStore | MemoryStore
+export type Roster = RosterBase | OrgConfig | RunLog | ImageStore | Vault | LiveRuns | Audit | TaskStore | MemoryStore | RunFence
 
 /**
  * The parts of roster, each replaceable by one layer: an engine (another box backend, the Docker
@@ -54,6 +55,7 @@ export interface RosterParts {
   readonly audit?: Layer.Layer<Audit, never, RosterBase>
   readonly taskStore?: Layer.Layer<TaskStore, never, RosterBase>
   readonly memoryStore?: Layer.Layer<MemoryStore, never, RosterBase>
+  readonly runFence?: Layer.Layer<RunFence, never, RosterBase>
 }
 
 /** What the given parts provide besides their service (a test layer's log of calls, say). */
@@ -85,7 +87,8 @@ export const makeRosterLive = <const P extends RosterParts = Record<never, never
     parts.liveRuns ?? LiveRuns.layer,
     parts.audit ?? Audit.layer,
     parts.taskStore ?? TaskStore.layer,
-    parts.memoryStore ?? MemoryStore.layer
+    parts.memoryStore ?? MemoryStore.layer,
+    parts.runFence ?? RunFence.layerNone
   )
   // The parts' own extras are in the built context; the types above say which.
   return services.pipe(Layer.provideMerge(base)) as Layer.Layer<Roster | PartsOut<P>>

@@ -75,8 +75,8 @@ const messagesOf = (runDir: string) =>
     return acc.length === MESSAGES_SHOWN ? [...acc, `… more messages in ${runFiles(runDir).messages}`] : [...acc, m.value.text]
   }).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
 
-/** How a box ended as its runner saw it; "budget" when the gateway stopped the run (read from its record). */
-export type BoxEnd = "exit" | "ceiling" | "cancelled" | "budget"
+/** How a box ended as its runner saw it; "budget" when the gateway stopped the run, "fenced" when its fleet node did (read from its record). */
+export type BoxEnd = "exit" | "ceiling" | "cancelled" | "budget" | "fenced"
 
 /**
  * The box's exit raced against the ceiling (and a stop, when the run has one); at the ceiling

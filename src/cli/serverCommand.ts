@@ -137,7 +137,8 @@ export const fleetLines = (f: FleetStatus): ReadonlyArray<string> => {
   const rows = f.nodes.map((n) =>
     `  ${n.name.padEnd(width)}  ${(n.state === "up" ? "up" : n.state.toUpperCase()).padEnd(4)}  beat ${n.heartbeat_age_s}s ago  ` +
     `${n.boxes}/${n.concurrency} boxes  load ${n.load}  clock ${n.skew_ms >= 0 ? "+" : ""}${n.skew_ms} ms` +
-    `${n.name === f.node ? "  (this node)" : ""}${n.version === f.nodes.find((x) => x.name === f.node)?.version ? "" : `  version ${n.version}`}`
+    `${n.name === f.node ? "  (this node)" : ""}${n.version === f.nodes.find((x) => x.name === f.node)?.version ? "" : `  version ${n.version}`}` +
+    (n.fenced_by ? `  fenced by ${n.fenced_by}: its tasks went back to the queue` : "")
   )
   const drift = f.nodes.filter((n) => n.config_differs.length > 0 && n.state !== "left").map((n) =>
     `  ${n.name}'s config differs from this node's: ${n.config_differs.join(", ")} — every node holds the same files (only [cluster] node and [gateway] port differ)`

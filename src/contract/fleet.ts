@@ -16,6 +16,8 @@ export const FleetNodeView = Schema.Struct({
   load: Schema.Number,
   /** Its clock minus the database's, at its last heartbeat. */
   skew_ms: Schema.Number,
+  /** Once lost: the node that fenced it (its attempts can land nothing; its tasks re-queued or failed). */
+  fenced_by: Schema.optional(Schema.NullOr(Schema.String)),
   /** Config files whose content differs from this node's (org.toml compared without node and port). */
   config_differs: Schema.Array(Schema.String)
 })

@@ -21,6 +21,7 @@ import { FleetMember } from "../fleet/FleetMember.js"
 import { joinFleet } from "../fleet/join.js"
 import { whereOf } from "../fleet/connect.js"
 import { fleetTaskStore } from "../fleet/taskStore.js"
+import { fleetRunFence } from "../fleet/fence.js"
 import { deploymentBoxes } from "../supervisor/watch.js"
 
 /** The deployment's locked box network, as the daemon made it (boxes reach the gateway on its bridge address). */
@@ -46,10 +47,11 @@ const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   if (!org.cluster) return Layer.empty
   const env = Context.pick(Paths, Docker)(yield* Effect.context<Paths | Docker>())
   const boxes = deploymentBoxes.pipe(Effect.map((b) => b.length), Effect.orElseSucceed(() => 0), Effect.provide(env))
-  const { database, member } = yield* joinFleet({ cluster: org.cluster, concurrency: org.supervisor.concurrency, boxes })
+  const { database, instance, member } = yield* joinFleet({ cluster: org.cluster, concurrency: org.supervisor.concurrency, boxes })
   yield* report(notice(`roster fleet: node ${member.node} joined; the queue is the fleet's (budgets, memory and run folders are still this machine's own)`))
-  const store = fleetTaskStore(member.node, whereOf(org.cluster)).pipe(Layer.provide(Layer.succeedContext(database)))
-  return Layer.merge(Layer.succeed(FleetMember, member), store)
+  const store = fleetTaskStore(member.node, whereOf(org.cluster), instance)
+  const fence = fleetRunFence(member.node, instance, org.cluster.node_timeout_s)
+  return Layer.mergeAll(Layer.succeed(FleetMember, member), store, fence).pipe(Layer.provide(Layer.succeedContext(database)))
 }))
 
 /** The locked network: removed when the daemon stops, once its boxes are gone (one a CLI's box still uses is kept). */

@@ -12,4 +12,12 @@ export class FleetMember extends Context.Tag("roster/FleetMember")<FleetMember, 
   readonly status: Effect.Effect<FleetStatus>
   /** The id of every task that changes anywhere in the fleet, as the database announces it. */
   readonly changes: Stream.Stream<string>
+  /**
+   * True once a heartbeat found this node fenced: the fleet declared it lost while it was silent
+   * (frozen, cut off) and gave its tasks to other nodes. Nothing it runs can land; it claims
+   * nothing until it has killed its boxes and joined again.
+   */
+  readonly fenced: Effect.Effect<boolean>
+  /** Joins the fleet again as a new instance of this node (after its boxes of the fenced one are gone). */
+  readonly rejoin: Effect.Effect<void>
 }>() {}

@@ -10,8 +10,9 @@ import type { FleetStatus } from "../contract/fleet.js"
 import { VERSION } from "../contract/version.js"
 import { FleetNotify, fleetSqlLayer, whereOf } from "./connect.js"
 import type { FleetMember } from "./FleetMember.js"
-import { TASKS_CHANNEL } from "./taskStore.js"
+import { TASKS_CHANNEL } from "./channels.js"
 import { configFingerprint } from "./fingerprint.js"
+import { fenceLostNodes, type FencedNode } from "./loss.js"
 import { migrate, SCHEMA_VERSION } from "./migrations.js"
 import { beat, leaveNode, listNodes, type NodeBeat, nodeView, registerNode } from "./nodes.js"
 import { nodeNameOf } from "./nodeName.js"
@@ -39,18 +40,25 @@ const nodeName = (cluster: ClusterSection) =>
       }))
   })
 
+/** What the heartbeat knows of this node: the database reachable or not (and why), and whether the fleet fenced it. */
+interface Health {
+  readonly reachable: boolean
+  readonly detail: string | null
+  readonly fenced: boolean
+}
+
 /**
  * This daemon joins its fleet for as long as the scope lives: the database brought to this
  * roster's schema, the shared folder checked (and the fleet made by its first node), the node
- * registered, then a heartbeat in the background. A database that stops answering is logged
- * once and retried at every beat; the node's boxes keep running meanwhile. The scope's end
- * marks the node left.
+ * registered, then a heartbeat in the background, which also fences any node gone silent. A
+ * database that stops answering is logged once and retried at every beat; the node's boxes keep
+ * running meanwhile. The scope's end marks the node left.
  */
 export const joinFleet = (opts: JoinOptions) =>
   Effect.gen(function*() {
     const { cluster } = opts
     const node = yield* nodeName(cluster)
-    const sqlCtx = yield* Layer.build(fleetSqlLayer(cluster))
+    const sqlCtx = yield* Layer.build(fleetSqlLayer(cluster, { maxConnections: 10 }))
     const withSql = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.provide(e, sqlCtx)
     const started = yield* Clock.currentTimeMillis
     yield* withSql(migrate)
@@ -58,11 +66,11 @@ export const joinFleet = (opts: JoinOptions) =>
     const orgConfig = yield* OrgConfig
     const files = yield* captureHostFiles
     const fingerprint = orgConfig.snapshot.pipe(Effect.flatMap(configFingerprint), Effect.provide(files))
-    const instance = crypto.randomBytes(8).toString("hex")
+    const instance = yield* Ref.make(newInstance())
     const beatNow = Effect.gen(function*() {
       return {
         name: node,
-        instance,
+        instance: yield* Ref.get(instance),
         host: os.hostname(),
         pid: process.pid,
         version: VERSION,
@@ -74,13 +82,22 @@ export const joinFleet = (opts: JoinOptions) =>
         config: yield* fingerprint
       } satisfies NodeBeat
     })
+    const register = Effect.gen(function*() {
+      const fenced = yield* withSql(registerNode(yield* beatNow, yield* Clock.currentTimeMillis, cluster))
+      if (fenced) yield* logFenced(fenced)
+    })
     yield* Effect.acquireRelease(
-      Effect.flatMap(beatNow, (b) => Effect.flatMap(Clock.currentTimeMillis, (now) => withSql(registerNode(b, now, cluster.node_timeout_s)))),
-      () => withSql(leaveNode(node, instance)).pipe(Effect.catchAllCause((c) => Effect.logWarning(`fleet: node ${node} could not be marked left`, c)))
+      register,
+      () =>
+        Ref.get(instance).pipe(
+          Effect.flatMap((i) => withSql(leaveNode(node, i))),
+          Effect.catchAllCause((c) => Effect.logWarning(`fleet: node ${node} could not be marked left`, c))
+        )
     )
-    const health = yield* Ref.make<{ readonly reachable: boolean; readonly detail: string | null }>({ reachable: true, detail: null })
+    const health = yield* Ref.make<Health>({ reachable: true, detail: null, fenced: false })
     yield* Effect.logInfo(`fleet: node ${node} joined (database ${whereOf(cluster)}, schema ${SCHEMA_VERSION}, shared data ${cluster.shared_data})`)
-    yield* heartbeatLoop(node, withSql, beatNow, health).pipe(Effect.repeat(Schedule.spaced(beatEvery(cluster))), Effect.forkScoped)
+    const sweep = withSql(fenceLostNodes(cluster, node)).pipe(Effect.flatMap((fenced) => Effect.forEach(fenced, logFenced, { discard: true })))
+    yield* heartbeatLoop(node, withSql, beatNow, health, sweep).pipe(Effect.repeat(Schedule.spaced(beatEvery(cluster))), Effect.forkScoped)
     const notify = Context.get(sqlCtx, FleetNotify)
     // Every node's task changes, for the supervisor's wake-ups: a lost LISTEN connection is made
     // again (the dispatch loop's own 2 s tick covers the gap).
@@ -88,29 +105,60 @@ export const joinFleet = (opts: JoinOptions) =>
       Stream.retry(Schedule.spaced("2 seconds")),
       Stream.catchAllCause((c) => Stream.drain(Stream.fromEffect(Effect.logWarning("fleet: the task wake-ups stopped; the queue is passed every 2 s", c))))
     )
-    const member: Context.Tag.Service<FleetMember> = { node, status: fleetStatus(opts, node, withSql, health), changes }
-    return { member, database: sqlCtx }
+    const rejoin = Effect.gen(function*() {
+      yield* Ref.set(instance, newInstance())
+      yield* register
+      yield* Ref.update(health, (h) => ({ ...h, fenced: false }))
+      yield* Effect.logWarning(`fleet: node ${node} joined the fleet again as a new instance; it takes work again`)
+    }).pipe(Effect.catchAllCause((c) => Effect.logError(`fleet: node ${node} could not join the fleet again (tried again shortly)`, c)))
+    const member: Context.Tag.Service<FleetMember> = {
+      node,
+      status: fleetStatus(opts, node, withSql, health),
+      changes,
+      fenced: Ref.get(health).pipe(Effect.map((h) => h.fenced)),
+      rejoin
+    }
+    return { member, database: sqlCtx, instance: Ref.get(instance) }
   })
+
+const newInstance = () => crypto.randomBytes(8).toString("hex")
+
+const logFenced = (f: FencedNode) =>
+  Effect.logWarning(
+    `fleet: node ${f.node} is lost (silent past [cluster] node_timeout_s): its attempts are fenced` +
+      (f.tasks.length === 0 ? "; it was running no task" : `; its tasks: ${f.tasks.map((t) => `${t.taskId} (${t.worker}) ${t.status}`).join(", ")}`)
+  )
 
 type WithSql = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.Effect<A, E, Exclude<R, SqlClient | FleetNotify>>
 
-/** One heartbeat, logging only the changes: the database lost (once), back, or this node's name taken over. */
+/**
+ * One heartbeat, logging only the changes: the database lost (once), back, this node fenced by
+ * the fleet, or its name taken over. After a beat that landed, the sweep for silent nodes.
+ */
 const heartbeatLoop = (
   node: string,
   withSql: WithSql,
   beatNow: Effect.Effect<NodeBeat, ConfigError>,
-  health: Ref.Ref<{ readonly reachable: boolean; readonly detail: string | null }>
+  health: Ref.Ref<Health>,
+  sweep: Effect.Effect<void, unknown>
 ) =>
   Effect.gen(function*() {
     const b = yield* beatNow
-    const ours = yield* withSql(beat(b, yield* Clock.currentTimeMillis))
-    const was = yield* Ref.getAndSet(health, { reachable: true, detail: null })
+    const result = yield* withSql(beat(b, yield* Clock.currentTimeMillis))
+    const was = yield* Ref.getAndUpdate(health, (h) => ({ ...h, reachable: true, detail: null, fenced: h.fenced || result === "fenced" }))
     if (!was.reachable) yield* Effect.logInfo(`fleet: the database answers again; node ${node} is back in the fleet`)
-    if (!ours) yield* Effect.logError(`fleet: node ${node}'s name was taken over by another daemon while this one was silent: stop one of them`)
+    if (result === "fenced" && !was.fenced) {
+      yield* Effect.logError(
+        `fleet: node ${node} was declared lost while it was silent and fenced by the fleet: nothing its boxes do can land, ` +
+          "and its tasks went to other nodes — its boxes are killed, then it joins again"
+      )
+    }
+    if (result === "taken") yield* Effect.logError(`fleet: node ${node}'s name was taken over by another daemon while this one was silent: stop one of them`)
+    if (result === "ok") yield* sweep.pipe(Effect.catchAllCause((c) => Effect.logWarning("fleet: a sweep for lost nodes failed", c)))
   }).pipe(Effect.catchAllCause((cause) =>
     Effect.gen(function*() {
       const detail = cause.toString().split("\n")[0] ?? "no answer"
-      const was = yield* Ref.getAndSet(health, { reachable: false, detail })
+      const was = yield* Ref.getAndUpdate(health, (h) => ({ ...h, reachable: false, detail }))
       if (was.reachable) {
         yield* Effect.logWarning(`fleet: the database does not answer (${detail}): node ${node} keeps running its boxes and retries at every heartbeat`)
       }
@@ -122,7 +170,7 @@ const fleetStatus = (
   opts: JoinOptions,
   node: string,
   withSql: WithSql,
-  health: Ref.Ref<{ readonly reachable: boolean; readonly detail: string | null }>
+  health: Ref.Ref<Health>
 ): Effect.Effect<FleetStatus> =>
   Effect.gen(function*() {
     const rows = yield* withSql(listNodes)

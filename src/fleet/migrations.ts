@@ -57,6 +57,16 @@ const MIGRATIONS = {
       )`,
       sql`CREATE UNIQUE INDEX roster_tasks_one_running ON roster_tasks (worker) WHERE status = 'running'`,
       sql`CREATE INDEX roster_tasks_by_status ON roster_tasks (status, seq)`
+    ], { discard: true })),
+  /**
+   * Fencing: a node silent past the timeout is marked fenced (this instance of it), after which
+   * nothing its runs do can land, and its running tasks go back to the queue or fail.
+   */
+  "3_fences": Effect.flatMap(SqlClient, (sql) =>
+    Effect.all([
+      sql`ALTER TABLE roster_nodes ADD COLUMN fenced_at timestamptz`,
+      sql`ALTER TABLE roster_nodes ADD COLUMN fenced_by text`,
+      sql`CREATE INDEX roster_tasks_by_node ON roster_tasks (node) WHERE status = 'running'`
     ], { discard: true }))
 }
 

@@ -1,7 +1,9 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import type { FleetNodeView } from "../contract/fleet.js"
+import type { ClusterSection } from "../config/cluster.js"
 import { NodeNameTaken } from "./errors.js"
+import { fenceNode } from "./loss.js"
 import { differingFiles } from "./fingerprint.js"
 
 /** What a node says of itself at each heartbeat. */
@@ -38,12 +40,15 @@ export const NodeRow = Schema.Struct({
   concurrency: Schema.Number,
   load: Schema.Number,
   config: Schema.Record({ key: Schema.String, value: Schema.String }),
-  left: Schema.Boolean
+  left: Schema.Boolean,
+  /** The node that fenced this instance once it was lost (its tasks were re-queued or failed). */
+  fenced_by: Schema.NullOr(Schema.String)
 })
 export type NodeRow = typeof NodeRow.Type
 export type NodeState = "up" | "lost" | "left"
 
-export const nodeState = (n: NodeRow, timeoutS: number): NodeState => (n.left ? "left" : n.age_s > timeoutS ? "lost" : "up")
+export const nodeState = (n: NodeRow, timeoutS: number): NodeState =>
+  n.left ? "left" : n.fenced_by !== null || n.age_s > timeoutS ? "lost" : "up"
 
 /** A node as status and doctor show it, its config compared with `mine` (this node's; none: nothing compared). */
 export const nodeView = (r: NodeRow, timeoutS: number, self: string, mine: Readonly<Record<string, string>> | undefined): FleetNodeView => ({
@@ -57,6 +62,7 @@ export const nodeView = (r: NodeRow, timeoutS: number, self: string, mine: Reado
   concurrency: r.concurrency,
   load: Math.round(r.load * 100) / 100,
   skew_ms: Math.round(r.skew_ms),
+  fenced_by: r.fenced_by,
   config_differs: mine && r.name !== self ? differingFiles(mine, r.config) : []
 })
 
@@ -70,7 +76,7 @@ export const listNodes = Effect.gen(function*() {
       (extract(epoch FROM heartbeat_at) * 1000)::float8 AS heartbeat_ms,
       extract(epoch FROM (now() - heartbeat_at))::float8 AS age_s,
       (extract(epoch FROM (node_clock - heartbeat_at)) * 1000)::float8 AS skew_ms,
-      boxes, concurrency, load::float8 AS load, config, left_at IS NOT NULL AS left
+      boxes, concurrency, load::float8 AS load, config, left_at IS NOT NULL AS left, fenced_by
     FROM roster_nodes ORDER BY name`.withoutTransform
   return yield* decodeRows(rows).pipe(Effect.orDie)
 })
@@ -90,22 +96,47 @@ const values = (b: NodeBeat, nodeClockMs: number) => ({
   config: JSON.stringify(b.config)
 })
 
+/** Whether a process of this machine lives (signal 0 probes without sending anything). */
+const pidAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
 /**
- * Joins the fleet under this node's name. A name another instance holds with a fresh heartbeat
- * is refused (two machines given one name would fence each other's work); a name whose holder
- * left or went silent is taken over.
+ * Joins the fleet under this node's name. A name another live instance holds with a fresh
+ * heartbeat is refused (two machines given one name would fence each other's work). A holder on
+ * this machine whose process is gone (this node's daemon restarted) is taken over as it stands:
+ * its boxes are adopted. A holder silent past the timeout is fenced first, as any node would
+ * fence it (its tasks re-queued or failed), then taken over; one that left or was fenced is
+ * taken over. Returns what was fenced.
  */
-export const registerNode = (b: NodeBeat, nodeClockMs: number, timeoutS: number) =>
+export const registerNode = (b: NodeBeat, nodeClockMs: number, cluster: ClusterSection) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
-    yield* sql.withTransaction(Effect.gen(function*() {
-      const held = yield* sql<{ readonly instance: string; readonly pid: number; readonly host: string; readonly age_s: number; readonly left: boolean }>`
-        SELECT instance, pid, host, extract(epoch FROM (now() - heartbeat_at))::float8 AS age_s, left_at IS NOT NULL AS left
+    return yield* sql.withTransaction(Effect.gen(function*() {
+      const held = yield* sql<{
+        readonly instance: string
+        readonly pid: number
+        readonly host: string
+        readonly age_s: number
+        readonly left: boolean
+        readonly fenced: boolean
+      }>`
+        SELECT instance, pid, host, extract(epoch FROM (now() - heartbeat_at))::float8 AS age_s, left_at IS NOT NULL AS left,
+          fenced_at IS NOT NULL AS fenced
         FROM roster_nodes WHERE name = ${b.name} FOR UPDATE`.withoutTransform
       const h = held[0]
-      if (h && h.instance !== b.instance && !h.left && h.age_s <= timeoutS) {
+      const restarted = h !== undefined && h.host === b.host && !pidAlive(h.pid)
+      if (h && h.instance !== b.instance && !h.left && !h.fenced && h.age_s <= cluster.node_timeout_s && !restarted) {
         return yield* new NodeNameTaken({ node: b.name, pid: h.pid, host: h.host, ageS: Math.round(h.age_s) })
       }
+      const fenced = h && h.instance !== b.instance && !h.left && !h.fenced && h.age_s > cluster.node_timeout_s
+        ? yield* fenceNode({ name: b.name, instance: h.instance }, cluster, b.name)
+        : undefined
       const v = values(b, nodeClockMs)
       yield* sql`INSERT INTO roster_nodes (name, instance, host, pid, version, advertise, started_at, heartbeat_at, node_clock,
           boxes, concurrency, load, config)
@@ -114,18 +145,25 @@ export const registerNode = (b: NodeBeat, nodeClockMs: number, timeoutS: number)
         ON CONFLICT (name) DO UPDATE SET instance = EXCLUDED.instance, host = EXCLUDED.host, pid = EXCLUDED.pid,
           version = EXCLUDED.version, advertise = EXCLUDED.advertise, started_at = EXCLUDED.started_at,
           heartbeat_at = now(), node_clock = EXCLUDED.node_clock, boxes = EXCLUDED.boxes,
-          concurrency = EXCLUDED.concurrency, load = EXCLUDED.load, config = EXCLUDED.config, left_at = NULL`.withoutTransform
+          concurrency = EXCLUDED.concurrency, load = EXCLUDED.load, config = EXCLUDED.config, left_at = NULL,
+          fenced_at = NULL, fenced_by = NULL`.withoutTransform
+      return fenced
     }))
   })
 
-/** One heartbeat; false when the name is no longer this instance's (another took it over while this one was silent). */
+/**
+ * One heartbeat: "ok"; "fenced" when the fleet declared this instance lost while it was silent
+ * (nothing it runs can land any more); "taken" when another daemon holds the name now.
+ */
 export const beat = (b: NodeBeat, nodeClockMs: number) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const rows = yield* sql`UPDATE roster_nodes SET heartbeat_at = now(), node_clock = ${new Date(nodeClockMs)},
         boxes = ${b.boxes}, concurrency = ${b.concurrency}, load = ${b.load}, config = ${JSON.stringify(b.config)}::jsonb
-      WHERE name = ${b.name} AND instance = ${b.instance} AND left_at IS NULL RETURNING name`.withoutTransform
-    return rows.length > 0
+      WHERE name = ${b.name} AND instance = ${b.instance} AND left_at IS NULL AND fenced_at IS NULL RETURNING name`.withoutTransform
+    if (rows.length > 0) return "ok" as const
+    const fenced = yield* sql`SELECT 1 FROM roster_nodes WHERE name = ${b.name} AND instance = ${b.instance} AND fenced_at IS NOT NULL`
+    return fenced.length > 0 ? "fenced" as const : "taken" as const
   })
 
 /** A clean stop: the node is marked left, so nothing mistakes it for a lost machine. */

@@ -10,16 +10,14 @@ import { type NewTask, TaskStore, type TaskStoreEnv } from "../task/TaskStore.js
 import { newTaskRecord } from "../task/newRecord.js"
 import { writeTasksView } from "../task/view.js"
 
-/** The channel every node listens on: a task's id each time its row changes. */
-export const TASKS_CHANNEL = "roster_tasks"
+import { TASKS_CHANNEL } from "./channels.js"
+import { sqlDetail } from "./sqlDetail.js"
 
 const decode = Schema.decodeUnknown(TaskRecord)
 const encode = Schema.encode(TaskRecord)
 
 const isUniqueViolation = (e: SqlError) => (e.cause as { readonly code?: string } | undefined)?.code === "23505"
 
-/** The database's own words when it gave some (the driver's error), else the client's. */
-export const sqlDetail = (e: SqlError) => (e.cause instanceof Error ? e.cause.message : e.message)
 
 const storeError = (where: string) => (e: SqlError) =>
   new TaskStoreError({ file: `in the fleet's database ${where}`, detail: sqlDetail(e), fix: "check that the database answers: roster doctor" })
@@ -51,8 +49,17 @@ const makeReads = (sql: SqlClient) =>
     return { fetch, get, list, rows }
   })
 
-/** The store's writes: a new row, and a change of one row under its lock (a claim stamped with this node and its attempt). */
-const writes = (sql: SqlClient, rows: Effect.Effect.Success<ReturnType<typeof makeReads>>["rows"], node: string) => {
+/**
+ * The store's writes: a new row, and a change of one row under its lock (a claim stamped with
+ * this node and its attempt). A claim by an instance of this node the fleet has fenced is lost:
+ * a node resumed after it was declared lost takes nothing before it has joined again.
+ */
+const writes = (
+  sql: SqlClient,
+  rows: Effect.Effect.Success<ReturnType<typeof makeReads>>["rows"],
+  node: string,
+  instance: Effect.Effect<string | null>
+) => {
   const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
   const insert = (t: NewTask) =>
     Effect.gen(function*() {
@@ -75,6 +82,7 @@ const writes = (sql: SqlClient, rows: Effect.Effect.Success<ReturnType<typeof ma
       const next = f(current, time)
       if (next === current) return { current, next }
       const claiming = next.status === "running" && current.status !== "running"
+      if (claiming && (yield* fencedHere(sql, node, instance))) return { current, next: current }
       const attempt = (current.attempt ?? 0) + (claiming ? 1 : 0)
       const stamped: TaskRecord = { ...next, updated_at: time, ...(claiming ? { node, attempt } : {}) }
       const record = yield* encode(stamped).pipe(Effect.orDie)
@@ -86,6 +94,14 @@ const writes = (sql: SqlClient, rows: Effect.Effect.Success<ReturnType<typeof ma
   return { change, insert }
 }
 
+const fencedHere = (sql: SqlClient, node: string, instance: Effect.Effect<string | null>) =>
+  Effect.gen(function*() {
+    const mine = yield* instance
+    if (mine === null) return false
+    const rows = yield* sql`SELECT 1 FROM roster_nodes WHERE name = ${node} AND instance = ${mine} AND fenced_at IS NOT NULL`
+    return rows.length > 0
+  })
+
 /**
  * The task store of a fleet's node: the same interface as the data dir's files, over the fleet's
  * database. A change is one transaction on the task's row (`FOR UPDATE`), so two nodes changing
@@ -94,7 +110,7 @@ const writes = (sql: SqlClient, rows: Effect.Effect.Success<ReturnType<typeof ma
  * such a claim returns the task unchanged, as a claim that lost. Every change is announced on
  * {@link TASKS_CHANNEL}; the journal and the worker's queue view are still this node's files.
  */
-export const fleetTaskStore = (node: string, where: string) =>
+export const fleetTaskStore = (node: string, where: string, instance: Effect.Effect<string | null> = Effect.succeed(null)) =>
   Layer.effect(
     TaskStore,
     Effect.gen(function*() {
@@ -121,7 +137,7 @@ export const fleetTaskStore = (node: string, where: string) =>
           )
         ], { discard: true })
 
-      const { change, insert } = writes(sql, rows, node)
+      const { change, insert } = writes(sql, rows, node, instance)
 
       return {
         get: (taskId) => get(taskId),

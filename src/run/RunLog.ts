@@ -11,7 +11,7 @@ import { readJsonOptional, writeJson } from "../fs/atomic.js"
 /** What ended a run: its own exit, a ceiling, a signal, an error, idleness, its owner's death, a cancel. */
 export const EndedBy = Schema.Literal(
   "exit", "ceiling", "signal", "error", "idle", "closed", "session-ceiling", "turn-ceiling", "box-died",
-  "orphaned", "cancelled", "budget"
+  "orphaned", "cancelled", "budget", "fenced"
 )
 export type EndedBy = typeof EndedBy.Type
 

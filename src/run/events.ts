@@ -19,8 +19,11 @@ export const RunEvent = Schema.Union(
     kind: Schema.Literal("usage"), model: Schema.String, input: Schema.Number, output: Schema.Number,
     cache_read: Schema.Number, cache_write: Schema.Number, usd: Schema.Number
   }),
-  /** The gateway stopped the run (a budget): its end is recorded as this, whatever the box's exit. */
-  Schema.Struct({ kind: Schema.Literal("stop"), by: Schema.Literal("budget"), detail: Schema.String }),
+  /**
+   * The run was stopped from outside its runner — by the gateway for a budget, or by its fleet
+   * node once the fleet had fenced it: its end is recorded as this, whatever the box's exit.
+   */
+  Schema.Struct({ kind: Schema.Literal("stop"), by: Schema.Literal("budget", "fenced"), detail: Schema.String }),
   /** The box's preflight as the gateway decided it (the box's report, or none in time). */
   Schema.Struct({ kind: Schema.Literal("preflight"), result: PreflightResult })
 )
@@ -54,7 +57,7 @@ export const RunUsage = Schema.Struct({
 })
 export type RunUsage = typeof RunUsage.Type
 
-export const RunStopped = Schema.Struct({ by: Schema.Literal("budget"), detail: Schema.String })
+export const RunStopped = Schema.Struct({ by: Schema.Literal("budget", "fenced"), detail: Schema.String })
 
 export interface EventFields {
   readonly usage?: RunUsage

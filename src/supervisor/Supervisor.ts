@@ -6,6 +6,7 @@ import { currentOwner, type Owner } from "../contract/owner.js"
 import { Paths } from "../config/Paths.js"
 import { Docker } from "../docker/Docker.js"
 import { Files } from "../fs/Files.js"
+import { RunLog } from "../run/RunLog.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, type TaskStatus, type TaskStoreError } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
@@ -15,6 +16,7 @@ import { makeState, type SupervisorState } from "./state.js"
 import { deliverPending } from "./deliver.js"
 import { strayLoop, sweepStrays } from "./strays.js"
 import { finishLeftRun } from "./takeOver.js"
+import { leaveFenced } from "./fenced.js"
 import { REQUEUE_HINT, taskFailed } from "./taskEnd.js"
 import { deploymentBoxes, watchLoop, watchPass } from "./watch.js"
 
@@ -134,13 +136,13 @@ const boxView = (st: SupervisorState, self: Owner) =>
   })
 
 /** What the API's calls need, captured when the supervisor starts. */
-type CallEnv = TaskStore | Docker | Paths | FileSystem.FileSystem | Path.Path | Files | OrgConfig
+type CallEnv = TaskStore | Docker | Paths | FileSystem.FileSystem | Path.Path | Files | OrgConfig | RunLog
 
 const make = Effect.gen(function*() {
   const store = yield* TaskStore
   // Only the named services: the whole captured context would carry the layer's own Scope along,
   // and a call's finalizer (a held box slot's release) would then wait for the daemon to stop.
-  const env = Context.pick(TaskStore, Docker, Paths, FileSystem.FileSystem, Path.Path, Files, OrgConfig)(yield* Effect.context<CallEnv>())
+  const env = Context.pick(TaskStore, Docker, Paths, FileSystem.FileSystem, Path.Path, Files, OrgConfig, RunLog)(yield* Effect.context<CallEnv>())
   const use = <A, E>(effect: Effect.Effect<A, E, CallEnv>) => Effect.provide(effect, env)
   const org = yield* OrgConfig
   const st = yield* makeState(yield* Clock.currentTimeMillis)
@@ -165,6 +167,11 @@ const make = Effect.gen(function*() {
     yield* Effect.forkScoped(Effect.gen(function*() {
       for (const taskId of (yield* Ref.get(st.live)).keys()) yield* asked(taskId)
     }).pipe(Effect.repeat(Schedule.spaced("5 seconds"))))
+    // A node the fleet fenced kills its boxes and joins again (its heartbeat finds the fence).
+    yield* Effect.forkScoped(use(leaveFenced(st, member.value)).pipe(
+      Effect.catchAllCause((c) => Effect.logError("fleet: a fenced node could not put down its boxes", c)),
+      Effect.repeat(Schedule.spaced("1 second"))
+    ))
   }
 
   return {

@@ -11,6 +11,7 @@ import { FleetMember } from "../fleet/FleetMember.js"
 import { postChat } from "../gateway/actions/chat/postChat.js"
 import { appendJournal } from "../journal/journal.js"
 import { findRun } from "../run/query.js"
+import { RunFence } from "../run/RunFence.js"
 import { isFinal, type TaskRecord } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 
@@ -72,6 +73,14 @@ const toChat = (target: Extract<ReplyTarget, { _tag: "chat" }>, text: string) =>
  */
 export const deliverReply = Effect.fn("supervisor.deliverReply")(function*(t: TaskRecord) {
   if (!awaitsDelivery(t)) return
+  const runId = t.run_ids.at(-1)
+  // In a fleet only the node whose attempt ended it delivers, and only while the fleet holds it as that node's.
+  const delivered = runId === undefined ? deliverOnce(t) : (yield* RunFence).guard({ runId, taskId: t.task_id }, deliverOnce(t))
+  yield* delivered.pipe(Effect.catchTag("Fenced", (e) => Effect.logWarning(`task ${t.task_id}: its answer is not this node's to deliver: ${e.message}`)))
+})
+
+const deliverOnce = (t: TaskRecord) =>
+  Effect.gen(function*() {
   const replyTo = t.reply_to ?? "none"
   const target = parseReplyTo(replyTo)
   const at = new Date(yield* Clock.currentTimeMillis).toISOString()
@@ -88,7 +97,7 @@ export const deliverReply = Effect.fn("supervisor.deliverReply")(function*(t: Ta
   yield* (delivery.ok ? Effect.logInfo : Effect.logWarning)(
     `task ${t.task_id}: its answer ${delivery.ok ? "was delivered to" : "could not be delivered to"} ${replyTo}${done._tag === "Left" ? ` (${done.left})` : ""}`
   )
-})
+  })
 
 /** Every ended task whose answer is still to be delivered (after a restart too): each delivered once. */
 export const deliverPending = Effect.gen(function*() {

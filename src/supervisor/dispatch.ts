@@ -1,7 +1,8 @@
-import { Cause, Deferred, Effect, Exit, FiberMap, Queue, Ref, Schedule } from "effect"
+import { Cause, Deferred, Effect, Exit, FiberMap, Option, Queue, Ref, Schedule } from "effect"
 import { modelCredentialAvailable } from "../box/pihome.js"
 import { runOnce, type RunOutcome } from "../box/runOnce.js"
 import { OrgConfig } from "../config/OrgConfig.js"
+import { FleetMember } from "../fleet/FleetMember.js"
 import { causeText } from "../run/causeText.js"
 import { newRunId } from "../run/runId.js"
 import { RunLog } from "../run/RunLog.js"
@@ -77,10 +78,15 @@ const runTask = (
         const cancelled = (yield* Deferred.isDone(stop)) || (yield* Ref.get(st.cancelRequested)).has(t.task_id)
         const end = endOf(runId, exit, cancelled)
         // A store that cannot be written now (a fleet's database down) gets the end when it answers again.
-        const task = yield* (yield* TaskStore).update(t.task_id, taskEnd(end, cancelled)).pipe(
+        // Only this attempt's end is written: a fenced attempt's task is already another's.
+        const task = yield* (yield* TaskStore).update(t.task_id, (x, now) =>
+          x.status === "running" && x.run_ids.at(-1) === runId ? taskEnd(end, cancelled)(x, now) : x).pipe(
           Effect.tapError((e) => Effect.logWarning(`task ${t.task_id}: its end cannot be recorded yet (${e.message}); retrying`)),
           Effect.retry({ schedule: END_RETRY, while: (e) => e._tag === "TaskStoreError" })
         )
+        if (task.run_ids.at(-1) !== runId || task.finished_at === null) {
+          return yield* Effect.logWarning(`task ${t.task_id} (${t.worker}): run ${runId} ended after the fleet fenced it; the task is ${task.status} there`)
+        }
         yield* (task.status === "done" ? Effect.logInfo : Effect.logWarning)(
           `task ${t.task_id} (${t.worker}) ${task.status}${task.reason ? `: ${task.reason}` : ""}`
         )
@@ -122,6 +128,9 @@ export const dispatchPass = (st: SupervisorState) =>
   Effect.gen(function*() {
     const store = yield* TaskStore
     yield* deliverPending
+    // A node the fleet fenced takes nothing until it has put its boxes down and joined again.
+    const member = yield* Effect.serviceOption(FleetMember)
+    if (Option.isSome(member) && (yield* member.value.fenced)) return
     const org = yield* (yield* OrgConfig).snapshot
     const credential = yield* modelCredentialAvailable
     // A node of a fleet without a credential only takes nothing: the queue is every node's, and

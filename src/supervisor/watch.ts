@@ -1,8 +1,9 @@
-import { Clock, Effect, FiberMap, Queue, Ref } from "effect"
+import { Clock, Effect, FiberMap, Option, Queue, Ref } from "effect"
 import { Paths } from "../config/Paths.js"
 import { LABEL_DEPLOYMENT } from "../contract/constants.js"
 import { type Owner, ownerAlive } from "../contract/owner.js"
 import { Docker } from "../docker/Docker.js"
+import { FleetMember } from "../fleet/FleetMember.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { type FoundBox, foundBox } from "./foundBox.js"
 import { type HeldBox, type SupervisorState, withKey, withoutKey } from "./state.js"
@@ -42,11 +43,25 @@ const takeOverBox = (st: SupervisorState, box: FoundBox, how: TakeOver) =>
   )
 
 /**
+ * A fleet node's task box whose task is no longer this node's current attempt: the fleet fenced
+ * it (this node was declared lost while its daemon was down) and gave the task to another node.
+ * Such a box is killed, never adopted.
+ */
+const fencedTaskBox = (box: FoundBox) =>
+  Effect.gen(function*() {
+    const member = yield* Effect.serviceOption(FleetMember)
+    if (Option.isNone(member) || box.taskId === null) return false
+    const t = yield* (yield* TaskStore).get(box.taskId)
+    return !(t?.status === "running" && t.run_ids.at(-1) === box.runId && t.node === member.value.node)
+  })
+
+/**
  * One look at the deployment's boxes (the reaper; at start, adoption). A box of ours is left to
  * its fiber. A box whose owner is alive is left to it until its deadline (plus a grace for the
  * owner to record its own ceiling), then killed. A box whose owner is gone is taken over: a
  * task's box is adopted (waited for within what is left of its ceiling); any other is killed
- * (`orphaned`, or `ceiling` once its deadline passed).
+ * (`orphaned`, `ceiling` once its deadline passed, or `fenced` when the fleet gave its task to
+ * another node).
  */
 export const watchPass = (st: SupervisorState, self: Owner) =>
   Effect.gen(function*() {
@@ -63,7 +78,10 @@ export const watchPass = (st: SupervisorState, self: Owner) =>
         }
         continue
       }
-      const how: TakeOver = box.kind === "task" && !pastDeadline ? { how: "adopt" } : { how: "reap", as: pastDeadline ? "ceiling" : "orphaned" }
+      const fenced = box.kind === "task" && (yield* fencedTaskBox(box))
+      const how: TakeOver = box.kind === "task" && !pastDeadline && !fenced
+        ? { how: "adopt" }
+        : { how: "reap", as: fenced ? "fenced" : pastDeadline ? "ceiling" : "orphaned" }
       const held: HeldBox = { containerId: box.id, runId: box.runId, worker: box.worker, taskId: box.taskId, how: how.how }
       yield* Ref.update(st.held, (m) => withKey(m, box.id, held))
       yield* FiberMap.run(st.takeovers, box.id, takeOverBox(st, box, how))

@@ -60,6 +60,17 @@ export const TaskRecord = Schema.Struct({
   /** Under [cluster]: the fleet node whose box runs or ran it, and that attempt's number (a lost node's attempt is fenced by the next). */
   node: Schema.optional(Schema.String),
   attempt: Schema.optional(Schema.Number),
+  /**
+   * Under [cluster]: each attempt a lost node left running, fenced by the fleet (nothing it does
+   * after can land), and which node fenced it. A task is re-run after its first loss only.
+   */
+  lost: Schema.optional(Schema.Array(Schema.Struct({
+    node: Schema.String,
+    attempt: Schema.Number,
+    run_id: Schema.NullOr(RunId),
+    at: Schema.String,
+    by: Schema.String
+  }))),
   /** A cancel asked on another node of the fleet: the node running it stops its box when it sees this. */
   cancel_requested: Schema.optional(Schema.Struct({ at: Schema.String, on_node: Schema.String })),
   /** Finished by a daemon that found its box still running after a restart. */

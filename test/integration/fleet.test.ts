@@ -4,6 +4,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { lockdownNetworkName } from "../../src/contract/deployment.js"
+import { SCHEMA_VERSION } from "../../src/fleet/migrations.js"
 import { answersOf, askScript, nextHeld } from "../support/ask.js"
 import { collect, type Deployment, makeDeployment } from "../support/deployment.js"
 import { makeOutsideHost } from "../support/netns.js"
@@ -87,24 +88,24 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
   it("two daemons are two nodes: both up with the schema, the shared folder marked with the database's fleet", async () => {
     const f = await until(a, (x) => x.nodes.filter((n) => n.state === "up").length === 2)
     expect(f.node).toBe("node-a")
-    expect(f.schema).toBe(2)
+    expect(f.schema).toBe(SCHEMA_VERSION)
     expect(f.nodes.map((n) => n.name)).toEqual(["node-a", "node-b"])
     expect(f.nodes.every((n) => n.concurrency === 2)).toBe(true)
-    expect(pg.sql("SELECT count(*) FROM roster_migrations")).toBe("2")
+    expect(pg.sql("SELECT count(*) FROM roster_migrations")).toBe(String(SCHEMA_VERSION))
     const marker = JSON.parse(fs.readFileSync(path.join(shared, ".roster-fleet.json"), "utf8")) as { fleet: string }
     expect(marker.fleet).toBe(pg.sql("SELECT id FROM roster_fleet"))
     const text = await a.roster(["server", "status"])
-    expect(text.stdout).toMatch(/fleet: node node-a, 2 of 2 nodes up \(database 127\.0\.0\.1:\d+\/roster, schema 2\)/)
+    expect(text.stdout).toMatch(new RegExp(`fleet: node node-a, 2 of 2 nodes up \\(database 127\\.0\\.0\\.1:\\d+/roster, schema ${SCHEMA_VERSION}\\)`))
     expect(text.stdout).toMatch(/node-a\s+up\s+beat [\d.]+s ago\s+0\/2 boxes.*\(this node\)/)
     expect(text.stdout).not.toContain(pg.password)
     const doctor = await a.roster(["doctor"])
     expect(doctor.stdout).toContain("fleet: node node-a, database 127.0.0.1")
     expect(doctor.stdout).toContain("— connected")
-    expect(doctor.stdout).toContain("schema:      2, this roster's")
+    expect(doctor.stdout).toContain(`schema:      ${SCHEMA_VERSION}, this roster's`)
     expect(doctor.stdout).toContain(`shared data: ${shared} — writable, the fleet's (${marker.fleet})`)
     expect(doctor.stdout).toMatch(/clocks: {6}this machine [+-]\d+ ms from the database's; nodes at their last beat: node-a [+-]\d+ ms, node-b/)
     const json = JSON.parse((await a.roster(["doctor", "--json"])).stdout) as { fleet: { connected: boolean; schema: { found: number } } }
-    expect(json.fleet).toMatchObject({ connected: true, schema: { found: 2, known: 2 } })
+    expect(json.fleet).toMatchObject({ connected: true, schema: { found: SCHEMA_VERSION, known: SCHEMA_VERSION } })
   })
 
   it("a node whose config differs is named with the file; the per-node keys (node, gateway port) never count", async () => {

@@ -1,6 +1,6 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Effect, Either, Layer, Option, Redacted, Stream } from "effect"
+import { ConfigProvider, Deferred, Effect, Either, Fiber, Layer, Option, Redacted, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -11,7 +11,13 @@ import { Paths } from "../../src/config/Paths.js"
 import { OrgSchema } from "../../src/config/schema.js"
 import { fleetSqlLayer } from "../../src/fleet/connect.js"
 import { migrate } from "../../src/fleet/migrations.js"
-import { fleetTaskStore, TASKS_CHANNEL } from "../../src/fleet/taskStore.js"
+import { TASKS_CHANNEL } from "../../src/fleet/channels.js"
+import { fleetTaskStore } from "../../src/fleet/taskStore.js"
+import { fleetRunFence } from "../../src/fleet/fence.js"
+import { fenceLostNodes } from "../../src/fleet/loss.js"
+import { type NodeBeat, registerNode } from "../../src/fleet/nodes.js"
+import { RunFence } from "../../src/run/RunFence.js"
+import { SqlClient } from "@effect/sql/SqlClient"
 import { Files } from "../../src/fs/Files.js"
 import type { TaskRecord } from "../../src/task/TaskRecord.js"
 import { type NewTask, TaskStore } from "../../src/task/TaskStore.js"
@@ -41,19 +47,21 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     fs.rmSync(home, { recursive: true, force: true })
   })
 
-  /** One node's store: its own connections to the database, its own data dir for the journal and views. */
-  const nodeLayer = (node: string) => {
+  /** One node's store and fence: its own connections to the database, its own data dir for the journal and views. */
+  const nodeLayer = (node: string, instance: string | null = null) => {
     const root = path.join(home, node)
     const paths = Paths.layerAt({ config: path.join(root, "config"), data: path.join(root, "data"), state: path.join(root, "state"), home: root })
     const sql = fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))
-    return fleetTaskStore(node, "test").pipe(
+    return Layer.merge(fleetTaskStore(node, "test", Effect.succeed(instance)), fleetRunFence(node, Effect.succeed(instance ?? ""), 30)).pipe(
       Layer.provideMerge(sql),
       Layer.provide(Layer.mergeAll(paths, Files.layer, NodeContext.layer)),
       Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]]))))
     )
   }
-  const onNode = <A, E>(node: string, effect: Effect.Effect<A, E, TaskStore>) =>
-    Effect.runPromise(Effect.provide(effect, nodeLayer(node)) as Effect.Effect<A, E, never>)
+  const onNodeEffect = <A, E>(node: string, instance: string, effect: Effect.Effect<A, E, TaskStore | RunFence | SqlClient>) =>
+    Effect.provide(effect, nodeLayer(node, instance)) as Effect.Effect<A, E, never>
+  const onNode = <A, E>(node: string, effect: Effect.Effect<A, E, TaskStore | RunFence | SqlClient>, instance: string | null = null) =>
+    Effect.runPromise(Effect.provide(effect, nodeLayer(node, instance)) as Effect.Effect<A, E, never>)
 
   it("three nodes migrating at once apply each migration once", async () => {
     const results = await Promise.all(["n1", "n2", "n3"].map(() =>
@@ -61,8 +69,8 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         Effect.provide(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
       ))))
-    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks"])
-    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2")
+    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks", "3_fences"])
+    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3")
   })
 
   it("40 tasks over 5 workers, claimed by three nodes at 2 at a time: each done exactly once, never two of one worker at once, every node ran some", async () => {
@@ -140,5 +148,56 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(heard.got._tag === "Success" && Option.getOrUndefined(heard.got.value)).toBe(heard.id)
     const missing = await onNode("n1", Effect.flip(Effect.flatMap(TaskStore, (s) => s.update("t-00000000", (x) => x))))
     expect(missing._tag).toBe("NoSuchTask")
+  })
+
+  it("a silent node is fenced once: a landing open on its row holds the fencing off; then its tasks are re-queued, its guard refuses and its claims lose", async () => {
+    const beatOf = (name: string, instance: string): NodeBeat => ({
+      name, instance, host: "other-host", pid: 1, version: "test", advertise: null, startedAt: Date.now(), boxes: 0, concurrency: 2, load: 0, config: {}
+    })
+    await onNode("f1", registerNode(beatOf("f1", "i-f1"), Date.now(), cluster))
+    await onNode("f2", registerNode(beatOf("f2", "i-f2"), Date.now(), cluster))
+    const [t, u] = await onNode("f1", Effect.flatMap(TaskStore, (st) => Effect.all([st.add(newTask("fw", "lost")), st.add(newTask("fw2", "kept"))])))
+    const lostRun = runIdOf()
+    const claim = (node: string, instance: string, task: TaskRecord, runId: string) =>
+      onNode(node, Effect.flatMap(TaskStore, (st) =>
+        st.update(task.task_id, (x) => (x.status === "queued" ? { ...x, status: "running", run_ids: [...x.run_ids, runId] } : x))), instance)
+    expect(await claim("f1", "i-f1", t!, lostRun)).toMatchObject({ status: "running", node: "f1", attempt: 1 })
+    expect(await claim("f2", "i-f2", u!, runIdOf())).toMatchObject({ status: "running", node: "f2" })
+    // f1 goes silent past the timeout (its heartbeat set back an hour), while a landing of its run is under way.
+    pg.sql("UPDATE roster_nodes SET heartbeat_at = now() - interval '1 hour' WHERE name = 'f1'")
+    const landed = await Effect.runPromise(Effect.gen(function*() {
+      const release = yield* Deferred.make<void>()
+      const landing = yield* onNodeEffect("f1", "i-f1", Effect.flatMap(RunFence, (fence) =>
+        fence.guard({ runId: lostRun, taskId: t!.task_id }, Deferred.await(release).pipe(Effect.as("landed"))))).pipe(Effect.fork)
+      yield* Effect.sleep("500 millis")
+      // The sweep cannot take f1's row while the landing holds it: nothing fenced (it tries at the next beat).
+      const during = yield* onNodeEffect("f2", "i-f2", fenceLostNodes(cluster, "f2"))
+      expect(during).toEqual([])
+      yield* Deferred.succeed(release, undefined)
+      return yield* Fiber.join(landing)
+    }))
+    expect(landed).toBe("landed")
+    const fenced = await onNode("f2", fenceLostNodes(cluster, "f2"))
+    expect(fenced).toEqual([{ node: "f1", instance: "i-f1", tasks: [{ taskId: t!.task_id, worker: "fw", status: "queued" }] }])
+    expect(await onNode("f3", fenceLostNodes(cluster, "f3"))).toEqual([])
+    const after = await onNode("f2", Effect.flatMap(TaskStore, (st) => Effect.all([st.get(t!.task_id), st.get(u!.task_id)])))
+    expect(after[0]).toMatchObject({ status: "queued", lost: [{ node: "f1", attempt: 1, run_id: lostRun, by: "f2" }] })
+    expect(after[0]?.node).toBeUndefined()
+    expect(after[1]).toMatchObject({ status: "running", node: "f2" })
+    expect(pg.sql("SELECT fenced_by FROM roster_nodes WHERE name = 'f1'")).toBe("f2")
+    // The fenced instance can land nothing, and cannot claim; the next claim elsewhere is attempt 2.
+    const refused = await onNode("f1", Effect.flip(Effect.flatMap(RunFence, (fence) => fence.guard({ runId: lostRun, taskId: null }, Effect.succeed("x")))), "i-f1")
+    expect(refused._tag).toBe("Fenced")
+    expect(refused.message).toContain("node f1 was declared lost by the fleet")
+    expect(await claim("f1", "i-f1", after[0]!, runIdOf())).toMatchObject({ status: "queued" })
+    const retried = runIdOf()
+    expect(await claim("f2", "i-f2", after[0]!, retried)).toMatchObject({ status: "running", node: "f2", attempt: 2 })
+    // The lost attempt's run is not the task's any more, even on a node that was never fenced.
+    const stale = await onNode("f2", Effect.flip(Effect.flatMap(RunFence, (fence) => fence.guard({ runId: lostRun, taskId: t!.task_id }, Effect.succeed("x")))), "i-f2")
+    expect(stale.message).toContain(`task ${t!.task_id} is no longer this run's`)
+    expect(await onNode("f2", Effect.flatMap(RunFence, (fence) => fence.guard({ runId: retried, taskId: t!.task_id }, Effect.succeed("ok"))), "i-f2")).toBe("ok")
+    // f1 joins again as a new instance: its mark is cleared and it may claim.
+    await onNode("f1", registerNode(beatOf("f1", "i-f1b"), Date.now(), cluster))
+    expect(pg.sql("SELECT instance || ' ' || coalesce(fenced_by, '-') FROM roster_nodes WHERE name = 'f1'")).toBe("i-f1b -")
   })
 })

@@ -8,6 +8,7 @@ import { type FleetCheck, fleetCheckLines } from "../../src/fleet/doctor.js"
 import { differingFiles, orgDigest } from "../../src/fleet/fingerprint.js"
 import { nodeNameOf } from "../../src/fleet/nodeName.js"
 import { beatEvery } from "../../src/fleet/join.js"
+import { afterLoss } from "../../src/fleet/loss.js"
 import { Duration } from "effect"
 
 const org = (text: string) => Either.getOrThrow(decodeToml(OrgSchema, "org.toml", text))
@@ -52,12 +53,46 @@ const node = (name: string, over: Partial<FleetStatus["nodes"][number]> = {}): F
   name, host: "h", pid: 1, version: "0.1.0", state: "up", heartbeat_age_s: 1.5, boxes: 1, concurrency: 2, load: 0.5, skew_ms: 3, config_differs: [], ...over
 })
 
+describe("what a lost node's running task becomes", () => {
+  const base = {
+    task_id: "t-0000000a", worker: "alice", prompt: "p", status: "running" as const, seq: 1, ceiling_min: null, after: null,
+    origin: { by: "person" as const, run_id: null, task_id: null }, created_at: "x", updated_at: "x", started_at: "x", finished_at: null,
+    run_ids: ["2026-12-02-00-00-00-00000001"], ended_by: null, exit_code: null, reason: null, node: "lost-one", attempt: 1
+  }
+  const NOW = "2026-12-02T10:00:00.000Z"
+
+  it("retry: its first loss queues it again, with no node, the lost attempt recorded with who fenced it", () => {
+    const t = afterLoss(base, "lost-one", "b", "retry", NOW)
+    expect(t).toMatchObject({ status: "queued", started_at: null, finished_at: null })
+    expect(t.node).toBeUndefined()
+    expect(t.lost).toEqual([{ node: "lost-one", attempt: 1, run_id: "2026-12-02-00-00-00-00000001", at: NOW, by: "b" }])
+    expect(t.reason).toContain("node lost-one was lost while it ran attempt 1 (run 2026-12-02-00-00-00-00000001); queued again")
+  })
+
+  it("a second loss fails it, handed to the fencing node (which delivers its answer); on_node_loss = fail fails the first", () => {
+    const again = afterLoss({ ...afterLoss(base, "lost-one", "b", "retry", NOW), status: "running", node: "c", attempt: 2 }, "c", "b", "retry", NOW)
+    expect(again).toMatchObject({ status: "failed", node: "b", ended_by: "fenced", finished_at: NOW })
+    expect(again.lost?.map((l) => l.attempt)).toEqual([1, 2])
+    expect(again.reason).toContain("it had been re-run once already")
+    const fail = afterLoss(base, "lost-one", "b", "fail", NOW)
+    expect(fail).toMatchObject({ status: "failed", node: "b" })
+    expect(fail.reason).toContain(`[cluster] on_node_loss is "fail" — queue it again: roster task add`)
+  })
+
+  it("a cancel asked of it wins over a retry", () => {
+    const t = afterLoss({ ...base, cancel_requested: { at: NOW, on_node: "b" } }, "lost-one", "b", "retry", NOW)
+    expect(t).toMatchObject({ status: "cancelled", finished_at: NOW })
+  })
+})
+
 describe("server status's fleet lines", () => {
   it("a line a node, lost and left in capitals, this node marked, another version named, config drift with the fix", () => {
     const lines = fleetLines({
       node: "a", database: "db.test:5432/roster", reachable: true, detail: null, schema: 1,
       nodes: [node("a"), node("bb", { state: "lost", heartbeat_age_s: 45, config_differs: ["org.toml"], version: "0.2.0" }), node("c", { state: "left", config_differs: ["x"] })]
     })
+    const fenced = fleetLines({ node: "a", database: "db.test", reachable: true, detail: null, schema: 3, nodes: [node("a"), node("d", { state: "lost", fenced_by: "a" })] })
+    expect(fenced[2]).toMatch(/^ {2}d {2}LOST .* fenced by a: its tasks went back to the queue$/)
     expect(lines[0]).toBe("fleet: node a, 1 of 3 nodes up (database db.test:5432/roster, schema 1)")
     expect(lines[1]).toBe("  a   up    beat 1.5s ago  1/2 boxes  load 0.5  clock +3 ms  (this node)")
     expect(lines[2]).toMatch(/^ {2}bb  LOST  beat 45s ago .* version 0\.2\.0$/)

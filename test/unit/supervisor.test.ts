@@ -1,6 +1,6 @@
 import { SystemError } from "@effect/platform/Error"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Scope, Stream, TestClock } from "effect"
+import { Context, Effect, Exit, Layer, Ref, Scope, Stream, TestClock } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import { layout } from "../../src/config/Paths.js"
@@ -110,7 +110,9 @@ describe("the supervisor (Docker test layer)", () => {
     const member = Layer.succeed(FleetMember, {
       node: "here",
       status: Effect.die("unused"),
-      changes: Stream.never
+      changes: Stream.never,
+      fenced: Effect.succeed(false),
+      rejoin: Effect.void
     })
     return Effect.gen(function*() {
       const store = yield* TaskStore
@@ -137,6 +139,44 @@ describe("the supervisor (Docker test layer)", () => {
       yield* store.update(bob.task_id, (t, now) => ({ ...t, cancel_requested: { at: now, on_node: "there" } }))
       yield* eventually(Effect.map(statusOf(bob.task_id), (st) => st === "cancelled"), "bob's task cancelled", 15_000)
       expect((yield* running).some((c) => c.spec.Labels["roster.task-id"] === bob.task_id)).toBe(false)
+    }).pipe(Effect.provide(member), Effect.provide(layer), Effect.scoped)
+  }, 30_000)
+
+  it.live("a node the fleet fenced claims nothing, kills its boxes (their runs ended as fenced), leaves its task to the node that has it, then joins again", () => {
+    const { layer } = deployment()
+    const fenced = Ref.unsafeMake(false)
+    const rejoined = Ref.unsafeMake(0)
+    const member = Layer.succeed(FleetMember, {
+      node: "here",
+      status: Effect.die("unused"),
+      changes: Stream.never,
+      fenced: Ref.get(fenced),
+      // The test lets it back in itself, after it has seen the queue stand still.
+      rejoin: Ref.update(rejoined, (n) => n + 1)
+    })
+    return Effect.gen(function*() {
+      const store = yield* TaskStore
+      const sup = yield* startSupervisor
+      const a = yield* sup.add({ worker: "alice", prompt: "HANG" })
+      const box = yield* boxOf(a.task_id)
+      const first = box.spec.Labels["roster.run-id"]!
+      // The fleet declared this node lost: alice's task went to another node, which runs attempt 2.
+      const second = "2026-12-02-00-00-00-0000beef"
+      yield* store.update(a.task_id, (t) => ({ ...t, node: "there", attempt: 2, run_ids: [...t.run_ids, second] }))
+      yield* Ref.set(fenced, true)
+      const b = yield* sup.add({ worker: "bob", prompt: "HANG" })
+      yield* eventually(Effect.map(Ref.get(rejoined), (n) => n >= 1), "the node to join again", 15_000)
+      // Its box is gone, its run says why, and nothing of the fenced attempt touched the task.
+      expect((yield* running).some((c) => c.spec.Labels["roster.run-id"] === first)).toBe(false)
+      const run = yield* Effect.flatMap(RunLog, (r) => r.read("alice", first))
+      expect(run).toMatchObject({ ended_by: "fenced" })
+      expect(run?.error).toContain("declared lost")
+      expect(yield* store.get(a.task_id)).toMatchObject({ status: "running", node: "there", run_ids: [first, second] })
+      // Nothing is claimed while fenced (passes come every 2 s); joined again, bob's task runs.
+      yield* Effect.sleep("2500 millis")
+      expect(yield* statusOf(b.task_id)).toBe("queued")
+      yield* Ref.set(fenced, false)
+      yield* boxOf(b.task_id)
     }).pipe(Effect.provide(member), Effect.provide(layer), Effect.scoped)
   }, 30_000)
 

@@ -12,6 +12,7 @@ import { forgetAction, rememberAction } from "./memoryActions.js"
 import { messageUser } from "./messageUser.js"
 import { setTasks } from "./setTasks.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
+import { RunFence } from "../../run/RunFence.js"
 
 const MAX_BODY = 64 * 1024
 
@@ -45,6 +46,17 @@ const ACTIONS: Readonly<Record<string, (caller: BoxCaller, body: string) => Effe
 }
 
 /**
+ * The actions that land a run's work where it outlives the run: in a fleet, each is refused (409)
+ * once the run's node has been fenced, and runs holding the fleet's word that it has not been.
+ */
+const LANDING: ReadonlySet<string> = new Set([
+  "/v1/actions/set_tasks",
+  "/v1/actions/knowledge_push",
+  "/v1/actions/remember",
+  "/v1/actions/forget"
+])
+
+/**
  * Box actions on the gateway itself (POST /v1/actions/<name>), authenticated by the run token
  * as `Authorization: Bearer`. Provenance — worker, run, task — comes from the token alone.
  */
@@ -65,7 +77,7 @@ export const handleAction = (req: http.IncomingMessage, res: http.ServerResponse
   })
 
 /** The request's body handed to `then`, when it is a POST of at most MAX_BODY bytes. */
-const postBody = <R>(req: http.IncomingMessage, then: (body: string) => Effect.Effect<ActionAnswer, never, R>) =>
+const postBody = <E, R>(req: http.IncomingMessage, then: (body: string) => Effect.Effect<ActionAnswer, E, R>): Effect.Effect<ActionAnswer, E, R> =>
   req.method !== "POST"
     ? Effect.succeed<ActionAnswer>({ status: 405, body: { ok: false, error: "POST only" } })
     : Effect.flatMap(readBody(req), (body) =>
@@ -78,5 +90,12 @@ const heldAction = (req: http.IncomingMessage, path: string, caller: BoxCaller) 
     if (action === undefined) return { status: 404, body: { ok: false, error: "no such action" } } satisfies ActionAnswer
     const held = yield* awaitPreflight(caller).pipe(Effect.either)
     if (held._tag === "Left") return { status: held.left.status, body: { ok: false, error: held.left.reason } } satisfies ActionAnswer
-    return yield* postBody(req, (body) => action(caller, body))
+    if (!LANDING.has(path)) return yield* postBody(req, (body) => action(caller, body))
+    const fence = yield* RunFence
+    return yield* postBody(req, (body) => fence.guard({ runId: caller.runId, taskId: caller.taskId }, action(caller, body))).pipe(
+      Effect.catchTag("Fenced", (e) =>
+        Effect.logWarning(`gateway: ${path.slice("/v1/actions/".length)} of run ${caller.runId} (${caller.worker}) refused: ${e.message}`).pipe(
+          Effect.as<ActionAnswer>({ status: 409, body: { ok: false, error: e.message } })
+        ))
+    )
   })

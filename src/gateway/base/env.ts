@@ -5,6 +5,7 @@ import type { Docker } from "../../docker/Docker.js"
 import type { Files } from "../../fs/Files.js"
 import type { HostGit } from "../../knowledge/HostGit.js"
 import type { MemoryStore } from "../../memory/MemoryStore.js"
+import type { RunFence } from "../../run/RunFence.js"
 import type { RunLog } from "../../run/RunLog.js"
 import type { TaskStore } from "../../task/TaskStore.js"
 import type { Vault } from "../../vault/Vault.js"
@@ -13,4 +14,4 @@ import type { Dialer } from "./Dialer.js"
 import type { LiveRuns } from "./LiveRuns.js"
 
 /** The services a gateway request handler runs with. */
-export type GatewayEnv = OrgConfig | Docker | Dialer | Paths | LiveRuns | Vault | Audit | Files | HostGit | RunLog | TaskStore | MemoryStore | FileSystem.FileSystem | Path.Path
+export type GatewayEnv = OrgConfig | Docker | Dialer | Paths | LiveRuns | Vault | Audit | Files | HostGit | RunLog | TaskStore | MemoryStore | RunFence | FileSystem.FileSystem | Path.Path

@@ -1,0 +1,194 @@
+import Dockerode from "dockerode"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Deployment, makeDeployment } from "../support/deployment.js"
+import { type Postgres, startPostgres } from "../support/postgres.js"
+
+const docker = new Dockerode()
+
+interface Task {
+  readonly task_id: string
+  readonly worker: string
+  readonly status: string
+  readonly node?: string
+  readonly attempt?: number
+  readonly run_ids: ReadonlyArray<string>
+  readonly origin: { readonly run_id: string | null }
+  readonly lost?: ReadonlyArray<{ readonly node: string; readonly attempt: number; readonly run_id: string | null; readonly by: string }>
+}
+interface FleetNode { readonly name: string; readonly state: string; readonly fenced_by?: string | null }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Polls `check` until it gives a value (the last failure's words in the error when it never does). */
+const until = async <A>(what: string, check: () => Promise<A | undefined>, ms: number): Promise<A> => {
+  const end = Date.now() + ms
+  for (;;) {
+    const got = await check()
+    if (got !== undefined) return got
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms / 1000} s`)
+    await sleep(300)
+  }
+}
+
+const tasksOf = async (d: Deployment) => {
+  const r = await d.roster(["task", "list", "--json"])
+  if (r.code !== 0) throw new Error(`task list failed: ${r.stderr}`)
+  return JSON.parse(r.stdout) as Array<Task>
+}
+const nodesOf = async (d: Deployment) => {
+  const r = await d.roster(["server", "status", "--json"])
+  return ((JSON.parse(r.stdout) as { supervisor?: { fleet?: { nodes: Array<FleetNode> } } }).supervisor?.fleet?.nodes) ?? []
+}
+const daemonPid = (d: Deployment) => (JSON.parse(fs.readFileSync(d.file("state", "gateway.json"), "utf8")) as { pid: number }).pid
+const boxesOf = (d: Deployment, ...labels: Array<string>) =>
+  docker.listContainers({ all: true, filters: { label: [`roster.deployment=${d.file("config")}`, ...labels] } })
+
+// A box action from inside the box, as the pi extensions post it (busybox nc, the request through
+// a fifo held open until the answer is in): prints "<name> <status line>".
+const ACT = `act() { tok=\${HTTP_PROXY#*://}; tok=\${tok%%:*}; rm -f /tmp/.q /tmp/.a; mkfifo /tmp/.q; ` +
+  `nc -w 120 host.docker.internal \${ROSTER_GATEWAY##*:} </tmp/.q >/tmp/.a & p=$!; ` +
+  `{ printf 'POST /v1/actions/%s HTTP/1.0\\r\\nAuthorization: Bearer %s\\r\\nContent-Length: %s\\r\\n\\r\\n%s' "$1" "$tok" "\${#2}" "$2"; ` +
+  `while kill -0 $p 2>/dev/null; do usleep 10000; done; } >/tmp/.q; echo "$1 $(head -n 1 /tmp/.a | tr -d '\\r')"; }; `
+
+describe("a fleet that loses a node: its attempts fenced, its tasks re-run once elsewhere (three real daemons, real Postgres)", () => {
+  let pg: Postgres
+  const shared = fs.mkdtempSync(path.join(os.tmpdir(), "roster-shared-"))
+  const nodes: Array<Deployment> = []
+  const WORKERS = ["w1", "w2", "w3", "w4", "w5", "w6"]
+  const cluster = () => `[cluster]\ndatabase = "${pg.url}"\nshared_data = "${shared}"\nnode_timeout_s = 5\n`
+  const nameOf = (d: Deployment) => `n${nodes.indexOf(d) + 1}`
+  const frozen: Array<number> = []
+
+  beforeAll(async () => {
+    pg = await startPostgres()
+    for (const name of ["n1", "n2", "n3"]) {
+      const d = await makeDeployment(cluster(), undefined, undefined, { env: { ROSTER_NODE: name, PGPASSWORD: pg.password }, start: false })
+      nodes.push(d)
+      for (const w of WORKERS) {
+        const added = await d.roster(["worker", "add", w])
+        expect(added.code, added.stderr).toBe(0)
+      }
+    }
+    await Promise.all(nodes.map(async (d) => {
+      const started = await d.roster(["server", "start"])
+      expect(started.code, started.stdout + started.stderr).toBe(0)
+    }))
+  })
+
+  afterAll(async () => {
+    for (const pid of frozen) {
+      try {
+        process.kill(pid, "SIGCONT")
+      } catch { /* gone */ }
+    }
+    for (const d of nodes) await d.stop().catch(() => undefined)
+    for (const d of nodes) for (const c of await boxesOf(d)) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)
+    pg?.remove()
+    fs.rmSync(shared, { recursive: true, force: true })
+  })
+
+  it("SIGKILL of a node with boxes running, its boxes removed: its tasks finish on the others, each done once, the lost attempt fenced and recorded", async () => {
+    const [n1, n2, n3] = nodes as [Deployment, Deployment, Deployment]
+    const ids: Array<string> = []
+    for (const w of WORKERS) {
+      const r = await n2.roster(["task", "add", w, "!sleep 6"])
+      expect(r.code, r.stderr).toBe(0)
+      ids.push(/task (t-[0-9a-f]{8}) queued/.exec(r.stdout)?.[1] ?? "")
+    }
+    // Six tasks, two slots on each node: every node takes some.
+    const onN1 = await until("n1 running a task", async () => {
+      const running = (await tasksOf(n2)).filter((t) => ids.includes(t.task_id) && t.status === "running" && t.node === "n1")
+      return running.length > 0 ? running : undefined
+    }, 30_000)
+    process.kill(daemonPid(n1), "SIGKILL")
+    for (const c of await boxesOf(n1)) await docker.getContainer(c.Id).remove({ force: true })
+    const killedAt = Date.now()
+    const done = await until("every task done", async () => {
+      const ts = (await tasksOf(n3)).filter((t) => ids.includes(t.task_id))
+      return ts.every((t) => t.status === "done") ? ts : undefined
+    }, 60_000)
+    expect(Date.now() - killedAt).toBeLessThan(60_000)
+    for (const t of done) {
+      const lostHere = onN1.some((x) => x.task_id === t.task_id)
+      if (lostHere) {
+        // Its first attempt was n1's: fenced, recorded, and the task run once more elsewhere.
+        expect(t.lost, t.task_id).toEqual([expect.objectContaining({ node: "n1", attempt: 1, run_id: onN1.find((x) => x.task_id === t.task_id)?.run_ids[0] })])
+        expect(t.attempt).toBe(2)
+        expect(t.run_ids).toHaveLength(2)
+        expect(t.node).not.toBe("n1")
+      } else {
+        expect(t.lost, t.task_id).toBeUndefined()
+        expect(t.run_ids).toHaveLength(1)
+      }
+    }
+    const view = await nodesOf(n2)
+    expect(view.find((n) => n.name === "n1")).toMatchObject({ state: "lost", fenced_by: expect.stringMatching(/^n[23]$/) })
+    // The other two took everything meanwhile; nothing of this test runs anywhere now.
+    expect((await boxesOf(n2)).length + (await boxesOf(n3)).length).toBe(0)
+  })
+
+  it("a node frozen (SIGSTOP) past its timeout and resumed: its box's set_tasks, remember and knowledge_push are refused, its box killed, and it joins again", async () => {
+    const [n1, n2, n3] = nodes as [Deployment, Deployment, Deployment]
+    // n1 is back (a restart after the kill: its name's old instance is already fenced).
+    const restarted = await n1.roster(["server", "start"])
+    expect(restarted.code, restarted.stdout + restarted.stderr).toBe(0)
+    await until("n1 up again", async () => ((await nodesOf(n2)).find((n) => n.name === "n1")?.state === "up" ? true : undefined), 20_000)
+    const script = `!${ACT}act message_user '{"text":"ready"}'; sleep 4; ` +
+      `act set_tasks '{"tasks":[{"prompt":"!echo queued by a fenced run"}]}'; act remember '{"text":"remembered by a fenced run"}'; ` +
+      `act knowledge_push '{"repo":"knowledge"}'; sleep 30`
+    const added = await n3.roster(["task", "add", "w1", script])
+    const id = /task (t-[0-9a-f]{8}) queued/.exec(added.stdout)?.[1] ?? ""
+    const first = await until("the task running with its box past its preflight", async () => {
+      const t = (await tasksOf(n3)).find((x) => x.task_id === id)
+      if (t?.status !== "running" || !t.node) return undefined
+      const d = nodes[Number(t.node.slice(1)) - 1]!
+      const messages = d.file("data", "runs", "w1", t.run_ids[0]!, "messages.jsonl")
+      return fs.existsSync(messages) && fs.readFileSync(messages, "utf8").includes("ready") ? { t, d } : undefined
+    }, 30_000)
+    const runId = first.t.run_ids[0]!
+    const owner = first.d
+    const others = nodes.filter((d) => d !== owner)
+    const pid = daemonPid(owner)
+    process.kill(pid, "SIGSTOP")
+    frozen.push(pid)
+    // The fleet declares it lost and fences it; its task is claimed again elsewhere (attempt 2).
+    const fencedBy = await until("the frozen node fenced", async () => (await nodesOf(others[0]!)).find((n) => n.name === nameOf(owner))?.fenced_by ?? undefined, 30_000)
+    expect(others.map(nameOf)).toContain(fencedBy)
+    const again = await until("the task claimed again elsewhere", async () => {
+      const t = (await tasksOf(others[0]!)).find((x) => x.task_id === id)
+      return t?.status === "running" && t.attempt === 2 ? t : undefined
+    }, 30_000)
+    expect(again.node).not.toBe(nameOf(owner))
+    expect(again.lost).toEqual([expect.objectContaining({ node: nameOf(owner), attempt: 1, run_id: runId, by: fencedBy })])
+    // Its box sent its actions while the node was frozen: they wait in the gateway's socket.
+    process.kill(pid, "SIGCONT")
+    const refused = await until("the fenced run's actions answered", async () => {
+      const dir = owner.file("state", "audit")
+      const lines = fs.existsSync(dir)
+        ? fs.readdirSync(dir).flatMap((f) => fs.readFileSync(path.join(dir, f), "utf8").trim().split("\n")).filter((l) => l !== "").map((l) => JSON.parse(l) as { run_id: string; path: string; status: number })
+        : []
+      const acts = lines.filter((l) => l.run_id === runId && /set_tasks|remember|knowledge_push/.test(l.path))
+      return acts.length === 3 ? acts : undefined
+    }, 30_000)
+    expect(refused.map((l) => [l.path, l.status])).toEqual([
+      ["/v1/actions/set_tasks", 409], ["/v1/actions/remember", 409], ["/v1/actions/knowledge_push", 409]
+    ])
+    // Its box is killed, its run says why, and it is back in the fleet as a new instance.
+    await until("the fenced box gone", async () => ((await boxesOf(owner, `roster.run-id=${runId}`)).length === 0 ? true : undefined), 20_000)
+    const record = await until("the fenced run's record finished", async () => {
+      const r = JSON.parse(fs.readFileSync(owner.file("data", "runs", "w1", runId, "run.json"), "utf8")) as { ended_by: string | null; error: string | null }
+      return r.ended_by !== null ? r : undefined
+    }, 20_000)
+    expect(record.ended_by).toBe("fenced")
+    await until("the node up again", async () => ((await nodesOf(others[0]!)).find((n) => n.name === nameOf(owner))?.state === "up" ? true : undefined), 20_000)
+    // Nothing of the fenced attempt landed: no task queued by it, no memory of it.
+    expect((await tasksOf(others[0]!)).filter((t) => t.origin.run_id === runId)).toEqual([])
+    const memory = owner.file("data", "memory", "w1.jsonl")
+    expect(fs.existsSync(memory) ? fs.readFileSync(memory, "utf8") : "").not.toContain("remembered by a fenced run")
+    const cancel = await others[1]!.roster(["task", "cancel", id])
+    expect(cancel.code, cancel.stderr).toBe(0)
+  })
+})
