@@ -65,6 +65,8 @@ export { Audit, type AuditRecord } from "./gateway/base/Audit.js"
 export { LiveRuns } from "./gateway/base/LiveRuns.js"
 export { HostGit, GitError } from "./knowledge/HostGit.js"
 export { Hurry } from "./run/Hurry.js"
+export { Fenced, type FencedRun, RunFence } from "./run/RunFence.js"
+export { type LedgerEntry, type Spent, SpendLedger, type UsageSum } from "./spend/SpendLedger.js"
 export { Files } from "./fs/Files.js"
 export { type Report, Reporter, reportLine } from "./report/Reporter.js"
 

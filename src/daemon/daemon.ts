@@ -22,6 +22,8 @@ import { joinFleet } from "../fleet/join.js"
 import { whereOf } from "../fleet/connect.js"
 import { fleetTaskStore } from "../fleet/taskStore.js"
 import { fleetRunFence } from "../fleet/fence.js"
+import { SpendLedger } from "../spend/SpendLedger.js"
+import { fleetSpendLedger } from "../fleet/spendLedger.js"
 import { deploymentBoxes } from "../supervisor/watch.js"
 
 /** The deployment's locked box network, as the daemon made it (boxes reach the gateway on its bridge address). */
@@ -40,18 +42,20 @@ const Start = Layer.scopedDiscard(Effect.gen(function*() {
 /**
  * Under `[cluster]`, this daemon as a node of its fleet, before any box is touched: a database
  * that refuses it, a shared folder that is not the fleet's or a node name another machine holds
- * stops the start having changed nothing.
+ * stops the start having changed nothing. The node's task store, fence and spend ledger are then
+ * the fleet's; without `[cluster]`, the ledger is the machine's files.
  */
 const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   const org = yield* (yield* OrgConfig).snapshot
-  if (!org.cluster) return Layer.empty
+  if (!org.cluster) return SpendLedger.layer
   const env = Context.pick(Paths, Docker)(yield* Effect.context<Paths | Docker>())
   const boxes = deploymentBoxes.pipe(Effect.map((b) => b.length), Effect.orElseSucceed(() => 0), Effect.provide(env))
   const { database, instance, member } = yield* joinFleet({ cluster: org.cluster, concurrency: org.supervisor.concurrency, boxes })
-  yield* report(notice(`roster fleet: node ${member.node} joined; the queue is the fleet's (budgets, memory and run folders are still this machine's own)`))
+  yield* report(notice(`roster fleet: node ${member.node} joined; the queue and the budgets are the fleet's (memory and run folders are still this machine's own)`))
   const store = fleetTaskStore(member.node, whereOf(org.cluster), instance)
   const fence = fleetRunFence(member.node, instance, org.cluster.node_timeout_s)
-  return Layer.mergeAll(Layer.succeed(FleetMember, member), store, fence).pipe(Layer.provide(Layer.succeedContext(database)))
+  const ledger = fleetSpendLedger(member.node)
+  return Layer.mergeAll(Layer.succeed(FleetMember, member), store, fence, ledger).pipe(Layer.provide(Layer.succeedContext(database)))
 }))
 
 /** The locked network: removed when the daemon stops, once its boxes are gone (one a CLI's box still uses is kept). */

@@ -67,6 +67,30 @@ const MIGRATIONS = {
       sql`ALTER TABLE roster_nodes ADD COLUMN fenced_at timestamptz`,
       sql`ALTER TABLE roster_nodes ADD COLUMN fenced_by text`,
       sql`CREATE INDEX roster_tasks_by_node ON roster_tasks (node) WHERE status = 'running'`
+    ], { discard: true })),
+  /**
+   * The fleet's spend ledger: one row an answer, whichever node metered it, so a budget holds
+   * across nodes. Each entry's id is its node's, so a write retried after a lost answer lands once.
+   */
+  "4_spend": Effect.flatMap(SqlClient, (sql) =>
+    Effect.all([
+      sql`CREATE TABLE roster_spend (
+        id text PRIMARY KEY,
+        time timestamptz NOT NULL,
+        day text NOT NULL,
+        run_id text NOT NULL,
+        worker text NOT NULL,
+        model text NOT NULL,
+        input bigint NOT NULL,
+        output bigint NOT NULL,
+        cache_read bigint NOT NULL,
+        cache_write bigint NOT NULL,
+        usd double precision NOT NULL,
+        priced boolean NOT NULL,
+        node text NOT NULL
+      )`,
+      sql`CREATE INDEX roster_spend_by_day ON roster_spend (day, worker)`,
+      sql`CREATE INDEX roster_spend_by_run ON roster_spend (run_id)`
     ], { discard: true }))
 }
 

@@ -1,6 +1,6 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Deferred, Effect, Either, Fiber, Layer, Option, Redacted, Stream } from "effect"
+import { ConfigProvider, Context, Deferred, Effect, Either, Fiber, Layer, Option, Redacted, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -17,6 +17,8 @@ import { fleetRunFence } from "../../src/fleet/fence.js"
 import { fenceLostNodes } from "../../src/fleet/loss.js"
 import { type NodeBeat, registerNode } from "../../src/fleet/nodes.js"
 import { RunFence } from "../../src/run/RunFence.js"
+import { fleetSpendLedger } from "../../src/fleet/spendLedger.js"
+import { SpendLedger } from "../../src/spend/SpendLedger.js"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Files } from "../../src/fs/Files.js"
 import type { TaskRecord } from "../../src/task/TaskRecord.js"
@@ -69,8 +71,8 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         Effect.provide(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
       ))))
-    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks", "3_fences"])
-    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3")
+    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks", "3_fences", "4_spend"])
+    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4")
   })
 
   it("40 tasks over 5 workers, claimed by three nodes at 2 at a time: each done exactly once, never two of one worker at once, every node ran some", async () => {
@@ -199,5 +201,37 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     // f1 joins again as a new instance: its mark is cleared and it may claim.
     await onNode("f1", registerNode(beatOf("f1", "i-f1b"), Date.now(), cluster))
     expect(pg.sql("SELECT instance || ' ' || coalesce(fenced_by, '-') FROM roster_nodes WHERE name = 'f1'")).toBe("i-f1b -")
+  })
+
+  it("the spend ledger is the fleet's: one node's answers count in another's budget sums once written, a retried write lands once, usage sums every node", async () => {
+    const ledgerOn = (node: string) =>
+      fleetSpendLedger(node).pipe(
+        Layer.provide(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
+        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]]))))
+      )
+    const run = runIdOf()
+    const now = new Date().toISOString()
+    const entry = { time: now, run_id: run, worker: "spender", model: "m", input: 100, output: 50, cache_read: 0, cache_write: 0, usd: 0.25, priced: true }
+    const seen = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const l1 = yield* Layer.build(ledgerOn("l1")).pipe(Effect.map(Context.get(SpendLedger)))
+      const l2 = yield* Layer.build(ledgerOn("l2")).pipe(Effect.map(Context.get(SpendLedger)))
+      l1.count(entry)
+      // Counted on l1 at once; l2 sees it once l1 has written it.
+      const counted = { l1: yield* l1.spent("spender", run, now), l2: yield* l2.spent("spender", run, now) }
+      yield* l1.persist(entry)
+      yield* l1.persist(entry)
+      const written = { l1: yield* l1.spent("spender", run, now), l2: yield* l2.spent("spender", "2026-12-02-00-00-00-ffffffff", now) }
+      l2.count({ ...entry, worker: "other", run_id: runIdOf(), usd: 0.5 })
+      const orgDay = (yield* l2.spent("spender", run, now)).orgDayUsd
+      return { counted, written, orgDay, usage: yield* l1.usage(now.slice(0, 10), Option.none()) }
+    })).pipe(Effect.orDie))
+    expect(seen.counted.l1).toEqual({ runUsd: 0.25, runTokens: 150, workerDayUsd: 0.25, orgDayUsd: 0.25 })
+    expect(seen.counted.l2.workerDayUsd).toBe(0)
+    expect(seen.written.l1).toEqual({ runUsd: 0.25, runTokens: 150, workerDayUsd: 0.25, orgDayUsd: 0.25 })
+    expect(seen.written.l2).toMatchObject({ runUsd: 0, workerDayUsd: 0.25, orgDayUsd: 0.25 })
+    // l2's own unwritten answer (another worker) counts toward the org's day there.
+    expect(seen.orgDay).toBe(0.75)
+    expect(pg.sql(`SELECT count(*) || ' ' || string_agg(node, ',') FROM roster_spend WHERE run_id = '${run}'`)).toBe("1 l1")
+    expect(seen.usage.get("spender")).toEqual({ runs: 1, answers: 1, input: 100, output: 50, cache_read: 0, cache_write: 0, usd: 0.25, unpriced: 0 })
   })
 })

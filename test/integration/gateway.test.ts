@@ -1,6 +1,7 @@
 import { MemoryStore } from "../../src/memory/MemoryStore.js"
 import { makeDockerTest } from "../../src/docker/DockerTest.js"
 import { HostGit } from "../../src/knowledge/HostGit.js"
+import { SpendLedger } from "../../src/spend/SpendLedger.js"
 import { RunFence } from "../../src/run/RunFence.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
@@ -71,7 +72,7 @@ const get = (port: number, target: string, headers: Record<string, string> = {})
 // moment serveGateway returned, and a later request's file would be left to the GC).
 const serve = (paths: ReturnType<typeof deployment>, dialer: Layer.Layer<Dialer>, live: (id: string) => boolean = (id) => id === LIVE_RUN) =>
   Layer.build(
-    Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer, RunLog.layer, TaskStore.layer, MemoryStore.layer, RunFence.layerNone).pipe(
+    Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer, RunLog.layer, TaskStore.layer, MemoryStore.layer, RunFence.layerNone, SpendLedger.layer).pipe(
       Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest()))
     )
   ).pipe(

@@ -1,6 +1,7 @@
 import { MemoryStore } from "../../src/memory/MemoryStore.js"
 import { makeDockerTest } from "../../src/docker/DockerTest.js"
 import { HostGit } from "../../src/knowledge/HostGit.js"
+import { SpendLedger } from "../../src/spend/SpendLedger.js"
 import { RunFence } from "../../src/run/RunFence.js"
 import { RunLog, type RunRecord } from "../../src/run/RunLog.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
@@ -112,7 +113,8 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       RunLog.layer,
       TaskStore.layer,
       MemoryStore.layer,
-      RunFence.layerNone
+      RunFence.layerNone,
+      SpendLedger.layer
     ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest())))
     // Built once, in the suite's scope: the services live as long as the gateways using them
     // (provided per call, the audit log's open file would close before the requests it records).

@@ -1,6 +1,7 @@
 import { MemoryStore } from "../../src/memory/MemoryStore.js"
 import { makeDockerTest } from "../../src/docker/DockerTest.js"
 import { HostGit } from "../../src/knowledge/HostGit.js"
+import { SpendLedger } from "../../src/spend/SpendLedger.js"
 import { RunFence } from "../../src/run/RunFence.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
@@ -56,7 +57,7 @@ describe("a supervised gateway (real listener on loopback)", () => {
       const audited: Array<AuditRecord> = []
       const logged: Array<string> = []
       const logger = Logger.make(({ cause, message }) => void logged.push(`${String(message)} ${cause._tag === "Empty" ? "" : String(cause)}`))
-      const layer = Layer.mergeAll(OrgConfig.layer, flakyVault, Dialer.layer, LiveRuns.layerTest(() => true), Audit.layerMemory(audited), RunLog.layer, TaskStore.layer, MemoryStore.layer, RunFence.layerNone).pipe(
+      const layer = Layer.mergeAll(OrgConfig.layer, flakyVault, Dialer.layer, LiveRuns.layerTest(() => true), Audit.layerMemory(audited), RunLog.layer, TaskStore.layer, MemoryStore.layer, RunFence.layerNone, SpendLedger.layer).pipe(
         Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest()))
       )
       yield* Effect.gen(function*() {

@@ -2,11 +2,11 @@ import { Context, Effect } from "effect"
 import { type Approvals, makeApprovals } from "../base/approvals.js"
 import type { GatewayEnv } from "../base/env.js"
 import { type IdentityCache, makeIdentityCache } from "../base/identify.js"
-import { type Ledger, makeLedger } from "../base/ledger.js"
 import { makeOAuthRefresher, type OAuthRefresher } from "../base/oauthFlights.js"
 import { makePreflights, type Preflights } from "../base/preflights.js"
 import { makeTaintMemo, type TaintMemo } from "../base/taint.js"
 import { makeUpstreamPool, type UpstreamPool } from "../upstream/upstreamPool.js"
+import { SpendLedger } from "../../spend/SpendLedger.js"
 import { makeUpstreamTrust, type UpstreamTrust } from "../upstream/upstreamTrust.js"
 
 /** What the running gateway holds for its requests: its own addresses, its pools and caches, its ledger. */
@@ -20,8 +20,8 @@ export interface GatewayState {
   readonly upstreamPool: UpstreamPool
   /** Taints written lately, so a box repeating a refused request is not a record read each time. */
   readonly taints: TaintMemo
-  /** What model answers have cost, for the budgets (see makeLedger). */
-  readonly ledger: Ledger
+  /** What model answers have cost, for the budgets: the machine's files, or the fleet's database. */
+  readonly ledger: Context.Tag.Service<SpendLedger>
   /** Identity files read in the last second (see makeIdentityCache). */
   readonly identities: IdentityCache
   /** OAuth logins being refreshed now (see freshCredential). */
@@ -57,7 +57,7 @@ export const makeGatewayState = (
       upstreamTrust: yield* makeUpstreamTrust,
       upstreamPool: yield* makeUpstreamPool,
       taints: makeTaintMemo(),
-      ledger: yield* makeLedger,
+      ledger: yield* SpendLedger,
       oauth: makeOAuthRefresher(),
       identities: makeIdentityCache(),
       approvals: makeApprovals(),

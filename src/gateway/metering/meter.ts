@@ -8,7 +8,7 @@ import { RunLog } from "../../run/RunLog.js"
 import { readWorkerSettings } from "../../worker/workers.js"
 import { Gateway, type GatewayContext } from "../egress/Gateway.js"
 import type { Caller, RunCaller } from "../base/identify.js"
-import type { LedgerEntry, Spent } from "../base/ledger.js"
+import type { LedgerEntry, Spent } from "../../spend/SpendLedger.js"
 import { Refusal } from "../base/refusal.js"
 import { taintRun } from "../base/taint.js"
 import { UsageTap } from "./usageTap.js"
@@ -106,7 +106,7 @@ export const startMeter = (caller: RunCaller, org: Org, model: string) =>
     const runtime = yield* Effect.runtime<GatewayContext>()
     const limits = yield* limitsFor(org, caller.worker)
     const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
-    const spent = self.ledger.spent(caller.worker, caller.runId, startedAt)
+    const spent = yield* self.ledger.spent(caller.worker, caller.runId, startedAt)
     const { known, price } = priceFor(org.price, model)
     const already = firstOver(limits, spent, 0, 0, true)
     if (already) {

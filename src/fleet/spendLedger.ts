@@ -1,0 +1,124 @@
+import { SqlClient } from "@effect/sql/SqlClient"
+import { Effect, Layer, Option, Ref, Schedule } from "effect"
+import * as crypto from "node:crypto"
+import { dayOf, type LedgerEntry, makeSums, type Spent, SpendLedger, type UsageSum } from "../spend/SpendLedger.js"
+import type { HostFiles } from "../config/Paths.js"
+import type { Org } from "../config/schema.js"
+import type { Files } from "../fs/Files.js"
+import type { Vault } from "../vault/Vault.js"
+import type { FleetDbError } from "./errors.js"
+import { fleetSqlLayer } from "./connect.js"
+import { sqlDetail } from "./sqlDetail.js"
+
+const ZERO: Spent = { runUsd: 0, runTokens: 0, workerDayUsd: 0, orgDayUsd: 0 }
+const plus = (a: Spent, b: Spent): Spent => ({
+  runUsd: a.runUsd + b.runUsd,
+  runTokens: a.runTokens + b.runTokens,
+  workerDayUsd: a.workerDayUsd + b.workerDayUsd,
+  orgDayUsd: a.orgDayUsd + b.orgDayUsd
+})
+
+/**
+ * A fleet node's spend ledger: every answer is a row of the fleet's database, so a worker's daily
+ * budget counts what every node spent. What the budgets read is the database's sums plus this
+ * node's answers counted but not yet written there (an answer counts the moment it ends, as on one
+ * machine). While the database does not answer, the budgets read its sums as last seen plus this
+ * node's own since (said once), and the unwritten answers are written when it is back.
+ */
+export const fleetSpendLedger = (node: string) =>
+  Layer.scoped(
+    SpendLedger,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      /** Counted here, not yet in the database, each with the id its row will have. */
+      const unwritten = new Map<LedgerEntry, string>()
+      const lastSeen = new Map<string, Spent>()
+      const down = yield* Ref.make(false)
+      const stopped = new Set<string>()
+
+      const ours = (worker: string, runId: string, nowIso: string) => {
+        const sums = makeSums()
+        for (const e of unwritten.keys()) sums.add(e)
+        return sums.spent(worker, runId, nowIso)
+      }
+      const fromDatabase = (worker: string, runId: string, day: string) =>
+        sql<{ readonly run_usd: number; readonly run_tokens: number; readonly worker_day_usd: number; readonly org_day_usd: number }>`
+          SELECT coalesce(sum(usd) FILTER (WHERE run_id = ${runId}), 0)::float8 AS run_usd,
+            coalesce(sum(input + output + cache_read + cache_write) FILTER (WHERE run_id = ${runId}), 0)::float8 AS run_tokens,
+            coalesce(sum(usd) FILTER (WHERE day = ${day} AND worker = ${worker}), 0)::float8 AS worker_day_usd,
+            coalesce(sum(usd) FILTER (WHERE day = ${day}), 0)::float8 AS org_day_usd
+          FROM roster_spend WHERE run_id = ${runId} OR day = ${day}`.withoutTransform.pipe(
+          Effect.map((rows): Spent => {
+            const r = rows[0]
+            return r ? { runUsd: r.run_usd, runTokens: r.run_tokens, workerDayUsd: r.worker_day_usd, orgDayUsd: r.org_day_usd } : ZERO
+          })
+        )
+      const answered = Ref.getAndSet(down, false).pipe(
+        Effect.flatMap((was) => (was ? Effect.logInfo("fleet: the spend ledger is read from the database again") : Effect.void))
+      )
+      const unanswered = (detail: string) =>
+        Ref.getAndSet(down, true).pipe(Effect.flatMap((was) =>
+          was ? Effect.void : Effect.logWarning(
+            `fleet: the spend ledger cannot be read from the database (${detail}): budgets count the fleet's spending as last seen plus this node's since`
+          )))
+
+      const insert = (e: LedgerEntry, id: string) =>
+        sql`INSERT INTO roster_spend (id, time, day, run_id, worker, model, input, output, cache_read, cache_write, usd, priced, node)
+          VALUES (${id}, ${new Date(e.time)}, ${dayOf(e.time)}, ${e.run_id}, ${e.worker}, ${e.model}, ${e.input}, ${e.output},
+            ${e.cache_read}, ${e.cache_write}, ${e.usd}, ${e.priced}, ${node})
+          ON CONFLICT (id) DO NOTHING`.pipe(Effect.tap(() => Effect.sync(() => unwritten.delete(e))))
+
+      // What could not be written (the database down) is written when it answers, oldest first.
+      yield* Effect.forkScoped(Effect.gen(function*() {
+        for (const [e, id] of [...unwritten]) yield* insert(e, id)
+      }).pipe(
+        Effect.catchAll(() => Effect.void),
+        Effect.repeat(Schedule.spaced("5 seconds"))
+      ))
+
+      return {
+        spent: (worker, runId, nowIso) => {
+          const day = dayOf(nowIso)
+          const key = `${worker}\0${runId}\0${day}`
+          return fromDatabase(worker, runId, day).pipe(
+            Effect.tap((s) => Effect.sync(() => lastSeen.set(key, s)).pipe(Effect.zipRight(answered))),
+            Effect.catchAll((e) => unanswered(sqlDetail(e)).pipe(Effect.as(lastSeen.get(key) ?? ZERO))),
+            Effect.map((s) => plus(s, ours(worker, runId, nowIso)))
+          )
+        },
+        count: (e) => {
+          unwritten.set(e, `${node}-${crypto.randomBytes(12).toString("hex")}`)
+        },
+        persist: (e) =>
+          Effect.suspend(() => {
+            const id = unwritten.get(e)
+            return id === undefined ? Effect.void : insert(e, id).pipe(
+              Effect.catchAll((err) => Effect.logWarning(`fleet: an answer's spending is kept here until the database answers (${sqlDetail(err)})`))
+            )
+          }),
+        stopOnce: (runId) => !stopped.has(runId) && stopped.add(runId).size > 0,
+        usage: (since, worker) =>
+          sql<UsageRow>`SELECT worker, count(DISTINCT run_id)::int AS runs, count(*)::int AS answers,
+              sum(input)::float8 AS input, sum(output)::float8 AS output, sum(cache_read)::float8 AS cache_read,
+              sum(cache_write)::float8 AS cache_write, sum(usd)::float8 AS usd, count(*) FILTER (WHERE NOT priced)::int AS unpriced
+            FROM roster_spend WHERE day >= ${since} ${Option.isSome(worker) ? sql`AND worker = ${worker.value}` : sql``}
+            GROUP BY worker ORDER BY worker`.withoutTransform.pipe(
+            Effect.map((rows) => new Map(rows.map(({ worker: w, ...sum }): [string, UsageSum] => [w, sum]))),
+            Effect.orDie
+          )
+      }
+    })
+  )
+
+interface UsageRow extends UsageSum {
+  readonly worker: string
+}
+
+/**
+ * The spend ledger an org.toml names, for a reader outside the daemon (`roster usage`): the
+ * fleet's database under `[cluster]`, else the machine's files.
+ */
+export const spendLedgerOf = (org: Org): Layer.Layer<SpendLedger, FleetDbError, HostFiles | Files | Vault> =>
+  org.cluster
+    ? fleetSpendLedger("reader").pipe(Layer.provide(fleetSqlLayer(org.cluster, { maxConnections: 1 })))
+    : SpendLedger.layer

@@ -1,0 +1,71 @@
+import type { FileSystem, Path } from "@effect/platform"
+import { Context, Effect, Layer, type Option } from "effect"
+import { captureHostFiles, type Paths } from "../config/Paths.js"
+import { Files } from "../fs/Files.js"
+import { dayOf, type LedgerEntry, type Spent, tokensOf, type UsageSum } from "./entry.js"
+import { appendEntry, readRecentDays, readUsage } from "./ledgerFiles.js"
+
+export { dayOf, LedgerEntry, type Spent, tokensOf, type UsageSum } from "./entry.js"
+
+/**
+ * What model answers cost, for the budgets and `roster usage`: one entry per answer. An answer is
+ * counted the moment it ends (`count`: the run's next call is checked against it, whatever the
+ * disk or the database does) and then written down (`persist`). One machine keeps it in files;
+ * a fleet in its database, so every node's budgets see every node's spending. Built by what
+ * needs it (the daemon's gateway, `roster usage`), not by every command.
+ */
+export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, {
+  /** Spent so far by this run, and on this UTC day by its worker and the org. */
+  readonly spent: (worker: string, runId: string, nowIso: string) => Effect.Effect<Spent>
+  /** Counts an answer at once, in memory. */
+  readonly count: (e: LedgerEntry) => void
+  /** Writes a counted answer down (a failure is logged; the answer still counts). */
+  readonly persist: (e: LedgerEntry) => Effect.Effect<void>
+  /** True the first time a run is stopped for its budget (in this process): stop it once. */
+  readonly stopOnce: (runId: string) => boolean
+  /** Each worker's sums from a UTC day on, one worker's or all. */
+  readonly usage: (since: string, worker: Option.Option<string>) => Effect.Effect<ReadonlyMap<string, UsageSum>>
+}>() {
+  /**
+   * One machine: state/ledger/<UTC day>.jsonl. The recent days' sums are read into memory when
+   * the layer is built (a gateway restart forgets nothing that was written) and kept up by `count`.
+   */
+  static readonly layer = Layer.effect(
+    SpendLedger,
+    Effect.gen(function*() {
+      const env = Context.add(yield* captureHostFiles, Files, yield* Files)
+      const own = <A, E>(effect: Effect.Effect<A, E, Paths | FileSystem.FileSystem | Path.Path | Files>) => Effect.provide(effect, env)
+      const sums = makeSums()
+      for (const e of yield* own(readRecentDays)) sums.add(e)
+      const stopped = new Set<string>()
+      return {
+        spent: (worker, runId, nowIso) => Effect.sync(() => sums.spent(worker, runId, nowIso)),
+        count: sums.add,
+        persist: (e) => own(appendEntry(e)),
+        stopOnce: (runId) => !stopped.has(runId) && stopped.add(runId).size > 0,
+        usage: (since, worker) => own(readUsage(since, worker))
+      }
+    })
+  )
+}
+
+/** The budgets' sums in memory: each run's, and each UTC day's by worker and for the org. */
+export const makeSums = () => {
+  const runs = new Map<string, { usd: number; tokens: number }>()
+  const days = new Map<string, { org: number; workers: Map<string, number> }>()
+  return {
+    add: (e: LedgerEntry) => {
+      const run = runs.get(e.run_id) ?? { usd: 0, tokens: 0 }
+      runs.set(e.run_id, { usd: run.usd + e.usd, tokens: run.tokens + tokensOf(e) })
+      const day = days.get(dayOf(e.time)) ?? { org: 0, workers: new Map<string, number>() }
+      day.org += e.usd
+      day.workers.set(e.worker, (day.workers.get(e.worker) ?? 0) + e.usd)
+      days.set(dayOf(e.time), day)
+    },
+    spent: (worker: string, runId: string, nowIso: string): Spent => {
+      const run = runs.get(runId)
+      const day = days.get(dayOf(nowIso))
+      return { runUsd: run?.usd ?? 0, runTokens: run?.tokens ?? 0, workerDayUsd: day?.workers.get(worker) ?? 0, orgDayUsd: day?.org ?? 0 }
+    }
+  }
+}

@@ -1,0 +1,86 @@
+import { FileSystem, Path } from "@effect/platform"
+import { Effect, Option, Schema } from "effect"
+import { Paths, layout } from "../config/Paths.js"
+import { Files } from "../fs/Files.js"
+import { foldFileLines } from "../fs/lines.js"
+import { dayOf, LedgerEntry, type UsageSum } from "./entry.js"
+
+/** How far back the ledger is read at start: a run's spending counts across days, a run lasts less than this. */
+const DAYS_KEPT_IN_MEMORY = 7
+const decodeLine = Schema.decodeUnknownOption(Schema.parseJson(LedgerEntry))
+const DAY_FILE = /^\d{4}-\d{2}-\d{2}\.jsonl$/
+
+const dayFiles = Effect.gen(function*() {
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const dir = layout(yield* Paths).ledgerDir
+  const names = yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed(() => [] as Array<string>))
+  return names.filter((f) => DAY_FILE.test(f)).sort().map((f) => ({ day: f.slice(0, 10), file: path.join(dir, f) }))
+})
+
+/** The last week's entries, line by line (a torn or foreign line is skipped). */
+export const readRecentDays = Effect.gen(function*() {
+  const entries: Array<LedgerEntry> = []
+  for (const { file } of (yield* dayFiles).slice(-DAYS_KEPT_IN_MEMORY)) {
+    yield* foldFileLines(file, 0, (n, line) => {
+      const e = decodeLine(line)
+      if (e._tag === "Some") entries.push(e.value)
+      return n + 1
+    }).pipe(Effect.ignore)
+  }
+  return entries
+})
+
+/** Appends an answer to its day's file (made 0600 in a 0700 folder); a failure is logged, never the request's. */
+export const appendEntry = (e: LedgerEntry) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const dir = layout(yield* Paths).ledgerDir
+    const file = path.join(dir, `${dayOf(e.time)}.jsonl`)
+    const line = `${JSON.stringify(e)}\n`
+    const appendTo = (yield* Files).append
+    yield* appendTo(file, line, 0o600).pipe(
+      Effect.catchTag("SystemError", (err) =>
+        err.reason === "NotFound"
+          ? fs.makeDirectory(dir, { recursive: true, mode: 0o700 }).pipe(Effect.zipRight(appendTo(file, line, 0o600)))
+          : Effect.fail(err)),
+      Effect.catchAll((err) => Effect.logError(`gateway: the spend ledger cannot be written (${file}): ${err.message}`))
+    )
+  })
+
+interface Sum {
+  runs: Set<string>
+  answers: number
+  input: number
+  output: number
+  cache_read: number
+  cache_write: number
+  usd: number
+  unpriced: number
+}
+
+/** The ledger's lines from `since` (a UTC day) on, one worker's or all, summed per worker, read line by line. */
+export const readUsage = (since: string, worker: Option.Option<string>) =>
+  Effect.gen(function*() {
+    const byWorker = new Map<string, Sum>()
+    for (const { day, file } of yield* dayFiles) {
+      if (day < since) continue
+      yield* foldFileLines(file, 0, (n, line) => {
+        const e = decodeLine(line)
+        if (e._tag === "None" || (Option.isSome(worker) && e.value.worker !== worker.value)) return n
+        const s = byWorker.get(e.value.worker) ?? { runs: new Set(), answers: 0, input: 0, output: 0, cache_read: 0, cache_write: 0, usd: 0, unpriced: 0 }
+        s.runs.add(e.value.run_id)
+        s.answers++
+        s.input += e.value.input
+        s.output += e.value.output
+        s.cache_read += e.value.cache_read
+        s.cache_write += e.value.cache_write
+        s.usd += e.value.usd
+        if (!e.value.priced) s.unpriced++
+        byWorker.set(e.value.worker, s)
+        return n + 1
+      }).pipe(Effect.ignore)
+    }
+    return new Map([...byWorker].map(([w, s]): [string, UsageSum] => [w, { ...s, runs: s.runs.size }]))
+  })
