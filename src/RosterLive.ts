@@ -1,10 +1,10 @@
 import type { CommandExecutor, FileSystem, Path, Terminal } from "@effect/platform"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { Firewall } from "./box/Firewall.js"
 import { ImageStore } from "./box/ImageStore.js"
 import { OrgConfig } from "./config/OrgConfig.js"
-import { Paths } from "./config/Paths.js"
+import { type HostFiles, Paths } from "./config/Paths.js"
 import type { Docker } from "./docker/Docker.js"
 import { DockerLive } from "./docker/DockerLive.js"
 import { Files } from "./fs/Files.js"
@@ -18,6 +18,7 @@ import { Hurry } from "./run/Hurry.js"
 import { RunFence } from "./run/RunFence.js"
 import { RunLog } from "./run/RunLog.js"
 import { MemoryStore } from "./memory/MemoryStore.js"
+import { fleetMemoryStoreOnDemand } from "./fleet/memoryStore.js"
 import { TaskStore } from "./task/TaskStore.js"
 import { Vault } from "./vault/Vault.js"
 
@@ -79,20 +80,29 @@ export const makeRosterLive = <const P extends RosterParts = Record<never, never
     parts.git ?? HostGit.layer,
     parts.reporter ?? Reporter.layerLog
   )
+  const orgConfig = parts.orgConfig ?? OrgConfig.layer
+  const vault = parts.vault ?? Vault.layer
   const services = Layer.mergeAll(
-    parts.orgConfig ?? OrgConfig.layer,
+    orgConfig,
     parts.runLog ?? RunLog.layer,
     parts.imageStore ?? ImageStore.layer,
-    parts.vault ?? Vault.layer,
+    vault,
     parts.liveRuns ?? LiveRuns.layer,
     parts.audit ?? Audit.layer,
     parts.taskStore ?? TaskStore.layer,
-    parts.memoryStore ?? MemoryStore.layer,
+    parts.memoryStore ?? memoryStoreLive.pipe(Layer.provide(Layer.merge(orgConfig, vault))),
     parts.runFence ?? RunFence.layerNone
   )
   // The parts' own extras are in the built context; the types above say which.
   return services.pipe(Layer.provideMerge(base)) as Layer.Layer<Roster | PartsOut<P>>
 }
+
+/**
+ * Worker memory where this machine keeps it: its files, or under `[cluster]` the fleet's database
+ * (connected on first use; the daemon gives its own connection to its services instead).
+ */
+const memoryStoreLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<MemoryStore, never, HostFiles | Files | OrgConfig | Vault> =>
+  p.fleet ? fleetMemoryStoreOnDemand : MemoryStore.layer))
 
 /** Every live service roster needs: {@link makeRosterLive} with every part the live one. */
 export const RosterLive = makeRosterLive()

@@ -24,7 +24,8 @@ export class UnknownRun extends Schema.TaggedError<UnknownRun>()("UnknownRun", {
 }
 
 const line = (r: RunRecord) =>
-  `${r.run_id}  ${r.worker.padEnd(12)} ${r.kind.padEnd(7)} ${(r.ended_by ?? "running").padEnd(8)} exit ${r.exit_code ?? "-"}${r.error ? `  ${visible(r.error.split("\n")[0] ?? "")}` : ""}`
+  `${r.run_id}  ${r.worker.padEnd(12)} ${r.kind.padEnd(7)} ${(r.ended_by ?? "running").padEnd(8)} exit ${r.exit_code ?? "-"}` +
+  `${r.node ? `  on ${r.node}` : ""}${r.error ? `  ${visible(r.error.split("\n")[0] ?? "")}` : ""}`
 
 const list = Command.make("list", {
   json,
@@ -36,7 +37,7 @@ const list = Command.make("list", {
     if (json) return yield* Console.log(JSON.stringify(runs, null, 2))
     if (runs.length === 0) return yield* Console.log("no runs yet")
     for (const r of runs) yield* Console.log(line(r))
-  })).pipe(Command.withDescription("List runs, newest first."))
+  })).pipe(Command.withDescription("List runs, newest first (under [cluster], every node's, each with the node that ran it)."))
 
 const show = Command.make("show", {
   json,
@@ -50,7 +51,7 @@ const show = Command.make("show", {
     const { transcript, turns: turnsFile } = runFiles(dir)
     // Read line by line: a transcript may be hundreds of MB.
     const lines = yield* foldFileLines(transcript, 0, (n, l) => (l.trim() === "" ? n : n + 1)).pipe(Effect.orElseSucceed(() => 0))
-    const requests = yield* auditOf(run.run_id, run.started_at)
+    const requests = yield* auditOf(run)
     const turnInputs = run.kind === "session"
       ? (yield* fs.readFileString(turnsFile).pipe(Effect.orElseSucceed(() => ""))).split("\n").map(readTurnLine)
         .filter((t) => t !== undefined).map((t) => t.input)
@@ -64,6 +65,7 @@ const show = Command.make("show", {
     }
     yield* Console.log(`run ${run.run_id}`)
     yield* Console.log(`  worker:    ${run.worker} (${run.kind}${run.task_id ? `, task ${run.task_id}` : ""})`)
+    if (run.node) yield* Console.log(`  node:      ${run.node}`)
     yield* Console.log(`  started:   ${run.started_at}`)
     yield* Console.log(`  finished:  ${run.finished_at ?? "(still running, or the runner died)"}`)
     yield* Console.log(`  ended by:  ${run.ended_by ?? "-"}   exit code: ${run.exit_code ?? "-"}`)

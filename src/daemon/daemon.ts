@@ -24,6 +24,9 @@ import { fleetTaskStore } from "../fleet/taskStore.js"
 import { fleetRunFence } from "../fleet/fence.js"
 import { SpendLedger } from "../spend/SpendLedger.js"
 import { fleetSpendLedger } from "../fleet/spendLedger.js"
+import { fleetMemoryLog } from "../fleet/memoryStore.js"
+import { MemoryStore, memoryStoreOver } from "../memory/MemoryStore.js"
+import { SqlClient } from "@effect/sql/SqlClient"
 import { deploymentBoxes } from "../supervisor/watch.js"
 
 /** The deployment's locked box network, as the daemon made it (boxes reach the gateway on its bridge address). */
@@ -42,8 +45,8 @@ const Start = Layer.scopedDiscard(Effect.gen(function*() {
 /**
  * Under `[cluster]`, this daemon as a node of its fleet, before any box is touched: a database
  * that refuses it, a shared folder that is not the fleet's or a node name another machine holds
- * stops the start having changed nothing. The node's task store, fence and spend ledger are then
- * the fleet's; without `[cluster]`, the ledger is the machine's files.
+ * stops the start having changed nothing. The node's task store, fence, spend ledger and worker
+ * memory are then the fleet's; without `[cluster]`, the ledger is the machine's files.
  */
 const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   const org = yield* (yield* OrgConfig).snapshot
@@ -51,11 +54,12 @@ const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   const env = Context.pick(Paths, Docker)(yield* Effect.context<Paths | Docker>())
   const boxes = deploymentBoxes.pipe(Effect.map((b) => b.length), Effect.orElseSucceed(() => 0), Effect.provide(env))
   const { database, instance, member } = yield* joinFleet({ cluster: org.cluster, concurrency: org.supervisor.concurrency, boxes })
-  yield* report(notice(`roster fleet: node ${member.node} joined; the queue and the budgets are the fleet's (memory and run folders are still this machine's own)`))
+  yield* report(notice(`roster fleet: node ${member.node} joined; the queue, the budgets and memory are the fleet's; run folders are in its shared folder`))
   const store = fleetTaskStore(member.node, whereOf(org.cluster), instance)
   const fence = fleetRunFence(member.node, instance, org.cluster.node_timeout_s)
   const ledger = fleetSpendLedger(member.node)
-  return Layer.mergeAll(Layer.succeed(FleetMember, member), store, fence, ledger).pipe(Layer.provide(Layer.succeedContext(database)))
+  const memory = Layer.succeed(MemoryStore, memoryStoreOver(fleetMemoryLog(Context.get(database, SqlClient))))
+  return Layer.mergeAll(Layer.succeed(FleetMember, member), store, fence, ledger, memory).pipe(Layer.provide(Layer.succeedContext(database)))
 }))
 
 /** The locked network: removed when the daemon stops, once its boxes are gone (one a CLI's box still uses is kept). */

@@ -8,7 +8,7 @@ import { fleetSqlLayer, whereOf } from "./connect.js"
 import { configFingerprint } from "./fingerprint.js"
 import { SCHEMA_VERSION, schemaVersion } from "./migrations.js"
 import { listNodes, nodeView } from "./nodes.js"
-import { nodeNameOf } from "./nodeName.js"
+import { nodeNameOf } from "../config/nodeName.js"
 import { checkSharedData } from "./sharedData.js"
 
 /** Clocks further apart than this make node timeouts and the budgets' UTC days disagree. */

@@ -15,7 +15,7 @@ import { configFingerprint } from "./fingerprint.js"
 import { fenceLostNodes, type FencedNode } from "./loss.js"
 import { migrate, SCHEMA_VERSION } from "./migrations.js"
 import { beat, leaveNode, listNodes, type NodeBeat, nodeView, registerNode } from "./nodes.js"
-import { nodeNameOf } from "./nodeName.js"
+import { nodeNameOf } from "../config/nodeName.js"
 import { claimSharedData } from "./sharedData.js"
 
 export interface JoinOptions {
@@ -83,7 +83,7 @@ export const joinFleet = (opts: JoinOptions) =>
       } satisfies NodeBeat
     })
     const register = Effect.gen(function*() {
-      const fenced = yield* withSql(registerNode(yield* beatNow, yield* Clock.currentTimeMillis, cluster))
+      const fenced = yield* withSql(registerNode(yield* beatNow, yield* Clock.currentTimeMillis, cluster)).pipe(Effect.provide(files))
       if (fenced) yield* logFenced(fenced)
     })
     yield* Effect.acquireRelease(

@@ -91,6 +91,17 @@ const MIGRATIONS = {
       )`,
       sql`CREATE INDEX roster_spend_by_day ON roster_spend (day, worker)`,
       sql`CREATE INDEX roster_spend_by_run ON roster_spend (run_id)`
+    ], { discard: true })),
+  /** Worker memory: each worker's log of events, in the order written (appends to a shared folder are not atomic across machines). */
+  "5_memory": Effect.flatMap(SqlClient, (sql) =>
+    Effect.all([
+      sql`CREATE TABLE roster_memory (
+        seq bigserial PRIMARY KEY,
+        worker text NOT NULL,
+        event jsonb NOT NULL,
+        written_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      sql`CREATE INDEX roster_memory_by_worker ON roster_memory (worker, seq)`
     ], { discard: true }))
 }
 

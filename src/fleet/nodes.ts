@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import type { FleetNodeView } from "../contract/fleet.js"
 import type { ClusterSection } from "../config/cluster.js"
+import { pidAlive } from "../contract/owner.js"
 import { NodeNameTaken } from "./errors.js"
 import { fenceNode } from "./loss.js"
 import { differingFiles } from "./fingerprint.js"
@@ -96,16 +97,6 @@ const values = (b: NodeBeat, nodeClockMs: number) => ({
   config: JSON.stringify(b.config)
 })
 
-/** Whether a process of this machine lives (signal 0 probes without sending anything). */
-const pidAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
-
 /**
  * Joins the fleet under this node's name. A name another live instance holds with a fresh
  * heartbeat is refused (two machines given one name would fence each other's work). A holder on
@@ -130,7 +121,7 @@ export const registerNode = (b: NodeBeat, nodeClockMs: number, cluster: ClusterS
           fenced_at IS NOT NULL AS fenced
         FROM roster_nodes WHERE name = ${b.name} FOR UPDATE`.withoutTransform
       const h = held[0]
-      const restarted = h !== undefined && h.host === b.host && !pidAlive(h.pid)
+      const restarted = h !== undefined && h.host === b.host && !(yield* pidAlive(h.pid))
       if (h && h.instance !== b.instance && !h.left && !h.fenced && h.age_s <= cluster.node_timeout_s && !restarted) {
         return yield* new NodeNameTaken({ node: b.name, pid: h.pid, host: h.host, ageS: Math.round(h.age_s) })
       }

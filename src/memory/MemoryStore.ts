@@ -54,10 +54,16 @@ export class MemoryRefused extends Schema.TaggedError<MemoryRefused>()("MemoryRe
   }
 }
 
-/** The memory file could not be read or written. */
-export class MemoryError extends Schema.TaggedError<MemoryError>()("MemoryError", { file: Schema.String, detail: Schema.String }) {
+/** The memory log could not be read or written: where, why, and (when it is not a file) the fix. */
+export class MemoryError extends Schema.TaggedError<MemoryError>()("MemoryError", {
+  file: Schema.String,
+  detail: Schema.String,
+  fix: Schema.optional(Schema.String)
+}) {
   override get message() {
-    return `the memory file ${this.file} cannot be used: ${this.detail} — check that the data folder is writable`
+    return this.fix === undefined
+      ? `the memory file ${this.file} cannot be used: ${this.detail} — check that the data folder is writable`
+      : `the memory log ${this.file} cannot be used: ${this.detail} — ${this.fix}`
   }
 }
 
@@ -110,27 +116,27 @@ export const foldMemory = (events: ReadonlyArray<MemoryEvent>): ReadonlyArray<Me
 /** What the store reads its files through (captured when its layer is built, like the task store's). */
 export type MemoryEnv = Paths | FileSystem.FileSystem | Path.Path | Files
 
-/** A worker's entries, folded from its log (a missing log is none; an unreadable line is skipped). */
-const readMemory = (worker: string) =>
+/** A worker's events, from its log file (a missing log is none; an unreadable line is skipped). */
+const readEvents = (worker: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const file = layout(yield* Paths).memoryFile(worker)
     if (!(yield* fs.exists(file))) return []
-    const events = yield* foldFileLines(file, [] as Array<MemoryEvent>, (acc, line) => {
+    return yield* foldFileLines(file, [] as Array<MemoryEvent>, (acc, line) => {
       const e = decodeLine(line)
       if (e._tag === "Some") acc.push(e.value)
       return acc
     })
-    return foldMemory(events)
   }).pipe(Effect.catchTag("SystemError", "BadArgument", (e) =>
     Effect.flatMap(Paths, (p) => Effect.fail(new MemoryError({ file: layout(p).memoryFile(worker), detail: e.message })))))
 
-/** One event appended to the worker's log, in one write (its folder made first). */
-const appendMemory = (worker: string, event: MemoryEvent) =>
+/** Events appended to the worker's log, in one write (its folder made first). */
+const appendEvents = (worker: string, events: ReadonlyArray<MemoryEvent>) =>
   Effect.gen(function*() {
+    if (events.length === 0) return
     const file = layout(yield* Paths).memoryFile(worker)
     yield* (yield* FileSystem.FileSystem).makeDirectory((yield* Path.Path).dirname(file), { recursive: true, mode: 0o700 })
-    yield* (yield* Files).append(file, `${JSON.stringify(event)}\n`, 0o600).pipe(
+    yield* (yield* Files).append(file, events.map((e) => `${JSON.stringify(e)}\n`).join(""), 0o600).pipe(
       Effect.mapError((e) => new MemoryError({ file, detail: e.message }))
     )
   }).pipe(Effect.catchTag("SystemError", "BadArgument", (e) =>
@@ -143,10 +149,21 @@ const freshId = (known: ReadonlyArray<MemoryEntry>): string => {
 }
 
 /**
- * A worker's memory: host-side (`data/memory/<worker>.jsonl`, never mounted), an append-only
- * log of events, each one line written in one append. Written from a box only through the
- * gateway's checked `remember`/`forget` actions (provenance from the run token), and by a
- * person with `roster memory`.
+ * Where a memory store keeps its workers' event logs: read a worker's events, append some, and
+ * run a change with the worker's log to itself (a bound checked and filled by one writer).
+ */
+export interface MemoryLog {
+  readonly read: (worker: string) => Effect.Effect<ReadonlyArray<MemoryEvent>, MemoryError>
+  readonly append: (worker: string, events: ReadonlyArray<MemoryEvent>) => Effect.Effect<void, MemoryError>
+  readonly exclusive: <A, E>(worker: string, change: Effect.Effect<A, E>) => Effect.Effect<A, E | MemoryError>
+}
+
+/**
+ * A worker's memory: an append-only log of events (written, forgotten, accepted, held), folded
+ * into its entries. Written from a box only through the gateway's checked `remember`/`forget`
+ * actions (provenance from the run token), and by a person with `roster memory`. One machine
+ * keeps each worker's log in `data/memory/<worker>.jsonl` (host-side, never mounted); a fleet
+ * in its database, since appends to a shared folder are not atomic across machines.
  */
 export class MemoryStore extends Context.Tag("roster/MemoryStore")<MemoryStore, {
   /** The worker's entries, oldest first. */
@@ -160,11 +177,10 @@ export class MemoryStore extends Context.Tag("roster/MemoryStore")<MemoryStore, 
   /** Holds every entry a run wrote for a person's review (the run was tainted after it wrote them). */
   readonly holdRun: (worker: string, runId: string, reason: string) => Effect.Effect<number, MemoryError>
 }>() {
-  /** Holds the per-worker write locks and the file services it was built with. */
+  /** One machine's files: the per-worker write locks are this process's, and the file services are captured when built. */
   static readonly layer = Layer.effect(MemoryStore, Effect.gen(function*() {
     const env = Context.add(yield* captureHostFiles, Files, yield* Files)
     const own = <A, E>(effect: Effect.Effect<A, E, MemoryEnv>) => Effect.provide(effect, env)
-    // One writer per worker in this process: a bound checked and filled by one fiber at a time.
     const locks = new Map<string, Effect.Semaphore>()
     const lockOf = (worker: string) => {
       const known = locks.get(worker)
@@ -173,58 +189,66 @@ export class MemoryStore extends Context.Tag("roster/MemoryStore")<MemoryStore, 
       locks.set(worker, made)
       return made
     }
-    const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
-
-    const find = (worker: string, id: string) =>
-      Effect.flatMap(readMemory(worker), (entries) => {
-        const hit = entries.find((e) => e.id === id)
-        return hit ? Effect.succeed(hit) : Effect.fail(new MemoryRefused({ status: 404, detail: `there is no memory entry ${id} of ${worker} — list them: roster memory list ${worker}` }))
-      })
-
-    return {
-      list: (worker) => own(readMemory(worker)),
-      add: (worker, entry, bounds) =>
-        own(lockOf(worker).withPermits(1)(Effect.gen(function*() {
-          const text = entry.text.trim()
-          if (text === "") return yield* Effect.fail(new MemoryRefused({ status: 400, detail: "remember needs some text" }))
-          if (text.length > bounds.entry_max) {
-            return yield* Effect.fail(new MemoryRefused({
-              status: 400,
-              detail: `an entry holds at most ${bounds.entry_max} characters (this one has ${text.length}): say it shorter, or keep the detail in your store and remember where it is`
-            }))
-          }
-          const known = yield* readMemory(worker)
-          if (known.length >= bounds.max_entries) {
-            return yield* Effect.fail(new MemoryRefused({
-              status: 429,
-              detail: `your memory is full (${known.length} of ${bounds.max_entries} entries): forget one you no longer need first`
-            }))
-          }
-          const made: MemoryEntry = { id: freshId(known), text, scope: entry.scope, run_id: entry.runId, time: yield* now, pending: entry.pending }
-          yield* appendMemory(worker, { _tag: "add", ...made })
-          return made
-        }))),
-      forget: (worker, id, by) =>
-        own(lockOf(worker).withPermits(1)(Effect.gen(function*() {
-          const entry = yield* find(worker, id)
-          yield* appendMemory(worker, { _tag: "forget", id, time: yield* now, by })
-          return entry
-        }))),
-      accept: (worker, id, by) =>
-        own(lockOf(worker).withPermits(1)(Effect.gen(function*() {
-          const entry = yield* find(worker, id)
-          if (!entry.pending) return yield* Effect.fail(new MemoryRefused({ status: 409, detail: `memory entry ${id} is not pending: nothing to accept` }))
-          yield* appendMemory(worker, { _tag: "accept", id, time: yield* now, by })
-          const { held_reason: _, ...rest } = entry
-          return { ...rest, pending: false }
-        }))),
-      holdRun: (worker, runId, reason) =>
-        own(lockOf(worker).withPermits(1)(Effect.gen(function*() {
-          const mine = (yield* readMemory(worker)).filter((e) => e.run_id === runId && !e.pending)
-          const time = yield* now
-          for (const e of mine) yield* appendMemory(worker, { _tag: "hold", id: e.id, time, reason })
-          return mine.length
-        })))
-    }
+    return memoryStoreOver({
+      read: (worker) => own(readEvents(worker)),
+      append: (worker, events) => own(appendEvents(worker, events)),
+      exclusive: (worker, change) => lockOf(worker).withPermits(1)(change)
+    })
   }))
+}
+
+/** The store's rules (bounds, ids, who may accept what) over a log. */
+export const memoryStoreOver = (log: MemoryLog): Context.Tag.Service<MemoryStore> => {
+  const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
+  const entries = (worker: string) => Effect.map(log.read(worker), foldMemory)
+  const find = (worker: string, id: string) =>
+    Effect.flatMap(entries(worker), (known) => {
+      const hit = known.find((e) => e.id === id)
+      return hit ? Effect.succeed(hit) : Effect.fail(new MemoryRefused({ status: 404, detail: `there is no memory entry ${id} of ${worker} — list them: roster memory list ${worker}` }))
+    })
+  return {
+    list: entries,
+    add: (worker, entry, bounds) =>
+      log.exclusive(worker, Effect.gen(function*() {
+        const text = entry.text.trim()
+        if (text === "") return yield* Effect.fail(new MemoryRefused({ status: 400, detail: "remember needs some text" }))
+        if (text.length > bounds.entry_max) {
+          return yield* Effect.fail(new MemoryRefused({
+            status: 400,
+            detail: `an entry holds at most ${bounds.entry_max} characters (this one has ${text.length}): say it shorter, or keep the detail in your store and remember where it is`
+          }))
+        }
+        const known = yield* entries(worker)
+        if (known.length >= bounds.max_entries) {
+          return yield* Effect.fail(new MemoryRefused({
+            status: 429,
+            detail: `your memory is full (${known.length} of ${bounds.max_entries} entries): forget one you no longer need first`
+          }))
+        }
+        const made: MemoryEntry = { id: freshId(known), text, scope: entry.scope, run_id: entry.runId, time: yield* now, pending: entry.pending }
+        yield* log.append(worker, [{ _tag: "add", ...made }])
+        return made
+      })),
+    forget: (worker, id, by) =>
+      log.exclusive(worker, Effect.gen(function*() {
+        const entry = yield* find(worker, id)
+        yield* log.append(worker, [{ _tag: "forget", id, time: yield* now, by }])
+        return entry
+      })),
+    accept: (worker, id, by) =>
+      log.exclusive(worker, Effect.gen(function*() {
+        const entry = yield* find(worker, id)
+        if (!entry.pending) return yield* Effect.fail(new MemoryRefused({ status: 409, detail: `memory entry ${id} is not pending: nothing to accept` }))
+        yield* log.append(worker, [{ _tag: "accept", id, time: yield* now, by }])
+        const { held_reason: _, ...rest } = entry
+        return { ...rest, pending: false }
+      })),
+    holdRun: (worker, runId, reason) =>
+      log.exclusive(worker, Effect.gen(function*() {
+        const mine = (yield* entries(worker)).filter((e) => e.run_id === runId && !e.pending)
+        const time = yield* now
+        yield* log.append(worker, mine.map((e): MemoryEvent => ({ _tag: "hold", id: e.id, time, reason })))
+        return mine.length
+      }))
+  }
 }

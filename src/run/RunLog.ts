@@ -27,8 +27,10 @@ export const RunRecord = Schema.Struct({
   exit_code: Schema.NullOr(Schema.Number),
   error: Schema.NullOr(Schema.String),
   container: Schema.optional(Schema.String),
-  /** The process the box must not outlive (the daemon's reaper checks it). */
+  /** The process the box must not outlive (the daemon's reaper checks it): a process of `node`'s machine. */
   owner: Schema.optional(Schema.Struct({ pid: Schema.Number, start: Schema.String })),
+  /** Under [cluster]: the node whose machine ran the box (its audit log holds the run's requests). */
+  node: Schema.optional(Schema.String),
   /** The box's egress self-test, run beside pi: the gateway answers as this deployment, and there is no way out around it. */
   preflight: Schema.optional(PreflightResult),
   /** Finished by a daemon that found the box after its owner was gone. */
@@ -136,6 +138,7 @@ export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
 }>() {
   static readonly layer = Layer.effect(RunLog, Effect.map(captureHostFiles, (env): Context.Tag.Service<RunLog> => {
     const own = <A, E>(effect: Effect.Effect<A, E, HostFiles>) => Effect.provide(effect, env)
+    const node = Context.get(env, Paths).fleet?.node
     return {
       start: (run) =>
         Effect.gen(function*() {
@@ -149,7 +152,8 @@ export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
             ended_by: null,
             exit_code: null,
             error: null,
-            ...(run.owner ? { owner: run.owner } : {})
+            ...(run.owner ? { owner: run.owner } : {}),
+            ...(node ? { node } : {})
           }
           yield* writeRecord(yield* recordFile(run.worker, run.runId), record)
           return record

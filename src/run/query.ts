@@ -72,12 +72,17 @@ export const findRun = (runId: string) =>
     return undefined
   })
 
-/** The gateway's audit records of one run (state/audit/<day>.jsonl from the run's first day on). */
-export const auditOf = (runId: string, startedAt: string) =>
+/**
+ * The gateway's audit records of one run (its audit log's <day>.jsonl from the run's first day
+ * on): this machine's log, or in a fleet the log of the node that ran it.
+ */
+export const auditOf = (run: { readonly run_id: string; readonly started_at: string; readonly node?: string | undefined }) =>
   Effect.gen(function*() {
+    const { run_id: runId, started_at: startedAt } = run
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
-    const dir = layout(yield* Paths).auditDir
+    const where = layout(yield* Paths)
+    const dir = run.node ? where.nodeAuditDir(run.node) : where.auditDir
     const firstDay = startedAt.slice(0, 10)
     const files = (yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed(() => [] as Array<string>)))
       .filter((f) => f.endsWith(".jsonl") && f.slice(0, 10) >= firstDay).sort()

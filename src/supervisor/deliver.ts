@@ -50,7 +50,9 @@ const toTalk = (t: TaskRecord, runId: string, text: string, at: string) =>
   Effect.gen(function*() {
     const run = yield* findRun(runId)
     if (!run || run.kind !== "session") return yield* Effect.fail(`there is no session ${runId}`)
-    const live = run.finished_at === null && run.owner !== undefined && (yield* ownerAlive(run.owner))
+    // A session on another node of a fleet: its owner is that machine's process; its record says whether it ended.
+    const elsewhere = run.node !== undefined && run.node !== (yield* Paths).fleet?.node
+    const live = run.finished_at === null && run.owner !== undefined && (elsewhere || (yield* ownerAlive(run.owner)))
     if (!live) return yield* Effect.fail(`the session ${runId} has ended`)
     const file = layout(yield* Paths).inboxFile(runId)
     yield* (yield* FileSystem.FileSystem).makeDirectory((yield* Path.Path).dirname(file), { recursive: true, mode: 0o700 }).pipe(Effect.mapError((e) => e.message))

@@ -48,6 +48,8 @@ export const sweepStrays = (st: SupervisorState) =>
           continue
         }
         unfinished.set(runId, worker)
+        // Another node's run (a fleet's shared folder): its owner is a process of that node's machine, not this one's.
+        if (record.node !== undefined && record.node !== paths.fleet?.node) continue
         if (!record.owner || (yield* ownerAlive(record.owner))) continue
         yield* Effect.logWarning(`run ${runId} of ${worker}: its owner (pid ${record.owner.pid}) died before its box ran — finished as orphaned`)
         yield* finishLeftRun(worker, runId, `its owner (pid ${record.owner.pid}) died before the run's box was started`)

@@ -66,7 +66,7 @@ export const timelineOf = (run: RunRecord, runDir: string) =>
     const fold = yield* foldFileLines(files.transcript, { entries: [], at: started, more: 0 } as Fold, step).pipe(
       Effect.orElseSucceed((): Fold => ({ entries: [], at: started, more: 0 }))
     )
-    const requests: Array<Entry> = (yield* auditOf(run.run_id, run.started_at)).map((r) => ({
+    const requests: Array<Entry> = (yield* auditOf(run)).map((r) => ({
       kind: "request",
       // The audit line is written when the request ends: placed at its start.
       at: (Date.parse(r.time) || started) - r.duration_ms,

@@ -201,11 +201,19 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
       const overlap = ours.filter((y) => y !== x && y.worker === x.worker && Date.parse(y.started_at!) < to && from < Date.parse(y.finished_at!))
       expect(overlap.map((y) => y.task_id), `${x.task_id} (${x.worker})`).toEqual([])
     }
-    // Each run's folder is on the node that ran it.
+    // Each run's folder is in the shared folder, its record naming the node that ran it; either node shows
+    // any run whole: its transcript, and its requests from the audit log of the node that ran it.
     for (const x of ours) {
-      const on = x.node === "node-a" ? a : b
-      expect(fs.existsSync(on.file("data", "runs", x.worker, x.run_ids[0]!, "run.json")), `${x.task_id} on ${x.node}`).toBe(true)
+      const record = JSON.parse(fs.readFileSync(path.join(shared, "runs", x.worker, x.run_ids[0]!, "run.json"), "utf8")) as { node: string }
+      expect(record.node, x.task_id).toBe(x.node)
+      expect(fs.existsSync(a.file("data", "runs", x.worker, x.run_ids[0]!))).toBe(false)
     }
+    const onB = ours.find((t) => t.node === "node-b")!
+    const shown = await a.roster(["runs", "show", onB.run_ids[0]!])
+    expect(shown.stdout).toContain("  node:      node-b")
+    expect(shown.stdout).toMatch(/gateway requests \(\d+\):\n.*POST \S+\/v1\/preflight/)
+    const listed = JSON.parse((await a.roster(["runs", "list", "--json", "--limit", "100"])).stdout) as Array<{ run_id: string; node: string }>
+    expect(new Set(listed.filter((r) => ours.some((t) => t.run_ids[0] === r.run_id)).map((r) => r.node))).toEqual(new Set(["node-a", "node-b"]))
     expect((await list(b)).filter((t) => ids.includes(t.task_id)).map((t) => t.status)).toEqual(Array(12).fill("done"))
   })
 
@@ -238,7 +246,7 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
       a.writeOrg(`${cluster()}[gateway]\napprovals = "ask"\napproval_wait_s = 60\n`)
       const before = fs.readFileSync(a.file("config", "org.toml"), "utf8")
       const target = `${outside.address}:${outside.port}`
-      child = a.spawn(["worker", "run", "alice", askScript(a, "fleet-ask.sh", [`${target} first`])])
+      child = a.spawn(["worker", "run", "alice", askScript(a, "fleet-ask.sh", [`${target} first`], shared)])
       const done = collect(child)
       const held = await nextHeld(a, new Set())
       const always = await a.roster(["approve", held.id, "--always"])
@@ -249,7 +257,7 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
       expect(run.code, run.stderr).toBe(0)
       const r = await done
       expect(r.code, r.stderr).toBe(0)
-      const runs = a.file("data", "runs", "alice")
+      const runs = path.join(shared, "runs", "alice")
       expect(answersOf(fs.readFileSync(path.join(runs, latestRunId(runs), "stdout.jsonl"), "utf8")).first).toContain(outside.greeting)
     } finally {
       // A failed assertion must not leave the run's box waiting for a decision: the CLI stops it on SIGTERM.

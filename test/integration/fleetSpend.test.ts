@@ -46,9 +46,9 @@ describe("a fleet's budget holds across nodes: real pi on two daemons, one Postg
     fs.rmSync(shared, { recursive: true, force: true })
   })
 
-  const recordOf = (d: Deployment, stdout: string) => {
+  const recordOf = (stdout: string) => {
     const id = /box (\S+) ended by/.exec(stdout)?.[1] ?? ""
-    return JSON.parse(fs.readFileSync(d.file("data", "runs", "bea", id, "run.json"), "utf8")) as {
+    return JSON.parse(fs.readFileSync(path.join(shared, "runs", "bea", id, "run.json"), "utf8")) as {
       ended_by: string
       error: string | null
       usage?: { usd: number; answers: number }
@@ -59,7 +59,7 @@ describe("a fleet's budget holds across nodes: real pi on two daemons, one Postg
     const [a, b] = nodes as [Deployment, Deployment]
     const first = await a.roster(["worker", "run", "bea", "What system is your box running?"])
     expect(first.code, first.stderr).toBe(0)
-    const spentOnA = recordOf(a, first.stdout).usage?.usd ?? 0
+    const spentOnA = recordOf(first.stdout).usage?.usd ?? 0
     expect(spentOnA).toBeGreaterThan(0)
     // A day's budget a little over what node a spent: b's first answer, a fraction of a whole run, crosses it
     // only counted with a's — a node counting its own spending alone would let the run finish.
@@ -68,7 +68,7 @@ describe("a fleet's budget holds across nodes: real pi on two daemons, one Postg
     const second = await b.roster(["worker", "run", "bea", "What system is your box running?"])
     expect(second.code, second.stdout + second.stderr).toBe(3)
     expect(second.stdout).toContain("ended by budget")
-    const stopped = recordOf(b, second.stdout)
+    const stopped = recordOf(second.stdout)
     expect(stopped.ended_by).toBe("budget")
     expect(stopped.error).toContain("out of budget: worker_daily_usd")
     // Cut while its first answer streamed: one answer in the fleet's ledger, costing less than node a's whole run

@@ -19,6 +19,8 @@ import { type NodeBeat, registerNode } from "../../src/fleet/nodes.js"
 import { RunFence } from "../../src/run/RunFence.js"
 import { fleetSpendLedger } from "../../src/fleet/spendLedger.js"
 import { SpendLedger } from "../../src/spend/SpendLedger.js"
+import { fleetMemoryLog } from "../../src/fleet/memoryStore.js"
+import { MemoryStore, memoryStoreOver } from "../../src/memory/MemoryStore.js"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Files } from "../../src/fs/Files.js"
 import type { TaskRecord } from "../../src/task/TaskRecord.js"
@@ -71,8 +73,8 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         Effect.provide(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
       ))))
-    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks", "3_fences", "4_spend"])
-    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4")
+    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory"])
+    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4,5")
   })
 
   it("40 tasks over 5 workers, claimed by three nodes at 2 at a time: each done exactly once, never two of one worker at once, every node ran some", async () => {
@@ -156,8 +158,8 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     const beatOf = (name: string, instance: string): NodeBeat => ({
       name, instance, host: "other-host", pid: 1, version: "test", advertise: null, startedAt: Date.now(), boxes: 0, concurrency: 2, load: 0, config: {}
     })
-    await onNode("f1", registerNode(beatOf("f1", "i-f1"), Date.now(), cluster))
-    await onNode("f2", registerNode(beatOf("f2", "i-f2"), Date.now(), cluster))
+    await onNode("f1", registerNode(beatOf("f1", "i-f1"), Date.now(), cluster).pipe(Effect.provide(NodeContext.layer)))
+    await onNode("f2", registerNode(beatOf("f2", "i-f2"), Date.now(), cluster).pipe(Effect.provide(NodeContext.layer)))
     const [t, u] = await onNode("f1", Effect.flatMap(TaskStore, (st) => Effect.all([st.add(newTask("fw", "lost")), st.add(newTask("fw2", "kept"))])))
     const lostRun = runIdOf()
     const claim = (node: string, instance: string, task: TaskRecord, runId: string) =>
@@ -199,7 +201,7 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(stale.message).toContain(`task ${t!.task_id} is no longer this run's`)
     expect(await onNode("f2", Effect.flatMap(RunFence, (fence) => fence.guard({ runId: retried, taskId: t!.task_id }, Effect.succeed("ok"))), "i-f2")).toBe("ok")
     // f1 joins again as a new instance: its mark is cleared and it may claim.
-    await onNode("f1", registerNode(beatOf("f1", "i-f1b"), Date.now(), cluster))
+    await onNode("f1", registerNode(beatOf("f1", "i-f1b"), Date.now(), cluster).pipe(Effect.provide(NodeContext.layer)))
     expect(pg.sql("SELECT instance || ' ' || coalesce(fenced_by, '-') FROM roster_nodes WHERE name = 'f1'")).toBe("i-f1b -")
   })
 
@@ -233,5 +235,34 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(seen.orgDay).toBe(0.75)
     expect(pg.sql(`SELECT count(*) || ' ' || string_agg(node, ',') FROM roster_spend WHERE run_id = '${run}'`)).toBe("1 l1")
     expect(seen.usage.get("spender")).toEqual({ runs: 1, answers: 1, input: 100, output: 50, cache_read: 0, cache_write: 0, usd: 0.25, unpriced: 0 })
+  })
+
+  it("worker memory is the fleet's: one node's entry is every node's, a bound holds across nodes writing at once, a hold reaches every node", async () => {
+    // Each node's own connections to the one database.
+    const memoryOn = () =>
+      Layer.effect(MemoryStore, Effect.map(SqlClient, (sql) => memoryStoreOver(fleetMemoryLog(sql)))).pipe(
+        Layer.provide(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
+        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]]))))
+      )
+    const bounds = { max_entries: 3, entry_max: 100 }
+    const result = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const m1 = yield* Layer.build(memoryOn()).pipe(Effect.map(Context.get(MemoryStore)))
+      const m2 = yield* Layer.build(memoryOn()).pipe(Effect.map(Context.get(MemoryStore)))
+      const run = runIdOf()
+      const first = yield* m1.add("rememberer", { text: "the build needs node 22", scope: "worker", runId: run, pending: false }, bounds)
+      const seenOn2 = yield* m2.list("rememberer")
+      // Five writers on two nodes at once against a bound of 3 (one entry already in): two more land, three are refused.
+      const racing = yield* Effect.all(Array.from({ length: 5 }, (_, i) =>
+        (i % 2 === 0 ? m1 : m2).add("rememberer", { text: `fact ${i}`, scope: "worker", runId: runIdOf(), pending: false }, bounds).pipe(Effect.either)
+      ), { concurrency: "unbounded" })
+      const held = yield* m2.holdRun("rememberer", run, "tainted: egress_refused")
+      return { first, seenOn2, racing, held, after: yield* m1.list("rememberer") }
+    })).pipe(Effect.orDie))
+    expect(result.seenOn2).toEqual([result.first])
+    expect(result.racing.filter((r) => r._tag === "Right")).toHaveLength(2)
+    expect(result.racing.filter((r) => r._tag === "Left").map((r) => r._tag === "Left" && r.left._tag === "MemoryRefused" && r.left.status)).toEqual([429, 429, 429])
+    expect(result.after).toHaveLength(3)
+    expect(result.held).toBe(1)
+    expect(result.after.find((e) => e.id === result.first.id)).toMatchObject({ pending: true, held_reason: "tainted: egress_refused" })
   })
 })

@@ -13,9 +13,12 @@ ask() {
 }
 `
 
-/** A prompt for the scripted engine that asks, in order, for each `host:port name` (a script in alice's store). */
-export const askScript = (d: Deployment, name: string, asks: ReadonlyArray<string>) => {
-  const dir = d.file("data", "stores", "alice")
+/**
+ * A prompt for the scripted engine that asks, in order, for each `host:port name` (a script in
+ * alice's store: the deployment's, or under [cluster] the one in the fleet's shared folder).
+ */
+export const askScript = (d: Deployment, name: string, asks: ReadonlyArray<string>, shared?: string) => {
+  const dir = shared ? path.join(shared, "stores", "alice") : d.file("data", "stores", "alice")
   fs.mkdirSync(dir, { recursive: true })
   fs.writeFileSync(path.join(dir, name), `${ASK}${asks.map((a) => `ask ${a}`).join("\n")}\n`, { mode: 0o755 })
   return `!sh /pihome/store/${name}`

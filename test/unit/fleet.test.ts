@@ -6,10 +6,14 @@ import type { FleetStatus } from "../../src/contract/fleet.js"
 import { fleetLines } from "../../src/cli/serverCommand.js"
 import { type FleetCheck, fleetCheckLines } from "../../src/fleet/doctor.js"
 import { differingFiles, orgDigest } from "../../src/fleet/fingerprint.js"
-import { nodeNameOf } from "../../src/fleet/nodeName.js"
+import { nodeNameOf } from "../../src/config/nodeName.js"
 import { beatEvery } from "../../src/fleet/join.js"
 import { afterLoss } from "../../src/fleet/loss.js"
 import { Duration } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { layout, Paths } from "../../src/config/Paths.js"
 
 const org = (text: string) => Either.getOrThrow(decodeToml(OrgSchema, "org.toml", text))
 const CLUSTER = "[cluster]\ndatabase = \"postgres://roster@db.test/roster\"\nshared_data = \"/srv/roster\"\n"
@@ -28,6 +32,31 @@ describe("the fleet's config comparison", () => {
     expect(differingFiles({ "org.toml": "1", "workers/a/identity.md": "2" }, { "org.toml": "1", "workers/a/identity.md": "3", "workers/b/identity.md": "4" }))
       .toEqual(["workers/a/identity.md", "workers/b/identity.md"])
     expect(differingFiles({ "org.toml": "1" }, { "org.toml": "1" })).toEqual([])
+  })
+})
+
+describe("a fleet node's folders", () => {
+  it("[cluster] puts what a worker carries between nodes in the shared folder and each node's audit log there; the rest stays the machine's", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "roster-fleet-paths-"))
+    try {
+      fs.mkdirSync(path.join(root, "config"))
+      fs.writeFileSync(path.join(root, "config", "org.toml"), `${CLUSTER}node = "from-file"\n[box]\nmemory = "2g"\n`)
+      const paths = Paths.fromEnv({ ROSTER_HOME: root, HOME: root, ROSTER_NODE: "n7" })
+      expect(paths.fleet).toEqual({ node: "n7", shared: "/srv/roster" })
+      const l = layout(paths)
+      expect(l.runDir("alice", "2026-12-02-00-00-00-00000001")).toBe("/srv/roster/runs/alice/2026-12-02-00-00-00-00000001")
+      expect([l.storeDir("alice"), l.contextFile("alice", "r"), l.runReposDir("alice", "r"), l.channelDir("c"), l.inboxFile("r")].every((f) => f.startsWith("/srv/roster/"))).toBe(true)
+      expect(l.auditDir).toBe("/srv/roster/audit/n7")
+      expect(l.nodeAuditDir("n2")).toBe("/srv/roster/audit/n2")
+      expect([l.vaultDir, l.identityDir, l.caDir, l.memoryFile("alice")].some((f) => f.startsWith("/srv/roster"))).toBe(false)
+      // No [cluster] (or an org.toml that does not parse): one machine's folders.
+      fs.writeFileSync(path.join(root, "config", "org.toml"), "[box]\nmemory = \"2g\"\n")
+      expect(Paths.fromEnv({ ROSTER_HOME: root, HOME: root }).fleet).toBeUndefined()
+      fs.writeFileSync(path.join(root, "config", "org.toml"), "[cluster\n")
+      expect(layout(Paths.fromEnv({ ROSTER_HOME: root, HOME: root })).runsDir).toBe(path.join(root, "data", "runs"))
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true })
+    }
   })
 })
 
