@@ -18,7 +18,7 @@ import { runFiles } from "../src/contract/runFiles.js"
 import { freePort } from "../test/support/deployment.js"
 import { buildPiImage, buildScriptedOnPi, GIT_IMAGE } from "../test/support/images.js"
 import { makeTestTls } from "../test/support/testCa.js"
-import { emit, percentile, quick } from "./support.js"
+import { emit, percentile, quick, smoke } from "./support.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(root, "bin/roster.js")
@@ -26,10 +26,11 @@ const bin = path.join(root, "bin/roster.js")
 const IMAGE = GIT_IMAGE
 const HOST = "model.example.test"
 const TUNNEL_HOST = "relay.example.test"
-const BOXES = 20
+// A smoke pass (CI) runs 6: it shows the bench runs; the 150 MB bound is for 20.
+const BOXES = smoke ? 6 : 20
 /** One event every 5 ms per answer (a fast model's pace, 20 answers at once: 4,000 events/s through the gateway). */
 const EVERY_MS = 5
-const EVENTS = quick ? 400 : 1_000
+const EVENTS = smoke ? 100 : quick ? 400 : 1_000
 
 const now = () => performance.timeOrigin + performance.now()
 
@@ -263,6 +264,6 @@ describe("the daemon with 20 live boxes", () => {
 
   it("20 boxes stream an answer each through the gateway at once: the daemon's peak RSS, each event's delay", async () => {
     await measureUnder("runc", "")
-    await measureUnder("runsc", " under gVisor (runsc)")
+    if (!smoke) await measureUnder("runsc", " under gVisor (runsc)")
   }, 1_800_000)
 })

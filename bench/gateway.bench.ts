@@ -13,7 +13,7 @@ import { layout, Paths } from "../src/config/Paths.js"
 import { reportPreflight } from "../test/support/boxClient.js"
 import { freePort } from "../test/support/deployment.js"
 import { makeTestTls } from "../test/support/testCa.js"
-import { directTls, emit, ms, percentile, quick, rawClient, tunnelTls } from "./support.js"
+import { directTls, emit, ms, percentile, quick, rawClient, smoke, tunnelTls } from "./support.js"
 
 /** 2,000 SSE events as fast as the upstream can write them, each carrying the time it was written. */
 function streamEvents(res: import("node:http").ServerResponse) {
@@ -202,8 +202,8 @@ describe("gateway", () => {
 
   it("keep-alive latency, p50 and p99, alternating blocks", async () => {
     const [g, d, m] = [await viaGateway(), await direct(), await viaMitm()]
-    const rounds = quick ? 4 : 10
-    const per = quick ? 50 : 200
+    const rounds = smoke ? 1 : quick ? 4 : 10
+    const per = smoke ? 20 : quick ? 50 : 200
     const times = { g: [] as Array<number>, d: [] as Array<number>, m: [] as Array<number> }
     for (let i = 0; i < 20; i++) await g.get("/warm").then(() => d.get("/warm")).then(() => m.get("/warm"))
     for (let r = 0; r < rounds; r++) {

@@ -4,14 +4,14 @@
 // argv: <roster home> <token> ; the deployment's org.toml and identity file are the bench's.
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Effect, Layer } from "effect"
-import { Audit, Dialer, Files, HostGit, LiveRuns, MemoryStore, OrgConfig, Paths, RunLog, serveGateway, TaskStore, Vault } from "../dist/src/index.js"
+import { Audit, Dialer, Files, HostGit, LiveRuns, MemoryStore, OrgConfig, Paths, RunFence, RunLog, serveGateway, SpendLedger, TaskStore, Vault } from "../dist/src/index.js"
 import { makeDockerTest } from "../dist/src/testing.js"
 
 const [home] = process.argv.slice(2)
 const paths = { ...Paths.fromEnv({ ROSTER_HOME: home, HOME: home }), home }
 const layer = Layer.mergeAll(
   OrgConfig.layer, Vault.layerTest({ anthropic: { type: "api_key", key: "sk-ant-bench-not-real" } }), Dialer.layer,
-  LiveRuns.layerTest(() => true), Audit.layer, RunLog.layer, TaskStore.layer, MemoryStore.layer
+  LiveRuns.layerTest(() => true), Audit.layer, RunLog.layer, TaskStore.layer, MemoryStore.layer, RunFence.layerNone, SpendLedger.layer
 ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest())))
 
 const program = Effect.gen(function*() {

@@ -10,7 +10,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, it } from "vitest"
 import { freePort } from "../test/support/deployment.js"
-import { emit, percentile, quick } from "./support.js"
+import { emit, percentile, quick, smoke } from "./support.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(root, "bin/roster.js")
@@ -77,7 +77,7 @@ describe("a run", () => {
   }
 
   it("worker run of an engine that exits at once, against docker run --rm with the same hardening", () => {
-    const n = quick ? 3 : 9
+    const n = smoke ? 1 : quick ? 3 : 9
     const { docker, roster, rss, dockerRss } = alternate("runc", n)
     const p50 = percentile(roster, 50)
     const base = percentile(docker, 50)
@@ -89,6 +89,7 @@ describe("a run", () => {
       metric: "CLI peak RSS during a run", roster: Math.max(...rss), baseline: Math.max(...dockerRss), unit: "MB", compare: "absolute",
       goal: "<= 100 MB", pass: Math.max(...rss) <= 100
     })
+    if (smoke) return
     const gvisor = alternate("runsc", n)
     const gp50 = percentile(gvisor.roster, 50)
     const gbase = percentile(gvisor.docker, 50)

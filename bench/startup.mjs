@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(root, "bin/roster.js")
-const runs = process.env.BENCH_QUICK === "1" ? 5 : 15
+const runs = process.env.BENCH_SMOKE === "1" ? 2 : process.env.BENCH_QUICK === "1" ? 5 : 15
 const env = { ...process.env, ROSTER_HOME: path.join(os.tmpdir(), "roster-bench-home") }
 
 const once = (cmd, args, extra = {}) => {

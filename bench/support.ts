@@ -18,7 +18,9 @@ export interface Row {
   readonly reported?: true
 }
 
-export const quick = process.env.BENCH_QUICK === "1"
+/** A smoke pass (CI): every bench runs once, with the smallest counts and runc only — it shows they run, not how fast. */
+export const smoke = process.env.BENCH_SMOKE === "1"
+export const quick = smoke || process.env.BENCH_QUICK === "1"
 
 /** Appends a row for scripts/bench.mjs to print (or prints it when run alone). */
 export const emit = (row: Row) => {

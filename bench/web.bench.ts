@@ -8,7 +8,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, it } from "vitest"
 import { freePort } from "../test/support/deployment.js"
-import { emit, percentile, quick } from "./support.js"
+import { emit, percentile, quick, smoke } from "./support.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(root, "bin/roster.js")
@@ -103,7 +103,7 @@ describe("roster web", () => {
   })
 
   it("each page's answer with 1,000 runs on disk, against a bare server answering the runs page's bytes", async () => {
-    const rounds = quick ? 5 : 20
+    const rounds = smoke ? 2 : quick ? 5 : 20
     const pages = ["/", "/runs", "/runs?page=20", `/runs/${ids[RUNS - 1]}`, "/tasks", "/talk", "/gateway"]
     for (const p of pages) {
       const times: Array<number> = []

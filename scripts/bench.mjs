@@ -10,15 +10,21 @@ import { fileURLToPath } from "node:url"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const json = process.argv.includes("--json")
-const quick = process.argv.includes("--quick")
+// --smoke (CI): each bench once with the smallest counts and runc only, to show they run; its figures are not for judging.
+const smoke = process.argv.includes("--smoke")
+const quick = smoke || process.argv.includes("--quick")
 const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-out-")), "rows.jsonl")
-const env = { ...process.env, BENCH_OUT: out, BENCH_QUICK: quick ? "1" : "0" }
+const env = { ...process.env, BENCH_OUT: out, BENCH_QUICK: quick ? "1" : "0", BENCH_SMOKE: smoke ? "1" : "0" }
 
 const say = (s) => json || process.stderr.write(`${s}\n`)
-say("bench: building (the CLI bundle and the library the gateway bench runs)")
-let r = spawnSync("npm", ["run", "--silent", "build"], { cwd: root, stdio: ["ignore", json ? "ignore" : "inherit", "inherit"] })
-if (r.status !== 0) process.exit(r.status ?? 1)
-say(`bench: start-up${quick ? " (quick)" : ""}`)
+// --no-build: the build is current (.ci/run's tests have just made it).
+let r
+if (!process.argv.includes("--no-build")) {
+  say("bench: building (the CLI bundle and the library the gateway bench runs)")
+  r = spawnSync("npm", ["run", "--silent", "build"], { cwd: root, stdio: ["ignore", json ? "ignore" : "inherit", "inherit"] })
+  if (r.status !== 0) process.exit(r.status ?? 1)
+}
+say(`bench: start-up${smoke ? " (smoke)" : quick ? " (quick)" : ""}`)
 r = spawnSync(process.execPath, [path.join(root, "bench/startup.mjs")], { cwd: root, env, stdio: ["ignore", "inherit", "inherit"] })
 if (r.status !== 0) process.exit(r.status ?? 1)
 say("bench: the gateway")
@@ -39,7 +45,7 @@ if (json) {
   const table = [["metric", "roster", "baseline", "vs baseline", "goal", "", "spread"],
     ...rows.map((row) => [row.metric, `${fmt(row.roster)} ${row.unit}`, row.baseline === null ? "-" : `${fmt(row.baseline)} ${row.unit}`, ratio(row), row.goal, row.reported ? "" : row.pass ? "pass" : "MISS", row.spread ?? ""])]
   const widths = table[0].map((_, i) => Math.max(...table.map((t) => t[i].length)))
-  console.log(`\n${machine.cores} cores, ${machine.memory_gib} GiB, Node ${machine.node}, ${machine.date}${quick ? " (quick pass)" : ""}`)
+  console.log(`\n${machine.cores} cores, ${machine.memory_gib} GiB, Node ${machine.node}, ${machine.date}${smoke ? " (smoke pass: each bench once, smallest counts — not figures to judge by)" : quick ? " (quick pass)" : ""}`)
   for (const t of table) console.log(t.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd())
   const goals = rows.filter((row) => !row.reported)
   const missed = goals.filter((row) => !row.pass).length

@@ -45,6 +45,8 @@ interface Health {
   readonly reachable: boolean
   readonly detail: string | null
   readonly fenced: boolean
+  /** Since when (this machine's clock, ms) this node has reached the database without a break. */
+  readonly since: number
 }
 
 /**
@@ -65,7 +67,27 @@ export const joinFleet = (opts: JoinOptions) =>
     yield* withSql(claimSharedData(cluster.shared_data, node, new Date(started).toISOString()))
     const orgConfig = yield* OrgConfig
     const files = yield* captureHostFiles
-    const fingerprint = orgConfig.snapshot.pipe(Effect.flatMap(configFingerprint), Effect.provide(files))
+    // What a beat says of the node is looked up beside it, never in its way: a beat that waited on a
+    // busy engine (listing containers can take seconds under load) or on reading every config file
+    // would let the node look lost. The box count is the last the engine gave within half a second;
+    // the config's digest is read again every 10 s.
+    // An org.toml edited into an error keeps the last digest: a bad edit is the config's problem, never a lost node.
+    const lastDigest = yield* Ref.make<Readonly<Record<string, string>>>({})
+    const fingerprint = yield* Effect.cachedWithTTL(
+      orgConfig.snapshot.pipe(
+        Effect.flatMap(configFingerprint),
+        Effect.provide(files),
+        Effect.tap((d) => Ref.set(lastDigest, d)),
+        Effect.orElse(() => Ref.get(lastDigest))
+      ),
+      "10 seconds"
+    )
+    const lastBoxes = yield* Ref.make(0)
+    const boxes = opts.boxes.pipe(
+      Effect.timeout("500 millis"),
+      Effect.tap((n) => Ref.set(lastBoxes, n)),
+      Effect.orElse(() => Ref.get(lastBoxes))
+    )
     const instance = yield* Ref.make(newInstance())
     const beatNow = Effect.gen(function*() {
       return {
@@ -76,7 +98,7 @@ export const joinFleet = (opts: JoinOptions) =>
         version: VERSION,
         advertise: cluster.advertise ?? cluster.listen ?? null,
         startedAt: started,
-        boxes: yield* opts.boxes,
+        boxes: yield* boxes,
         concurrency: opts.concurrency,
         load: os.loadavg()[0] ?? 0,
         config: yield* fingerprint
@@ -94,10 +116,10 @@ export const joinFleet = (opts: JoinOptions) =>
           Effect.catchAllCause((c) => Effect.logWarning(`fleet: node ${node} could not be marked left`, c))
         )
     )
-    const health = yield* Ref.make<Health>({ reachable: true, detail: null, fenced: false })
+    const health = yield* Ref.make<Health>({ reachable: true, detail: null, fenced: false, since: started })
     yield* Effect.logInfo(`fleet: node ${node} joined (database ${whereOf(cluster)}, schema ${SCHEMA_VERSION}, shared data ${cluster.shared_data})`)
     const sweep = withSql(fenceLostNodes(cluster, node)).pipe(Effect.flatMap((fenced) => Effect.forEach(fenced, logFenced, { discard: true })))
-    yield* heartbeatLoop(node, withSql, beatNow, health, sweep).pipe(Effect.repeat(Schedule.spaced(beatEvery(cluster))), Effect.forkScoped)
+    yield* heartbeatLoop(node, withSql, beatNow, health, sweep, cluster.node_timeout_s).pipe(Effect.repeat(Schedule.spaced(beatEvery(cluster))), Effect.forkScoped)
     const notify = Context.get(sqlCtx, FleetNotify)
     // Every node's task changes, for the supervisor's wake-ups: a lost LISTEN connection is made
     // again (the dispatch loop's own 2 s tick covers the gap).
@@ -133,19 +155,29 @@ type WithSql = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.Effect<A, E, Exclu
 
 /**
  * One heartbeat, logging only the changes: the database lost (once), back, this node fenced by
- * the fleet, or its name taken over. After a beat that landed, the sweep for silent nodes.
+ * the fleet, or its name taken over. After a beat that landed, the sweep for silent nodes — once
+ * this node has itself reached the database for a whole timeout: after an outage every node's
+ * last beat is old, and the first one back must give the others the time to beat again rather
+ * than declare them all lost.
  */
 const heartbeatLoop = (
   node: string,
   withSql: WithSql,
-  beatNow: Effect.Effect<NodeBeat, ConfigError>,
+  beatNow: Effect.Effect<NodeBeat>,
   health: Ref.Ref<Health>,
-  sweep: Effect.Effect<void, unknown>
+  sweep: Effect.Effect<void, unknown>,
+  timeoutS: number
 ) =>
   Effect.gen(function*() {
     const b = yield* beatNow
-    const result = yield* withSql(beat(b, yield* Clock.currentTimeMillis))
-    const was = yield* Ref.getAndUpdate(health, (h) => ({ ...h, reachable: true, detail: null, fenced: h.fenced || result === "fenced" }))
+    const now = yield* Clock.currentTimeMillis
+    const result = yield* withSql(beat(b, now))
+    const was = yield* Ref.getAndUpdate(health, (h) => ({
+      reachable: true,
+      detail: null,
+      fenced: h.fenced || result === "fenced",
+      since: h.reachable ? h.since : now
+    }))
     if (!was.reachable) yield* Effect.logInfo(`fleet: the database answers again; node ${node} is back in the fleet`)
     if (result === "fenced" && !was.fenced) {
       yield* Effect.logError(
@@ -154,7 +186,8 @@ const heartbeatLoop = (
       )
     }
     if (result === "taken") yield* Effect.logError(`fleet: node ${node}'s name was taken over by another daemon while this one was silent: stop one of them`)
-    if (result === "ok") yield* sweep.pipe(Effect.catchAllCause((c) => Effect.logWarning("fleet: a sweep for lost nodes failed", c)))
+    const settled = was.reachable && now - was.since >= timeoutS * 1000
+    if (result === "ok" && settled) yield* sweep.pipe(Effect.catchAllCause((c) => Effect.logWarning("fleet: a sweep for lost nodes failed", c)))
   }).pipe(Effect.catchAllCause((cause) =>
     Effect.gen(function*() {
       const detail = cause.toString().split("\n")[0] ?? "no answer"

@@ -64,7 +64,7 @@ export const fenceNode = (lost: { readonly name: string; readonly instance: stri
         const next = { ...afterLoss(t, lost.name, by, cluster.on_node_loss, now), updated_at: now }
         const record = yield* encode(next).pipe(Effect.orDie)
         yield* sql`UPDATE roster_tasks SET status = ${next.status}, node = ${next.node ?? null}, record = ${JSON.stringify(record)}::jsonb,
-            updated_at = now() WHERE task_id = ${t.task_id}`
+            updated_at = now(), version = version + 1 WHERE task_id = ${t.task_id}`
         yield* sql`SELECT pg_notify(${TASKS_CHANNEL}, ${t.task_id})`
         tasks.push({ taskId: t.task_id, worker: t.worker, status: next.status })
       }

@@ -66,7 +66,9 @@ const MIGRATIONS = {
     Effect.all([
       sql`ALTER TABLE roster_nodes ADD COLUMN fenced_at timestamptz`,
       sql`ALTER TABLE roster_nodes ADD COLUMN fenced_by text`,
-      sql`CREATE INDEX roster_tasks_by_node ON roster_tasks (node) WHERE status = 'running'`
+      sql`CREATE INDEX roster_tasks_by_node ON roster_tasks (node) WHERE status = 'running'`,
+      // Each change of a row bumps it: a node re-reads only the tasks that changed since it last looked.
+      sql`ALTER TABLE roster_tasks ADD COLUMN version bigint NOT NULL DEFAULT 0`
     ], { discard: true })),
   /**
    * The fleet's spend ledger: one row an answer, whichever node metered it, so a budget holds

@@ -32,7 +32,21 @@ export const fleetSpendLedger = (node: string) =>
       const sql = yield* SqlClient
       /** Counted here, not yet in the database, each with the id its row will have. */
       const unwritten = new Map<LedgerEntry, string>()
-      const lastSeen = new Map<string, Spent>()
+      /** The database's sums as last read: each run's, and each UTC day's by worker and for the org. */
+      const lastRuns = new Map<string, Pick<Spent, "runUsd" | "runTokens">>()
+      const lastDays = new Map<string, { org: number; workers: Map<string, number> }>()
+      const remember = (worker: string, runId: string, day: string, s: Spent) => {
+        lastRuns.set(runId, { runUsd: s.runUsd, runTokens: s.runTokens })
+        const d = lastDays.get(day) ?? { org: 0, workers: new Map<string, number>() }
+        d.org = s.orgDayUsd
+        d.workers.set(worker, s.workerDayUsd)
+        lastDays.set(day, d)
+      }
+      const asLastSeen = (worker: string, runId: string, day: string): Spent => ({
+        ...(lastRuns.get(runId) ?? { runUsd: 0, runTokens: 0 }),
+        workerDayUsd: lastDays.get(day)?.workers.get(worker) ?? 0,
+        orgDayUsd: lastDays.get(day)?.org ?? 0
+      })
       const down = yield* Ref.make(false)
       const stopped = new Set<string>()
 
@@ -79,10 +93,9 @@ export const fleetSpendLedger = (node: string) =>
       return {
         spent: (worker, runId, nowIso) => {
           const day = dayOf(nowIso)
-          const key = `${worker}\0${runId}\0${day}`
           return fromDatabase(worker, runId, day).pipe(
-            Effect.tap((s) => Effect.sync(() => lastSeen.set(key, s)).pipe(Effect.zipRight(answered))),
-            Effect.catchAll((e) => unanswered(sqlDetail(e)).pipe(Effect.as(lastSeen.get(key) ?? ZERO))),
+            Effect.tap((s) => Effect.sync(() => remember(worker, runId, day, s)).pipe(Effect.zipRight(answered))),
+            Effect.catchAll((e) => unanswered(sqlDetail(e)).pipe(Effect.as(asLastSeen(worker, runId, day)))),
             Effect.map((s) => plus(s, ours(worker, runId, nowIso)))
           )
         },

@@ -40,10 +40,23 @@ const makeReads = (sql: SqlClient) =>
             Effect.map((l) => stale(l.tasks))
           ))
       )
-    const list = seen(
-      rows(sql`SELECT record FROM roster_tasks ORDER BY seq, task_id`).pipe(Effect.tap((tasks) => Ref.set(lastSeen, { tasks, down: false }))),
-      (tasks) => tasks
-    )
+    // The queue as this node last read it, each task with its row's version: a read fetches and
+    // decodes only the rows that changed since (a node passes the queue at every change anywhere in
+    // the fleet; reading every record each time made a long queue cost quadratic time).
+    const mirror = new Map<string, { readonly version: string; readonly task: TaskRecord }>()
+    const readAll = Effect.gen(function*() {
+      const heads = yield* sql<{ readonly task_id: string; readonly version: string }>`SELECT task_id, version::text AS version FROM roster_tasks`
+      const stale = heads.filter((h) => mirror.get(h.task_id)?.version !== h.version).map((h) => h.task_id)
+      if (stale.length > 0) {
+        const changed = yield* sql<{ readonly task_id: string; readonly version: string; readonly record: unknown }>`
+          SELECT task_id, version::text AS version, record FROM roster_tasks WHERE task_id IN ${sql.in(stale)}`
+        for (const r of changed) mirror.set(r.task_id, { version: r.version, task: yield* decode(r.record).pipe(Effect.orDie) })
+      }
+      const present = new Set(heads.map((h) => h.task_id))
+      for (const id of mirror.keys()) if (!present.has(id)) mirror.delete(id)
+      return [...mirror.values()].map((m) => m.task).sort((a, b) => a.seq - b.seq || (a.task_id < b.task_id ? -1 : a.task_id > b.task_id ? 1 : 0))
+    })
+    const list = seen(readAll.pipe(Effect.tap((tasks) => Ref.set(lastSeen, { tasks, down: false }))), (tasks) => tasks)
     const fetch = (taskId: string) => rows(sql`SELECT record FROM roster_tasks WHERE task_id = ${taskId}`).pipe(Effect.map((r) => r[0]))
     const get = (taskId: string) => seen(fetch(taskId), (tasks) => tasks.find((t) => t.task_id === taskId))
     return { fetch, get, list, rows }
@@ -87,7 +100,7 @@ const writes = (
       const stamped: TaskRecord = { ...next, updated_at: time, ...(claiming ? { node, attempt } : {}) }
       const record = yield* encode(stamped).pipe(Effect.orDie)
       yield* sql`UPDATE roster_tasks SET status = ${stamped.status}, record = ${JSON.stringify(record)}::jsonb,
-          node = ${stamped.node ?? null}, attempt = ${attempt}, updated_at = now()
+          node = ${stamped.node ?? null}, attempt = ${attempt}, updated_at = now(), version = version + 1
         WHERE task_id = ${taskId}`
       return { current, next: stamped }
     }))
@@ -132,7 +145,7 @@ export const fleetTaskStore = (node: string, where: string, instance: Effect.Eff
             reason: task.reason
           })),
           list.pipe(
-            Effect.flatMap((all) => own(writeTasksView(task.worker, all))),
+            Effect.flatMap((all) => own(writeTasksView(task.worker, all.filter((t) => t.worker === task.worker)))),
             Effect.catchAllCause((c) => Effect.logWarning(`the task view of ${task.worker} could not be written`, c))
           )
         ], { discard: true })

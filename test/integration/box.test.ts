@@ -183,15 +183,22 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
 
   it("kills a box that sleeps forever within 2 s of its ceiling and exits 2", async () => {
     const ceilingMin = 0.05 // 3 s
-    const r = await d.roster(["worker", "run", "alice", "--ceiling", String(ceilingMin), "!echo started; sleep 100000"])
+    const trace = path.join(d.home, `ceiling-${runtime}.jsonl`)
+    const r = await collect(spawn(ROSTER_BIN, ["worker", "run", "alice", "--ceiling", String(ceilingMin), "!echo started; sleep 100000"], {
+      env: { ...d.env, ROSTER_TRACE: trace }, stdio: ["ignore", "pipe", "pipe"]
+    }))
     expect(r.code, r.stderr).toBe(2)
     expect(r.stdout).toContain("ended by ceiling")
     const run = lastRun(d)
     expect(run.record.ended_by).toBe("ceiling")
     const took = Date.parse(run.record.finished_at) - Date.parse(run.record.started_at)
     expect(took).toBeGreaterThanOrEqual(ceilingMin * 60_000)
-    // The record's start precedes provisioning, so this bound includes it too.
-    expect(took).toBeLessThan(ceilingMin * 60_000 + 2_000)
+    // The ceiling runs from the box's start: the wait for the box (its trace span) is the ceiling, then at most
+    // 2 s to kill it and collect its exit — however long the engine took to make the box before it.
+    const spans = fs.readFileSync(trace, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { name: string; ms: number })
+    const waited = spans.find((x) => x.name === "box.await")?.ms ?? Number.NaN
+    expect(waited).toBeGreaterThanOrEqual(ceilingMin * 60_000 - 50)
+    expect(waited).toBeLessThan(ceilingMin * 60_000 + 2_000)
     expect(run.stdout).toContain("started")
     expect(identityFiles(d)).toEqual([])
     expect(await boxes()).toEqual([])

@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { collect, ROSTER_BIN } from "../support/deployment.js"
+import { collect, type Result, ROSTER_BIN } from "../support/deployment.js"
 import { spawn, spawnSync } from "node:child_process"
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-cli-"))
@@ -184,20 +184,32 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     }
   })
 
+  /**
+   * Every command the root help lists (a new one is covered without touching these tests), its
+   * help page at 80 columns (as this suite's commands run), 120 and 1000. Each page is its own
+   * process: started a few at a time, once for both tests.
+   */
+  let helpPages: Promise<{ readonly root: string; readonly pages: ReadonlyArray<{ readonly cmd: ReadonlyArray<string>; readonly piped: Result; readonly at120: string; readonly wide: string }> }> | undefined
+  const allHelp = () =>
+    (helpPages ??= (async () => {
+      const helpAt = (columns: number, cmd: ReadonlyArray<string>) =>
+        collect(spawn(ROSTER_BIN, [...cmd, "--help"], { env: { ...process.env, ROSTER_HOME: home, HOME: home, COLUMNS: String(columns) }, stdio: ["ignore", "pipe", "pipe"] }))
+      const root = (await roster("--help")).stdout
+      const listed = root.split("\n")
+        .map((l) => /^ {2}([a-z][a-z-]*(?: [a-z][a-z-]*)*)(?= {2}|$)/.exec(l)?.[1])
+        .filter((c): c is string => c !== undefined && !c.startsWith("roster"))
+      const cmds = [[], ["worker"], ...listed.map((c) => c.split(" "))]
+      const renders = await inPool(cmds.flatMap((cmd) => [0, 120, 1000].map((width) => ({ cmd, width }))), ({ cmd, width }) =>
+        width === 0 ? roster(...cmd, "--help") : helpAt(width, cmd))
+      return { root, pages: cmds.map((cmd, i) => ({ cmd, piped: renders[i * 3]!, at120: renders[i * 3 + 1]!.stdout, wide: renders[i * 3 + 2]!.stdout })) }
+    })())
+
   it("every command has --help in roster's words: the whole command in its usage, no type blurbs, as its snapshot says", async () => {
-    // Every command the root help lists (a new one is covered without touching this test).
-    const root = (await roster("--help")).stdout
-    const listed = root.split("\n")
-      .map((l) => /^ {2}([a-z][a-z-]*(?: [a-z][a-z-]*)*)(?= {2}|$)/.exec(l)?.[1])
-      .filter((c): c is string => c !== undefined && !c.startsWith("roster"))
+    const { pages, root } = await allHelp()
     // Every command has a group on the root page.
     expect(root).not.toContain("\nOTHER\n")
-    expect(listed).toEqual(expect.arrayContaining(["init", "worker run", "talk", "task add", "store restore", "server unit", "doctor"]))
-    // Each page is its own process: started a few at a time, checked in order.
-    const cmds = [[], ...listed.map((c) => c.split(" "))]
-    const pages = await inPool(cmds, (cmd) => roster(...cmd, "--help"))
-    for (const [i, cmd] of cmds.entries()) {
-      const r = pages[i]!
+    expect(pages.map((p) => p.cmd.join(" "))).toEqual(expect.arrayContaining(["init", "worker run", "talk", "task add", "store restore", "server unit", "doctor"]))
+    for (const { cmd, piped: r } of pages.filter((p) => p.cmd.join(" ") !== "worker")) {
       const what = cmd.join(" ") || "roster"
       expect(r.code, what).toBe(0)
       expect(r.stdout, what).toContain("USAGE")
@@ -208,23 +220,15 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
       // The help as it reads: a changed text is a changed snapshot, reviewed in the diff (vitest -u rewrites them).
       await expect(r.stdout).toMatchFileSnapshot(path.join("__snapshots__", "help", `${["roster", ...cmd].join("-")}.txt`))
     }
-    for (const cmd of [["worker", "run"], ["talk"], ["connection", "add"], ["task", "add"]]) {
-      expect((await roster(...cmd, "--help")).stdout.replace(/\s+/g, " "), cmd.join(" ")).toMatch(/Example: roster /)
+    for (const cmd of ["worker run", "talk", "connection add", "task add"]) {
+      expect(pages.find((p) => p.cmd.join(" ") === cmd)?.piped.stdout.replace(/\s+/g, " "), cmd).toMatch(/Example: roster /)
     }
   })
 
   it("help pages read on an 80- and a 120-column terminal: no line too long, no word broken across lines", async () => {
-    const helpAt = (columns: number, cmd: ReadonlyArray<string>) =>
-      collect(spawn(ROSTER_BIN, [...cmd, "--help"], { env: { ...process.env, ROSTER_HOME: home, HOME: home, COLUMNS: String(columns) }, stdio: ["ignore", "pipe", "pipe"] }))
     const words = (text: string) => text.split(/\s+/).filter((w) => w !== "")
-    const root = (await helpAt(1000, [])).stdout
-    const commands = root.split("\n").map((l) => /^ {2}([a-z][a-z-]*(?: [a-z][a-z-]*)*)(?= {2}|$)/.exec(l)?.[1]).filter((c): c is string => c !== undefined && !c.startsWith("roster"))
-    const cmds = [[], ["worker"], ...commands.map((c) => c.split(" "))]
-    const pages = await inPool(cmds.flatMap((cmd) => [1000, 80, 120].map((width) => ({ cmd, width }))), ({ cmd, width }) => helpAt(width, cmd))
-    for (const [i, cmd] of cmds.entries()) {
-      const wide = pages[i * 3]!.stdout
-      for (const [j, width] of [80, 120].entries()) {
-        const page = pages[i * 3 + 1 + j]!.stdout
+    for (const { at120, cmd, piped, wide } of (await allHelp()).pages) {
+      for (const [width, page] of [[80, piped.stdout], [120, at120]] as const) {
         const what = `roster ${cmd.join(" ")} --help at ${width} columns`
         for (const line of page.split("\n")) {
           if (line.length > width) expect(words(line), `${what}: a line of ${line.length} characters that is not one long word: ${line}`).toHaveLength(1)

@@ -170,54 +170,8 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     expect(await show()).toMatchObject({ status: "done" })
   })
 
-  it("the queue is the fleet's: tasks added on one node run on both, each once, never two of one worker at once", async () => {
-    interface Task { task_id: string; worker: string; status: string; node?: string; attempt?: number; run_ids: Array<string>; started_at: string | null; finished_at: string | null }
-    for (const d of [a, b]) {
-      for (const w of ["bob", "carol", "dave"]) {
-        const added = await d.roster(["worker", "add", w])
-        expect(added.code, added.stderr).toBe(0)
-      }
-    }
-    const ids: Array<string> = []
-    for (let i = 0; i < 12; i++) {
-      const r = await (i % 3 === 0 ? b : a).roster(["task", "add", ["alice", "bob", "carol", "dave"][i % 4]!, "!sleep 2"])
-      expect(r.code, r.stderr).toBe(0)
-      ids.push(/task (t-[0-9a-f]{8}) queued/.exec(r.stdout)?.[1] ?? "")
-    }
-    const list = async (d: Deployment) => JSON.parse((await d.roster(["task", "list", "--json"])).stdout) as Array<Task>
-    const deadline = Date.now() + 120_000
-    let tasks = await list(a)
-    while (Date.now() < deadline && !ids.every((id) => tasks.find((t) => t.task_id === id)?.status === "done")) {
-      await new Promise((r) => setTimeout(r, 500))
-      tasks = await list(a)
-    }
-    const ours = tasks.filter((t) => ids.includes(t.task_id))
-    expect(ours.map((t) => t.status)).toEqual(Array(12).fill("done"))
-    expect(ours.every((t) => t.run_ids.length === 1 && t.attempt === 1)).toBe(true)
-    expect(new Set(ours.map((t) => t.node))).toEqual(new Set(["node-a", "node-b"]))
-    for (const x of ours) {
-      const from = Date.parse(x.started_at!)
-      const to = Date.parse(x.finished_at!)
-      const overlap = ours.filter((y) => y !== x && y.worker === x.worker && Date.parse(y.started_at!) < to && from < Date.parse(y.finished_at!))
-      expect(overlap.map((y) => y.task_id), `${x.task_id} (${x.worker})`).toEqual([])
-    }
-    // Each run's folder is in the shared folder, its record naming the node that ran it; either node shows
-    // any run whole: its transcript, and its requests from the audit log of the node that ran it.
-    for (const x of ours) {
-      const record = JSON.parse(fs.readFileSync(path.join(shared, "runs", x.worker, x.run_ids[0]!, "run.json"), "utf8")) as { node: string }
-      expect(record.node, x.task_id).toBe(x.node)
-      expect(fs.existsSync(a.file("data", "runs", x.worker, x.run_ids[0]!))).toBe(false)
-    }
-    const onB = ours.find((t) => t.node === "node-b")!
-    const shown = await a.roster(["runs", "show", onB.run_ids[0]!])
-    expect(shown.stdout).toContain("  node:      node-b")
-    expect(shown.stdout).toMatch(/gateway requests \(\d+\):\n.*POST \S+\/v1\/preflight/)
-    const listed = JSON.parse((await a.roster(["runs", "list", "--json", "--limit", "100"])).stdout) as Array<{ run_id: string; node: string }>
-    expect(new Set(listed.filter((r) => ours.some((t) => t.run_ids[0] === r.run_id)).map((r) => r.node))).toEqual(new Set(["node-a", "node-b"]))
-    expect((await list(b)).filter((t) => ids.includes(t.task_id)).map((t) => t.status)).toEqual(Array(12).fill("done"))
-  })
-
   it("a cancel from another node reaches the box on the node that runs it", async () => {
+    for (const d of [a, b]) expect((await d.roster(["worker", "add", "carol"])).code).toBe(0)
     const { id, show } = await addTask(a, "carol", "!sleep 60")
     const running = await show()
     expect(running.status).toBe("running")

@@ -1,6 +1,6 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Context, Deferred, Effect, Either, Fiber, Layer, Option, Redacted, Stream } from "effect"
+import { ConfigProvider, Context, Deferred, Effect, Either, Fiber, Layer, Option, Redacted, Schedule, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -225,7 +225,21 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
       const written = { l1: yield* l1.spent("spender", run, now), l2: yield* l2.spent("spender", "2026-12-02-00-00-00-ffffffff", now) }
       l2.count({ ...entry, worker: "other", run_id: runIdOf(), usd: 0.5 })
       const orgDay = (yield* l2.spent("spender", run, now)).orgDayUsd
-      return { counted, written, orgDay, usage: yield* l1.usage(now.slice(0, 10), Option.none()) }
+      const usage = yield* l1.usage(now.slice(0, 10), Option.none())
+      // The database stops: the budgets read its sums as last seen plus this node's answers since,
+      // which are written once it is back.
+      pg.stop()
+      const later = { ...entry, run_id: run, usd: 0.125 }
+      const outage = yield* Effect.gen(function*() {
+        l1.count(later)
+        yield* l1.persist(later)
+        return yield* l1.spent("spender", run, now)
+      }).pipe(Effect.ensuring(Effect.sync(() => pg.start())))
+      const rewritten = yield* Effect.gen(function*() {
+        const got = yield* l2.spent("spender", run, now)
+        return got.runUsd === 0.375 ? got : yield* Effect.fail("not yet")
+      }).pipe(Effect.retry({ schedule: Schedule.spaced("500 millis"), times: 30 }))
+      return { counted, written, orgDay, usage, outage, rewritten }
     })).pipe(Effect.orDie))
     expect(seen.counted.l1).toEqual({ runUsd: 0.25, runTokens: 150, workerDayUsd: 0.25, orgDayUsd: 0.25 })
     expect(seen.counted.l2.workerDayUsd).toBe(0)
@@ -233,8 +247,12 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(seen.written.l2).toMatchObject({ runUsd: 0, workerDayUsd: 0.25, orgDayUsd: 0.25 })
     // l2's own unwritten answer (another worker) counts toward the org's day there.
     expect(seen.orgDay).toBe(0.75)
-    expect(pg.sql(`SELECT count(*) || ' ' || string_agg(node, ',') FROM roster_spend WHERE run_id = '${run}'`)).toBe("1 l1")
+    // Each answer once, however often its write was tried: the first, and the one counted during the outage.
+    expect(pg.sql(`SELECT string_agg(usd::text || ' ' || node, ',' ORDER BY usd) FROM roster_spend WHERE run_id = '${run}'`)).toBe("0.125 l1,0.25 l1")
     expect(seen.usage.get("spender")).toEqual({ runs: 1, answers: 1, input: 100, output: 50, cache_read: 0, cache_write: 0, usd: 0.25, unpriced: 0 })
+    expect(seen.outage).toMatchObject({ runUsd: 0.375, workerDayUsd: 0.375 })
+    // Written by l1's retry once the database answered: l2 reads it from there.
+    expect(seen.rewritten.workerDayUsd).toBe(0.375)
   })
 
   it("worker memory is the fleet's: one node's entry is every node's, a bound holds across nodes writing at once, a hold reaches every node", async () => {
