@@ -5,6 +5,8 @@ import { answersOf, askScript, type Held, nextHeld } from "../support/ask.js"
 import { collect, type Deployment, makeDeployment } from "../support/deployment.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { latestRunId } from "../support/runs.js"
+import { auditedOnce } from "../support/audit.js"
+import type { AuditRecord } from "../../src/gateway/base/Audit.js"
 
 describe("approvals: a box's refused request held while a person decides, through the real gateway and CLI", () => {
   let d: Deployment
@@ -62,8 +64,8 @@ describe("approvals: a box's refused request held while a person decides, throug
     expect(said.metadata).not.toContain("approv")
     // Every decision is in the audit log with who made it.
     const auditDir = d.file("state", "audit")
-    const audited = fs.readdirSync(auditDir).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n")).map((l) => JSON.parse(l))
-      .filter((x) => x.run_id === first.run_id && x.host !== "roster-gateway")
+    const ofRun = (lines: ReadonlyArray<AuditRecord>) => lines.filter((x) => x.run_id === first.run_id && x.host !== "roster-gateway")
+    const audited = ofRun(await auditedOnce(auditDir, (lines) => ofRun(lines).length >= 5))
     expect(audited.filter((x) => x.status === 200).map((x) => x.note)).toEqual([
       expect.stringMatching(/^approved by \S+ \(cli\) \(once\)$/), expect.stringMatching(/^approved by \S+ \(cli\) \(run\)$/), "approved by an earlier --run approval"
     ])

@@ -10,6 +10,7 @@ import { latestRunId } from "../support/runs.js"
 import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN, TEST_IMAGE } from "../support/deployment.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { removeLockdownRules } from "../support/lockdownRules.js"
+import { auditedOnce } from "../support/audit.js"
 
 const docker = new Dockerode()
 /** The boxes of the deployment under test (never another suite's on the same engine). */
@@ -301,9 +302,9 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     expect(otherHost).toContain("HTTP/1.1 403")
     // Every request is audited with the run's identity.
     const auditDir = d.file("state", "audit")
-    const records = fs.readdirSync(auditDir).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n"))
-      .map((l) => JSON.parse(l))
     const runId = lastRun(d).record.run_id
+    // A tunnel's line is written once both its sides have closed, which can be a moment after the run ended.
+    const records = await auditedOnce(auditDir, (lines) => lines.filter((x) => x.run_id === runId && x.host !== "roster-gateway").length >= 3)
     // (The box's preflight report is one of its requests too: not an egress one.)
     const mine = records.filter((x) => x.run_id === runId && x.host !== "roster-gateway")
     expect(mine.map((x) => x.status).sort()).toEqual([200, 403, 403])

@@ -23,6 +23,8 @@ import { reportPreflight } from "../support/boxClient.js"
 import { serveGateway } from "../../src/gateway/server.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { makeOutsideHost } from "../support/netns.js"
+import { auditedOnce } from "../support/audit.js"
+import type { AuditRecord } from "../../src/gateway/base/Audit.js"
 
 const TOKEN = "ab".repeat(32)
 const LIVE_RUN = "2026-01-01-00-00-00-00000000"
@@ -314,11 +316,8 @@ describe("the gateway (real listener)", () => {
       expect(echoed.headers["proxy-authorization"]).toBeUndefined()
       // The tunnel's audit line counts what went each way (written once the tunnel closed).
       const auditDir = layout(paths).auditDir
-      const tunnelLine = () =>
-        (fs.existsSync(auditDir) ? fs.readdirSync(auditDir) : []).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n"))
-          .filter(Boolean).map((l) => JSON.parse(l) as { method: string; port: number; bytes_up: number; bytes_down: number })
-          .find((r) => r.method === "CONNECT" && r.port === outside.port)
-      for (let i = 0; i < 40 && !tunnelLine(); i++) yield* Effect.sleep("50 millis")
-      expect(tunnelLine()).toMatchObject({ bytes_up: 0, bytes_down: Buffer.byteLength(`${outside.greeting}\n`) })
+      const isTunnel = (r: AuditRecord) => r.method === "CONNECT" && r.port === outside.port
+      const lines = yield* Effect.promise(() => auditedOnce(auditDir, (all) => all.some(isTunnel)))
+      expect(lines.find(isTunnel)).toMatchObject({ bytes_up: 0, bytes_down: Buffer.byteLength(`${outside.greeting}\n`) })
     }).pipe(Effect.scoped))
 })

@@ -25,6 +25,8 @@ import { serveRehearsal } from "../../src/rehearsal/server.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { makeTestTls } from "../support/testCa.js"
+import { auditedOnce } from "../support/audit.js"
+import type { AuditRecord } from "../../src/gateway/base/Audit.js"
 import { connectVia, forwardVia, type Reply, reportPreflight, tlsHandshakeVia, viaGateway, wsVia } from "../support/boxClient.js"
 import type { Org } from "../../src/config/schema.js"
 import { checkPolicy } from "../../src/gateway/base/policyCheck.js"
@@ -206,8 +208,8 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   it("the sentinel only in the URL path is audited by place (never by value), taints the run and warns it", async () => {
     const r = await viaGateway(port, ALICE, "api.example.com:8443", { path: `/v1/${SENTINEL}/x`, headers: { "x-api-key": SENTINEL } }, [rosterCa])
     expect(r.status).toBe(200)
-    const records = fs.readdirSync(auditDir).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n")).map((l) => JSON.parse(l))
-    const audited = records.find((x) => x.path === "/v1/[sentinel]/x")
+    const inPath = (x: AuditRecord) => x.path === "/v1/[sentinel]/x"
+    const audited = (await auditedOnce(auditDir, (lines) => lines.some(inPath))).find(inPath)
     expect(audited).toMatchObject({ run_id: "2026-12-01-09-00-00-0000a11c", status: 200, injected: true, sentinel_unsubstituted: ["path"] })
     const warned = (r: RunRecord | undefined) => r?.warnings?.some((w) => w.includes("api.example.com") && w.includes("in path")) === true
     // The taint is written before the box hears the answer; the warning once the answer is done.
@@ -269,14 +271,9 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect((r.arrivals.at(-1) ?? 0) - (r.arrivals[0] ?? 0)).toBeGreaterThanOrEqual(800)
   })
 
-  const audited = () => (fs.existsSync(auditDir) ? fs.readdirSync(auditDir) : [])
-    .flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").split("\n")).filter((l) => l.trim() !== "").map((l) => JSON.parse(l))
   /** A WebSocket is audited when the gateway has seen both sides close, a moment after the client has: its record, once written (2 s at most). */
-  const auditedFor = async (wsPath: string) => {
-    const find = () => audited().reverse().find((x: { path: string }) => x.path === wsPath)
-    for (let i = 0; i < 40 && !find(); i++) await new Promise((r) => setTimeout(r, 50))
-    return find()
-  }
+  const auditedFor = async (wsPath: string) =>
+    (await auditedOnce(auditDir, (lines) => lines.some((x) => x.path === wsPath))).reverse().find((x) => x.path === wsPath)
 
   it("a WebSocket to a granted host: the handshake gets the key; the box never sees it — in the 101, a message, or split over two fragments", async () => {
     const s = await wsVia(port, ALICE, "198.51.100.7:8443", "/ws", { headers: { "x-api-key": SENTINEL }, send: ["hello"], expect: 3, ca: [rosterCa] })
@@ -296,7 +293,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(s.closed.code).toBe(1000)
     const record = await auditedFor("/ws")
     expect(record).toMatchObject({ run_id: "2026-12-01-09-00-00-0000a11c", injected: true, note: "websocket", host: "198.51.100.7" })
-    expect(record.bytes_down).toBeGreaterThan(0)
+    expect(record?.bytes_down).toBeGreaterThan(0)
   })
 
   it("a WebSocket frame from the box carrying the sentinel is audited loudly and taints the run; an upstream that forces compression is cut", async () => {
@@ -508,14 +505,14 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(after.status).toBe(407)
   })
 
-  it("audits each request: path without query, injected yes/no, bytes", () => {
-    const records = fs.readdirSync(auditDir).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n")).map((l) => JSON.parse(l))
+  it("audits each request: path without query, injected yes/no, bytes", async () => {
+    const records = await auditedOnce(auditDir, (lines) => lines.some((r) => r.path === "/v1/messages"))
     const injected = records.find((r) => r.path === "/v1/messages")
     expect(injected).toMatchObject({ run_id: "2026-12-01-09-00-00-0000a11c", subject: "org/alice", host: "198.51.100.7", method: "POST", status: 200, injected: true })
-    expect(injected.bytes_up).toBeGreaterThan(0)
-    expect(injected.bytes_down).toBeGreaterThan(0)
+    expect(injected?.bytes_up).toBeGreaterThan(0)
+    expect(injected?.bytes_down).toBeGreaterThan(0)
     // The first request carried the sentinel in other headers, the query and the body: said where, never what.
-    expect(injected.sentinel_unsubstituted).toEqual(["header:cookie", "header:x-other", "query", "body"])
+    expect(injected?.sentinel_unsubstituted).toEqual(["header:cookie", "header:x-other", "query", "body"])
     expect(JSON.stringify(records)).not.toContain(SENTINEL)
     expect(JSON.stringify(records)).not.toContain(REAL_KEY)
   })

@@ -12,6 +12,8 @@ import { answersOf, askScript, nextHeld } from "../support/ask.js"
 import { collect, type Deployment, freePort, makeDeployment, ROSTER_BIN, TEST_IMAGE } from "../support/deployment.js"
 import { makeOutsideHost } from "../support/netns.js"
 import { latestRunId } from "../support/runs.js"
+import { auditedOnce } from "../support/audit.js"
+import type { AuditRecord } from "../../src/gateway/base/Audit.js"
 
 const PI_IMAGE = "roster-box:test"
 const CHROMIUM = "/usr/bin/chromium"
@@ -236,8 +238,9 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
       expect(answer).toContain("HTTP/1.1 200 Connection Established")
       expect(answer).toContain(outside.greeting)
       const auditDir = d.file("state", "audit")
-      const audited = fs.readdirSync(auditDir).flatMap((f) => fs.readFileSync(path.join(auditDir, f), "utf8").trim().split("\n")).map((l) => JSON.parse(l))
-      expect(audited.find((x) => x.run_id === held.run_id && x.status === 200 && x.host !== "roster-gateway")?.note).toBe("approved by a person at roster web (once)")
+      const approved = (x: AuditRecord) => x.run_id === held.run_id && x.status === 200 && x.host !== "roster-gateway"
+      const audited = await auditedOnce(auditDir, (lines) => lines.some(approved))
+      expect(audited.find(approved)?.note).toBe("approved by a person at roster web (once)")
     } finally {
       d.writeOrg(grant)
       outside.close()
