@@ -76,8 +76,13 @@ export const layout = (p: RosterPaths) => {
     contextFile: (worker: string, runId: string) => path.join(carried, "contexts", worker, `${runId}.json`),
     /** A worker's memory (remember / forget through the gateway): host-side, never mounted. */
     memoryFile: (worker: string) => path.join(p.data, "memory", `${worker}.jsonl`),
-    /** Messages for a live warm session from outside it (a task's reply_to talk:<run-id>): host-side. */
-    inboxFile: (runId: string) => path.join(carried, "inbox", `${runId}.jsonl`),
+    /**
+     * Messages for a live warm session from outside it (a task's reply_to talk:<run-id>): host-side.
+     * The file this process appends to: a fleet node its own (<run-id>.<node>.jsonl), since two
+     * machines appending to one file over NFS can interleave or lose lines; the session reads them all.
+     */
+    inboxFile: (runId: string) => path.join(carried, "inbox", p.fleet ? `${runId}.${p.fleet.node}.jsonl` : `${runId}.jsonl`),
+    inboxDir: path.join(carried, "inbox"),
     tasksDir: path.join(p.data, "tasks", "records"),
     taskFile: (taskId: string) => path.join(p.data, "tasks", "records", `${taskId}.json`),
     /** Task records roster could not read, put aside as they were (each listed as a failed task). */

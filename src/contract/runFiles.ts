@@ -10,6 +10,11 @@ export const runFiles = (runDir: string) => ({
   messages: path.join(runDir, "messages.jsonl"),
   /** What the gateway and people learn of the run while it runs (taints, warnings, pushes), appended. */
   events: path.join(runDir, "events.jsonl"),
+  /**
+   * The same, appended by one node of a fleet: each node appends only to its own file, since two
+   * machines appending to one file over NFS can interleave or lose lines.
+   */
+  nodeEvents: (node: string) => path.join(runDir, `events.${node}.jsonl`),
   /** A session's turn inputs, one line each. */
   turns: path.join(runDir, "turns.jsonl"),
   home: path.join(runDir, "home"),

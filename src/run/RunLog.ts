@@ -5,7 +5,7 @@ import { KnowledgePush, KnowledgeResult } from "../contract/knowledge.js"
 import { PreflightResult } from "../contract/preflight.js"
 import { runFiles } from "../contract/runFiles.js"
 import { Taint, Untaint } from "../contract/taint.js"
-import { appendEvent, foldEvents, readEvents, type RunEvent, RunStopped, RunUsage } from "./events.js"
+import { appendEvent, foldEvents, readRunEvents, type RunEvent, RunStopped, RunUsage } from "./events.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
 /** What ended a run: its own exit, a ceiling, a signal, an error, idleness, its owner's death, a cancel. */
@@ -99,7 +99,12 @@ export interface RunEnd {
 }
 
 const recordFile = (worker: string, runId: string) => Effect.map(Paths, (p) => runFiles(layout(p).runDir(worker, runId)).record)
-const eventsFile = (worker: string, runId: string) => Effect.map(Paths, (p) => runFiles(layout(p).runDir(worker, runId)).events)
+/** Where this process appends a run's events: a fleet node to its own file (see runFiles). */
+const eventsFile = (worker: string, runId: string) =>
+  Effect.map(Paths, (p) => {
+    const files = runFiles(layout(p).runDir(worker, runId))
+    return p.fleet ? files.nodeEvents(p.fleet.node) : files.events
+  })
 const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
 
 const writeRecord = (file: string, record: RunRecord) =>
@@ -111,7 +116,8 @@ export const readRunDir = (runDir: string) =>
     const files = runFiles(runDir)
     const decoded = Schema.decodeUnknownOption(RunRecord)(yield* readJsonOptional(files.record))
     if (decoded._tag === "None") return undefined
-    return { ...decoded.value, ...foldEvents(yield* readEvents(files.events)) } satisfies RunRecord
+    const events = yield* readRunEvents(runDir, decoded.value.node !== undefined)
+    return { ...decoded.value, ...foldEvents(events) } satisfies RunRecord
   })
 
 const readRecord = (worker: string, runId: string) =>

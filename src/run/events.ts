@@ -1,5 +1,7 @@
 import { FileSystem } from "@effect/platform"
 import { Effect, Schema } from "effect"
+import * as path from "node:path"
+import { runFiles } from "../contract/runFiles.js"
 import { KnowledgePush } from "../contract/knowledge.js"
 import { PreflightResult } from "../contract/preflight.js"
 import { Taint, Untaint } from "../contract/taint.js"
@@ -45,6 +47,24 @@ export const readEvents = (file: string) =>
     Effect.orElseSucceed((): Array<RunEvent> => [])
   )
 
+/** A fleet node's own events file in a run folder: events.<node>.jsonl. */
+const NODE_EVENTS = /^events\.[^/]+\.jsonl$/
+
+/**
+ * Every event of a run folder: events.jsonl (one machine's, or an older run's), then each fleet
+ * node's own file in name order. Only a fleet run (its record names a node) has node files, so a
+ * single machine's read stays one file, no directory listing.
+ */
+export const readRunEvents = (runDir: string, fleetRun: boolean) =>
+  Effect.gen(function*() {
+    const own = yield* readEvents(runFiles(runDir).events)
+    if (!fleetRun) return own
+    const fs = yield* FileSystem.FileSystem
+    const names = (yield* fs.readDirectory(runDir).pipe(Effect.orElseSucceed((): Array<string> => []))).filter((n) => NODE_EVENTS.test(n)).sort()
+    const others = yield* Effect.forEach(names, (n) => readEvents(path.join(runDir, n)))
+    return [...own, ...others.flat()]
+  })
+
 /** A run's model usage: tokens in, out and through the cache, answers, and the estimated cost. */
 export const RunUsage = Schema.Struct({
   input_tokens: Schema.Number,
@@ -80,7 +100,8 @@ export const foldEvents = (events: ReadonlyArray<RunEvent>): EventFields => {
   let preflight: PreflightResult | undefined
   for (const e of events) {
     if (e.kind === "taint") tainted.push(e.taint)
-    else if (e.kind === "untaint") untainted = e.untaint
+    // The latest decision, by its time: two people's untaints on two nodes are in two files, read in name order.
+    else if (e.kind === "untaint") untainted = untainted && untainted.at > e.untaint.at ? untainted : e.untaint
     else if (e.kind === "warning") {
       if (!warnings.includes(e.text)) warnings.push(e.text)
     }

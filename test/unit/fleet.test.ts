@@ -1,5 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { Context, Effect, Either, Fiber, Layer } from "effect"
+import { watchInbox } from "../../src/session/inbox.js"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { RunLog } from "../../src/run/RunLog.js"
+import { isTainted } from "../../src/contract/taint.js"
 import { decodeToml } from "../../src/config/decode.js"
 import { OrgSchema } from "../../src/config/schema.js"
 import type { FleetStatus } from "../../src/contract/fleet.js"
@@ -164,5 +168,83 @@ describe("doctor's fleet lines", () => {
   it("a shared folder that is not the fleet's says so", () => {
     const lines = fleetCheckLines(check({ shared_data: { folder: "/srv/roster", ok: false, fleet: null, detail: "holds no .roster-fleet.json" } }))
     expect(lines).toContain("  shared data: /srv/roster — PROBLEM: holds no .roster-fleet.json")
+  })
+})
+
+describe("a fleet run's events", () => {
+  it("each node appends to its own file of the run; every node reads them all — a taint on the run's node, an untaint on another", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "roster-fleet-events-"))
+    try {
+      const shared = path.join(root, "shared")
+      const nodeLog = (node: string) => {
+        const home = path.join(root, node)
+        fs.mkdirSync(path.join(home, "config"), { recursive: true })
+        fs.writeFileSync(path.join(home, "config", "org.toml"), `[cluster]\ndatabase = "postgres://roster@db.test/roster"\nshared_data = "${shared}"\nnode = "${node}"\n`)
+        const paths = Paths.fromEnv({ ROSTER_HOME: home, HOME: home })
+        expect(paths.fleet?.node).toBe(node)
+        return <A, E>(f: (log: Context.Tag.Service<RunLog>) => Effect.Effect<A, E>) =>
+          Effect.runPromise(Effect.flatMap(RunLog, f).pipe(Effect.provide(RunLog.layer.pipe(Layer.provide(Layer.mergeAll(Paths.layerAt(paths), NodeContext.layer))))))
+      }
+      const [n1, n2] = [nodeLog("n1"), nodeLog("n2")]
+      const runId = "2026-12-02-10-00-00-0000e1e1"
+      await n1((log) => log.start({ runId, worker: "alice", kind: "box" }))
+      const taint = (time: string) => ({ kind: "taint" as const, taint: { reason: "egress_refused" as const, host: "x.example.com", time } })
+      await n1((log) => log.append("alice", runId, taint("2026-12-02T10:00:01.000Z")))
+      await n2((log) => log.append("alice", runId, { kind: "untaint", untaint: { reason: "looked", at: "2026-12-02T10:00:02.000Z", cleared: 1, landed: [] } }))
+      const runDir = path.join(shared, "runs", "alice", runId)
+      // No file has two writers: the run's node wrote its own, the untainting node its own.
+      expect(fs.readdirSync(runDir).filter((f) => f.startsWith("events")).sort()).toEqual(["events.n1.jsonl", "events.n2.jsonl"])
+      for (const read of [n1, n2]) {
+        const run = await read((log) => log.read("alice", runId))
+        expect(run?.node).toBe("n1")
+        expect(run?.tainted).toHaveLength(1)
+        expect(run && isTainted(run)).toBe(false)
+      }
+      // A later taint taints it again, on every node; of two untaints the later one counts, whichever node's file it is in.
+      await n1((log) => log.append("alice", runId, taint("2026-12-02T10:00:03.000Z")))
+      await n2((log) => log.append("alice", runId, { kind: "untaint", untaint: { reason: "late", at: "2026-12-02T10:00:05.000Z", cleared: 2, landed: [] } }))
+      await n1((log) => log.append("alice", runId, { kind: "untaint", untaint: { reason: "early", at: "2026-12-02T10:00:04.000Z", cleared: 1, landed: [] } }))
+      const run = await n2((log) => log.read("alice", runId))
+      expect(run?.untainted?.reason).toBe("late")
+      expect(run && isTainted(run)).toBe(false)
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
+
+describe("a fleet session's inbox", () => {
+  it("each node delivers into its own file; the session hears every line once, a torn one when it is whole", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "roster-fleet-inbox-"))
+    try {
+      const shared = path.join(root, "shared")
+      fs.mkdirSync(path.join(root, "config"), { recursive: true })
+      fs.writeFileSync(path.join(root, "config", "org.toml"), `[cluster]\ndatabase = "postgres://roster@db.test/roster"\nshared_data = "${shared}"\nnode = "n1"\n`)
+      const paths = Paths.fromEnv({ ROSTER_HOME: root, HOME: root })
+      const runId = "2026-12-02-10-00-00-0000abcd"
+      // The delivering node's file is its own.
+      expect(path.basename(layout(paths).inboxFile(runId))).toBe(`${runId}.n1.jsonl`)
+      const dir = layout(paths).inboxDir
+      fs.mkdirSync(dir, { recursive: true })
+      const line = (id: string, node: string) => `${JSON.stringify({ id, from_task: `t-${id}`, worker: node, status: "done", text: `from ${node}`, at: "2026-12-02T10:00:00.000Z" })}\n`
+      fs.writeFileSync(path.join(dir, `${runId}.n1.jsonl`), line("a", "n1"))
+      fs.writeFileSync(path.join(dir, `${runId}.n2.jsonl`), line("b", "n2") + line("c", "n2").slice(0, 20))
+      // Another session's file is not this one's.
+      fs.writeFileSync(path.join(dir, "2026-12-02-10-00-00-0000ffff.n2.jsonl"), line("z", "n2"))
+      const heard: Array<string> = []
+      const watch = watchInbox(runId, (m) => Effect.sync(() => heard.push(m.messageId)))
+      await Effect.runPromise(Effect.gen(function*() {
+        const fiber = yield* Effect.fork(watch)
+        yield* Effect.sleep("200 millis")
+        expect([...heard].sort()).toEqual(["a", "b"])
+        fs.writeFileSync(path.join(dir, `${runId}.n2.jsonl`), line("b", "n2") + line("c", "n2"))
+        fs.appendFileSync(path.join(dir, `${runId}.n1.jsonl`), line("a", "n1"))
+        yield* Effect.sleep("700 millis")
+        yield* Fiber.interrupt(fiber)
+      }).pipe(Effect.provide(Layer.mergeAll(Paths.layerAt(paths), NodeContext.layer))))
+      expect([...heard].sort()).toEqual(["a", "b", "c"])
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true })
+    }
   })
 })
