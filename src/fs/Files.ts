@@ -2,6 +2,7 @@ import type { PlatformError } from "@effect/platform/Error"
 import { SystemError } from "@effect/platform/Error"
 import { Context, Effect, Layer } from "effect"
 import * as fsp from "node:fs/promises"
+import { batchedWrite } from "./batchedWrite.js"
 
 /** An open file each write appends to (see `Files.openAppend`). */
 export interface Appender {
@@ -27,8 +28,9 @@ export class Files extends Context.Tag("roster/Files")<Files, {
   readonly lchown: (path: string, uid: number, gid: number) => Effect.Effect<void, PlatformError>
   readonly append: (file: string, text: string, mode?: number) => Effect.Effect<void, PlatformError>
   /**
-   * A file kept open for appending: each `write` is one append of a whole line, concurrent ones
-   * never serialised behind a lock (the platform's File keeps a position and a semaphore).
+   * A file kept open for appending: each `write` appends a whole line, never serialised behind a
+   * lock (the platform's File keeps a position and a semaphore); lines written while one is in
+   * flight go out together in the next write (batchedWrite).
    */
   readonly openAppend: (file: string, mode?: number) => Effect.Effect<Appender, PlatformError>
 }>() {
@@ -43,10 +45,13 @@ export class Files extends Context.Tag("roster/Files")<Files, {
     append: (file, text, mode = 0o600) => io("append", file, () => fsp.appendFile(file, text, { mode })),
     // Uninterruptible: a caller interrupted mid-open would abandon a handle that no one closes.
     openAppend: (file, mode = 0o600) =>
-      io("open", file, () => fsp.open(file, "a", mode)).pipe(Effect.uninterruptible, Effect.map((handle): Appender => ({
-        write: (text) => io("write", file, () => handle.write(text)).pipe(Effect.asVoid),
-        close: Effect.promise(() => handle.close().catch(() => undefined))
-      })))
+      io("open", file, () => fsp.open(file, "a", mode)).pipe(Effect.uninterruptible, Effect.map((handle): Appender => {
+        const lines = batchedWrite((text) => handle.write(text))
+        return {
+          write: (text) => io("write", file, () => lines.write(text)),
+          close: Effect.promise(() => lines.drained().then(() => handle.close()).catch(() => undefined))
+        }
+      }))
   })
 }
 

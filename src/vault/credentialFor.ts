@@ -22,8 +22,10 @@ const usable = (e: VaultEntry | undefined): e is VaultEntry =>
  * pi login, then (anthropic only) ANTHROPIC_API_KEY in this process's environment. The box's
  * sentinel is shaped from the same entry the gateway injects, so the header the box fills is the
  * header the gateway swaps — never a login's Bearer sentinel beside a vault key's x-api-key.
+ * Untraced: it runs on every request the gateway handles, and a traced step (a span and a stack
+ * capture per call) measured 13–26 µs against 1–3 µs untraced (docs/PERFORMANCE.md).
  */
-export const credentialFor = Effect.fn("vault.credentialFor")(function*(name: string) {
+export const credentialFor = Effect.fnUntraced(function*(name: string) {
   const fromVault = yield* (yield* Vault).get(name)
   if (usable(fromVault)) return { source: "vault", entry: fromVault } satisfies ChosenCredential
   const login = yield* readJsonOptional(layout(yield* Paths).hostPiAuth)
