@@ -107,6 +107,9 @@ describe("gateway", () => {
   let mitm: ChildProcess
   let mitmPort: number
   let mitmCa: string
+  let floor: ChildProcess
+  let floorPort: number
+  let floorCa: string
 
   beforeAll(async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-"))
@@ -192,10 +195,24 @@ describe("gateway", () => {
     })
     await listening(mitmPort)
     mitmCa = fs.readFileSync(path.join(confdir, "mitmproxy-ca-cert.pem"), "utf8")
+
+    // The floor: plain Node doing the same job with nothing of roster's (bench/nodeFloor.mjs), on the daemon's flags.
+    const leaf = await makeTestTls("127.0.0.1", HOST)
+    floorCa = leaf.caPem
+    for (const [name, text] of [["floor.crt", leaf.certPem], ["floor.key", leaf.keyPem]] as const) fs.writeFileSync(path.join(dir, name), text)
+    floor = spawn(process.execPath, [
+      ...daemonFlags, path.join(root, "bench", "nodeFloor.mjs"),
+      path.join(dir, "floor.crt"), path.join(dir, "floor.key"), String(upstreamPort), path.join(dir, "upstream-ca.crt")
+    ], { stdio: ["pipe", "pipe", "inherit"] })
+    floorPort = await new Promise<number>((resolve, reject) => {
+      floor.stdout?.once("data", (c: Buffer) => resolve(Number(c.toString().trim())))
+      floor.once("exit", (code) => reject(new Error(`the floor proxy exited ${code}`)))
+    })
   }, 60_000)
 
   afterAll(() => {
     mitm?.kill()
+    floor?.stdin?.end()
     gateway?.stdin?.end()
     upstream.close()
     bulk?.close()
@@ -205,6 +222,7 @@ describe("gateway", () => {
   const viaGateway = () => tunnelTls(gatewayPort, TOKEN, HOST, rosterCa).then((s) => rawClient(s, HOST))
   const direct = () => directTls(upstreamPort, upstreamCa).then((s) => rawClient(s, "127.0.0.1"))
   const viaMitm = () => tunnelTls(mitmPort, TOKEN, HOST, mitmCa).then((s) => rawClient(s, HOST))
+  const viaFloor = () => tunnelTls(floorPort, TOKEN, HOST, floorCa).then((s) => rawClient(s, HOST))
 
   it("keep-alive latency, p50 and p99, alternating blocks", async () => {
     const [g, d, m] = [await viaGateway(), await direct(), await viaMitm()]
@@ -269,6 +287,11 @@ describe("gateway", () => {
     const baseline = await load(direct)
     const { rate: peer, cpu: peerCpu } = await cpuPerRequest(mitm.pid, viaMitm)
     const peerRss = rssOf(mitm.pid)
+    const { rate: bare, cpu: bareCpu } = await cpuPerRequest(floor.pid, viaFloor)
+    emit({
+      metric: "grant path CPU per request, against plain Node doing the same job (bench/nodeFloor.mjs)", roster: rosterCpu * 1000, baseline: bareCpu * 1000,
+      unit: "µs", compare: "ratio", goal: "reported", pass: true, reported: true, spread: `plain Node ${bare.toFixed(0)} req/s`
+    })
     emit({
       metric: "grant path CPU per request at 16 connections, against mitmproxy's", roster: rosterCpu * 1000, baseline: peerCpu * 1000, unit: "µs",
       compare: "ratio", goal: "<= mitmproxy's / 2", pass: rosterCpu * 2 <= peerCpu

