@@ -19,6 +19,7 @@ import { RunFence } from "./run/RunFence.js"
 import { RunLog } from "./run/RunLog.js"
 import { MemoryStore } from "./memory/MemoryStore.js"
 import { fleetMemoryStoreOnDemand } from "./fleet/memoryStore.js"
+import { fleetTaskStoreOnDemand } from "./fleet/taskStoreOnDemand.js"
 import { TaskStore } from "./task/TaskStore.js"
 import { Vault } from "./vault/Vault.js"
 
@@ -89,7 +90,7 @@ export const makeRosterLive = <const P extends RosterParts = Record<never, never
     vault,
     parts.liveRuns ?? LiveRuns.layer,
     parts.audit ?? Audit.layer,
-    parts.taskStore ?? TaskStore.layer,
+    parts.taskStore ?? taskStoreLive.pipe(Layer.provide(Layer.merge(orgConfig, vault))),
     parts.memoryStore ?? memoryStoreLive.pipe(Layer.provide(Layer.merge(orgConfig, vault))),
     parts.runFence ?? RunFence.layerNone
   )
@@ -103,6 +104,10 @@ export const makeRosterLive = <const P extends RosterParts = Record<never, never
  */
 const memoryStoreLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<MemoryStore, never, HostFiles | Files | OrgConfig | Vault> =>
   p.fleet ? fleetMemoryStoreOnDemand : MemoryStore.layer))
+
+/** Tasks where this machine keeps them: its files, or under `[cluster]` the fleet's queue (connected on first use; the daemon uses its own). */
+const taskStoreLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<TaskStore, never, HostFiles | Files | OrgConfig | Vault> =>
+  p.fleet ? fleetTaskStoreOnDemand : TaskStore.layer))
 
 /** Every live service roster needs: {@link makeRosterLive} with every part the live one. */
 export const RosterLive = makeRosterLive()

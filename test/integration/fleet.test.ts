@@ -212,6 +212,22 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     expect((await a.roster(["server", "status"])).stdout).toMatch(/node-b\s+LEFT/)
   })
 
+  it("a task queued on a node whose daemon is down goes into the fleet's queue (not that machine's files) and runs on a live node", async () => {
+    // b was stopped by the test before.
+    const added = await b.roster(["task", "add", "alice", "!true"])
+    expect(added.code, added.stderr).toBe(0)
+    const id = /task (t-[0-9a-f]{8}) queued/.exec(added.stdout)?.[1] ?? ""
+    expect(id).not.toBe("")
+    expect(fs.existsSync(b.file("data", "tasks", "records", `${id}.json`))).toBe(false)
+    const shown = async (d: Deployment) => JSON.parse((await d.roster(["task", "show", id, "--json"])).stdout) as { status: string; node?: string }
+    const by = Date.now() + 30_000
+    while ((await shown(a)).status !== "done" && Date.now() < by) await new Promise((r) => setTimeout(r, 300))
+    expect(await shown(a)).toMatchObject({ status: "done", node: "node-a" })
+    // The stopped node's CLI reads the same queue.
+    const listed = JSON.parse((await b.roster(["task", "list", "--json"])).stdout) as Array<{ task_id: string; status: string }>
+    expect(listed.find((t) => t.task_id === id)?.status).toBe("done")
+  })
+
   it("approve --always is refused on a node (org.toml is the fleet's, not the node's to edit), with the lines to add; --run goes on", async () => {
     const outside = await makeOutsideHost()
     let child: ReturnType<Deployment["spawn"]> | undefined
