@@ -3,6 +3,7 @@ import { Clock, Console, Effect, Option } from "effect"
 import { cancelInPlace, PERSON, queueTask } from "../supervisor/queueTask.js"
 import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, TaskStatus } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
+import { Paths } from "../config/Paths.js"
 import { viaDaemon } from "../api/controlClient.js"
 import { visible } from "./terminal.js"
 
@@ -10,6 +11,7 @@ const json = Options.boolean("json").pipe(Options.withDescription("print JSON fo
 const taskIdArg = Args.text({ name: "task-id" }).pipe(Args.withDescription("a task id from roster task list (t-xxxxxxxx)"))
 
 const NOT_RUNNING = "note: the roster server is not running — the task waits in the queue until it starts: roster server start"
+const NOT_RUNNING_HERE = "note: this node's roster server is not running — the task is in the fleet's queue, for any live node to run (roster server status lists them)"
 
 const short = (s: string, n: number) => {
   const one = s.replace(/\s+/g, " ").trim()
@@ -64,7 +66,7 @@ const add = Command.make("add", {
     const task = Option.isSome(viaServer) ? viaServer.value : yield* queueTask(req, { ...PERSON, via: "cli" })
     if (json) yield* Console.log(JSON.stringify(task, null, 2))
     else yield* Console.log(`task ${task.task_id} queued`)
-    if (Option.isNone(viaServer)) yield* Console.error(NOT_RUNNING)
+    if (Option.isNone(viaServer)) yield* Console.error((yield* Paths).fleet ? NOT_RUNNING_HERE : NOT_RUNNING)
   })).pipe(Command.withDescription(
     "Queue a task for a worker: the daemon runs it in a box when its turn comes (at most [supervisor] concurrency at once, " +
       "one per worker). Prints `task <id> queued`. Works while the daemon is down: the task waits for it. " +

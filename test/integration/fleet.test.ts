@@ -219,6 +219,7 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     const id = /task (t-[0-9a-f]{8}) queued/.exec(added.stdout)?.[1] ?? ""
     expect(id).not.toBe("")
     expect(fs.existsSync(b.file("data", "tasks", "records", `${id}.json`))).toBe(false)
+    expect(added.stderr).toContain("this node's roster server is not running — the task is in the fleet's queue")
     const shown = async (d: Deployment) => JSON.parse((await d.roster(["task", "show", id, "--json"])).stdout) as { status: string; node?: string }
     const by = Date.now() + 30_000
     while ((await shown(a)).status !== "done" && Date.now() < by) await new Promise((r) => setTimeout(r, 300))
