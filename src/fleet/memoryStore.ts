@@ -1,10 +1,8 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Layer, Schema } from "effect"
-import { OrgConfig } from "../config/OrgConfig.js"
+import { Effect, Layer, Schema } from "effect"
 import { MemoryError, MemoryEvent, type MemoryLog, MemoryStore, memoryStoreOver } from "../memory/MemoryStore.js"
-import { Vault } from "../vault/Vault.js"
-import { fleetSqlLayer } from "./connect.js"
+import { fleetSqlOnFirstUse } from "./firstUse.js"
 import { sqlDetail } from "./sqlDetail.js"
 
 const WHERE = "in the fleet's database (roster_memory)"
@@ -43,19 +41,11 @@ export const fleetMemoryLog = (sql: SqlClient): MemoryLog => ({
 export const fleetMemoryStoreOnDemand = Layer.scoped(
   MemoryStore,
   Effect.gen(function*() {
-    const scope = yield* Effect.scope
-    const org = yield* OrgConfig
-    const vault = yield* Vault
-    const connect = Effect.gen(function*() {
-      const o = yield* org.snapshot
-      if (!o.cluster) return yield* new MemoryError({ file: WHERE, detail: "org.toml has no [cluster]", fix: "restore [cluster] in org.toml" })
-      const ctx = yield* Layer.buildWithScope(fleetSqlLayer(o.cluster, { maxConnections: 2 }), scope)
-      return Context.get(ctx, SqlClient)
-    }).pipe(
-      Effect.provideService(Vault, vault),
-      Effect.mapError((e) => (e._tag === "MemoryError" ? e : new MemoryError({ file: WHERE, detail: e.message, fix: FIX })))
+    const connected = yield* fleetSqlOnFirstUse
+    const sql = Effect.map(
+      Effect.mapError(connected, (e) => new MemoryError({ file: WHERE, detail: e.detail, fix: e.fix })),
+      (c) => c.sql
     )
-    const sql = yield* Effect.cached(connect)
     const log: MemoryLog = {
       read: (worker) => Effect.flatMap(sql, (c) => fleetMemoryLog(c).read(worker)),
       append: (worker, events) => Effect.flatMap(sql, (c) => fleetMemoryLog(c).append(worker, events)),

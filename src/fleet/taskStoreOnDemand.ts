@@ -1,16 +1,13 @@
-import type { SqlClient } from "@effect/sql/SqlClient"
+import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Effect, Layer } from "effect"
-import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths } from "../config/Paths.js"
 import { TaskStoreError } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
-import { fleetSqlLayer, whereOf } from "./connect.js"
+import { fleetSqlOnFirstUse } from "./firstUse.js"
 import { fleetTaskStore } from "./taskStore.js"
 
-const FIX = "check that the database answers: roster doctor"
-
-/** What the store and its connection need of the process: its files, and the vault for the database's password. */
-type Needs = Exclude<Layer.Layer.Context<ReturnType<typeof fleetTaskStore>>, SqlClient> | Layer.Layer.Context<ReturnType<typeof fleetSqlLayer>>
+/** What the store needs of the process besides its database: its files. */
+type Needs = Exclude<Layer.Layer.Context<ReturnType<typeof fleetTaskStore>>, SqlClient>
 
 /**
  * A fleet node's task store for a process that is not its daemon (`roster task` while the daemon
@@ -22,21 +19,14 @@ export const fleetTaskStoreOnDemand = Layer.scoped(
   TaskStore,
   Effect.gen(function*() {
     const scope = yield* Effect.scope
-    const org = yield* OrgConfig
     const env = yield* Effect.context<Needs>()
     const node = (yield* Paths).fleet?.node ?? "?"
-    const connect = Effect.gen(function*() {
-      const o = yield* org.snapshot.pipe(Effect.mapError((e) => new TaskStoreError({ file: "org.toml", detail: e.message, fix: "roster doctor names the error" })))
-      const cluster = o.cluster
-      if (!cluster) return yield* new TaskStoreError({ file: "org.toml", detail: "it has no [cluster]", fix: "restore [cluster] in org.toml" })
-      const where = whereOf(cluster)
-      const layer = fleetTaskStore(node, where).pipe(Layer.provide(fleetSqlLayer(cluster, { maxConnections: 2 })))
-      const ctx = yield* Layer.buildWithScope(layer, scope).pipe(
-        Effect.mapError((e) => new TaskStoreError({ file: where, detail: e.message, fix: FIX }))
-      )
+    const connected = yield* fleetSqlOnFirstUse
+    const store = yield* Effect.cached(Effect.gen(function*() {
+      const { sql, where } = yield* Effect.mapError(connected, (e) => new TaskStoreError({ file: "the fleet's database", detail: e.detail, fix: e.fix }))
+      const ctx = yield* Layer.buildWithScope(fleetTaskStore(node, where).pipe(Layer.provide(Layer.succeed(SqlClient, sql))), scope)
       return Context.get(ctx, TaskStore)
-    }).pipe(Effect.provide(env))
-    const store = yield* Effect.cached(connect)
+    }).pipe(Effect.provide(env)))
     // get and list promise no error: a database that cannot be reached ends the command with the fix.
     const orDie = <A>(f: (s: Context.Tag.Service<TaskStore>) => Effect.Effect<A>) =>
       Effect.flatMap(Effect.orDieWith(store, (e) => new Error(e.message)), f)
