@@ -105,9 +105,11 @@ const GatewayUp = Layer.scoped(Gateway, Effect.gen(function*() {
   const net = yield* BoxNetwork
   const addrs = ["127.0.0.1", bridgeAddress(net)]
   const gateway = Context.get(yield* Layer.build(GatewayLive({ addrs, port: org.gateway.port })), Gateway)
-  yield* recordGateway(gateway.port(), addrs)
+  // The lockdown before the state file: `server start` (and every run) reads the state file as
+  // "the daemon is up", and a box started before the last rule is in would have a way out.
   yield* reconcileEgress(org.box, net, gateway.port())
   yield* Effect.addFinalizer(() => removeEgressLockdown(egressChainName(paths.config)).pipe(Effect.ignore))
+  yield* recordGateway(gateway.port(), addrs)
   yield* report(notice(`roster gateway ${VERSION} listening on ${addrs.map((a) => `${a}:${gateway.port()}`).join(", ")} (config ${paths.config})`))
   return gateway
 }))

@@ -5,14 +5,15 @@ import { egressChainName } from "../../src/contract/deployment.js"
 import { type Deployment, freePort, makeDeployment } from "../support/deployment.js"
 import { removeLockdownRules } from "../support/lockdownRules.js"
 
-const chainRules = (chain: string) =>
+const rulesPerTool = (chain: string) =>
   ["iptables", "ip6tables"].map((t) => {
     try {
       return execFileSync(t, ["-S", chain], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim().split("\n").filter((l) => l.startsWith("-A"))
     } catch {
       return []
     }
-  }).flat()
+  })
+const chainRules = (chain: string) => rulesPerTool(chain).flat()
 
 
 describe("one daemon per deployment (state/daemon.lock, real engine and iptables)", () => {
@@ -32,6 +33,8 @@ describe("one daemon per deployment (state/daemon.lock, real engine and iptables
     const stateFile = d.file("state", "gateway.json")
     const stateBefore = fs.readFileSync(stateFile, "utf8")
     const live = JSON.parse(stateBefore) as { pid: number; port: number }
+    // `server start` has returned: the lockdown is whole in both families, not still going in.
+    for (const rules of rulesPerTool(chain).filter((r) => r.length > 0)) expect(rules.at(-1)).toMatch(/-j DROP$/)
     const rulesBefore = chainRules(chain)
     expect(rulesBefore.length).toBeGreaterThan(0)
     const added = await d.roster(["task", "add", "alice", "!sleep 4; echo first-done"])
