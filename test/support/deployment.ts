@@ -37,6 +37,22 @@ export const collect = (child: ChildProcess) =>
     child.once("close", (code, signal) => resolve({ code, signal, stdout, stderr }))
   })
 
+/** Longer than any one command of the suite takes, shorter than a test's own time limit. */
+const COMMAND_LIMIT_MS = 150_000
+
+/**
+ * A command's result; one that has not ended in {@link COMMAND_LIMIT_MS} is killed and said to
+ * have hung, with what it printed: a process that never exits fails its test's assertions with
+ * the reason, not the test's time limit with none.
+ */
+const collectOrKill = async (child: ChildProcess, args: ReadonlyArray<string>): Promise<Result> => {
+  const timer = setTimeout(() => child.kill("SIGKILL"), COMMAND_LIMIT_MS)
+  const r = await collect(child).finally(() => clearTimeout(timer))
+  return r.signal === "SIGKILL"
+    ? { ...r, stderr: `${r.stderr}\n[test harness: roster ${args.join(" ")} did not exit in ${COMMAND_LIMIT_MS / 1000} s and was killed]` }
+    : r
+}
+
 export interface Deployment {
   readonly home: string
   readonly env: NodeJS.ProcessEnv
@@ -78,7 +94,7 @@ export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE, runtime 
   fs.mkdirSync(path.join(home, "user"), { recursive: true })
   const spawnRoster = (args: ReadonlyArray<string>) =>
     spawn(ROSTER_BIN, [...args], { env, stdio: ["ignore", "pipe", "pipe"] })
-  const roster = (args: ReadonlyArray<string>) => collect(spawnRoster(args))
+  const roster = (args: ReadonlyArray<string>) => collectOrKill(spawnRoster(args), args)
   // `extra` may have a [gateway] table of its own: the port goes into it.
   const writeOrg = (extra: string, engine = `[engine]\nimage = "${image}"`, boxRuntime = runtime) => {
     const body = /^\[gateway\]$/m.test(extra) ? extra.replace(/^\[gateway\]$/m, `[gateway]\nport = ${port}`) : `[gateway]\nport = ${port}\n${extra}`

@@ -117,7 +117,27 @@ const APP = `
   };
 `
 
+/**
+ * Removes outside hosts a killed test run left (a namespace with no process in it): their route
+ * to the same TEST-NET-2 subnet would take this host's connections to a listener that is gone.
+ * One with its listener alive is another run's, and is left alone.
+ */
+const removeStaleOutsideHosts = () => {
+  for (const line of sh("ip", ["netns", "list"]).split("\n")) {
+    const id = /^roster-t-([0-9a-f]{6})\b/.exec(line)?.[1]
+    if (!id || sh("ip", ["netns", "pids", `roster-t-${id}`]).trim() !== "") continue
+    for (const args of [["netns", "del", `roster-t-${id}`], ["link", "del", `rth${id}`]]) {
+      try {
+        sh("ip", args)
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
 export const makeOutsideHost = async (tlsFiles?: { readonly cert: string; readonly key: string }): Promise<OutsideHost> => {
+  removeStaleOutsideHosts()
   const id = crypto.randomBytes(3).toString("hex")
   const ns = `roster-t-${id}`
   const hostIf = `rth${id}`
