@@ -16,7 +16,12 @@ import { HostGit } from "./knowledge/HostGit.js"
 import { Reporter } from "./report/Reporter.js"
 import { Hurry } from "./run/Hurry.js"
 import { RunFence } from "./run/RunFence.js"
+import { RunIndex } from "./run/RunIndex.js"
+import { AuditIndex } from "./run/AuditIndex.js"
+import { fleetAuditIndexOnDemand } from "./fleet/auditIndex.js"
 import { RunLog } from "./run/RunLog.js"
+import { FleetSqlOnDemand } from "./fleet/firstUse.js"
+import { fleetRunIndexOnDemand } from "./fleet/runIndex.js"
 import { MemoryStore } from "./memory/MemoryStore.js"
 import { fleetMemoryStoreOnDemand } from "./fleet/memoryStore.js"
 import { fleetTaskStoreOnDemand } from "./fleet/taskStoreOnDemand.js"
@@ -30,7 +35,7 @@ export type Platform = FileSystem.FileSystem | Path.Path | CommandExecutor.Comma
 export type RosterBase = Platform | Files | Paths | Docker | GatewayProbe | Firewall | Dialer | Hurry | HostGit | Reporter
 
 /** Every service roster provides. */
-export type Roster = RosterBase | OrgConfig | RunLog | ImageStore | Vault | LiveRuns | Audit | TaskStore | MemoryStore | RunFence
+export type Roster = RosterBase | OrgConfig | RunLog | RunIndex | AuditIndex | ImageStore | Vault | LiveRuns | Audit | TaskStore | MemoryStore | RunFence
 
 /**
  * The parts of roster, each replaceable by one layer: an engine (another box backend, the Docker
@@ -51,6 +56,8 @@ export interface RosterParts {
   readonly reporter?: Layer.Layer<Reporter>
   readonly orgConfig?: Layer.Layer<OrgConfig, never, RosterBase>
   readonly runLog?: Layer.Layer<RunLog, never, RosterBase>
+  readonly runIndex?: Layer.Layer<RunIndex, never, RosterBase>
+  readonly auditIndex?: Layer.Layer<AuditIndex, never, RosterBase>
   readonly imageStore?: Layer.Layer<ImageStore, never, RosterBase>
   readonly vault?: Layer.Layer<Vault, never, RosterBase>
   readonly liveRuns?: Layer.Layer<LiveRuns, never, RosterBase>
@@ -83,15 +90,21 @@ export const makeRosterLive = <const P extends RosterParts = Record<never, never
   )
   const orgConfig = parts.orgConfig ?? OrgConfig.layer
   const vault = parts.vault ?? Vault.layer
+  // One connection to a fleet's database, made on first use, for every store that needs it.
+  const fleetSql = FleetSqlOnDemand.layer.pipe(Layer.provide(Layer.merge(orgConfig, vault)))
+  const runIndex = parts.runIndex ?? runIndexLive.pipe(Layer.provide(fleetSql))
+  const auditIndex = parts.auditIndex ?? auditIndexLive.pipe(Layer.provide(fleetSql))
   const services = Layer.mergeAll(
     orgConfig,
-    parts.runLog ?? RunLog.layer,
+    runIndex,
+    auditIndex,
+    parts.runLog ?? RunLog.layerIndexed.pipe(Layer.provide(runIndex)),
     parts.imageStore ?? ImageStore.layer,
     vault,
     parts.liveRuns ?? LiveRuns.layer,
-    parts.audit ?? Audit.layer,
-    parts.taskStore ?? taskStoreLive.pipe(Layer.provide(Layer.merge(orgConfig, vault))),
-    parts.memoryStore ?? memoryStoreLive.pipe(Layer.provide(Layer.merge(orgConfig, vault))),
+    parts.audit ?? auditLive.pipe(Layer.provide(auditIndex)),
+    parts.taskStore ?? taskStoreLive.pipe(Layer.provide(fleetSql)),
+    parts.memoryStore ?? memoryStoreLive.pipe(Layer.provide(fleetSql)),
     parts.runFence ?? RunFence.layerNone
   )
   // The parts' own extras are in the built context; the types above say which.
@@ -102,12 +115,24 @@ export const makeRosterLive = <const P extends RosterParts = Record<never, never
  * Worker memory where this machine keeps it: its files, or under `[cluster]` the fleet's database
  * (connected on first use; the daemon gives its own connection to its services instead).
  */
-const memoryStoreLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<MemoryStore, never, HostFiles | Files | OrgConfig | Vault> =>
+const memoryStoreLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<MemoryStore, never, HostFiles | Files | FleetSqlOnDemand> =>
   p.fleet ? fleetMemoryStoreOnDemand : MemoryStore.layer))
 
 /** Tasks where this machine keeps them: its files, or under `[cluster]` the fleet's queue (connected on first use; the daemon uses its own). */
-const taskStoreLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<TaskStore, never, HostFiles | Files | OrgConfig | Vault> =>
+const taskStoreLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<TaskStore, never, HostFiles | Files | FleetSqlOnDemand> =>
   p.fleet ? fleetTaskStoreOnDemand : TaskStore.layer))
+
+/** Which runs there are: listing the folders, or under `[cluster]` the fleet's run index (connected on first use; the daemon uses its own). */
+const runIndexLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<RunIndex, never, FleetSqlOnDemand> =>
+  p.fleet ? fleetRunIndexOnDemand : RunIndex.layerNone))
+
+/** Where each run's requests begin in the audit log: none on a machine on its own, else the fleet's table (connected on first use). */
+const auditIndexLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<AuditIndex, never, FleetSqlOnDemand> =>
+  p.fleet ? fleetAuditIndexOnDemand : AuditIndex.layerNone))
+
+/** The gateway's audit log: on a fleet node it also says where each run's lines begin (the daemon gives its own connection). */
+const auditLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<Audit, never, HostFiles | Files | AuditIndex> =>
+  p.fleet ? Audit.layerIndexed : Audit.layer))
 
 /** Every live service roster needs: {@link makeRosterLive} with every part the live one. */
 export const RosterLive = makeRosterLive()

@@ -12,7 +12,7 @@ import { visible } from "./terminal.js"
 import { ExitCode } from "./exit.js"
 import { isTainted, taintLine } from "../contract/taint.js"
 import { untaintRun } from "../supervisor/untaint.js"
-import { auditOf, findRun, listRuns } from "../run/query.js"
+import { auditOf, findRun, pageOfRuns } from "../run/query.js"
 import { readTurnLine } from "../contract/turnLine.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
@@ -33,7 +33,7 @@ const list = Command.make("list", {
   limit: Options.integer("limit").pipe(Options.withDefault(20), Options.withDescription("how many (newest first)"))
 }, ({ json, limit, worker }) =>
   Effect.gen(function*() {
-    const runs = (yield* listRuns(worker)).slice(0, Math.max(0, limit))
+    const { runs } = yield* pageOfRuns(0, Math.max(0, limit), worker)
     if (json) return yield* Console.log(JSON.stringify(runs, null, 2))
     if (runs.length === 0) return yield* Console.log("no runs yet")
     for (const r of runs) yield* Console.log(line(r))

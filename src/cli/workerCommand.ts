@@ -11,7 +11,7 @@ import { tailOfFile } from "../fs/tail.js"
 import { addWorker, listWorkers, readIdentity, readWorkerSettings } from "../worker/workers.js"
 import { ExitCode } from "./exit.js"
 import { liveLine } from "./liveView.js"
-import { listRuns } from "../run/query.js"
+import { pageOfRuns } from "../run/query.js"
 import { visible } from "./terminal.js"
 
 const workerArg = Args.text({ name: "worker" }).pipe(Args.withDescription("the worker's name"))
@@ -43,7 +43,7 @@ const show = Command.make("show", { worker: workerArg, json }, ({ json, worker }
   Effect.gen(function*() {
     const identity = yield* readIdentity(worker)
     const settings = yield* readWorkerSettings(worker)
-    const runs = (yield* listRuns(Option.some(worker))).slice(0, 5)
+    const { runs } = yield* pageOfRuns(0, 5, Option.some(worker))
     const dir = layout(yield* Paths).workerDir(worker)
     if (json) return yield* Console.log(JSON.stringify({ worker, dir, identity, settings, recent_runs: runs }, null, 2))
     yield* Console.log(`worker ${worker}  (${dir})`)

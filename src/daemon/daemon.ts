@@ -25,6 +25,10 @@ import { fleetRunFence } from "../fleet/fence.js"
 import { SpendLedger } from "../spend/SpendLedger.js"
 import { fleetSpendLedger } from "../fleet/spendLedger.js"
 import { fleetMemoryLog } from "../fleet/memoryStore.js"
+import { fleetRunIndex, indexRunsOf } from "../fleet/runIndex.js"
+import { fleetAuditIndex } from "../fleet/auditIndex.js"
+import { Audit } from "../gateway/base/Audit.js"
+import { RunLog } from "../run/RunLog.js"
 import { MemoryStore, memoryStoreOver } from "../memory/MemoryStore.js"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { deploymentBoxes } from "../supervisor/watch.js"
@@ -59,8 +63,22 @@ const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   const fence = fleetRunFence(member.node, instance, org.cluster.node_timeout_s)
   const ledger = fleetSpendLedger(member.node)
   const memory = Layer.succeed(MemoryStore, memoryStoreOver(fleetMemoryLog(Context.get(database, SqlClient))))
-  return Layer.mergeAll(Layer.succeed(FleetMember, member), store, fence, ledger, memory).pipe(Layer.provide(Layer.succeedContext(database)))
+  const runs = Layer.provideMerge(RunLog.layerIndexed, fleetRunIndex)
+  const audit = Layer.provideMerge(Audit.layerIndexed, fleetAuditIndex)
+  return Layer.mergeAll(Layer.succeed(FleetMember, member), store, fence, ledger, memory, runs, audit, IndexBackfill).pipe(
+    Layer.provide(Layer.succeedContext(database))
+  )
 }))
+
+/** What this node's runs left out of the run index, put in once the daemon has joined (in the background; a failure is a warning). */
+const IndexBackfill = Layer.scopedDiscard(Effect.gen(function*() {
+  const node = (yield* Paths).fleet?.node
+  if (!node) return
+  yield* indexRunsOf(node).pipe(
+    Effect.catchAll((e) => Effect.logWarning(`fleet: the run index was not filled in from this node's run folders (${e.message})`)),
+    Effect.forkScoped
+  )
+})).pipe(Layer.provide(fleetRunIndex))
 
 /** The locked network: removed when the daemon stops, once its boxes are gone (one a CLI's box still uses is kept). */
 const Network = Layer.scoped(BoxNetwork, Effect.gen(function*() {

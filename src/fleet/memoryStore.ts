@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Layer, Schema } from "effect"
 import { MemoryError, MemoryEvent, type MemoryLog, MemoryStore, memoryStoreOver } from "../memory/MemoryStore.js"
-import { fleetSqlOnFirstUse } from "./firstUse.js"
+import { FleetSqlOnDemand } from "./firstUse.js"
 import { sqlDetail } from "./sqlDetail.js"
 
 const WHERE = "in the fleet's database (roster_memory)"
@@ -41,7 +41,7 @@ export const fleetMemoryLog = (sql: SqlClient): MemoryLog => ({
 export const fleetMemoryStoreOnDemand = Layer.scoped(
   MemoryStore,
   Effect.gen(function*() {
-    const connected = yield* fleetSqlOnFirstUse
+    const connected = yield* FleetSqlOnDemand
     const sql = Effect.map(
       Effect.mapError(connected, (e) => new MemoryError({ file: WHERE, detail: e.detail, fix: e.fix })),
       (c) => c.sql

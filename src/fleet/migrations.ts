@@ -104,7 +104,39 @@ const MIGRATIONS = {
         written_at timestamptz NOT NULL DEFAULT now()
       )`,
       sql`CREATE INDEX roster_memory_by_worker ON roster_memory (worker, seq)`
-    ], { discard: true }))
+    ], { discard: true })),
+  /**
+   * The run index: one row a run, written by whichever node runs it, so listing runs reads a page
+   * of rows rather than every run folder of the shared folder. Run ids begin with their start
+   * time: newest first is their byte order.
+   */
+  "6_runs": Effect.flatMap(SqlClient, (sql) =>
+    Effect.all([
+      sql`CREATE TABLE roster_runs (
+        run_id text COLLATE "C" PRIMARY KEY,
+        worker text NOT NULL,
+        kind text NOT NULL,
+        task_id text,
+        node text,
+        started_at timestamptz NOT NULL,
+        finished_at timestamptz,
+        ended_by text
+      )`,
+      sql`CREATE INDEX roster_runs_by_worker ON roster_runs (worker, run_id)`
+    ], { discard: true })),
+  /**
+   * The audit index: where each run's requests begin in each day's file of its node's audit log
+   * (the log is in the shared folder; the index spares `runs show` reading it from the start).
+   */
+  "7_audit": Effect.flatMap(SqlClient, (sql) =>
+    sql`CREATE TABLE roster_audit (
+      run_id text NOT NULL,
+      day text NOT NULL,
+      node text NOT NULL,
+      first_offset bigint NOT NULL,
+      requests integer NOT NULL,
+      PRIMARY KEY (run_id, day)
+    )`)
 }
 
 /** The newest schema this roster knows. */

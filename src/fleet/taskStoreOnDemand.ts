@@ -3,7 +3,7 @@ import { Context, Effect, Layer } from "effect"
 import { Paths } from "../config/Paths.js"
 import { TaskStoreError } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
-import { fleetSqlOnFirstUse } from "./firstUse.js"
+import { FleetSqlOnDemand } from "./firstUse.js"
 import { fleetTaskStore } from "./taskStore.js"
 
 /** What the store needs of the process besides its database: its files. */
@@ -21,10 +21,11 @@ export const fleetTaskStoreOnDemand = Layer.scoped(
     const scope = yield* Effect.scope
     const env = yield* Effect.context<Needs>()
     const node = (yield* Paths).fleet?.node ?? "?"
-    const connected = yield* fleetSqlOnFirstUse
+    const connected = yield* FleetSqlOnDemand
     const store = yield* Effect.cached(Effect.gen(function*() {
       const { sql, where } = yield* Effect.mapError(connected, (e) => new TaskStoreError({ file: "the fleet's database", detail: e.detail, fix: e.fix }))
-      const ctx = yield* Layer.buildWithScope(fleetTaskStore(node, where).pipe(Layer.provide(Layer.succeed(SqlClient, sql))), scope)
+      // Interruptible wherever the first use comes from (see FleetSqlOnDemand): its fibers must end with the process.
+      const ctx = yield* Effect.interruptible(Layer.buildWithScope(fleetTaskStore(node, where).pipe(Layer.provide(Layer.succeed(SqlClient, sql))), scope))
       return Context.get(ctx, TaskStore)
     }).pipe(Effect.provide(env)))
     // get and list promise no error: a database that cannot be reached ends the command with the fix.

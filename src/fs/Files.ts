@@ -6,7 +6,12 @@ import { batchedWrite } from "./batchedWrite.js"
 
 /** An open file each write appends to (see `Files.openAppend`). */
 export interface Appender {
-  readonly write: (text: string) => Effect.Effect<void, PlatformError>
+  /**
+   * Appends `text`; gives the byte offset it was written at — counted from the file's size when
+   * opened, so true while this appender is the file's only writer — or -1 once a failed write has
+   * left the count unknown.
+   */
+  readonly write: (text: string) => Effect.Effect<number, PlatformError>
   readonly close: Effect.Effect<void>
 }
 
@@ -45,10 +50,23 @@ export class Files extends Context.Tag("roster/Files")<Files, {
     append: (file, text, mode = 0o600) => io("append", file, () => fsp.appendFile(file, text, { mode })),
     // Uninterruptible: a caller interrupted mid-open would abandon a handle that no one closes.
     openAppend: (file, mode = 0o600) =>
-      io("open", file, () => fsp.open(file, "a", mode)).pipe(Effect.uninterruptible, Effect.map((handle): Appender => {
+      io("open", file, async () => {
+        const handle = await fsp.open(file, "a", mode)
+        return { handle, size: await handle.stat().then((s) => s.size, () => -1) }
+      }).pipe(Effect.uninterruptible, Effect.map(({ handle, size: opened }): Appender => {
         const lines = batchedWrite((text) => handle.write(text))
+        let size = opened
         return {
-          write: (text) => io("write", file, () => lines.write(text)),
+          // The offset is taken as the line joins the queue: lines are written in the order they join.
+          write: (text) =>
+            io("write", file, () => {
+              const at = size
+              if (size >= 0) size += Buffer.byteLength(text)
+              return lines.write(text).then(() => at, (e: unknown) => {
+                size = -1
+                throw e
+              })
+            }),
           close: Effect.promise(() => lines.drained().then(() => handle.close()).catch(() => undefined))
         }
       }))

@@ -8,6 +8,7 @@ import { runFiles } from "../contract/runFiles.js"
 import { Taint, Untaint } from "../contract/taint.js"
 import { appendEvent, foldEvents, readRunEvents, type RunEvent, RunStopped, RunUsage } from "./events.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
+import { RunIndex } from "./RunIndex.js"
 
 /** What ended a run: its own exit, a ceiling, a signal, an error, idleness, its owner's death, a cancel. */
 export const EndedBy = Schema.Literal(
@@ -143,52 +144,63 @@ export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
   /** Adds what was learnt of a run from outside its runner (a taint, a warning, a push): appended, never lost to a rewrite. */
   readonly append: (worker: string, runId: string, event: RunEvent) => Effect.Effect<void, RunLogError>
 }>() {
-  static readonly layer = Layer.effect(RunLog, Effect.map(captureHostFiles, (env): Context.Tag.Service<RunLog> => {
-    const own = <A, E>(effect: Effect.Effect<A, E, HostFiles>) => Effect.provide(effect, env)
-    const node = Context.get(env, Paths).fleet?.node
-    return {
-      start: (run) =>
-        Effect.gen(function*() {
-          const record: RunRecord = {
-            run_id: run.runId,
-            worker: run.worker,
-            kind: run.kind,
-            task_id: run.taskId ?? null,
-            started_at: yield* now,
-            finished_at: null,
-            ended_by: null,
-            exit_code: null,
-            error: null,
-            ...(run.owner ? { owner: run.owner } : {}),
-            ...(node ? { node } : {})
-          }
-          yield* writeRecord(yield* recordFile(run.worker, run.runId), record)
-          return record
-        }).pipe(own),
-      update: (worker, runId, patch) => modifyRecord(worker, runId, (r) => Effect.succeed({ ...r, ...patch })).pipe(Effect.asVoid, own),
-      finish: (worker, runId, end) =>
-        modifyRecord(worker, runId, (r) =>
-          now.pipe(Effect.map((finished_at) => ({
-            ...r,
-            ...end.extra,
-            finished_at,
-            // The gateway's stop (a budget) is why the box went, whatever its exit looked like to the runner.
-            ended_by: r.stopped?.by ?? end.endedBy,
-            exit_code: end.exitCode,
-            error: r.stopped?.detail ?? end.error ?? null
-          })))).pipe(own),
-      read: (worker, runId) => own(readRecord(worker, runId)),
-      append: (worker, runId, event) =>
-        Effect.gen(function*() {
-          const file = yield* eventsFile(worker, runId)
-          // Only whether the run is there: a full read (its record and every event so far) made each of a
-          // long run's model answers cost as much as all the answers before it.
-          const record = (yield* recordFile(worker, runId))
-          if (!(yield* (yield* FileSystem.FileSystem).exists(record).pipe(Effect.orElseSucceed(() => false)))) {
-            return yield* Effect.fail(new RunLogError({ file, detail: "no run record to add to" }))
-          }
-          yield* appendEvent(file, event).pipe(Effect.mapError((e) => new RunLogError({ file, detail: e.message })))
-        }).pipe(own)
-    }
+  /** Run records that also go to a {@link RunIndex} (a fleet's table), as each run starts and ends. */
+  static readonly layerIndexed = Layer.effect(RunLog, Effect.gen(function*() {
+    const env = yield* captureHostFiles
+    const index = yield* RunIndex
+    return makeRunLog(env, index.put)
   }))
+
+  /** Run records in their folders, listed by reading them (a machine on its own). */
+  static readonly layer = Layer.effect(RunLog, Effect.map(captureHostFiles, (env) => makeRunLog(env, () => Effect.void)))
+}
+
+const makeRunLog = (env: Context.Context<HostFiles>, indexed: (record: RunRecord) => Effect.Effect<void>): Context.Tag.Service<RunLog> => {
+  const own = <A, E>(effect: Effect.Effect<A, E, HostFiles>) => Effect.provide(effect, env)
+  const node = Context.get(env, Paths).fleet?.node
+  return {
+    start: (run) =>
+      Effect.gen(function*() {
+        const record: RunRecord = {
+          run_id: run.runId,
+          worker: run.worker,
+          kind: run.kind,
+          task_id: run.taskId ?? null,
+          started_at: yield* now,
+          finished_at: null,
+          ended_by: null,
+          exit_code: null,
+          error: null,
+          ...(run.owner ? { owner: run.owner } : {}),
+          ...(node ? { node } : {})
+        }
+        yield* writeRecord(yield* recordFile(run.worker, run.runId), record)
+        yield* indexed(record)
+        return record
+      }).pipe(own),
+    update: (worker, runId, patch) => modifyRecord(worker, runId, (r) => Effect.succeed({ ...r, ...patch })).pipe(Effect.asVoid, own),
+    finish: (worker, runId, end) =>
+      modifyRecord(worker, runId, (r) =>
+        now.pipe(Effect.map((finished_at) => ({
+          ...r,
+          ...end.extra,
+          finished_at,
+          // The gateway's stop (a budget) is why the box went, whatever its exit looked like to the runner.
+          ended_by: r.stopped?.by ?? end.endedBy,
+          exit_code: end.exitCode,
+          error: r.stopped?.detail ?? end.error ?? null
+        })))).pipe(Effect.tap(indexed), own),
+    read: (worker, runId) => own(readRecord(worker, runId)),
+    append: (worker, runId, event) =>
+      Effect.gen(function*() {
+        const file = yield* eventsFile(worker, runId)
+        // Only whether the run is there: a full read (its record and every event so far) made each of a
+        // long run's model answers cost as much as all the answers before it.
+        const record = (yield* recordFile(worker, runId))
+        if (!(yield* (yield* FileSystem.FileSystem).exists(record).pipe(Effect.orElseSucceed(() => false)))) {
+          return yield* Effect.fail(new RunLogError({ file, detail: "no run record to add to" }))
+        }
+        yield* appendEvent(file, event).pipe(Effect.mapError((e) => new RunLogError({ file, detail: e.message })))
+      }).pipe(own)
+  }
 }

@@ -2,69 +2,63 @@ import { FileSystem, Path } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { isRunId } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
-import { foldFileLines } from "../fs/lines.js"
+import { foldFileLines, LINE_MAX } from "../fs/lines.js"
 import { readRunDir, type RunRecord } from "./RunLog.js"
+import { RunIndex, type RunRef } from "./RunIndex.js"
+import { AuditIndex } from "./AuditIndex.js"
 import { type AuditLine, readAuditLine } from "../contract/auditLine.js"
 
-/** Every run record, newest first; one worker's when given. */
-export const listRuns = (worker: Option.Option<string>) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const path = yield* Path.Path
-    const root = layout(yield* Paths).runsDir
-    const workers = Option.isSome(worker)
-      ? [worker.value]
-      : yield* fs.readDirectory(root).pipe(Effect.orElseSucceed(() => [] as Array<string>))
-    const out: Array<RunRecord> = []
-    for (const w of workers) {
-      const ids = yield* fs.readDirectory(path.join(root, w)).pipe(Effect.orElseSucceed(() => [] as Array<string>))
-      for (const id of ids.filter(isRunId)) {
-        const record = yield* readRunDir(path.join(root, w, id))
-        if (record) out.push(record)
-        // A damaged run.json is left as it is, and said: never silently missing from the list.
-        else if (yield* fs.exists(path.join(root, w, id, "run.json")).pipe(Effect.orElseSucceed(() => false))) {
-          yield* Effect.logWarning(`run ${id} of ${w}: its run.json is unreadable (${path.join(root, w, id, "run.json")}) — not listed`)
-        }
-      }
-    }
-    // Newest first by when they started: ids have one-second resolution and a random suffix.
-    return out.sort((a, b) => b.started_at.localeCompare(a.started_at) || (a.run_id < b.run_id ? 1 : -1))
-  })
-
 /** Every run folder as (worker, id), newest first by id (ids begin with their start time): no record read. */
-const runDirs = (worker: Option.Option<string>) =>
+export const runDirs = (worker: Option.Option<string>) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const root = layout(yield* Paths).runsDir
     const workers = Option.isSome(worker) ? [worker.value] : yield* fs.readDirectory(root).pipe(Effect.orElseSucceed(() => [] as Array<string>))
-    const out: Array<{ readonly worker: string; readonly id: string }> = []
+    const out: Array<RunRef> = []
     for (const w of workers) {
-      for (const id of (yield* fs.readDirectory(`${root}/${w}`).pipe(Effect.orElseSucceed(() => [] as Array<string>))).filter(isRunId)) out.push({ worker: w, id })
+      for (const id of (yield* fs.readDirectory(`${root}/${w}`).pipe(Effect.orElseSucceed(() => [] as Array<string>))).filter(isRunId)) out.push({ worker: w, run_id: id })
     }
-    return out.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+    return out.sort((a, b) => (a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0))
   })
 
-/** One page of runs, newest first: only that page's records are read, however many runs there are. */
+/**
+ * One page of runs, newest first, from the run index (a fleet's table) or else the folders: only
+ * that page's records are read, however many runs there are. A damaged run.json is left as it is,
+ * and said: never silently missing from the page.
+ */
 export const pageOfRuns = (offset: number, limit: number, worker: Option.Option<string> = Option.none()) =>
   Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const root = layout(yield* Paths).runsDir
-    const dirs = yield* runDirs(worker)
+    const indexed = yield* (yield* RunIndex).page(offset, limit, worker)
+    const { refs, total } = Option.isSome(indexed)
+      ? indexed.value
+      : yield* Effect.map(runDirs(worker), (dirs) => ({ refs: dirs.slice(offset, offset + limit), total: dirs.length }))
     const runs: Array<RunRecord> = []
-    for (const d of dirs.slice(offset, offset + limit)) {
-      const record = yield* readRunDir(path.join(root, d.worker, d.id))
+    for (const d of refs) {
+      const dir = path.join(root, d.worker, d.run_id)
+      const record = yield* readRunDir(dir)
       if (record) runs.push(record)
+      else if (yield* fs.exists(path.join(dir, "run.json")).pipe(Effect.orElseSucceed(() => false))) {
+        yield* Effect.logWarning(`run ${d.run_id} of ${d.worker}: its run.json is unreadable (${path.join(dir, "run.json")}) — not listed`)
+      }
     }
-    return { runs, total: dirs.length }
+    return { runs, total }
   })
 
-/** A run by id, looked up by its folder (one stat per worker), not by reading every record. */
+/** A run by id: the worker from the run index, else its folder looked up (one stat per worker), never every record read. */
 export const findRun = (runId: string) =>
   Effect.gen(function*() {
     if (!isRunId(runId)) return undefined
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const root = layout(yield* Paths).runsDir
+    const indexed = yield* (yield* RunIndex).workerOf(runId)
+    if (Option.isSome(indexed)) {
+      const record = yield* readRunDir(path.join(root, indexed.value, runId))
+      if (record) return record
+    }
     for (const w of yield* fs.readDirectory(root).pipe(Effect.orElseSucceed(() => [] as Array<string>))) {
       const dir = path.join(root, w, runId)
       if (yield* fs.exists(dir).pipe(Effect.orElseSucceed(() => false))) return yield* readRunDir(dir)
@@ -72,20 +66,33 @@ export const findRun = (runId: string) =>
     return undefined
   })
 
+/** The day (YYYY-MM-DD) after an ISO time's. */
+const nextDay = (iso: string) => new Date(Date.parse(`${iso.slice(0, 10)}T00:00:00.000Z`) + 86_400_000).toISOString().slice(0, 10)
+
 /**
- * The gateway's audit records of one run (its audit log's <day>.jsonl from the run's first day
- * on): this machine's log, or in a fleet the log of the node that ran it.
+ * The gateway's audit records of one run: this machine's log, or in a fleet the log of the node
+ * that ran it. Its day files (`<day>.jsonl`) from the run's first day to the day after it ended
+ * (a tunnel's line is written when it closes, which can be past midnight), each from where the
+ * audit index says the run's first line is when it knows, else from the start.
  */
-export const auditOf = (run: { readonly run_id: string; readonly started_at: string; readonly node?: string | undefined }) =>
+export const auditOf = (run: {
+  readonly run_id: string
+  readonly started_at: string
+  readonly finished_at?: string | null
+  readonly node?: string | undefined
+}) =>
   Effect.gen(function*() {
     const { run_id: runId, started_at: startedAt } = run
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const where = layout(yield* Paths)
     const dir = run.node ? where.nodeAuditDir(run.node) : where.auditDir
-    const firstDay = startedAt.slice(0, 10)
+    const indexed = yield* (yield* AuditIndex).of(runId)
+    const starts = new Map(Option.isSome(indexed) ? indexed.value.map((s) => [`${s.day}.jsonl`, s.offset]) : [])
+    const firstDay = Option.isSome(indexed) && indexed.value[0] ? indexed.value[0].day : startedAt.slice(0, 10)
+    const lastDay = run.finished_at ? nextDay(run.finished_at) : "9999-12-31"
     const files = (yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed(() => [] as Array<string>)))
-      .filter((f) => f.endsWith(".jsonl") && f.slice(0, 10) >= firstDay).sort()
+      .filter((f) => f.endsWith(".jsonl") && f.slice(0, 10) >= firstDay && f.slice(0, 10) <= lastDay).sort()
     const out: Array<AuditLine> = []
     // A day's audit holds every run's requests: read it line by line, never whole.
     for (const f of files) {
@@ -95,7 +102,7 @@ export const auditOf = (run: { readonly run_id: string; readonly started_at: str
         const rec = readAuditLine(line)
         if (rec?.run_id === runId) out.push(rec)
         return n + 1
-      }).pipe(Effect.ignore)
+      }, LINE_MAX, starts.get(f) ?? 0).pipe(Effect.ignore)
     }
     return out
   })

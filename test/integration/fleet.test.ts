@@ -192,6 +192,19 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     const runs = path.join(shared, "runs", "alice")
     const runId = latestRunId(runs)
     expect(answersOf(fs.readFileSync(path.join(runs, runId, "stdout.jsonl"), "utf8")).exfil).toContain("HTTP/1.1 403")
+    // Every run of the fleet is in the run index (the daemons' tasks and this CLI's run), and another node lists from it.
+    const folders = fs.readdirSync(path.join(shared, "runs")).flatMap((w) => fs.readdirSync(path.join(shared, "runs", w)))
+    expect(pg.sql("SELECT count(*) FROM roster_runs")).toBe(String(folders.length))
+    expect(pg.sql(`SELECT node || ' ' || ended_by FROM roster_runs WHERE run_id = '${runId}'`)).toBe("node-a exit")
+    const listed = JSON.parse((await b.roster(["runs", "list", "--json", "--limit", "1"])).stdout) as Array<{ run_id: string; node: string }>
+    expect(listed).toMatchObject([{ run_id: runId, node: "node-a" }])
+    // node-a's gateway says where the run's requests begin in its audit log (every 5 s); node-b reads them from there.
+    const indexed = () => Number(pg.sql(`SELECT coalesce(sum(requests), 0) FROM roster_audit WHERE run_id = '${runId}' AND node = 'node-a'`))
+    const requests = (JSON.parse((await b.roster(["runs", "show", runId, "--json"])).stdout) as { gateway_requests: Array<{ host: string }> }).gateway_requests
+    expect(requests.map((q) => q.host)).toContain("exfil.example.test")
+    const by = Date.now() + 15_000
+    while (indexed() < requests.length && Date.now() < by) await new Promise((r) => setTimeout(r, 250))
+    expect(indexed()).toBe(requests.length)
     const before = await b.roster(["runs", "show", runId])
     expect(before.stdout).toContain("node:      node-a")
     expect(before.stdout).toContain("tainted:   egress_refused (exfil.example.test): no_rule")

@@ -26,6 +26,13 @@ import { Files } from "../../src/fs/Files.js"
 import type { TaskRecord } from "../../src/task/TaskRecord.js"
 import { type NewTask, TaskStore } from "../../src/task/TaskStore.js"
 import { Vault } from "../../src/vault/Vault.js"
+import { fleetRunIndex, indexRunsOf } from "../../src/fleet/runIndex.js"
+import { auditOf, findRun, pageOfRuns } from "../../src/run/query.js"
+import { fleetAuditIndex } from "../../src/fleet/auditIndex.js"
+import { Audit, type AuditRecord } from "../../src/gateway/base/Audit.js"
+import { RunIndex } from "../../src/run/RunIndex.js"
+import { RunLog, type RunRecord } from "../../src/run/RunLog.js"
+import type { FileSystem, Path } from "@effect/platform"
 import { type Postgres, startPostgres } from "../support/postgres.js"
 
 let runs = 0
@@ -73,8 +80,8 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         Effect.provide(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
       ))))
-    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory"])
-    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4,5")
+    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit"])
+    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4,5,6,7")
   })
 
   it("40 tasks over 5 workers, claimed by three nodes at 2 at a time: each done exactly once, never two of one worker at once, every node ran some", async () => {
@@ -282,5 +289,117 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(result.after).toHaveLength(3)
     expect(result.held).toBe(1)
     expect(result.after.find((e) => e.id === result.first.id)).toMatchObject({ pending: true, held_reason: "tainted: egress_refused" })
+  })
+  it("the run index: runs two nodes started and ended are listed from either, newest first, by worker, with totals; what the database could not take is indexed when it answers; a node's start fills in what its runs left out", async () => {
+    const shared = path.join(home, "runs-shared")
+    /** A node's run log and index over the shared folder, on its own connections. */
+    const runsOn = (node: string) => {
+      const nodeHome = path.join(home, `runs-${node}`)
+      fs.mkdirSync(path.join(nodeHome, "config"), { recursive: true })
+      fs.writeFileSync(path.join(nodeHome, "config", "org.toml"), `[cluster]\ndatabase = "${pg.url}"\nshared_data = "${shared}"\nnode = "${node}"\n`)
+      const paths = Paths.fromEnv({ ROSTER_HOME: nodeHome, HOME: nodeHome })
+      return Layer.provideMerge(RunLog.layerIndexed, fleetRunIndex).pipe(
+        Layer.provideMerge(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
+        Layer.provideMerge(Layer.mergeAll(Paths.layerAt(paths), NodeContext.layer)),
+        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]]))))
+      )
+    }
+    const [r1, r2, r3, r4, r5] = ["01", "02", "03", "04", "05"].map((s) => `2026-12-03-10-00-${s}-0000abcd`) as [string, string, string, string, string]
+    const listed = (p: { readonly runs: ReadonlyArray<RunRecord>; readonly total: number }) => ({ ids: p.runs.map((r) => r.run_id), total: p.total })
+    const seen = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const n1 = yield* Layer.build(runsOn("n1"))
+      const n2 = yield* Layer.build(runsOn("n2"))
+      const on = <A, E>(ctx: typeof n1, e: Effect.Effect<A, E, RunLog | RunIndex | Paths | FileSystem.FileSystem | Path.Path | SqlClient>) => Effect.provide(e, ctx)
+      yield* on(n1, Effect.flatMap(RunLog, (log) => log.start({ runId: r1, worker: "alice", kind: "box" })))
+      yield* on(n1, Effect.flatMap(RunLog, (log) => log.start({ runId: r2, worker: "bob", kind: "task", taskId: "t-0000abcd" })))
+      yield* on(n2, Effect.flatMap(RunLog, (log) => log.start({ runId: r3, worker: "alice", kind: "box" })))
+      yield* on(n1, Effect.flatMap(RunLog, (log) => log.finish("alice", r1, { endedBy: "exit", exitCode: 0 })))
+      const firstPage = yield* on(n2, pageOfRuns(0, 2))
+      const alices = yield* on(n2, pageOfRuns(0, 10, Option.some("alice")))
+      const bobs = yield* on(n2, findRun(r2))
+      // A run folder the index lacks (its process ended while the database was down) is not listed
+      // until its node's daemon starts and fills it in; another node's start leaves it alone.
+      const left = path.join(shared, "runs", "carol", r4)
+      fs.mkdirSync(left, { recursive: true })
+      fs.writeFileSync(path.join(left, "run.json"), JSON.stringify({
+        run_id: r4, worker: "carol", kind: "box", task_id: null, started_at: "2026-12-03T10:00:04.000Z",
+        finished_at: "2026-12-03T10:01:00.000Z", ended_by: "exit", exit_code: 0, error: null, node: "n1"
+      }))
+      const beforeFill = yield* on(n2, pageOfRuns(0, 10))
+      const filledByN2 = yield* on(n2, indexRunsOf("n2"))
+      const filledByN1 = yield* on(n1, indexRunsOf("n1"))
+      const afterFill = yield* on(n2, pageOfRuns(0, 10))
+      // The database down: a run still starts (its folder is the truth) and readers list the folders.
+      pg.stop()
+      const started = yield* on(n1, Effect.flatMap(RunLog, (log) => log.start({ runId: r5, worker: "alice", kind: "box" })).pipe(Effect.either))
+      const whileDown = yield* on(n2, pageOfRuns(0, 10))
+      pg.start()
+      const deadline = Date.now() + 20_000
+      while (pg.sql(`SELECT count(*) FROM roster_runs WHERE run_id = '${r5}'`) !== "1" && Date.now() < deadline) yield* Effect.sleep("250 millis")
+      const afterOutage = yield* on(n2, pageOfRuns(0, 10))
+      return {
+        firstPage: listed(firstPage), alices: listed(alices), aliceEnd: alices.runs.find((r) => r.run_id === r1)?.ended_by, bob: bobs?.worker,
+        beforeFill: listed(beforeFill), filledByN2, filledByN1, afterFill: listed(afterFill),
+        started: started._tag, whileDown: listed(whileDown), afterOutage: listed(afterOutage)
+      }
+    })).pipe(Effect.orDie))
+    expect(seen.firstPage).toEqual({ ids: [r3, r2], total: 3 })
+    expect(seen.alices).toEqual({ ids: [r3, r1], total: 2 })
+    expect(seen.aliceEnd).toBe("exit")
+    expect(seen.bob).toBe("bob")
+    expect(seen.beforeFill).toEqual({ ids: [r3, r2, r1], total: 3 })
+    expect([seen.filledByN2, seen.filledByN1]).toEqual([0, 1])
+    expect(seen.afterFill).toEqual({ ids: [r4, r3, r2, r1], total: 4 })
+    expect(seen.started).toBe("Right")
+    expect(seen.whileDown).toEqual({ ids: [r5, r4, r3, r2, r1], total: 5 })
+    expect(seen.afterOutage).toEqual({ ids: [r5, r4, r3, r2, r1], total: 5 })
+    expect(pg.sql(`SELECT string_agg(run_id || ' ' || worker || ' ' || node || ' ' || coalesce(ended_by, '-'), ',' ORDER BY run_id) FROM roster_runs`)).toBe(
+      [`${r1} alice n1 exit`, `${r2} bob n1 -`, `${r3} alice n2 -`, `${r4} carol n1 exit`, `${r5} alice n1 -`].join(",")
+    )
+  })
+  it("the audit index: where each run's requests begin in its node's day file, said as the log closes; runs show reads each run from there, and only its days", async () => {
+    const shared = path.join(home, "audit-shared")
+    const nodeHome = path.join(home, "audit-n1")
+    fs.mkdirSync(path.join(nodeHome, "config"), { recursive: true })
+    fs.writeFileSync(path.join(nodeHome, "config", "org.toml"), `[cluster]\ndatabase = "${pg.url}"\nshared_data = "${shared}"\nnode = "n1"\n`)
+    const paths = Paths.fromEnv({ ROSTER_HOME: nodeHome, HOME: nodeHome })
+    const layer = Layer.provideMerge(Audit.layerIndexed, fleetAuditIndex).pipe(
+      Layer.provideMerge(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
+      Layer.provideMerge(Layer.mergeAll(Paths.layerAt(paths), Files.layer, NodeContext.layer)),
+      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]]))))
+    )
+    const [a, b, c] = ["2026-12-03-11-00-01-0000aaaa", "2026-12-03-11-00-02-0000bbbb", "2026-12-03-11-00-03-0000cccc"] as const
+    const day = new Date().toISOString().slice(0, 10)
+    const dir = path.join(shared, "audit", "n1")
+    const request = (runId: string | null, p: string): AuditRecord => ({
+      run_id: runId, subject: "box", host: "api.example.test", port: 443, method: "GET", path: p, status: 200,
+      injected: false, bytes_up: 1, bytes_down: 2, duration_ms: 3
+    })
+    // Lines already in today's file: b's (as if an earlier run with its id, before the index knew it) and c's (never indexed).
+    fs.mkdirSync(dir, { recursive: true })
+    const before = [b, c].map((id) => JSON.stringify({ time: `${day}T00:00:00.000Z`, ...request(id, "/before") })).join("\n") + "\n"
+    fs.writeFileSync(path.join(dir, `${day}.jsonl`), before)
+    // Two days after the runs end: a's id there is past what its record says it could have written.
+    const later = new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10)
+    fs.writeFileSync(path.join(dir, `${later}.jsonl`), JSON.stringify({ time: `${later}T00:00:00.000Z`, ...request(a, "/later") }) + "\n")
+    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const audit = yield* Audit
+      for (const [id, p] of [[a, "/a1"], [b, "/b1"], [null, "/none"], [a, "/a2"]] as const) yield* audit.write(request(id, p))
+    })).pipe(Effect.provide(layer)))
+    const rows = pg.sql("SELECT string_agg(run_id || ' ' || day || ' ' || node || ' ' || first_offset || ' ' || requests, ',' ORDER BY run_id) FROM roster_audit")
+    const content = fs.readFileSync(path.join(dir, `${day}.jsonl`))
+    /** Where the line of the request to `p` begins. */
+    const offsetOf = (p: string) => content.lastIndexOf("\n", content.indexOf(`"path":"${p}"`)) + 1
+    expect(rows).toBe([`${a} ${day} n1 ${offsetOf("/a1")} 2`, `${b} ${day} n1 ${offsetOf("/b1")} 1`].join(","))
+    expect(offsetOf("/a1")).toBe(Buffer.byteLength(before))
+    const shown = (id: string) =>
+      Effect.runPromise(auditOf({ run_id: id, started_at: `${day}T00:00:00.000Z`, finished_at: `${day}T00:00:01.000Z`, node: "n1" }).pipe(
+        Effect.map((lines) => lines.map((l) => l.path)),
+        Effect.provide(layer)
+      ))
+    // b from its indexed offset (its line before it is not read), a not from the day past its end, c (unindexed) the long way.
+    expect(await shown(b)).toEqual(["/b1"])
+    expect(await shown(a)).toEqual(["/a1", "/a2"])
+    expect(await shown(c)).toEqual(["/before"])
   })
 })

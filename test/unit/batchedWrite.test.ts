@@ -1,5 +1,10 @@
+import { Effect } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { batchedWrite } from "../../src/fs/batchedWrite.js"
+import { Files } from "../../src/fs/Files.js"
 
 /** A write that settles when the test says, recording what each call carried. */
 const controlled = () => {
@@ -62,5 +67,26 @@ describe("batchedWrite", () => {
     calls[1]?.settle()
     await waiting
     expect(drained).toBe(true)
+  })
+})
+
+describe("Files.openAppend", () => {
+  it("gives each line the byte offset it was written at, counted from the file's size when opened, multi-byte text included", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-append-"))
+    const file = path.join(dir, "log.jsonl")
+    fs.writeFileSync(file, "already here\n")
+    try {
+      const lines = ["one\n", "twö — ✓\n", "three\n", "four\n"]
+      const offsets = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const a = yield* Effect.acquireRelease((yield* Files).openAppend(file), (x) => x.close)
+        // All at once: the last three join the batch while the first is in flight.
+        return yield* Effect.all(lines.map((l) => a.write(l)), { concurrency: "unbounded" })
+      })).pipe(Effect.provide(Files.layer)))
+      const bytes = fs.readFileSync(file)
+      expect(offsets[0]).toBe(Buffer.byteLength("already here\n"))
+      lines.forEach((l, i) => expect(bytes.subarray(offsets[i], (offsets[i] ?? 0) + Buffer.byteLength(l)).toString()).toBe(l))
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -1,8 +1,9 @@
 import { FileSystem, Path } from "@effect/platform"
 import { SystemError } from "@effect/platform/Error"
-import { Clock, Context, Effect, Layer, Ref } from "effect"
+import { Clock, Context, Effect, Layer, Ref, Schedule } from "effect"
 import { captureHostFiles, Paths, layout } from "../../config/Paths.js"
 import { type Appender, Files } from "../../fs/Files.js"
+import { AuditIndex } from "../../run/AuditIndex.js"
 
 /** One line of the gateway's audit log: who asked for what, how it was answered, whether a credential was injected. */
 export interface AuditRecord {
@@ -37,71 +38,115 @@ const WARN_EVERY_MS = 60_000
 export class Audit extends Context.Tag("roster/Audit")<Audit, {
   readonly write: (record: AuditRecord) => Effect.Effect<void>
 }>() {
-  static readonly layer = Layer.scoped(
-    Audit,
-    Effect.gen(function*() {
-      const env = Context.add(yield* captureHostFiles, Files, yield* Files)
-      const lastWarned = yield* Ref.make(Number.NEGATIVE_INFINITY)
-      const opening = yield* Effect.makeSemaphore(1)
-      // The open day files by path.
-      const open = new Map<string, Appender>()
-      // Once closed, no file is opened again: a write after the layer's end (a caller that outlived
-      // it) is refused, not given a handle no one would ever close.
-      let closed = false
-      yield* Effect.addFinalizer(() =>
-        opening.withPermits(1)(Effect.suspend(() => {
-          closed = true
-          const all = [...open.values()]
-          open.clear()
-          return Effect.forEach(all, (a) => a.close, { discard: true })
-        })))
-      const warn = (dir: string, detail: string) =>
-        Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          const due = yield* Ref.modify(lastWarned, (at) => (now - at >= WARN_EVERY_MS ? [true, now] : [false, at]))
-          if (due) yield* Effect.logWarning(`the gateway's audit log cannot be written (${dir}): ${detail} — requests go on unrecorded until it can`)
-        })
-      const appenderFor = (dir: string, name: string) =>
-        Effect.gen(function*() {
-          const path = yield* Path.Path
-          const file = path.join(dir, name)
-          const known = open.get(file)
-          if (known) return known
-          // Opened and filed in one step an interrupt cannot split: every handle is in `open`, for the finalizer to close.
-          return yield* opening.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
-            if (closed) return yield* Effect.fail(new SystemError({ reason: "Unknown", module: "FileSystem", method: "open", pathOrDescriptor: file, description: "the audit log is closed (its layer ended)" }))
-            const again = open.get(file)
-            if (again) return again
-            // The first record of a deployment (or after someone removed the folder) makes it.
-            yield* (yield* FileSystem.FileSystem).makeDirectory(dir, { recursive: true, mode: 0o700 })
-            const appender = yield* (yield* Files).openAppend(file, 0o600)
-            // An earlier day of the same folder is done with.
-            for (const [other, a] of open) {
-              if (path.dirname(other) === dir) {
-                open.delete(other)
-                yield* a.close
-              }
-            }
-            open.set(file, appender)
-            return appender
-          })))
-        })
-      return {
-        write: (record) =>
-          Effect.gen(function*() {
-            const dir = layout(yield* Paths).auditDir
-            const now = new Date(yield* Clock.currentTimeMillis)
-            const line = `${JSON.stringify({ time: now.toISOString(), ...record })}\n`
-            yield* appenderFor(dir, `${now.toISOString().slice(0, 10)}.jsonl`).pipe(
-              Effect.flatMap((a) => a.write(line)),
-              Effect.catchAll((e) => warn(dir, e.message))
-            )
-          }).pipe(Effect.provide(env))
-      }
-    })
-  )
+  /** The audit log on this machine's disk (a machine on its own: `runs show` reads it from the run's days). */
+  static readonly layer = Layer.scoped(Audit, Effect.suspend(() => makeAudit(() => undefined)))
+
+  /** The audit log, and where each run's lines begin said to an {@link AuditIndex} (a fleet's table) every few seconds. */
+  static readonly layerIndexed = Layer.scoped(Audit, Effect.gen(function*() {
+    const starts = yield* runStarts(yield* AuditIndex, (yield* Paths).fleet?.node ?? "")
+    return yield* makeAudit(starts.note)
+  }))
 
   /** Keeps records in memory, for tests that read what the gateway recorded. */
   static readonly layerMemory = (records: Array<AuditRecord>) =>
     Layer.succeed(Audit, { write: (record) => Effect.sync(() => void records.push(record)) })
 }
+
+/**
+ * Where each run's lines begin in each day's file, gathered as they are written and handed to the
+ * index every 5 s (and as the log closes): one row a run and day, not a database write a request.
+ * What the index did not take is kept for the next try.
+ */
+const runStarts = (index: Context.Tag.Service<AuditIndex>, node: string) =>
+  Effect.gen(function*() {
+    let gathered = new Map<string, { run_id: string; day: string; offset: number; requests: number }>()
+    const flush = Effect.suspend(() => {
+      if (gathered.size === 0) return Effect.void
+      const taken = gathered
+      gathered = new Map()
+      return index.put([...taken.values()].map((s) => ({ ...s, node }))).pipe(
+        Effect.catchAll(() => Effect.sync(() => {
+          for (const [key, s] of taken) {
+            const now = gathered.get(key)
+            gathered.set(key, now ? { ...s, offset: Math.min(s.offset, now.offset), requests: s.requests + now.requests } : s)
+          }
+        }))
+      )
+    })
+    yield* Effect.forkScoped(Effect.interruptible(flush.pipe(Effect.repeat(Schedule.spaced("5 seconds")))))
+    yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout("2 seconds"), Effect.ignore))
+    return {
+      note: (runId: string, day: string, offset: number) => {
+        const key = `${runId} ${day}`
+        const known = gathered.get(key)
+        if (known) known.requests++
+        else gathered.set(key, { run_id: runId, day, offset, requests: 1 })
+      }
+    }
+  })
+
+const makeAudit = (noted: (runId: string, day: string, offset: number) => void) =>
+  Effect.gen(function*() {
+    const env = Context.add(yield* captureHostFiles, Files, yield* Files)
+    const lastWarned = yield* Ref.make(Number.NEGATIVE_INFINITY)
+    const opening = yield* Effect.makeSemaphore(1)
+    // The open day files by path.
+    const open = new Map<string, Appender>()
+    // Once closed, no file is opened again: a write after the layer's end (a caller that outlived
+    // it) is refused, not given a handle no one would ever close.
+    let closed = false
+    yield* Effect.addFinalizer(() =>
+      opening.withPermits(1)(Effect.suspend(() => {
+        closed = true
+        const all = [...open.values()]
+        open.clear()
+        return Effect.forEach(all, (a) => a.close, { discard: true })
+      })))
+    const warn = (dir: string, detail: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const due = yield* Ref.modify(lastWarned, (at) => (now - at >= WARN_EVERY_MS ? [true, now] : [false, at]))
+        if (due) yield* Effect.logWarning(`the gateway's audit log cannot be written (${dir}): ${detail} — requests go on unrecorded until it can`)
+      })
+    const appenderFor = (dir: string, name: string) =>
+      Effect.gen(function*() {
+        const path = yield* Path.Path
+        const file = path.join(dir, name)
+        const known = open.get(file)
+        if (known) return known
+        // Opened and filed in one step an interrupt cannot split: every handle is in `open`, for the finalizer to close.
+        return yield* opening.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
+          if (closed) return yield* Effect.fail(new SystemError({ reason: "Unknown", module: "FileSystem", method: "open", pathOrDescriptor: file, description: "the audit log is closed (its layer ended)" }))
+          const again = open.get(file)
+          if (again) return again
+          // The first record of a deployment (or after someone removed the folder) makes it.
+          yield* (yield* FileSystem.FileSystem).makeDirectory(dir, { recursive: true, mode: 0o700 })
+          const appender = yield* (yield* Files).openAppend(file, 0o600)
+          // An earlier day of the same folder is done with.
+          for (const [other, a] of open) {
+            if (path.dirname(other) === dir) {
+              open.delete(other)
+              yield* a.close
+            }
+          }
+          open.set(file, appender)
+          return appender
+        })))
+      })
+    return Audit.of({
+      write: (record) =>
+        Effect.gen(function*() {
+          const dir = layout(yield* Paths).auditDir
+          const now = new Date(yield* Clock.currentTimeMillis)
+          const line = `${JSON.stringify({ time: now.toISOString(), ...record })}\n`
+          const day = now.toISOString().slice(0, 10)
+          yield* appenderFor(dir, `${day}.jsonl`).pipe(
+            Effect.flatMap((a) => a.write(line)),
+            Effect.tap((offset) => {
+              if (record.run_id !== null && offset >= 0) noted(record.run_id, day, offset)
+            }),
+            Effect.catchAll((e) => warn(dir, e.message))
+          )
+        }).pipe(Effect.provide(env))
+    })
+  })
