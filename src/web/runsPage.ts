@@ -2,6 +2,7 @@ import { knowledgeLine } from "../contract/knowledge.js"
 import { taintLine } from "../contract/taint.js"
 import type { RunRecord } from "../run/RunLog.js"
 import { cut, html } from "./html.js"
+import { nodeColumn } from "./nodeColumn.js"
 import type { Entry } from "./timeline.js"
 
 export const RUNS_PER_PAGE = 50
@@ -11,10 +12,11 @@ const usd = (r: RunRecord) => (r.usage ? `$${r.usage.usd.toFixed(4)}` : "—")
 /** The runs, newest first, one page at a time. */
 export const runsBody = (runs: ReadonlyArray<RunRecord>, page: number, total: number) => {
   const pages = Math.max(1, Math.ceil(total / RUNS_PER_PAGE))
+  const node = nodeColumn(runs)
   return html`<p>${total} run${total === 1 ? "" : "s"}; page ${page} of ${pages}.</p>
 <table>
-<thead><tr><th scope="col">Run</th><th scope="col">Worker</th><th scope="col">Kind</th><th scope="col">Started</th><th scope="col">Ended by</th><th scope="col">Exit</th><th scope="col">Cost (est.)</th><th scope="col">Tainted</th></tr></thead>
-<tbody>${runs.map((r) => html`<tr><td><a href="/runs/${r.run_id}">${r.run_id}</a></td><td>${r.worker}</td><td>${r.kind}</td><td>${r.started_at}</td><td>${r.ended_by ?? "running"}</td><td>${r.exit_code ?? "—"}</td><td>${usd(r)}</td><td>${(r.tainted?.length ?? 0) > 0 ? "yes" : "no"}</td></tr>`)}</tbody>
+<thead><tr><th scope="col">Run</th><th scope="col">Worker</th><th scope="col">Kind</th>${node.head}<th scope="col">Started</th><th scope="col">Ended by</th><th scope="col">Exit</th><th scope="col">Cost (est.)</th><th scope="col">Tainted</th></tr></thead>
+<tbody>${runs.map((r) => html`<tr><td><a href="/runs/${r.run_id}">${r.run_id}</a></td><td>${r.worker}</td><td>${r.kind}</td>${node.cell(r)}<td>${r.started_at}</td><td>${r.ended_by ?? "running"}</td><td>${r.exit_code ?? "—"}</td><td>${usd(r)}</td><td>${(r.tainted?.length ?? 0) > 0 ? "yes" : "no"}</td></tr>`)}</tbody>
 </table>
 <nav aria-label="pages of runs">${page > 1 ? html`<a href="/runs?page=${page - 1}">Newer</a>` : ""} ${page < pages ? html`<a href="/runs?page=${page + 1}">Older</a>` : ""}</nav>`
 }
@@ -46,6 +48,7 @@ const entryHtml = (e: Entry) => {
 export const runBody = (r: RunRecord, entries: ReadonlyArray<Entry>, more: number) =>
   html`<dl class="facts">
 <dt>Worker</dt><dd>${r.worker} (${r.kind}${r.task_id ? `, task ${r.task_id}` : ""}${r.channel ? `, channel ${r.channel}` : ""})</dd>
+${r.node ? html`<dt>Node</dt><dd>${r.node}</dd>` : ""}
 <dt>Started</dt><dd>${r.started_at}</dd>
 <dt>Finished</dt><dd>${r.finished_at ?? "still running (or its runner died)"}</dd>
 <dt>Ended by</dt><dd>${r.ended_by ?? "—"} (exit code ${r.exit_code ?? "none"})</dd>

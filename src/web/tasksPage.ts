@@ -1,5 +1,6 @@
 import { isFinal, type TaskRecord, TaskStatus } from "../task/TaskRecord.js"
 import { cut, html } from "./html.js"
+import { nodeColumn } from "./nodeColumn.js"
 
 export interface TaskFilter {
   readonly worker: string
@@ -7,8 +8,9 @@ export interface TaskFilter {
 }
 
 /** Tasks: a filter, a form to add one, and the list with a cancel button on each that can still be cancelled. */
-export const tasksBody = (tasks: ReadonlyArray<TaskRecord> | null, workers: ReadonlyArray<string>, filter: TaskFilter, csrf: string, note: string | null) =>
-  html`${note ? html`<p class="note" role="status">${note}</p>` : ""}
+export const tasksBody = (tasks: ReadonlyArray<TaskRecord> | null, workers: ReadonlyArray<string>, filter: TaskFilter, csrf: string, note: string | null) => {
+  const node = nodeColumn(tasks ?? [])
+  return html`${note ? html`<p class="note" role="status">${note}</p>` : ""}
 <form method="post" action="/tasks" class="add">
 <h2>Add a task</h2>
 <input type="hidden" name="csrf" value="${csrf}">
@@ -29,8 +31,9 @@ export const tasksBody = (tasks: ReadonlyArray<TaskRecord> | null, workers: Read
 <button type="submit">Filter</button>
 </form>
 ${tasks === null ? html`<p class="warn">The roster server is not running: start it (<code>roster server start</code>) to see and queue tasks.</p>` : tasks.length === 0 ? html`<p>No task matches.</p>` : html`<table>
-<thead><tr><th scope="col">Task</th><th scope="col">Worker</th><th scope="col">Status</th><th scope="col">Prompt</th><th scope="col">Runs</th><th scope="col">Reason</th><th scope="col"><span class="sr">Action</span></th></tr></thead>
-<tbody>${tasks.map((t) => html`<tr><td>${t.task_id}</td><td>${t.worker}</td><td>${t.status}</td><td>${cut(t.prompt, 200)}</td><td>${t.run_ids.map((r) => html`<a href="/runs/${r}">${r}</a> `)}</td><td>${t.reason ? cut(t.reason, 300) : ""}</td><td>${
+<thead><tr><th scope="col">Task</th><th scope="col">Worker</th><th scope="col">Status</th>${node.head}<th scope="col">Prompt</th><th scope="col">Runs</th><th scope="col">Reason</th><th scope="col"><span class="sr">Action</span></th></tr></thead>
+<tbody>${tasks.map((t) => html`<tr><td>${t.task_id}</td><td>${t.worker}</td><td>${t.status}</td>${node.cell(t)}<td>${cut(t.prompt, 200)}</td><td>${t.run_ids.map((r) => html`<a href="/runs/${r}">${r}</a> `)}</td><td>${t.reason ? cut(t.reason, 300) : ""}</td><td>${
     isFinal(t.status) ? "" : html`<form method="post" action="/tasks/${t.task_id}/cancel"><input type="hidden" name="csrf" value="${csrf}"><button type="submit">Cancel ${t.task_id}</button></form>`
   }</td></tr>`)}</tbody>
 </table>`}`
+}

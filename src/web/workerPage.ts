@@ -1,6 +1,7 @@
 import { type MemoryEntry, newestFirst } from "../memory/MemoryStore.js"
 import type { RunRecord } from "../run/RunLog.js"
 import { cut, html } from "./html.js"
+import { nodeColumn } from "./nodeColumn.js"
 
 /** What the worker page shows of the worker itself. */
 export interface WorkerView {
@@ -13,6 +14,7 @@ export interface WorkerView {
 export const workerBody = (w: WorkerView, memory: ReadonlyArray<MemoryEntry>, runs: ReadonlyArray<RunRecord>) => {
   const newest = newestFirst(memory)
   const pending = newest.filter((e) => e.pending).length
+  const node = nodeColumn(runs)
   return html`<dl class="facts">
 <dt>Model</dt><dd>${w.model ?? "the deployment's default"}</dd>
 </dl>
@@ -26,8 +28,8 @@ ${newest.length === 0 ? html`<p>Nothing yet: a run keeps notes with its remember
 </table>`}
 <h2>Recent runs</h2>
 ${runs.length === 0 ? html`<p>No runs yet.</p>` : html`<table>
-<thead><tr><th scope="col">Run</th><th scope="col">Kind</th><th scope="col">Started</th><th scope="col">Ended by</th><th scope="col">Exit</th></tr></thead>
-<tbody>${runs.map((r) => html`<tr><td><a href="/runs/${r.run_id}">${r.run_id}</a></td><td>${r.kind}${r.task_id ? ` (${r.task_id})` : ""}</td><td>${r.started_at}</td><td>${r.ended_by ?? "running"}</td><td>${r.exit_code ?? "—"}</td></tr>`)}</tbody>
+<thead><tr><th scope="col">Run</th><th scope="col">Kind</th>${node.head}<th scope="col">Started</th><th scope="col">Ended by</th><th scope="col">Exit</th></tr></thead>
+<tbody>${runs.map((r) => html`<tr><td><a href="/runs/${r.run_id}">${r.run_id}</a></td><td>${r.kind}${r.task_id ? ` (${r.task_id})` : ""}</td>${node.cell(r)}<td>${r.started_at}</td><td>${r.ended_by ?? "running"}</td><td>${r.exit_code ?? "—"}</td></tr>`)}</tbody>
 </table>`}`
 }
 

@@ -10,6 +10,8 @@ import { collect, type Deployment, makeDeployment } from "../support/deployment.
 import { makeOutsideHost } from "../support/netns.js"
 import { latestRunId } from "../support/runs.js"
 import { type Postgres, startPostgres } from "../support/postgres.js"
+import { CHROMIUM, startWeb } from "../support/web.js"
+import { chromium } from "playwright-core"
 
 const docker = new Dockerode()
 
@@ -215,6 +217,38 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
       const shown = await d.roster(["runs", "show", runId])
       expect(shown.stdout).toContain("looked at it from node-b")
       expect(shown.stdout).not.toContain(`roster runs untaint ${runId} --reason`)
+    }
+  })
+
+  it("roster web on one node shows the fleet in a real browser: another node's run with its node, its requests from that node's audit log, the tasks' nodes", async () => {
+    const runs = path.join(shared, "runs", "alice")
+    const runId = latestRunId(runs)
+    const ui = await startWeb(b.env)
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] })
+    try {
+      const page = await (await browser.newContext()).newPage()
+      const errors: Array<string> = []
+      page.on("pageerror", (e) => errors.push(e.message))
+      await page.goto(ui.loginUrl)
+      await page.goto(`http://127.0.0.1:${ui.port}/runs`)
+      const heads = await page.locator("thead th").allInnerTexts()
+      const row = page.locator("tbody tr", { has: page.locator(`a[href='/runs/${runId}']`) })
+      expect((await row.locator("td").allInnerTexts())[heads.indexOf("Node")]).toBe("node-a")
+      await page.goto(`http://127.0.0.1:${ui.port}/runs/${runId}`)
+      expect(await page.locator("dl.facts").innerText()).toMatch(/Node\s+node-a/)
+      expect(await page.locator("ol.timeline").innerText()).toContain("exfil.example.test")
+      // The tasks of the earlier tests, each with the node that ran it, as the queue says.
+      await page.goto(`http://127.0.0.1:${ui.port}/tasks`)
+      const taskHeads = await page.locator("thead th").allInnerTexts()
+      const shownNodes = Object.fromEntries(await page.locator("tbody tr").evaluateAll((rows, at) =>
+        rows.map((r) => [r.querySelector("td")?.textContent ?? "", r.querySelectorAll("td")[at]?.textContent ?? ""]), taskHeads.indexOf("Node")))
+      const queue = JSON.parse((await b.roster(["task", "list", "--json"])).stdout) as Array<{ task_id: string; node?: string }>
+      expect(queue.length).toBeGreaterThan(0)
+      expect(shownNodes).toEqual(Object.fromEntries(queue.map((t) => [t.task_id, t.node ?? "—"])))
+      expect(errors).toEqual([])
+    } finally {
+      await browser.close()
+      ui.process.kill("SIGTERM")
     }
   })
 

@@ -9,14 +9,14 @@ import { type Browser, chromium, type Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Received, serveRehearsal } from "../../src/rehearsal/server.js"
 import { answersOf, askScript, nextHeld } from "../support/ask.js"
-import { collect, type Deployment, freePort, makeDeployment, ROSTER_BIN, TEST_IMAGE } from "../support/deployment.js"
+import { collect, type Deployment, makeDeployment, TEST_IMAGE } from "../support/deployment.js"
 import { makeOutsideHost } from "../support/netns.js"
 import { latestRunId } from "../support/runs.js"
 import { auditedOnce } from "../support/audit.js"
+import { CHROMIUM, startWeb } from "../support/web.js"
 import type { AuditRecord } from "../../src/gateway/base/Audit.js"
 
 const PI_IMAGE = "roster-box:test"
-const CHROMIUM = "/usr/bin/chromium"
 const artifacts = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../test-artifacts/web")
 const docker = new Dockerode()
 
@@ -56,21 +56,10 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
     ].join("\n")
     d = await makeDeployment(grant, PI_IMAGE)
     fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
-    webPort = await freePort()
-    web = spawn(ROSTER_BIN, ["web", "--port", String(webPort)], { env: d.env, stdio: ["ignore", "pipe", "pipe"] })
-    loginUrl = await new Promise<string>((resolve, reject) => {
-      let out = ""
-      const timer = setTimeout(() => reject(new Error(`roster web printed no URL: ${out}`)), 30_000)
-      web.stdout?.on("data", (c: Buffer) => {
-        out += c.toString()
-        const url = /^(http:\/\/127\.0\.0\.1:\d+\/login\?token=[0-9a-f]{64})$/m.exec(out)?.[1]
-        if (url) {
-          clearTimeout(timer)
-          resolve(url)
-        }
-      })
-      web.once("exit", (code) => reject(new Error(`roster web exited (${code}): ${out}`)))
-    })
+    const ui = await startWeb(d.env)
+    webPort = ui.port
+    web = ui.process
+    loginUrl = ui.loginUrl
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] })
     page = await (await browser.newContext()).newPage()
     page.on("pageerror", (e) => pageErrors.push(e.message))
