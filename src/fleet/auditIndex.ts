@@ -32,6 +32,7 @@ export const fleetAuditIndexOnDemand = Layer.effect(
   Effect.map(FleetSqlOnDemand, (connected) =>
     AuditIndex.of({
       put: (starts) => Effect.flatMap(connected, (c) => auditIndexOver(c.sql).put(starts)),
+      // The index's own reads never fail (an unanswered one is none); only the connection can.
       of: (runId) => connected.pipe(Effect.flatMap((c) => auditIndexOver(c.sql).of(runId)), Effect.orElseSucceed(() => Option.none()))
     }))
 )

@@ -1,10 +1,9 @@
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Effect, Layer, Option, Ref, Schedule, Schema, Scope } from "effect"
+import { Effect, Layer, Option, Ref, Schedule, Scope } from "effect"
 import { Paths, layout } from "../config/Paths.js"
-import { readJsonOptional } from "../fs/atomic.js"
 import { runDirs } from "../run/query.js"
 import { type IndexedRun, RunIndex, type RunRef } from "../run/RunIndex.js"
-import { RunRecord } from "../run/RunLog.js"
+import { readRunJson } from "../run/RunLog.js"
 import { FleetSqlOnDemand } from "./firstUse.js"
 import { sqlDetail } from "./sqlDetail.js"
 
@@ -41,7 +40,6 @@ export const runIndexOver = (sql: SqlClient) =>
       Effect.repeat(Schedule.spaced("5 seconds"))
     )))
     yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout("2 seconds"), Effect.ignore))
-    const refs = (rows: ReadonlyArray<RunRef>) => rows.map((r) => ({ worker: r.worker, run_id: r.run_id }))
     const byWorker = (worker: Option.Option<string>) => (Option.isSome(worker) ? sql`WHERE worker = ${worker.value}` : sql``)
     return RunIndex.of({
       put: (run) =>
@@ -58,7 +56,7 @@ export const runIndexOver = (sql: SqlClient) =>
           sql<RunRef>`SELECT worker, run_id FROM roster_runs ${byWorker(worker)} ORDER BY run_id DESC OFFSET ${offset} LIMIT ${limit}`.withoutTransform,
           sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM roster_runs ${byWorker(worker)}`.withoutTransform
         ]).pipe(
-          Effect.map(([rows, count]) => Option.some({ refs: refs(rows), total: count[0]?.n ?? 0 })),
+          Effect.map(([refs, count]) => Option.some({ refs, total: count[0]?.n ?? 0 })),
           // The folders are the truth: a reader the database does not answer lists them instead.
           Effect.catchAll(() => Effect.succeedNone)
         ),
@@ -107,15 +105,14 @@ export const indexRunsOf = (node: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const index = yield* RunIndex
-    const root = layout(yield* Paths).runsDir
+    const where = layout(yield* Paths)
     const rows = yield* sql<{ readonly run_id: string; readonly done: boolean }>`
       SELECT run_id, finished_at IS NOT NULL AS done FROM roster_runs`.withoutTransform
     const known = new Map(rows.map((r) => [r.run_id, r.done]))
     let added = 0
     for (const ref of yield* runDirs(Option.none())) {
       if (known.get(ref.run_id) === true) continue
-      const raw = yield* readJsonOptional(`${root}/${ref.worker}/${ref.run_id}/run.json`).pipe(Effect.orElseSucceed(() => undefined))
-      const record = Schema.decodeUnknownOption(RunRecord)(raw)
+      const record = yield* readRunJson(where.runDir(ref.worker, ref.run_id)).pipe(Effect.orElseSucceed(() => Option.none()))
       if (Option.isNone(record) || record.value.node !== node) continue
       if (known.has(ref.run_id) && record.value.finished_at === null) continue
       yield* index.put(record.value)

@@ -112,11 +112,14 @@ const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOSt
 const writeRecord = (file: string, record: RunRecord) =>
   writeJson(file, record).pipe(Effect.mapError((e) => new RunLogError({ file, detail: e.message })))
 
+/** A run folder's run.json alone, as written (none when missing or unreadable): its events not read. */
+export const readRunJson = (runDir: string) =>
+  Effect.map(readJsonOptional(runFiles(runDir).record), Schema.decodeUnknownOption(RunRecord))
+
 /** A run folder's record with what its events say (see events.ts); undefined without a readable run.json. */
 export const readRunDir = (runDir: string) =>
   Effect.gen(function*() {
-    const files = runFiles(runDir)
-    const decoded = Schema.decodeUnknownOption(RunRecord)(yield* readJsonOptional(files.record))
+    const decoded = yield* readRunJson(runDir)
     if (decoded._tag === "None") return undefined
     const events = yield* readRunEvents(runDir, decoded.value.node !== undefined)
     return { ...decoded.value, ...foldEvents(events) } satisfies RunRecord
