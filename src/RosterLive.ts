@@ -18,6 +18,8 @@ import { Hurry } from "./run/Hurry.js"
 import { RunFence } from "./run/RunFence.js"
 import { RunIndex } from "./run/RunIndex.js"
 import { AuditIndex } from "./run/AuditIndex.js"
+import { TaintLog } from "./run/TaintLog.js"
+import { fleetTaintLogOnDemand } from "./fleet/taintLog.js"
 import { fleetAuditIndexOnDemand } from "./fleet/auditIndex.js"
 import { RunLog } from "./run/RunLog.js"
 import { FleetSqlOnDemand } from "./fleet/firstUse.js"
@@ -35,7 +37,7 @@ export type Platform = FileSystem.FileSystem | Path.Path | CommandExecutor.Comma
 export type RosterBase = Platform | Files | Paths | Docker | GatewayProbe | Firewall | Dialer | Hurry | HostGit | Reporter
 
 /** Every service roster provides. */
-export type Roster = RosterBase | OrgConfig | RunLog | RunIndex | AuditIndex | ImageStore | Vault | LiveRuns | Audit | TaskStore | MemoryStore | RunFence
+export type Roster = RosterBase | OrgConfig | RunLog | RunIndex | AuditIndex | TaintLog | ImageStore | Vault | LiveRuns | Audit | TaskStore | MemoryStore | RunFence
 
 /**
  * The parts of roster, each replaceable by one layer: an engine (another box backend, the Docker
@@ -58,6 +60,7 @@ export interface RosterParts {
   readonly runLog?: Layer.Layer<RunLog, never, RosterBase>
   readonly runIndex?: Layer.Layer<RunIndex, never, RosterBase>
   readonly auditIndex?: Layer.Layer<AuditIndex, never, RosterBase>
+  readonly taintLog?: Layer.Layer<TaintLog, never, RosterBase>
   readonly imageStore?: Layer.Layer<ImageStore, never, RosterBase>
   readonly vault?: Layer.Layer<Vault, never, RosterBase>
   readonly liveRuns?: Layer.Layer<LiveRuns, never, RosterBase>
@@ -94,11 +97,13 @@ export const makeRosterLive = <const P extends RosterParts = Record<never, never
   const fleetSql = FleetSqlOnDemand.layer.pipe(Layer.provide(Layer.merge(orgConfig, vault)))
   const runIndex = parts.runIndex ?? runIndexLive.pipe(Layer.provide(fleetSql))
   const auditIndex = parts.auditIndex ?? auditIndexLive.pipe(Layer.provide(fleetSql))
+  const taintLog = parts.taintLog ?? taintLogLive.pipe(Layer.provide(fleetSql))
   const services = Layer.mergeAll(
     orgConfig,
     runIndex,
     auditIndex,
-    parts.runLog ?? RunLog.layerIndexed.pipe(Layer.provide(runIndex)),
+    taintLog,
+    parts.runLog ?? RunLog.layerIndexed.pipe(Layer.provide(Layer.merge(runIndex, taintLog))),
     parts.imageStore ?? ImageStore.layer,
     vault,
     parts.liveRuns ?? LiveRuns.layer,
@@ -129,6 +134,10 @@ const runIndexLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<RunIn
 /** Where each run's requests begin in the audit log: none on a machine on its own, else the fleet's table (connected on first use). */
 const auditIndexLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<AuditIndex, never, FleetSqlOnDemand> =>
   p.fleet ? fleetAuditIndexOnDemand : AuditIndex.layerNone))
+
+/** Taints and untaints every node sees: none on a machine on its own (its run folders hold them), else the fleet's table (connected on first use). */
+const taintLogLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<TaintLog, never, FleetSqlOnDemand> =>
+  p.fleet ? fleetTaintLogOnDemand : TaintLog.layerNone))
 
 /** The gateway's audit log: on a fleet node it also says where each run's lines begin (the daemon gives its own connection). */
 const auditLive = Layer.unwrapEffect(Effect.map(Paths, (p): Layer.Layer<Audit, never, HostFiles | Files | AuditIndex> =>

@@ -27,6 +27,7 @@ import { fleetSpendLedger } from "../fleet/spendLedger.js"
 import { fleetMemoryLog } from "../fleet/memoryStore.js"
 import { fleetRunIndex, indexRunsOf } from "../fleet/runIndex.js"
 import { fleetAuditIndex } from "../fleet/auditIndex.js"
+import { fleetTaintLog } from "../fleet/taintLog.js"
 import { Audit } from "../gateway/base/Audit.js"
 import { RunLog } from "../run/RunLog.js"
 import { MemoryStore, memoryStoreOver } from "../memory/MemoryStore.js"
@@ -63,7 +64,7 @@ const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   const fence = fleetRunFence(member.node, instance, org.cluster.node_timeout_s)
   const ledger = fleetSpendLedger(member.node)
   const memory = Layer.succeed(MemoryStore, memoryStoreOver(fleetMemoryLog(Context.get(database, SqlClient))))
-  const runs = Layer.provideMerge(RunLog.layerIndexed, fleetRunIndex)
+  const runs = Layer.provideMerge(RunLog.layerIndexed, Layer.merge(fleetRunIndex, fleetTaintLog))
   const audit = Layer.provideMerge(Audit.layerIndexed, fleetAuditIndex)
   return Layer.mergeAll(Layer.succeed(FleetMember, member), store, fence, ledger, memory, runs, audit, IndexBackfill).pipe(
     Layer.provide(Layer.succeedContext(database))

@@ -136,7 +136,23 @@ const MIGRATIONS = {
       first_offset bigint NOT NULL,
       requests integer NOT NULL,
       PRIMARY KEY (run_id, day)
-    )`)
+    )`),
+  /**
+   * Taints and untaints of runs: the gateway of the run's node and a person on any node each add
+   * rows, every node reads them (one events file over NFS with two machines appending can lose
+   * lines). In the order they were put.
+   */
+  "8_taints": Effect.flatMap(SqlClient, (sql) =>
+    Effect.all([
+      sql`CREATE TABLE roster_taints (
+        seq bigserial PRIMARY KEY,
+        run_id text COLLATE "C" NOT NULL,
+        node text NOT NULL,
+        event jsonb NOT NULL,
+        put_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      sql`CREATE INDEX roster_taints_by_run ON roster_taints (run_id, seq)`
+    ], { discard: true }))
 }
 
 /** The newest schema this roster knows. */

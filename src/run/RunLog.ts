@@ -9,6 +9,7 @@ import { Taint, Untaint } from "../contract/taint.js"
 import { appendEvent, foldEvents, readRunEvents, type RunEvent, RunStopped, RunUsage } from "./events.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 import { RunIndex } from "./RunIndex.js"
+import { isTaintEvent, type TaintEvent, TaintLog, TaintLogError } from "./TaintLog.js"
 
 /** What ended a run: its own exit, a ceiling, a signal, an error, idleness, its owner's death, a cancel. */
 export const EndedBy = Schema.Literal(
@@ -116,14 +117,30 @@ const writeRecord = (file: string, record: RunRecord) =>
 export const readRunJson = (runDir: string) =>
   Effect.map(readJsonOptional(runFiles(runDir).record), Schema.decodeUnknownOption(RunRecord))
 
-/** A run folder's record with what its events say (see events.ts); undefined without a readable run.json. */
-export const readRunDir = (runDir: string) =>
+/**
+ * A run folder's record with what its events say (see events.ts), and a fleet run's taints and
+ * untaints from the fleet's taint log (`shared`); undefined without a readable run.json.
+ */
+export const readRunDir = (runDir: string, shared: ReadonlyArray<TaintEvent> = []) =>
   Effect.gen(function*() {
     const decoded = yield* readRunJson(runDir)
     if (decoded._tag === "None") return undefined
     const events = yield* readRunEvents(runDir, decoded.value.node !== undefined)
-    return { ...decoded.value, ...foldEvents(events) } satisfies RunRecord
+    return { ...decoded.value, ...foldEvents(withShared(events, shared)) } satisfies RunRecord
   })
+
+/**
+ * The folder's events with the taint log's: the decisions in the order they were made. A fleet
+ * node writes a taint to its events file only while the database does not take it, so both can
+ * hold some of one run's — in time order an untaint's count of the taints it saw stays true.
+ */
+const withShared = (events: ReadonlyArray<RunEvent>, shared: ReadonlyArray<TaintEvent>): ReadonlyArray<RunEvent> => {
+  if (shared.length === 0) return events
+  const at = (e: TaintEvent) => (e.kind === "taint" ? e.taint.time : e.untaint.at)
+  const decisions = [...events.filter(isTaintEvent), ...shared].map((e, i) => ({ e, i }))
+    .sort((x, y) => (at(x.e) < at(y.e) ? -1 : at(x.e) > at(y.e) ? 1 : x.i - y.i))
+  return [...events.filter((e) => !isTaintEvent(e)), ...decisions.map((d) => d.e)]
+}
 
 const readRecord = (worker: string, runId: string) =>
   Effect.flatMap(Paths, (p) => readRunDir(layout(p).runDir(worker, runId)))
@@ -144,23 +161,50 @@ export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
   readonly update: (worker: string, runId: string, patch: Partial<RunRecord>) => Effect.Effect<void, RunLogError>
   readonly finish: (worker: string, runId: string, end: RunEnd) => Effect.Effect<RunRecord, RunLogError>
   readonly read: (worker: string, runId: string) => Effect.Effect<RunRecord | undefined>
+  /**
+   * A read a decision rests on (may the run's work land, what an untaint clears): a fleet run's
+   * taints must be known, so a taint log that does not answer fails it rather than leave them out.
+   */
+  readonly readForDecision: (worker: string, runId: string) => Effect.Effect<RunRecord | undefined, TaintLogError>
   /** Adds what was learnt of a run from outside its runner (a taint, a warning, a push): appended, never lost to a rewrite. */
   readonly append: (worker: string, runId: string, event: RunEvent) => Effect.Effect<void, RunLogError>
 }>() {
-  /** Run records that also go to a {@link RunIndex} (a fleet's table), as each run starts and ends. */
+  /**
+   * A fleet node's run records: each also goes to a {@link RunIndex} as it starts and ends, and
+   * its taints and untaints to the fleet's {@link TaintLog}.
+   */
   static readonly layerIndexed = Layer.effect(RunLog, Effect.gen(function*() {
     const env = yield* captureHostFiles
-    const index = yield* RunIndex
-    return makeRunLog(env, index.put)
+    return makeRunLog(env, (yield* RunIndex).put, yield* TaintLog)
   }))
 
   /** Run records in their folders, listed by reading them (a machine on its own). */
-  static readonly layer = Layer.effect(RunLog, Effect.map(captureHostFiles, (env) => makeRunLog(env, () => Effect.void)))
+  static readonly layer = Layer.effect(RunLog, Effect.map(captureHostFiles, (env) => makeRunLog(env, () => Effect.void, undefined)))
 }
 
-const makeRunLog = (env: Context.Context<HostFiles>, indexed: (record: RunRecord) => Effect.Effect<void>): Context.Tag.Service<RunLog> => {
+const makeRunLog = (
+  env: Context.Context<HostFiles>,
+  indexed: (record: RunRecord) => Effect.Effect<void>,
+  taintLog: Context.Tag.Service<TaintLog> | undefined
+): Context.Tag.Service<RunLog> => {
   const own = <A, E>(effect: Effect.Effect<A, E, HostFiles>) => Effect.provide(effect, env)
   const node = Context.get(env, Paths).fleet?.node
+  const shared = node !== undefined ? taintLog : undefined
+  const readShared = (worker: string, runId: string) =>
+    shared
+      ? Effect.flatMap(shared.of([runId]), (m) => Effect.flatMap(Paths, (p) => readRunDir(layout(p).runDir(worker, runId), m.get(runId))))
+      : readRecord(worker, runId)
+  /** A decision the database does not take in time is kept in this node's events file of the run (read by every node too). */
+  const putShared = (runId: string, event: TaintEvent, file: string) =>
+    shared && node
+      ? shared.put(runId, node, event).pipe(
+        Effect.timeoutFail({ duration: "2 seconds", onTimeout: () => new TaintLogError({ detail: "no answer in 2 s" }) }),
+        Effect.catchAll((e) =>
+          Effect.logWarning(`run ${runId}: its ${event.kind} is kept in ${file}, not the fleet's taint log (${e.detail})`).pipe(
+            Effect.zipRight(appendEvent(file, event))
+          ))
+      )
+      : appendEvent(file, event)
   return {
     start: (run) =>
       Effect.gen(function*() {
@@ -193,7 +237,10 @@ const makeRunLog = (env: Context.Context<HostFiles>, indexed: (record: RunRecord
           exit_code: end.exitCode,
           error: r.stopped?.detail ?? end.error ?? null
         })))).pipe(Effect.tap(indexed), own),
-    read: (worker, runId) => own(readRecord(worker, runId)),
+    read: (worker, runId) =>
+      own(readShared(worker, runId).pipe(Effect.catchTag("TaintLogError", (e) =>
+        Effect.logWarning(`run ${runId}: shown without the fleet's taint log: ${e.message}`).pipe(Effect.zipRight(readRecord(worker, runId)))))),
+    readForDecision: (worker, runId) => own(readShared(worker, runId)),
     append: (worker, runId, event) =>
       Effect.gen(function*() {
         const file = yield* eventsFile(worker, runId)
@@ -203,7 +250,9 @@ const makeRunLog = (env: Context.Context<HostFiles>, indexed: (record: RunRecord
         if (!(yield* (yield* FileSystem.FileSystem).exists(record).pipe(Effect.orElseSucceed(() => false)))) {
           return yield* Effect.fail(new RunLogError({ file, detail: "no run record to add to" }))
         }
-        yield* appendEvent(file, event).pipe(Effect.mapError((e) => new RunLogError({ file, detail: e.message })))
+        yield* (isTaintEvent(event) ? putShared(runId, event, file) : appendEvent(file, event)).pipe(
+          Effect.mapError((e) => new RunLogError({ file, detail: e.message }))
+        )
       }).pipe(own)
   }
 }

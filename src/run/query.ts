@@ -6,6 +6,7 @@ import { foldFileLines, LINE_MAX } from "../fs/lines.js"
 import { readRunDir, type RunRecord } from "./RunLog.js"
 import { RunIndex, type RunRef } from "./RunIndex.js"
 import { AuditIndex } from "./AuditIndex.js"
+import { type TaintEvent, TaintLog } from "./TaintLog.js"
 import { type AuditLine, readAuditLine } from "../contract/auditLine.js"
 
 /** Every run folder as (worker, id), newest first by id (ids begin with their start time): no record read. */
@@ -35,10 +36,11 @@ export const pageOfRuns = (offset: number, limit: number, worker: Option.Option<
     const { refs, total } = Option.isSome(indexed)
       ? indexed.value
       : yield* Effect.map(runDirs(worker), (dirs) => ({ refs: dirs.slice(offset, offset + limit), total: dirs.length }))
+    const taints = yield* sharedTaints(refs.map((r) => r.run_id))
     const runs: Array<RunRecord> = []
     for (const d of refs) {
       const dir = path.join(root, d.worker, d.run_id)
-      const record = yield* readRunDir(dir)
+      const record = yield* readRunDir(dir, taints.get(d.run_id))
       if (record) runs.push(record)
       else if (yield* fs.exists(path.join(dir, "run.json")).pipe(Effect.orElseSucceed(() => false))) {
         yield* Effect.logWarning(`run ${d.run_id} of ${d.worker}: its run.json is unreadable (${path.join(dir, "run.json")}) — not listed`)
@@ -54,17 +56,26 @@ export const findRun = (runId: string) =>
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const root = layout(yield* Paths).runsDir
+    const taints = (yield* sharedTaints([runId])).get(runId)
     const indexed = yield* (yield* RunIndex).workerOf(runId)
     if (Option.isSome(indexed)) {
-      const record = yield* readRunDir(path.join(root, indexed.value, runId))
+      const record = yield* readRunDir(path.join(root, indexed.value, runId), taints)
       if (record) return record
     }
     for (const w of yield* fs.readDirectory(root).pipe(Effect.orElseSucceed(() => [] as Array<string>))) {
       const dir = path.join(root, w, runId)
-      if (yield* fs.exists(dir).pipe(Effect.orElseSucceed(() => false))) return yield* readRunDir(dir)
+      if (yield* fs.exists(dir).pipe(Effect.orElseSucceed(() => false))) return yield* readRunDir(dir, taints)
     }
     return undefined
   })
+
+/** A fleet's taints and untaints of the runs shown (one query a page); shown without them, and said, when its database does not answer. */
+const sharedTaints = (runIds: ReadonlyArray<string>) =>
+  Effect.flatMap(TaintLog, (log) => log.of(runIds)).pipe(
+    Effect.catchAll((e) =>
+      Effect.logWarning(`runs shown without the fleet's taints: ${e.message}`).pipe(Effect.as(new Map<string, ReadonlyArray<TaintEvent>>()))
+    )
+  )
 
 /** The day (YYYY-MM-DD) after an ISO time's. */
 const nextDay = (iso: string) => new Date(Date.parse(`${iso.slice(0, 10)}T00:00:00.000Z`) + 86_400_000).toISOString().slice(0, 10)

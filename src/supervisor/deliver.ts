@@ -13,6 +13,7 @@ import { appendJournal } from "../journal/journal.js"
 import { findRun } from "../run/query.js"
 import { RunFence } from "../run/RunFence.js"
 import type { RunIndex } from "../run/RunIndex.js"
+import type { TaintLog } from "../run/TaintLog.js"
 import { isFinal, type TaskRecord } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 
@@ -88,7 +89,7 @@ const deliverOnce = (t: TaskRecord) =>
   const target = parseReplyTo(replyTo)
   const at = new Date(yield* Clock.currentTimeMillis).toISOString()
   const text = replyText(t)
-  const send: Effect.Effect<void, string, TaskStore | OrgConfig | Vault | Files | HostFiles | RunIndex> =
+  const send: Effect.Effect<void, string, TaskStore | OrgConfig | Vault | Files | HostFiles | RunIndex | TaintLog> =
     target._tag === "task" ? toTask(t, target.taskId, text, at)
     : target._tag === "talk" ? toTalk(t, target.runId, text, at)
     : target._tag === "chat" ? toChat(target, text)

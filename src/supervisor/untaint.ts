@@ -21,7 +21,8 @@ export class UntaintError extends Schema.TaggedError<UntaintError>()("UntaintErr
 export const untaintRun = Effect.fn("runs.untaint")(function*(worker: string, runId: string, reason: string) {
   if (reason.trim() === "") return yield* Effect.fail(new UntaintError({ detail: `say why: roster runs untaint ${runId} --reason "…"` }))
   const runLog = yield* RunLog
-  const run = yield* runLog.read(worker, runId)
+  // What the untaint clears is counted from every taint: the fleet's must be known.
+  const run = yield* runLog.readForDecision(worker, runId).pipe(Effect.mapError((e) => new UntaintError({ detail: e.message })))
   if (!run) return yield* Effect.fail(new UntaintError({ detail: `no run ${runId} — list runs with: roster runs list` }))
   if (!isTainted(run)) return yield* Effect.fail(new UntaintError({ detail: `run ${runId} is not tainted: nothing to decide` }))
   const repos = gatedRepos(mountsFor(yield* (yield* OrgConfig).snapshot, worker))

@@ -188,7 +188,7 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     expect(await boxes()).toEqual([])
   })
 
-  it("a run tainted on one node, untainted by a person on another: each node wrote only its own events file, and both see the decision", async () => {
+  it("a run tainted on one node, untainted by a person on another: both decisions are rows of the fleet's taint log, and both nodes see them", async () => {
     const r = await a.roster(["worker", "run", "alice", askScript(a, "fleet-taint.sh", ["exfil.example.test:443 exfil"], shared)])
     expect(r.code, r.stderr).toBe(0)
     const runs = path.join(shared, "runs", "alice")
@@ -212,7 +212,11 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     expect(before.stdout).toContain("tainted:   egress_refused (exfil.example.test): no_rule")
     const untainted = await b.roster(["runs", "untaint", runId, "--reason", "looked at it from node-b"])
     expect(untainted.code, untainted.stderr).toBe(0)
-    expect(fs.readdirSync(path.join(runs, runId)).filter((f) => f.startsWith("events")).sort()).toEqual(["events.node-a.jsonl", "events.node-b.jsonl"])
+    // Both decisions are rows of the fleet's taint log, each by the node that made it; no events file holds one.
+    expect(pg.sql(`SELECT string_agg(node || ' ' || (event->>'kind'), ',' ORDER BY seq) FROM roster_taints WHERE run_id = '${runId}'`)).toBe("node-a taint,node-b untaint")
+    for (const f of fs.readdirSync(path.join(runs, runId)).filter((n) => n.startsWith("events"))) {
+      expect(fs.readFileSync(path.join(runs, runId, f), "utf8"), f).not.toMatch(/"kind":"(un)?taint"/)
+    }
     for (const d of [a, b]) {
       const shown = await d.roster(["runs", "show", runId])
       expect(shown.stdout).toContain("looked at it from node-b")

@@ -31,6 +31,9 @@ import { auditOf, findRun, pageOfRuns } from "../../src/run/query.js"
 import { fleetAuditIndex } from "../../src/fleet/auditIndex.js"
 import { Audit, type AuditRecord } from "../../src/gateway/base/Audit.js"
 import { RunIndex } from "../../src/run/RunIndex.js"
+import { TaintLog } from "../../src/run/TaintLog.js"
+import { fleetTaintLog } from "../../src/fleet/taintLog.js"
+import { isTainted } from "../../src/contract/taint.js"
 import { RunLog, type RunRecord } from "../../src/run/RunLog.js"
 import type { FileSystem, Path } from "@effect/platform"
 import { type Postgres, startPostgres } from "../support/postgres.js"
@@ -80,8 +83,8 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         Effect.provide(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
       ))))
-    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit"])
-    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4,5,6,7")
+    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints"])
+    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4,5,6,7,8")
   })
 
   it("40 tasks over 5 workers, claimed by three nodes at 2 at a time: each done exactly once, never two of one worker at once, every node ran some", async () => {
@@ -290,26 +293,27 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(result.held).toBe(1)
     expect(result.after.find((e) => e.id === result.first.id)).toMatchObject({ pending: true, held_reason: "tainted: egress_refused" })
   })
+  /** A node's run log, run index and taint log over a shared folder, on its own connections. */
+  const fleetRunsOn = (shared: string, node: string) => {
+    const nodeHome = path.join(shared, "..", `${path.basename(shared)}-${node}`)
+    fs.mkdirSync(path.join(nodeHome, "config"), { recursive: true })
+    fs.writeFileSync(path.join(nodeHome, "config", "org.toml"), `[cluster]\ndatabase = "${pg.url}"\nshared_data = "${shared}"\nnode = "${node}"\n`)
+    const paths = Paths.fromEnv({ ROSTER_HOME: nodeHome, HOME: nodeHome })
+    return Layer.provideMerge(RunLog.layerIndexed, Layer.merge(fleetRunIndex, fleetTaintLog)).pipe(
+      Layer.provideMerge(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
+      Layer.provideMerge(Layer.mergeAll(Paths.layerAt(paths), NodeContext.layer)),
+      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]]))))
+    )
+  }
   it("the run index: runs two nodes started and ended are listed from either, newest first, by worker, with totals; what the database could not take is indexed when it answers; a node's start fills in what its runs left out", async () => {
     const shared = path.join(home, "runs-shared")
-    /** A node's run log and index over the shared folder, on its own connections. */
-    const runsOn = (node: string) => {
-      const nodeHome = path.join(home, `runs-${node}`)
-      fs.mkdirSync(path.join(nodeHome, "config"), { recursive: true })
-      fs.writeFileSync(path.join(nodeHome, "config", "org.toml"), `[cluster]\ndatabase = "${pg.url}"\nshared_data = "${shared}"\nnode = "${node}"\n`)
-      const paths = Paths.fromEnv({ ROSTER_HOME: nodeHome, HOME: nodeHome })
-      return Layer.provideMerge(RunLog.layerIndexed, fleetRunIndex).pipe(
-        Layer.provideMerge(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
-        Layer.provideMerge(Layer.mergeAll(Paths.layerAt(paths), NodeContext.layer)),
-        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]]))))
-      )
-    }
+    const runsOn = (node: string) => fleetRunsOn(shared, node)
     const [r1, r2, r3, r4, r5] = ["01", "02", "03", "04", "05"].map((s) => `2026-12-03-10-00-${s}-0000abcd`) as [string, string, string, string, string]
     const listed = (p: { readonly runs: ReadonlyArray<RunRecord>; readonly total: number }) => ({ ids: p.runs.map((r) => r.run_id), total: p.total })
     const seen = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const n1 = yield* Layer.build(runsOn("n1"))
       const n2 = yield* Layer.build(runsOn("n2"))
-      const on = <A, E>(ctx: typeof n1, e: Effect.Effect<A, E, RunLog | RunIndex | Paths | FileSystem.FileSystem | Path.Path | SqlClient>) => Effect.provide(e, ctx)
+      const on = <A, E>(ctx: typeof n1, e: Effect.Effect<A, E, RunLog | RunIndex | TaintLog | Paths | FileSystem.FileSystem | Path.Path | SqlClient>) => Effect.provide(e, ctx)
       yield* on(n1, Effect.flatMap(RunLog, (log) => log.start({ runId: r1, worker: "alice", kind: "box" })))
       yield* on(n1, Effect.flatMap(RunLog, (log) => log.start({ runId: r2, worker: "bob", kind: "task", taskId: "t-0000abcd" })))
       yield* on(n2, Effect.flatMap(RunLog, (log) => log.start({ runId: r3, worker: "alice", kind: "box" })))
@@ -401,5 +405,55 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(await shown(b)).toEqual(["/b1"])
     expect(await shown(a)).toEqual(["/a1", "/a2"])
     expect(await shown(c)).toEqual(["/before"])
+  })
+  it("the taint log: a taint on the run's node and an untaint on another are rows of the fleet's table, seen by both; a taint the database cannot take is kept in the node's events file and counted when it answers; a decision waits for the log", async () => {
+    const shared = path.join(home, "taints-shared")
+    const runId = "2026-12-03-12-00-00-0000dddd"
+    const taint = (time: string) => ({ kind: "taint" as const, taint: { reason: "egress_refused" as const, host: "exfil.example.test", time } })
+    type Seen = { readonly tainted: number; readonly open: boolean; readonly untaint: string | undefined }
+    const seenOf = (r: RunRecord | undefined): Seen => ({ tainted: r?.tainted?.length ?? -1, open: r !== undefined && isTainted(r), untaint: r?.untainted?.reason })
+    const seen = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const n1 = yield* Layer.build(fleetRunsOn(shared, "n1"))
+      const n2 = yield* Layer.build(fleetRunsOn(shared, "n2"))
+      const on = <A, E>(ctx: typeof n1, e: Effect.Effect<A, E, RunLog | RunIndex | TaintLog | Paths | FileSystem.FileSystem | Path.Path | SqlClient>) => Effect.provide(e, ctx)
+      yield* on(n1, Effect.flatMap(RunLog, (log) => log.start({ runId, worker: "alice", kind: "box" })))
+      yield* on(n1, Effect.flatMap(RunLog, (log) => log.append("alice", runId, taint("2026-12-03T12:00:01.000Z"))))
+      yield* on(n2, Effect.flatMap(RunLog, (log) => log.append("alice", runId, {
+        kind: "untaint", untaint: { reason: "looked from n2", at: "2026-12-03T12:00:02.000Z", cleared: 1, landed: [] }
+      })))
+      const onN1 = seenOf(yield* on(n1, Effect.flatMap(RunLog, (log) => log.read("alice", runId))))
+      const onN2 = seenOf(yield* on(n2, findRun(runId)))
+      const listedN2 = seenOf((yield* on(n2, pageOfRuns(0, 5))).runs.find((r) => r.run_id === runId))
+      const filesBefore = fs.readdirSync(path.join(shared, "runs", "alice", runId)).filter((f) => f.startsWith("events"))
+      // The database down: the gateway's taint is not lost (kept in n1's own file), and no decision is made on what cannot be known.
+      pg.stop()
+      const keptWhileDown = yield* on(n1, Effect.flatMap(RunLog, (log) => log.append("alice", runId, taint("2026-12-03T12:00:03.000Z"))).pipe(Effect.either))
+      const decisionWhileDown = yield* on(n2, Effect.flatMap(RunLog, (log) => log.readForDecision("alice", runId)).pipe(Effect.either))
+      const shownWhileDown = (yield* on(n2, Effect.flatMap(RunLog, (log) => log.read("alice", runId))))?.run_id
+      pg.start()
+      const deadline = Date.now() + 20_000
+      let back = yield* on(n2, Effect.flatMap(RunLog, (log) => log.readForDecision("alice", runId)).pipe(Effect.either))
+      while (back._tag === "Left" && Date.now() < deadline) {
+        yield* Effect.sleep("250 millis")
+        back = yield* on(n2, Effect.flatMap(RunLog, (log) => log.readForDecision("alice", runId)).pipe(Effect.either))
+      }
+      return {
+        onN1, onN2, listedN2, filesBefore, keptWhileDown: keptWhileDown._tag,
+        decisionWhileDown: decisionWhileDown._tag === "Left" ? decisionWhileDown.left.message : "answered", shownWhileDown,
+        afterOutage: seenOf(Either.getOrUndefined(back)),
+        openAfter: Either.getOrUndefined(back)?.tainted?.slice(1).map((t) => t.time)
+      }
+    })).pipe(Effect.orDie))
+    const decided: Seen = { tainted: 1, open: false, untaint: "looked from n2" }
+    expect([seen.onN1, seen.onN2, seen.listedN2]).toEqual([decided, decided, decided])
+    expect(pg.sql(`SELECT string_agg(node || ' ' || (event->>'kind'), ',' ORDER BY seq) FROM roster_taints WHERE run_id = '${runId}'`)).toBe("n1 taint,n2 untaint")
+    expect(seen.filesBefore).toEqual([])
+    expect(seen.keptWhileDown).toBe("Right")
+    expect(seen.decisionWhileDown).toContain("the fleet's taint log did not answer")
+    expect(seen.shownWhileDown).toBe(runId)
+    expect(fs.readFileSync(path.join(shared, "runs", "alice", runId, "events.n1.jsonl"), "utf8")).toContain("2026-12-03T12:00:03.000Z")
+    // In time order: the untaint cleared the first taint; the one kept in the file while the database was down taints it again.
+    expect(seen.afterOutage).toEqual({ tainted: 2, open: true, untaint: "looked from n2" })
+    expect(seen.openAfter).toEqual(["2026-12-03T12:00:03.000Z"])
   })
 })

@@ -3,6 +3,8 @@ import { Context, Effect, Either, Fiber, Layer } from "effect"
 import { watchInbox } from "../../src/session/inbox.js"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { RunLog } from "../../src/run/RunLog.js"
+import { RunIndex } from "../../src/run/RunIndex.js"
+import { TaintLog } from "../../src/run/TaintLog.js"
 import { isTainted } from "../../src/contract/taint.js"
 import { decodeToml } from "../../src/config/decode.js"
 import { OrgSchema } from "../../src/config/schema.js"
@@ -243,6 +245,44 @@ describe("a fleet session's inbox", () => {
         yield* Fiber.interrupt(fiber)
       }).pipe(Effect.provide(Layer.mergeAll(Paths.layerAt(paths), NodeContext.layer))))
       expect([...heard].sort()).toEqual(["a", "b", "c"])
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it("with the fleet's taint log, a node's taints and untaints go there, not to its file; one it cannot take is kept in its file; a decision is refused while the log is silent", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "roster-fleet-taints-"))
+    try {
+      const home = path.join(root, "n1")
+      fs.mkdirSync(path.join(home, "config"), { recursive: true })
+      fs.writeFileSync(path.join(home, "config", "org.toml"), `[cluster]\ndatabase = "postgres://roster@db.test/roster"\nshared_data = "${path.join(root, "shared")}"\nnode = "n1"\n`)
+      const paths = Paths.fromEnv({ ROSTER_HOME: home, HOME: home })
+      const down = { value: false }
+      const layer = RunLog.layerIndexed.pipe(Layer.provide(Layer.mergeAll(RunIndex.layerNone, TaintLog.layerTest(down), Paths.layerAt(paths), NodeContext.layer)))
+      const runId = "2026-12-02-11-00-00-0000e2e2"
+      const seen = await Effect.runPromise(Effect.gen(function*() {
+        const log = yield* RunLog
+        yield* log.start({ runId, worker: "alice", kind: "box" })
+        yield* log.append("alice", runId, { kind: "taint", taint: { reason: "egress_refused", host: "x.example.com", time: "2026-12-02T11:00:01.000Z" } })
+        const events = path.join(layout(paths).runDir("alice", runId), "events.n1.jsonl")
+        const fileAfterTaint = fs.existsSync(events)
+        const tainted = yield* log.readForDecision("alice", runId)
+        down.value = true
+        yield* log.append("alice", runId, { kind: "untaint", untaint: { reason: "kept here", at: "2026-12-02T11:00:02.000Z", cleared: 1, landed: [] } })
+        const decision = yield* Effect.either(log.readForDecision("alice", runId))
+        const shown = yield* log.read("alice", runId)
+        down.value = false
+        const after = yield* log.readForDecision("alice", runId)
+        return { fileAfterTaint, tainted, decision, shown, after, file: fs.readFileSync(events, "utf8") }
+      }).pipe(Effect.provide(layer)))
+      expect(seen.fileAfterTaint).toBe(false)
+      expect(seen.tainted && isTainted(seen.tainted)).toBe(true)
+      expect(seen.file).toContain("kept here")
+      expect(Either.isLeft(seen.decision) && seen.decision.left.message).toContain("the fleet's taint log did not answer")
+      // Shown without the log (said in a warning): the file's untaint, not the log's taint.
+      expect(seen.shown?.untainted?.reason).toBe("kept here")
+      expect(seen.after?.tainted).toHaveLength(1)
+      expect(seen.after && isTainted(seen.after)).toBe(false)
     } finally {
       fs.rmSync(root, { recursive: true, force: true })
     }

@@ -16,7 +16,10 @@ export const knowledgePushAction = (caller: BoxCaller, body: string) =>
   Effect.gen(function*() {
     const decoded = Schema.decodeUnknownEither(Body)(body.trim() === "" ? "{}" : body)
     if (Either.isLeft(decoded)) return { status: 400, body: { ok: false, error: `the body is {"connection"?: "<gated repo name>"}` } } satisfies ActionAnswer
-    const run = yield* (yield* RunLog).read(caller.worker, caller.runId)
+    const read = yield* Effect.either((yield* RunLog).readForDecision(caller.worker, caller.runId))
+    // Whether the run is tainted must be known before its work lands anywhere.
+    if (Either.isLeft(read)) return { status: 503, body: { ok: false, error: read.left.message } } satisfies ActionAnswer
+    const run = read.right
     const taint = run ? openTaints(run).at(-1) : undefined
     const outcome: PushOutcome = taint
       ? {
