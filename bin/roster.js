@@ -91,10 +91,42 @@ const loadCli = () => {
   script.runInThisContext()(cli.exports, require, cli, bundle, path.dirname(bundle))
 }
 
-// `roster --version` answers from package.json without loading the program (a script's health
-// check should not pay ~0.3 s of module compile for one line).
-if (process.argv.length === 3 && process.argv[2] === "--version") {
+/** The build the bundle names on its last line (scripts/bundle.mjs), read from its last bytes only. */
+const builtAs = () => {
+  const fd = fs.openSync(bundle, "r")
+  try {
+    const tail = Buffer.alloc(64)
+    const size = fs.fstatSync(fd).size
+    const n = fs.readSync(fd, tail, 0, Math.min(64, size), Math.max(0, size - 64))
+    return /\/\/# roster-build=([0-9a-f]+)\n$/.exec(tail.subarray(0, n).toString("latin1"))?.[1]
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+/**
+ * The root help page (`roster`, `roster --help`, `-h`) from what the build wrote beside this
+ * bundle (scripts/bundle.mjs), wrapped to the terminal as the program wraps it; false when there
+ * is none for this bundle (a page from another build is never shown).
+ */
+const printRootHelp = () => {
+  try {
+    const page = JSON.parse(fs.readFileSync(new URL("../dist/help-root.json", import.meta.url), "utf8"))
+    if (typeof page.text !== "string" || typeof page.build !== "string" || builtAs() !== page.build) return false
+    const { helpWidth, wrapHelp } = createRequire(import.meta.url)("../dist/help.cjs")
+    process.stdout.write(wrapHelp(page.text, helpWidth()))
+    return true
+  } catch {
+    return false
+  }
+}
+
+const args = process.argv.slice(2)
+// `roster --version` answers from package.json, and the root help from the build, without loading
+// the program (a script's health check, a person's first look: neither should pay ~0.2 s of
+// module bodies for a page of text).
+if (args.length === 1 && args[0] === "--version") {
   process.stdout.write(`${JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")).version}\n`)
-} else {
+} else if (!((args.length === 0 || (args.length === 1 && (args[0] === "--help" || args[0] === "-h"))) && printRootHelp())) {
   loadCli()
 }

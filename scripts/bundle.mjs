@@ -10,6 +10,8 @@
 // 113 ms load, measured) are loaded from node_modules only if a DOCKER_HOST is ssh:// or a build asks
 // for a session — roster's never does.
 import { build } from "esbuild"
+import { spawnSync } from "node:child_process"
+import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -79,3 +81,31 @@ await build({
 // fails at the call, not at start): every import() must have been bundled into a call.
 const left = [...fs.readFileSync(outfile, "utf8").matchAll(/\bimport\(\s*["'`]([^"'`]+)/g)].map((m) => m[1])
 if (left.length > 0) throw new Error(`bundle: dynamic import() left in dist/roster.cjs (${left.join(", ")}): bundle them, or load them with require`)
+
+// `roster --help` (and `roster`, `-h`) answered without loading the program, as `--version` is:
+// the root page at its widest, written from this bundle, and the few lines that wrap it to a
+// terminal (src/cli/helpLayout.ts, which the program's own page goes through: the same text at
+// every width, tested). bin/roster.js uses it only beside the bundle it was written from.
+const helpLayout = path.join(root, "dist/help.cjs")
+await build({
+  entryPoints: [path.join(root, "src/cli/helpLayout.ts")],
+  outfile: helpLayout,
+  bundle: true,
+  platform: "node",
+  format: "cjs",
+  target: "node20",
+  logLevel: "warning",
+  legalComments: "none",
+  minifyWhitespace: true
+})
+const helpPage = path.join(root, "dist/help-root.json")
+fs.rmSync(helpPage, { force: true })
+const widest = spawnSync(process.execPath, [outfile, "--help"], { env: { ...process.env, COLUMNS: "1000" }, encoding: "utf8" })
+if (widest.status !== 0 || !widest.stdout.includes("\nUSAGE\n")) {
+  throw new Error(`bundle: roster --help from the new bundle failed (exit ${widest.status}): ${widest.stderr}`)
+}
+// The bundle's last line names its build, and the page names the same: bin/roster.js reads the
+// bundle's last bytes, not all of it, to know the page is this bundle's (an install keeps both).
+const id = createHash("sha256").update(fs.readFileSync(outfile)).update(widest.stdout).digest("hex").slice(0, 16)
+fs.appendFileSync(outfile, `\n//# roster-build=${id}\n`)
+fs.writeFileSync(helpPage, `${JSON.stringify({ build: id, text: widest.stdout })}\n`)

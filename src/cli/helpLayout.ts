@@ -89,18 +89,21 @@ const listed = (plain: string) => {
   return out.filter((c) => !out.some((o) => o.name.startsWith(`${c.name} `)))
 }
 
-/** The root page, from @effect/cli's (its command list and description), grouped and wrapped. */
+/**
+ * The root page, from @effect/cli's (its command list and description), grouped and wrapped.
+ * The page at any width is the widest page wrapped ({@link wrapHelp}): what bin/roster.js prints
+ * for `roster --help` without loading the program.
+ */
 export const rootHelp = (plain: string, version: string, width: number) => {
   const commands = listed(plain)
   const description = /\nDESCRIPTION\n\n(.+)\n/.exec(plain)?.[1] ?? ""
   const column = Math.max(...commands.map((c) => c.name.length)) + 4
-  const row = (name: string, text: string) => wrapLine(`  ${name.padEnd(column - 2)}${text}`, width)
   const grouped = new Set(HELP_GROUPS.flatMap(([, names]) => names))
   const other = commands.filter((c) => !grouped.has(c.name)).map((c) => c.name)
   const lines = [
     `roster ${version}`,
     "",
-    ...wrapWords(description, width, "", ""),
+    description,
     "",
     "USAGE",
     "",
@@ -111,8 +114,9 @@ export const rootHelp = (plain: string, version: string, width: number) => {
   for (const [title, names] of [...HELP_GROUPS, ["Other", other] as const]) {
     const here = names.map((n) => commands.find((c) => c.name === n)).filter((c) => c !== undefined)
     if (here.length === 0) continue
-    lines.push(title.toUpperCase(), "", ...here.flatMap((c) => row(c.name, summary(c.description))), "")
+    lines.push(title.toUpperCase(), "", ...here.map((c) => `  ${c.name.padEnd(column - 2)}${summary(c.description)}`), "")
   }
-  lines.push("EXAMPLES", "", ...EXAMPLES.flatMap((e) => wrapLine(`  ${e}`, width)), "")
-  return lines.join("\n")
+  lines.push("EXAMPLES", "", ...EXAMPLES.map((e) => `  ${e}`), "")
+  // Laid out unwrapped, then wrapped as a whole: the page at any width is the widest page wrapped.
+  return wrapHelp(lines.join("\n"), width)
 }

@@ -255,8 +255,9 @@ describe("ROSTER_TRACE", () => {
 })
 
 describe("the CLI's start-up from V8's code cache (bin/roster.js)", () => {
+  // A command's help loads the program (the root page is answered without it, below).
   const helpWith = (cacheHome: string) =>
-    collect(spawn(ROSTER_BIN, ["--help"], { env: { ...process.env, ROSTER_HOME: home, HOME: home, XDG_CACHE_HOME: cacheHome }, stdio: ["ignore", "pipe", "pipe"] }))
+    collect(spawn(ROSTER_BIN, ["worker", "--help"], { env: { ...process.env, ROSTER_HOME: home, HOME: home, XDG_CACHE_HOME: cacheHome }, stdio: ["ignore", "pipe", "pipe"] }))
   const cacheFiles = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith(".v8")) : [])
 
   it("writes one cache in the person's own 0700 folder, starts from it, and rewrites one V8 rejects", async () => {
@@ -291,7 +292,7 @@ describe("the CLI's start-up from V8's code cache (bin/roster.js)", () => {
       fs.chownSync(foreign, 65534, 65534)
     }
     const { XDG_CACHE_HOME: _, ...env } = process.env
-    const r = await collect(spawn(ROSTER_BIN, ["--help"], { env: { ...env, ROSTER_HOME: home, HOME: foreign }, stdio: ["ignore", "pipe", "pipe"] }))
+    const r = await collect(spawn(ROSTER_BIN, ["worker", "--help"], { env: { ...env, ROSTER_HOME: home, HOME: foreign }, stdio: ["ignore", "pipe", "pipe"] }))
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toContain("roster")
     expect(fs.readdirSync(foreign)).toEqual(before)
@@ -308,5 +309,41 @@ describe("the CLI's start-up from V8's code cache (bin/roster.js)", () => {
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toContain("roster")
     expect(cacheFiles(dir)).toEqual(["planted.v8"])
+  })
+
+  it("the root help without loading the program: the program's own page at every width, and only beside the bundle it was written from", async () => {
+    const dist = path.join(path.dirname(ROSTER_BIN), "..", "dist")
+    const bundle = path.join(dist, "roster.cjs")
+    const at = (columns: number, args: ReadonlyArray<string>, bin = ROSTER_BIN) =>
+      collect(spawn(bin, [...args], { env: { ...process.env, ROSTER_HOME: home, HOME: home, COLUMNS: String(columns) }, stdio: ["ignore", "pipe", "pipe"] }))
+    const program = (columns: number) =>
+      collect(spawn(process.execPath, [bundle, "--help"], { env: { ...process.env, ROSTER_HOME: home, HOME: home, COLUMNS: String(columns) }, stdio: ["ignore", "pipe", "pipe"] }))
+    for (const columns of [21, 47, 80, 120, 1000]) {
+      const want = await program(columns)
+      expect(want.code).toBe(0)
+      for (const args of [["--help"], ["-h"], []]) {
+        const got = await at(columns, args)
+        expect([got.code, got.stdout], `roster ${args.join(" ")} at ${columns} columns`).toEqual([0, want.stdout])
+      }
+    }
+    // A copy of the install whose page says otherwise: shown while it is the bundle's, never once the bundle changed.
+    const copy = fs.mkdtempSync(path.join(os.tmpdir(), "roster-help-"))
+    try {
+      fs.cpSync(path.join(path.dirname(ROSTER_BIN)), path.join(copy, "bin"), { recursive: true })
+      fs.mkdirSync(path.join(copy, "dist"))
+      for (const f of ["roster.cjs", "help.cjs", "help-root.json"]) fs.copyFileSync(path.join(dist, f), path.join(copy, "dist", f))
+      fs.copyFileSync(path.join(dist, "..", "package.json"), path.join(copy, "package.json"))
+      const page = JSON.parse(fs.readFileSync(path.join(dist, "help-root.json"), "utf8")) as { build: string }
+      expect(fs.readFileSync(bundle, "utf8").endsWith(`\n//# roster-build=${page.build}\n`)).toBe(true)
+      fs.writeFileSync(path.join(copy, "dist", "help-root.json"), JSON.stringify({ build: page.build, text: "the page written with this bundle\n" }))
+      const bin = path.join(copy, "bin", "roster.js")
+      expect((await at(80, ["--help"], bin)).stdout).toBe("the page written with this bundle\n")
+      fs.appendFileSync(path.join(copy, "dist", "roster.cjs"), "//# roster-build=0123456789abcdef\n")
+      const rebuilt = await at(80, ["--help"], bin)
+      expect(rebuilt.code, rebuilt.stderr).toBe(0)
+      expect(rebuilt.stdout).toBe((await program(80)).stdout)
+    } finally {
+      fs.rmSync(copy, { recursive: true, force: true })
+    }
   })
 })

@@ -50,4 +50,17 @@ describe("help at a terminal's width", () => {
     expect(page).toContain("EXAMPLES\n\n  roster init")
     expect(page.split("\n").every((l) => l.length <= 80)).toBe(true)
   })
+
+  it("the root page at any width is its widest page wrapped (what bin/roster.js prints without loading the program)", () => {
+    const plain = [
+      "roster", "", "USAGE", "", "$ roster", "", "DESCRIPTION", "",
+      "Run AI workers (the pi coding agent) in locked-down Docker boxes whose only way out is roster's gateway. Start with: roster init", "",
+      "COMMANDS", "",
+      "  - worker run [--ceiling float] <worker> <prompt>...  Run one pi session for a worker in a locked-down box; its answer is printed as it comes.", "",
+      "  - task add <worker> <prompt>  Queue a task for a worker: the daemon runs it when there is room.", "",
+      "  - approve <host>  Allow a host a worker asked for.", ""
+    ].join("\n")
+    const widest = rootHelp(plain, "9.9.9", 1000)
+    for (let width = 21; width <= 200; width++) expect(wrapHelp(widest, width), `at ${width} columns`).toBe(rootHelp(plain, "9.9.9", width))
+  })
 })
