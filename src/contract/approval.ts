@@ -13,7 +13,9 @@ export const PendingApproval = Schema.Struct({
   path: Schema.NullOr(Schema.String),
   asked_at: Schema.String,
   /** When it gets its 403 if no one decides. */
-  expires_at: Schema.String
+  expires_at: Schema.String,
+  /** The fleet node whose gateway holds it (under `[cluster]`). */
+  node: Schema.optional(Schema.String)
 })
 export type PendingApproval = typeof PendingApproval.Type
 

@@ -14,6 +14,8 @@ import { VERSION } from "../contract/version.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { ChatHub } from "../chat/ChatHub.js"
 import { FleetMember } from "../fleet/FleetMember.js"
+import { ApprovalBoard, type BoardSilent } from "../contract/ApprovalBoard.js"
+import type { ApprovalDecision, PendingApproval } from "../contract/approval.js"
 
 export class ControlSocketBusy extends Schema.TaggedError<ControlSocketBusy>()("ControlSocketBusy", { socket: Schema.String }) {
   override get message() {
@@ -57,11 +59,13 @@ const underCluster = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(Effect.ma
  */
 const ApprovalsLive = HttpApiBuilder.group(ControlApi, "approvals", (handlers) =>
   handlers
-    .handle("list", () => Effect.flatMap(Gateway, (g) => g.approvals.list))
+    .handle("list", () => heldAnywhere)
     .handle("decide", ({ path, payload }) =>
       Effect.gen(function*() {
         const approvals = (yield* Gateway).approvals
-        const held = yield* approvals.find(path.id)
+        const here = yield* approvals.find(path.id)
+        // Held by another node of the fleet: decided on the board, taken by that node's gateway.
+        const held = Option.isSome(here) ? here : yield* onBoard(path.id)
         if (Option.isNone(held)) return yield* Effect.fail(new NoSuchApproval({ id: path.id }))
         const a = held.value
         const lines = payload.decision === "always"
@@ -77,11 +81,47 @@ const ApprovalsLive = HttpApiBuilder.group(ControlApi, "approvals", (handlers) =
         if (lines) {
           yield* appendToOrgToml(lines).pipe(Effect.mapError((e) => new ApprovalRefused({ id: a.id, reason: `org.toml could not be written: ${e.message}` })))
         }
-        const decided = yield* approvals.decide(a.id, payload)
+        const decided = Option.isSome(here) ? yield* approvals.decide(a.id, payload) : yield* decideOnBoard(a.id, payload)
         if (Option.isNone(decided)) return yield* Effect.fail(new NoSuchApproval({ id: path.id }))
-        yield* Effect.logInfo(`gateway: ${payload.by} decided ${payload.decision} on ${a.method} ${a.host}:${a.port} for run ${a.run_id} (${a.worker})`)
+        yield* Effect.logInfo(
+          `gateway: ${payload.by} decided ${payload.decision} on ${a.method} ${a.host}:${a.port} for run ${a.run_id} (${a.worker})` +
+            (Option.isSome(here) ? "" : `, held on node ${a.node ?? "?"}`)
+        )
         return { approval: decided.value, decision: payload.decision, ...(lines ? { org_toml: lines } : {}) }
       })))
+
+/** This gateway's held requests and, on a fleet node, every other node's still waiting (a board that does not answer: this node's, said). */
+const heldAnywhere = Effect.gen(function*() {
+  const here = yield* (yield* Gateway).approvals.list
+  const board = yield* Effect.serviceOption(ApprovalBoard)
+  if (Option.isNone(board)) return here
+  const fleet = yield* board.value.waiting.pipe(Effect.catchAll((e) =>
+    Effect.logWarning(`control: only this node's held requests are listed: the fleet's board does not answer (${e.detail})`).pipe(
+      Effect.as([] as ReadonlyArray<PendingApproval>)
+    )
+  ))
+  const ids = new Set(here.map((a) => a.id))
+  return [...here, ...fleet.filter((a) => !ids.has(a.id))].sort((a, b) => a.asked_at.localeCompare(b.asked_at))
+})
+
+/** A request another node holds, still waiting, from the fleet's board (none off a fleet). */
+const onBoard = (id: string) =>
+  Effect.gen(function*() {
+    const board = yield* Effect.serviceOption(ApprovalBoard)
+    if (Option.isNone(board)) return Option.none<PendingApproval>()
+    const waiting = yield* board.value.waiting.pipe(Effect.mapError((e) => boardSilent(id, e)))
+    return Option.fromNullable(waiting.find((a) => a.id === id))
+  })
+
+const decideOnBoard = (id: string, decided: { readonly decision: ApprovalDecision; readonly by: string }) =>
+  Effect.gen(function*() {
+    const board = yield* Effect.serviceOption(ApprovalBoard)
+    if (Option.isNone(board)) return Option.none<PendingApproval>()
+    return yield* board.value.decide(id, decided).pipe(Effect.mapError((e) => boardSilent(id, e)))
+  })
+
+const boardSilent = (id: string, e: BoardSilent) =>
+  new ApprovalRefused({ id, reason: `${e.message}: try again, or decide it on the node that holds it` })
 
 /** Does something answer on this socket? (A stale file left by a killed daemon does not.) */
 const answers = (socket: string) =>

@@ -28,6 +28,7 @@ import { fleetMemoryLog } from "../fleet/memoryStore.js"
 import { fleetRunIndex, indexRunsOf } from "../fleet/runIndex.js"
 import { fleetAuditIndex } from "../fleet/auditIndex.js"
 import { fleetTaintLog } from "../fleet/taintLog.js"
+import { fleetApprovalBoard } from "../fleet/approvalBoard.js"
 import { Audit } from "../gateway/base/Audit.js"
 import { RunLog } from "../run/RunLog.js"
 import { MemoryStore, memoryStoreOver } from "../memory/MemoryStore.js"
@@ -66,7 +67,8 @@ const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   const memory = Layer.succeed(MemoryStore, memoryStoreOver(fleetMemoryLog(Context.get(database, SqlClient))))
   const runs = Layer.provideMerge(RunLog.layerIndexed, Layer.merge(fleetRunIndex, fleetTaintLog))
   const audit = Layer.provideMerge(Audit.layerIndexed, fleetAuditIndex)
-  return Layer.mergeAll(Layer.succeed(FleetMember, member), store, fence, ledger, memory, runs, audit, IndexBackfill).pipe(
+  const board = fleetApprovalBoard(member.node)
+  return Layer.mergeAll(Layer.succeed(FleetMember, member), store, fence, ledger, memory, runs, audit, board, IndexBackfill).pipe(
     Layer.provide(Layer.succeedContext(database))
   )
 }))

@@ -152,7 +152,21 @@ const MIGRATIONS = {
         put_at timestamptz NOT NULL DEFAULT now()
       )`,
       sql`CREATE INDEX roster_taints_by_run ON roster_taints (run_id, seq)`
-    ], { discard: true }))
+    ], { discard: true })),
+  /**
+   * Requests a node's gateway holds for a person's decision (`[gateway] approvals = "ask"`): the
+   * connection waits on that node, a person on any node decides, the holding node takes it.
+   */
+  "9_approvals": Effect.flatMap(SqlClient, (sql) =>
+    sql`CREATE TABLE roster_approvals (
+      id text PRIMARY KEY,
+      node text NOT NULL,
+      held jsonb NOT NULL,
+      expires_at timestamptz NOT NULL,
+      decision text,
+      decided_by text,
+      decided_at timestamptz
+    )`)
 }
 
 /** The newest schema this roster knows. */

@@ -256,6 +256,41 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     }
   })
 
+  it("a request held on one node is listed and approved on another; approve --always is refused on a node (org.toml is the fleet's, not the node's to edit), with the lines to add", async () => {
+    const outside = await makeOutsideHost()
+    let child: ReturnType<Deployment["spawn"]> | undefined
+    try {
+      a.writeOrg(`${cluster()}[gateway]\napprovals = "ask"\napproval_wait_s = 60\n`)
+      const before = fs.readFileSync(a.file("config", "org.toml"), "utf8")
+      const target = `${outside.address}:${outside.port}`
+      child = a.spawn(["worker", "run", "alice", askScript(a, "fleet-ask.sh", [`${target} first`], shared)])
+      const done = collect(child)
+      const held = await nextHeld(a, new Set())
+      const always = await a.roster(["approve", held.id, "--always"])
+      expect(always.code).not.toBe(0)
+      expect(always.stdout + always.stderr).toMatch(/one of a fleet \(\[cluster\]\).*add these lines there:\n[\s\S]*\[\[allow\]\][\s\S]*--run/)
+      expect(fs.readFileSync(a.file("config", "org.toml"), "utf8")).toBe(before)
+      // Held on node-a, seen and decided on node-b: node-a's gateway takes the decision from the fleet's board.
+      const fromB = JSON.parse((await b.roster(["approvals", "--json"])).stdout) as Array<{ id: string; node?: string }>
+      expect(fromB.find((x) => x.id === held.id)?.node).toBe("node-a")
+      const run = await b.roster(["approve", held.id, "--run"])
+      expect(run.code, run.stderr).toBe(0)
+      expect(run.stdout).toContain("for the rest of the run")
+      const r = await done
+      expect(r.code, r.stderr).toBe(0)
+      const runs = path.join(shared, "runs", "alice")
+      expect(answersOf(fs.readFileSync(path.join(runs, latestRunId(runs), "stdout.jsonl"), "utf8")).first).toContain(outside.greeting)
+    } finally {
+      // A failed assertion must not leave the run's box waiting for a decision: the CLI stops it on SIGTERM.
+      if (child && child.exitCode === null) {
+        child.kill("SIGTERM")
+        await new Promise((r) => child?.once("close", r))
+      }
+      outside.close()
+      a.writeOrg(cluster())
+    }
+  })
+
   it("a node that stops is marked left, not lost", async () => {
     await b.stop()
     const f = await until(a, (x) => x.nodes.find((n) => n.name === "node-b")?.state === "left")
@@ -278,35 +313,5 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     // The stopped node's CLI reads the same queue.
     const listed = JSON.parse((await b.roster(["task", "list", "--json"])).stdout) as Array<{ task_id: string; status: string }>
     expect(listed.find((t) => t.task_id === id)?.status).toBe("done")
-  })
-
-  it("approve --always is refused on a node (org.toml is the fleet's, not the node's to edit), with the lines to add; --run goes on", async () => {
-    const outside = await makeOutsideHost()
-    let child: ReturnType<Deployment["spawn"]> | undefined
-    try {
-      a.writeOrg(`${cluster()}[gateway]\napprovals = "ask"\napproval_wait_s = 60\n`)
-      const before = fs.readFileSync(a.file("config", "org.toml"), "utf8")
-      const target = `${outside.address}:${outside.port}`
-      child = a.spawn(["worker", "run", "alice", askScript(a, "fleet-ask.sh", [`${target} first`], shared)])
-      const done = collect(child)
-      const held = await nextHeld(a, new Set())
-      const always = await a.roster(["approve", held.id, "--always"])
-      expect(always.code).not.toBe(0)
-      expect(always.stdout + always.stderr).toMatch(/one of a fleet \(\[cluster\]\).*add these lines there:\n[\s\S]*\[\[allow\]\][\s\S]*--run/)
-      expect(fs.readFileSync(a.file("config", "org.toml"), "utf8")).toBe(before)
-      const run = await a.roster(["approve", held.id, "--run"])
-      expect(run.code, run.stderr).toBe(0)
-      const r = await done
-      expect(r.code, r.stderr).toBe(0)
-      const runs = path.join(shared, "runs", "alice")
-      expect(answersOf(fs.readFileSync(path.join(runs, latestRunId(runs), "stdout.jsonl"), "utf8")).first).toContain(outside.greeting)
-    } finally {
-      // A failed assertion must not leave the run's box waiting for a decision: the CLI stops it on SIGTERM.
-      if (child && child.exitCode === null) {
-        child.kill("SIGTERM")
-        await new Promise((r) => child?.once("close", r))
-      }
-      outside.close()
-    }
   })
 })

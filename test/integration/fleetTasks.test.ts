@@ -34,6 +34,9 @@ import { RunIndex } from "../../src/run/RunIndex.js"
 import { TaintLog } from "../../src/run/TaintLog.js"
 import { fleetTaintLog } from "../../src/fleet/taintLog.js"
 import { isTainted } from "../../src/contract/taint.js"
+import { approvalBoardOver } from "../../src/fleet/approvalBoard.js"
+import { makeApprovals } from "../../src/gateway/base/approvals.js"
+import type { PendingApproval } from "../../src/contract/approval.js"
 import { RunLog, type RunRecord } from "../../src/run/RunLog.js"
 import type { FileSystem, Path } from "@effect/platform"
 import { type Postgres, startPostgres } from "../support/postgres.js"
@@ -83,8 +86,8 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         Effect.provide(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
       ))))
-    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints"])
-    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4,5,6,7,8")
+    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals"])
+    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4,5,6,7,8,9")
   })
 
   it("40 tasks over 5 workers, claimed by three nodes at 2 at a time: each done exactly once, never two of one worker at once, every node ran some", async () => {
@@ -455,5 +458,37 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     // In time order: the untaint cleared the first taint; the one kept in the file while the database was down taints it again.
     expect(seen.afterOutage).toEqual({ tainted: 2, open: true, untaint: "looked from n2" })
     expect(seen.openAfter).toEqual(["2026-12-03T12:00:03.000Z"])
+  })
+  it("held requests on the fleet's board: held on one node, listed and decided on another, taken by the holding node; the first decision stands; one nobody decides goes", async () => {
+    const ask = (host: string) => ({ run_id: "2026-12-03-13-00-00-0000eeee", worker: "alice", subject: "box", method: "CONNECT", host, port: 443, path: null })
+    const seen = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const sql = (yield* Layer.build(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({}))))).pipe(Context.get(SqlClient))
+      const [b1, b2] = [approvalBoardOver(sql, "n1"), approvalBoardOver(sql, "n2")]
+      const held = makeApprovals(b1)
+      const now = Date.now()
+      const waiting = yield* Effect.fork(held.ask(ask("decided.example.test"), now, 20_000))
+      let listed: ReadonlyArray<PendingApproval> = []
+      for (let i = 0; i < 40 && listed.length === 0; i++) listed = yield* b2.waiting.pipe(Effect.tap(() => Effect.sleep("50 millis")))
+      const id = listed[0]?.id ?? "none"
+      const first = yield* b2.decide(id, { decision: "run", by: "a person on n2" })
+      const second = yield* b2.decide(id, { decision: "deny", by: "someone later" })
+      const answer = yield* Fiber.join(waiting)
+      const rowsAfter = pg.sql(`SELECT count(*) FROM roster_approvals WHERE id = '${id}'`)
+      // Nobody decides: the request gets its refusal when its wait runs out, and leaves the board.
+      const lapsed = yield* held.ask(ask("lapsed.example.test"), Date.now(), 1_500)
+      const lateDecision = yield* b2.decide(id, { decision: "once", by: "too late" })
+      return {
+        listed: listed.map((a) => `${a.node} ${a.host}`), first: Option.map(first, (a) => a.host), second: second._tag, answer,
+        forRun: held.allowedForRun(ask("x").run_id, "decided.example.test", 443), rowsAfter, lapsed: lapsed._tag, lateDecision: lateDecision._tag,
+        left: pg.sql("SELECT count(*) FROM roster_approvals")
+      }
+    })).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]]))), Effect.orDie))
+    expect(seen.listed).toEqual(["n1 decided.example.test"])
+    expect(seen.first).toEqual(Option.some("decided.example.test"))
+    expect(seen.second).toBe("None")
+    expect(seen.answer).toEqual(Option.some({ decision: "run", by: "a person on n2" }))
+    expect(seen.forRun).toBe(true)
+    expect(seen.rowsAfter).toBe("0")
+    expect([seen.lapsed, seen.lateDecision, seen.left]).toEqual(["None", "None", "0"])
   })
 })

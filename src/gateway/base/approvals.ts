@@ -1,6 +1,7 @@
-import { Deferred, Effect, Option } from "effect"
+import { type Context, Deferred, Effect, Option, Ref, Schedule } from "effect"
 import * as crypto from "node:crypto"
 import type { ApprovalDecision, PendingApproval } from "../../contract/approval.js"
+import type { ApprovalBoard } from "../../contract/ApprovalBoard.js"
 
 export type { ApprovalDecision, PendingApproval }
 
@@ -10,46 +11,90 @@ export interface Decided {
   readonly by: string
 }
 
-export type Ask = Omit<PendingApproval, "id" | "asked_at" | "expires_at">
+export type Ask = Omit<PendingApproval, "id" | "asked_at" | "expires_at" | "node">
+
+type Board = Context.Tag.Service<ApprovalBoard>
+
+/** How often a request held on a fleet node looks for a decision made on another. */
+const BOARD_LOOK = "1 second"
 
 /**
  * The gateway's held requests and what each run was let through for good. In memory: a held
- * request is a connection that waits, and both end with the daemon.
+ * request is a connection that waits, and both end with the daemon. On a fleet node each is also
+ * posted to the fleet's board, so a person on any node sees it and decides it there.
  */
-export const makeApprovals = () => {
+export const makeApprovals = (board?: Board) => {
   const pending = new Map<string, { readonly view: PendingApproval; readonly answer: Deferred.Deferred<Decided> }>()
   const forRun = new Map<string, Set<string>>()
   const key = (host: string, port: number) => `${host}:${port}`
+  const decide = (id: string, decided: Decided) =>
+    Effect.gen(function*() {
+      const held = pending.get(id)
+      if (!held) return Option.none<PendingApproval>()
+      if (decided.decision === "run") {
+        const set = forRun.get(held.view.run_id) ?? new Set<string>()
+        set.add(key(held.view.host, held.view.port))
+        forRun.set(held.view.run_id, set)
+      }
+      yield* Deferred.succeed(held.answer, decided)
+      return Option.some(held.view)
+    })
   return {
     /** Holds `ask` until someone decides or `waitMs` pass (None): the pending entry goes either way. */
     ask: (ask: Ask, now: number, waitMs: number) =>
       Effect.gen(function*() {
         const id = `ap-${crypto.randomBytes(4).toString("hex")}`
         const answer = yield* Deferred.make<Decided>()
-        const view: PendingApproval = { ...ask, id, asked_at: new Date(now).toISOString(), expires_at: new Date(now + waitMs).toISOString() }
+        const view: PendingApproval = {
+          ...ask, id, asked_at: new Date(now).toISOString(), expires_at: new Date(now + waitMs).toISOString(), ...(board ? { node: board.node } : {})
+        }
         pending.set(id, { view, answer })
+        const posted = board ? yield* postTo(board, view) : false
+        const elsewhere = board && posted ? decidedElsewhere(board, id, (d) => decide(id, d)) : Effect.never
         return yield* Deferred.await(answer).pipe(
+          Effect.race(elsewhere),
           Effect.timeoutOption(waitMs),
-          Effect.ensuring(Effect.sync(() => pending.delete(id)))
+          Effect.ensuring(Effect.sync(() => pending.delete(id)).pipe(
+            Effect.zipRight(board && posted ? takeDown(board, id) : Effect.void)
+          ))
         )
       }),
     list: Effect.sync(() => [...pending.values()].map((p) => p.view).sort((a, b) => a.asked_at.localeCompare(b.asked_at))),
     /** The held request, once found; its decision reaches its waiting connection. */
     find: (id: string) => Effect.sync(() => Option.fromNullable(pending.get(id)?.view)),
-    decide: (id: string, decided: Decided) =>
-      Effect.gen(function*() {
-        const held = pending.get(id)
-        if (!held) return Option.none<PendingApproval>()
-        if (decided.decision === "run") {
-          const set = forRun.get(held.view.run_id) ?? new Set<string>()
-          set.add(key(held.view.host, held.view.port))
-          forRun.set(held.view.run_id, set)
-        }
-        yield* Deferred.succeed(held.answer, decided)
-        return Option.some(held.view)
-      }),
+    decide,
     /** This run was let through to host:port for the rest of it (`--run`). */
     allowedForRun: (runId: string | null, host: string, port: number) => runId !== null && (forRun.get(runId)?.has(key(host, port)) ?? false)
   }
 }
 export type Approvals = ReturnType<typeof makeApprovals>
+
+/** Posted, or said why not: the request still waits for a decision made on this node. */
+const postTo = (board: Board, view: PendingApproval) =>
+  board.post(view).pipe(
+    Effect.as(true),
+    Effect.catchAll((e) =>
+      Effect.logWarning(`gateway: held request ${view.id} is not on the fleet's board (${e.detail}): only this node can decide it`).pipe(Effect.as(false))
+    )
+  )
+
+const takeDown = (board: Board, id: string) =>
+  board.remove(id).pipe(Effect.catchAll((e) => Effect.logWarning(`gateway: held request ${id} stays on the fleet's board until its wait runs out (${e.detail})`)))
+
+/**
+ * Looks on the board every second for a decision made on another node, and applies it here; never
+ * ends by itself (the request's own wait ends it). A board that does not answer is said once.
+ */
+const decidedElsewhere = (board: Board, id: string, apply: (d: Decided) => Effect.Effect<unknown>) =>
+  Effect.gen(function*() {
+    const said = yield* Ref.make(false)
+    const look = board.decisionOf(id).pipe(
+      Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: (d) => Effect.asVoid(apply(d)) })),
+      Effect.catchAll((e) =>
+        Ref.getAndSet(said, true).pipe(Effect.flatMap((was) =>
+          was ? Effect.void : Effect.logWarning(`gateway: the fleet's board does not answer for held request ${id} (${e.detail}); looking again`)))
+      )
+    )
+    yield* Effect.repeat(look, Schedule.spaced(BOARD_LOOK))
+    return yield* Effect.never
+  })

@@ -1,4 +1,5 @@
-import { Context, Effect } from "effect"
+import { Context, Effect, Option } from "effect"
+import { ApprovalBoard } from "../../contract/ApprovalBoard.js"
 import { type Approvals, makeApprovals } from "../base/approvals.js"
 import type { GatewayEnv } from "../base/env.js"
 import { type IdentityCache, makeIdentityCache } from "../base/identify.js"
@@ -60,7 +61,7 @@ export const makeGatewayState = (
       ledger: yield* SpendLedger,
       oauth: makeOAuthRefresher(),
       identities: makeIdentityCache(),
-      approvals: makeApprovals(),
+      approvals: makeApprovals(Option.getOrUndefined(yield* Effect.serviceOption(ApprovalBoard))),
       preflights: makePreflights(),
       fork
     } satisfies GatewayState

@@ -1,0 +1,35 @@
+import { Context, type Effect, type Option, Schema } from "effect"
+import type { ApprovalDecision, PendingApproval } from "./approval.js"
+
+/** A decision on a held request, and who made it. */
+export interface BoardDecision {
+  readonly decision: ApprovalDecision
+  readonly by: string
+}
+
+/** The fleet's board did not answer (its database). */
+export class BoardSilent extends Schema.TaggedError<BoardSilent>()("BoardSilent", { detail: Schema.String }) {
+  override get message() {
+    return `the fleet's database did not answer (${this.detail})`
+  }
+}
+
+/**
+ * Held requests where every node of a fleet sees them: a gateway holds a request on its own node
+ * (the connection waits there), posts it here, and takes the decision a person made on any node.
+ * Absent on a machine on its own: its gateway's requests are decided through its own daemon.
+ */
+export class ApprovalBoard extends Context.Tag("roster/ApprovalBoard")<ApprovalBoard, {
+  /** This node's name, as its posts carry it. */
+  readonly node: string
+  /** Posts a request this node holds. */
+  readonly post: (held: PendingApproval) => Effect.Effect<void, BoardSilent>
+  /** The decision made on it elsewhere, once there is one. */
+  readonly decisionOf: (id: string) => Effect.Effect<Option.Option<BoardDecision>, BoardSilent>
+  /** Takes it down: decided, or its wait ran out. */
+  readonly remove: (id: string) => Effect.Effect<void, BoardSilent>
+  /** Every node's requests still waiting, each with its node. */
+  readonly waiting: Effect.Effect<ReadonlyArray<PendingApproval>, BoardSilent>
+  /** Decides a request another node holds; none when none waits under that id. */
+  readonly decide: (id: string, decided: BoardDecision) => Effect.Effect<Option.Option<PendingApproval>, BoardSilent>
+}>() {}
