@@ -83,7 +83,7 @@ const pendingSection = (pending: ReadonlyArray<PendingApproval> | null, csrf: st
 ${note ? html`<p class="note" role="status">${note}</p>` : ""}
 ${pending === null ? html`<p>The roster server is not running: nothing is held.</p>` : pending.length === 0 ? html`<p>No request is waiting.</p>` : html`<table>
 <thead><tr><th scope="col">Run</th><th scope="col">Worker</th><th scope="col">Request</th><th scope="col">Waits until</th><th scope="col">Decide</th></tr></thead>
-<tbody>${pending.map((a) => html`<tr><td><a href="/runs/${a.run_id}">${a.run_id}</a></td><td>${a.worker}</td><td><code>${a.method} ${a.host}:${a.port}${a.path ?? ""}</code></td><td>${a.expires_at}</td><td>${decisions(a, csrf)}</td></tr>`)}</tbody>
+<tbody>${pending.map((a) => html`<tr><td><a href="/runs/${a.run_id}">${a.run_id}</a>${a.node ? html` on ${a.node}` : ""}</td><td>${a.worker}</td><td><code>${a.method} ${a.host}:${a.port}${a.path ?? ""}</code></td><td>${a.expires_at}</td><td>${decisions(a, csrf)}</td></tr>`)}</tbody>
 </table>`}`
 
 /** Gateway: held requests, requests per host over the last day, refusals with their reasons, and the rules in force. */
