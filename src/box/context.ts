@@ -65,14 +65,21 @@ const repoLines = ({ tainted = new Map(), ...r }: BriefedRepo) => [
     : [])
 ]
 
-/** Which unlanded refs (refs/quarantine/run-<id>) are of runs still tainted, with the first reason. */
-const taintedRefs = (worker: string, unlanded: ReadonlyArray<string>) =>
+/**
+ * Which unlanded refs (refs/quarantine/run-<id>) are of runs still tainted, with the first reason.
+ * A run whose taints cannot be read (a fleet's taint log that does not answer) is held back too.
+ */
+export const taintedRefs = (worker: string, unlanded: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const runLog = yield* RunLog
     const out = new Map<string, string>()
     for (const ref of unlanded) {
-      const run = yield* runLog.read(worker, ref.slice("refs/quarantine/run-".length))
-      const first = run ? openTaints(run)[0] : undefined
+      const read = yield* Effect.either(runLog.readForDecision(worker, ref.slice("refs/quarantine/run-".length)))
+      if (read._tag === "Left") {
+        out.set(ref, "whether its run was tainted could not be read just now")
+        continue
+      }
+      const first = read.right ? openTaints(read.right)[0] : undefined
       if (first) out.set(ref, taintLine(first))
     }
     return out as ReadonlyMap<string, string>

@@ -20,6 +20,11 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { layout, Paths } from "../../src/config/Paths.js"
+import { OrgConfig } from "../../src/config/OrgConfig.js"
+import { Files } from "../../src/fs/Files.js"
+import { MemoryStore } from "../../src/memory/MemoryStore.js"
+import { forgetAction, rememberAction } from "../../src/gateway/actions/memoryActions.js"
+import { taintedRefs } from "../../src/box/context.js"
 
 const org = (text: string) => Either.getOrThrow(decodeToml(OrgSchema, "org.toml", text))
 const CLUSTER = "[cluster]\ndatabase = \"postgres://roster@db.test/roster\"\nshared_data = \"/srv/roster\"\n"
@@ -250,7 +255,7 @@ describe("a fleet session's inbox", () => {
     }
   })
 
-  it("with the fleet's taint log, a node's taints and untaints go there, not to its file; one it cannot take is kept in its file; a decision is refused while the log is silent", async () => {
+  it("with the fleet's taint log, a node's taints and untaints go there, not to its file; one it cannot take is kept in its file; a decision (knowledge_push's, remember's, forget's) is refused while the log is silent", async () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "roster-fleet-taints-"))
     try {
       const home = path.join(root, "n1")
@@ -258,7 +263,10 @@ describe("a fleet session's inbox", () => {
       fs.writeFileSync(path.join(home, "config", "org.toml"), `[cluster]\ndatabase = "postgres://roster@db.test/roster"\nshared_data = "${path.join(root, "shared")}"\nnode = "n1"\n`)
       const paths = Paths.fromEnv({ ROSTER_HOME: home, HOME: home })
       const down = { value: false }
-      const layer = RunLog.layerIndexed.pipe(Layer.provide(Layer.mergeAll(RunIndex.layerNone, TaintLog.layerTest(down), Paths.layerAt(paths), NodeContext.layer)))
+      const base = Layer.mergeAll(Paths.layerAt(paths), NodeContext.layer, Files.layer)
+      const layer = Layer.mergeAll(RunLog.layerIndexed.pipe(Layer.provide(Layer.mergeAll(RunIndex.layerNone, TaintLog.layerTest(down)))), OrgConfig.layer, MemoryStore.layer).pipe(
+        Layer.provideMerge(base)
+      )
       const runId = "2026-12-02-11-00-00-0000e2e2"
       const seen = await Effect.runPromise(Effect.gen(function*() {
         const log = yield* RunLog
@@ -270,15 +278,26 @@ describe("a fleet session's inbox", () => {
         down.value = true
         yield* log.append("alice", runId, { kind: "untaint", untaint: { reason: "kept here", at: "2026-12-02T11:00:02.000Z", cleared: 1, landed: [] } })
         const decision = yield* Effect.either(log.readForDecision("alice", runId))
+        // What rests on the run's taints waits for the log: a memory entry's review, a tainted run's forget.
+        const caller = { subject: "org/alice", runId, worker: "alice", taskId: null }
+        const remembered = yield* rememberAction(caller, JSON.stringify({ text: "a fact" }))
+        const forgot = yield* forgetAction(caller, JSON.stringify({ id: "m-00000000" }))
+        // The next run's briefing holds the run's quarantined work back as if tainted.
+        const briefedDown = yield* taintedRefs("alice", [`refs/quarantine/run-${runId}`])
         const shown = yield* log.read("alice", runId)
         down.value = false
         const after = yield* log.readForDecision("alice", runId)
-        return { fileAfterTaint, tainted, decision, shown, after, file: fs.readFileSync(events, "utf8") }
+        const briefedUp = yield* taintedRefs("alice", [`refs/quarantine/run-${runId}`])
+        return { fileAfterTaint, tainted, decision, remembered: remembered.status, forgot: forgot.status, briefedDown: [...briefedDown.values()], briefedUp: [...briefedUp.values()], shown, after, file: fs.readFileSync(events, "utf8") }
       }).pipe(Effect.provide(layer)))
       expect(seen.fileAfterTaint).toBe(false)
       expect(seen.tainted && isTainted(seen.tainted)).toBe(true)
       expect(seen.file).toContain("kept here")
       expect(Either.isLeft(seen.decision) && seen.decision.left.message).toContain("the fleet's taint log did not answer")
+      expect([seen.remembered, seen.forgot]).toEqual([503, 503])
+      expect(seen.briefedDown).toEqual(["whether its run was tainted could not be read just now"])
+      // Back: the untaint kept in the file cleared the log's one taint, so its work is briefed as not landed yet.
+      expect(seen.briefedUp).toEqual([])
       // Shown without the log (said in a warning): the file's untaint, not the log's taint.
       expect(seen.shown?.untainted?.reason).toBe("kept here")
       expect(seen.after?.tainted).toHaveLength(1)

@@ -35,7 +35,10 @@ export const rememberAction = (caller: BoxCaller, body: string) =>
   Effect.gen(function*() {
     const decoded = Schema.decodeUnknownEither(Remember)(body)
     if (Either.isLeft(decoded)) return refused(400, `the body is {"text": "...", "scope"?: "worker" | "channel:<name>"}`)
-    const run = yield* (yield* RunLog).read(caller.worker, caller.runId)
+    // Whether the entry is held for review rests on the run's taints: they must be known.
+    const read = yield* Effect.either((yield* RunLog).readForDecision(caller.worker, caller.runId))
+    if (Either.isLeft(read)) return refused(503, read.left.message)
+    const run = read.right
     if (!run) return refused(409, "this run has no record: nothing it remembers could be traced to it")
     const scope = scopeFor(decoded.right.scope, run.channel)
     if (Either.isLeft(scope)) return refused(403, scope.left)
@@ -69,7 +72,9 @@ export const forgetAction = (caller: BoxCaller, body: string) =>
   Effect.gen(function*() {
     const decoded = Schema.decodeUnknownEither(Forget)(body)
     if (Either.isLeft(decoded)) return refused(400, `the body is {"id": "m-xxxxxxxx"}`)
-    const run = yield* (yield* RunLog).read(caller.worker, caller.runId)
+    const read = yield* Effect.either((yield* RunLog).readForDecision(caller.worker, caller.runId))
+    if (Either.isLeft(read)) return refused(503, read.left.message)
+    const run = read.right
     const taint = run ? openTaints(run).at(-1) : undefined
     if (taint) return refused(403, `this run is tainted (${taintLine(taint)}): it cannot forget; a person can (roster memory forget ${caller.worker} ${decoded.right.id})`)
     const memory = yield* MemoryStore
