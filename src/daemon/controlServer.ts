@@ -1,7 +1,7 @@
 import { HttpApiBuilder, Path } from "@effect/platform"
 import { FileSystem } from "@effect/platform"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Clock, Effect, Layer, Option, Schema } from "effect"
+import { Clock, type Context, Effect, Layer, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import * as http from "node:http"
 import * as net from "node:net"
@@ -15,7 +15,7 @@ import { Supervisor } from "../supervisor/Supervisor.js"
 import { ChatHub } from "../chat/ChatHub.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { ApprovalBoard, type BoardSilent } from "../contract/ApprovalBoard.js"
-import type { ApprovalDecision, PendingApproval } from "../contract/approval.js"
+import type { PendingApproval } from "../contract/approval.js"
 
 export class ControlSocketBusy extends Schema.TaggedError<ControlSocketBusy>()("ControlSocketBusy", { socket: Schema.String }) {
   override get message() {
@@ -65,7 +65,8 @@ const ApprovalsLive = HttpApiBuilder.group(ControlApi, "approvals", (handlers) =
         const approvals = (yield* Gateway).approvals
         const here = yield* approvals.find(path.id)
         // Held by another node of the fleet: decided on the board, taken by that node's gateway.
-        const held = Option.isSome(here) ? here : yield* onBoard(path.id)
+        const board = Option.getOrUndefined(yield* Effect.serviceOption(ApprovalBoard))
+        const held = Option.isSome(here) || !board ? here : yield* onBoard(board, path.id)
         if (Option.isNone(held)) return yield* Effect.fail(new NoSuchApproval({ id: path.id }))
         const a = held.value
         const lines = payload.decision === "always"
@@ -81,7 +82,9 @@ const ApprovalsLive = HttpApiBuilder.group(ControlApi, "approvals", (handlers) =
         if (lines) {
           yield* appendToOrgToml(lines).pipe(Effect.mapError((e) => new ApprovalRefused({ id: a.id, reason: `org.toml could not be written: ${e.message}` })))
         }
-        const decided = Option.isSome(here) ? yield* approvals.decide(a.id, payload) : yield* decideOnBoard(a.id, payload)
+        const decided = Option.isSome(here) || !board
+          ? yield* approvals.decide(a.id, payload)
+          : yield* board.decide(a.id, payload).pipe(Effect.mapError((e) => boardSilent(a.id, e)))
         if (Option.isNone(decided)) return yield* Effect.fail(new NoSuchApproval({ id: path.id }))
         yield* Effect.logInfo(
           `gateway: ${payload.by} decided ${payload.decision} on ${a.method} ${a.host}:${a.port} for run ${a.run_id} (${a.worker})` +
@@ -104,21 +107,12 @@ const heldAnywhere = Effect.gen(function*() {
   return [...here, ...fleet.filter((a) => !ids.has(a.id))].sort((a, b) => a.asked_at.localeCompare(b.asked_at))
 })
 
-/** A request another node holds, still waiting, from the fleet's board (none off a fleet). */
-const onBoard = (id: string) =>
-  Effect.gen(function*() {
-    const board = yield* Effect.serviceOption(ApprovalBoard)
-    if (Option.isNone(board)) return Option.none<PendingApproval>()
-    const waiting = yield* board.value.waiting.pipe(Effect.mapError((e) => boardSilent(id, e)))
-    return Option.fromNullable(waiting.find((a) => a.id === id))
-  })
-
-const decideOnBoard = (id: string, decided: { readonly decision: ApprovalDecision; readonly by: string }) =>
-  Effect.gen(function*() {
-    const board = yield* Effect.serviceOption(ApprovalBoard)
-    if (Option.isNone(board)) return Option.none<PendingApproval>()
-    return yield* board.value.decide(id, decided).pipe(Effect.mapError((e) => boardSilent(id, e)))
-  })
+/** A request another node holds, still waiting, from the fleet's board. */
+const onBoard = (board: Context.Tag.Service<ApprovalBoard>, id: string) =>
+  board.waiting.pipe(
+    Effect.map((waiting) => Option.fromNullable(waiting.find((a) => a.id === id))),
+    Effect.mapError((e) => boardSilent(id, e))
+  )
 
 const boardSilent = (id: string, e: BoardSilent) =>
   new ApprovalRefused({ id, reason: `${e.message}: try again, or decide it on the node that holds it` })

@@ -8,9 +8,9 @@ import { sqlDetail } from "./sqlDetail.js"
 const decodeHeld = Schema.decodeUnknownOption(Schema.parseJson(PendingApproval))
 const decodeDecision = Schema.decodeUnknownOption(ApprovalDecision)
 
-/** The rows a query gave that read as held requests (a row of a newer roster's shape is left out). */
 const silent = (e: SqlError) => new BoardSilent({ detail: sqlDetail(e) })
 
+/** The rows a query gave that read as held requests (a row of a newer roster's shape is left out). */
 const heldOf = (rows: ReadonlyArray<{ readonly held: string }>) => rows.flatMap((r) => Option.toArray(decodeHeld(r.held)))
 
 /**

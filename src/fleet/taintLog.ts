@@ -27,7 +27,7 @@ export const taintLogOver = (sql: SqlClient) =>
             for (const r of rows) {
               // A row a newer roster wrote in a shape this one does not know is left out, not fatal to the read.
               const e = Option.filter(decodeEvent(r.event), isTaintEvent)
-              if (Option.isSome(e)) out.set(r.run_id, [...(out.get(r.run_id) ?? []), e.value])
+              if (Option.isSome(e)) out.set(r.run_id, out.get(r.run_id)?.concat(e.value) ?? [e.value])
             }
             return out
           }),

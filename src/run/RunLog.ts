@@ -142,8 +142,8 @@ const withShared = (events: ReadonlyArray<RunEvent>, shared: ReadonlyArray<Taint
   return [...events.filter((e) => !isTaintEvent(e)), ...decisions.map((d) => d.e)]
 }
 
-const readRecord = (worker: string, runId: string) =>
-  Effect.flatMap(Paths, (p) => readRunDir(layout(p).runDir(worker, runId)))
+const readRecord = (worker: string, runId: string, shared?: ReadonlyArray<TaintEvent>) =>
+  Effect.flatMap(Paths, (p) => readRunDir(layout(p).runDir(worker, runId), shared))
 
 const modifyRecord = (worker: string, runId: string, f: (r: RunRecord) => Effect.Effect<RunRecord>) =>
   Effect.gen(function*() {
@@ -192,7 +192,7 @@ const makeRunLog = (
   const shared = node !== undefined ? taintLog : undefined
   const readShared = (worker: string, runId: string) =>
     shared
-      ? Effect.flatMap(shared.of([runId]), (m) => Effect.flatMap(Paths, (p) => readRunDir(layout(p).runDir(worker, runId), m.get(runId))))
+      ? Effect.flatMap(shared.of([runId]), (m) => readRecord(worker, runId, m.get(runId)))
       : readRecord(worker, runId)
   /** A decision the database does not take in time is kept in this node's events file of the run (read by every node too). */
   const putShared = (runId: string, event: TaintEvent, file: string) =>

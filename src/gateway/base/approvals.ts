@@ -49,14 +49,12 @@ export const makeApprovals = (board?: Board) => {
           ...ask, id, asked_at: new Date(now).toISOString(), expires_at: new Date(now + waitMs).toISOString(), ...(board ? { node: board.node } : {})
         }
         pending.set(id, { view, answer })
-        const posted = board ? yield* postTo(board, view) : false
-        const elsewhere = board && posted ? decidedElsewhere(board, id, (d) => decide(id, d)) : Effect.never
+        // The board it is on, if it could be posted: a decision made there reaches it, and it leaves the board with it.
+        const on = board && (yield* postTo(board, view)) ? board : undefined
         return yield* Deferred.await(answer).pipe(
-          Effect.race(elsewhere),
+          Effect.race(on ? decidedElsewhere(on, id, (d) => decide(id, d)) : Effect.never),
           Effect.timeoutOption(waitMs),
-          Effect.ensuring(Effect.sync(() => pending.delete(id)).pipe(
-            Effect.zipRight(board && posted ? takeDown(board, id) : Effect.void)
-          ))
+          Effect.ensuring(Effect.sync(() => pending.delete(id)).pipe(Effect.zipRight(on ? takeDown(on, id) : Effect.void)))
         )
       }),
     list: Effect.sync(() => [...pending.values()].map((p) => p.view).sort((a, b) => a.asked_at.localeCompare(b.asked_at))),
