@@ -79,5 +79,6 @@ export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json 
       "--fix as root registers it and reloads dockerd. " +
       "Each [[chat]] connection is tried with the service's auth call, and each channel's worker shown. " +
       "Under [cluster]: the fleet's database (reachable, its schema version), the shared folder (writable, the same one on every node), " +
-      "clock skew between the nodes, and config files that differ between them."
+      "clock skew between the nodes, config files that differ between them, this node's [cluster] listen (an address of this machine on no box network) " +
+      "and whether each live node's runner RPC answers this machine's signed call."
   ))

@@ -138,13 +138,18 @@ export const fleetLines = (f: FleetStatus): ReadonlyArray<string> => {
     `  ${n.name.padEnd(width)}  ${(n.state === "up" ? "up" : n.state.toUpperCase()).padEnd(4)}  beat ${n.heartbeat_age_s}s ago  ` +
     `${n.boxes}/${n.concurrency} boxes  load ${n.load}  clock ${n.skew_ms >= 0 ? "+" : ""}${n.skew_ms} ms` +
     `${n.name === f.node ? "  (this node)" : ""}${n.version === f.nodes.find((x) => x.name === f.node)?.version ? "" : `  version ${n.version}`}` +
-    (n.fenced_by ? `  fenced by ${n.fenced_by}: its tasks went back to the queue` : "")
+    (n.fenced_by ? `  fenced by ${n.fenced_by}: its tasks went back to the queue` : "") +
+    rpcPart(n)
   )
   const drift = f.nodes.filter((n) => n.config_differs.length > 0 && n.state !== "left").map((n) =>
     `  ${n.name}'s config differs from this node's: ${n.config_differs.join(", ")} — every node holds the same files (only [cluster] node and [gateway] port differ)`
   )
   return [head, ...rows, ...drift]
 }
+
+/** A node's runner RPC as this node just found it; nothing for a node without one, or not asked (not up). */
+const rpcPart = (n: FleetStatus["nodes"][number]) =>
+  !n.advertise || !n.rpc ? "" : n.rpc.ok ? `  rpc ${n.advertise} ${n.rpc.ms ?? 0} ms` : `  rpc ${n.advertise} NOT ANSWERING (${n.rpc.detail ?? "no answer"})`
 
 const minutes = (s: number) => (Math.abs(s) < 90 ? `${s}s` : `${Math.round(s / 60)}m`)
 
@@ -187,7 +192,8 @@ const status = Command.make("status", { json }, ({ json }) =>
     if (v.fleet) for (const line of fleetLines(v.fleet)) yield* Console.log(line)
   })).pipe(Command.withDescription(
     "Is the daemon running and healthy; its queue (counts by status), live boxes, boxes adopted or reaped since it started, each [[chat]] listener " +
-      "(connected or why not, its channels and their sessions), and under [cluster] the fleet's nodes (heartbeat, boxes, load, clock skew, config that differs)."
+      "(connected or why not, its channels and their sessions), and under [cluster] the fleet's nodes (heartbeat, boxes, load, clock skew, config that differs, " +
+      "and whether each live node's runner RPC answered just now)."
   ))
 
 const unit = Command.make("unit", {

@@ -20,7 +20,7 @@ const DatabaseUrl = Schema.String.pipe(Schema.filter((text) => {
   return true
 }))
 
-/** `host:port` of a listener: an address or name, and a port. */
+/** `host:port` of a listener: an address, a name, or (for listen) an interface such as `eth0`, and a port. */
 const HostPort = Schema.String.pipe(Schema.pattern(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, {
   message: () => `host:port, such as "10.0.0.5:7310"`
 }), Schema.filter((text) => {
@@ -42,7 +42,10 @@ export const ClusterSection = Schema.Struct({
   node: Schema.optional(NodeName),
   /** A folder every node mounts at the same path (NFS, CephFS, EFS): stores, repos, memory, run folders. */
   shared_data: Schema.String.pipe(Schema.filter((p) => p.startsWith("/") || "path must be absolute")),
-  /** Where this node's runner RPC listens: never on a box network. */
+  /**
+   * Where this node's runner RPC listens: an interface (`eth0:7310`, the same line on every node) or
+   * an address of this machine — never every address, never a box network's (checked at start).
+   */
   listen: Schema.optional(HostPort),
   /** Where the other nodes reach it (default: listen). */
   advertise: Schema.optional(HostPort),

@@ -106,7 +106,10 @@ entry_max = 2000                # characters in one entry
 # database = "postgres://roster@db.example.test:5432/roster"  # no password here: roster connection add postgres (or PGPASSWORD)
 # node = "machine-1"            # this machine's name in the fleet; default the host name
 # shared_data = "/mnt/roster"   # mounted at this path on every node (NFS, CephFS, EFS)
-# listen = "10.0.0.5:7310"      # this node's runner RPC, never on a box network
+# listen = "eth0:7310"          # this node's runner RPC: an interface (the same line on every node) or an
+#                               # address of this machine, never a box network's; other nodes tell it of a
+#                               # decision there at once, and server status / doctor check every node's
+# advertise = "10.0.0.5:7310"   # where the others reach it, if not at listen's address
 # node_timeout_s = 30           # a node silent this long is lost: its attempts fenced, its tasks re-run
 # on_node_loss = "retry"        # retry: a lost node's running task runs once more elsewhere; fail
 `

@@ -30,6 +30,11 @@ export class ApprovalBoard extends Context.Tag("roster/ApprovalBoard")<ApprovalB
   readonly remove: (id: string) => Effect.Effect<void, BoardSilent>
   /** Every node's requests still waiting, each with its node. */
   readonly waiting: Effect.Effect<ReadonlyArray<PendingApproval>, BoardSilent>
+  /**
+   * From now, what completes when another node says it decided one of this node's requests (its
+   * runner RPC): the holding node looks at once instead of at its next look.
+   */
+  readonly nextNudge: Effect.Effect<Effect.Effect<void>>
   /** Decides a request another node holds; none when none waits under that id. */
   readonly decide: (id: string, decided: BoardDecision) => Effect.Effect<Option.Option<PendingApproval>, BoardSilent>
 }>() {}

@@ -18,6 +18,14 @@ export const FleetNodeView = Schema.Struct({
   skew_ms: Schema.Number,
   /** Once lost: the node that fenced it (its attempts can land nothing; its tasks re-queued or failed). */
   fenced_by: Schema.optional(Schema.NullOr(Schema.String)),
+  /** Where its runner RPC is reached ([cluster] advertise, else listen); null: it has none. */
+  advertise: Schema.optional(Schema.NullOr(Schema.String)),
+  /** A live node's runner RPC as this node found it just now: answered (in ms), or why not. */
+  rpc: Schema.optional(Schema.Struct({
+    ok: Schema.Boolean,
+    ms: Schema.optional(Schema.Number),
+    detail: Schema.optional(Schema.String)
+  })),
   /** Config files whose content differs from this node's (org.toml compared without node and port). */
   config_differs: Schema.Array(Schema.String)
 })

@@ -86,6 +86,9 @@ const ApprovalsLive = HttpApiBuilder.group(ControlApi, "approvals", (handlers) =
           ? yield* approvals.decide(a.id, payload)
           : yield* board.decide(a.id, payload).pipe(Effect.mapError((e) => boardSilent(a.id, e)))
         if (Option.isNone(decided)) return yield* Effect.fail(new NoSuchApproval({ id: path.id }))
+        // The holding node told at once, so the held connection goes on before this answer does.
+        const member = yield* Effect.serviceOption(FleetMember)
+        if (Option.isNone(here) && a.node && Option.isSome(member)) yield* member.value.nudgeApprovals(a.node)
         yield* Effect.logInfo(
           `gateway: ${payload.by} decided ${payload.decision} on ${a.method} ${a.host}:${a.port} for run ${a.run_id} (${a.worker})` +
             (Option.isSome(here) ? "" : `, held on node ${a.node ?? "?"}`)

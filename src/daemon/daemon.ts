@@ -59,7 +59,7 @@ const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   if (!org.cluster) return SpendLedger.layer
   const env = Context.pick(Paths, Docker)(yield* Effect.context<Paths | Docker>())
   const boxes = deploymentBoxes.pipe(Effect.map((b) => b.length), Effect.orElseSucceed(() => 0), Effect.provide(env))
-  const { database, instance, member } = yield* joinFleet({ cluster: org.cluster, concurrency: org.supervisor.concurrency, boxes })
+  const { database, instance, member, nudges } = yield* joinFleet({ cluster: org.cluster, concurrency: org.supervisor.concurrency, boxes })
   yield* report(notice(`roster fleet: node ${member.node} joined; the queue, the budgets and memory are the fleet's; run folders are in its shared folder`))
   const store = fleetTaskStore(member.node, whereOf(org.cluster), instance)
   const fence = fleetRunFence(member.node, instance, org.cluster.node_timeout_s)
@@ -67,7 +67,7 @@ const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   const memory = Layer.succeed(MemoryStore, memoryStoreOver(fleetMemoryLog(Context.get(database, SqlClient))))
   const runs = Layer.provideMerge(RunLog.layerIndexed, Layer.merge(fleetRunIndex, fleetTaintLog))
   const audit = Layer.provideMerge(Audit.layerIndexed, fleetAuditIndex)
-  const board = fleetApprovalBoard(member.node)
+  const board = fleetApprovalBoard(member.node, nudges)
   return Layer.mergeAll(Layer.succeed(FleetMember, member), store, fence, ledger, memory, runs, audit, board, IndexBackfill).pipe(
     Layer.provide(Layer.succeedContext(database))
   )

@@ -20,4 +20,10 @@ export class FleetMember extends Context.Tag("roster/FleetMember")<FleetMember, 
   readonly fenced: Effect.Effect<boolean>
   /** Joins the fleet again as a new instance of this node (after its boxes of the fenced one are gone). */
   readonly rejoin: Effect.Effect<void>
+  /**
+   * Tells `node` that one of the requests it holds was decided on the board, so it applies it at
+   * once rather than at its next look (its runner RPC; nothing when it has none). Never fails: a
+   * node that does not answer still finds the decision at its next look, and that is logged.
+   */
+  readonly nudgeApprovals: (node: string) => Effect.Effect<void>
 }>() {}

@@ -4,6 +4,7 @@ import { ApprovalDecision, PendingApproval } from "../contract/approval.js"
 import { ApprovalBoard, BoardSilent } from "../contract/ApprovalBoard.js"
 import type { SqlError } from "@effect/sql/SqlError"
 import { sqlDetail } from "./sqlDetail.js"
+import { never, type Nudge } from "./rpc/nudge.js"
 
 const decodeHeld = Schema.decodeUnknownOption(Schema.parseJson(PendingApproval))
 const decodeDecision = Schema.decodeUnknownOption(ApprovalDecision)
@@ -18,9 +19,10 @@ const heldOf = (rows: ReadonlyArray<{ readonly held: string }>) => rows.flatMap(
  * what its gateway holds, any node decides one still waiting (once: the first decision stands),
  * and the holding node takes the decision and the row down.
  */
-export const approvalBoardOver = (sql: SqlClient, node: string) =>
+export const approvalBoardOver = (sql: SqlClient, node: string, nudges: Nudge = never) =>
   ApprovalBoard.of({
     node,
+    nextNudge: nudges.next,
     post: (held) =>
       // What a node that died while holding left behind goes as the next request is posted.
       sql`DELETE FROM roster_approvals WHERE expires_at < now() - interval '1 hour'`.pipe(
@@ -54,5 +56,6 @@ export const approvalBoardOver = (sql: SqlClient, node: string) =>
       )
   })
 
-/** The fleet's board on the daemon's own connection. */
-export const fleetApprovalBoard = (node: string) => Layer.effect(ApprovalBoard, Effect.map(SqlClient, (sql) => approvalBoardOver(sql, node)))
+/** The fleet's board on the daemon's own connection, woken by the node's runner RPC. */
+export const fleetApprovalBoard = (node: string, nudges: Nudge) =>
+  Layer.effect(ApprovalBoard, Effect.map(SqlClient, (sql) => approvalBoardOver(sql, node, nudges)))

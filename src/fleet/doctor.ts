@@ -10,6 +10,9 @@ import { SCHEMA_VERSION, schemaVersion } from "./migrations.js"
 import { listNodes, nodeView } from "./nodes.js"
 import { nodeNameOf } from "../config/nodeName.js"
 import { checkSharedData } from "./sharedData.js"
+import { runnerCalls } from "./rpc/calls.js"
+import { readRpcKey } from "./rpc/key.js"
+import { listenAddress } from "./rpc/server.js"
 
 /** Clocks further apart than this make node timeouts and the budgets' UTC days disagree. */
 export const SKEW_WARN_MS = 2000
@@ -24,7 +27,9 @@ export const FleetCheck = Schema.Struct({
   shared_data: Schema.Struct({ folder: Schema.String, ok: Schema.Boolean, fleet: Schema.NullOr(Schema.String), detail: Schema.NullOr(Schema.String) }),
   /** This machine's clock minus the database's, now. */
   skew_ms: Schema.NullOr(Schema.Number),
-  nodes: Schema.Array(FleetNodeView)
+  nodes: Schema.Array(FleetNodeView),
+  /** `[cluster] listen`, checked (this machine's address, on no container bridge); absent without one. */
+  listen: Schema.optional(Schema.Struct({ at: Schema.String, problem: Schema.NullOr(Schema.String) }))
 })
 export type FleetCheck = typeof FleetCheck.Type
 
@@ -55,6 +60,17 @@ export const checkFleet = (org: Org, cluster: ClusterSection) =>
       )
       const mine = yield* configFingerprint(org).pipe(Effect.provide(files))
       const nodes = found >= 1 ? yield* listNodes : []
+      const views = nodes.map((n) => nodeView(n, cluster.node_timeout_s, node, mine))
+      // Each live node's runner RPC, asked as a node would: signed with the fleet's key.
+      const key = found >= 10 ? yield* readRpcKey : undefined
+      const pings = key
+        ? yield* Effect.forEach(nodes, (n, i) => (views[i]?.state === "up" ? runnerCalls(node, key, Effect.succeed(nodes)).ping(n) : Effect.succeed(undefined)), {
+          concurrency: "unbounded"
+        })
+        : []
+      const listen = cluster.listen
+        ? { listen: { at: cluster.listen, problem: yield* listenAddress(cluster.listen).pipe(Effect.as(null), Effect.catchAll((e) => Effect.succeed(e.message))) } }
+        : {}
       return {
         node,
         database: base.database,
@@ -63,7 +79,8 @@ export const checkFleet = (org: Org, cluster: ClusterSection) =>
         schema: { found, known: SCHEMA_VERSION },
         shared_data: shared,
         skew_ms: skew,
-        nodes: nodes.map((n) => nodeView(n, cluster.node_timeout_s, node, mine))
+        nodes: views.map((v, i) => (pings[i] ? { ...v, rpc: pings[i] } : v)),
+        ...listen
       } satisfies FleetCheck
     }).pipe(
       Effect.provide(built.right),
@@ -103,6 +120,17 @@ export const fleetCheckLines = (c: FleetCheck): ReadonlyArray<string> => {
   for (const n of c.nodes.filter((x) => x.config_differs.length > 0 && x.state !== "left")) {
     lines.push(`  ${n.name}'s config differs from this node's: ${n.config_differs.join(", ")} — every node holds the same files (only [cluster] node and [gateway] port differ)`)
   }
+  lines.push(...rpcLines(c))
   if (c.problem) lines.push(`  PROBLEM: ${c.problem}`)
   return lines
+}
+
+/** This node's `listen` and every live node's runner RPC as this machine reached it. */
+const rpcLines = (c: FleetCheck): ReadonlyArray<string> => {
+  const asked = c.nodes.filter((n) => n.advertise && n.rpc)
+  if (!c.listen && asked.length === 0) return []
+  const listen = !c.listen ? "this node does not listen ([cluster] listen unset: the others cannot tell it of a decision at once)"
+    : c.listen.problem === null ? `listens on ${c.listen.at}` : `PROBLEM: ${c.listen.problem}`
+  const reached = asked.map((n) => `${n.name} ${n.rpc?.ok ? `${n.rpc.ms ?? 0} ms` : `NOT ANSWERING at ${n.advertise} (${n.rpc?.detail ?? "no answer"})`}`)
+  return [`  runner RPC:  ${listen}${reached.length > 0 ? `; reached: ${reached.join(", ")}` : ""}`]
 }

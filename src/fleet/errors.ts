@@ -46,3 +46,14 @@ export class NodeNameTaken extends Schema.TaggedError<NodeNameTaken>()("NodeName
       "give this machine its own name — [cluster] node in org.toml, or ROSTER_NODE"
   }
 }
+
+/** `[cluster] listen` names an address the runner RPC may not or cannot listen on. */
+export class RunnerRpcListenError extends Schema.TaggedError<RunnerRpcListenError>()("RunnerRpcListenError", {
+  listen: Schema.String,
+  detail: Schema.String
+}) {
+  override get message() {
+    return `[cluster] listen ${this.listen} ${this.detail} — name this machine's own address on the network the fleet's machines share, ` +
+      `such as "10.0.0.5:7310" (never a box network's, never 0.0.0.0), and advertise it if the others reach it by another name`
+  }
+}

@@ -15,11 +15,11 @@ const canonical = (v: unknown): string =>
     ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(",")}}`
     : JSON.stringify(v) ?? "null"
 
-/** org.toml as the fleet compares it: its settings, without the two that differ per node by design. */
+/** org.toml as the fleet compares it: its settings, without those that differ per node by design (its name, ports and addresses). */
 export const orgDigest = (org: Org) => {
   const { cluster, gateway, ...rest } = org
   const { port: _port, ...sharedGateway } = gateway
-  const { node: _node, ...sharedCluster } = cluster ?? {}
+  const { advertise: _advertise, listen: _listen, node: _node, ...sharedCluster } = cluster ?? {}
   return digest(canonical({ ...rest, gateway: sharedGateway, cluster: sharedCluster }))
 }
 

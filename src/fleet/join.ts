@@ -6,7 +6,7 @@ import type { ClusterSection } from "../config/cluster.js"
 import { ConfigError } from "../config/decode.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { captureHostFiles } from "../config/Paths.js"
-import type { FleetStatus } from "../contract/fleet.js"
+import type { FleetNodeView, FleetStatus } from "../contract/fleet.js"
 import { VERSION } from "../contract/version.js"
 import { FleetNotify, fleetSqlLayer, whereOf } from "./connect.js"
 import type { FleetMember } from "./FleetMember.js"
@@ -14,7 +14,11 @@ import { TASKS_CHANNEL } from "./channels.js"
 import { configFingerprint } from "./fingerprint.js"
 import { fenceLostNodes, type FencedNode } from "./loss.js"
 import { migrate, SCHEMA_VERSION } from "./migrations.js"
-import { beat, leaveNode, listNodes, type NodeBeat, nodeView, registerNode } from "./nodes.js"
+import { beat, leaveNode, listNodes, type NodeBeat, type NodeRow, nodeView, registerNode } from "./nodes.js"
+import { runnerCalls } from "./rpc/calls.js"
+import { rpcKey } from "./rpc/key.js"
+import { makeNudge } from "./rpc/nudge.js"
+import { listenAddress, serveRunnerRpc } from "./rpc/server.js"
 import { nodeNameOf } from "../config/nodeName.js"
 import { claimSharedData } from "./sharedData.js"
 
@@ -65,6 +69,9 @@ export const joinFleet = (opts: JoinOptions) =>
     const started = yield* Clock.currentTimeMillis
     yield* withSql(migrate)
     yield* withSql(claimSharedData(cluster.shared_data, node, new Date(started).toISOString()))
+    const key = yield* withSql(rpcKey)
+    // Checked before the node is registered: a listen address a box could reach stops the start.
+    const rpcAt = cluster.listen ? yield* listenAddress(cluster.listen) : undefined
     const orgConfig = yield* OrgConfig
     const files = yield* captureHostFiles
     // What a beat says of the node is looked up beside it, never in its way: a beat that waited on a
@@ -96,7 +103,7 @@ export const joinFleet = (opts: JoinOptions) =>
         host: os.hostname(),
         pid: process.pid,
         version: VERSION,
-        advertise: cluster.advertise ?? cluster.listen ?? null,
+        advertise: cluster.advertise ?? rpcAt?.at ?? null,
         startedAt: started,
         boxes: yield* boxes,
         concurrency: opts.concurrency,
@@ -108,6 +115,9 @@ export const joinFleet = (opts: JoinOptions) =>
       const fenced = yield* withSql(registerNode(yield* beatNow, yield* Clock.currentTimeMillis, cluster)).pipe(Effect.provide(files))
       if (fenced) yield* logFenced(fenced)
     })
+    // Listening before the node is in the fleet: its advertised address answers from its first beat.
+    const nudges = yield* makeNudge
+    if (cluster.listen && rpcAt) yield* serveRunnerRpc({ listen: cluster.listen, node, key, instance: Ref.get(instance), nudgeApprovals: nudges.nudge }, rpcAt)
     yield* Effect.acquireRelease(
       register,
       () =>
@@ -117,6 +127,7 @@ export const joinFleet = (opts: JoinOptions) =>
         )
     )
     const health = yield* Ref.make<Health>({ reachable: true, detail: null, fenced: false, since: started })
+    const calls = runnerCalls(node, key, withSql(listNodes))
     yield* Effect.logInfo(`fleet: node ${node} joined (database ${whereOf(cluster)}, schema ${SCHEMA_VERSION}, shared data ${cluster.shared_data})`)
     const sweep = withSql(fenceLostNodes(cluster, node)).pipe(Effect.flatMap((fenced) => Effect.forEach(fenced, logFenced, { discard: true })))
     yield* heartbeatLoop(node, withSql, beatNow, health, sweep, cluster.node_timeout_s).pipe(Effect.repeat(Schedule.spaced(beatEvery(cluster))), Effect.forkScoped)
@@ -135,12 +146,13 @@ export const joinFleet = (opts: JoinOptions) =>
     }).pipe(Effect.catchAllCause((c) => Effect.logError(`fleet: node ${node} could not join the fleet again (tried again shortly)`, c)))
     const member: Context.Tag.Service<FleetMember> = {
       node,
-      status: fleetStatus(opts, node, withSql, health),
+      status: fleetStatus(opts, node, withSql, health, calls.ping),
       changes,
       fenced: Ref.get(health).pipe(Effect.map((h) => h.fenced)),
-      rejoin
+      rejoin,
+      nudgeApprovals: calls.nudgeApprovals
     }
-    return { member, database: sqlCtx, instance: Ref.get(instance) }
+    return { member, database: sqlCtx, instance: Ref.get(instance), nudges }
   })
 
 const newInstance = () => crypto.randomBytes(8).toString("hex")
@@ -203,19 +215,23 @@ const fleetStatus = (
   opts: JoinOptions,
   node: string,
   withSql: WithSql,
-  health: Ref.Ref<Health>
+  health: Ref.Ref<Health>,
+  ping: (row: NodeRow) => Effect.Effect<FleetNodeView["rpc"]>
 ): Effect.Effect<FleetStatus> =>
   Effect.gen(function*() {
     const rows = yield* withSql(listNodes)
     const self = rows.find((r) => r.name === node)
     const h = yield* Ref.get(health)
+    const views = rows.map((r) => nodeView(r, opts.cluster.node_timeout_s, node, self?.config))
+    // Each live node's runner RPC asked at once, so a silent one costs the page its timeout once.
+    const rpc = yield* Effect.forEach(rows, (r, i) => (views[i]?.state === "up" ? ping(r) : Effect.succeed(undefined)), { concurrency: "unbounded" })
     return {
       node,
       database: whereOf(opts.cluster),
       reachable: h.reachable,
       detail: h.detail,
       schema: SCHEMA_VERSION,
-      nodes: rows.map((r) => nodeView(r, opts.cluster.node_timeout_s, node, self?.config))
+      nodes: views.map((v, i) => (rpc[i] ? { ...v, rpc: rpc[i] } : v))
     }
   }).pipe(Effect.catchAllCause((cause) =>
     Effect.succeed({

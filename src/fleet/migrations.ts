@@ -166,6 +166,16 @@ const MIGRATIONS = {
       decision text,
       decided_by text,
       decided_at timestamptz
+    )`),
+  /**
+   * The key the nodes sign their runner RPC calls with: made once by the first node that needs it,
+   * read by every node from here (a box reaches neither the database nor its password).
+   */
+  "10_rpc_key": Effect.flatMap(SqlClient, (sql) =>
+    sql`CREATE TABLE roster_rpc_key (
+      one boolean PRIMARY KEY DEFAULT true CHECK (one),
+      key text NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now()
     )`)
 }
 

@@ -64,6 +64,7 @@ export const nodeView = (r: NodeRow, timeoutS: number, self: string, mine: Reado
   load: Math.round(r.load * 100) / 100,
   skew_ms: Math.round(r.skew_ms),
   fenced_by: r.fenced_by,
+  advertise: r.advertise,
   config_differs: mine && r.name !== self ? differingFiles(mine, r.config) : []
 })
 

@@ -12,6 +12,42 @@ import { latestRunId } from "../support/runs.js"
 import { type Postgres, startPostgres } from "../support/postgres.js"
 import { CHROMIUM, startWeb } from "../support/web.js"
 import { chromium } from "playwright-core"
+import { execFileSync } from "node:child_process"
+import * as http from "node:http"
+import * as net from "node:net"
+import { egressChainName } from "../../src/contract/deployment.js"
+import { signRequest } from "../../src/fleet/rpc/sign.js"
+import { removeLockdownRules } from "../support/lockdownRules.js"
+
+/**
+ * An interface of this host the test makes (one end of a veth pair, the other end left on the host,
+ * with a TEST-NET address): "this machine's address on the fleet's network".
+ */
+const fleetInterface = () => {
+  const name = `rfl${process.pid % 100_000}`
+  const address = `203.0.113.${10 + (process.pid % 200)}`
+  execFileSync("ip", ["link", "add", name, "type", "veth", "peer", "name", `${name}p`])
+  execFileSync("ip", ["addr", "add", `${address}/32`, "dev", name])
+  for (const end of [name, `${name}p`]) execFileSync("ip", ["link", "set", end, "up"])
+  return { name, address, remove: () => execFileSync("ip", ["link", "del", name]) }
+}
+
+const freePort = (host: string) =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, host, () => {
+      const { port } = s.address() as net.AddressInfo
+      s.close(() => resolve(port))
+    })
+  })
+
+const rpcGet = (host: string, port: number, p: string, headers: Record<string, string> = {}) =>
+  new Promise<{ status: number; body: string }>((resolve, reject) => {
+    http.get({ host, port, path: p, headers, agent: false }, (res) => {
+      let body = ""
+      res.on("data", (c: Buffer) => (body += c.toString()))
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }))
+    }).once("error", reject)
+  })
 
 const docker = new Dockerode()
 
@@ -63,16 +99,26 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
   const shared = fs.mkdtempSync(path.join(os.tmpdir(), "roster-shared-"))
   const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), "roster-not-shared-"))
   const deployments: Array<Deployment> = []
-  const cluster = () => `[cluster]\ndatabase = "${pg.url}"\nshared_data = "${shared}"\nnode_timeout_s = 6\n`
+  const cluster = (listen?: string) =>
+    `[cluster]\ndatabase = "${pg.url}"\nshared_data = "${shared}"\nnode_timeout_s = 6\n${listen ? `listen = "${listen}"\n` : ""}`
   let a: Deployment
   let b: Deployment
+  // This machine's address on "the fleet's network": an interface of its own the test makes, with a
+  // TEST-NET address. node-a names the interface (the form one org.toml serves every node with), node-b the address.
+  let fleetNet: ReturnType<typeof fleetInterface>
+  let rpcA = ""
+  let rpcB = ""
+  const orgA = () => cluster(`${fleetNet.name}:${rpcA.split(":")[1]}`)
 
   beforeAll(async () => {
     pg = await startPostgres()
-    a = await makeDeployment(cluster(), undefined, undefined, { env: { ROSTER_NODE: "node-a", PGPASSWORD: pg.password } })
+    fleetNet = fleetInterface()
+    rpcA = `${fleetNet.address}:${await freePort(fleetNet.address)}`
+    rpcB = `${fleetNet.address}:${await freePort(fleetNet.address)}`
+    a = await makeDeployment(orgA(), undefined, undefined, { env: { ROSTER_NODE: "node-a", PGPASSWORD: pg.password } })
     deployments.push(a)
     // b keeps its password in the vault, not in its environment.
-    b = await makeDeployment(cluster(), undefined, undefined, { env: { ROSTER_NODE: "node-b", PW: pg.password }, start: false })
+    b = await makeDeployment(cluster(rpcB), undefined, undefined, { env: { ROSTER_NODE: "node-b", PW: pg.password }, start: false })
     deployments.push(b)
     const stored = await b.roster(["connection", "add", "postgres", "--from-env", "PW"])
     expect(stored.code, stored.stderr).toBe(0)
@@ -83,6 +129,7 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
   afterAll(async () => {
     for (const d of deployments) await d.stop().catch(() => undefined)
     pg?.remove()
+    fleetNet?.remove()
     fs.rmSync(shared, { recursive: true, force: true })
     fs.rmSync(elsewhere, { recursive: true, force: true })
   })
@@ -110,6 +157,59 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     expect(json.fleet).toMatchObject({ connected: true, schema: { found: SCHEMA_VERSION, known: SCHEMA_VERSION } })
   })
 
+  it("each node's runner RPC listens where [cluster] listen says (an interface or an address) and answers the others' signed calls; status and doctor show it", async () => {
+    const text = (await a.roster(["server", "status"])).stdout
+    // node-a named its interface: it advertises the interface's address.
+    expect(text).toMatch(new RegExp(`node-a .*  rpc ${rpcA.replaceAll(".", "\\.")} \\d+ ms`))
+    expect(text).toMatch(new RegExp(`node-b .*  rpc ${rpcB.replaceAll(".", "\\.")} \\d+ ms`))
+    const doctor = (await b.roster(["doctor"])).stdout
+    expect(doctor).toMatch(new RegExp(`runner RPC: {2}listens on ${rpcB.replaceAll(".", "\\.")}; reached: node-a \\d+ ms, node-b \\d+ ms`))
+    // What a call needs: the fleet's key, made once in the database; without it, refused.
+    const [host, port] = [fleetNet.address, Number(rpcA.split(":")[1])]
+    expect(await rpcGet(host, port, "/v1/node")).toMatchObject({ status: 401 })
+    const key = Buffer.from(pg.sql("SELECT key FROM roster_rpc_key"), "hex")
+    expect(key.length).toBe(32)
+    const signed = await rpcGet(host, port, "/v1/node", signRequest(key, { method: "GET", path: "/v1/node", node: "node-b", body: "" }, Date.now()))
+    expect(signed.status).toBe(200)
+    expect(JSON.parse(signed.body)).toMatchObject({ node: "node-a" })
+  })
+
+  it("a box cannot reach a node's runner RPC, lockdown off or on: not at the node's address, not at its bridge", async () => {
+    const port = rpcA.split(":")[1]
+    const dir = path.join(shared, "stores", "alice")
+    fs.mkdirSync(dir, { recursive: true })
+    fs.writeFileSync(path.join(dir, "rpc-probe.sh"), [
+      `for at in "${fleetNet.address} ${port}" "host.docker.internal ${port}"; do`,
+      `  echo "--- $at"; printf 'GET /v1/node HTTP/1.0\r\n\r\n' | nc -w 3 $at; echo "rc=$?"`,
+      "done"
+    ].join("\n"), { mode: 0o755 })
+    const probe = async () => {
+      const r = await a.roster(["worker", "run", "alice", "!sh /pihome/store/rpc-probe.sh"])
+      expect(r.code, r.stderr).toBe(0)
+      const runs = path.join(shared, "runs", "alice")
+      return fs.readFileSync(path.join(runs, latestRunId(runs), "stdout.jsonl"), "utf8")
+    }
+    const chain = egressChainName(a.file("config"))
+    try {
+      const open = await probe()
+      expect(open).toContain(`--- ${fleetNet.address} ${port}`)
+      expect(open).toContain("--- host.docker.internal")
+      expect(open).not.toContain("HTTP/1.")
+      expect(open).not.toContain("node-a")
+      // Lockdown off, the box's packets did reach the node's address: the RPC itself closed the door, and said so.
+      expect(fs.readFileSync(a.file("state", "gateway.log"), "utf8")).toMatch(/the runner RPC closed a connection from [\d.]+: it comes from the network of br-/)
+
+      a.writeOrg(`${orgA()}[box]\negress_lockdown = true\n`)
+      const locked = await probe()
+      expect(locked).toContain(`--- ${fleetNet.address} ${port}`)
+      expect(locked).not.toContain("HTTP/1.")
+      expect(execFileSync("iptables", ["-S"]).toString()).toContain(`-N ${chain}`)
+    } finally {
+      a.writeOrg(orgA())
+      removeLockdownRules(chain)
+    }
+  })
+
   it("a node whose config differs is named with the file; the per-node keys (node, gateway port) never count", async () => {
     // The two org.toml files already differ in [gateway] port, and the nodes in ROSTER_NODE.
     expect((await fleetOf(a))?.nodes.find((n) => n.name === "node-b")?.config_differs).toEqual([])
@@ -133,6 +233,16 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     const folder = await c.roster(["server", "start"])
     expect(folder.code).not.toBe(0)
     expect(folder.stdout + folder.stderr).toContain(`[cluster] shared_data ${elsewhere}: holds no .roster-fleet.json, though the fleet exists`)
+
+    // A runner RPC a box could reach (every address), or on an address this machine does not have (a bridge's is unit-tested).
+    for (const [listen, why] of [["0.0.0.0:7399", "is every address of this machine, the box networks' among them"], ["198.51.100.99:7399", "is not an address of this machine (of an interface that is up)"]]) {
+      c.writeOrg(cluster(listen))
+      const open = await c.roster(["server", "start"])
+      expect(open.code).not.toBe(0)
+      expect(open.stdout + open.stderr).toContain(`[cluster] listen ${listen} (`)
+      expect(open.stdout + open.stderr).toContain(`${why} — name this machine's own address`)
+    }
+    expect((await fleetOf(a))?.nodes.map((n) => n.name)).toEqual(["node-a", "node-b"])
 
     c.writeOrg(cluster())
     c.env.ROSTER_NODE = "node-a"
@@ -260,7 +370,7 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     const outside = await makeOutsideHost()
     let child: ReturnType<Deployment["spawn"]> | undefined
     try {
-      a.writeOrg(`${cluster()}[gateway]\napprovals = "ask"\napproval_wait_s = 60\n`)
+      a.writeOrg(`${orgA()}[gateway]\napprovals = "ask"\napproval_wait_s = 60\n`)
       const before = fs.readFileSync(a.file("config", "org.toml"), "utf8")
       const target = `${outside.address}:${outside.port}`
       child = a.spawn(["worker", "run", "alice", askScript(a, "fleet-ask.sh", [`${target} first`], shared)])
@@ -276,6 +386,8 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
       const run = await b.roster(["approve", held.id, "--run"])
       expect(run.code, run.stderr).toBe(0)
       expect(run.stdout).toContain("for the rest of the run")
+      // node-b told node-a at once (its runner RPC), rather than leave it to node-a's next look at the board.
+      expect(fs.readFileSync(a.file("state", "gateway.log"), "utf8")).toContain("fleet: node node-b decided a request held here; looking at the board now")
       const r = await done
       expect(r.code, r.stderr).toBe(0)
       const runs = path.join(shared, "runs", "alice")
@@ -287,7 +399,7 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
         await new Promise((r) => child?.once("close", r))
       }
       outside.close()
-      a.writeOrg(cluster())
+      a.writeOrg(orgA())
     }
   })
 

@@ -35,6 +35,7 @@ import { TaintLog } from "../../src/run/TaintLog.js"
 import { fleetTaintLog } from "../../src/fleet/taintLog.js"
 import { isTainted } from "../../src/contract/taint.js"
 import { approvalBoardOver } from "../../src/fleet/approvalBoard.js"
+import { rpcKey } from "../../src/fleet/rpc/key.js"
 import { makeApprovals } from "../../src/gateway/base/approvals.js"
 import type { PendingApproval } from "../../src/contract/approval.js"
 import { RunLog, type RunRecord } from "../../src/run/RunLog.js"
@@ -86,8 +87,15 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         Effect.provide(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
       ))))
-    expect(results.flatMap((r) => r.applied).sort()).toEqual(["1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals"])
-    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4,5,6,7,8,9")
+    expect(results.flatMap((r) => r.applied).sort((x, y) => parseInt(x) - parseInt(y))).toEqual([
+      "1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals", "10_rpc_key"
+    ])
+    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4,5,6,7,8,9,10")
+    // The runner RPC's key: three nodes asking at once get one key, made once.
+    const keys = await Promise.all(["n1", "n2", "n3"].map((n) => onNode(n, rpcKey)))
+    expect(keys[0]?.length).toBe(32)
+    expect(keys.map((k) => k.toString("hex"))).toEqual(Array(3).fill(keys[0]?.toString("hex")))
+    expect(pg.sql("SELECT count(*) FROM roster_rpc_key")).toBe("1")
   })
 
   it("40 tasks over 5 workers, claimed by three nodes at 2 at a time: each done exactly once, never two of one worker at once, every node ran some", async () => {

@@ -3,11 +3,12 @@ import { Effect, Fiber, Option, TestClock } from "effect"
 import { ApprovalBoard, BoardSilent, type BoardDecision } from "../../src/contract/ApprovalBoard.js"
 import type { PendingApproval } from "../../src/contract/approval.js"
 import { makeApprovals } from "../../src/gateway/base/approvals.js"
+import { makeNudge, never, type Nudge } from "../../src/fleet/rpc/nudge.js"
 
 const ask = { run_id: "2026-12-03-13-00-00-0000ffff", worker: "alice", subject: "box", method: "CONNECT", host: "held.example.test", port: 443, path: null }
 
 /** A board in memory; `down` makes every call fail as a database that does not answer would. */
-const boardInMemory = (down = false) => {
+const boardInMemory = (down = false, nudges: Nudge = never) => {
   const posted = new Map<string, PendingApproval>()
   const decided = new Map<string, BoardDecision>()
   const answer = <A>(f: () => A) => (down ? Effect.fail(new BoardSilent({ detail: "down (test)" })) : Effect.sync(f))
@@ -17,6 +18,7 @@ const boardInMemory = (down = false) => {
     decisionOf: (id) => answer(() => Option.fromNullable(decided.get(id))),
     remove: (id) => answer(() => void posted.delete(id)),
     waiting: answer(() => [...posted.values()].filter((p) => !decided.has(p.id))),
+    nextNudge: nudges.next,
     decide: (id, d) => answer(() => (posted.has(id) && !decided.has(id) ? (decided.set(id, d), Option.some(posted.get(id)!)) : Option.none()))
   })
   return { board, posted }
@@ -35,6 +37,33 @@ describe("held requests on a fleet node", () => {
       yield* TestClock.adjust("1 second")
       expect(yield* Fiber.join(waiting)).toEqual(Option.some({ decision: "once", by: "a person on n2" }))
       expect(posted.size).toBe(0)
+    }))
+
+  it.effect("a nudge from the deciding node (its runner RPC) makes the holding node look at once, not at its next look", () =>
+    Effect.gen(function*() {
+      const nudges = yield* makeNudge
+      const { board, posted } = boardInMemory(false, nudges)
+      const waiting = yield* Effect.fork(makeApprovals(board).ask(ask, 0, 60_000))
+      yield* TestClock.adjust("10 millis")
+      const [held] = [...posted.values()]
+      yield* board.decide(held!.id, { decision: "run", by: "a person on n2" })
+      yield* nudges.nudge
+      // Well inside the second between two looks: only the nudge can have brought the decision.
+      yield* TestClock.adjust("10 millis")
+      expect(Option.isSome(yield* Fiber.poll(waiting))).toBe(true)
+      expect(yield* Fiber.join(waiting)).toEqual(Option.some({ decision: "run", by: "a person on n2" }))
+    }))
+
+  it.effect("without a nudge the decision waits for the next look", () =>
+    Effect.gen(function*() {
+      const { board, posted } = boardInMemory(false, yield* makeNudge)
+      const waiting = yield* Effect.fork(makeApprovals(board).ask(ask, 0, 60_000))
+      yield* TestClock.adjust("10 millis")
+      yield* board.decide([...posted.values()][0]!.id, { decision: "once", by: "a person on n2" })
+      yield* TestClock.adjust("10 millis")
+      expect(Option.isNone(yield* Fiber.poll(waiting))).toBe(true)
+      yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.join(waiting)).toEqual(Option.some({ decision: "once", by: "a person on n2" }))
     }))
 
   it.effect("a board that does not answer leaves the request to this node: listed and decided here", () =>

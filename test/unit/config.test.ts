@@ -92,7 +92,8 @@ describe("org.toml", () => {
       database: "postgres://roster@db.example.test:5432/roster",
       node: "machine-1",
       shared_data: "/mnt/roster",
-      listen: "10.0.0.5:7310",
+      listen: "eth0:7310",
+      advertise: "10.0.0.5:7310",
       node_timeout_s: 30,
       on_node_loss: "retry"
     })

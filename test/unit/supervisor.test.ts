@@ -112,7 +112,8 @@ describe("the supervisor (Docker test layer)", () => {
       status: Effect.die("unused"),
       changes: Stream.never,
       fenced: Effect.succeed(false),
-      rejoin: Effect.void
+      rejoin: Effect.void,
+      nudgeApprovals: () => Effect.void
     })
     return Effect.gen(function*() {
       const store = yield* TaskStore
@@ -152,7 +153,8 @@ describe("the supervisor (Docker test layer)", () => {
       changes: Stream.never,
       fenced: Ref.get(fenced),
       // The test lets it back in itself, after it has seen the queue stand still.
-      rejoin: Ref.update(rejoined, (n) => n + 1)
+      rejoin: Ref.update(rejoined, (n) => n + 1),
+      nudgeApprovals: () => Effect.void
     })
     return Effect.gen(function*() {
       const store = yield* TaskStore

@@ -1,4 +1,4 @@
-import { type Context, Deferred, Effect, Option, Ref, Schedule } from "effect"
+import { type Context, Deferred, Effect, Option, Ref } from "effect"
 import * as crypto from "node:crypto"
 import type { ApprovalDecision, PendingApproval } from "../../contract/approval.js"
 import type { ApprovalBoard } from "../../contract/ApprovalBoard.js"
@@ -80,8 +80,9 @@ const takeDown = (board: Board, id: string) =>
   board.remove(id).pipe(Effect.catchAll((e) => Effect.logWarning(`gateway: held request ${id} stays on the fleet's board until its wait runs out (${e.detail})`)))
 
 /**
- * Looks on the board every second for a decision made on another node, and applies it here; never
- * ends by itself (the request's own wait ends it). A board that does not answer is said once.
+ * Looks on the board for a decision made on another node, and applies it here: every second, and
+ * at once when the deciding node says so (its runner RPC). Never ends by itself (the request's
+ * own wait ends it). A board that does not answer is said once.
  */
 const decidedElsewhere = (board: Board, id: string, apply: (d: Decided) => Effect.Effect<unknown>) =>
   Effect.gen(function*() {
@@ -93,6 +94,10 @@ const decidedElsewhere = (board: Board, id: string, apply: (d: Decided) => Effec
           was ? Effect.void : Effect.logWarning(`gateway: the fleet's board does not answer for held request ${id} (${e.detail}); looking again`)))
       )
     )
-    yield* Effect.repeat(look, Schedule.spaced(BOARD_LOOK))
-    return yield* Effect.never
+    return yield* Effect.forever(Effect.gen(function*() {
+      // Taken before the look: a nudge that comes while it reads is not missed.
+      const nudged = yield* board.nextNudge
+      yield* look
+      yield* Effect.race(Effect.sleep(BOARD_LOOK), nudged)
+    }))
   })

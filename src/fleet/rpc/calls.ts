@@ -1,0 +1,43 @@
+import { Clock, Effect, Schema } from "effect"
+import type { FleetNodeView } from "../../contract/fleet.js"
+import type { NodeRow } from "../nodes.js"
+import { rpcCall, RpcUnanswered } from "./client.js"
+
+/** How long a call waits for another node: the fleet's machines share a network, not an ocean. */
+const CALL_MS = 1_000
+
+const NodeAnswer = Schema.parseJson(Schema.Struct({ node: Schema.String, instance: Schema.String, version: Schema.String }))
+const decodeAnswer = Schema.decodeUnknownOption(NodeAnswer)
+
+/** The calls this node makes on the others' runner RPCs, signed with the fleet's key. */
+export const runnerCalls = <E>(self: string, key: Buffer, nodes: Effect.Effect<ReadonlyArray<NodeRow>, E>) => {
+  /** A node's runner RPC, asked who it is: answered as that node (and how fast), or why not. */
+  const ping = (row: NodeRow): Effect.Effect<FleetNodeView["rpc"]> => {
+    const at = row.advertise
+    if (at === null) return Effect.succeed(undefined)
+    return Effect.gen(function*() {
+      const started = yield* Clock.currentTimeMillis
+      const answer = yield* rpcCall(at, key, self, { method: "GET", path: "/v1/node" }, CALL_MS)
+      const ms = (yield* Clock.currentTimeMillis) - started
+      if (answer.status !== 200) return { ok: false, detail: `answered ${answer.status}: ${answer.body.slice(0, 200)}` }
+      const who = decodeAnswer(answer.body)
+      if (who._tag === "None") return { ok: false, detail: "answered, but not as a roster node" }
+      if (who.value.node !== row.name) return { ok: false, detail: `answers as node ${who.value.node}: two nodes advertise one address` }
+      return { ok: true, ms }
+    }).pipe(Effect.catchTag("RpcUnanswered", (e) => Effect.succeed({ ok: false, detail: e.detail })))
+  }
+
+  const nudgeApprovals = (node: string) =>
+    Effect.gen(function*() {
+      const row = (yield* nodes).find((r) => r.name === node)
+      if (!row?.advertise) return
+      const answer = yield* rpcCall(row.advertise, key, self, { method: "POST", path: "/v1/approvals/nudge" }, CALL_MS)
+      if (answer.status !== 204) return yield* new RpcUnanswered({ at: row.advertise, detail: `answered ${answer.status}` })
+    }).pipe(Effect.catchAll((e) =>
+      Effect.logWarning(
+        `fleet: node ${node} was not told of the decision at once (${e instanceof RpcUnanswered ? e.message : String(e)}): it finds it at its next look, within a second`
+      )
+    ))
+
+  return { ping, nudgeApprovals }
+}
