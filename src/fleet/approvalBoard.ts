@@ -15,6 +15,17 @@ const silent = (e: SqlError) => new BoardSilent({ detail: sqlDetail(e) })
 const heldOf = (rows: ReadonlyArray<{ readonly held: string }>) => rows.flatMap((r) => Option.toArray(decodeHeld(r.held)))
 
 /**
+ * A request whose node stopped or was declared lost has no connection waiting any more: it is
+ * neither listed nor decided (a decision would "succeed" with nobody to take it).
+ */
+const heldByLiveNode = (sql: SqlClient) =>
+  sql`NOT EXISTS (SELECT 1 FROM roster_nodes n WHERE n.name = a.node AND (n.left_at IS NOT NULL OR n.fenced_at IS NOT NULL))`
+
+/** What an earlier daemon of this node left on the board: a fresh daemon holds nothing yet. */
+export const clearHeldOf = (sql: SqlClient, node: string) =>
+  sql`DELETE FROM roster_approvals WHERE node = ${node}`.pipe(Effect.asVoid)
+
+/**
  * The fleet's board of held requests over a database client (`roster_approvals`): a node posts
  * what its gateway holds, any node decides one still waiting (once: the first decision stands),
  * and the holding node takes the decision and the row down.
@@ -43,19 +54,33 @@ export const approvalBoardOver = (sql: SqlClient, node: string, nudges: Nudge = 
       ),
     remove: (id) => sql`DELETE FROM roster_approvals WHERE id = ${id} AND node = ${node}`.pipe(Effect.asVoid, Effect.mapError(silent)),
     waiting: sql<{ readonly held: string }>`
-      SELECT held::text AS held FROM roster_approvals WHERE decision IS NULL AND expires_at > now() ORDER BY expires_at`.withoutTransform.pipe(
+      SELECT held::text AS held FROM roster_approvals a WHERE decision IS NULL AND expires_at > now() AND ${heldByLiveNode(sql)}
+      ORDER BY expires_at`.withoutTransform.pipe(
       Effect.map(heldOf),
       Effect.mapError(silent)
     ),
     decide: (id, decided) =>
       sql<{ readonly held: string }>`
-        UPDATE roster_approvals SET decision = ${decided.decision}, decided_by = ${decided.by}, decided_at = now()
-        WHERE id = ${id} AND decision IS NULL AND expires_at > now() RETURNING held::text AS held`.withoutTransform.pipe(
+        UPDATE roster_approvals a SET decision = ${decided.decision}, decided_by = ${decided.by}, decided_at = now()
+        WHERE id = ${id} AND decision IS NULL AND expires_at > now() AND ${heldByLiveNode(sql)}
+        RETURNING held::text AS held`.withoutTransform.pipe(
         Effect.map((rows) => Option.fromNullable(heldOf(rows)[0])),
         Effect.mapError(silent)
       )
   })
 
-/** The fleet's board on the daemon's own connection, woken by the node's runner RPC. */
+/**
+ * The fleet's board on the daemon's own connection, woken by the node's runner RPC; what a killed
+ * daemon of this node left there taken down first (a failure is said: those rows lapse by themselves).
+ */
 export const fleetApprovalBoard = (node: string, nudges: Nudge) =>
-  Layer.effect(ApprovalBoard, Effect.map(SqlClient, (sql) => approvalBoardOver(sql, node, nudges)))
+  Layer.effect(
+    ApprovalBoard,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      yield* clearHeldOf(sql, node).pipe(
+        Effect.catchAll((e) => Effect.logWarning(`gateway: held requests an earlier daemon of node ${node} left on the fleet's board stay listed until their wait runs out (${sqlDetail(e)})`))
+      )
+      return approvalBoardOver(sql, node, nudges)
+    })
+  )

@@ -34,7 +34,7 @@ import { RunIndex } from "../../src/run/RunIndex.js"
 import { TaintLog } from "../../src/run/TaintLog.js"
 import { fleetTaintLog } from "../../src/fleet/taintLog.js"
 import { isTainted } from "../../src/contract/taint.js"
-import { approvalBoardOver } from "../../src/fleet/approvalBoard.js"
+import { approvalBoardOver, clearHeldOf } from "../../src/fleet/approvalBoard.js"
 import { rpcKey } from "../../src/fleet/rpc/key.js"
 import { makeApprovals } from "../../src/gateway/base/approvals.js"
 import type { PendingApproval } from "../../src/contract/approval.js"
@@ -498,5 +498,34 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(seen.forRun).toBe(true)
     expect(seen.rowsAfter).toBe("0")
     expect([seen.lapsed, seen.lateDecision, seen.left]).toEqual(["None", "None", "0"])
+  })
+
+  it("a request whose node was lost or left is neither listed nor decidable on another; a node's new daemon takes its old rows down", async () => {
+    const held = (id: string, node: string): PendingApproval => ({
+      id, run_id: "2026-12-03-13-00-00-0000dddd", worker: "alice", subject: "box", method: "CONNECT", host: `${id}.example.test`, port: 443, path: null,
+      asked_at: new Date().toISOString(), expires_at: new Date(Date.now() + 60_000).toISOString(), node
+    })
+    const seen = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const sql = (yield* Layer.build(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({}))))).pipe(Context.get(SqlClient))
+      const [gone, live, other] = [approvalBoardOver(sql, "gone-node"), approvalBoardOver(sql, "live-node"), approvalBoardOver(sql, "n2")]
+      yield* gone.post(held("ap-gone", "gone-node"))
+      yield* live.post(held("ap-live", "live-node"))
+      const before = (yield* other.waiting).map((a) => a.id)
+      // gone-node is declared lost by the fleet (fenced); its held connection died with it.
+      yield* sql`INSERT INTO roster_nodes (name, instance, host, pid, version, started_at, heartbeat_at, node_clock, concurrency, config, fenced_at, fenced_by)
+        VALUES ('gone-node', 'i1', 'h', 1, 'v', now(), now(), now(), 2, '{}'::jsonb, now(), 'n2')`
+      const after = (yield* other.waiting).map((a) => a.id)
+      const decided = yield* other.decide("ap-gone", { decision: "once", by: "a person on n2" })
+      // live-node's daemon starts again: what its killed daemon held is taken down.
+      yield* clearHeldOf(sql, "live-node")
+      const restarted = (yield* other.waiting).map((a) => a.id)
+      yield* sql`DELETE FROM roster_nodes WHERE name = 'gone-node'`
+      yield* sql`DELETE FROM roster_approvals`
+      return { before, after, decided: decided._tag, restarted }
+    })).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]]))), Effect.orDie))
+    expect(seen.before.sort()).toEqual(["ap-gone", "ap-live"])
+    expect(seen.after).toEqual(["ap-live"])
+    expect(seen.decided).toBe("None")
+    expect(seen.restarted).toEqual([])
   })
 })
