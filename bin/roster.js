@@ -104,15 +104,21 @@ const builtAs = () => {
   }
 }
 
+/** A page the build wrote beside this bundle, or undefined when there is none for it (a page from another build is never shown). */
+const pageFile = (name) => {
+  const page = JSON.parse(fs.readFileSync(new URL(`../dist/${name}`, import.meta.url), "utf8"))
+  return typeof page.build === "string" && builtAs() === page.build ? page : undefined
+}
+
 /**
  * The root help page (`roster`, `roster --help`, `-h`) from what the build wrote beside this
  * bundle (scripts/bundle.mjs), wrapped to the terminal as the program wraps it; false when there
- * is none for this bundle (a page from another build is never shown).
+ * is none for this bundle.
  */
 const printRootHelp = () => {
   try {
-    const page = JSON.parse(fs.readFileSync(new URL("../dist/help-root.json", import.meta.url), "utf8"))
-    if (typeof page.text !== "string" || typeof page.build !== "string" || builtAs() !== page.build) return false
+    const page = pageFile("help-root.json")
+    if (typeof page?.text !== "string") return false
     const { helpWidth, wrapHelp } = createRequire(import.meta.url)("../dist/help.cjs")
     process.stdout.write(wrapHelp(page.text, helpWidth()))
     return true
@@ -121,12 +127,38 @@ const printRootHelp = () => {
   }
 }
 
+/**
+ * A command's page (`roster worker run --help`: command words, then --help or -h, nothing else)
+ * as the program prints it: laid out at 1000 columns with its colours, wrapped to the terminal,
+ * the colours kept only on a terminal without NO_COLOR (src/cli/terminal.ts). False when the build
+ * wrote none for these words.
+ */
+const printCommandHelp = (words) => {
+  try {
+    const text = pageFile("help-pages.json")?.pages?.[words.join(" ")]
+    if (typeof text !== "string") return false
+    const { helpWidth, wrapHelp } = createRequire(import.meta.url)("../dist/help.cjs")
+    const wrapped = wrapHelp(text, helpWidth())
+    const colour = process.stdout.isTTY === true && (process.env.NO_COLOR ?? "") === ""
+    process.stdout.write(`${colour ? wrapped : wrapped.replace(/\x1b\[[0-9;]*m/g, "")}\n`)
+    return true
+  } catch {
+    return false
+  }
+}
+
 const args = process.argv.slice(2)
-// `roster --version` answers from package.json, and the root help from the build, without loading
-// the program (a script's health check, a person's first look: neither should pay ~0.2 s of
-// module bodies for a page of text).
+const last = args[args.length - 1]
+const words = args.slice(0, -1)
+// `roster --version` answers from package.json, and the help pages from the build, without
+// loading the program (a script's health check, a person's look at a page: neither should pay
+// ~0.5 s of module bodies for a page of text).
 if (args.length === 1 && args[0] === "--version") {
   process.stdout.write(`${JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")).version}\n`)
-} else if (!((args.length === 0 || (args.length === 1 && (args[0] === "--help" || args[0] === "-h"))) && printRootHelp())) {
+} else if ((args.length === 0 || (args.length === 1 && (last === "--help" || last === "-h"))) && printRootHelp()) {
+  // answered
+} else if (words.length > 0 && (last === "--help" || last === "-h") && words.every((w) => /^[a-z][a-z-]*$/.test(w)) && printCommandHelp(words)) {
+  // answered
+} else {
   loadCli()
 }

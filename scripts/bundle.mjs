@@ -13,6 +13,7 @@ import { build } from "esbuild"
 import { spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -104,8 +105,20 @@ const widest = spawnSync(process.execPath, [outfile, "--help"], { env: { ...proc
 if (widest.status !== 0 || !widest.stdout.includes("\nUSAGE\n")) {
   throw new Error(`bundle: roster --help from the new bundle failed (exit ${widest.status}): ${widest.stderr}`)
 }
-// The bundle's last line names its build, and the page names the same: bin/roster.js reads the
-// bundle's last bytes, not all of it, to know the page is this bundle's (an install keeps both).
-const id = createHash("sha256").update(fs.readFileSync(outfile)).update(widest.stdout).digest("hex").slice(0, 16)
+// Every command's page (`roster worker run --help`), from one run of the new bundle over all of
+// them (src/cli/helpPages.ts): laid out at 1000 columns with its colours, as the program prints it.
+const commandPages = path.join(root, "dist/help-pages.json")
+fs.rmSync(commandPages, { force: true })
+const dumped = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "roster-help-")), "pages.json")
+const dump = spawnSync(process.execPath, [outfile], { env: { ...process.env, ROSTER_HELP_DUMP: dumped }, encoding: "utf8" })
+const pages = dump.status === 0 && fs.existsSync(dumped) ? JSON.parse(fs.readFileSync(dumped, "utf8")) : undefined
+if (!pages?.["worker run"]?.includes("USAGE")) {
+  throw new Error(`bundle: the command help pages from the new bundle failed (exit ${dump.status}): ${dump.stderr}`)
+}
+fs.rmSync(path.dirname(dumped), { recursive: true, force: true })
+// The bundle's last line names its build, and the pages name the same: bin/roster.js reads the
+// bundle's last bytes, not all of it, to know a page is this bundle's (an install keeps both).
+const id = createHash("sha256").update(fs.readFileSync(outfile)).update(widest.stdout).update(JSON.stringify(pages)).digest("hex").slice(0, 16)
 fs.appendFileSync(outfile, `\n//# roster-build=${id}\n`)
 fs.writeFileSync(helpPage, `${JSON.stringify({ build: id, text: widest.stdout })}\n`)
+fs.writeFileSync(commandPages, `${JSON.stringify({ build: id, pages })}\n`)

@@ -6,6 +6,8 @@ import { cli, roster } from "./cli/Cli.js"
 import { ExitCode } from "./cli/exit.js"
 import { plainConsole, visible } from "./cli/terminal.js"
 import { tidyHelp } from "./cli/help.js"
+import { helpPages } from "./cli/helpPages.js"
+import { FileSystem } from "@effect/platform"
 import { TerminalReporter } from "./cli/terminalReporter.js"
 import { commandAt, usageLine } from "./cli/usage.js"
 import { Hurry } from "./run/Hurry.js"
@@ -29,7 +31,16 @@ const plainLogger = Logger.make(({ cause, logLevel, message }) => {
 const errorMessage = (e: unknown) =>
   e instanceof Error ? e.message : typeof e === "object" && e !== null && "message" in e ? String(e.message) : String(e)
 
-const main = cli(process.argv).pipe(
+/**
+ * ROSTER_HELP_DUMP=<file> (the build, scripts/bundle.mjs): every command's help page written to the
+ * file as JSON instead of running a command — what bin/roster.js answers `<command> --help` from.
+ */
+const dumpHelp = (file: string) =>
+  helpPages(roster.descriptor, cli).pipe(
+    Effect.flatMap((pages) => Effect.flatMap(FileSystem.FileSystem, (fs) => fs.writeFileString(file, `${JSON.stringify(pages)}\n`)))
+  )
+
+const main = (process.env.ROSTER_HELP_DUMP ? dumpHelp(process.env.ROSTER_HELP_DUMP) : cli(process.argv)).pipe(
   Effect.catchAll((e) =>
     e instanceof ExitCode
       ? Effect.fail(e)

@@ -21,6 +21,20 @@ const childrenOf = (n: Node): ReadonlyArray<Node> =>
  * The usage line of the deepest command the words name (`roster worker run ...`), so a usage
  * error shows what the command takes, not only what was wrong.
  */
+/** Every command below the root, as the words that name it (`["worker"]`, `["worker", "run"]`, …). */
+export const commandPaths = (root: Descriptor.Command<unknown>): ReadonlyArray<ReadonlyArray<string>> => {
+  const out: Array<ReadonlyArray<string>> = []
+  const walk = (node: Node, words: ReadonlyArray<string>) => {
+    for (const child of childrenOf(node)) {
+      const here = [...words, nameOf(child)]
+      out.push(here)
+      walk(child, here)
+    }
+  }
+  walk(root as unknown as Node, [])
+  return out
+}
+
 /** The deepest command the words name, and its path from `roster`. */
 export const commandAt = (root: Descriptor.Command<unknown>, words: ReadonlyArray<string>) => {
   let node = root as unknown as Node

@@ -3,7 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { collect, type Result, ROSTER_BIN } from "../support/deployment.js"
-import { spawn, spawnSync } from "node:child_process"
+import { execFileSync, spawn, spawnSync } from "node:child_process"
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), "roster-cli-"))
 const roster = (...args: Array<string>) =>
@@ -255,9 +255,9 @@ describe("ROSTER_TRACE", () => {
 })
 
 describe("the CLI's start-up from V8's code cache (bin/roster.js)", () => {
-  // A command's help loads the program (the root page is answered without it, below).
+  // A group named without a command prints its page with the program loaded (`--help` pages are answered without it, below).
   const helpWith = (cacheHome: string) =>
-    collect(spawn(ROSTER_BIN, ["worker", "--help"], { env: { ...process.env, ROSTER_HOME: home, HOME: home, XDG_CACHE_HOME: cacheHome }, stdio: ["ignore", "pipe", "pipe"] }))
+    collect(spawn(ROSTER_BIN, ["worker"], { env: { ...process.env, ROSTER_HOME: home, HOME: home, XDG_CACHE_HOME: cacheHome }, stdio: ["ignore", "pipe", "pipe"] }))
   const cacheFiles = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith(".v8")) : [])
 
   it("writes one cache in the person's own 0700 folder, starts from it, and rewrites one V8 rejects", async () => {
@@ -332,19 +332,44 @@ describe("the CLI's start-up from V8's code cache (bin/roster.js)", () => {
     try {
       fs.cpSync(path.join(path.dirname(ROSTER_BIN)), path.join(copy, "bin"), { recursive: true })
       fs.mkdirSync(path.join(copy, "dist"))
-      for (const f of ["roster.cjs", "help.cjs", "help-root.json"]) fs.copyFileSync(path.join(dist, f), path.join(copy, "dist", f))
+      for (const f of ["roster.cjs", "help.cjs", "help-root.json", "help-pages.json"]) fs.copyFileSync(path.join(dist, f), path.join(copy, "dist", f))
       fs.copyFileSync(path.join(dist, "..", "package.json"), path.join(copy, "package.json"))
       const page = JSON.parse(fs.readFileSync(path.join(dist, "help-root.json"), "utf8")) as { build: string }
       expect(fs.readFileSync(bundle, "utf8").endsWith(`\n//# roster-build=${page.build}\n`)).toBe(true)
       fs.writeFileSync(path.join(copy, "dist", "help-root.json"), JSON.stringify({ build: page.build, text: "the page written with this bundle\n" }))
+      fs.writeFileSync(path.join(copy, "dist", "help-pages.json"), JSON.stringify({ build: page.build, pages: { "worker run": "worker run's page written with this bundle" } }))
       const bin = path.join(copy, "bin", "roster.js")
       expect((await at(80, ["--help"], bin)).stdout).toBe("the page written with this bundle\n")
+      expect((await at(80, ["worker", "run", "--help"], bin)).stdout).toBe("worker run's page written with this bundle\n")
       fs.appendFileSync(path.join(copy, "dist", "roster.cjs"), "//# roster-build=0123456789abcdef\n")
       const rebuilt = await at(80, ["--help"], bin)
       expect(rebuilt.code, rebuilt.stderr).toBe(0)
       expect(rebuilt.stdout).toBe((await program(80)).stdout)
+      const command = await at(80, ["worker", "run", "--help"], bin)
+      expect(command.stdout).toContain("$ roster worker run")
     } finally {
       fs.rmSync(copy, { recursive: true, force: true })
+    }
+  })
+
+  it("a command's help without loading the program: the program's own page, piped at any width, -h too, and on a terminal with its colours (or NO_COLOR)", async () => {
+    const bundle = path.join(path.dirname(ROSTER_BIN), "..", "dist", "roster.cjs")
+    const env = (columns: number) => ({ ...process.env, ROSTER_HOME: home, HOME: home, COLUMNS: String(columns) })
+    const asks = ([["worker"], ["worker", "run"], ["task", "add"], ["server", "status"], ["connection", "add"]] as const)
+      .flatMap((cmd) => [33, 80, 1000].map((columns) => ({ cmd, columns, flag: columns === 80 ? "-h" : "--help" })))
+    const pairs = await inPool(asks, async ({ cmd, columns, flag }) => {
+      const fast = await collect(spawn(ROSTER_BIN, [...cmd, flag], { env: env(columns), stdio: ["ignore", "pipe", "pipe"] }))
+      const program = await collect(spawn(process.execPath, [bundle, ...cmd, flag], { env: env(columns), stdio: ["ignore", "pipe", "pipe"] }))
+      return { what: `${cmd.join(" ")} ${flag} at ${columns}`, fast: [fast.code, fast.stdout], program: [program.code, program.stdout] }
+    })
+    for (const p of pairs) expect(p.fast, p.what).toEqual(p.program)
+    expect(pairs.find((p) => p.what === "worker run --help at 33")?.fast[1]).toContain("$ roster worker run")
+    // On a terminal (util-linux's script gives the command one): the same bytes as the program, bold headings and all.
+    for (const noColor of ["", "1"]) {
+      const tty = (cmd: string) => execFileSync("script", ["-qc", cmd, "/dev/null"], { env: { ...env(70), NO_COLOR: noColor } }).toString()
+      const fast = tty(`${ROSTER_BIN} worker run --help`)
+      expect(fast, `NO_COLOR=${noColor}`).toBe(tty(`${process.execPath} ${bundle} worker run --help`))
+      expect(fast.includes("\x1b[0;1mUSAGE"), `NO_COLOR=${noColor}`).toBe(noColor === "")
     }
   })
 })

@@ -41,7 +41,7 @@ describe("the packed package", () => {
   it("holds the library, the CLI and the box files, and nothing of the tests or the engine's installed modules", async () => {
     const listed = (await run("tar", ["-tzf", tarball], work)).split("\n")
     for (const f of ["package/dist/src/index.js", "package/dist/src/index.d.ts", "package/dist/src/testing.js", "package/dist/roster.cjs",
-      "package/dist/help.cjs", "package/dist/help-root.json", "package/bin/roster.js", "package/box/Dockerfile", "package/box/extensions/knowledge_push.ts", "package/box/scripted/run-pi"]) {
+      "package/dist/help.cjs", "package/dist/help-root.json", "package/dist/help-pages.json", "package/bin/roster.js", "package/box/Dockerfile", "package/box/extensions/knowledge_push.ts", "package/box/scripted/run-pi"]) {
       expect(listed, f).toContain(f)
     }
     expect(listed.filter((f) => /^package\/(test|src|box\/engine\/node_modules)\//.test(f))).toEqual([])
@@ -84,6 +84,11 @@ describe("the packed package", () => {
     const build = (JSON.parse(fs.readFileSync(path.join(installed, "dist", "help-root.json"), "utf8")) as { build: string }).build
     expect(fs.readFileSync(path.join(installed, "dist", "roster.cjs"), "utf8").endsWith(`\n//# roster-build=${build}\n`)).toBe(true)
     expect(await run(bin, ["--help"], elsewhere, { ...env, COLUMNS: "80" })).toBe(await run(process.execPath, [path.join(installed, "dist", "roster.cjs"), "--help"], elsewhere, { ...env, COLUMNS: "80" }))
+    // And a command's page from the installed package's own pages.
+    const pages = JSON.parse(fs.readFileSync(path.join(installed, "dist", "help-pages.json"), "utf8")) as { build: string }
+    expect(pages.build).toBe(build)
+    expect(await run(bin, ["task", "add", "--help"], elsewhere, { ...env, COLUMNS: "80" }))
+      .toBe(await run(process.execPath, [path.join(installed, "dist", "roster.cjs"), "task", "add", "--help"], elsewhere, { ...env, COLUMNS: "80" }))
     expect(await run(bin, ["init"], elsewhere, env)).toContain("created")
     const tag = `roster-pack-test:${crypto.randomBytes(3).toString("hex")}`
     try {
