@@ -15,7 +15,7 @@ import { configFingerprint } from "./fingerprint.js"
 import { fenceLostNodes, type FencedNode } from "./loss.js"
 import { migrate, SCHEMA_VERSION } from "./migrations.js"
 import { beat, leaveNode, listNodes, type NodeBeat, type NodeRow, nodeView, registerNode } from "./nodes.js"
-import { runnerCalls } from "./rpc/calls.js"
+import { freshPings, runnerCalls } from "./rpc/calls.js"
 import { rpcKey } from "./rpc/key.js"
 import { makeNudge } from "./rpc/nudge.js"
 import { listenAddress, serveRunnerRpc } from "./rpc/server.js"
@@ -128,6 +128,7 @@ export const joinFleet = (opts: JoinOptions) =>
     )
     const health = yield* Ref.make<Health>({ reachable: true, detail: null, fenced: false, since: started })
     const calls = runnerCalls(node, key, withSql(listNodes))
+    const ping = yield* freshPings(calls.ping)
     yield* Effect.logInfo(`fleet: node ${node} joined (database ${whereOf(cluster)}, schema ${SCHEMA_VERSION}, shared data ${cluster.shared_data})`)
     const sweep = withSql(fenceLostNodes(cluster, node)).pipe(Effect.flatMap((fenced) => Effect.forEach(fenced, logFenced, { discard: true })))
     yield* heartbeatLoop(node, withSql, beatNow, health, sweep, cluster.node_timeout_s).pipe(Effect.repeat(Schedule.spaced(beatEvery(cluster))), Effect.forkScoped)
@@ -146,7 +147,7 @@ export const joinFleet = (opts: JoinOptions) =>
     }).pipe(Effect.catchAllCause((c) => Effect.logError(`fleet: node ${node} could not join the fleet again (tried again shortly)`, c)))
     const member: Context.Tag.Service<FleetMember> = {
       node,
-      status: fleetStatus(opts, node, withSql, health, calls.ping),
+      status: fleetStatus(opts, node, withSql, health, ping),
       changes,
       fenced: Ref.get(health).pipe(Effect.map((h) => h.fenced)),
       rejoin,

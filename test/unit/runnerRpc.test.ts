@@ -1,6 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Effect, TestClock } from "effect"
 import type * as os from "node:os"
 import { fleetLines } from "../../src/cli/serverCommand.js"
+import { freshPings } from "../../src/fleet/rpc/calls.js"
+import type { NodeRow } from "../../src/fleet/nodes.js"
 import { interfaceOf, listenProblem, peerProblem } from "../../src/fleet/rpc/peers.js"
 import { RPC_SKEW_MS, signRequest, verifyRequest } from "../../src/fleet/rpc/sign.js"
 
@@ -87,4 +90,20 @@ describe("server status's runner RPC part", () => {
     expect(lines[2]).toMatch(/ {2}rpc 10\.0\.0\.6:7310 NOT ANSWERING \(cannot be reached \(ECONNREFUSED\)\)$/)
     expect(lines[3]).not.toContain("rpc")
   })
+})
+
+describe("server status's pings", () => {
+  it.effect("a node's answer stands for 5 s, then it is asked again; each node and address asked on its own", () =>
+    Effect.gen(function*() {
+      let asked = 0
+      const ping = yield* freshPings(() => Effect.sync(() => ({ ok: true, ms: ++asked })))
+      const row = (name: string, advertise: string) => ({ name, advertise } as NodeRow)
+      expect(yield* ping(row("a", "10.0.0.5:7310"))).toEqual({ ok: true, ms: 1 })
+      yield* TestClock.adjust("4 seconds")
+      expect(yield* ping(row("a", "10.0.0.5:7310"))).toEqual({ ok: true, ms: 1 })
+      expect(yield* ping(row("b", "10.0.0.6:7310"))).toEqual({ ok: true, ms: 2 })
+      expect(yield* ping(row("a", "10.0.0.9:7310"))).toEqual({ ok: true, ms: 3 })
+      yield* TestClock.adjust("2 seconds")
+      expect(yield* ping(row("a", "10.0.0.5:7310"))).toEqual({ ok: true, ms: 4 })
+    }))
 })

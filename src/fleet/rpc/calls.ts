@@ -1,4 +1,4 @@
-import { Clock, Effect, Schema } from "effect"
+import { Clock, Effect, Ref, Schema } from "effect"
 import type { FleetNodeView } from "../../contract/fleet.js"
 import type { NodeRow } from "../nodes.js"
 import { rpcCall, RpcUnanswered } from "./client.js"
@@ -41,3 +41,19 @@ export const runnerCalls = <E>(self: string, key: Buffer, nodes: Effect.Effect<R
 
   return { ping, nudgeApprovals }
 }
+
+/** How long an answer stands for `server status`: the web's Now page asks every 2 s, and a silent node costs a look its timeout. */
+const PING_FRESH_MS = 5_000
+
+/** `ping`, answered from the last call while it is fresh (per node and address). */
+export const freshPings = (ping: (row: NodeRow) => Effect.Effect<FleetNodeView["rpc"]>) =>
+  Effect.map(Ref.make(new Map<string, { readonly at: number; readonly rpc: FleetNodeView["rpc"] }>()), (seen) => (row: NodeRow) =>
+    Effect.gen(function*() {
+      const key = `${row.name} ${row.advertise ?? ""}`
+      const now = yield* Clock.currentTimeMillis
+      const last = (yield* Ref.get(seen)).get(key)
+      if (last && now - last.at < PING_FRESH_MS) return last.rpc
+      const rpc = yield* ping(row)
+      yield* Ref.update(seen, (m) => new Map(m).set(key, { at: now, rpc }))
+      return rpc
+    }))
