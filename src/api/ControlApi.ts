@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { NoSuchTask, TaskRecord, TaskRefused, TaskStatus, TaskStoreError } from "../task/TaskRecord.js"
 import { ChatListenerStatus } from "../contract/chatStatus.js"
 import { ApprovalDecision, PendingApproval } from "../contract/approval.js"
-import { FleetStatus } from "../contract/fleet.js"
+import { FleetStatus, NodeBoxes } from "../contract/fleet.js"
 
 /** What `roster task add` asks for. */
 export const AddTask = Schema.Struct({
@@ -68,6 +68,8 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
 
 export class ServerGroup extends HttpApiGroup.make("server")
   .add(HttpApiEndpoint.get("status", "/status").addSuccess(ServerStatus))
+  /** Under [cluster]: every other live node's boxes, from its runner RPC (none on a machine on its own). */
+  .add(HttpApiEndpoint.get("fleetBoxes", "/fleet/boxes").addSuccess(Schema.Array(NodeBoxes)))
 {}
 
 /** What `roster approve` / `deny` (or the web's buttons) decide, and who decided. */

@@ -43,3 +43,24 @@ export const FleetStatus = Schema.Struct({
   nodes: Schema.Array(FleetNodeView)
 })
 export type FleetStatus = typeof FleetStatus.Type
+
+/** A live box on a node of the fleet, as that node's runner RPC tells it (`roster web`'s Now page on another node). */
+export const FleetBox = Schema.Struct({
+  run_id: Schema.String,
+  worker: Schema.String,
+  kind: Schema.String,
+  task_id: Schema.NullOr(Schema.String),
+  age_s: Schema.Number,
+  remaining_s: Schema.NullOr(Schema.Number),
+  cpu_percent: Schema.optional(Schema.Number),
+  memory_bytes: Schema.optional(Schema.Number)
+})
+export type FleetBox = typeof FleetBox.Type
+
+/** Another node's live boxes, or why they could not be had (no runner RPC, no answer). */
+export const NodeBoxes = Schema.Struct({
+  node: Schema.String,
+  boxes: Schema.optional(Schema.Array(FleetBox)),
+  detail: Schema.optional(Schema.String)
+})
+export type NodeBoxes = typeof NodeBoxes.Type

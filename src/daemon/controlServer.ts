@@ -32,7 +32,9 @@ const TasksLive = HttpApiBuilder.group(ControlApi, "tasks", (handlers) =>
 
 const serverLive = (startedAt: string, configRoot: string) =>
   HttpApiBuilder.group(ControlApi, "server", (handlers) =>
-    handlers.handle("status", () =>
+    handlers.handle("fleetBoxes", () =>
+      Effect.flatMap(Effect.serviceOption(FleetMember), Option.match({ onNone: () => Effect.succeed([]), onSome: (m) => m.elsewhere })))
+    .handle("status", () =>
       Effect.gen(function*() {
         const status = yield* (yield* Supervisor).status
         const hub = yield* Effect.serviceOption(ChatHub)

@@ -34,6 +34,7 @@ import { RunLog } from "../run/RunLog.js"
 import { MemoryStore, memoryStoreOver } from "../memory/MemoryStore.js"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { deploymentBoxes } from "../supervisor/watch.js"
+import type { FleetBox } from "../contract/fleet.js"
 
 /** The deployment's locked box network, as the daemon made it (boxes reach the gateway on its bridge address). */
 class BoxNetwork extends Context.Tag("roster/daemon/BoxNetwork")<BoxNetwork, NetworkInfo>() {}
@@ -59,7 +60,8 @@ const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   if (!org.cluster) return SpendLedger.layer
   const env = Context.pick(Paths, Docker)(yield* Effect.context<Paths | Docker>())
   const boxes = deploymentBoxes.pipe(Effect.map((b) => b.length), Effect.orElseSucceed(() => 0), Effect.provide(env))
-  const { database, instance, member, nudges } = yield* joinFleet({ cluster: org.cluster, concurrency: org.supervisor.concurrency, boxes })
+  const liveBoxes = liveBoxesWithStats.pipe(Effect.orElseSucceed(() => []), Effect.provide(env))
+  const { database, instance, member, nudges } = yield* joinFleet({ cluster: org.cluster, concurrency: org.supervisor.concurrency, boxes, liveBoxes })
   yield* report(notice(`roster fleet: node ${member.node} joined; the queue, the budgets and memory are the fleet's; run folders are in its shared folder`))
   const store = fleetTaskStore(member.node, whereOf(org.cluster), instance)
   const fence = fleetRunFence(member.node, instance, org.cluster.node_timeout_s)
@@ -72,6 +74,25 @@ const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
     Layer.provide(Layer.succeedContext(database))
   )
 }))
+
+/** This node's live boxes with the engine's stats for each, as another node's Now page shows them. */
+const liveBoxesWithStats = Effect.gen(function*() {
+  const docker = yield* Docker
+  const now = yield* Clock.currentTimeMillis
+  return yield* Effect.forEach(yield* deploymentBoxes, (b) =>
+    docker.containerStats(b.id).pipe(
+      Effect.orElseSucceed(() => undefined),
+      Effect.map((st): FleetBox => ({
+        run_id: b.runId,
+        worker: b.worker,
+        kind: b.kind,
+        task_id: b.taskId,
+        age_s: Math.max(0, Math.round((now - b.created) / 1000)),
+        remaining_s: b.deadline === null ? null : Math.round((b.deadline - now) / 1000),
+        ...(st ? { cpu_percent: st.cpuPercent, memory_bytes: st.memoryBytes } : {})
+      }))
+    ), { concurrency: 8 })
+})
 
 /** What this node's runs left out of the run index, put in once the daemon has joined (in the background; a failure is a warning). */
 const IndexBackfill = Layer.scopedDiscard(Effect.gen(function*() {

@@ -1,5 +1,5 @@
 import { Context, type Effect, type Stream } from "effect"
-import type { FleetStatus } from "../contract/fleet.js"
+import type { FleetStatus, NodeBoxes } from "../contract/fleet.js"
 
 /**
  * This daemon as a node of its fleet (`[cluster]` in org.toml): registered in the fleet's
@@ -26,4 +26,6 @@ export class FleetMember extends Context.Tag("roster/FleetMember")<FleetMember, 
    * node that does not answer still finds the decision at its next look, and that is logged.
    */
   readonly nudgeApprovals: (node: string) => Effect.Effect<void>
+  /** Every other live node's boxes, asked of each at once (its runner RPC), or why not. */
+  readonly elsewhere: Effect.Effect<ReadonlyArray<NodeBoxes>>
 }>() {}

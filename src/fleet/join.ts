@@ -6,7 +6,7 @@ import type { ClusterSection } from "../config/cluster.js"
 import { ConfigError } from "../config/decode.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { captureHostFiles } from "../config/Paths.js"
-import type { FleetNodeView, FleetStatus } from "../contract/fleet.js"
+import type { FleetBox, FleetNodeView, FleetStatus, NodeBoxes } from "../contract/fleet.js"
 import { VERSION } from "../contract/version.js"
 import { FleetNotify, fleetSqlLayer, whereOf } from "./connect.js"
 import type { FleetMember } from "./FleetMember.js"
@@ -14,7 +14,7 @@ import { TASKS_CHANNEL } from "./channels.js"
 import { configFingerprint } from "./fingerprint.js"
 import { fenceLostNodes, type FencedNode } from "./loss.js"
 import { migrate, SCHEMA_VERSION } from "./migrations.js"
-import { beat, leaveNode, listNodes, type NodeBeat, type NodeRow, nodeView, registerNode } from "./nodes.js"
+import { beat, leaveNode, listNodes, type NodeBeat, type NodeRow, nodeState, nodeView, registerNode } from "./nodes.js"
 import { freshPings, runnerCalls } from "./rpc/calls.js"
 import { rpcKey } from "./rpc/key.js"
 import { makeNudge } from "./rpc/nudge.js"
@@ -27,6 +27,8 @@ export interface JoinOptions {
   readonly concurrency: number
   /** The boxes this daemon runs now (its supervisor's count). */
   readonly boxes: Effect.Effect<number>
+  /** Its live boxes with their engine stats, for the other nodes' Now pages. */
+  readonly liveBoxes: Effect.Effect<ReadonlyArray<FleetBox>>
 }
 
 /** How often a node beats: six beats in a timeout, at most every 5 s, so one lost packet never loses a node. */
@@ -117,7 +119,7 @@ export const joinFleet = (opts: JoinOptions) =>
     })
     // Listening before the node is in the fleet: its advertised address answers from its first beat.
     const nudges = yield* makeNudge
-    if (cluster.listen && rpcAt) yield* serveRunnerRpc({ listen: cluster.listen, node, key, instance: Ref.get(instance), nudgeApprovals: nudges.nudge }, rpcAt)
+    if (cluster.listen && rpcAt) yield* serveRunnerRpc({ listen: cluster.listen, node, key, instance: Ref.get(instance), nudgeApprovals: nudges.nudge, liveBoxes: opts.liveBoxes }, rpcAt)
     yield* Effect.acquireRelease(
       register,
       () =>
@@ -151,7 +153,8 @@ export const joinFleet = (opts: JoinOptions) =>
       changes,
       fenced: Ref.get(health).pipe(Effect.map((h) => h.fenced)),
       rejoin,
-      nudgeApprovals: calls.nudgeApprovals
+      nudgeApprovals: calls.nudgeApprovals,
+      elsewhere: elsewhere(node, opts.cluster.node_timeout_s, withSql(listNodes), calls.boxesOf)
     }
     return { member, database: sqlCtx, instance: Ref.get(instance), nudges }
   })
@@ -245,3 +248,16 @@ const fleetStatus = (
     })
   ))
 
+
+/** Every other live node's boxes, each asked at once; the database not answering: none, said once here. */
+const elsewhere = <E>(
+  self: string,
+  timeoutS: number,
+  nodes: Effect.Effect<ReadonlyArray<NodeRow>, E>,
+  boxesOf: (row: NodeRow) => Effect.Effect<NodeBoxes>
+): Effect.Effect<ReadonlyArray<NodeBoxes>> =>
+  nodes.pipe(
+    Effect.map((rows) => rows.filter((r) => r.name !== self && nodeState(r, timeoutS) === "up")),
+    Effect.flatMap((rows) => Effect.forEach(rows, boxesOf, { concurrency: "unbounded" })),
+    Effect.catchAll((e) => Effect.logWarning("fleet: the other nodes' boxes could not be listed (the database did not answer)", e).pipe(Effect.as([])))
+  )

@@ -19,7 +19,11 @@ const look = Effect.gen(function*() {
       Effect.tap((s) => Effect.sync(() => s && stats.set(b.run_id, s))),
       Effect.ignore
     ), { concurrency: 8 })
-  return { status, stats } satisfies NowData
+  // A fleet node's page shows what runs on the other nodes too: each node's engine, asked by the daemon.
+  const elsewhere = status?.fleet
+    ? Option.getOrElse(yield* viaDaemon((c) => c.server.fleetBoxes()).pipe(Effect.orElseSucceed(() => Option.none())), () => [])
+    : []
+  return { status, stats, elsewhere } satisfies NowData
 })
 
 const eventOf = (d: NowData) => `event: now\ndata: ${JSON.stringify({ html: nowFragment(d).text })}\n\n`

@@ -1,11 +1,16 @@
 import type { ServerStatus } from "../api/ControlApi.js"
+import type { NodeBoxes } from "../contract/fleet.js"
 import type { ContainerStats } from "../docker/Docker.js"
 import { html } from "./html.js"
 
-/** What the Now page shows: the daemon's status (null when it is not running) and each live box's engine stats. */
+/**
+ * What the Now page shows: the daemon's status (null when it is not running), each live box's
+ * engine stats, and on a fleet node the other nodes' live boxes.
+ */
 export interface NowData {
   readonly status: ServerStatus | null
   readonly stats: ReadonlyMap<string, ContainerStats>
+  readonly elsewhere?: ReadonlyArray<NodeBoxes>
 }
 
 const duration = (s: number | null) =>
@@ -30,10 +35,25 @@ ${s.boxes.length === 0 ? html`<p>No box is running.</p>` : html`<table>
     return html`<tr><td>${b.worker}</td><td><a href="/runs/${b.run_id}">${b.run_id}</a></td><td>${b.kind}</td><td>${b.task_id ?? "—"}</td><td>${b.held_by}</td><td>${duration(b.age_s)}</td><td>${duration(b.remaining_s)}</td><td>${st ? `${st.cpuPercent.toFixed(1)} %` : "—"}</td><td>${st ? mib(st.memoryBytes) : "—"}</td></tr>`
   })}</tbody>
 </table>`}
+${elsewhereSection(d.elsewhere ?? [])}
 <h2>Queue</h2>
 ${queue.length === 0 ? html`<p>The queue is empty.</p>` : html`<ul>${queue.map(([status, n]) => html`<li>${status}: ${n}</li>`)}</ul>`}
 ${chatSection(s.chat ?? [])}`
 }
+
+const usage = (cpu: number | undefined, memory: number | undefined) => [cpu === undefined ? "—" : `${cpu.toFixed(1)} %`, memory === undefined ? "—" : mib(memory)]
+
+/** The other nodes of the fleet: each one's live boxes (its runner RPC's answer), or why they are not shown. */
+const elsewhereSection = (nodes: ReadonlyArray<NodeBoxes>) =>
+  nodes.length === 0 ? "" : html`<h2>Elsewhere in the fleet</h2>
+${nodes.map((n) => html`<h3>Node ${n.node}${n.boxes ? ` (${n.boxes.length} live)` : ""}</h3>
+${!n.boxes ? html`<p class="warn">Not shown: ${n.detail ?? "no answer"}</p>` : n.boxes.length === 0 ? html`<p>No box is running there.</p>` : html`<table data-node="${n.node}">
+<thead><tr><th scope="col">Worker</th><th scope="col">Run</th><th scope="col">Kind</th><th scope="col">Task</th><th scope="col">Age</th><th scope="col">Ceiling left</th><th scope="col">CPU</th><th scope="col">Memory</th></tr></thead>
+<tbody>${n.boxes.map((b) => {
+    const [cpu, memory] = usage(b.cpu_percent, b.memory_bytes)
+    return html`<tr><td>${b.worker}</td><td><a href="/runs/${b.run_id}">${b.run_id}</a></td><td>${b.kind}</td><td>${b.task_id ?? "—"}</td><td>${duration(b.age_s)}</td><td>${duration(b.remaining_s)}</td><td>${cpu}</td><td>${memory}</td></tr>`
+  })}</tbody>
+</table>`}`)}`
 
 /** Each [[chat]] listener: connected or why not, and what each channel maps to (a live session links to its run). */
 const chatSection = (chats: ReadonlyArray<NonNullable<ServerStatus["chat"]>[number]>) =>

@@ -174,42 +174,6 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     expect(JSON.parse(signed.body)).toMatchObject({ node: "node-a" })
   })
 
-  it("a box cannot reach a node's runner RPC, lockdown off or on: not at the node's address, not at its bridge", async () => {
-    const port = rpcA.split(":")[1]
-    const dir = path.join(shared, "stores", "alice")
-    fs.mkdirSync(dir, { recursive: true })
-    fs.writeFileSync(path.join(dir, "rpc-probe.sh"), [
-      `for at in "${fleetNet.address} ${port}" "host.docker.internal ${port}"; do`,
-      `  echo "--- $at"; printf 'GET /v1/node HTTP/1.0\r\n\r\n' | nc -w 3 $at; echo "rc=$?"`,
-      "done"
-    ].join("\n"), { mode: 0o755 })
-    const probe = async () => {
-      const r = await a.roster(["worker", "run", "alice", "!sh /pihome/store/rpc-probe.sh"])
-      expect(r.code, r.stderr).toBe(0)
-      const runs = path.join(shared, "runs", "alice")
-      return fs.readFileSync(path.join(runs, latestRunId(runs), "stdout.jsonl"), "utf8")
-    }
-    const chain = egressChainName(a.file("config"))
-    try {
-      const open = await probe()
-      expect(open).toContain(`--- ${fleetNet.address} ${port}`)
-      expect(open).toContain("--- host.docker.internal")
-      expect(open).not.toContain("HTTP/1.")
-      expect(open).not.toContain("node-a")
-      // Lockdown off, the box's packets did reach the node's address: the RPC itself closed the door, and said so.
-      expect(fs.readFileSync(a.file("state", "gateway.log"), "utf8")).toMatch(/the runner RPC closed a connection from [\d.]+: it comes from the network of br-/)
-
-      a.writeOrg(`${orgA()}[box]\negress_lockdown = true\n`)
-      const locked = await probe()
-      expect(locked).toContain(`--- ${fleetNet.address} ${port}`)
-      expect(locked).not.toContain("HTTP/1.")
-      expect(execFileSync("iptables", ["-S"]).toString()).toContain(`-N ${chain}`)
-    } finally {
-      a.writeOrg(orgA())
-      removeLockdownRules(chain)
-    }
-  })
-
   it("a node whose config differs is named with the file; the per-node keys (node, gateway port) never count", async () => {
     // The two org.toml files already differ in [gateway] port, and the nodes in ROSTER_NODE.
     expect((await fleetOf(a))?.nodes.find((n) => n.name === "node-b")?.config_differs).toEqual([])
@@ -334,7 +298,7 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     }
   })
 
-  it("roster web on one node shows the fleet in a real browser: another node's run with its node, its requests from that node's audit log, the tasks' nodes", async () => {
+  it("roster web on one node shows the fleet in a real browser: another node's run with its node, its requests from that node's audit log, the tasks' nodes, its live box", async () => {
     const runs = path.join(shared, "runs", "alice")
     const runId = latestRunId(runs)
     const ui = await startWeb(b.env)
@@ -359,10 +323,65 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
       const queue = JSON.parse((await b.roster(["task", "list", "--json"])).stdout) as Array<{ task_id: string; node?: string }>
       expect(queue.length).toBeGreaterThan(0)
       expect(shownNodes).toEqual(Object.fromEntries(queue.map((t) => [t.task_id, t.node ?? "—"])))
+      // A box live on node-a is on node-b's Now page, under its node (node-a's runner RPC asked for it).
+      const live = a.spawn(["worker", "run", "alice", "!sleep 30"])
+      try {
+        let now = ""
+        for (let i = 0; i < 40 && !/Node node-a \(1 live\)/.test(now); i++) {
+          await new Promise((r) => setTimeout(r, 500))
+          await page.goto(`http://127.0.0.1:${ui.port}/`)
+          now = await page.locator("#now").innerText()
+        }
+        expect(now).toContain("Elsewhere in the fleet")
+        expect(now).toMatch(/Node node-a \(1 live\)/)
+        const cells = await page.locator("table[data-node='node-a'] tbody tr td").allInnerTexts()
+        expect(cells.slice(0, 1)).toEqual(["alice"])
+        expect(cells[1]).toMatch(/^\d{4}-\d{2}-\d{2}-/)
+        expect(await page.locator(`table[data-node='node-a'] a[href='/runs/${cells[1]}']`).count()).toBe(1)
+      } finally {
+        live.kill("SIGTERM")
+        await new Promise((r) => live.once("close", r))
+      }
       expect(errors).toEqual([])
     } finally {
       await browser.close()
       ui.process.kill("SIGTERM")
+    }
+  })
+
+  it("a box cannot reach a node's runner RPC, lockdown off or on: not at the node's address, not at its bridge", async () => {
+    const port = rpcA.split(":")[1]
+    const dir = path.join(shared, "stores", "alice")
+    fs.mkdirSync(dir, { recursive: true })
+    fs.writeFileSync(path.join(dir, "rpc-probe.sh"), [
+      `for at in "${fleetNet.address} ${port}" "host.docker.internal ${port}"; do`,
+      `  echo "--- $at"; printf 'GET /v1/node HTTP/1.0\r\n\r\n' | nc -w 3 $at; echo "rc=$?"`,
+      "done"
+    ].join("\n"), { mode: 0o755 })
+    const probe = async () => {
+      const r = await a.roster(["worker", "run", "alice", "!sh /pihome/store/rpc-probe.sh"])
+      expect(r.code, r.stderr).toBe(0)
+      const runs = path.join(shared, "runs", "alice")
+      return fs.readFileSync(path.join(runs, latestRunId(runs), "stdout.jsonl"), "utf8")
+    }
+    const chain = egressChainName(a.file("config"))
+    try {
+      const open = await probe()
+      expect(open).toContain(`--- ${fleetNet.address} ${port}`)
+      expect(open).toContain("--- host.docker.internal")
+      expect(open).not.toContain("HTTP/1.")
+      expect(open).not.toContain("node-a")
+      // Lockdown off, the box's packets did reach the node's address: the RPC itself closed the door, and said so.
+      expect(fs.readFileSync(a.file("state", "gateway.log"), "utf8")).toMatch(/the runner RPC closed a connection from [\d.]+: it comes from the network of br-/)
+
+      a.writeOrg(`${orgA()}[box]\negress_lockdown = true\n`)
+      const locked = await probe()
+      expect(locked).toContain(`--- ${fleetNet.address} ${port}`)
+      expect(locked).not.toContain("HTTP/1.")
+      expect(execFileSync("iptables", ["-S"]).toString()).toContain(`-N ${chain}`)
+    } finally {
+      a.writeOrg(orgA())
+      removeLockdownRules(chain)
     }
   })
 

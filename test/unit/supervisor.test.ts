@@ -113,7 +113,8 @@ describe("the supervisor (Docker test layer)", () => {
       changes: Stream.never,
       fenced: Effect.succeed(false),
       rejoin: Effect.void,
-      nudgeApprovals: () => Effect.void
+      nudgeApprovals: () => Effect.void,
+      elsewhere: Effect.succeed([])
     })
     return Effect.gen(function*() {
       const store = yield* TaskStore
@@ -154,7 +155,8 @@ describe("the supervisor (Docker test layer)", () => {
       fenced: Ref.get(fenced),
       // The test lets it back in itself, after it has seen the queue stand still.
       rejoin: Ref.update(rejoined, (n) => n + 1),
-      nudgeApprovals: () => Effect.void
+      nudgeApprovals: () => Effect.void,
+      elsewhere: Effect.succeed([])
     })
     return Effect.gen(function*() {
       const store = yield* TaskStore

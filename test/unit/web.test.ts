@@ -58,3 +58,26 @@ describe("the Now page's chat listeners", () => {
     expect(out).not.toContain("<script>")
   })
 })
+
+describe("the Now page on a fleet node", () => {
+  it("the other nodes' live boxes under their node, with links to their runs; a node that did not answer says why; nothing on a machine alone", async () => {
+    const { nowFragment } = await import("../../src/web/nowPage.js")
+    const status = { pid: 1, version: "t", config_root: "/c", started_at: "now", queue: {}, boxes: [], adopted: 0, reaped: 0, held_reason: null }
+    const out = nowFragment({
+      stats: new Map(),
+      status,
+      elsewhere: [
+        { node: "node-a", boxes: [{ run_id: "2026-12-02-21-00-00-0000aa01", worker: "carol", kind: "task", task_id: "t-0000aa01", age_s: 75, remaining_s: 3525, cpu_percent: 12.5, memory_bytes: 3 * 1024 * 1024 }] },
+        { node: "node-c", detail: "the runner RPC at 10.0.0.7:7310 did not answer in 3000 ms <b>" },
+        { node: "node-d", boxes: [] }
+      ]
+    }).text
+    expect(out).toContain("<h2>Elsewhere in the fleet</h2>")
+    expect(out).toContain("<h3>Node node-a (1 live)</h3>")
+    expect(out).toContain(`<tr><td>carol</td><td><a href="/runs/2026-12-02-21-00-00-0000aa01">2026-12-02-21-00-00-0000aa01</a></td><td>task</td><td>t-0000aa01</td><td>1 min 15 s</td>`)
+    expect(out).toContain("<td>12.5 %</td><td>3.0 MiB</td>")
+    expect(out).toContain(`<p class="warn">Not shown: the runner RPC at 10.0.0.7:7310 did not answer in 3000 ms &lt;b&gt;</p>`)
+    expect(out).toContain("<h3>Node node-d (0 live)</h3>\n<p>No box is running there.</p>")
+    expect(nowFragment({ stats: new Map(), status }).text).not.toContain("Elsewhere")
+  })
+})

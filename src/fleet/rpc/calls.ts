@@ -1,5 +1,5 @@
 import { Clock, Effect, Ref, Schema } from "effect"
-import type { FleetNodeView } from "../../contract/fleet.js"
+import { FleetBox, type FleetNodeView, type NodeBoxes } from "../../contract/fleet.js"
 import type { NodeRow } from "../nodes.js"
 import { rpcCall, RpcUnanswered } from "./client.js"
 
@@ -39,8 +39,24 @@ export const runnerCalls = <E>(self: string, key: Buffer, nodes: Effect.Effect<R
       )
     ))
 
-  return { ping, nudgeApprovals }
+  /** A node's live boxes, or why not (one without a runner RPC, one that does not answer). */
+  const boxesOf = (row: NodeRow): Effect.Effect<NodeBoxes> => {
+    const at = row.advertise
+    if (at === null) return Effect.succeed({ node: row.name, detail: "it has no runner RPC ([cluster] listen): its boxes are listed on its own Now page" })
+    return rpcCall(at, key, self, { method: "GET", path: "/v1/boxes" }, CALL_MS * 3).pipe(
+      Effect.flatMap((answer) =>
+        answer.status === 200
+          ? decodeBoxes(answer.body).pipe(Effect.mapError(() => new RpcUnanswered({ at, detail: "answered, but not with boxes" })))
+          : Effect.fail(new RpcUnanswered({ at, detail: `answered ${answer.status}` }))),
+      Effect.map((a): NodeBoxes => ({ node: row.name, boxes: a.boxes })),
+      Effect.catchTag("RpcUnanswered", (e) => Effect.succeed({ node: row.name, detail: e.message }))
+    )
+  }
+
+  return { ping, nudgeApprovals, boxesOf }
 }
+
+const decodeBoxes = Schema.decodeUnknown(Schema.parseJson(Schema.Struct({ boxes: Schema.Array(FleetBox) })))
 
 /** How long an answer stands for `server status`: the web's Now page asks every 2 s, and a silent node costs a look its timeout. */
 const PING_FRESH_MS = 5_000

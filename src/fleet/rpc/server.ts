@@ -4,6 +4,7 @@ import { Clock, Effect, Runtime } from "effect"
 import * as dns from "node:dns/promises"
 import * as http from "node:http"
 import * as os from "node:os"
+import type { FleetBox } from "../../contract/fleet.js"
 import { VERSION } from "../../contract/version.js"
 import { RunnerRpcListenError } from "../errors.js"
 import { interfaceOf, listenProblem, peerProblem } from "./peers.js"
@@ -25,6 +26,8 @@ export interface RunnerRpcOptions {
   readonly instance: Effect.Effect<string>
   /** A decision was made on the fleet's board for a request this node holds: look now. */
   readonly nudgeApprovals: Effect.Effect<void>
+  /** This node's live boxes, with their engine stats: another node's Now page shows them. */
+  readonly liveBoxes: Effect.Effect<ReadonlyArray<FleetBox>>
 }
 
 const splitHostPort = (listen: string) => {
@@ -55,8 +58,9 @@ export const listenAddress = (listen: string) =>
   })
 
 /**
- * The node's runner RPC: what another node tells this one directly rather than through the
- * database — are you there (`GET /v1/node`), and look at the board now (`POST /v1/approvals/nudge`).
+ * The node's runner RPC: what another node asks or tells this one directly rather than through
+ * the database — are you there (`GET /v1/node`), what runs on you now (`GET /v1/boxes`: the
+ * engine's, never in the database), and look at the board now (`POST /v1/approvals/nudge`).
  * Three walls keep a box out: it listens only on an address of this machine that is no container
  * bridge's; a connection from the network of any other interface (a box's bridge) is closed
  * before a byte is read, lockdown or not; every call is signed with the fleet's key, which lives
@@ -100,6 +104,7 @@ const answer = (opts: RunnerRpcOptions) =>
     if (request.method === "GET" && path === "/v1/node") {
       return json(200, { node: opts.node, instance: yield* opts.instance, version: VERSION, time_ms: yield* Clock.currentTimeMillis })
     }
+    if (request.method === "GET" && path === "/v1/boxes") return json(200, { node: opts.node, boxes: yield* opts.liveBoxes })
     if (request.method === "POST" && path === "/v1/approvals/nudge") {
       yield* Effect.logInfo(`fleet: node ${signed.node} decided a request held here; looking at the board now`)
       yield* opts.nudgeApprovals
