@@ -248,8 +248,10 @@ const fleetStatus = (
     })
   ))
 
-
-/** Every other live node's boxes, each asked at once; the database not answering: none, said once here. */
+/**
+ * Every other live node's boxes, each asked at once. The database not answering: none (the
+ * heartbeat says the outage once; this is asked every 2 s by a Now page).
+ */
 const elsewhere = <E>(
   self: string,
   timeoutS: number,
@@ -259,5 +261,5 @@ const elsewhere = <E>(
   nodes.pipe(
     Effect.map((rows) => rows.filter((r) => r.name !== self && nodeState(r, timeoutS) === "up")),
     Effect.flatMap((rows) => Effect.forEach(rows, boxesOf, { concurrency: "unbounded" })),
-    Effect.catchAll((e) => Effect.logWarning("fleet: the other nodes' boxes could not be listed (the database did not answer)", e).pipe(Effect.as([])))
+    Effect.catchAll((e) => Effect.logDebug("fleet: the other nodes' boxes could not be listed (the database did not answer)", e).pipe(Effect.as([])))
   )

@@ -1,5 +1,6 @@
 import { Clock, Effect, Schema } from "effect"
 import * as http from "node:http"
+import { splitHostPort } from "./peers.js"
 import { signRequest } from "./sign.js"
 
 /** Another node's runner RPC did not answer as it should: why, in a few words. */
@@ -15,11 +16,6 @@ export interface RpcCall {
   readonly body?: string
 }
 
-const hostPort = (at: string) => {
-  const i = at.lastIndexOf(":")
-  return { host: at.slice(0, i).replace(/^\[(.*)\]$/, "$1"), port: Number(at.slice(i + 1)) }
-}
-
 /** One signed call to the node advertised at `at` (host:port), from node `from`: its status and body, within `timeoutMs`. */
 export const rpcCall = (at: string, key: Buffer, from: string, call: RpcCall, timeoutMs: number) =>
   Effect.gen(function*() {
@@ -30,7 +26,7 @@ export const rpcCall = (at: string, key: Buffer, from: string, call: RpcCall, ti
       "content-length": String(Buffer.byteLength(body))
     }
     return yield* Effect.async<{ readonly status: number; readonly body: string }, RpcUnanswered>((resume, signal) => {
-      const req = http.request({ ...hostPort(at), method: call.method, path: call.path, headers, signal, agent: false }, (res) => {
+      const req = http.request({ ...splitHostPort(at), method: call.method, path: call.path, headers, signal, agent: false }, (res) => {
         let text = ""
         res.setEncoding("utf8")
         res.on("data", (c: string) => (text += c))

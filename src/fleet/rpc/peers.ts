@@ -14,6 +14,12 @@ const bare = (address: string) => {
   return unbracketed.startsWith("::ffff:") && net.isIPv4(unbracketed.slice(7)) ? unbracketed.slice(7) : unbracketed
 }
 
+/** `host:port` (`[v6]:port` too) as its host and port. */
+export const splitHostPort = (at: string) => {
+  const i = at.lastIndexOf(":")
+  return { host: at.slice(0, i).replace(/^\[(.*)\]$/, "$1"), port: Number(at.slice(i + 1)) }
+}
+
 /** The interface that holds `address` on this machine, if any. */
 export const interfaceOf = (address: string, interfaces: Interfaces): string | undefined => {
   const a = bare(address)

@@ -7,7 +7,7 @@ import * as os from "node:os"
 import type { FleetBox } from "../../contract/fleet.js"
 import { VERSION } from "../../contract/version.js"
 import { RunnerRpcListenError } from "../errors.js"
-import { interfaceOf, listenProblem, peerProblem } from "./peers.js"
+import { interfaceOf, listenProblem, peerProblem, splitHostPort } from "./peers.js"
 import { verifyRequest } from "./sign.js"
 
 /** The most a call's body may be: a call names a thing, it never carries one. */
@@ -28,11 +28,6 @@ export interface RunnerRpcOptions {
   readonly nudgeApprovals: Effect.Effect<void>
   /** This node's live boxes, with their engine stats: another node's Now page shows them. */
   readonly liveBoxes: Effect.Effect<ReadonlyArray<FleetBox>>
-}
-
-const splitHostPort = (listen: string) => {
-  const at = listen.lastIndexOf(":")
-  return { host: listen.slice(0, at).replace(/^\[(.*)\]$/, "$1"), port: Number(listen.slice(at + 1)) }
 }
 
 /** The address of an interface by its name (`eth0`): its first IPv4, else its first IPv6 — one org.toml serves every node. */
@@ -76,7 +71,7 @@ export const serveRunnerRpc = Effect.fn("fleet.rpc.serve")(function*(opts: Runne
       const problem = peerProblem(peer, where.iface, os.networkInterfaces())
       if (problem === undefined) return
       socket.destroy()
-      const now = Date.now()
+      const now = Runtime.runSync(runtime)(Clock.currentTimeMillis)
       if (now - (lastSaid.get(peer) ?? 0) < REFUSAL_LOG_EVERY_MS) return
       lastSaid.set(peer, now)
       Runtime.runFork(runtime)(Effect.logWarning(`fleet: the runner RPC closed a connection from ${peer}: ${problem} (a box's network is never let in)`))
@@ -96,6 +91,8 @@ const json = (status: number, body: unknown) => HttpServerResponse.unsafeJson(bo
 const answer = (opts: RunnerRpcOptions) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
+    // A body of known length only: a chunked one could be any size before the signature is checked.
+    if (request.headers["transfer-encoding"] !== undefined) return json(411, { error: "a call's body has a Content-Length" })
     if (Number(request.headers["content-length"] ?? 0) > BODY_MAX) return json(413, { error: "a call's body is at most 4 KiB" })
     const body = yield* request.text
     const path = new URL(request.url, "http://rpc").pathname
