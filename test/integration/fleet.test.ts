@@ -172,6 +172,15 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     const signed = await rpcGet(host, port, "/v1/node", signRequest(key, { method: "GET", path: "/v1/node", node: "node-b", body: "" }, Date.now()))
     expect(signed.status).toBe(200)
     expect(JSON.parse(signed.body)).toMatchObject({ node: "node-a" })
+    // A body of unknown length is refused before anything is read or checked.
+    const chunked = await new Promise<string>((resolve, reject) => {
+      const s = net.connect(port, host, () => s.end("POST /v1/approvals/nudge HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"))
+      let text = ""
+      s.on("data", (c: Buffer) => (text += c.toString()))
+      s.once("close", () => resolve(text))
+      s.once("error", reject)
+    })
+    expect(chunked).toMatch(/^HTTP\/1\.1 411/)
   })
 
   it("a node whose config differs is named with the file; the per-node keys (node, gateway port) never count", async () => {
