@@ -78,15 +78,28 @@ export const rawClient = (socket: net.Socket | tls.TLSSocket, host: string) => {
 }
 
 /** A TLS connection straight to the upstream (the baseline). */
-export const directTls = (port: number, ca: string) =>
+/**
+ * The TLS sessions a client keeps to resume with, by where it connects (undici and Node's agents
+ * keep them so): pass one to reuse sessions, as pi's client would; none, a full handshake each time.
+ */
+export type Sessions = Map<string, Buffer>
+
+const keep = (s: tls.TLSSocket, sessions: Sessions | undefined, key: string) => {
+  if (sessions) s.on("session", (ticket: Buffer) => sessions.set(key, ticket))
+}
+
+export const directTls = (port: number, ca: string, sessions?: Sessions) =>
   new Promise<tls.TLSSocket>((resolve, reject) => {
-    const s = tls.connect({ host: "127.0.0.1", port, ca: [ca], ALPNProtocols: ["http/1.1"] })
+    const key = `direct:${port}`
+    const session = sessions?.get(key)
+    const s = tls.connect({ host: "127.0.0.1", port, ca: [ca], ALPNProtocols: ["http/1.1"], ...(session ? { session } : {}) })
+    keep(s, sessions, key)
     s.once("secureConnect", () => resolve(s))
     s.once("error", reject)
   })
 
 /** What a box's client does: CONNECT through the gateway with its token, then TLS to `host` inside. */
-export const tunnelTls = (gatewayPort: number, token: string, host: string, ca: string) =>
+export const tunnelTls = (gatewayPort: number, token: string, host: string, ca: string, sessions?: Sessions) =>
   new Promise<tls.TLSSocket>((resolve, reject) => {
     const req = http.request({
       host: "127.0.0.1", port: gatewayPort, method: "CONNECT", path: `${host}:443`,
@@ -94,7 +107,10 @@ export const tunnelTls = (gatewayPort: number, token: string, host: string, ca: 
     })
     req.once("connect", (res, socket) => {
       if (res.statusCode !== 200) return reject(new Error(`CONNECT answered ${res.statusCode}`))
-      const s = tls.connect({ socket, servername: host, ca: [ca], ALPNProtocols: ["http/1.1"] })
+      const key = `tunnel:${gatewayPort}:${host}`
+      const session = sessions?.get(key)
+      const s = tls.connect({ socket, servername: host, ca: [ca], ALPNProtocols: ["http/1.1"], ...(session ? { session } : {}) })
+      keep(s, sessions, key)
       s.once("secureConnect", () => resolve(s))
       s.once("error", reject)
     })
