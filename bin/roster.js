@@ -110,6 +110,12 @@ const pageFile = (name) => {
   return typeof page.build === "string" && builtAs() === page.build ? page : undefined
 }
 
+/** A page laid out at its widest, wrapped to this terminal as the program wraps it (src/cli/helpLayout.ts, built beside the bundle). */
+const wrapped = (text) => {
+  const { helpWidth, wrapHelp } = createRequire(import.meta.url)("../dist/help.cjs")
+  return wrapHelp(text, helpWidth())
+}
+
 /**
  * The root help page (`roster`, `roster --help`, `-h`) from what the build wrote beside this
  * bundle (scripts/bundle.mjs), wrapped to the terminal as the program wraps it; false when there
@@ -119,8 +125,7 @@ const printRootHelp = () => {
   try {
     const page = pageFile("help-root.json")
     if (typeof page?.text !== "string") return false
-    const { helpWidth, wrapHelp } = createRequire(import.meta.url)("../dist/help.cjs")
-    process.stdout.write(wrapHelp(page.text, helpWidth()))
+    process.stdout.write(wrapped(page.text))
     return true
   } catch {
     return false
@@ -137,10 +142,9 @@ const printCommandHelp = (words) => {
   try {
     const text = pageFile("help-pages.json")?.pages?.[words.join(" ")]
     if (typeof text !== "string") return false
-    const { helpWidth, wrapHelp } = createRequire(import.meta.url)("../dist/help.cjs")
-    const wrapped = wrapHelp(text, helpWidth())
+    const page = wrapped(text)
     const colour = process.stdout.isTTY === true && (process.env.NO_COLOR ?? "") === ""
-    process.stdout.write(`${colour ? wrapped : wrapped.replace(/\x1b\[[0-9;]*m/g, "")}\n`)
+    process.stdout.write(`${colour ? page : page.replace(/\x1b\[[0-9;]*m/g, "")}\n`)
     return true
   } catch {
     return false

@@ -34,6 +34,7 @@ import { RunLog } from "../run/RunLog.js"
 import { MemoryStore, memoryStoreOver } from "../memory/MemoryStore.js"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { deploymentBoxes } from "../supervisor/watch.js"
+import { boxFacts } from "../supervisor/foundBox.js"
 import type { FleetBox } from "../contract/fleet.js"
 
 /** The deployment's locked box network, as the daemon made it (boxes reach the gateway on its bridge address). */
@@ -82,15 +83,7 @@ const liveBoxesWithStats = Effect.gen(function*() {
   return yield* Effect.forEach(yield* deploymentBoxes, (b) =>
     docker.containerStats(b.id).pipe(
       Effect.orElseSucceed(() => undefined),
-      Effect.map((st): FleetBox => ({
-        run_id: b.runId,
-        worker: b.worker,
-        kind: b.kind,
-        task_id: b.taskId,
-        age_s: Math.max(0, Math.round((now - b.created) / 1000)),
-        remaining_s: b.deadline === null ? null : Math.round((b.deadline - now) / 1000),
-        ...(st ? { cpu_percent: st.cpuPercent, memory_bytes: st.memoryBytes } : {})
-      }))
+      Effect.map((st): FleetBox => ({ ...boxFacts(b, now), ...(st ? { cpu_percent: st.cpuPercent, memory_bytes: st.memoryBytes } : {}) }))
     ), { concurrency: 8 })
 })
 

@@ -10,7 +10,7 @@ import { SCHEMA_VERSION, schemaVersion } from "./migrations.js"
 import { listNodes, nodeView } from "./nodes.js"
 import { nodeNameOf } from "../config/nodeName.js"
 import { checkSharedData } from "./sharedData.js"
-import { runnerCalls } from "./rpc/calls.js"
+import { runnerCalls, withPings } from "./rpc/calls.js"
 import { readRpcKey } from "./rpc/key.js"
 import { listenAddress } from "./rpc/server.js"
 
@@ -63,11 +63,6 @@ export const checkFleet = (org: Org, cluster: ClusterSection) =>
       const views = nodes.map((n) => nodeView(n, cluster.node_timeout_s, node, mine))
       // Each live node's runner RPC, asked as a node would: signed with the fleet's key.
       const key = found >= 10 ? yield* readRpcKey : undefined
-      const pings = key
-        ? yield* Effect.forEach(nodes, (n, i) => (views[i]?.state === "up" ? runnerCalls(node, key, Effect.succeed(nodes)).ping(n) : Effect.succeed(undefined)), {
-          concurrency: "unbounded"
-        })
-        : []
       const listen = cluster.listen
         ? { listen: { at: cluster.listen, problem: yield* listenAddress(cluster.listen).pipe(Effect.as(null), Effect.catchAll((e) => Effect.succeed(e.message))) } }
         : {}
@@ -79,7 +74,7 @@ export const checkFleet = (org: Org, cluster: ClusterSection) =>
         schema: { found, known: SCHEMA_VERSION },
         shared_data: shared,
         skew_ms: skew,
-        nodes: views.map((v, i) => (pings[i] ? { ...v, rpc: pings[i] } : v)),
+        nodes: key ? yield* withPings(nodes, views, runnerCalls(node, key, Effect.succeed(nodes)).ping) : views,
         ...listen
       } satisfies FleetCheck
     }).pipe(

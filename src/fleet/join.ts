@@ -15,7 +15,7 @@ import { configFingerprint } from "./fingerprint.js"
 import { fenceLostNodes, type FencedNode } from "./loss.js"
 import { migrate, SCHEMA_VERSION } from "./migrations.js"
 import { beat, leaveNode, listNodes, type NodeBeat, type NodeRow, nodeState, nodeView, registerNode } from "./nodes.js"
-import { freshPings, runnerCalls } from "./rpc/calls.js"
+import { freshPings, runnerCalls, withPings } from "./rpc/calls.js"
 import { rpcKey } from "./rpc/key.js"
 import { makeNudge } from "./rpc/nudge.js"
 import { listenAddress, serveRunnerRpc } from "./rpc/server.js"
@@ -226,16 +226,14 @@ const fleetStatus = (
     const rows = yield* withSql(listNodes)
     const self = rows.find((r) => r.name === node)
     const h = yield* Ref.get(health)
-    const views = rows.map((r) => nodeView(r, opts.cluster.node_timeout_s, node, self?.config))
-    // Each live node's runner RPC asked at once, so a silent one costs the page its timeout once.
-    const rpc = yield* Effect.forEach(rows, (r, i) => (views[i]?.state === "up" ? ping(r) : Effect.succeed(undefined)), { concurrency: "unbounded" })
+    const nodes = yield* withPings(rows, rows.map((r) => nodeView(r, opts.cluster.node_timeout_s, node, self?.config)), ping)
     return {
       node,
       database: whereOf(opts.cluster),
       reachable: h.reachable,
       detail: h.detail,
       schema: SCHEMA_VERSION,
-      nodes: views.map((v, i) => (rpc[i] ? { ...v, rpc: rpc[i] } : v))
+      nodes
     }
   }).pipe(Effect.catchAllCause((cause) =>
     Effect.succeed({

@@ -19,6 +19,7 @@ import { finishLeftRun } from "./takeOver.js"
 import { leaveFenced } from "./fenced.js"
 import { REQUEUE_HINT, taskFailed } from "./taskEnd.js"
 import { deploymentBoxes, watchLoop, watchPass } from "./watch.js"
+import { boxFacts } from "./foundBox.js"
 
 /** Which tasks `list` returns: one worker's, one status, or all. */
 export interface TaskFilter {
@@ -124,13 +125,8 @@ const boxView = (st: SupervisorState, self: Owner) =>
     return (yield* deploymentBoxes).map((b): BoxView => {
       const h = held.get(b.id)
       return {
-        run_id: b.runId,
-        worker: b.worker,
-        kind: b.kind,
-        task_id: b.taskId,
-        held_by: h ? (h.how === "adopt" ? "adopted" : "reaping") : b.owner?.pid === self.pid && b.owner.start === self.start ? "daemon" : "owner",
-        age_s: Math.max(0, Math.round((now - b.created) / 1000)),
-        remaining_s: b.deadline === null ? null : Math.round((b.deadline - now) / 1000)
+        ...boxFacts(b, now),
+        held_by: h ? (h.how === "adopt" ? "adopted" : "reaping") : b.owner?.pid === self.pid && b.owner.start === self.start ? "daemon" : "owner"
       }
     })
   })

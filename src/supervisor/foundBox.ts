@@ -43,3 +43,13 @@ export const foundBox = (c: ContainerSummary): FoundBox => {
     named: isRunId(runId) && isWorkerName(worker)
   }
 }
+
+/** What a box is as people see it at `now`: its run, worker, kind and task, how old, and how long its ceiling has left. */
+export const boxFacts = (b: FoundBox, now: number) => ({
+  run_id: b.runId,
+  worker: b.worker,
+  kind: b.kind,
+  task_id: b.taskId,
+  age_s: Math.max(0, Math.round((now - b.created) / 1000)),
+  remaining_s: b.deadline === null ? null : Math.round((b.deadline - now) / 1000)
+})

@@ -18,6 +18,9 @@ const duration = (s: number | null) =>
 
 const mib = (b: number) => `${(b / 1024 / 1024).toFixed(1)} MiB`
 
+/** A box's CPU and memory as its row shows them ("—" when the engine gave none). */
+const usage = (cpu: number | undefined, memory: number | undefined) => [cpu === undefined ? "—" : `${cpu.toFixed(1)} %`, memory === undefined ? "—" : mib(memory)]
+
 /** The live part of Now: re-rendered by the server and pushed over SSE whenever it changes. */
 export const nowFragment = (d: NowData) => {
   const s = d.status
@@ -32,7 +35,8 @@ ${s.boxes.length === 0 ? html`<p>No box is running.</p>` : html`<table>
 <thead><tr><th scope="col">Worker</th><th scope="col">Run</th><th scope="col">Kind</th><th scope="col">Task</th><th scope="col">Held by</th><th scope="col">Age</th><th scope="col">Ceiling left</th><th scope="col">CPU</th><th scope="col">Memory</th></tr></thead>
 <tbody>${s.boxes.map((b) => {
     const st = d.stats.get(b.run_id)
-    return html`<tr><td>${b.worker}</td><td><a href="/runs/${b.run_id}">${b.run_id}</a></td><td>${b.kind}</td><td>${b.task_id ?? "—"}</td><td>${b.held_by}</td><td>${duration(b.age_s)}</td><td>${duration(b.remaining_s)}</td><td>${st ? `${st.cpuPercent.toFixed(1)} %` : "—"}</td><td>${st ? mib(st.memoryBytes) : "—"}</td></tr>`
+    const [cpu, memory] = usage(st?.cpuPercent, st?.memoryBytes)
+    return html`<tr><td>${b.worker}</td><td><a href="/runs/${b.run_id}">${b.run_id}</a></td><td>${b.kind}</td><td>${b.task_id ?? "—"}</td><td>${b.held_by}</td><td>${duration(b.age_s)}</td><td>${duration(b.remaining_s)}</td><td>${cpu}</td><td>${memory}</td></tr>`
   })}</tbody>
 </table>`}
 ${elsewhereSection(d.elsewhere ?? [])}
@@ -40,8 +44,6 @@ ${elsewhereSection(d.elsewhere ?? [])}
 ${queue.length === 0 ? html`<p>The queue is empty.</p>` : html`<ul>${queue.map(([status, n]) => html`<li>${status}: ${n}</li>`)}</ul>`}
 ${chatSection(s.chat ?? [])}`
 }
-
-const usage = (cpu: number | undefined, memory: number | undefined) => [cpu === undefined ? "—" : `${cpu.toFixed(1)} %`, memory === undefined ? "—" : mib(memory)]
 
 /** The other nodes of the fleet: each one's live boxes (its runner RPC's answer), or why they are not shown. */
 const elsewhereSection = (nodes: ReadonlyArray<NodeBoxes>) =>

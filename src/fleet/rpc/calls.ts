@@ -58,6 +58,12 @@ export const runnerCalls = <E>(self: string, key: Buffer, nodes: Effect.Effect<R
 
 const decodeBoxes = Schema.decodeUnknown(Schema.parseJson(Schema.Struct({ boxes: Schema.Array(FleetBox) })))
 
+/** Each node's view with its runner RPC's answer, asked of the live ones at once (a silent one costs its timeout once). */
+export const withPings = (rows: ReadonlyArray<NodeRow>, views: ReadonlyArray<FleetNodeView>, ping: (row: NodeRow) => Effect.Effect<FleetNodeView["rpc"]>) =>
+  Effect.forEach(rows, (r, i) => (views[i]?.state === "up" ? ping(r) : Effect.succeed(undefined)), { concurrency: "unbounded" }).pipe(
+    Effect.map((rpc) => views.map((v, i) => (rpc[i] ? { ...v, rpc: rpc[i] } : v)))
+  )
+
 /** How long an answer stands for `server status`: the web's Now page asks every 2 s, and a silent node costs a look its timeout. */
 const PING_FRESH_MS = 5_000
 
