@@ -37,6 +37,19 @@ const addOnce = (d: Deployment, worker: string, prompt: string) =>
     req.end(body)
   })
 
+/**
+ * A deployment's tasks as its control API lists them (what `roster task list --json` prints while the
+ * daemon runs): for a test that polls often, without a CLI start (half a core-second) each time.
+ */
+export const tasksViaApi = <T>(d: Deployment) =>
+  new Promise<Array<T>>((resolve, reject) => {
+    http.get({ socketPath: d.file("state", "control.sock"), path: "/tasks" }, (res) => {
+      let text = ""
+      res.on("data", (c: Buffer) => (text += c.toString()))
+      res.on("end", () => (res.statusCode === 200 ? resolve(JSON.parse(text) as Array<T>) : reject(new Error(`task list ${res.statusCode}: ${text}`))))
+    }).on("error", reject)
+  })
+
 /** One container event as the engine reports it: what happened, when (ms), and the container's labels. */
 export interface EngineEvent {
   readonly action: string
