@@ -57,7 +57,9 @@ export const ensureEgressLockdown = Effect.fn("lockdown.ensureEgressLockdown")(f
 /**
  * Removes a chain and every INPUT rule that jumps to it (whatever subnet it was made for), so
  * lockdown turned off — or a daemon stopped — leaves no rule behind that could cut a box off
- * from its gateway. A chain that is not there costs one listing per tool.
+ * from its gateway. Every run with the lockdown off asks this, so a chain that is not there costs
+ * one listing per tool: the whole table's (`-S`) names both the jumps and the chain (a daemon's
+ * `iptables` processes cost ~20 ms of its CPU each to spawn).
  */
 export const removeEgressLockdown = Effect.fn("lockdown.removeEgressLockdown")(function*(chain: string) {
   const fw = yield* Firewall
@@ -65,11 +67,11 @@ export const removeEgressLockdown = Effect.fn("lockdown.removeEgressLockdown")(f
   const removedBy = yield* Effect.forEach(TOOLS, (tool) =>
     Effect.gen(function*() {
       let removed = 0
-      const input = yield* fw.output(tool, ["-S", "INPUT"])
-      for (const rule of jumpsTo(input ?? "", chain)) {
+      const table = (yield* fw.output(tool, ["-S"])) ?? ""
+      for (const rule of jumpsTo(table, chain)) {
         if (yield* fw.run(tool, ["-D", ...rule])) removed++
       }
-      if (yield* fw.run(tool, ["-n", "-L", chain])) {
+      if (definesChain(table, chain)) {
         yield* fw.run(tool, ["-F", chain])
         if (yield* fw.run(tool, ["-X", chain])) removed++
       }
@@ -84,6 +86,13 @@ export const jumpsTo = (listing: string, chain: string): ReadonlyArray<ReadonlyA
     .map((l) => l.trim().split(/\s+/))
     .filter((w) => w[0] === "-A" && w[1] === "INPUT" && w.at(-1) === chain && w.at(-2) === "-j")
     .map((w) => w.slice(1))
+
+/** Whether an `iptables -S` listing defines `chain` (any name: a survey also removes an older roster's). */
+export const definesChain = (listing: string, chain: string): boolean =>
+  listing.split("\n").some((l) => {
+    const w = l.trim().split(/\s+/)
+    return w[0] === "-N" && w[1] === chain
+  })
 
 /** The roster chains an `iptables -S` listing defines (`-N ROSTER-...`). */
 export const rosterChains = (listing: string): ReadonlyArray<string> =>

@@ -5,7 +5,7 @@ import { egressChainName, LABEL_NETWORK, LABEL_NETWORK_STATE } from "../contract
 import { readGatewayStateAt } from "../contract/gatewayState.js"
 import { ownerAlive } from "../contract/owner.js"
 import { Docker } from "../docker/Docker.js"
-import { jumpsTo, removeEgressLockdown, rosterChains } from "./egressChain.js"
+import { definesChain, jumpsTo, removeEgressLockdown, rosterChains } from "./egressChain.js"
 import { Firewall } from "./Firewall.js"
 
 /** One deployment's lockdown state on this host, as `roster doctor` shows it. */
@@ -26,7 +26,7 @@ const chainsOnHost = Effect.gen(function*() {
   const found = new Map<string, number>()
   for (const tool of ["iptables", "ip6tables"] as const) {
     const all = (yield* fw.output(tool, ["-S"])) ?? ""
-    for (const chain of [...rosterChains(all), ...(all.includes(`-N ${LEGACY_CHAIN}`) ? [LEGACY_CHAIN] : [])]) {
+    for (const chain of [...rosterChains(all), ...(definesChain(all, LEGACY_CHAIN) ? [LEGACY_CHAIN] : [])]) {
       found.set(chain, (found.get(chain) ?? 0) + jumpsTo(all, chain).length)
     }
   }

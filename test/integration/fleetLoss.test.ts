@@ -37,11 +37,8 @@ const until = async <A>(what: string, check: () => Promise<A | undefined>, ms: n
   }
 }
 
-const tasksOf = async (d: Deployment) => {
-  const r = await d.roster(["task", "list", "--json"])
-  if (r.code !== 0) throw new Error(`task list failed: ${r.stderr}`)
-  return JSON.parse(r.stdout) as Array<Task>
-}
+/** A node's tasks from its daemon's API (what `task list --json` prints from it): polled often, without a CLI start each time. */
+const tasksOf = (d: Deployment) => tasksViaApi<Task>(d)
 const nodesOf = async (d: Deployment) => {
   const r = await d.roster(["server", "status", "--json"])
   return ((JSON.parse(r.stdout) as { supervisor?: { fleet?: { nodes: Array<FleetNode> } } }).supervisor?.fleet?.nodes) ?? []
@@ -135,8 +132,7 @@ describe("three daemons as one roster, and a node lost: its attempts fenced, its
       const started = Date.now()
       const ids = await Promise.all(Array.from({ length: TASKS }, (_, i) => addViaApi(nodes[i % 3]!, workers[i % 20]!, "!true")))
       const done = await until(`${TASKS} tasks done`, async () => {
-        // Asked of the daemon's API, not a CLI start every 300 ms: the CLI would take a third of this machine from the boxes.
-        const ts = (await tasksViaApi<Task>(nodes[1]!)).filter((t) => ids.includes(t.task_id))
+        const ts = (await tasksOf(nodes[1]!)).filter((t) => ids.includes(t.task_id))
         return ts.length === TASKS && ts.every((t) => t.status === "done") ? ts : undefined
       }, 600_000)
       const took = (Date.now() - started) / 1000
@@ -182,7 +178,7 @@ describe("three daemons as one roster, and a node lost: its attempts fenced, its
     }
     // Six tasks, two slots on each node: every node takes some.
     const onN1 = await until("n1 running a task", async () => {
-      const running = (await tasksViaApi<Task>(n2)).filter((t) => ids.includes(t.task_id) && t.status === "running" && t.node === "n1")
+      const running = (await tasksOf(n2)).filter((t) => ids.includes(t.task_id) && t.status === "running" && t.node === "n1")
       return running.length > 0 ? running : undefined
     }, 30_000)
     process.kill(daemonPid(n1), "SIGKILL")
@@ -191,7 +187,7 @@ describe("three daemons as one roster, and a node lost: its attempts fenced, its
     await until("n1's boxes gone", async () => ((await boxesOf(n1)).length === 0 ? true : undefined), 15_000)
     const killedAt = Date.now()
     const done = await until("every task done", async () => {
-      const ts = (await tasksViaApi<Task>(n3)).filter((t) => ids.includes(t.task_id))
+      const ts = (await tasksOf(n3)).filter((t) => ids.includes(t.task_id))
       return ts.every((t) => t.status === "done") ? ts : undefined
     }, 60_000)
     expect(Date.now() - killedAt).toBeLessThan(60_000)

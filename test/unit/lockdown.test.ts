@@ -166,10 +166,13 @@ describe("lockdown", () => {
     const paths = tempPaths()
     writeFixture({ paths })
     const chain = egressChainName(paths.config)
-    const input = [
+    const table = [
       "-P INPUT ACCEPT",
+      `-N ${chain}`,
+      "-N ROSTER-0123456789",
       `-A INPUT -s 172.30.0.0/16 -m addrtype --dst-type LOCAL -j ${chain}`,
-      `-A INPUT -s 172.31.0.0/16 -m addrtype --dst-type LOCAL -j ROSTER-0123456789`
+      `-A INPUT -s 172.31.0.0/16 -m addrtype --dst-type LOCAL -j ROSTER-0123456789`,
+      `-A ${chain} -p tcp -m tcp --dport 7411 -j ACCEPT`
     ].join("\n")
     return Effect.gen(function*() {
       yield* ensureLockdown(policy(false))
@@ -177,7 +180,17 @@ describe("lockdown", () => {
       expect(log).toContain(`iptables -D INPUT -s 172.30.0.0/16 -m addrtype --dst-type LOCAL -j ${chain}`)
       expect(log).toContain(`iptables -X ${chain}`)
       expect(log.some((l) => l.includes("ROSTER-0123456789"))).toBe(false)
-    }).pipe(Effect.provide(unitLayer(paths, { firewallListing: (_t, args) => (args[0] === "-S" && args[1] === "INPUT" ? input : "") })))
+    }).pipe(Effect.provide(unitLayer(paths, { firewallListing: (_t, args) => (args.join(" ") === "-S" ? table : undefined) })))
+  })
+
+  it.effect("egress_lockdown off with nothing of it left costs one listing per tool, and removes nothing", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    const other = ["-P INPUT ACCEPT", "-N ROSTER-0123456789", "-A INPUT -s 172.31.0.0/16 -m addrtype --dst-type LOCAL -j ROSTER-0123456789"].join("\n")
+    return Effect.gen(function*() {
+      yield* ensureLockdown(policy(false))
+      expect([...(yield* Ref.get(yield* FirewallLog))].sort()).toEqual(["ip6tables -S", "iptables -S"])
+    }).pipe(Effect.provide(unitLayer(paths, { firewallListing: (_t, args) => (args.join(" ") === "-S" ? other : undefined) })))
   })
 
   it.effect("egress_lockdown inserts the jump when it is missing", () => {
