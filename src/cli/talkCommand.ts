@@ -1,4 +1,4 @@
-import { printRunWarnings } from "./runWarnings.js"
+import { printRunWarnings } from "../run/runWarnings.js"
 import { Args, Command, Options } from "@effect/cli"
 import { Console, Deferred, Effect, Exit, Mailbox, Option, Queue } from "effect"
 import * as readline from "node:readline"

@@ -1,18 +1,12 @@
-import { printRunWarnings } from "./runWarnings.js"
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Option } from "effect"
-import { cliExitCode, runOnce } from "../box/runOnce.js"
-import { newRunId } from "../run/runId.js"
-import { RunLog } from "../run/RunLog.js"
+import { directRun } from "../box/directRun.js"
 import { Paths, layout } from "../config/Paths.js"
-import { runFiles } from "../contract/runFiles.js"
-import { tailOfFile } from "../fs/tail.js"
+import { colourOn } from "../report/terminal.js"
 import { addWorker, listWorkers, readIdentity, readWorkerSettings } from "../worker/workers.js"
 import { ExitCode } from "./exit.js"
-import { liveLine } from "./liveView.js"
 import { pageOfRuns } from "../run/query.js"
-import { visible } from "./terminal.js"
 
 const workerArg = Args.text({ name: "worker" }).pipe(Args.withDescription("the worker's name"))
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
@@ -53,15 +47,6 @@ const show = Command.make("show", { worker: workerArg, json }, ({ json, worker }
     for (const r of runs) yield* Console.log(`  ${r.run_id}  ${r.ended_by ?? "running"}  exit ${r.exit_code ?? "-"}`)
   })).pipe(Command.withDescription("Show a worker's identity, settings and recent runs."))
 
-/** The two lines every ending prints, for a run ended by a signal (read from its finished record). */
-const closingLinesOfInterrupted = (worker: string, runId: string) =>
-  Effect.gen(function*() {
-    const record = yield* (yield* RunLog).read(worker, runId)
-    if (!record) return
-    yield* Console.log(`box ${runId} ended by ${record.ended_by ?? "signal"} (exit code ${record.exit_code ?? "none"})`)
-    yield* Console.log(`outputs: ${layout(yield* Paths).runDir(worker, runId)}`)
-  }).pipe(Effect.ignore)
-
 const run = Command.make("run", {
   worker: workerArg,
   ceiling: Options.float("ceiling").pipe(
@@ -75,30 +60,12 @@ const run = Command.make("run", {
   )
 }, ({ ceiling, channel, prompt, worker }) =>
   Effect.gen(function*() {
-    const runId = yield* newRunId
-    const outcome = yield* runOnce({
+    const code = yield* directRun({
       worker,
       prompt: prompt.join(" "),
       ...(Option.isSome(ceiling) ? { ceilingMin: ceiling.value } : {}),
-      channel: Option.getOrNull(channel),
-      origin: { _tag: "person", via: "cli" },
-      runId,
-      onLine: liveLine(worker)
-    }).pipe(
-      // Ctrl-C / SIGTERM: the run's scope has killed the box and finished its record by now; its closing lines are still said.
-      Effect.onInterrupt(() => closingLinesOfInterrupted(worker, runId))
-    )
-    for (const m of outcome.messages) yield* Console.log(`message from ${worker}: ${visible(m)}`)
-    yield* printRunWarnings(worker, outcome.runId)
-    if (outcome.error) yield* Console.error(`the run failed: ${visible(outcome.error)}`)
-    if (outcome.error || (outcome.endedBy === "exit" && outcome.exitCode !== 0)) {
-      const log = runFiles(outcome.runDir).stderr
-      const tail = (yield* tailOfFile(log, 10)).split("\n").map((l) => (l.length > 400 ? `${l.slice(0, 400)}…` : l)).join("\n")
-      if (tail !== "") yield* Console.error(`the box's stderr (last lines; all of it in ${log}):\n${visible(tail)}`)
-    }
-    yield* Console.log(`box ${outcome.runId} ended by ${outcome.endedBy} (exit code ${outcome.exitCode ?? "none"})`)
-    yield* Console.log(`outputs: ${outcome.runDir}`)
-    const code = cliExitCode(outcome)
+      channel: Option.getOrNull(channel)
+    }, { say: (text) => Effect.sync(() => void (text !== "" && process.stdout.write(text))), colour: colourOn() })
     if (code !== 0) return yield* Effect.fail(new ExitCode({ code }))
   })).pipe(Command.withDescription(
     "Run one pi session for a worker in a locked-down box. Prints how the box ended and where its outputs are. " +

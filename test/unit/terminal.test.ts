@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { visible } from "../../src/cli/terminal.js"
-import { renderReport } from "../../src/cli/terminalReporter.js"
+import { renderReport } from "../../src/report/renderReport.js"
 import { notice, output, progress, progressDone, type Report, step } from "../../src/report/Reporter.js"
 
 describe("box text on a terminal", () => {

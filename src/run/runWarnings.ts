@@ -1,6 +1,6 @@
 import { Console, Effect } from "effect"
-import { RunLog } from "../run/RunLog.js"
-import { visible } from "./terminal.js"
+import { RunLog } from "./RunLog.js"
+import { visible } from "../report/terminal.js"
 
 /** The warnings the gateway recorded for a run, printed once when the run ends (stderr: stdout stays the run's). */
 export const printRunWarnings = (worker: string, runId: string) =>
