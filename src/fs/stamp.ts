@@ -14,6 +14,18 @@ export const fileStamp = (file: string) =>
     Effect.option
   )
 
+/** Every stamp cache of this process, for {@link lookAgainNow}. */
+const caches = new Set<Map<string, unknown>>()
+
+/**
+ * Every file behind a stamp cache looked at again on its next ask, not within its period: what a
+ * person typed just before a command (an org.toml edit, `connection rm`) holds for that command
+ * when the daemon runs it for the CLI (a handed-over `worker run`), as it would in a CLI of its own.
+ */
+export const lookAgainNow = Effect.sync(() => {
+  for (const c of caches) c.clear()
+})
+
 /**
  * A file's stamp looked at no more than once per `ttlMs` (by the Clock): a reader on a hot path
  * (the gateway asks for org.toml and a credential on every request) pays one stat per file per
@@ -22,6 +34,7 @@ export const fileStamp = (file: string) =>
  */
 export const makeStampCache = (ttlMs: number) => {
   const recent = new Map<string, { readonly stamp: Option.Option<string>; readonly at: number }>()
+  caches.add(recent)
   return {
     stamp: (file: string) =>
       Effect.gen(function*() {

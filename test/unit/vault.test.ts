@@ -4,6 +4,7 @@ import * as fs from "node:fs"
 import { layout } from "../../src/config/Paths.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { Vault } from "../../src/vault/Vault.js"
+import { lookAgainNow } from "../../src/fs/stamp.js"
 import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
 
 describe("files read once per change", () => {
@@ -47,6 +48,24 @@ describe("files read once per change", () => {
       fs.rmSync(layout(paths).orgToml)
       yield* TestClock.adjust("500 millis")
       expect((yield* org.snapshot.pipe(Effect.flip)).message).toContain("roster init")
+    }).pipe(Effect.provide(unitLayer(paths)))
+  })
+
+  it.effect("after lookAgainNow (a run a person just typed, handed to the daemon) an edit by another process is seen at once, not within half a second", () => {
+    const paths = tempPaths()
+    writeFixture({ paths, orgToml: "[box]\negress_lockdown = false\n" })
+    return Effect.gen(function*() {
+      const org = yield* OrgConfig
+      const vault = yield* Vault
+      yield* vault.put("anthropic", { type: "api_key", key: "kept" })
+      expect((yield* org.snapshot).box.egress_lockdown).toBe(false)
+      expect(yield* vault.get("anthropic")).toEqual({ type: "api_key", key: "kept" })
+      fs.writeFileSync(layout(paths).orgToml, "[box]\negress_lockdown = true\n")
+      fs.rmSync(`${layout(paths).vaultDir}/anthropic.json`)
+      expect((yield* org.snapshot).box.egress_lockdown).toBe(false)
+      yield* lookAgainNow
+      expect((yield* org.snapshot).box.egress_lockdown).toBe(true)
+      expect(yield* vault.get("anthropic")).toBeUndefined()
     }).pipe(Effect.provide(unitLayer(paths)))
   })
 })
