@@ -163,6 +163,10 @@ if (args.length === 1 && args[0] === "--version") {
   // answered
 } else if (words.length > 0 && (last === "--help" || last === "-h") && words.every((w) => /^[a-z][a-z-]*$/.test(w)) && printCommandHelp(words)) {
   // answered
+} else if (args[0] === "worker" && args[1] === "run") {
+  // Handed to the running daemon when it can take it (bin/handoff.js), else run here.
+  const { handOff } = await import("./handoff.js")
+  if (!(await handOff(args.slice(2), builtAs()))) loadCli()
 } else {
   loadCli()
 }

@@ -13,6 +13,7 @@ import { Paths, layout } from "../config/Paths.js"
 import { VERSION } from "../contract/version.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { ChatHub } from "../chat/ChatHub.js"
+import { directRunRoutes, endDirectRuns, makeDirectRuns } from "./directRuns.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { ApprovalBoard, type BoardSilent } from "../contract/ApprovalBoard.js"
 import type { PendingApproval } from "../contract/approval.js"
@@ -154,11 +155,15 @@ export const serveControl = Effect.fn("daemon.control")(function*() {
     Layer.provide(serverLive(startedAt, paths.config)),
     Layer.provide(ApprovalsLive)
   )
+  const directRuns = yield* makeDirectRuns
   const server = HttpApiBuilder.serve().pipe(
+    Layer.provide(directRunRoutes(paths.home, directRuns)),
     Layer.provide(api),
     Layer.provide(NodeHttpServer.layer(() => http.createServer(), { path: bound }))
   )
   yield* Layer.buildWithScope(server, yield* Effect.scope)
+  // Before the server closes (it waits for every answer to end): the runs held for CLIs end first.
+  yield* Effect.addFinalizer(() => endDirectRuns(directRuns))
   yield* fs.chmod(bound, 0o600)
   yield* fs.rename(bound, socket)
   yield* fs.remove(privateDir, { recursive: true }).pipe(Effect.ignore)

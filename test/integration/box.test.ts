@@ -225,6 +225,49 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     }
   )
 
+  it("worker run is handed to the running daemon: the same lines, on the same streams, and the same exit code as the CLI running it itself", async () => {
+    const events = [
+      `{"type":"tool_execution_start","toolName":"bash","args":{"command":"ls"}}`,
+      `{"type":"tool_execution_end","toolName":"bash","result":{"content":[{"type":"text","text":"a\\nb\\nc\\nd\\ne"}]}}`,
+      `{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"done \\u001b[2J here"}],"stopReason":"stop"}}`
+    ].map((e) => `echo '${e}'`).join("; ")
+    const prompt = `!${events}; ${ACT}act message_user '{"text":"a note"}' >/dev/null; echo 'to stderr' >&2; exit 5`
+    const runWith = (handoff: "0" | "1") =>
+      collect(spawn(ROSTER_BIN, ["worker", "run", "alice", "--ceiling", "5", prompt], { env: { ...d.env, ROSTER_HANDOFF: handoff }, stdio: ["ignore", "pipe", "pipe"] }))
+    const itself = await runWith("0")
+    const itselfRun = lastRun(d)
+    const handed = await runWith("1")
+    const handedRun = lastRun(d)
+    // The daemon ran the second (the run's record names the daemon as its owner), the CLI the first.
+    expect(handedRun.record.run_id).not.toBe(itselfRun.record.run_id)
+    expect(itselfRun.record.owner.pid).not.toBe(handedRun.record.owner.pid)
+    expect(handedRun.record.owner.pid).toBe((JSON.parse((await d.roster(["server", "status", "--json"])).stdout) as { pid: number }).pid)
+    const same = (s: string, runId: string) => s.replaceAll(runId, "RUN")
+    expect(handed.code).toBe(5)
+    expect(itself.code).toBe(5)
+    expect(same(handed.stdout, handedRun.record.run_id)).toBe(same(itself.stdout, itselfRun.record.run_id))
+    expect(same(handed.stderr, handedRun.record.run_id)).toBe(same(itself.stderr, itselfRun.record.run_id))
+    // What both printed: the live lines (box text escaped), the message, the stderr tail, the two closing lines.
+    expect(handed.stdout).toContain("  -> bash {\"command\":\"ls\"}\n     | a\n     | b\n     | c\n     | … 2 more lines\nalice: done ␛[2J here\n")
+    expect(handed.stdout).toContain("message from alice: a note\n")
+    expect(handed.stdout).toContain(`box ${handedRun.record.run_id} ended by exit (exit code 5)\n`)
+    expect(handed.stderr).toContain("to stderr")
+    expect(handedRun.record).toMatchObject({ kind: "box", ended_by: "exit", exit_code: 5 })
+  })
+
+  it("a handed-over run whose CLI is killed with -9 ends at once: its box and token gone, its record finished", async () => {
+    const child = d.spawn(["worker", "run", "alice", "!sleep 100000"])
+    const done = collect(child)
+    expect(await waitForBox()).toHaveLength(1)
+    child.kill("SIGKILL")
+    await done
+    const deadline = Date.now() + 10_000
+    while ((await boxes()).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+    expect(await boxes()).toEqual([])
+    expect(identityFiles(d)).toEqual([])
+    expect(lastRun(d).record).toMatchObject({ ended_by: "signal", finished_at: expect.any(String) })
+  })
+
   it("a default box is bounded: 4g of memory and half the host's cores", async () => {
     const child = d.spawn(["worker", "run", "alice", "!sleep 30"])
     const done = collect(child)

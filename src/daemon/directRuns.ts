@@ -1,0 +1,181 @@
+import { FileSystem, HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cause, Console, Context, Effect, Exit, Fiber, Logger, Mailbox, Option, type ParseResult, Ref, Schema, Scope, Stream } from "effect"
+import { fileURLToPath } from "node:url"
+import { directRun } from "../box/directRun.js"
+import { lookAgainNow } from "../fs/stamp.js"
+import { Reporter } from "../report/Reporter.js"
+import { renderReport } from "../report/renderReport.js"
+import { visible } from "../report/terminal.js"
+
+/**
+ * `roster worker run` handed to the running daemon (bin/roster.js): the CLI starts in a tenth of
+ * the time when it does not load the program, and the daemon has it loaded and warm. The daemon
+ * runs the same {@link directRun} the CLI would and streams back every line it would have
+ * printed, in order, then its exit code. The box's owner is the daemon, and the CLI's connection
+ * holds the run: when it closes (the CLI killed, even with -9) the run is interrupted and its
+ * scope kills the box, as the CLI's own scope would have.
+ */
+const Ask = Schema.Struct({
+  /** The client's build: a daemon of another build says no, and the CLI runs it itself. */
+  build: Schema.String,
+  /** Names the run for a later interrupt (the CLI's Ctrl-C). */
+  token: Schema.String.pipe(Schema.minLength(16)),
+  worker: Schema.String,
+  prompt: Schema.String,
+  ceiling_min: Schema.optional(Schema.Number),
+  channel: Schema.NullOr(Schema.String),
+  /** The CLI's terminal: colour on its stdout; its stderr a terminal, how wide (progress lines). */
+  stdout_colour: Schema.Boolean,
+  stderr_tty: Schema.Boolean,
+  columns: Schema.optional(Schema.Number),
+  /** The CLI's environment where it decides what the run reaches: another engine or home, and the CLI runs it itself. */
+  docker_host: Schema.NullOr(Schema.String),
+  home: Schema.String
+})
+type Ask = typeof Ask.Type
+
+const Interrupt = Schema.Struct({ token: Schema.String, signal: Schema.Literal("SIGINT", "SIGTERM") })
+
+/** One line of the answer: text for the CLI's stdout (o) or stderr (e), or its exit code (x), last; the first is empty. */
+type Said = { readonly o: string } | { readonly e: string } | { readonly x: number } | Record<string, never>
+
+/** The build this process runs, from the bundle's last line (scripts/bundle.mjs); none when not run from a bundle. */
+const ownBuild = Effect.gen(function*() {
+  const fs = yield* FileSystem.FileSystem
+  const file = fileURLToPath(import.meta.url)
+  const size = Number((yield* fs.stat(file)).size)
+  const handle = yield* fs.open(file)
+  yield* handle.seek(Math.max(0, size - 64), "start")
+  const tail = Option.getOrElse(yield* handle.readAlloc(Math.min(64, size)), () => new Uint8Array())
+  return /\/\/# roster-build=([0-9a-f]+)\n$/.exec(Buffer.from(tail).toString("latin1"))?.[1]
+}).pipe(Effect.scoped, Effect.orElseSucceed(() => undefined))
+
+const errorMessage = (e: unknown) =>
+  e instanceof Error ? e.message : typeof e === "object" && e !== null && "message" in e ? String(e.message) : String(e)
+
+/** Why this daemon will not run it for the CLI (it then runs it itself), or undefined. */
+const declined = (ask: Ask, build: string | undefined, home: string) =>
+  build === undefined || ask.build !== build
+    ? `this daemon runs build ${build ?? "none"}, the CLI ${ask.build}`
+    : ask.docker_host !== (process.env.DOCKER_HOST ?? null)
+    ? "the CLI's DOCKER_HOST is not the daemon's"
+    : ask.home !== home
+    ? "the CLI's HOME is not the daemon's"
+    : undefined
+
+/** The run in a fiber of the stream's scope, saying everything through `say`; its exit code last. */
+const runFor = (ask: Ask, say: (s: Said) => void, interrupts: Interrupts, runs: Runs) =>
+  Effect.gen(function*() {
+    const signalled = yield* Ref.make<"SIGINT" | "SIGTERM" | undefined>(undefined)
+    // The files of the moment the person typed the command: an org.toml edit (lockdown on) or a connection removed just before it counts.
+    yield* lookAgainNow
+    const line = (...args: ReadonlyArray<unknown>) => `${args.map(String).join(" ")}\n`
+    const run = directRun({
+      worker: ask.worker,
+      prompt: ask.prompt,
+      ...(ask.ceiling_min !== undefined ? { ceilingMin: ask.ceiling_min } : {}),
+      channel: ask.channel
+    }, { say: (o) => Effect.sync(() => o !== "" && say({ o })), colour: ask.stdout_colour }).pipe(
+      // What the CLI's edge (src/bin.ts) says of a failure.
+      Effect.catchAll((e) => Effect.sync(() => say({ e: `roster: ${visible(errorMessage(e))}\n` })).pipe(Effect.as(1))),
+      (effect) =>
+        Console.consoleWith((c) =>
+          Console.withConsole(effect, {
+            ...c,
+            log: (...args) => Effect.sync(() => say({ o: line(...args) })),
+            info: (...args) => Effect.sync(() => say({ o: line(...args) })),
+            error: (...args) => Effect.sync(() => say({ e: line(...args) })),
+            warn: (...args) => Effect.sync(() => say({ e: line(...args) }))
+          })
+        ),
+      // The CLI prints the run's log lines on stderr, as its own logger does.
+      Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make(({ logLevel, message }) => {
+        const text = Array.isArray(message) ? message.join(" ") : String(message)
+        const prefix = logLevel._tag === "Warning" ? "warning: " : logLevel._tag === "Error" || logLevel._tag === "Fatal" ? "error: " : ""
+        say({ e: `${visible(`${prefix}${text}`)}\n` })
+      }))),
+      Effect.provideService(Reporter, {
+        report: (r) => Effect.sync(() => renderReport(r, { isTTY: ask.stderr_tty, ...(ask.columns ? { columns: ask.columns } : {}), write: (e) => say({ e }) }))
+      })
+    )
+    const fiber = yield* Effect.forkScoped(run)
+    yield* Effect.acquireRelease(
+      Ref.update(runs, (s) => new Set<Fiber.RuntimeFiber<unknown>>(s).add(fiber)),
+      () => Ref.update(runs, (s) => new Set([...s].filter((f) => f !== fiber)))
+    )
+    yield* Effect.acquireRelease(
+      Ref.update(interrupts, (m) => new Map(m).set(ask.token, (signal) => Ref.set(signalled, signal).pipe(Effect.zipRight(Fiber.interruptFork(fiber))))),
+      () => Ref.update(interrupts, (m) => { const n = new Map(m); n.delete(ask.token); return n })
+    )
+    const exit = yield* Fiber.await(fiber)
+    const signal = yield* Ref.get(signalled)
+    if (Exit.isSuccess(exit)) return exit.value
+    if (Cause.isInterruptedOnly(exit.cause)) {
+      if (signal) return signal === "SIGTERM" ? 143 : 130
+      say({ e: "roster: the daemon stopped while it ran this run (its box was killed): run it again once it is back (roster server start)\n" })
+      return 1
+    }
+    say({ e: `roster: unexpected failure\n${Cause.pretty(exit.cause)}\n` })
+    return 70
+  })
+
+type Interrupts = Ref.Ref<ReadonlyMap<string, (signal: "SIGINT" | "SIGTERM") => Effect.Effect<void>>>
+export type Runs = Ref.Ref<ReadonlySet<Fiber.RuntimeFiber<unknown>>>
+
+const badRequest = {
+  RequestError: () => Effect.succeed(HttpServerResponse.text("unreadable request", { status: 400 })),
+  ParseError: (e: ParseResult.ParseError) => Effect.succeed(HttpServerResponse.text(`bad request: ${e.message}`, { status: 400 }))
+}
+
+/** `POST /runs/direct`: the run, its lines streamed as they come (one JSON object a line), its exit code last. */
+const startRun = (build: string | undefined, home: string, interrupts: Interrupts, runs: Runs) =>
+  Effect.gen(function*() {
+    const ask = yield* HttpServerRequest.schemaBodyJson(Ask)
+    const why = declined(ask, build, home)
+    if (why) return HttpServerResponse.text(why, { status: 409 })
+    yield* Effect.logInfo(`control: running a run of ${ask.worker} for the CLI that handed it over`)
+    // Everything but a scope: the run's fibers live in the answer stream's scope, closed when the CLI's connection is.
+    const context = Context.omit(Scope.Scope)(yield* Effect.context<Exclude<Effect.Effect.Context<ReturnType<typeof runFor>>, Scope.Scope>>())
+    const body = Stream.unwrapScoped(Effect.gen(function*() {
+      const out = yield* Mailbox.make<Said>()
+      // A first, empty line: the answer's head goes out now, so the CLI knows the run is the daemon's (and its Ctrl-C has a run to reach).
+      yield* out.offer({})
+      yield* runFor(ask, (s) => void out.unsafeOffer(s), interrupts, runs).pipe(
+        Effect.provide(context),
+        Effect.flatMap((x) => Effect.zipRight(out.offer({ x }), out.end)),
+        Effect.forkScoped
+      )
+      return Mailbox.toStream(out)
+    })).pipe(Stream.map((s) => new TextEncoder().encode(`${JSON.stringify(s)}\n`)))
+    return HttpServerResponse.stream(body, { contentType: "application/x-ndjson" })
+  }).pipe(Effect.catchTags(badRequest))
+
+/** `POST /runs/direct/interrupt`: the CLI's Ctrl-C or SIGTERM; the run ends as the CLI's own would, with its closing lines. */
+const interruptRun = (interrupts: Interrupts) =>
+  Effect.gen(function*() {
+    const ask = yield* HttpServerRequest.schemaBodyJson(Interrupt)
+    const interrupt = (yield* Ref.get(interrupts)).get(ask.token)
+    if (!interrupt) return HttpServerResponse.text("no such run", { status: 404 })
+    yield* interrupt(ask.signal)
+    return HttpServerResponse.empty({ status: 204 })
+  }).pipe(Effect.catchTags(badRequest))
+
+/** The runs the daemon holds for CLIs, so that its stopping ends them before its server waits on their answers. */
+export const makeDirectRuns = Ref.make<ReadonlySet<Fiber.RuntimeFiber<unknown>>>(new Set())
+
+/** Ends every run held for a CLI (each says so to its CLI), before the control server closes. */
+export const endDirectRuns = (runs: Runs) => Effect.flatMap(Ref.get(runs), (all) => Fiber.interruptAll(all))
+
+/** The two routes beside the control API. */
+export const directRunRoutes = (home: string, runs: Runs) =>
+  HttpApiBuilder.Router.use((router) =>
+    Effect.gen(function*() {
+      const interrupts: Interrupts = yield* Ref.make<ReadonlyMap<string, (signal: "SIGINT" | "SIGTERM") => Effect.Effect<void>>>(new Map())
+      const start = startRun(yield* ownBuild, home, interrupts, runs)
+      // What a run needs (the engine, the files, the gateway's state) is the daemon's, given to the route here —
+      // but not the layer's scope: each run's fibers are its answer's (a context carries every service, whatever its type says).
+      const context = Context.omit(Scope.Scope)(yield* Effect.context<Exclude<Effect.Effect.Context<typeof start>, HttpServerRequest.HttpServerRequest>>())
+      yield* router.post("/runs/direct", Effect.provide(start, context))
+      yield* router.post("/runs/direct/interrupt", interruptRun(interrupts))
+    })
+  )
