@@ -13,6 +13,7 @@ import { commandAt, usageLine } from "./cli/usage.js"
 import { Hurry } from "./run/Hurry.js"
 import { makeRosterLive } from "./RosterLive.js"
 import { layerSpanTimes } from "./report/spanTimes.js"
+import { errorMessage, plainLogLine } from "./report/plainLog.js"
 
 // runMain turns SIGINT/SIGTERM into interruption (finalizers kill the box, drop the token);
 // remember which one so the process exits 130/143 as a shell expects.
@@ -20,16 +21,7 @@ let signalled: NodeJS.Signals | undefined
 process.once("SIGINT", () => (signalled = "SIGINT"))
 process.once("SIGTERM", () => (signalled = "SIGTERM"))
 
-const plainLogger = Logger.make(({ cause, logLevel, message }) => {
-  const said = Array.isArray(message) ? message.join(" ") : String(message)
-  // A failure logged with its cause (a background fiber's) shows what failed, not only that it did.
-  const text = Cause.isEmpty(cause) ? said : `${said}: ${Cause.pretty(cause)}`
-  const prefix = logLevel._tag === "Warning" ? "warning: " : logLevel._tag === "Error" || logLevel._tag === "Fatal" ? "error: " : ""
-  globalThis.console.error(visible(`${prefix}${text}`))
-})
-
-const errorMessage = (e: unknown) =>
-  e instanceof Error ? e.message : typeof e === "object" && e !== null && "message" in e ? String(e.message) : String(e)
+const plainLogger = Logger.make((entry) => globalThis.console.error(plainLogLine(entry)))
 
 /**
  * ROSTER_HELP_DUMP=<file> (the build, scripts/bundle.mjs): every command's help page written to the

@@ -6,6 +6,7 @@ import { lookAgainNow } from "../fs/stamp.js"
 import { Reporter } from "../report/Reporter.js"
 import { renderReport } from "../report/renderReport.js"
 import { visible } from "../report/terminal.js"
+import { errorMessage, plainLogLine } from "../report/plainLog.js"
 
 /**
  * `roster worker run` handed to the running daemon (bin/roster.js): the CLI starts in a tenth of
@@ -50,9 +51,6 @@ const ownBuild = Effect.gen(function*() {
   return /\/\/# roster-build=([0-9a-f]+)\n$/.exec(Buffer.from(tail).toString("latin1"))?.[1]
 }).pipe(Effect.scoped, Effect.orElseSucceed(() => undefined))
 
-const errorMessage = (e: unknown) =>
-  e instanceof Error ? e.message : typeof e === "object" && e !== null && "message" in e ? String(e.message) : String(e)
-
 /** Why this daemon will not run it for the CLI (it then runs it itself), or undefined. */
 const declined = (ask: Ask, build: string | undefined, home: string) =>
   build === undefined || ask.build !== build
@@ -89,11 +87,7 @@ const runFor = (ask: Ask, say: (s: Said) => void, interrupts: Interrupts, runs: 
           })
         ),
       // The CLI prints the run's log lines on stderr, as its own logger does.
-      Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make(({ logLevel, message }) => {
-        const text = Array.isArray(message) ? message.join(" ") : String(message)
-        const prefix = logLevel._tag === "Warning" ? "warning: " : logLevel._tag === "Error" || logLevel._tag === "Fatal" ? "error: " : ""
-        say({ e: `${visible(`${prefix}${text}`)}\n` })
-      }))),
+      Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make((entry) => say({ e: `${plainLogLine(entry)}\n` })))),
       Effect.provideService(Reporter, {
         report: (r) => Effect.sync(() => renderReport(r, { isTTY: ask.stderr_tty, ...(ask.columns ? { columns: ask.columns } : {}), write: (e) => say({ e }) }))
       })
