@@ -113,7 +113,9 @@ describe("the supervisor in the real daemon, on a real Docker engine", () => {
   })
 
   it("kill -9 of a roster worker run: its box is gone and its token removed within 15 s", async () => {
-    const child = d.spawn(["worker", "run", "alice", "!sleep 600"])
+    // The CLI runs the box itself (not handed to the daemon, whose run ends with the CLI's connection:
+    // box.test): the box is the CLI's, so the daemon's reaper is what finds it orphaned.
+    const child = spawn(ROSTER_BIN, ["worker", "run", "alice", "!sleep 600"], { env: { ...d.env, ROSTER_HANDOFF: "0" }, stdio: ["ignore", "pipe", "pipe"] })
     expect(await waitForBoxes(1)).toHaveLength(1)
     expect(identityFiles()).toHaveLength(1)
     const killed = Date.now()
