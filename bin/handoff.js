@@ -9,12 +9,15 @@ import * as http from "node:http"
 import * as os from "node:os"
 import * as path from "node:path"
 
-/** The control socket of the deployment this environment names (src/config/Paths.ts: ROSTER_HOME, else XDG). */
+/** The deployment this environment names (src/config/Paths.ts: ROSTER_HOME, else XDG): its config root and control socket. */
 const controlSocket = (env) => {
   const home = env.HOME && env.HOME.length > 0 ? env.HOME : os.homedir()
-  if (env.ROSTER_HOME && env.ROSTER_HOME.length > 0) return { home, socket: path.join(path.resolve(env.ROSTER_HOME), "state", "control.sock") }
-  const state = env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(home, ".local/state")
-  return { home, socket: path.join(state, "roster", "control.sock") }
+  if (env.ROSTER_HOME && env.ROSTER_HOME.length > 0) {
+    const root = path.resolve(env.ROSTER_HOME)
+    return { home, config: path.join(root, "config"), socket: path.join(root, "state", "control.sock") }
+  }
+  const xdg = (name, fallback) => (env[name] && path.isAbsolute(env[name]) ? env[name] : path.join(home, fallback))
+  return { home, config: path.join(xdg("XDG_CONFIG_HOME", ".config"), "roster"), socket: path.join(xdg("XDG_STATE_HOME", ".local/state"), "roster", "control.sock") }
 }
 
 /**
@@ -70,7 +73,7 @@ const ask = (socket, route, body) =>
 export const handOff = async (words, build) => {
   const run = readRunArgs(words)
   if (!run || !build || process.env.ROSTER_HANDOFF === "0" || process.env.ROSTER_TRACE) return false
-  const { home, socket } = controlSocket(process.env)
+  const { home, config, socket } = controlSocket(process.env)
   const token = randomBytes(12).toString("hex")
   // A signal from here on is the run's: passed on once the daemon has it (the run ends as the CLI's
   // would, its closing lines still said); a second one leaves at once (the daemon still finishes the run's end).
@@ -101,7 +104,8 @@ export const handOff = async (words, build) => {
       stderr_tty: process.stderr.isTTY === true,
       ...(process.stderr.columns ? { columns: process.stderr.columns } : {}),
       docker_host: process.env.DOCKER_HOST ?? null,
-      home
+      home,
+      config
     })
   } catch {
     return notHere() // no daemon here: the program says how to start one

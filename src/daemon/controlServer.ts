@@ -157,7 +157,7 @@ export const serveControl = Effect.fn("daemon.control")(function*() {
   )
   const directRuns = yield* makeDirectRuns
   const server = HttpApiBuilder.serve().pipe(
-    Layer.provide(directRunRoutes(paths.home, directRuns)),
+    Layer.provide(directRunRoutes(paths, directRuns)),
     Layer.provide(api),
     Layer.provide(NodeHttpServer.layer(() => http.createServer(), { path: bound }))
   )

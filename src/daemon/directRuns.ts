@@ -2,6 +2,7 @@ import { FileSystem, HttpApiBuilder, HttpServerRequest, HttpServerResponse } fro
 import { Cause, Console, Context, Effect, Exit, Fiber, Logger, Mailbox, Option, type ParseResult, Ref, Schema, Scope, Stream } from "effect"
 import { fileURLToPath } from "node:url"
 import { directRun } from "../box/directRun.js"
+import type { RosterPaths } from "../config/Paths.js"
 import { lookAgainNow } from "../fs/stamp.js"
 import { Reporter } from "../report/Reporter.js"
 import { renderReport } from "../report/renderReport.js"
@@ -31,7 +32,9 @@ const Ask = Schema.Struct({
   columns: Schema.optional(Schema.Number),
   /** The CLI's environment where it decides what the run reaches: another engine or home, and the CLI runs it itself. */
   docker_host: Schema.NullOr(Schema.String),
-  home: Schema.String
+  home: Schema.String,
+  /** The config root the CLI would read: another deployment's, and the CLI runs it itself (and is told the gateway is not its own). */
+  config: Schema.String
 })
 type Ask = typeof Ask.Type
 
@@ -52,13 +55,15 @@ const ownBuild = Effect.gen(function*() {
 }).pipe(Effect.scoped, Effect.orElseSucceed(() => undefined))
 
 /** Why this daemon will not run it for the CLI (it then runs it itself), or undefined. */
-const declined = (ask: Ask, build: string | undefined, home: string) =>
+const declined = (ask: Ask, build: string | undefined, paths: RosterPaths) =>
   build === undefined || ask.build !== build
     ? `this daemon runs build ${build ?? "none"}, the CLI ${ask.build}`
     : ask.docker_host !== (process.env.DOCKER_HOST ?? null)
     ? "the CLI's DOCKER_HOST is not the daemon's"
-    : ask.home !== home
+    : ask.home !== paths.home
     ? "the CLI's HOME is not the daemon's"
+    : ask.config !== paths.config
+    ? "the CLI's config root is not the daemon's"
     : undefined
 
 /** The run in a fiber of the stream's scope, saying everything through `say`; its exit code last. */
@@ -122,10 +127,10 @@ const badRequest = {
 }
 
 /** `POST /runs/direct`: the run, its lines streamed as they come (one JSON object a line), its exit code last. */
-const startRun = (build: string | undefined, home: string, interrupts: Interrupts, runs: Runs) =>
+const startRun = (build: string | undefined, paths: RosterPaths, interrupts: Interrupts, runs: Runs) =>
   Effect.gen(function*() {
     const ask = yield* HttpServerRequest.schemaBodyJson(Ask)
-    const why = declined(ask, build, home)
+    const why = declined(ask, build, paths)
     if (why) return HttpServerResponse.text(why, { status: 409 })
     yield* Effect.logInfo(`control: running a run of ${ask.worker} for the CLI that handed it over`)
     // Everything but a scope: the run's fibers live in the answer stream's scope, closed when the CLI's connection is.
@@ -161,11 +166,11 @@ export const makeDirectRuns = Ref.make<ReadonlySet<Fiber.RuntimeFiber<unknown>>>
 export const endDirectRuns = (runs: Runs) => Effect.flatMap(Ref.get(runs), (all) => Fiber.interruptAll(all))
 
 /** The two routes beside the control API. */
-export const directRunRoutes = (home: string, runs: Runs) =>
+export const directRunRoutes = (paths: RosterPaths, runs: Runs) =>
   HttpApiBuilder.Router.use((router) =>
     Effect.gen(function*() {
       const interrupts: Interrupts = yield* Ref.make<ReadonlyMap<string, (signal: "SIGINT" | "SIGTERM") => Effect.Effect<void>>>(new Map())
-      const start = startRun(yield* ownBuild, home, interrupts, runs)
+      const start = startRun(yield* ownBuild, paths, interrupts, runs)
       // What a run needs (the engine, the files, the gateway's state) is the daemon's, given to the route here —
       // but not the layer's scope: each run's fibers are its answer's (a context carries every service, whatever its type says).
       const context = Context.omit(Scope.Scope)(yield* Effect.context<Exclude<Effect.Effect.Context<typeof start>, HttpServerRequest.HttpServerRequest>>())
