@@ -67,7 +67,7 @@ const declined = (ask: Ask, build: string | undefined, paths: RosterPaths) =>
     : undefined
 
 /** The run in a fiber of the stream's scope, saying everything through `say`; its exit code last. */
-const runFor = (ask: Ask, say: (s: Said) => void, interrupts: Interrupts, runs: Runs) =>
+const runFor = (ask: Ask, say: (s: Said) => void, runs: Runs) =>
   Effect.gen(function*() {
     const signalled = yield* Ref.make<"SIGINT" | "SIGTERM" | undefined>(undefined)
     // The files of the moment the person typed the command: an org.toml edit (lockdown on) or a connection removed just before it counts.
@@ -99,12 +99,8 @@ const runFor = (ask: Ask, say: (s: Said) => void, interrupts: Interrupts, runs: 
     )
     const fiber = yield* Effect.forkScoped(run)
     yield* Effect.acquireRelease(
-      Ref.update(runs, (s) => new Set<Fiber.RuntimeFiber<unknown>>(s).add(fiber)),
-      () => Ref.update(runs, (s) => new Set([...s].filter((f) => f !== fiber)))
-    )
-    yield* Effect.acquireRelease(
-      Ref.update(interrupts, (m) => new Map(m).set(ask.token, (signal) => Ref.set(signalled, signal).pipe(Effect.zipRight(Fiber.interruptFork(fiber))))),
-      () => Ref.update(interrupts, (m) => { const n = new Map(m); n.delete(ask.token); return n })
+      Ref.update(runs, (m) => new Map(m).set(ask.token, { fiber, signalled })),
+      () => Ref.update(runs, (m) => new Map([...m].filter(([token]) => token !== ask.token)))
     )
     const exit = yield* Fiber.await(fiber)
     const signal = yield* Ref.get(signalled)
@@ -118,8 +114,12 @@ const runFor = (ask: Ask, say: (s: Said) => void, interrupts: Interrupts, runs: 
     return 70
   })
 
-type Interrupts = Ref.Ref<ReadonlyMap<string, (signal: "SIGINT" | "SIGTERM") => Effect.Effect<void>>>
-export type Runs = Ref.Ref<ReadonlySet<Fiber.RuntimeFiber<unknown>>>
+/** A run held for a CLI, by its token: its fiber, and the signal that ended it when the CLI passed one on. */
+interface Held {
+  readonly fiber: Fiber.RuntimeFiber<unknown>
+  readonly signalled: Ref.Ref<"SIGINT" | "SIGTERM" | undefined>
+}
+export type Runs = Ref.Ref<ReadonlyMap<string, Held>>
 
 const badRequest = {
   RequestError: () => Effect.succeed(HttpServerResponse.text("unreadable request", { status: 400 })),
@@ -127,7 +127,7 @@ const badRequest = {
 }
 
 /** `POST /runs/direct`: the run, its lines streamed as they come (one JSON object a line), its exit code last. */
-const startRun = (build: string | undefined, paths: RosterPaths, interrupts: Interrupts, runs: Runs) =>
+const startRun = (build: string | undefined, paths: RosterPaths, runs: Runs) =>
   Effect.gen(function*() {
     const ask = yield* HttpServerRequest.schemaBodyJson(Ask)
     const why = declined(ask, build, paths)
@@ -139,7 +139,7 @@ const startRun = (build: string | undefined, paths: RosterPaths, interrupts: Int
       const out = yield* Mailbox.make<Said>()
       // A first, empty line: the answer's head goes out now, so the CLI knows the run is the daemon's (and its Ctrl-C has a run to reach).
       yield* out.offer({})
-      yield* runFor(ask, (s) => void out.unsafeOffer(s), interrupts, runs).pipe(
+      yield* runFor(ask, (s) => void out.unsafeOffer(s), runs).pipe(
         Effect.provide(context),
         Effect.flatMap((x) => Effect.zipRight(out.offer({ x }), out.end)),
         Effect.forkScoped
@@ -150,31 +150,31 @@ const startRun = (build: string | undefined, paths: RosterPaths, interrupts: Int
   }).pipe(Effect.catchTags(badRequest))
 
 /** `POST /runs/direct/interrupt`: the CLI's Ctrl-C or SIGTERM; the run ends as the CLI's own would, with its closing lines. */
-const interruptRun = (interrupts: Interrupts) =>
+const interruptRun = (runs: Runs) =>
   Effect.gen(function*() {
     const ask = yield* HttpServerRequest.schemaBodyJson(Interrupt)
-    const interrupt = (yield* Ref.get(interrupts)).get(ask.token)
-    if (!interrupt) return HttpServerResponse.text("no such run", { status: 404 })
-    yield* interrupt(ask.signal)
+    const held = (yield* Ref.get(runs)).get(ask.token)
+    if (!held) return HttpServerResponse.text("no such run", { status: 404 })
+    yield* Ref.set(held.signalled, ask.signal)
+    yield* Fiber.interruptFork(held.fiber)
     return HttpServerResponse.empty({ status: 204 })
   }).pipe(Effect.catchTags(badRequest))
 
 /** The runs the daemon holds for CLIs, so that its stopping ends them before its server waits on their answers. */
-export const makeDirectRuns = Ref.make<ReadonlySet<Fiber.RuntimeFiber<unknown>>>(new Set())
+export const makeDirectRuns = Ref.make<ReadonlyMap<string, Held>>(new Map())
 
 /** Ends every run held for a CLI (each says so to its CLI), before the control server closes. */
-export const endDirectRuns = (runs: Runs) => Effect.flatMap(Ref.get(runs), (all) => Fiber.interruptAll(all))
+export const endDirectRuns = (runs: Runs) => Effect.flatMap(Ref.get(runs), (held) => Fiber.interruptAll([...held.values()].map((h) => h.fiber)))
 
 /** The two routes beside the control API. */
 export const directRunRoutes = (paths: RosterPaths, runs: Runs) =>
   HttpApiBuilder.Router.use((router) =>
     Effect.gen(function*() {
-      const interrupts: Interrupts = yield* Ref.make<ReadonlyMap<string, (signal: "SIGINT" | "SIGTERM") => Effect.Effect<void>>>(new Map())
-      const start = startRun(yield* ownBuild, paths, interrupts, runs)
+      const start = startRun(yield* ownBuild, paths, runs)
       // What a run needs (the engine, the files, the gateway's state) is the daemon's, given to the route here —
       // but not the layer's scope: each run's fibers are its answer's (a context carries every service, whatever its type says).
       const context = Context.omit(Scope.Scope)(yield* Effect.context<Exclude<Effect.Effect.Context<typeof start>, HttpServerRequest.HttpServerRequest>>())
       yield* router.post("/runs/direct", Effect.provide(start, context))
-      yield* router.post("/runs/direct/interrupt", interruptRun(interrupts))
+      yield* router.post("/runs/direct/interrupt", interruptRun(runs))
     })
   )

@@ -20,35 +20,32 @@ export const addViaApi = async (d: Deployment, worker: string, prompt: string): 
   }
 }
 
-const addOnce = (d: Deployment, worker: string, prompt: string) =>
-  new Promise<string>((resolve, reject) => {
-    const body = JSON.stringify({ worker, prompt, via: "api" })
+/** One call of a deployment's control API on its socket: the answer's JSON, or an error naming the call and its status. */
+const controlCall = <A>(d: Deployment, method: "GET" | "POST", route: string, what: string, payload?: unknown) =>
+  new Promise<A>((resolve, reject) => {
+    const body = payload === undefined ? undefined : JSON.stringify(payload)
     const req = http.request({
       socketPath: d.file("state", "control.sock"),
-      path: "/tasks",
-      method: "POST",
-      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) }
+      path: route,
+      method,
+      headers: body === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(body) }
     }, (res) => {
       let text = ""
       res.on("data", (c: Buffer) => (text += c.toString()))
-      res.on("end", () => (res.statusCode === 200 ? resolve((JSON.parse(text) as { task_id: string }).task_id) : reject(new Error(`task add ${res.statusCode}: ${text}`))))
+      res.on("end", () => (res.statusCode === 200 ? resolve(JSON.parse(text) as A) : reject(new Error(`${what} ${res.statusCode}: ${text}`))))
     })
     req.on("error", reject)
     req.end(body)
   })
 
+const addOnce = (d: Deployment, worker: string, prompt: string) =>
+  controlCall<{ task_id: string }>(d, "POST", "/tasks", "task add", { worker, prompt, via: "api" }).then((t) => t.task_id)
+
 /**
  * A deployment's tasks as its control API lists them (what `roster task list --json` prints while the
  * daemon runs): for a test that polls often, without a CLI start (half a core-second) each time.
  */
-export const tasksViaApi = <T>(d: Deployment) =>
-  new Promise<Array<T>>((resolve, reject) => {
-    http.get({ socketPath: d.file("state", "control.sock"), path: "/tasks" }, (res) => {
-      let text = ""
-      res.on("data", (c: Buffer) => (text += c.toString()))
-      res.on("end", () => (res.statusCode === 200 ? resolve(JSON.parse(text) as Array<T>) : reject(new Error(`task list ${res.statusCode}: ${text}`))))
-    }).on("error", reject)
-  })
+export const tasksViaApi = <T>(d: Deployment) => controlCall<Array<T>>(d, "GET", "/tasks", "task list")
 
 /** One container event as the engine reports it: what happened, when (ms), and the container's labels. */
 export interface EngineEvent {
