@@ -12,6 +12,11 @@ export interface Appender {
    * left the count unknown.
    */
   readonly write: (text: string) => Effect.Effect<number, PlatformError>
+  /**
+   * `write` for a caller that is not a fiber (the gateway's common request): the line joins the
+   * queue at once, in order with every other; the promise settles as `write` would.
+   */
+  readonly push: (text: string) => Promise<number>
   readonly close: Effect.Effect<void>
 }
 
@@ -56,17 +61,18 @@ export class Files extends Context.Tag("roster/Files")<Files, {
       }).pipe(Effect.uninterruptible, Effect.map(({ handle, size: opened }): Appender => {
         const lines = batchedWrite((text) => handle.write(text))
         let size = opened
+        // The offset is taken as the line joins the queue: lines are written in the order they join.
+        const push = (text: string) => {
+          const at = size
+          if (size >= 0) size += Buffer.byteLength(text)
+          return lines.write(text).then(() => at, (e: unknown) => {
+            size = -1
+            throw e
+          })
+        }
         return {
-          // The offset is taken as the line joins the queue: lines are written in the order they join.
-          write: (text) =>
-            io("write", file, () => {
-              const at = size
-              if (size >= 0) size += Buffer.byteLength(text)
-              return lines.write(text).then(() => at, (e: unknown) => {
-                size = -1
-                throw e
-              })
-            }),
+          write: (text) => io("write", file, () => push(text)),
+          push,
           close: Effect.promise(() => lines.drained().then(() => handle.close()).catch(() => undefined))
         }
       }))

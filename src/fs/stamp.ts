@@ -24,7 +24,16 @@ const caches = new Set<Map<string, unknown>>()
  */
 export const lookAgainNow = Effect.sync(() => {
   for (const c of caches) c.clear()
+  lookedAgain++
 })
+
+let lookedAgain = 0
+
+/**
+ * How many times {@link lookAgainNow} has run: a cache of what was decided from these files
+ * (the gateway's per-connection grant) holds only while this has not moved.
+ */
+export const lookAgainCount = () => lookedAgain
 
 /**
  * A file's stamp looked at no more than once per `ttlMs` (by the Clock): a reader on a hot path

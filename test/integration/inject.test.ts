@@ -27,7 +27,7 @@ import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { makeTestTls } from "../support/testCa.js"
 import { auditedOnce } from "../support/audit.js"
 import type { AuditRecord } from "../../src/gateway/base/Audit.js"
-import { connectVia, forwardVia, type Reply, reportPreflight, tlsHandshakeVia, viaGateway, wsVia } from "../support/boxClient.js"
+import { connectVia, forwardVia, keptAlive, type Reply, reportPreflight, tlsHandshakeVia, viaGateway, wsVia } from "../support/boxClient.js"
 import type { Org } from "../../src/config/schema.js"
 import { checkPolicy } from "../../src/gateway/base/policyCheck.js"
 
@@ -47,6 +47,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   let rosterCa: string
   let testCa: string
   let auditDir: string
+  let orgFile: string
   let org: Org
   let readRun: (worker: string, runId: string) => Promise<RunRecord | undefined>
   const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d"])
@@ -97,6 +98,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     fs.writeFileSync(path.join(identity, `${CAROL}.json`), JSON.stringify({ subject: "org/carol", run_id: "2026-12-01-09-00-00-0000ca01", worker: "carol", task_id: null }))
     fs.writeFileSync(path.join(identity, `${ALICE_WS}.json`), JSON.stringify({ subject: "org/alice", run_id: "2026-12-01-09-00-00-0000a11d", worker: "alice", task_id: null }))
     auditDir = layout(paths).auditDir
+    orgFile = layout(paths).orgToml
 
     const layer = Layer.mergeAll(
       OrgConfig.layer,
@@ -495,6 +497,60 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     const ledger = fs.readdirSync(path.join(auditDir, "..", "ledger")).flatMap((f) =>
       fs.readFileSync(path.join(auditDir, "..", "ledger", f), "utf8").trim().split("\n").map((l) => JSON.parse(l)))
     expect(ledger).toEqual([expect.objectContaining({ run_id: "2026-12-01-09-00-00-0000ca01", worker: "carol", input: 12, output: run?.usage?.output_tokens, priced: true })])
+  })
+
+  it("requests after the first on a kept-alive connection are each injected, scrubbed and audited; a sentinel in a streamed body warns the run", async () => {
+    const c = await keptAlive(port, ALICE, "198.51.100.7:8443", [rosterCa])
+    try {
+      for (let i = 1; i <= 5; i++) {
+        const r = await c.request({ path: `/kept/${i}?q=${i}`, headers: { "x-api-key": SENTINEL } })
+        expect(r.status).toBe(200)
+        expect(echo(r).x_api_key_sha256).toBe(sha(REAL_KEY))
+        // The upstream echoed the real key; the box gets the sentinel back.
+        expect(echo(r).headers["x-api-key"]).toBe(SENTINEL)
+        expect(r.body).not.toContain(REAL_KEY)
+      }
+      // A body that streams through (not one read whole and checked) is watched for the sentinel as it goes.
+      const upload = await c.request({
+        method: "PUT", path: "/kept/upload", headers: { "x-api-key": SENTINEL, "content-type": "application/octet-stream" }, body: `blob ${SENTINEL} blob`
+      })
+      expect(upload.status).toBe(200)
+      expect(echo(upload).body).toBe(`blob ${SENTINEL} blob`)
+      expect(c.closed()).toBe(false)
+    } finally {
+      c.close()
+    }
+    const kept = (x: AuditRecord) => x.path.startsWith("/kept/")
+    const records = (await auditedOnce(auditDir, (lines) => lines.filter(kept).length >= 6)).filter(kept)
+    expect(records.map((x) => x.path).sort()).toEqual(["/kept/1", "/kept/2", "/kept/3", "/kept/4", "/kept/5", "/kept/upload"])
+    for (const x of records) expect(x).toMatchObject({ run_id: "2026-12-01-09-00-00-0000a11c", subject: "org/alice", status: 200, injected: true })
+    expect(records.find((x) => x.path === "/kept/upload")?.sentinel_unsubstituted).toEqual(["body"])
+    expect(records.filter((x) => x.path !== "/kept/upload").every((x) => x.sentinel_unsubstituted === undefined)).toBe(true)
+    const warned = (r: RunRecord | undefined) => r?.warnings?.some((w) => w.includes("198.51.100.7") && w.includes("not a credential) in body:")) === true
+    let alice = await readRun("alice", "2026-12-01-09-00-00-0000a11c")
+    for (let i = 0; i < 40 && !warned(alice); i++) alice = await new Promise((r) => setTimeout(r, 50)).then(() => readRun("alice", "2026-12-01-09-00-00-0000a11c"))
+    expect(warned(alice)).toBe(true)
+  })
+
+  it("an org.toml edit that takes a grant away refuses the next request on a connection already open, within a second", async () => {
+    const c = await keptAlive(port, ALICE, "git.example.com:8443", [rosterCa])
+    const before = fs.readFileSync(orgFile, "utf8")
+    try {
+      for (const p of ["/before/1", "/before/2"]) expect((await c.request({ path: p })).status).toBe(200)
+      fs.writeFileSync(orgFile, before.replace(`hosts = ["git.example.com"]`, `hosts = ["git2.example.com"]`))
+      const edited = Date.now()
+      let r = await c.request({ path: "/after" })
+      while (r.status === 200 && Date.now() - edited < 3_000) r = await new Promise((ok) => setTimeout(ok, 20)).then(() => c.request({ path: "/after" }))
+      const seenAfter = Date.now() - edited
+      expect(r.status).toBe(403)
+      expect(r.headers["x-roster-refusal"]).toBe("no_rule")
+      expect(r.body).toContain("git.example.com")
+      // Half a second for org.toml's stamp, a quarter for the connection's grant; the rest is this machine's load.
+      expect(seenAfter).toBeLessThan(1_500)
+    } finally {
+      fs.writeFileSync(orgFile, before)
+      c.close()
+    }
   })
 
   it("a token whose run has ended gets 407 at once, though its file is still there", async () => {

@@ -61,6 +61,53 @@ export const viaGateway = (
   })
 
 
+/**
+ * A box's client that keeps one connection through the gateway (CONNECT with its token, TLS
+ * inside) and sends each request on it in turn, as an SDK's keep-alive agent does: after the
+ * first, the gateway answers them on a grant it decided a moment ago (fastForward).
+ */
+export const keptAlive = async (gatewayPort: number, token: string, target: string, ca: ReadonlyArray<string>) => {
+  const host = target.slice(0, target.lastIndexOf(":"))
+  const secured = await new Promise<tls.TLSSocket>((resolve, reject) => {
+    const connect = http.request({ host: "127.0.0.1", port: gatewayPort, method: "CONNECT", path: target, headers: proxyAuth(token) })
+    connect.once("connect", (res, socket) => {
+      if (res.statusCode !== 200) return reject(new Error(`CONNECT answered ${res.statusCode}`))
+      const s = tls.connect({ socket, host, ca: [...ca], ...(net.isIP(host) ? {} : { servername: host }) })
+      s.once("secureConnect", () => resolve(s))
+      s.once("error", reject)
+    })
+    connect.once("error", reject)
+    connect.end()
+  })
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  Object.assign(agent, { createConnection: () => secured })
+  let closed = false
+  secured.once("close", () => (closed = true))
+  return {
+    request: (request: { method?: string; path: string; headers?: Record<string, string>; body?: string }) =>
+      new Promise<Reply>((resolve, reject) => {
+        const started = Date.now()
+        const req = http.request({ method: request.method ?? "GET", path: request.path, headers: { host, ...request.headers }, agent }, (res) => {
+          let body = ""
+          const arrivals: Array<number> = []
+          res.on("data", (c: Buffer) => {
+            arrivals.push(Date.now() - started)
+            body += c.toString()
+          })
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, arrivals }))
+        })
+        req.once("error", reject)
+        req.end(request.body)
+      }),
+    /** Whether the gateway (or the client) has closed the connection. */
+    closed: () => closed,
+    close: () => {
+      agent.destroy()
+      secured.destroy()
+    }
+  }
+}
+
 /** What a box's plain-http client does through HTTP_PROXY: the absolute URI, with its token. */
 export const forwardVia = (gatewayPort: number, token: string | undefined, url: string) =>
   new Promise<Reply>((resolve, reject) => {

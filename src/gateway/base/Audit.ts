@@ -1,6 +1,6 @@
 import { FileSystem, Path } from "@effect/platform"
 import { SystemError } from "@effect/platform/Error"
-import { Clock, Context, Effect, Layer, Ref, Schedule } from "effect"
+import { Clock, Context, Effect, Layer, Ref, Runtime, Schedule } from "effect"
 import { captureHostFiles, Paths, layout } from "../../config/Paths.js"
 import { type Appender, Files } from "../../fs/Files.js"
 import { AuditIndex } from "../../run/AuditIndex.js"
@@ -37,6 +37,11 @@ const WARN_EVERY_MS = 60_000
  */
 export class Audit extends Context.Tag("roster/Audit")<Audit, {
   readonly write: (record: AuditRecord) => Effect.Effect<void>
+  /**
+   * `write` for a handler that is not a fiber (the gateway's common request): the line joins the
+   * day's queue at once; a failure is reported as `write` reports it.
+   */
+  readonly submit: (record: AuditRecord) => void
 }>() {
   /** The audit log on this machine's disk (a machine on its own: `runs show` reads it from the run's days). */
   static readonly layer = Layer.scoped(Audit, Effect.suspend(() => makeAudit(() => undefined)))
@@ -49,7 +54,7 @@ export class Audit extends Context.Tag("roster/Audit")<Audit, {
 
   /** Keeps records in memory, for tests that read what the gateway recorded. */
   static readonly layerMemory = (records: Array<AuditRecord>) =>
-    Layer.succeed(Audit, { write: (record) => Effect.sync(() => void records.push(record)) })
+    Layer.succeed(Audit, { write: (record) => Effect.sync(() => void records.push(record)), submit: (record) => void records.push(record) })
 }
 
 /**
@@ -88,65 +93,76 @@ const runStarts = (index: Context.Tag.Service<AuditIndex>, node: string) =>
 const makeAudit = (noted: (runId: string, day: string, offset: number) => void) =>
   Effect.gen(function*() {
     const env = Context.add(yield* captureHostFiles, Files, yield* Files)
+    const dir = layout(Context.get(env, Paths)).auditDir
     const lastWarned = yield* Ref.make(Number.NEGATIVE_INFINITY)
     const opening = yield* Effect.makeSemaphore(1)
-    // The open day files by path.
+    // The open day files by path, and the one lines go to now: a request's line is one lookup, one write.
     const open = new Map<string, Appender>()
+    let today: { readonly day: string; readonly appender: Appender } | undefined
     // Once closed, no file is opened again: a write after the layer's end (a caller that outlived
     // it) is refused, not given a handle no one would ever close.
     let closed = false
     yield* Effect.addFinalizer(() =>
       opening.withPermits(1)(Effect.suspend(() => {
         closed = true
+        today = undefined
         const all = [...open.values()]
         open.clear()
         return Effect.forEach(all, (a) => a.close, { discard: true })
       })))
-    const warn = (dir: string, detail: string) =>
+    const warn = (detail: string) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const due = yield* Ref.modify(lastWarned, (at) => (now - at >= WARN_EVERY_MS ? [true, now] : [false, at]))
         if (due) yield* Effect.logWarning(`the gateway's audit log cannot be written (${dir}): ${detail} — requests go on unrecorded until it can`)
       })
-    const appenderFor = (dir: string, name: string) =>
-      Effect.gen(function*() {
+    const appenderFor = (day: string) =>
+      // Opened and filed in one step an interrupt cannot split: every handle is in `open`, for the finalizer to close.
+      opening.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
         const path = yield* Path.Path
-        const file = path.join(dir, name)
-        const known = open.get(file)
-        if (known) return known
-        // Opened and filed in one step an interrupt cannot split: every handle is in `open`, for the finalizer to close.
-        return yield* opening.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
-          if (closed) return yield* Effect.fail(new SystemError({ reason: "Unknown", module: "FileSystem", method: "open", pathOrDescriptor: file, description: "the audit log is closed (its layer ended)" }))
-          const again = open.get(file)
-          if (again) return again
-          // The first record of a deployment (or after someone removed the folder) makes it.
-          yield* (yield* FileSystem.FileSystem).makeDirectory(dir, { recursive: true, mode: 0o700 })
-          const appender = yield* (yield* Files).openAppend(file, 0o600)
-          // An earlier day of the same folder is done with.
-          for (const [other, a] of open) {
-            if (path.dirname(other) === dir) {
-              open.delete(other)
-              yield* a.close
-            }
-          }
-          open.set(file, appender)
-          return appender
-        })))
+        const file = path.join(dir, `${day}.jsonl`)
+        if (closed) return yield* Effect.fail(new SystemError({ reason: "Unknown", module: "FileSystem", method: "open", pathOrDescriptor: file, description: "the audit log is closed (its layer ended)" }))
+        const again = open.get(file)
+        if (again) return again
+        // The first record of a deployment (or after someone removed the folder) makes it.
+        yield* (yield* FileSystem.FileSystem).makeDirectory(dir, { recursive: true, mode: 0o700 })
+        const appender = yield* (yield* Files).openAppend(file, 0o600)
+        // An earlier day is done with.
+        for (const [other, a] of open) {
+          open.delete(other)
+          yield* a.close
+        }
+        open.set(file, appender)
+        today = { day, appender }
+        return appender
+      }))).pipe(Effect.provide(env))
+    const written = (record: AuditRecord, day: string) => (offset: number) => {
+      if (record.run_id !== null && offset >= 0) noted(record.run_id, day, offset)
+    }
+    const lineOf = (record: AuditRecord, millis: number) => {
+      const time = new Date(millis).toISOString()
+      return { line: `${JSON.stringify({ time, ...record })}\n`, day: time.slice(0, 10) }
+    }
+    const write = (record: AuditRecord) =>
+      Effect.flatMap(Clock.currentTimeMillis, (millis) => {
+        const { day, line } = lineOf(record, millis)
+        const current = today?.day === day ? today.appender : undefined
+        return (current ? current.write(line) : Effect.flatMap(appenderFor(day), (a) => a.write(line))).pipe(
+          Effect.tap(written(record, day)),
+          Effect.catchAll((e) => warn(e.message))
+        )
       })
+    const runtime = yield* Effect.runtime<never>()
+    const clock = yield* Effect.clock
     return Audit.of({
-      write: (record) =>
-        Effect.gen(function*() {
-          const dir = layout(yield* Paths).auditDir
-          const now = new Date(yield* Clock.currentTimeMillis)
-          const line = `${JSON.stringify({ time: now.toISOString(), ...record })}\n`
-          const day = now.toISOString().slice(0, 10)
-          yield* appenderFor(dir, `${day}.jsonl`).pipe(
-            Effect.flatMap((a) => a.write(line)),
-            Effect.tap((offset) => {
-              if (record.run_id !== null && offset >= 0) noted(record.run_id, day, offset)
-            }),
-            Effect.catchAll((e) => warn(dir, e.message))
-          )
-        }).pipe(Effect.provide(env))
+      write,
+      submit: (record) => {
+        const { day, line } = lineOf(record, clock.unsafeCurrentTimeMillis())
+        const current = today?.day === day ? today.appender : undefined
+        // The day's first line opens its file, as `write` does.
+        if (!current) return void Runtime.runFork(runtime)(write(record))
+        current.push(line).then(written(record, day), (e: unknown) =>
+          Runtime.runFork(runtime)(warn(e instanceof Error ? e.message : String(e))))
+      }
     })
   })

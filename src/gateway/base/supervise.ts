@@ -16,18 +16,21 @@ export interface RequestTrace {
 export const newTrace = (method: string, host: string, port: number, path: string) =>
   Effect.map(Clock.currentTimeMillis, (startedAt): RequestTrace => ({ run_id: null, subject: "?", host, port, method, path, startedAt }))
 
+export type TraceFields =
+  & Pick<AuditRecord, "status">
+  & Partial<Pick<AuditRecord, "injected" | "bytes_up" | "bytes_down" | "note" | "host" | "sentinel_unsubstituted">>
+
+/** The audit line of a request from its trace, at `now`. */
+export const traceRecord = (trace: RequestTrace, fields: TraceFields, now: number): AuditRecord => {
+  const { startedAt: _, ...where } = trace
+  return { injected: false, bytes_up: 0, bytes_down: 0, ...where, path: redactMarks(where.path), ...fields, duration_ms: now - trace.startedAt }
+}
+
 /** Audits one request from its trace: the duration comes from the Clock. */
-export const auditTrace = (
-  trace: RequestTrace,
-  fields: Pick<AuditRecord, "status"> & Partial<Pick<AuditRecord, "injected" | "bytes_up" | "bytes_down" | "note" | "host" | "sentinel_unsubstituted">>
-) =>
+export const auditTrace = (trace: RequestTrace, fields: TraceFields) =>
   Effect.gen(function*() {
     const audit = yield* Audit
-    const now = yield* Clock.currentTimeMillis
-    const { startedAt: _, ...where } = trace
-    yield* audit.write({
-      injected: false, bytes_up: 0, bytes_down: 0, ...where, path: redactMarks(where.path), ...fields, duration_ms: now - trace.startedAt
-    })
+    yield* audit.write(traceRecord(trace, fields, yield* Clock.currentTimeMillis))
   })
 
 /**

@@ -8,6 +8,8 @@ import type { Caller } from "../base/identify.js"
 import type { Target } from "./granted.js"
 import { injectForward } from "./injectForward.js"
 import { injectUpgrade } from "./injectUpgrade.js"
+import { makeFastForward } from "./fastForward.js"
+import { makeGrantCache } from "./grantCache.js"
 import type { LeafIssuer } from "../certs/leafCerts.js"
 import { Refusal } from "../base/refusal.js"
 import { refuseResponse, refuseSocket, refuseUnlessHttp1 } from "../base/refuse.js"
@@ -16,22 +18,31 @@ import { newTrace, supervised } from "../base/supervise.js"
 /**
  * TLS termination for hosts with an injecting grant: the box gets a leaf certificate for the
  * host from the roster CA, and each request inside goes through `injectForward` (a WebSocket
- * upgrade through `injectUpgrade`) as a supervised fiber of the gateway's scope.
+ * upgrade through `injectUpgrade`) as a supervised fiber of the gateway's scope — or, the common
+ * request on a connection granted a moment ago, through `fastForward` without one.
  */
 export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(issuer: LeafIssuer) {
   const run = yield* FiberSet.makeRuntime<GatewayContext>()
   const targets = new WeakMap<object, Target>()
 
-  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) =>
-    refuseUnlessHttp1(req, req.socket) || void run(Effect.gen(function*() {
-      const target = targets.get(req.socket)
+  // What each connection was last granted, for its next requests.
+  const grants = makeGrantCache()
+  const fast = yield* makeFastForward(grants)
+
+  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (refuseUnlessHttp1(req, req.socket)) return
+    const target = targets.get(req.socket)
+    // The common request without a fiber; the rest (and the first of each connection) as an Effect.
+    if (target && fast.tryForward(target, req, res)) return
+    void run(Effect.gen(function*() {
       const url = req.url ?? "/"
       const trace = yield* newTrace(req.method ?? "GET", target?.host ?? "?", target?.port ?? 0, url.split("?")[0] ?? "/")
       if (!target || !url.startsWith("/")) return refuseResponse(res, new Refusal(400, "bad request"))
       trace.run_id = target.caller.runId
       trace.subject = target.caller.subject
-      yield* supervised(trace, injectForward(target, req, res, trace), () => refuseResponse(res, new Refusal(500, "internal error")))
+      yield* supervised(trace, injectForward(target, req, res, trace, grants), () => refuseResponse(res, new Refusal(500, "internal error")))
     }))
+  }
 
   // A WebSocket handshake: the same checks, then frames both ways (injectUpgrade).
   const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>

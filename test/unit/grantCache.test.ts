@@ -1,0 +1,38 @@
+import { Effect } from "effect"
+import type * as http from "node:http"
+import { describe, expect, it } from "vitest"
+import { lookAgainNow } from "../../src/fs/stamp.js"
+import { GRANT_SEEN_MS, type Granted, makeGrantCache } from "../../src/gateway/inject/grantCache.js"
+import type { Target } from "../../src/gateway/inject/granted.js"
+
+const target = (): Target => ({ caller: { subject: "org/alice", runId: "r1", worker: "alice", taskId: null }, host: "api.example.com", port: 443 })
+const granted = {} as Granted
+const agent = {} as http.Agent
+
+describe("a terminated connection's grant, kept for its next requests", () => {
+  it("serves the connection it was decided for, within its moment only", () => {
+    const cache = makeGrantCache()
+    const a = target()
+    cache.note(a, granted, agent, 1_000)
+    expect(cache.fresh(a, 1_000)?.agent).toBe(agent)
+    expect(cache.fresh(a, 1_000 + GRANT_SEEN_MS - 1)).toBeDefined()
+    expect(cache.fresh(a, 1_000 + GRANT_SEEN_MS)).toBeUndefined()
+    // A clock that went back is not trusted either.
+    expect(cache.fresh(a, 999)).toBeUndefined()
+    // Another connection (another CONNECT, the same caller and host) is decided afresh.
+    expect(cache.fresh(target(), 1_000)).toBeUndefined()
+  })
+
+  it("is given up when the connection's request is refused, and after lookAgainNow (a run a person just typed)", () => {
+    const cache = makeGrantCache()
+    const a = target()
+    cache.note(a, granted, agent, 1_000)
+    cache.forget(a)
+    expect(cache.fresh(a, 1_001)).toBeUndefined()
+    cache.note(a, granted, agent, 1_000)
+    Effect.runSync(lookAgainNow)
+    expect(cache.fresh(a, 1_001)).toBeUndefined()
+    cache.note(a, granted, agent, 1_002)
+    expect(cache.fresh(a, 1_003)).toBeDefined()
+  })
+})
