@@ -3,6 +3,8 @@
 // its CPU is its own, as the daemon's is. Prints its port, then serves until stdin closes.
 // argv: <roster home> <token> ; the deployment's org.toml and identity file are the bench's.
 import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { Effect, Layer } from "effect"
 import { Audit, Dialer, Files, HostGit, LiveRuns, MemoryStore, OrgConfig, Paths, RunFence, RunLog, serveGateway, SpendLedger, TaskStore, Vault } from "../dist/src/index.js"
 import { makeDockerTest } from "../dist/src/testing.js"
@@ -14,7 +16,18 @@ const layer = Layer.mergeAll(
   LiveRuns.layerTest(() => true), Audit.layer, RunLog.layer, TaskStore.layer, MemoryStore.layer, RunFence.layerNone, SpendLedger.layer
 ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest())))
 
+// Each run an identity file names has its record, as a live run's has: the gateway notes its model answers' usage there.
+const runRecords = Effect.gen(function*() {
+  const dir = path.join(home, "state", "identity")
+  const runLog = yield* RunLog
+  for (const f of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+    const id = JSON.parse(fs.readFileSync(path.join(dir, f), "utf8"))
+    if (id.run_id && id.worker) yield* runLog.start({ runId: id.run_id, worker: id.worker, kind: "box" })
+  }
+})
+
 const program = Effect.gen(function*() {
+  yield* runRecords
   const { port } = yield* serveGateway({ addrs: ["127.0.0.1"], port: 0 })
   process.stdout.write(`${port}\n`)
   yield* Effect.async((resume) => {

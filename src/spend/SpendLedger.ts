@@ -1,9 +1,10 @@
 import type { FileSystem, Path } from "@effect/platform"
 import { Context, Effect, Layer, type Option } from "effect"
-import { captureHostFiles, type Paths } from "../config/Paths.js"
+import { captureHostFiles, layout, type Paths, Paths as PathsTag } from "../config/Paths.js"
+import { makeDayFiles } from "../fs/dayFiles.js"
 import { Files } from "../fs/Files.js"
 import { dayOf, type LedgerEntry, type Spent, tokensOf, type UsageSum } from "./entry.js"
-import { appendEntry, readRecentDays, readUsage } from "./ledgerFiles.js"
+import { readRecentDays, readUsage } from "./ledgerFiles.js"
 
 export { dayOf, LedgerEntry, type Spent, tokensOf, type UsageSum } from "./entry.js"
 
@@ -30,7 +31,7 @@ export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, 
    * One machine: state/ledger/<UTC day>.jsonl. The recent days' sums are read into memory when
    * the layer is built (a gateway restart forgets nothing that was written) and kept up by `count`.
    */
-  static readonly layer = Layer.effect(
+  static readonly layer = Layer.scoped(
     SpendLedger,
     Effect.gen(function*() {
       const env = Context.add(yield* captureHostFiles, Files, yield* Files)
@@ -38,10 +39,17 @@ export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, 
       const sums = makeSums()
       for (const e of yield* own(readRecentDays)) sums.add(e)
       const stopped = new Set<string>()
+      const dir = layout(Context.get(env, PathsTag)).ledgerDir
+      // The day's file stays open: a model answer's line is one write, not an open, a write and a close.
+      const days = yield* Effect.provide(makeDayFiles(dir), env)
       return {
         spent: (worker, runId, nowIso) => Effect.sync(() => sums.spent(worker, runId, nowIso)),
         count: sums.add,
-        persist: (e) => own(appendEntry(e)),
+        persist: (e) =>
+          days.write(dayOf(e.time), `${JSON.stringify(e)}\n`).pipe(
+            Effect.catchAll((err) => Effect.logError(`gateway: the spend ledger cannot be written (${dir}): ${err.message}`)),
+            Effect.asVoid
+          ),
         stopOnce: (runId) => !stopped.has(runId) && stopped.add(runId).size > 0,
         usage: (since, worker) => own(readUsage(since, worker))
       }

@@ -1,9 +1,8 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
-import { Files } from "../fs/Files.js"
 import { foldFileLines } from "../fs/lines.js"
-import { dayOf, LedgerEntry, type UsageSum } from "./entry.js"
+import { LedgerEntry, type UsageSum } from "./entry.js"
 
 /** How far back the ledger is read at start: a run's spending counts across days, a run lasts less than this. */
 const DAYS_KEPT_IN_MEMORY = 7
@@ -30,24 +29,6 @@ export const readRecentDays = Effect.gen(function*() {
   }
   return entries
 })
-
-/** Appends an answer to its day's file (made 0600 in a 0700 folder); a failure is logged, never the request's. */
-export const appendEntry = (e: LedgerEntry) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const path = yield* Path.Path
-    const dir = layout(yield* Paths).ledgerDir
-    const file = path.join(dir, `${dayOf(e.time)}.jsonl`)
-    const line = `${JSON.stringify(e)}\n`
-    const appendTo = (yield* Files).append
-    yield* appendTo(file, line, 0o600).pipe(
-      Effect.catchTag("SystemError", (err) =>
-        err.reason === "NotFound"
-          ? fs.makeDirectory(dir, { recursive: true, mode: 0o700 }).pipe(Effect.zipRight(appendTo(file, line, 0o600)))
-          : Effect.fail(err)),
-      Effect.catchAll((err) => Effect.logError(`gateway: the spend ledger cannot be written (${file}): ${err.message}`))
-    )
-  })
 
 interface Sum {
   runs: Set<string>

@@ -1,10 +1,11 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { ConfigError, readToml } from "../config/decode.js"
 import { validateWorkerName } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
 import { WorkerSchema, type WorkerSettings } from "../config/schema.js"
 import { writeAtomic } from "../fs/atomic.js"
+import { makeStampCache } from "../fs/stamp.js"
 
 /** A worker that has no identity.md in this deployment, with how to add it. */
 export class UnknownWorker extends Schema.TaggedError<UnknownWorker>()("UnknownWorker", {
@@ -37,10 +38,34 @@ export const readIdentity = Effect.fn("workers.readIdentity")(function*(worker: 
   return yield* fs.readFileString(file).pipe(Effect.mapError(() => new UnknownWorker({ worker, file })))
 })
 
+// Decoded once: a decoder is built from the schema on each call of decodeSync (measured on the gateway's metered path).
+const decodeSettings = Schema.decodeSync(WorkerSchema)
+const noSettings = Effect.sync(() => decodeSettings({}))
+
 export const readWorkerSettings = Effect.fn("workers.readSettings")(function*(worker: string) {
   const file = layout(yield* Paths).workerToml(worker)
-  return yield* readToml(WorkerSchema, file, Effect.succeed(Schema.decodeSync(WorkerSchema)({})))
+  return yield* readToml(WorkerSchema, file, noSettings)
 })
+
+/**
+ * `readWorkerSettings` for a reader on a hot path (the gateway, on every model call): a worker's
+ * file is looked at twice a second at most (one stat) and read and decoded again only when it
+ * changed — an edit is seen within half a second, at once after `lookAgainNow`.
+ */
+export const makeWorkerSettingsCache = () => {
+  const stamps = makeStampCache(500)
+  const decoded = new Map<string, { readonly stamp: string; readonly result: Either.Either<WorkerSettings, ConfigError> }>()
+  return Effect.fnUntraced(function*(worker: string) {
+    const file = layout(yield* Paths).workerToml(worker)
+    const stamp = Option.getOrElse(yield* stamps.stamp(file), () => "absent")
+    const known = decoded.get(worker)
+    if (known && known.stamp === stamp) return yield* known.result
+    const result = yield* Effect.either(readWorkerSettings(worker))
+    if (decoded.size > 1_000) decoded.clear()
+    decoded.set(worker, { stamp, result })
+    return yield* result
+  })
+}
 
 export type { WorkerSettings }
 export { ConfigError }

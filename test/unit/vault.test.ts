@@ -5,6 +5,7 @@ import { layout } from "../../src/config/Paths.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { lookAgainNow } from "../../src/fs/stamp.js"
+import { makeWorkerSettingsCache } from "../../src/worker/workers.js"
 import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
 
 describe("files read once per change", () => {
@@ -66,6 +67,29 @@ describe("files read once per change", () => {
       yield* lookAgainNow
       expect((yield* org.snapshot).box.egress_lockdown).toBe(true)
       expect(yield* vault.get("anthropic")).toBeUndefined()
+    }).pipe(Effect.provide(unitLayer(paths)))
+  })
+
+  it.effect("a worker's worker.toml as the gateway reads it on each model call: decoded once per change, an edit seen within half a second", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    const file = layout(paths).workerToml("alice")
+    fs.mkdirSync(layout(paths).workerDir("alice"), { recursive: true })
+    fs.writeFileSync(file, "[budget]\nrun_usd = 1\n")
+    return Effect.gen(function*() {
+      const settings = makeWorkerSettingsCache()
+      expect((yield* settings("alice")).budget?.run_usd).toBe(1)
+      fs.writeFileSync(file, "[budget]\nrun_usd = 2\n")
+      expect((yield* settings("alice")).budget?.run_usd).toBe(1)
+      yield* TestClock.adjust("500 millis")
+      expect((yield* settings("alice")).budget?.run_usd).toBe(2)
+      fs.writeFileSync(file, "[budget]\nrun_usd = \"no\"\n")
+      yield* lookAgainNow
+      expect((yield* settings("alice").pipe(Effect.flip)).message).toContain("run_usd")
+      fs.rmSync(file)
+      yield* lookAgainNow
+      // No worker.toml: every setting its default.
+      expect((yield* settings("alice")).budget?.run_usd).toBeUndefined()
     }).pipe(Effect.provide(unitLayer(paths)))
   })
 })

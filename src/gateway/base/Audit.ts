@@ -1,8 +1,7 @@
-import { FileSystem, Path } from "@effect/platform"
-import { SystemError } from "@effect/platform/Error"
 import { Clock, Context, Effect, Layer, Ref, Runtime, Schedule } from "effect"
 import { captureHostFiles, Paths, layout } from "../../config/Paths.js"
-import { type Appender, Files } from "../../fs/Files.js"
+import { makeDayFiles } from "../../fs/dayFiles.js"
+import { Files } from "../../fs/Files.js"
 import { AuditIndex } from "../../run/AuditIndex.js"
 
 /** One line of the gateway's audit log: who asked for what, how it was answered, whether a credential was injected. */
@@ -94,48 +93,14 @@ const makeAudit = (noted: (runId: string, day: string, offset: number) => void) 
   Effect.gen(function*() {
     const env = Context.add(yield* captureHostFiles, Files, yield* Files)
     const dir = layout(Context.get(env, Paths)).auditDir
+    const days = yield* makeDayFiles(dir).pipe(Effect.provide(env))
     const lastWarned = yield* Ref.make(Number.NEGATIVE_INFINITY)
-    const opening = yield* Effect.makeSemaphore(1)
-    // The open day files by path, and the one lines go to now: a request's line is one lookup, one write.
-    const open = new Map<string, Appender>()
-    let today: { readonly day: string; readonly appender: Appender } | undefined
-    // Once closed, no file is opened again: a write after the layer's end (a caller that outlived
-    // it) is refused, not given a handle no one would ever close.
-    let closed = false
-    yield* Effect.addFinalizer(() =>
-      opening.withPermits(1)(Effect.suspend(() => {
-        closed = true
-        today = undefined
-        const all = [...open.values()]
-        open.clear()
-        return Effect.forEach(all, (a) => a.close, { discard: true })
-      })))
     const warn = (detail: string) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const due = yield* Ref.modify(lastWarned, (at) => (now - at >= WARN_EVERY_MS ? [true, now] : [false, at]))
         if (due) yield* Effect.logWarning(`the gateway's audit log cannot be written (${dir}): ${detail} — requests go on unrecorded until it can`)
       })
-    const appenderFor = (day: string) =>
-      // Opened and filed in one step an interrupt cannot split: every handle is in `open`, for the finalizer to close.
-      opening.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
-        const path = yield* Path.Path
-        const file = path.join(dir, `${day}.jsonl`)
-        if (closed) return yield* Effect.fail(new SystemError({ reason: "Unknown", module: "FileSystem", method: "open", pathOrDescriptor: file, description: "the audit log is closed (its layer ended)" }))
-        const again = open.get(file)
-        if (again) return again
-        // The first record of a deployment (or after someone removed the folder) makes it.
-        yield* (yield* FileSystem.FileSystem).makeDirectory(dir, { recursive: true, mode: 0o700 })
-        const appender = yield* (yield* Files).openAppend(file, 0o600)
-        // An earlier day is done with.
-        for (const [other, a] of open) {
-          open.delete(other)
-          yield* a.close
-        }
-        open.set(file, appender)
-        today = { day, appender }
-        return appender
-      }))).pipe(Effect.provide(env))
     const written = (record: AuditRecord, day: string) => (offset: number) => {
       if (record.run_id !== null && offset >= 0) noted(record.run_id, day, offset)
     }
@@ -146,11 +111,7 @@ const makeAudit = (noted: (runId: string, day: string, offset: number) => void) 
     const write = (record: AuditRecord) =>
       Effect.flatMap(Clock.currentTimeMillis, (millis) => {
         const { day, line } = lineOf(record, millis)
-        const current = today?.day === day ? today.appender : undefined
-        return (current ? current.write(line) : Effect.flatMap(appenderFor(day), (a) => a.write(line))).pipe(
-          Effect.tap(written(record, day)),
-          Effect.catchAll((e) => warn(e.message))
-        )
+        return days.write(day, line).pipe(Effect.tap(written(record, day)), Effect.catchAll((e) => warn(e.message)))
       })
     const runtime = yield* Effect.runtime<never>()
     const clock = yield* Effect.clock
@@ -158,7 +119,7 @@ const makeAudit = (noted: (runId: string, day: string, offset: number) => void) 
       write,
       submit: (record) => {
         const { day, line } = lineOf(record, clock.unsafeCurrentTimeMillis())
-        const current = today?.day === day ? today.appender : undefined
+        const current = days.current(day)
         // The day's first line opens its file, as `write` does.
         if (!current) return void Runtime.runFork(runtime)(write(record))
         current.push(line).then(written(record, day), (e: unknown) =>

@@ -9,6 +9,7 @@ import { makeTaintMemo, type TaintMemo } from "../base/taint.js"
 import { makeUpstreamPool, type UpstreamPool } from "../upstream/upstreamPool.js"
 import { SpendLedger } from "../../spend/SpendLedger.js"
 import { makeUpstreamTrust, type UpstreamTrust } from "../upstream/upstreamTrust.js"
+import { makeWorkerSettingsCache } from "../../worker/workers.js"
 
 /** What the running gateway holds for its requests: its own addresses, its pools and caches, its ledger. */
 export interface GatewayState {
@@ -21,6 +22,8 @@ export interface GatewayState {
   readonly upstreamPool: UpstreamPool
   /** Taints written lately, so a box repeating a refused request is not a record read each time. */
   readonly taints: TaintMemo
+  /** Each worker's worker.toml (its [budget]), decoded again only when it changed: read on every model call. */
+  readonly workerSettings: ReturnType<typeof makeWorkerSettingsCache>
   /** What model answers have cost, for the budgets: the machine's files, or the fleet's database. */
   readonly ledger: Context.Tag.Service<SpendLedger>
   /** Identity files read in the last second (see makeIdentityCache). */
@@ -59,6 +62,7 @@ export const makeGatewayState = (
       upstreamPool: yield* makeUpstreamPool,
       taints: makeTaintMemo(),
       ledger: yield* SpendLedger,
+      workerSettings: makeWorkerSettingsCache(),
       oauth: makeOAuthRefresher(),
       identities: makeIdentityCache(),
       approvals: makeApprovals(Option.getOrUndefined(yield* Effect.serviceOption(ApprovalBoard))),

@@ -1,7 +1,8 @@
-import type { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import type * as http from "node:http"
 import { lookAgainCount } from "../../fs/stamp.js"
-import type { grantedCredential, Target } from "./granted.js"
+import { Gateway } from "../egress/Gateway.js"
+import { grantedCredential, openUpstream, type Target } from "./granted.js"
 
 export type Granted = Effect.Effect.Success<ReturnType<typeof grantedCredential>>
 
@@ -43,3 +44,20 @@ export const makeGrantCache = () => {
 }
 
 export type GrantCache = ReturnType<typeof makeGrantCache>
+
+/**
+ * The grant a request on this connection goes by, and the upstream agent for it: the one its
+ * connection was granted a moment ago, or decided now (and kept for the next requests). A new
+ * upstream connection is dialled, checked and verified as ever; an idle one of the same rule is reused.
+ */
+export const grantFor = Effect.fnUntraced(function*(target: Target, grants: GrantCache) {
+  const now = yield* Clock.currentTimeMillis
+  const seen = grants.fresh(target, now)
+  if (seen) return seen
+  const granted = yield* grantedCredential(target).pipe(Effect.tapError(() => Effect.sync(() => grants.forget(target))))
+  const { authorized, grant, upstream } = granted
+  const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(grant)}`
+  const agent = yield* (yield* Gateway).upstreamPool.agentFor(key, openUpstream(authorized, upstream))
+  grants.note(target, granted, agent, now)
+  return { granted, agent, at: now, looked: lookAgainCount() } satisfies GrantSeen
+})

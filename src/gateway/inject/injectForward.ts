@@ -1,10 +1,10 @@
 import { refuseTraced } from "../base/refuseTraced.js"
-import { Clock, Effect, Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type * as http from "node:http"
 import { Gateway } from "../egress/Gateway.js"
 import { placed, Refusal } from "../base/refusal.js"
 import { forwardable } from "../base/headers.js"
-import { grantedCredential, openUpstream, type Target } from "./granted.js"
+import type { Target } from "./granted.js"
 import { injectCredential } from "../secrets/inject.js"
 import { refuseResponse } from "../base/refuse.js"
 import { isCheckedBody, parseChecked, readBody } from "../base/requestBody.js"
@@ -15,7 +15,7 @@ import type { GrantRule } from "../../config/schema.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
 import { relay } from "./relay.js"
-import type { GrantCache } from "./grantCache.js"
+import { type GrantCache, grantFor } from "./grantCache.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 
 /**
@@ -47,12 +47,9 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     const self = yield* Gateway
     const refuseAs = refuseTraced(self.taints, trace, (r) => refuseResponse(res, r))
     const refuse = (r: Refusal) => refuseAs(r, target.caller)
-    const granted = yield* grantedCredential(target).pipe(Effect.either)
-    if (granted._tag === "Left") {
-      grants.forget(target)
-      return yield* refuse(granted.left)
-    }
-    const { authorized, credential, grant, upstream } = granted.right
+    const decided = yield* grantFor(target, grants).pipe(Effect.either)
+    if (decided._tag === "Left") return yield* refuse(decided.left)
+    const { agent, granted: { authorized, credential, grant } } = decided.right
     const limit = authorized.org.gateway.max_body_mib * 1024 * 1024
     const checkedOr = yield* checkedBody(req, grant, limit).pipe(Effect.either)
     if (checkedOr._tag === "Left") return yield* refuse(checkedOr.left)
@@ -72,12 +69,6 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     // The answer is scanned for the real value, so it must arrive uncompressed.
     out["accept-encoding"] = "identity"
 
-    // A new connection is dialled, checked and verified as ever; an idle one of the same rule is reused.
-    const open = openUpstream(authorized, upstream)
-    const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(grant)}`
-    const agent = yield* self.upstreamPool.agentFor(key, open)
-    // The connection's next requests go by this decision for a moment (fastForward).
-    grants.note(target, granted.right, agent, yield* Clock.currentTimeMillis)
     const body = bodyScanner()
     if (checked) body.feed(checked.body)
     // Loud, never silent: a sentinel that goes out anywhere taints the run (before the answer, when

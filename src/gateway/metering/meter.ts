@@ -5,7 +5,6 @@ import type { Org } from "../../config/schema.js"
 import { LABEL_RUN_ID } from "../../contract/constants.js"
 import { Docker } from "../../docker/Docker.js"
 import { RunLog } from "../../run/RunLog.js"
-import { readWorkerSettings } from "../../worker/workers.js"
 import { Gateway, type GatewayContext } from "../egress/Gateway.js"
 import type { Caller, RunCaller } from "../base/identify.js"
 import type { LedgerEntry, Spent } from "../../spend/SpendLedger.js"
@@ -34,7 +33,7 @@ interface Over {
 
 /** The budgets for a worker: each one its worker.toml [budget] sets, else org.toml's. */
 const limitsFor = (org: Org, worker: string) =>
-  readWorkerSettings(worker).pipe(
+  Effect.flatMap(Gateway, (self) => self.workerSettings(worker)).pipe(
     Effect.map((s): Limits => ({ ...org.budget, ...Object.fromEntries(Object.entries(s.budget ?? {}).filter(([, v]) => v !== undefined)) })),
     Effect.orElseSucceed((): Limits => org.budget)
   )
