@@ -2,6 +2,7 @@ import * as fs from "node:fs"
 import * as http from "node:http"
 import type * as net from "node:net"
 import * as tls from "node:tls"
+import { SENTINEL } from "../src/contract/constants.js"
 
 /** One line of the bench table: a figure of roster's path against its baseline, measured in the same run. */
 export interface Row {
@@ -38,6 +39,17 @@ export const percentile = (xs: ReadonlyArray<number>, p: number) => {
  * A keep-alive HTTP/1.1 client on one socket: each `get` writes a request and resolves when the
  * whole answer is in (content-length or chunked). Small and exact, so both paths pay the same client.
  */
+const MODEL_BODY = JSON.stringify({ model: "claude-bench-1", max_tokens: 64, messages: [{ role: "user", content: "Say hello in one word." }] })
+const MODEL_REQUEST = (host: string) =>
+  `POST /v1/messages HTTP/1.1\r\nHost: ${host}\r\nConnection: keep-alive\r\nx-api-key: ${SENTINEL}\r\nanthropic-version: 2023-06-01\r\n` +
+  `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(MODEL_BODY)}\r\n\r\n${MODEL_BODY}`
+
+/** A model's answer to it: a message with its usage (what the gateway meters). */
+export const MODEL_ANSWER = JSON.stringify({
+  id: "msg_bench", type: "message", role: "assistant", model: "claude-bench-1", content: [{ type: "text", text: "Hello." }],
+  stop_reason: "end_turn", usage: { input_tokens: 14, output_tokens: 3 }
+})
+
 export const rawClient = (socket: net.Socket | tls.TLSSocket, host: string) => {
   let buffer = Buffer.alloc(0)
   let waiting: ((ok: boolean) => void) | undefined
@@ -72,6 +84,12 @@ export const rawClient = (socket: net.Socket | tls.TLSSocket, host: string) => {
       new Promise<void>((resolve, reject) => {
         waiting = (ok) => (ok ? resolve() : reject(new Error("the connection closed mid-answer")))
         socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: keep-alive\r\n\r\n`)
+      }),
+    /** A model call as pi's SDK sends it: POST /v1/messages, the sentinel in x-api-key, a JSON body. */
+    model: () =>
+      new Promise<void>((resolve, reject) => {
+        waiting = (ok) => (ok ? resolve() : reject(new Error("the connection closed mid-answer")))
+        socket.write(MODEL_REQUEST(host))
       }),
     close: () => socket.destroy()
   }
