@@ -1,4 +1,3 @@
-import { FileSystem } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { ChannelName, RunId, TaskId, WorkerName } from "../config/names.js"
 import { captureHostFiles, type HostFiles, Paths, layout } from "../config/Paths.js"
@@ -244,14 +243,13 @@ const makeRunLog = (
     append: (worker, runId, event) =>
       Effect.gen(function*() {
         const file = yield* eventsFile(worker, runId)
-        // Only whether the run is there: a full read (its record and every event so far) made each of a
-        // long run's model answers cost as much as all the answers before it.
-        const record = (yield* recordFile(worker, runId))
-        if (!(yield* (yield* FileSystem.FileSystem).exists(record).pipe(Effect.orElseSucceed(() => false)))) {
-          return yield* Effect.fail(new RunLogError({ file, detail: "no run record to add to" }))
-        }
+        // Only whether the run is there, and only by the append itself: its folder is made with its
+        // record, so a run that is not there fails the append (ENOENT). A full read (its record and
+        // every event so far) made each of a long run's model answers cost as much as all the answers
+        // before it; an `exists` per answer was ~5 % of a metered request's CPU (docs/PERFORMANCE.md).
         yield* (isTaintEvent(event) ? putShared(runId, event, file) : appendEvent(file, event)).pipe(
-          Effect.mapError((e) => new RunLogError({ file, detail: e.message }))
+          Effect.mapError((e) =>
+            new RunLogError({ file, detail: e._tag === "SystemError" && e.reason === "NotFound" ? "no run record to add to" : e.message }))
         )
       }).pipe(own)
   }

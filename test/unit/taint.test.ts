@@ -68,6 +68,19 @@ describe("tainted runs", () => {
     }).pipe(Effect.provide(unitLayer(paths)))
   })
 
+  it.effect("an event for a run that is not there fails, and leaves nothing behind", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    const runId = "2026-11-29-10-00-00-000000c9"
+    return Effect.gen(function*() {
+      const runLog = yield* RunLog
+      const failed = yield* runLog.append("alice", runId, taint("2026-11-29T10:00:01.000Z")).pipe(Effect.flip)
+      expect(failed.message).toContain("no run record to add to")
+      expect(fs.existsSync(layout(paths).runDir("alice", runId))).toBe(false)
+      expect(yield* runLog.read("alice", runId)).toBeUndefined()
+    }).pipe(Effect.provide(unitLayer(paths)))
+  })
+
   it.effect("a tainted run's knowledge_push is refused (403) with the reason and the command that decides", () => {
     const paths = tempPaths()
     writeFixture({ paths })
