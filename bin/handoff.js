@@ -10,7 +10,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 
 /** The deployment this environment names (src/config/Paths.ts: ROSTER_HOME, else XDG): its config root and control socket. */
-const controlSocket = (env) => {
+const deploymentOf = (env) => {
   const home = env.HOME && env.HOME.length > 0 ? env.HOME : os.homedir()
   if (env.ROSTER_HOME && env.ROSTER_HOME.length > 0) {
     const root = path.resolve(env.ROSTER_HOME)
@@ -73,7 +73,7 @@ const ask = (socket, route, body) =>
 export const handOff = async (words, build) => {
   const run = readRunArgs(words)
   if (!run || !build || process.env.ROSTER_HANDOFF === "0" || process.env.ROSTER_TRACE) return false
-  const { home, config, socket } = controlSocket(process.env)
+  const { home, config, socket } = deploymentOf(process.env)
   const token = randomBytes(12).toString("hex")
   // A signal from here on is the run's: passed on once the daemon has it (the run ends as the CLI's
   // would, its closing lines still said); a second one leaves at once (the daemon still finishes the run's end).

@@ -1,6 +1,6 @@
 import type { FileSystem, Path } from "@effect/platform"
 import { Context, Effect, Layer, type Option } from "effect"
-import { captureHostFiles, layout, type Paths, Paths as PathsTag } from "../config/Paths.js"
+import { captureHostFiles, layout, Paths } from "../config/Paths.js"
 import { makeDayFiles } from "../fs/dayFiles.js"
 import { Files } from "../fs/Files.js"
 import { dayOf, type LedgerEntry, type Spent, tokensOf, type UsageSum } from "./entry.js"
@@ -39,7 +39,7 @@ export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, 
       const sums = makeSums()
       for (const e of yield* own(readRecentDays)) sums.add(e)
       const stopped = new Set<string>()
-      const dir = layout(Context.get(env, PathsTag)).ledgerDir
+      const dir = layout(Context.get(env, Paths)).ledgerDir
       // The day's file stays open: a model answer's line is one write, not an open, a write and a close.
       const days = yield* Effect.provide(makeDayFiles(dir), env)
       return {

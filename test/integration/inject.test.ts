@@ -144,6 +144,13 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     outside?.close()
   })
 
+  /** Alice's run record once `warned` holds of it (a warning is written after the answer), or as it is after two seconds. */
+  const aliceOnceWarned = async (warned: (r: RunRecord | undefined) => boolean) => {
+    let alice = await readRun("alice", "2026-12-01-09-00-00-0000a11c")
+    for (let i = 0; i < 40 && !warned(alice); i++) alice = await new Promise((r) => setTimeout(r, 50)).then(() => readRun("alice", "2026-12-01-09-00-00-0000a11c"))
+    return alice
+  }
+
   const echo = (r: Reply) => JSON.parse(r.body) as {
     method: string; path: string; headers: Record<string, string>; body: string; x_api_key_sha256: string | null; authorization_sha256: string | null
   }
@@ -215,8 +222,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(audited).toMatchObject({ run_id: "2026-12-01-09-00-00-0000a11c", status: 200, injected: true, sentinel_unsubstituted: ["path"] })
     const warned = (r: RunRecord | undefined) => r?.warnings?.some((w) => w.includes("api.example.com") && w.includes("in path")) === true
     // The taint is written before the box hears the answer; the warning once the answer is done.
-    let alice = await readRun("alice", "2026-12-01-09-00-00-0000a11c")
-    for (let i = 0; i < 40 && !warned(alice); i++) alice = await new Promise((r) => setTimeout(r, 50)).then(() => readRun("alice", "2026-12-01-09-00-00-0000a11c"))
+    const alice = await aliceOnceWarned(warned)
     expect(alice?.tainted).toContainEqual(expect.objectContaining({ reason: "sentinel_upstream", host: "api.example.com", detail: "the placeholder went out in path" }))
     expect(warned(alice)).toBe(true)
   })
@@ -527,8 +533,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(records.find((x) => x.path === "/kept/upload")?.sentinel_unsubstituted).toEqual(["body"])
     expect(records.filter((x) => x.path !== "/kept/upload").every((x) => x.sentinel_unsubstituted === undefined)).toBe(true)
     const warned = (r: RunRecord | undefined) => r?.warnings?.some((w) => w.includes("198.51.100.7") && w.includes("not a credential) in body:")) === true
-    let alice = await readRun("alice", "2026-12-01-09-00-00-0000a11c")
-    for (let i = 0; i < 40 && !warned(alice); i++) alice = await new Promise((r) => setTimeout(r, 50)).then(() => readRun("alice", "2026-12-01-09-00-00-0000a11c"))
+    const alice = await aliceOnceWarned(warned)
     expect(warned(alice)).toBe(true)
   })
 

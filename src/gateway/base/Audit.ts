@@ -108,20 +108,19 @@ const makeAudit = (noted: (runId: string, day: string, offset: number) => void) 
       const time = new Date(millis).toISOString()
       return { line: `${JSON.stringify({ time, ...record })}\n`, day: time.slice(0, 10) }
     }
-    const write = (record: AuditRecord) =>
-      Effect.flatMap(Clock.currentTimeMillis, (millis) => {
-        const { day, line } = lineOf(record, millis)
-        return days.write(day, line).pipe(Effect.tap(written(record, day)), Effect.catchAll((e) => warn(e.message)))
-      })
+    const writeLine = (record: AuditRecord, { day, line }: { readonly day: string; readonly line: string }) =>
+      days.write(day, line).pipe(Effect.tap(written(record, day)), Effect.catchAll((e) => warn(e.message)))
+    const write = (record: AuditRecord) => Effect.flatMap(Clock.currentTimeMillis, (millis) => writeLine(record, lineOf(record, millis)))
     const runtime = yield* Effect.runtime<never>()
     const clock = yield* Effect.clock
     return Audit.of({
       write,
       submit: (record) => {
-        const { day, line } = lineOf(record, clock.unsafeCurrentTimeMillis())
+        const made = lineOf(record, clock.unsafeCurrentTimeMillis())
+        const { day, line } = made
         const current = days.current(day)
         // The day's first line opens its file, as `write` does.
-        if (!current) return void Runtime.runFork(runtime)(write(record))
+        if (!current) return void Runtime.runFork(runtime)(writeLine(record, made))
         current.push(line).then(written(record, day), (e: unknown) =>
           Runtime.runFork(runtime)(warn(e instanceof Error ? e.message : String(e))))
       }

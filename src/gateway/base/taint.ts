@@ -53,6 +53,10 @@ export const taintRun = (memo: TaintMemo, caller: Caller, reason: TaintReason, h
     if (held > 0) yield* Effect.logWarning(`gateway: run ${caller.runId}: ${held} memory ${held === 1 ? "entry" : "entries"} it wrote held for review`)
   }).pipe(Effect.catchAll((e) => Effect.logWarning(`gateway: a run's taint could not be recorded: ${e.message}`)))
 
+/** Taints the run whose request left the gateway with a sentinel, by place (never by value). */
+export const taintSentinel = (memo: TaintMemo, caller: Caller, host: string, places: ReadonlyArray<string>) =>
+  taintRun(memo, caller, "sentinel_upstream", host, `the placeholder went out in ${places.join(", ")}`)
+
 /** Taints the run when the refusal is one of egress no rule gives. */
 export const taintOnRefusal = (memo: TaintMemo, caller: Caller | undefined, r: Refusal) =>
   caller && TAINTING.has(r.detail.why)

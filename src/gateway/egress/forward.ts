@@ -9,7 +9,7 @@ import { awaitPreflight } from "./preflightGate.js"
 import { Refusal } from "../base/refusal.js"
 import { forwardable, responsePairs } from "../base/headers.js"
 import { identify } from "../base/identify.js"
-import { taintRun } from "../base/taint.js"
+import { taintSentinel } from "../base/taint.js"
 import { upstreamFor } from "../base/policy.js"
 import { refuseResponse } from "../base/refuse.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
@@ -84,11 +84,10 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     const headers = forwardable(req.headers)
     headers.host = url.host
     const body = bodyScanner()
-    const taintSentinel = (places: ReadonlyArray<string>) =>
-      taintRun(self.taints, who.caller, "sentinel_upstream", trace.host, `the placeholder went out in ${places.join(", ")}`)
+    const sentinelOut = (places: ReadonlyArray<string>) => taintSentinel(self.taints, who.caller, trace.host, places)
     // Known before sending (headers, query): the run is tainted before the box hears the answer.
     const before = sentinelPlaces(headers, `${url.pathname}${url.search}`, req.method)
-    if (before.length > 0) yield* taintSentinel(before)
+    if (before.length > 0) yield* sentinelOut(before)
     const counts = yield* relay(req, res, url, headers, dialled.right.socket, body.feed)
     const places = [...before, ...(body.found() ? ["body"] : [])]
     yield* auditTrace(trace, {
@@ -97,6 +96,6 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     })
     if (places.length > 0) {
       yield* warnRun(who.caller, sentinelWarning(trace.host, places))
-      if (before.length === 0) yield* taintSentinel(places)
+      if (before.length === 0) yield* sentinelOut(places)
     }
   })

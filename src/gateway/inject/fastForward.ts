@@ -7,14 +7,14 @@ import { refuseResponse } from "../base/refuse.js"
 import { isCheckedBody } from "../base/requestBody.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { type RequestTrace, type TraceFields, traceRecord } from "../base/supervise.js"
-import { taintOnRefusal, taintRun } from "../base/taint.js"
+import { taintOnRefusal, taintSentinel } from "../base/taint.js"
 import { Gateway } from "../egress/Gateway.js"
 import { isModelCall } from "../metering/meter.js"
 import { injectCredential } from "../secrets/inject.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
 import type { GrantCache, GrantSeen } from "./grantCache.js"
 import type { Target } from "./granted.js"
-import { relayTo } from "./relay.js"
+import { relayedFields, relayTo } from "./relay.js"
 
 /**
  * The common request inside a terminated tunnel, handled without a fiber of its own: a request
@@ -45,7 +45,7 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
     const places = fields.sentinel_unsubstituted ?? []
     if (places.length > 0) {
       self.fork(warnRun(target.caller, sentinelWarning(target.host, places)).pipe(
-        Effect.zipRight(taintRun(self.taints, target.caller, "sentinel_upstream", target.host, `the placeholder went out in ${places.join(", ")}`))
+        Effect.zipRight(taintSentinel(self.taints, target.caller, target.host, places))
       ))
     }
   }
@@ -62,11 +62,7 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
     const options = { out, agent: seen.agent, secrets: reveals, limit: authorized.org.gateway.max_body_mib * 1024 * 1024, onBody: body.feed, checked: undefined, meter: undefined }
     const cancel = relayTo(req, res, options, (r) => {
       inFlight.delete(cancel)
-      const places = body.found() ? ["body"] : []
-      finish(target, trace, {
-        status: r.status, injected, bytes_up: r.up, bytes_down: r.down, ...(r.note ? { note: r.note } : {}),
-        ...(places.length > 0 ? { sentinel_unsubstituted: places } : {})
-      }, r.refusal)
+      finish(target, trace, relayedFields(r, injected, body.found() ? ["body"] : []), r.refusal)
     })
     inFlight.add(cancel)
     return true

@@ -32,8 +32,11 @@ export const GRANT_SEEN_MS = 250
 export const makeGrantCache = () => {
   const seen = new WeakMap<Target, GrantSeen>()
   return {
-    note: (target: Target, granted: Granted, agent: http.Agent, now: number) =>
-      void seen.set(target, { granted, agent, at: now, looked: lookAgainCount() }),
+    note: (target: Target, granted: Granted, agent: http.Agent, now: number): GrantSeen => {
+      const entry = { granted, agent, at: now, looked: lookAgainCount() }
+      seen.set(target, entry)
+      return entry
+    },
     fresh: (target: Target, now: number): GrantSeen | undefined => {
       const hit = seen.get(target)
       if (!hit || now - hit.at >= GRANT_SEEN_MS || now < hit.at || hit.looked !== lookAgainCount()) return undefined
@@ -58,6 +61,5 @@ export const grantFor = Effect.fnUntraced(function*(target: Target, grants: Gran
   const { authorized, grant, upstream } = granted
   const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(grant)}`
   const agent = yield* (yield* Gateway).upstreamPool.agentFor(key, openUpstream(authorized, upstream))
-  grants.note(target, granted, agent, now)
-  return { granted, agent, at: now, looked: lookAgainCount() } satisfies GrantSeen
+  return grants.note(target, granted, agent, now)
 })

@@ -9,12 +9,12 @@ import { injectCredential } from "../secrets/inject.js"
 import { refuseResponse } from "../base/refuse.js"
 import { isCheckedBody, parseChecked, readBody } from "../base/requestBody.js"
 import { serverToolsReason, vetServerTools } from "../base/serverTools.js"
-import { taintOnRefusal, taintRun } from "../base/taint.js"
+import { taintOnRefusal, taintSentinel } from "../base/taint.js"
 import { isModelCall, startMeter } from "../metering/meter.js"
 import type { GrantRule } from "../../config/schema.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
-import { relay } from "./relay.js"
+import { relay, relayedFields } from "./relay.js"
 import { type GrantCache, grantFor } from "./grantCache.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 
@@ -75,21 +75,16 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     // it is known before sending), is audited by place and warned to the run.
     const inHead = sentinelPlaces(out, req.url ?? "/", req.method)
     const before = [...inHead, ...(body.found() ? ["body"] : [])]
-    const taintSentinel = (places: ReadonlyArray<string>) =>
-      taintRun(self.taints, target.caller, "sentinel_upstream", target.host, `the placeholder went out in ${places.join(", ")}`)
-    if (before.length > 0) yield* taintSentinel(before)
+    if (before.length > 0) yield* taintSentinel(self.taints, target.caller, target.host, before)
     const result = yield* relay(req, res, {
       out, agent, secrets: reveals, limit, onBody: checked ? () => {} : body.feed, checked: checked?.body, meter: started?.meter
     })
     if (started?.meter) yield* started.meter.finish
     const places = [...inHead, ...(body.found() ? ["body"] : [])]
     if (result.refusal) yield* taintOnRefusal(self.taints, target.caller, placed(result.refusal, trace))
-    yield* auditTrace(trace, {
-      status: result.status, injected, bytes_up: result.up, bytes_down: result.down, ...(result.note ? { note: result.note } : {}),
-      ...(places.length > 0 ? { sentinel_unsubstituted: places } : {})
-    })
+    yield* auditTrace(trace, relayedFields(result, injected, places))
     if (places.length > 0) {
       yield* warnRun(target.caller, sentinelWarning(target.host, places))
-      if (before.length === 0) yield* taintSentinel(places)
+      if (before.length === 0) yield* taintSentinel(self.taints, target.caller, target.host, places)
     }
   })

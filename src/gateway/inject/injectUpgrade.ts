@@ -8,7 +8,7 @@ import { Refusal } from "../base/refusal.js"
 import { refuseSocket } from "../base/refuse.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
-import { taintRun } from "../base/taint.js"
+import { taintSentinel } from "../base/taint.js"
 import { Gateway } from "../egress/Gateway.js"
 import { injectCredential } from "../secrets/inject.js"
 import { Scrub, scrubText } from "../secrets/scrub.js"
@@ -73,11 +73,11 @@ export const injectUpgrade = (target: Target, req: http.IncomingMessage, box: Du
     out.connection = "Upgrade"
     out.upgrade = "websocket"
     const places = sentinelPlaces(out, req.url ?? "/", req.method)
-    const taintSentinel = (where: ReadonlyArray<string>) =>
-      taintRun(self.taints, target.caller, "sentinel_upstream", target.host, `the placeholder went out in ${where.join(", ")}`).pipe(
+    const sentinelOut = (where: ReadonlyArray<string>) =>
+      taintSentinel(self.taints, target.caller, target.host, where).pipe(
         Effect.zipRight(warnRun(target.caller, sentinelWarning(target.host, where)))
       )
-    if (places.length > 0) yield* taintSentinel(places)
+    if (places.length > 0) yield* sentinelOut(places)
     const connection = yield* openUpstream(authorized, upstream).pipe(Effect.either)
     if (connection._tag === "Left") return yield* refuse(connection.left)
     const shaken = yield* handshake(connection.right, req.url ?? "/", out).pipe(Effect.either)
@@ -94,14 +94,14 @@ export const injectUpgrade = (target: Target, req: http.IncomingMessage, box: Du
     box.write(head(101, "Switching Protocols", responsePairs(answer.res.rawHeaders, new Set(), (v) => scrubText(v, reveals, SENTINEL)).concat(
       "Upgrade", "websocket", "Connection", "Upgrade"
     )))
-    const runtime = yield* Effect.runtime<Effect.Effect.Context<ReturnType<typeof taintSentinel>>>()
+    const runtime = yield* Effect.runtime<Effect.Effect.Context<ReturnType<typeof sentinelOut>>>()
     const sentFrames: Array<string> = []
     const relayed = yield* relayWebSocket(box, answer.socket, boxHead, answer.head, {
       secrets: reveals,
       maxFrame: authorized.org.gateway.max_body_mib * 1024 * 1024,
       onSentinel: (done) => {
         sentFrames.push("websocket frame")
-        Runtime.runCallback(runtime)(taintSentinel(sentFrames), { onExit: done })
+        Runtime.runCallback(runtime)(sentinelOut(sentFrames), { onExit: done })
       }
     })
     const sentinel = [...places, ...sentFrames]

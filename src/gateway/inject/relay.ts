@@ -112,6 +112,12 @@ export const relayTo = (req: http.IncomingMessage, res: http.ServerResponse, o: 
   return () => upReq.destroy()
 }
 
+/** A relayed request's audit fields: how it was answered, the bytes each way, where a sentinel went out. */
+export const relayedFields = (r: Relayed, injected: boolean, places: ReadonlyArray<string>) => ({
+  status: r.status, injected, bytes_up: r.up, bytes_down: r.down, ...(r.note ? { note: r.note } : {}),
+  ...(places.length > 0 ? { sentinel_unsubstituted: places } : {})
+})
+
 /** {@link relayTo} as an Effect: interrupting it cancels the upstream request. */
 export const relay = (req: http.IncomingMessage, res: http.ServerResponse, o: RelayOptions) =>
   Effect.async<Relayed>((resume) => {
