@@ -5,7 +5,7 @@ import { KnowledgePush, KnowledgeResult } from "../contract/knowledge.js"
 import { PreflightResult } from "../contract/preflight.js"
 import { runFiles } from "../contract/runFiles.js"
 import { Taint, Untaint } from "../contract/taint.js"
-import { appendEvent, foldEvents, readRunEvents, type RunEvent, RunStopped, RunUsage } from "./events.js"
+import { appendEvent, appendEvents, foldEvents, readRunEvents, type RunEvent, RunStopped, RunUsage } from "./events.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 import { RunIndex } from "./RunIndex.js"
 import { isTaintEvent, type TaintEvent, TaintLog, TaintLogError } from "./TaintLog.js"
@@ -167,6 +167,8 @@ export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
   readonly readForDecision: (worker: string, runId: string) => Effect.Effect<RunRecord | undefined, TaintLogError>
   /** Adds what was learnt of a run from outside its runner (a taint, a warning, a push): appended, never lost to a rewrite. */
   readonly append: (worker: string, runId: string, event: RunEvent) => Effect.Effect<void, RunLogError>
+  /** Several events of one run, in order, in one write (the gateway's usage notes of a moment); a taint among them goes as `append`'s. */
+  readonly appendAll: (worker: string, runId: string, events: ReadonlyArray<RunEvent>) => Effect.Effect<void, RunLogError>
 }>() {
   /**
    * A fleet node's run records: each also goes to a {@link RunIndex} as it starts and ends, and
@@ -204,6 +206,21 @@ const makeRunLog = (
           ))
       )
       : appendEvent(file, event)
+  const appendAll = (worker: string, runId: string, events: ReadonlyArray<RunEvent>) =>
+    Effect.gen(function*() {
+      const file = yield* eventsFile(worker, runId)
+      // Only whether the run is there, and only by the append itself: its folder is made with its
+      // record, so a run that is not there fails the append (ENOENT). A full read (its record and
+      // every event so far) made each of a long run's model answers cost as much as all the answers
+      // before it; an `exists` per answer was ~5 % of a metered request's CPU (docs/PERFORMANCE.md).
+      const write = events.some(isTaintEvent)
+        ? Effect.forEach(events, (e) => (isTaintEvent(e) ? putShared(runId, e, file) : appendEvent(file, e)), { discard: true })
+        : appendEvents(file, events)
+      yield* write.pipe(
+        Effect.mapError((e) =>
+          new RunLogError({ file, detail: e._tag === "SystemError" && e.reason === "NotFound" ? "no run record to add to" : e.message }))
+      )
+    }).pipe(own)
   return {
     start: (run) =>
       Effect.gen(function*() {
@@ -240,17 +257,7 @@ const makeRunLog = (
       own(readShared(worker, runId).pipe(Effect.catchTag("TaintLogError", (e) =>
         Effect.logWarning(`run ${runId}: shown without the fleet's taint log: ${e.message}`).pipe(Effect.zipRight(readRecord(worker, runId)))))),
     readForDecision: (worker, runId) => own(readShared(worker, runId)),
-    append: (worker, runId, event) =>
-      Effect.gen(function*() {
-        const file = yield* eventsFile(worker, runId)
-        // Only whether the run is there, and only by the append itself: its folder is made with its
-        // record, so a run that is not there fails the append (ENOENT). A full read (its record and
-        // every event so far) made each of a long run's model answers cost as much as all the answers
-        // before it; an `exists` per answer was ~5 % of a metered request's CPU (docs/PERFORMANCE.md).
-        yield* (isTaintEvent(event) ? putShared(runId, event, file) : appendEvent(file, event)).pipe(
-          Effect.mapError((e) =>
-            new RunLogError({ file, detail: e._tag === "SystemError" && e.reason === "NotFound" ? "no run record to add to" : e.message }))
-        )
-      }).pipe(own)
+    append: (worker, runId, event) => appendAll(worker, runId, [event]),
+    appendAll
   }
 }

@@ -34,8 +34,12 @@ export type RunEvent = typeof RunEvent.Type
 const decodeLine = Schema.decodeUnknownOption(Schema.parseJson(RunEvent))
 
 /** Appends one event (a single write: whole lines, whatever else appends at once). */
-export const appendEvent = (file: string, event: RunEvent) =>
-  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.writeFileString(file, `${JSON.stringify(event)}\n`, { flag: "a", mode: 0o644 }))
+export const appendEvent = (file: string, event: RunEvent) => appendEvents(file, [event])
+
+/** Several events in one write, in order (one open and close for all of them). */
+export const appendEvents = (file: string, events: ReadonlyArray<RunEvent>) =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) =>
+    fs.writeFileString(file, events.map((e) => `${JSON.stringify(e)}\n`).join(""), { flag: "a", mode: 0o644 }))
 
 /** The run's events in order; a torn or unknown line is skipped. */
 export const readEvents = (file: string) =>

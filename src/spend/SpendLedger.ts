@@ -18,6 +18,11 @@ export { dayOf, LedgerEntry, type Spent, tokensOf, type UsageSum } from "./entry
 export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, {
   /** Spent so far by this run, and on this UTC day by its worker and the org. */
   readonly spent: (worker: string, runId: string, nowIso: string) => Effect.Effect<Spent>
+  /**
+   * The same, at once, where the ledger holds it in memory (one machine's files); absent where it
+   * is asked of a database (a fleet), and a caller that is not a fiber takes the way that can wait.
+   */
+  readonly spentNow?: (worker: string, runId: string, nowIso: string) => Spent
   /** Counts an answer at once, in memory. */
   readonly count: (e: LedgerEntry) => void
   /** Writes a counted answer down (a failure is logged; the answer still counts). */
@@ -44,6 +49,7 @@ export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, 
       const days = yield* Effect.provide(makeDayFiles(dir), env)
       return {
         spent: (worker, runId, nowIso) => Effect.sync(() => sums.spent(worker, runId, nowIso)),
+        spentNow: sums.spent,
         count: sums.add,
         persist: (e) =>
           days.write(dayOf(e.time), `${JSON.stringify(e)}\n`).pipe(

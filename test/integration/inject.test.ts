@@ -38,6 +38,11 @@ const BOB = "b2".repeat(32)
 const CAROL = "c4".repeat(32)
 /** A second run of alice's, with a record of its own: its taints are one test's alone (a run keeps only so many). */
 const ALICE_WS = "a3".repeat(32)
+/** Runs of their own for model calls on one kept-alive connection (budgets in their worker.toml). */
+const DAVE = "d5".repeat(32)
+const ERIN = "e6".repeat(32)
+const DAVE_RUN = "2026-12-01-09-00-00-0000da01"
+const ERIN_RUN = "2026-12-01-09-00-00-0000e401"
 const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex")
 
 describe("the gateway injects credentials in transit (real TLS upstream in a test network namespace)", () => {
@@ -50,7 +55,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   let orgFile: string
   let org: Org
   let readRun: (worker: string, runId: string) => Promise<RunRecord | undefined>
-  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d"])
+  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d", DAVE_RUN, ERIN_RUN])
   let rehearsal: { readonly port: number }
   /** Another gateway on the same deployment, as after a daemon restart; closed by the caller. */
   let startAnother: (scope: Scope.Scope) => Promise<number>
@@ -97,6 +102,12 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     fs.writeFileSync(path.join(identity, `${BOB}.json`), JSON.stringify({ subject: "org/bob", run_id: "2026-12-01-09-00-00-00000b0b", worker: "bob", task_id: null }))
     fs.writeFileSync(path.join(identity, `${CAROL}.json`), JSON.stringify({ subject: "org/carol", run_id: "2026-12-01-09-00-00-0000ca01", worker: "carol", task_id: null }))
     fs.writeFileSync(path.join(identity, `${ALICE_WS}.json`), JSON.stringify({ subject: "org/alice", run_id: "2026-12-01-09-00-00-0000a11d", worker: "alice", task_id: null }))
+    fs.writeFileSync(path.join(identity, `${DAVE}.json`), JSON.stringify({ subject: "org/carol", run_id: DAVE_RUN, worker: "dave", task_id: null }))
+    fs.writeFileSync(path.join(identity, `${ERIN}.json`), JSON.stringify({ subject: "org/carol", run_id: ERIN_RUN, worker: "erin", task_id: null }))
+    for (const [worker, tokens] of [["dave", 180], ["erin", 100_000]] as const) {
+      fs.mkdirSync(path.dirname(layout(paths).workerToml(worker)), { recursive: true })
+      fs.writeFileSync(layout(paths).workerToml(worker), `[budget]\nrun_tokens = ${tokens}\n`)
+    }
     auditDir = layout(paths).auditDir
     orgFile = layout(paths).orgToml
 
@@ -131,11 +142,12 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       Effect.all([
         l.start({ runId: "2026-12-01-09-00-00-0000a11c", worker: "alice", kind: "box" }), l.start({ runId: "2026-12-01-09-00-00-00000b0b", worker: "bob", kind: "box" }),
         l.start({ runId: "2026-12-01-09-00-00-0000ca01", worker: "carol", kind: "box" }),
-        l.start({ runId: "2026-12-01-09-00-00-0000a11d", worker: "alice", kind: "box" })
+        l.start({ runId: "2026-12-01-09-00-00-0000a11d", worker: "alice", kind: "box" }),
+        l.start({ runId: DAVE_RUN, worker: "dave", kind: "box" }), l.start({ runId: ERIN_RUN, worker: "erin", kind: "box" })
       ])
     ).pipe(Effect.provide(services)))
     // Each run's box has passed its check (recorded: a second gateway finds it in the record).
-    for (const token of [ALICE, BOB, CAROL, ALICE_WS]) expect(await reportPreflight(port, token)).toBe(200)
+    for (const token of [ALICE, BOB, CAROL, ALICE_WS, DAVE, ERIN]) expect(await reportPreflight(port, token)).toBe(200)
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
   })
 
@@ -150,6 +162,26 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     for (let i = 0; i < 40 && !warned(alice); i++) alice = await new Promise((r) => setTimeout(r, 50)).then(() => readRun("alice", "2026-12-01-09-00-00-0000a11c"))
     return alice
   }
+
+  /** The spend ledger's lines of one run. */
+  const ledgerOf = (runId: string) =>
+    fs.readdirSync(path.join(auditDir, "..", "ledger")).flatMap((f) =>
+      fs.readFileSync(path.join(auditDir, "..", "ledger", f), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { run_id: string; input: number; output: number }))
+      .filter((e) => e.run_id === runId)
+
+  /** A run's record once `ready` holds of it (usage and stops are written after the answer), or as it is after two seconds. */
+  const runOnce = async (worker: string, runId: string, ready: (r: RunRecord | undefined) => boolean) => {
+    let run = await readRun(worker, runId)
+    for (let i = 0; i < 40 && !ready(run); i++) run = await new Promise((r) => setTimeout(r, 50)).then(() => readRun(worker, runId))
+    return run
+  }
+
+  /** A model call as pi makes it: the sentinel in x-api-key, a JSON body. */
+  const modelCall = (body: unknown) => ({
+    method: "POST", path: "/v1/messages", headers: { "x-api-key": SENTINEL, "content-type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body)
+  })
+  const hello = (text = "hi") => ({ model: "claude-sonnet-4-5", max_tokens: 100, stream: true, messages: [{ role: "user", content: text }] })
 
   const echo = (r: Reply) => JSON.parse(r.body) as {
     method: string; path: string; headers: Record<string, string>; body: string; x_api_key_sha256: string | null; authorization_sha256: string | null
@@ -500,9 +532,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     } finally {
       await Effect.runPromise(Scope.close(again, Exit.void))
     }
-    const ledger = fs.readdirSync(path.join(auditDir, "..", "ledger")).flatMap((f) =>
-      fs.readFileSync(path.join(auditDir, "..", "ledger", f), "utf8").trim().split("\n").map((l) => JSON.parse(l)))
-    expect(ledger).toEqual([expect.objectContaining({ run_id: "2026-12-01-09-00-00-0000ca01", worker: "carol", input: 12, output: run?.usage?.output_tokens, priced: true })])
+    expect(ledgerOf("2026-12-01-09-00-00-0000ca01")).toEqual([expect.objectContaining({ run_id: "2026-12-01-09-00-00-0000ca01", worker: "carol", input: 12, output: run?.usage?.output_tokens, priced: true })])
   })
 
   it("requests after the first on a kept-alive connection are each injected, scrubbed and audited; a sentinel in a streamed body warns the run", async () => {
@@ -556,6 +586,68 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       fs.writeFileSync(orgFile, before)
       c.close()
     }
+  })
+
+  it("model calls after the first on a kept-alive connection are each metered; the one that crosses its worker's budget is cut, the next refused", async () => {
+    // dave's worker.toml: run_tokens = 180. Each rehearsal answer ends at 12 tokens in and 24 out,
+    // but streams a long text first (its output estimated from the text until the real count):
+    // a call or more go through whole, then one crosses the budget as it streams.
+    const c = await keptAlive(port, DAVE, "model.example.com:8443", [rosterCa])
+    const replies: Array<Reply> = []
+    const lastEvent = (r: Reply) => r.body.trim().split("\n\n").at(-1) ?? ""
+    try {
+      for (let i = 0; i < 10 && replies.at(-1)?.status !== 402; i++) replies.push(await c.request(modelCall(hello())))
+    } finally {
+      c.close()
+    }
+    const whole = replies.findIndex((r) => !lastEvent(r).startsWith("event: message_stop"))
+    expect(whole).toBeGreaterThanOrEqual(1)
+    expect(replies.map((r) => r.status)).toEqual([...replies.slice(0, whole + 1).map(() => 200), 402])
+    // The crossing answer ends with the budget's error event, the next call is refused.
+    const cut = lastEvent(replies[whole]!)
+    expect(cut).toMatch(/^event: error\ndata: /)
+    expect(JSON.parse(cut.split("data: ")[1] ?? "{}").error.message).toMatch(/^roster gateway: out of budget: run_tokens is 180 tokens and \d+ tokens is spent/)
+    expect(JSON.parse(replies.at(-1)!.body).roster.why).toBe("budget")
+    const answers = whole + 1
+    const run = await runOnce("dave", DAVE_RUN, (r) => r?.usage?.answers === answers && r.stopped !== undefined)
+    expect(run?.usage).toMatchObject({ input_tokens: 12 * answers, answers })
+    expect(run?.stopped).toMatchObject({ by: "budget" })
+    const ledger = ledgerOf(DAVE_RUN)
+    expect(ledger.map((e) => e.input)).toEqual(replies.slice(0, answers).map(() => 12))
+    expect(ledger.slice(0, whole).map((e) => e.output)).toEqual(replies.slice(0, whole).map(() => 24))
+    const mine = (x: AuditRecord) => x.run_id === DAVE_RUN && x.path === "/v1/messages"
+    const audited = (await auditedOnce(auditDir, (lines) => lines.filter(mine).length >= replies.length)).filter(mine)
+    expect(audited.map((x) => x.status)).toEqual(replies.map((r) => r.status))
+    expect(audited.slice(0, answers).every((x) => x.injected === true)).toBe(true)
+  })
+
+  it("on a kept-alive connection, each model call's body is checked as the first's: the sentinel in it taints, a server tool or bad JSON is refused", async () => {
+    const c = await keptAlive(port, ERIN, "model.example.com:8443", [rosterCa])
+    const statuses: Array<number> = []
+    let refused: Array<{ roster: { why: string } }> = []
+    try {
+      statuses.push((await c.request(modelCall(hello()))).status)
+      statuses.push((await c.request(modelCall(hello(`my key is ${SENTINEL}`)))).status)
+      const tools = await c.request(modelCall({ ...hello(), tools: [{ type: "web_search_20250305", name: "web_search", max_uses: 3 }] }))
+      const malformed = await c.request(modelCall(`{"model": "claude-sonnet-4-5", "messages": [`))
+      statuses.push(tools.status, malformed.status)
+      refused = [JSON.parse(tools.body), JSON.parse(malformed.body)]
+      statuses.push((await c.request(modelCall(hello()))).status)
+      expect(c.closed()).toBe(false)
+    } finally {
+      c.close()
+    }
+    expect(statuses).toEqual([200, 200, 403, 400, 200])
+    expect(refused.map((r) => r.roster.why)).toEqual(["server_tools", "malformed"])
+    const mine = (x: AuditRecord) => x.run_id === ERIN_RUN && x.path === "/v1/messages"
+    const audited = (await auditedOnce(auditDir, (lines) => lines.filter(mine).length >= 5)).filter(mine)
+    expect(audited.map((x) => x.status)).toEqual([200, 200, 403, 400, 200])
+    expect(audited.map((x) => x.sentinel_unsubstituted ?? [])).toEqual([[], ["body"], [], [], []])
+    const run = await runOnce("erin", ERIN_RUN, (r) => r?.usage?.answers === 3 && (r.tainted?.length ?? 0) >= 2 && (r.warnings?.length ?? 0) >= 1)
+    expect(run?.usage?.answers).toBe(3)
+    expect(run?.tainted?.map((t) => t.reason).sort()).toEqual(["sentinel_upstream", "server_tools"])
+    expect(run?.warnings?.some((w) => w.includes("model.example.com") && w.includes("in body:"))).toBe(true)
+    expect(ledgerOf(ERIN_RUN)).toHaveLength(3)
   })
 
   it("a token whose run has ended gets 407 at once, though its file is still there", async () => {

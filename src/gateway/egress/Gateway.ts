@@ -6,6 +6,7 @@ import { type IdentityCache, makeIdentityCache } from "../base/identify.js"
 import { makeOAuthRefresher, type OAuthRefresher } from "../base/oauthFlights.js"
 import { makePreflights, type Preflights } from "../base/preflights.js"
 import { makeTaintMemo, type TaintMemo } from "../base/taint.js"
+import { makeUsageNotes, type UsageNotes } from "../base/usageNotes.js"
 import { makeUpstreamPool, type UpstreamPool } from "../upstream/upstreamPool.js"
 import { SpendLedger } from "../../spend/SpendLedger.js"
 import { makeUpstreamTrust, type UpstreamTrust } from "../upstream/upstreamTrust.js"
@@ -26,6 +27,8 @@ export interface GatewayState {
   readonly workerSettings: ReturnType<typeof makeWorkerSettingsCache>
   /** What model answers have cost, for the budgets: the machine's files, or the fleet's database. */
   readonly ledger: Context.Tag.Service<SpendLedger>
+  /** Model answers' ledger lines and usage events, written after them a moment's worth at a time. */
+  readonly usageNotes: UsageNotes<GatewayContext>
   /** Identity files read in the last second (see makeIdentityCache). */
   readonly identities: IdentityCache
   /** OAuth logins being refreshed now (see freshCredential). */
@@ -55,13 +58,15 @@ export const makeGatewayState = (
   fork: (work: Effect.Effect<void, never, GatewayContext>) => void
 ) =>
   Effect.gen(function*() {
+    const ledger = yield* SpendLedger
     return {
       port,
       addrs,
       upstreamTrust: yield* makeUpstreamTrust,
       upstreamPool: yield* makeUpstreamPool,
       taints: makeTaintMemo(),
-      ledger: yield* SpendLedger,
+      ledger,
+      usageNotes: makeUsageNotes<GatewayContext>(ledger, fork),
       workerSettings: makeWorkerSettingsCache(),
       oauth: makeOAuthRefresher(),
       identities: makeIdentityCache(),

@@ -1,35 +1,51 @@
-import { Effect } from "effect"
+import { Effect, Runtime } from "effect"
 import type * as http from "node:http"
 import { Audit } from "../base/Audit.js"
 import { forwardable } from "../base/headers.js"
 import { placed, Refusal } from "../base/refusal.js"
 import { refuseResponse } from "../base/refuse.js"
-import { isCheckedBody } from "../base/requestBody.js"
+import { refuseTraced } from "../base/refuseTraced.js"
+import { collectBody, isCheckedBody } from "../base/requestBody.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { type RequestTrace, type TraceFields, traceRecord } from "../base/supervise.js"
 import { taintOnRefusal, taintSentinel } from "../base/taint.js"
-import { Gateway } from "../egress/Gateway.js"
-import { isModelCall } from "../metering/meter.js"
+import { Gateway, type GatewayContext } from "../egress/Gateway.js"
+import { isModelCall, type Meter, type MeterBasis, openMeter, overAtStart } from "../metering/meter.js"
 import { injectCredential } from "../secrets/inject.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
 import type { GrantCache, GrantSeen } from "./grantCache.js"
 import type { Target } from "./granted.js"
+import { checkBody, modelOf } from "./injectForward.js"
 import { relayedFields, relayTo } from "./relay.js"
 
+/** What goes out of a request: its head with the credential in, and what to scrub from the answer. */
+interface Outgoing {
+  readonly out: http.OutgoingHttpHeaders
+  readonly injected: boolean
+  readonly reveals: ReadonlyArray<string>
+}
+
+const noBody = () => {}
+
 /**
- * The common request inside a terminated tunnel, handled without a fiber of its own: a request
- * whose body streams through (not a model call, not a body read whole and checked), on a
- * connection whose grant was decided within the last moment (grantCache), that carries no
- * sentinel anywhere but the header its credential goes in. It does what `injectForward` does for
- * such a request — the credential swapped in, the answer scrubbed, the body watched for a
- * sentinel, the audit line — in plain callbacks: under the daemon's small-heap V8 flags a fiber
- * and the decision's steps cost more than the proxying itself (docs/PERFORMANCE.md, change 19).
- * Anything else is `injectForward`'s, and is given to it before anything of the request is read.
+ * The common request inside a terminated tunnel, handled without a fiber of its own: on a
+ * connection whose grant was decided within the last moment (grantCache), carrying no sentinel
+ * in its head but in the header its credential goes in. Its body streams through, or — JSON or
+ * text, a model call among them — is read whole and checked first; a model call of a run is
+ * metered against the budgets its connection last read (`GrantSeen.limits`) and what the ledger
+ * holds in memory. It does what `injectForward` does for such a request — the credential swapped
+ * in, the answer scrubbed (and its usage read), the body watched for a sentinel, the audit line —
+ * in plain callbacks: under the daemon's small-heap V8 flags a fiber and the decision's steps cost
+ * more than the proxying itself (docs/PERFORMANCE.md, changes 19 and 20). The rare turns (a taint
+ * to write before the answer, a refusal) run as Effects in the gateway's scope. Anything else —
+ * a call that would start past a budget, a fleet's ledger — is `injectForward`'s, and is given to
+ * it before anything of the request is read.
  */
 export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
   const self = yield* Gateway
   const audit = yield* Audit
   const clock = yield* Effect.clock
+  const run = Runtime.runPromise(yield* Effect.runtime<GatewayContext>())
   // The answers under way, each cancelled with the gateway (as a request's fiber is interrupted).
   const inFlight = new Set<() => void>()
   yield* Effect.addFinalizer(() =>
@@ -39,33 +55,90 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
     })
   )
 
-  const finish = (target: Target, trace: RequestTrace, fields: TraceFields, refusal: Refusal | undefined) => {
+  const finish = (target: Target, trace: RequestTrace, fields: TraceFields, refusal: Refusal | undefined, taintedBefore: boolean) => {
     if (refusal) self.fork(taintOnRefusal(self.taints, target.caller, placed(refusal, trace)))
     audit.submit(traceRecord(trace, fields, clock.unsafeCurrentTimeMillis()))
     const places = fields.sentinel_unsubstituted ?? []
     if (places.length > 0) {
-      self.fork(warnRun(target.caller, sentinelWarning(target.host, places)).pipe(
-        Effect.zipRight(taintSentinel(self.taints, target.caller, target.host, places))
-      ))
+      const warned = warnRun(target.caller, sentinelWarning(target.host, places))
+      self.fork(taintedBefore ? warned : Effect.zipRight(warned, taintSentinel(self.taints, target.caller, target.host, places)))
     }
   }
 
-  const forward = (seen: GrantSeen, target: Target, req: http.IncomingMessage, res: http.ServerResponse, url: string, trace: RequestTrace) => {
-    const { authorized, credential } = seen.granted
+  /** A refusal as every handler gives it (the run tainted before the box hears it): rare, so a fiber. */
+  const refuse = (target: Target, res: http.ServerResponse, trace: RequestTrace, r: Refusal) =>
+    self.fork(refuseTraced(self.taints, trace, (p) => refuseResponse(res, p))(r, target.caller))
+
+  /** The credential in; undefined when a sentinel is elsewhere in the head (tainted before sending: `injectForward`'s to do). */
+  const outgoing = (seen: GrantSeen, req: http.IncomingMessage, url: string): Outgoing | undefined => {
+    const { credential } = seen.granted
     const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
     const out = forwardable(headers)
     // The answer is scanned for the real value, so it must arrive uncompressed.
     out["accept-encoding"] = "identity"
-    // A sentinel in the head is tainted before anything is sent: injectForward's to do.
-    if (sentinelPlaces(out, url, req.method).length > 0) return false
+    return sentinelPlaces(out, url, req.method).length > 0 ? undefined : { out, injected, reveals }
+  }
+
+  /** Sends the request (its checked body, or streaming it) and the answer back, then finishes it. */
+  const send = (seen: GrantSeen, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, o: Outgoing, checked: Buffer | undefined, meter: Meter | undefined) => {
     const body = bodyScanner()
-    const options = { out, agent: seen.agent, secrets: reveals, limit: authorized.org.gateway.max_body_mib * 1024 * 1024, onBody: body.feed, checked: undefined, meter: undefined }
-    const cancel = relayTo(req, res, options, (r) => {
-      inFlight.delete(cancel)
-      finish(target, trace, relayedFields(r, injected, body.found() ? ["body"] : []), r.refusal)
-    })
-    inFlight.add(cancel)
+    if (checked) body.feed(checked)
+    // A sentinel in a checked body is known before it leaves: the run is tainted first.
+    const taintedBefore = body.found()
+    const go = () => {
+      const limit = seen.granted.authorized.org.gateway.max_body_mib * 1024 * 1024
+      const options = { out: o.out, agent: seen.agent, secrets: o.reveals, limit, onBody: checked ? noBody : body.feed, checked, meter }
+      const cancel = relayTo(req, res, options, (r) => {
+        inFlight.delete(cancel)
+        meter?.settle()
+        finish(target, trace, relayedFields(r, o.injected, body.found() ? ["body"] : []), r.refusal, taintedBefore)
+      })
+      inFlight.add(cancel)
+    }
+    if (taintedBefore) self.fork(Effect.zipRight(taintSentinel(self.taints, target.caller, target.host, ["body"]), Effect.sync(go)))
+    else go()
+  }
+
+  /**
+   * A body read whole and checked, then sent; a model call of a run metered. False, having read
+   * nothing, when the call cannot be metered here (no budgets read on this connection yet, a
+   * ledger that is not in memory) or would start past a budget (refused, and its run stopped, by
+   * `injectForward`).
+   */
+  const sendChecked = (seen: GrantSeen, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, o: Outgoing) => {
+    const { runId, worker } = target.caller
+    let basis: MeterBasis | undefined
+    if (isModelCall(req) && runId && worker) {
+      const spentNow = self.ledger.spentNow
+      if (!seen.limits || !spentNow) return false
+      const startedAt = new Date(trace.startedAt).toISOString()
+      basis = { limits: seen.limits, spent: spentNow(worker, runId, startedAt), startedAt }
+      if (overAtStart(basis)) return false
+    }
+    const { authorized, grant } = seen.granted
+    collectBody(req, authorized.org.gateway.max_body_mib * 1024 * 1024, (raw) =>
+      guarded(res, trace, () => {
+        const checked = raw instanceof Refusal ? { refusal: raw } : checkBody(req, raw, grant)
+        if ("refusal" in checked) return refuse(target, res, trace, checked.refusal)
+        o.out["content-length"] = String(checked.body.length)
+        delete o.out["transfer-encoding"]
+        const meter = basis && runId && worker
+          ? openMeter(self, run, { ...target.caller, runId, worker }, authorized.org, modelOf(checked.json), basis)
+          : undefined
+        send(seen, target, req, res, trace, o, checked.body, meter)
+      }))
     return true
+  }
+
+  /** As `supervised` for a fiber: an unexpected failure is logged with its request, a 500 to the box, still audited. */
+  const guarded = (res: http.ServerResponse, trace: RequestTrace, work: () => void) => {
+    try {
+      work()
+    } catch (cause) {
+      self.fork(Effect.logError(`gateway: unexpected failure on ${trace.method} ${trace.host}:${trace.port}${trace.path} for run ${trace.run_id ?? "-"} (${trace.subject})`, cause))
+      refuseResponse(res, new Refusal(500, "internal error"))
+      audit.submit(traceRecord(trace, { status: 500, note: "internal error in the gateway (see its log)" }, clock.unsafeCurrentTimeMillis()))
+    }
   }
 
   /**
@@ -74,7 +147,7 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
    */
   const tryForward = (target: Target, req: http.IncomingMessage, res: http.ServerResponse): boolean => {
     const url = req.url ?? "/"
-    if (!url.startsWith("/") || isCheckedBody(req) || isModelCall(req)) return false
+    if (!url.startsWith("/")) return false
     const now = clock.unsafeCurrentTimeMillis()
     const seen = grants.fresh(target, now)
     if (!seen) return false
@@ -82,15 +155,16 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
     const trace: RequestTrace = {
       run_id: caller.runId, subject: caller.subject, host: target.host, port: target.port, method: req.method ?? "GET", path: url.split("?")[0] ?? "/", startedAt: now
     }
-    try {
-      return forward(seen, target, req, res, url, trace)
-    } catch (cause) {
-      // As `supervised`: logged with the request, a 500 to the box, still audited.
-      self.fork(Effect.logError(`gateway: unexpected failure on ${trace.method} ${trace.host}:${trace.port}${trace.path} for run ${trace.run_id ?? "-"} (${trace.subject})`, cause))
-      refuseResponse(res, new Refusal(500, "internal error"))
-      audit.submit(traceRecord(trace, { status: 500, note: "internal error in the gateway (see its log)" }, clock.unsafeCurrentTimeMillis()))
-      return true
-    }
+    let taken = true
+    guarded(res, trace, () => {
+      const o = outgoing(seen, req, url)
+      if (!o) taken = false
+      else if (isCheckedBody(req)) taken = sendChecked(seen, target, req, res, trace, o)
+      // A model call whose body is not one to read (an unusual content type) is metered there.
+      else if (isModelCall(req)) taken = false
+      else send(seen, target, req, res, trace, o, undefined, undefined)
+    })
+    return taken
   }
 
   return { tryForward }

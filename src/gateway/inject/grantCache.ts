@@ -2,6 +2,7 @@ import { Clock, Effect } from "effect"
 import type * as http from "node:http"
 import { lookAgainCount } from "../../fs/stamp.js"
 import { Gateway } from "../egress/Gateway.js"
+import type { Limits } from "../metering/meter.js"
 import { grantedCredential, openUpstream, type Target } from "./granted.js"
 
 export type Granted = Effect.Effect.Success<ReturnType<typeof grantedCredential>>
@@ -12,6 +13,8 @@ export interface GrantSeen {
   readonly agent: http.Agent
   readonly at: number
   readonly looked: number
+  /** The caller's worker's budgets, as its last model call on this connection read them (for as long as the grant serves). */
+  limits: Limits | undefined
 }
 
 /**
@@ -33,7 +36,7 @@ export const makeGrantCache = () => {
   const seen = new WeakMap<Target, GrantSeen>()
   return {
     note: (target: Target, granted: Granted, agent: http.Agent, now: number): GrantSeen => {
-      const entry = { granted, agent, at: now, looked: lookAgainCount() }
+      const entry: GrantSeen = { granted, agent, at: now, looked: lookAgainCount(), limits: undefined }
       seen.set(target, entry)
       return entry
     },

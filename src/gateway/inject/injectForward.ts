@@ -1,5 +1,5 @@
 import { refuseTraced } from "../base/refuseTraced.js"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import type * as http from "node:http"
 import { Gateway } from "../egress/Gateway.js"
 import { placed, Refusal } from "../base/refusal.js"
@@ -19,24 +19,33 @@ import { type GrantCache, grantFor } from "./grantCache.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 
 /**
- * A body that may be a model request, read whole and checked before anything leaves: refused
- * when it declares provider-side tools its grant does not allow; sent as re-serialised.
+ * A body that may be a model request, read whole, checked before anything leaves: refused when it
+ * declares provider-side tools its grant does not allow; sent as re-serialised.
  */
+export const checkBody = (req: http.IncomingMessage, raw: Buffer, grant: GrantRule): { readonly refusal: Refusal } | Checked => {
+  const parsed = parseChecked(req, raw)
+  if (!parsed.ok) return { refusal: new Refusal(400, "the request body is declared JSON and does not parse", { why: "malformed" }) }
+  if (parsed.json === undefined) return { body: raw, json: undefined }
+  const vetted = vetServerTools(parsed.json, grant)
+  if (!vetted.ok) return { refusal: new Refusal(403, serverToolsReason(grant, vetted), { why: "server_tools" }) }
+  return { body: Buffer.from(JSON.stringify(parsed.json)), json: parsed.json }
+}
+
+interface Checked {
+  readonly body: Buffer
+  readonly json: unknown
+}
+
 const checkedBody = (req: http.IncomingMessage, grant: GrantRule, limit: number) =>
   Effect.gen(function*() {
     if (!isCheckedBody(req)) return undefined
-    const raw = yield* readBody(req, limit)
-    const parsed = parseChecked(req, raw)
-    if (!parsed.ok) return yield* Effect.fail(new Refusal(400, "the request body is declared JSON and does not parse", { why: "malformed" }))
-    if (parsed.json === undefined) return { body: raw, json: undefined }
-    const vetted = vetServerTools(parsed.json, grant)
-    if (!vetted.ok) return yield* Effect.fail(new Refusal(403, serverToolsReason(grant, vetted), { why: "server_tools" }))
-    return { body: Buffer.from(JSON.stringify(parsed.json)), json: parsed.json }
+    const checked = checkBody(req, yield* readBody(req, limit), grant)
+    return "refusal" in checked ? yield* Effect.fail(checked.refusal) : checked
   })
 
 /** The model a request names (`model` in its JSON body). */
-const modelOf = (json: unknown) => Option.getOrUndefined(decodeModel(json))?.model ?? "unknown"
-const decodeModel = Schema.decodeUnknownOption(Schema.Struct({ model: Schema.String }))
+export const modelOf = (json: unknown) => (namesModel(json) ? json.model : "unknown")
+const namesModel = Schema.is(Schema.Struct({ model: Schema.String }))
 
 /**
  * One request inside a terminated tunnel: re-authorised, the real credential in the one header
@@ -49,7 +58,8 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     const refuse = (r: Refusal) => refuseAs(r, target.caller)
     const decided = yield* grantFor(target, grants).pipe(Effect.either)
     if (decided._tag === "Left") return yield* refuse(decided.left)
-    const { agent, granted: { authorized, credential, grant } } = decided.right
+    const seen = decided.right
+    const { agent, granted: { authorized, credential, grant } } = seen
     const limit = authorized.org.gateway.max_body_mib * 1024 * 1024
     const checkedOr = yield* checkedBody(req, grant, limit).pipe(Effect.either)
     if (checkedOr._tag === "Left") return yield* refuse(checkedOr.left)
@@ -59,6 +69,8 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     const started = isModelCall(req) && runId && worker
       ? yield* startMeter({ ...target.caller, runId, worker }, authorized.org, modelOf(checked?.json))
       : undefined
+    // The worker's budgets as read now serve the connection's next calls while its grant does.
+    if (started) seen.limits = started.limits
     if (started?.refusal) return yield* refuse(started.refusal)
     const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
     const out = forwardable(headers)
@@ -79,7 +91,7 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     const result = yield* relay(req, res, {
       out, agent, secrets: reveals, limit, onBody: checked ? () => {} : body.feed, checked: checked?.body, meter: started?.meter
     })
-    if (started?.meter) yield* started.meter.finish
+    started?.meter?.settle()
     const places = [...inHead, ...(body.found() ? ["body"] : [])]
     if (result.refusal) yield* taintOnRefusal(self.taints, target.caller, placed(result.refusal, trace))
     yield* auditTrace(trace, relayedFields(result, injected, places))

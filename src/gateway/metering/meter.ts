@@ -5,7 +5,8 @@ import type { Org } from "../../config/schema.js"
 import { LABEL_RUN_ID } from "../../contract/constants.js"
 import { Docker } from "../../docker/Docker.js"
 import { RunLog } from "../../run/RunLog.js"
-import { Gateway, type GatewayContext } from "../egress/Gateway.js"
+import type { WorkerSettings } from "../../worker/workers.js"
+import { Gateway, type GatewayContext, type GatewayState } from "../egress/Gateway.js"
 import type { Caller, RunCaller } from "../base/identify.js"
 import type { LedgerEntry, Spent } from "../../spend/SpendLedger.js"
 import { Refusal } from "../base/refusal.js"
@@ -17,7 +18,7 @@ export const isModelCall = (req: http.IncomingMessage) => req.method === "POST" 
 
 type Which = "run_usd" | "run_tokens" | "worker_daily_usd" | "org_daily_usd"
 
-interface Limits {
+export interface Limits {
   readonly run_usd?: number | undefined
   readonly run_tokens?: number | undefined
   readonly worker_daily_usd?: number | undefined
@@ -32,9 +33,14 @@ interface Over {
 }
 
 /** The budgets for a worker: each one its worker.toml [budget] sets, else org.toml's. */
+export const limitsOf = (org: Org, settings: Pick<WorkerSettings, "budget">): Limits => ({
+  ...org.budget,
+  ...Object.fromEntries(Object.entries(settings.budget ?? {}).filter(([, v]) => v !== undefined))
+})
+
 const limitsFor = (org: Org, worker: string) =>
   Effect.flatMap(Gateway, (self) => self.workerSettings(worker)).pipe(
-    Effect.map((s): Limits => ({ ...org.budget, ...Object.fromEntries(Object.entries(s.budget ?? {}).filter(([, v]) => v !== undefined)) })),
+    Effect.map((s) => limitsOf(org, s)),
     Effect.orElseSucceed((): Limits => org.budget)
   )
 
@@ -90,14 +96,76 @@ const stopRun = (caller: Caller, text: string) =>
 export interface Meter {
   /** The tap for an answer of this content type (SSE or JSON), or none to read. */
   readonly tap: (contentType: string, stopUpstream: () => void) => UsageTap | undefined
-  /** After the answer: counted in the ledger and the run; the run stopped if it crossed a budget. */
-  readonly finish: Effect.Effect<void, never, GatewayContext>
+  /**
+   * After the answer (it was counted in memory as it ended): its ledger line and usage event
+   * written, and the run stopped if it crossed a budget — by the gateway's usage notes, in order.
+   */
+  readonly settle: () => void
 }
 
+/** What a model call is metered against: its worker's budgets, and what was spent when it began. */
+export interface MeterBasis {
+  readonly limits: Limits
+  readonly spent: Spent
+  /** When the call began (ISO): its ledger entry's time, and the UTC day its daily budgets count. */
+  readonly startedAt: string
+}
+
+/** The budget a call would start past (already used up): it is refused before anything leaves. */
+export const overAtStart = (basis: MeterBasis) => firstOver(basis.limits, basis.spent, 0, 0, true)
+
 /**
- * Before a model call of a run: refused (402, "out of budget") when a budget is already used up;
- * otherwise a meter for its answer, which cuts it at the next event once it crosses a budget
- * (or lets it finish, with `on_cross = "finish"`) and stops the run either way.
+ * The meter of one model call's answer, built without a fiber (the common model call runs in
+ * callbacks, `fastForward`; `startMeter` is the same for a handler that is an Effect): it cuts the
+ * answer at the next event once it crosses a budget (or lets it finish, with `on_cross =
+ * "finish"`) and stops the run either way. `run` runs an Effect to its end (the stop is recorded
+ * before the box is sent the cut event).
+ */
+export const openMeter = (
+  self: GatewayState,
+  run: (work: Effect.Effect<void, never, GatewayContext>) => Promise<void>,
+  caller: RunCaller,
+  org: Org,
+  model: string,
+  { limits, spent, startedAt }: MeterBasis
+): Meter => {
+  const { known, price } = priceFor(org.price, model)
+  let crossed: Over | undefined
+  let counted: LedgerEntry | undefined
+  const onProgress = (count: TokenCount) => {
+    crossed ??= firstOver(limits, spent, costOf(price, count), totalTokens(count), false)
+    return crossed && limits.on_cross === "cut" ? "cut" as const : "go" as const
+  }
+  return {
+    tap: (contentType, stopUpstream) => {
+      const kind = contentType.includes("text/event-stream") ? "sse" : contentType.includes("json") ? "json" : undefined
+      if (!kind) return undefined
+      return new UsageTap(kind, {
+        onProgress,
+        cutEvent: () => cutEvent(crossed ? budgetText(crossed, caller.worker) : "out of budget"),
+        onCut: stopUpstream,
+        beforeCutEvent: () => run(stopRun(caller, budgetText(crossed!, caller.worker))),
+        // Counted before the box sees the answer end, so its next call is checked against it.
+        onEnd: (count) => {
+          if (totalTokens(count) === 0) return
+          counted = { time: startedAt, run_id: caller.runId, worker: caller.worker, model, ...count, usd: costOf(price, count), priced: known }
+          self.ledger.count(counted)
+          // A JSON answer is read whole at its end: a budget it passed is found here.
+          onProgress(count)
+        }
+      })
+    },
+    settle: () => self.usageNotes.submit({ entry: counted, then: crossed ? stopRun(caller, budgetText(crossed, caller.worker)) : undefined })
+  }
+}
+
+/** A call refused for a budget already used up: a 4xx the SDKs do not retry, which says which budget and how to raise it. */
+const budgetRefusal = (over: Over, worker: string) => new Refusal(402, budgetText(over, worker), { why: "budget" })
+
+/**
+ * Before a model call of a run: refused (402, "out of budget") and the run stopped when a budget
+ * is already used up; otherwise its answer's meter ({@link openMeter}). Gives the worker's budgets
+ * as read now, for the connection's next calls (`GrantSeen.limits`).
  */
 export const startMeter = (caller: RunCaller, org: Org, model: string) =>
   Effect.gen(function*() {
@@ -105,49 +173,11 @@ export const startMeter = (caller: RunCaller, org: Org, model: string) =>
     const runtime = yield* Effect.runtime<GatewayContext>()
     const limits = yield* limitsFor(org, caller.worker)
     const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
-    const spent = yield* self.ledger.spent(caller.worker, caller.runId, startedAt)
-    const { known, price } = priceFor(org.price, model)
-    const already = firstOver(limits, spent, 0, 0, true)
+    const basis = { limits, spent: yield* self.ledger.spent(caller.worker, caller.runId, startedAt), startedAt }
+    const already = overAtStart(basis)
     if (already) {
-      const text = budgetText(already, caller.worker)
-      yield* stopRun(caller, text)
-      return { refusal: new Refusal(402, text, { why: "budget" }) } as const
+      yield* stopRun(caller, budgetText(already, caller.worker))
+      return { refusal: budgetRefusal(already, caller.worker), limits } as const
     }
-    let crossed: Over | undefined
-    let counted: LedgerEntry | undefined
-    const onProgress = (count: TokenCount) => {
-      crossed ??= firstOver(limits, spent, costOf(price, count), totalTokens(count), false)
-      return crossed && limits.on_cross === "cut" ? "cut" as const : "go" as const
-    }
-    const meter: Meter = {
-      tap: (contentType, stopUpstream) => {
-        const kind = contentType.includes("text/event-stream") ? "sse" : contentType.includes("json") ? "json" : undefined
-        if (!kind) return undefined
-        return new UsageTap(kind, {
-          onProgress,
-          cutEvent: () => cutEvent(crossed ? budgetText(crossed, caller.worker) : "out of budget"),
-          onCut: stopUpstream,
-          beforeCutEvent: () => Runtime.runPromise(runtime)(stopRun(caller, budgetText(crossed!, caller.worker))),
-          // Counted before the box sees the answer end, so its next call is checked against it.
-          onEnd: (count) => {
-            if (totalTokens(count) === 0) return
-            counted = { time: startedAt, run_id: caller.runId, worker: caller.worker, model, ...count, usd: costOf(price, count), priced: known }
-            self.ledger.count(counted)
-            // A JSON answer is read whole at its end: a budget it passed is found here.
-            onProgress(count)
-          }
-        })
-      },
-      finish: Effect.gen(function*() {
-        if (counted) {
-          const { cache_read, cache_write, input, output, usd } = counted
-          yield* self.ledger.persist(counted)
-          yield* (yield* RunLog).append(caller.worker, caller.runId, { kind: "usage", model, input, output, cache_read, cache_write, usd }).pipe(
-            Effect.catchAll((e) => Effect.logWarning(`gateway: run ${caller.runId}: its usage could not be noted: ${e.message}`))
-          )
-        }
-        if (crossed) yield* stopRun(caller, budgetText(crossed, caller.worker))
-      })
-    }
-    return { meter } as const
+    return { meter: openMeter(self, Runtime.runPromise(runtime), caller, org, model, basis), limits } as const
   })
