@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import type * as http from "node:http"
 import { describe, expect, it } from "vitest"
 import { lookAgainNow } from "../../src/fs/stamp.js"
-import { GRANT_SEEN_MS, type Granted, makeGrantCache } from "../../src/gateway/inject/grantCache.js"
+import { GRANT_REFRESH_MS, GRANT_SEEN_MS, type Granted, makeGrantCache } from "../../src/gateway/inject/grantCache.js"
 import type { Target } from "../../src/gateway/inject/granted.js"
 
 const target = (): Target => ({ caller: { subject: "org/alice", runId: "r1", worker: "alice", taskId: null }, host: "api.example.com", port: 443 })
@@ -34,5 +34,21 @@ describe("a terminated connection's grant, kept for its next requests", () => {
     expect(cache.fresh(a, 1_001)).toBeUndefined()
     cache.note(a, granted, agent, 1_002)
     expect(cache.fresh(a, 1_003)).toBeDefined()
+  })
+
+  it("is due to be decided again, once at a time, a while before it lapses", () => {
+    const cache = makeGrantCache()
+    const a = target()
+    const entry = cache.note(a, granted, agent, 1_000)
+    expect(GRANT_REFRESH_MS).toBeLessThan(GRANT_SEEN_MS)
+    expect(cache.refreshDue(a, entry, 1_000 + GRANT_REFRESH_MS - 1)).toBe(false)
+    expect(cache.refreshDue(a, entry, 1_000 + GRANT_REFRESH_MS)).toBe(true)
+    // One decision under way per connection: the requests meanwhile start none.
+    expect(cache.refreshDue(a, entry, 1_000 + GRANT_REFRESH_MS + 10)).toBe(false)
+    // Another connection's is its own.
+    const b = target()
+    expect(cache.refreshDue(b, cache.note(b, granted, agent, 1_000), 1_000 + GRANT_REFRESH_MS)).toBe(true)
+    cache.refreshed(a)
+    expect(cache.refreshDue(a, entry, 1_000 + GRANT_REFRESH_MS + 20)).toBe(true)
   })
 })

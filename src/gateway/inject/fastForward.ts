@@ -13,7 +13,7 @@ import { Gateway, type GatewayContext } from "../egress/Gateway.js"
 import { isModelCall, type Meter, type MeterBasis, openMeter, overAtStart } from "../metering/meter.js"
 import { injectCredential } from "../secrets/inject.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
-import type { GrantCache, GrantSeen } from "./grantCache.js"
+import { type GrantCache, type GrantSeen, refreshGrant } from "./grantCache.js"
 import type { Target } from "./granted.js"
 import { checkBody, modelOf } from "./injectForward.js"
 import { relayedFields, relayTo } from "./relay.js"
@@ -151,6 +151,7 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
     const now = clock.unsafeCurrentTimeMillis()
     const seen = grants.fresh(target, now)
     if (!seen) return false
+    if (grants.refreshDue(target, seen, now)) self.fork(refreshGrant(target, grants, seen))
     const { caller } = target
     const trace: RequestTrace = {
       run_id: caller.runId, subject: caller.subject, host: target.host, port: target.port, method: req.method ?? "GET", path: url.split("?")[0] ?? "/", startedAt: now

@@ -2,7 +2,7 @@ import { Clock, Effect } from "effect"
 import type * as http from "node:http"
 import { lookAgainCount } from "../../fs/stamp.js"
 import { Gateway } from "../egress/Gateway.js"
-import type { Limits } from "../metering/meter.js"
+import { type Limits, limitsFor } from "../metering/meter.js"
 import { grantedCredential, openUpstream, type Target } from "./granted.js"
 
 export type Granted = Effect.Effect.Success<ReturnType<typeof grantedCredential>>
@@ -27,6 +27,14 @@ export interface GrantSeen {
 export const GRANT_SEEN_MS = 250
 
 /**
+ * How old a busy connection's grant is when its next request has it decided again in the
+ * background: a connection in use keeps a grant decided within {@link GRANT_SEEN_MS}, and no
+ * request waits for the decision (each fourth of a second, one did: a slow request in every few
+ * hundred — the gateway's p99).
+ */
+export const GRANT_REFRESH_MS = 150
+
+/**
  * Per connection (its {@link Target}), the grant its last request was decided under. A cached
  * grant is not used past {@link GRANT_SEEN_MS}, nor after `lookAgainNow` (a handed-over run must
  * see a just-made edit at once). An OAuth login is refreshed five minutes before it expires, so
@@ -34,12 +42,20 @@ export const GRANT_SEEN_MS = 250
  */
 export const makeGrantCache = () => {
   const seen = new WeakMap<Target, GrantSeen>()
+  const refreshing = new WeakSet<Target>()
   return {
-    note: (target: Target, granted: Granted, agent: http.Agent, now: number): GrantSeen => {
-      const entry: GrantSeen = { granted, agent, at: now, looked: lookAgainCount(), limits: undefined }
+    note: (target: Target, granted: Granted, agent: http.Agent, now: number, limits?: Limits): GrantSeen => {
+      const entry: GrantSeen = { granted, agent, at: now, looked: lookAgainCount(), limits }
       seen.set(target, entry)
       return entry
     },
+    /** True, once, when the connection's grant is due to be decided again (and is not being already). */
+    refreshDue: (target: Target, entry: GrantSeen, now: number) => {
+      if (now - entry.at < GRANT_REFRESH_MS || refreshing.has(target)) return false
+      refreshing.add(target)
+      return true
+    },
+    refreshed: (target: Target) => void refreshing.delete(target),
     fresh: (target: Target, now: number): GrantSeen | undefined => {
       const hit = seen.get(target)
       if (!hit || now - hit.at >= GRANT_SEEN_MS || now < hit.at || hit.looked !== lookAgainCount()) return undefined
@@ -58,11 +74,30 @@ export type GrantCache = ReturnType<typeof makeGrantCache>
  */
 export const grantFor = Effect.fnUntraced(function*(target: Target, grants: GrantCache) {
   const now = yield* Clock.currentTimeMillis
-  const seen = grants.fresh(target, now)
-  if (seen) return seen
+  return grants.fresh(target, now) ?? (yield* decide(target, grants, now, false))
+})
+
+/** The grant decided now (a refusal forgets the connection's), kept for the connection's next requests. */
+const decide = Effect.fnUntraced(function*(target: Target, grants: GrantCache, now: number, withLimits: boolean) {
   const granted = yield* grantedCredential(target).pipe(Effect.tapError(() => Effect.sync(() => grants.forget(target))))
   const { authorized, grant, upstream } = granted
   const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(grant)}`
   const agent = yield* (yield* Gateway).upstreamPool.agentFor(key, openUpstream(authorized, upstream))
-  return grants.note(target, granted, agent, now)
+  const { worker } = target.caller
+  const limits = withLimits && worker ? yield* limitsFor(authorized.org, worker) : undefined
+  return grants.note(target, granted, agent, now, limits)
 })
+
+/**
+ * A busy connection's grant decided again before it lapses, in the background (forked by the
+ * request that found it due): the same decision a lapsed grant gets, read at the moment it starts,
+ * so a request is still served only on a decision at most {@link GRANT_SEEN_MS} old. A refusal
+ * forgets the grant and is given by the Effect handler to the connection's next request. The
+ * budgets are read again for a connection whose model calls are metered by them.
+ */
+export const refreshGrant = (target: Target, grants: GrantCache, previous: GrantSeen) =>
+  Clock.currentTimeMillis.pipe(
+    Effect.flatMap((now) => decide(target, grants, now, previous.limits !== undefined)),
+    Effect.ignore,
+    Effect.ensuring(Effect.sync(() => grants.refreshed(target)))
+  )

@@ -38,7 +38,8 @@ export const limitsOf = (org: Org, settings: Pick<WorkerSettings, "budget">): Li
   ...Object.fromEntries(Object.entries(settings.budget ?? {}).filter(([, v]) => v !== undefined))
 })
 
-const limitsFor = (org: Org, worker: string) =>
+/** A worker's budgets as its worker.toml says now (looked at twice a second); org.toml's when it cannot be read. */
+export const limitsFor = (org: Org, worker: string) =>
   Effect.flatMap(Gateway, (self) => self.workerSettings(worker)).pipe(
     Effect.map((s) => limitsOf(org, s)),
     Effect.orElseSucceed((): Limits => org.budget)
