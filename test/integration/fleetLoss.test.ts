@@ -183,8 +183,12 @@ describe("three daemons as one roster, and a node lost: its attempts fenced, its
     }, 30_000)
     process.kill(daemonPid(n1), "SIGKILL")
     // The machine is lost with its boxes (a box the engine is already removing is as good as gone).
-    for (const c of await boxesOf(n1)) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)
-    await until("n1's boxes gone", async () => ((await boxesOf(n1)).length === 0 ? true : undefined), 15_000)
+    // Removed again while any is left: a box n1 asked the engine for just before it died shows up after a first look.
+    await until("n1's boxes gone", async () => {
+      const left = await boxesOf(n1)
+      for (const c of left) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)
+      return left.length === 0 ? true : undefined
+    }, 15_000)
     const killedAt = Date.now()
     const done = await until("every task done", async () => {
       const ts = (await tasksOf(n3)).filter((t) => ids.includes(t.task_id))
