@@ -1,6 +1,10 @@
 import { Effect } from "effect"
 import type * as http from "node:http"
+import type { Org } from "../../config/schema.js"
 import { Refusal } from "./refusal.js"
+
+/** The most of a request body (or a WebSocket frame) the gateway reads: `[gateway] max_body_mib` in org.toml. */
+export const bodyLimit = (org: Pick<Org, "gateway">) => org.gateway.max_body_mib * 1024 * 1024
 
 /**
  * A body that may be a model request — JSON, text, or undeclared — is read whole and checked

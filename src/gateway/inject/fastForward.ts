@@ -5,7 +5,7 @@ import { forwardable } from "../base/headers.js"
 import { placed, Refusal } from "../base/refusal.js"
 import { refuseResponse } from "../base/refuse.js"
 import { refuseTraced } from "../base/refuseTraced.js"
-import { collectBody, isCheckedBody } from "../base/requestBody.js"
+import { bodyLimit, collectBody, isCheckedBody } from "../base/requestBody.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { type RequestTrace, type TraceFields, traceRecord } from "../base/supervise.js"
 import { taintOnRefusal, taintSentinel } from "../base/taint.js"
@@ -86,7 +86,7 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
     // A sentinel in a checked body is known before it leaves: the run is tainted first.
     const taintedBefore = body.found()
     const go = () => {
-      const limit = seen.granted.authorized.org.gateway.max_body_mib * 1024 * 1024
+      const limit = bodyLimit(seen.granted.authorized.org)
       const options = { out: o.out, agent: seen.agent, secrets: o.reveals, limit, onBody: checked ? noBody : body.feed, checked, meter }
       const cancel = relayTo(req, res, options, (r) => {
         inFlight.delete(cancel)
@@ -116,7 +116,7 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
       if (overAtStart(basis)) return false
     }
     const { authorized, grant } = seen.granted
-    collectBody(req, authorized.org.gateway.max_body_mib * 1024 * 1024, (raw) =>
+    collectBody(req, bodyLimit(authorized.org), (raw) =>
       guarded(res, trace, () => {
         const checked = raw instanceof Refusal ? { refusal: raw } : checkBody(req, raw, grant)
         if ("refusal" in checked) return refuse(target, res, trace, checked.refusal)

@@ -7,7 +7,7 @@ import { forwardable } from "../base/headers.js"
 import type { Target } from "./granted.js"
 import { injectCredential } from "../secrets/inject.js"
 import { refuseResponse } from "../base/refuse.js"
-import { isCheckedBody, parseChecked, readBody } from "../base/requestBody.js"
+import { bodyLimit, isCheckedBody, parseChecked, readBody } from "../base/requestBody.js"
 import { serverToolsReason, vetServerTools } from "../base/serverTools.js"
 import { taintOnRefusal, taintSentinel } from "../base/taint.js"
 import { isModelCall, startMeter } from "../metering/meter.js"
@@ -60,7 +60,7 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     if (decided._tag === "Left") return yield* refuse(decided.left)
     const seen = decided.right
     const { agent, granted: { authorized, credential, grant } } = seen
-    const limit = authorized.org.gateway.max_body_mib * 1024 * 1024
+    const limit = bodyLimit(authorized.org)
     const checkedOr = yield* checkedBody(req, grant, limit).pipe(Effect.either)
     if (checkedOr._tag === "Left") return yield* refuse(checkedOr.left)
     const checked = checkedOr.right

@@ -5,6 +5,7 @@ import type { Duplex } from "node:stream"
 import { SENTINEL } from "../../contract/constants.js"
 import { forwardable, responsePairs } from "../base/headers.js"
 import { Refusal } from "../base/refusal.js"
+import { bodyLimit } from "../base/requestBody.js"
 import { refuseSocket } from "../base/refuse.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
@@ -98,7 +99,7 @@ export const injectUpgrade = (target: Target, req: http.IncomingMessage, box: Du
     const sentFrames: Array<string> = []
     const relayed = yield* relayWebSocket(box, answer.socket, boxHead, answer.head, {
       secrets: reveals,
-      maxFrame: authorized.org.gateway.max_body_mib * 1024 * 1024,
+      maxFrame: bodyLimit(authorized.org),
       onSentinel: (done) => {
         sentFrames.push("websocket frame")
         Runtime.runCallback(runtime)(sentinelOut(sentFrames), { onExit: done })
