@@ -43,6 +43,9 @@ const DAVE = "d5".repeat(32)
 const ERIN = "e6".repeat(32)
 const DAVE_RUN = "2026-12-01-09-00-00-0000da01"
 const ERIN_RUN = "2026-12-01-09-00-00-0000e401"
+/** A run whose worker's budget is lowered while its connection is busy. */
+const FRAN = "f7".repeat(32)
+const FRAN_RUN = "2026-12-01-09-00-00-0000f4a1"
 const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex")
 
 describe("the gateway injects credentials in transit (real TLS upstream in a test network namespace)", () => {
@@ -53,9 +56,10 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   let testCa: string
   let auditDir: string
   let orgFile: string
+  let franToml: string
   let org: Org
   let readRun: (worker: string, runId: string) => Promise<RunRecord | undefined>
-  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d", DAVE_RUN, ERIN_RUN])
+  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d", DAVE_RUN, ERIN_RUN, FRAN_RUN])
   let rehearsal: { readonly port: number }
   /** Another gateway on the same deployment, as after a daemon restart; closed by the caller. */
   let startAnother: (scope: Scope.Scope) => Promise<number>
@@ -104,12 +108,14 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     fs.writeFileSync(path.join(identity, `${ALICE_WS}.json`), JSON.stringify({ subject: "org/alice", run_id: "2026-12-01-09-00-00-0000a11d", worker: "alice", task_id: null }))
     fs.writeFileSync(path.join(identity, `${DAVE}.json`), JSON.stringify({ subject: "org/carol", run_id: DAVE_RUN, worker: "dave", task_id: null }))
     fs.writeFileSync(path.join(identity, `${ERIN}.json`), JSON.stringify({ subject: "org/carol", run_id: ERIN_RUN, worker: "erin", task_id: null }))
-    for (const [worker, tokens] of [["dave", 180], ["erin", 100_000]] as const) {
+    fs.writeFileSync(path.join(identity, `${FRAN}.json`), JSON.stringify({ subject: "org/carol", run_id: FRAN_RUN, worker: "fran", task_id: null }))
+    for (const [worker, tokens] of [["dave", 180], ["erin", 100_000], ["fran", 100_000]] as const) {
       fs.mkdirSync(path.dirname(layout(paths).workerToml(worker)), { recursive: true })
       fs.writeFileSync(layout(paths).workerToml(worker), `[budget]\nrun_tokens = ${tokens}\n`)
     }
     auditDir = layout(paths).auditDir
     orgFile = layout(paths).orgToml
+    franToml = layout(paths).workerToml("fran")
 
     const layer = Layer.mergeAll(
       OrgConfig.layer,
@@ -143,11 +149,12 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
         l.start({ runId: "2026-12-01-09-00-00-0000a11c", worker: "alice", kind: "box" }), l.start({ runId: "2026-12-01-09-00-00-00000b0b", worker: "bob", kind: "box" }),
         l.start({ runId: "2026-12-01-09-00-00-0000ca01", worker: "carol", kind: "box" }),
         l.start({ runId: "2026-12-01-09-00-00-0000a11d", worker: "alice", kind: "box" }),
-        l.start({ runId: DAVE_RUN, worker: "dave", kind: "box" }), l.start({ runId: ERIN_RUN, worker: "erin", kind: "box" })
+        l.start({ runId: DAVE_RUN, worker: "dave", kind: "box" }), l.start({ runId: ERIN_RUN, worker: "erin", kind: "box" }),
+        l.start({ runId: FRAN_RUN, worker: "fran", kind: "box" })
       ])
     ).pipe(Effect.provide(services)))
     // Each run's box has passed its check (recorded: a second gateway finds it in the record).
-    for (const token of [ALICE, BOB, CAROL, ALICE_WS, DAVE, ERIN]) expect(await reportPreflight(port, token)).toBe(200)
+    for (const token of [ALICE, BOB, CAROL, ALICE_WS, DAVE, ERIN, FRAN]) expect(await reportPreflight(port, token)).toBe(200)
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
   })
 
@@ -619,6 +626,29 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     const audited = (await auditedOnce(auditDir, (lines) => lines.filter(mine).length >= replies.length)).filter(mine)
     expect(audited.map((x) => x.status)).toEqual(replies.map((r) => r.status))
     expect(audited.slice(0, answers).every((x) => x.injected === true)).toBe(true)
+  })
+
+  it("a budget lowered in worker.toml reaches a connection kept busy with model calls: its next calls are refused", async () => {
+    const c = await keptAlive(port, FRAN, "model.example.com:8443", [rosterCa])
+    const statuses: Array<number> = []
+    let lowered = 0
+    try {
+      for (let i = 0; i < 3; i++) statuses.push((await c.request(modelCall(hello()))).status)
+      // 36 tokens an answer: three calls are past a budget of 50. The worker's settings are looked at
+      // twice a second and a busy connection's grant decided again within a quarter of one; the calls
+      // go on without a pause, so it is the background decision that must read the new budget.
+      fs.writeFileSync(franToml, "[budget]\nrun_tokens = 50\n")
+      lowered = statuses.length
+      const until = Date.now() + 3_000
+      while (Date.now() < until && statuses.at(-1) !== 402) statuses.push((await c.request(modelCall(hello()))).status)
+    } finally {
+      c.close()
+    }
+    expect(statuses.slice(0, lowered)).toEqual([200, 200, 200])
+    expect(statuses.at(-1)).toBe(402)
+    expect(statuses.slice(lowered, -1).every((x) => x === 200)).toBe(true)
+    const run = await runOnce("fran", FRAN_RUN, (r) => r?.stopped !== undefined)
+    expect(run?.stopped).toMatchObject({ by: "budget" })
   })
 
   it("on a kept-alive connection, each model call's body is checked as the first's: the sentinel in it taints, a server tool or bad JSON is refused", async () => {

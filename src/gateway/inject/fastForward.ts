@@ -1,6 +1,7 @@
 import { Effect, Runtime } from "effect"
 import type * as http from "node:http"
 import { Audit } from "../base/Audit.js"
+import type { RunCaller } from "../base/identify.js"
 import { forwardable } from "../base/headers.js"
 import { placed, Refusal } from "../base/refusal.js"
 import { refuseResponse } from "../base/refuse.js"
@@ -107,13 +108,14 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
    */
   const sendChecked = (seen: GrantSeen, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, o: Outgoing) => {
     const { runId, worker } = target.caller
-    let basis: MeterBasis | undefined
+    let metered: { readonly caller: RunCaller; readonly basis: MeterBasis } | undefined
     if (isModelCall(req) && runId && worker) {
       const spentNow = self.ledger.spentNow
       if (!seen.limits || !spentNow) return false
       const startedAt = new Date(trace.startedAt).toISOString()
-      basis = { limits: seen.limits, spent: spentNow(worker, runId, startedAt), startedAt }
+      const basis = { limits: seen.limits, spent: spentNow(worker, runId, startedAt), startedAt }
       if (overAtStart(basis)) return false
+      metered = { caller: { ...target.caller, runId, worker }, basis }
     }
     const { authorized, grant } = seen.granted
     collectBody(req, bodyLimit(authorized.org), (raw) =>
@@ -122,9 +124,7 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
         if ("refusal" in checked) return refuse(target, res, trace, checked.refusal)
         o.out["content-length"] = String(checked.body.length)
         delete o.out["transfer-encoding"]
-        const meter = basis && runId && worker
-          ? openMeter(self, run, { ...target.caller, runId, worker }, authorized.org, modelOf(checked.json), basis)
-          : undefined
+        const meter = metered && openMeter(self, run, metered.caller, authorized.org, modelOf(checked.json), metered.basis)
         send(seen, target, req, res, trace, o, checked.body, meter)
       }))
     return true

@@ -44,10 +44,14 @@ export const makeGrantCache = () => {
   const seen = new WeakMap<Target, GrantSeen>()
   const refreshing = new WeakSet<Target>()
   return {
-    note: (target: Target, granted: Granted, agent: http.Agent, now: number, limits?: Limits): GrantSeen => {
-      const entry: GrantSeen = { granted, agent, at: now, looked: lookAgainCount(), limits }
+    note: (target: Target, granted: Granted, agent: http.Agent, now: number): GrantSeen => {
+      const entry: GrantSeen = { granted, agent, at: now, looked: lookAgainCount(), limits: undefined }
       seen.set(target, entry)
       return entry
+    },
+    /** The budgets the connection's model calls are metered by while this grant serves (as a call just read them). */
+    meteredBy: (entry: GrantSeen, limits: Limits) => {
+      entry.limits = limits
     },
     /** True, once, when the connection's grant is due to be decided again (and is not being already). */
     refreshDue: (target: Target, entry: GrantSeen, now: number) => {
@@ -74,18 +78,16 @@ export type GrantCache = ReturnType<typeof makeGrantCache>
  */
 export const grantFor = Effect.fnUntraced(function*(target: Target, grants: GrantCache) {
   const now = yield* Clock.currentTimeMillis
-  return grants.fresh(target, now) ?? (yield* decide(target, grants, now, false))
+  return grants.fresh(target, now) ?? (yield* decide(target, grants, now))
 })
 
 /** The grant decided now (a refusal forgets the connection's), kept for the connection's next requests. */
-const decide = Effect.fnUntraced(function*(target: Target, grants: GrantCache, now: number, withLimits: boolean) {
+const decide = Effect.fnUntraced(function*(target: Target, grants: GrantCache, now: number) {
   const granted = yield* grantedCredential(target).pipe(Effect.tapError(() => Effect.sync(() => grants.forget(target))))
   const { authorized, grant, upstream } = granted
   const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(grant)}`
   const agent = yield* (yield* Gateway).upstreamPool.agentFor(key, openUpstream(authorized, upstream))
-  const { worker } = target.caller
-  const limits = withLimits && worker ? yield* limitsFor(authorized.org, worker) : undefined
-  return grants.note(target, granted, agent, now, limits)
+  return grants.note(target, granted, agent, now)
 })
 
 /**
@@ -97,7 +99,13 @@ const decide = Effect.fnUntraced(function*(target: Target, grants: GrantCache, n
  */
 export const refreshGrant = (target: Target, grants: GrantCache, previous: GrantSeen) =>
   Clock.currentTimeMillis.pipe(
-    Effect.flatMap((now) => decide(target, grants, now, previous.limits !== undefined)),
+    Effect.flatMap((now) => decide(target, grants, now)),
+    Effect.tap((entry) => {
+      const { worker } = target.caller
+      return previous.limits === undefined || !worker
+        ? Effect.void
+        : Effect.map(limitsFor(entry.granted.authorized.org, worker), (limits) => grants.meteredBy(entry, limits))
+    }),
     Effect.ignore,
     Effect.ensuring(Effect.sync(() => grants.refreshed(target)))
   )

@@ -70,7 +70,7 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
       ? yield* startMeter({ ...target.caller, runId, worker }, authorized.org, modelOf(checked?.json))
       : undefined
     // The worker's budgets as read now serve the connection's next calls while its grant does.
-    if (started) seen.limits = started.limits
+    if (started) grants.meteredBy(seen, started.limits)
     if (started?.refusal) return yield* refuse(started.refusal)
     const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
     const out = forwardable(headers)

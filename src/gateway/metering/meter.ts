@@ -33,7 +33,7 @@ interface Over {
 }
 
 /** The budgets for a worker: each one its worker.toml [budget] sets, else org.toml's. */
-export const limitsOf = (org: Org, settings: Pick<WorkerSettings, "budget">): Limits => ({
+const limitsOf = (org: Org, settings: Pick<WorkerSettings, "budget">): Limits => ({
   ...org.budget,
   ...Object.fromEntries(Object.entries(settings.budget ?? {}).filter(([, v]) => v !== undefined))
 })
