@@ -1,10 +1,24 @@
 import type Dockerode from "dockerode"
 import { Effect, Option, Schema } from "effect"
-import type { ContainerSpec, DockerApi } from "./Docker.js"
+import { type ContainerSpec, type DockerApi, DockerError } from "./Docker.js"
 import { absent, type EngineCall } from "./engineCall.js"
 
 /** What roster reads of the engine's memory detail: the page cache it may reclaim (cgroup v2's inactive_file). */
 const decodeMemoryDetail = Schema.decodeUnknownOption(Schema.Struct({ inactive_file: Schema.optional(Schema.Number) }))
+
+/** How long a removal the engine has under way is waited for before it is called failed. */
+const REMOVAL_WAIT = "30 seconds"
+
+/** Once a container the engine is removing is gone (404: gone already). */
+const removed = (call: EngineCall, id: string) =>
+  call("remove", (engine, _modem, abortSignal) => engine.getContainer(id).wait({ condition: "removed", abortSignal })).pipe(
+    Effect.asVoid,
+    Effect.catchIf((e) => e.statusCode === 404, () => Effect.void),
+    Effect.timeoutFail({
+      duration: REMOVAL_WAIT,
+      onTimeout: () => new DockerError({ operation: "remove", detail: `${id} was still being removed after ${REMOVAL_WAIT}` })
+    })
+  )
 
 /** The engine's containers: create, start, kill and remove (absent is done), list by label, one stats sample. */
 export const containerCalls = (call: EngineCall): Pick<DockerApi, "containerCreate" | "containerStart" | "containerKill" | "containerRemove" | "containerList" | "containerStats"> => ({
@@ -25,6 +39,9 @@ export const containerCalls = (call: EngineCall): Pick<DockerApi, "containerCrea
   containerRemove: (id) =>
     call("remove", (engine) => engine.getContainer(id).remove({ force: true, v: true })).pipe(
       Effect.asVoid,
+      // 409: the engine is removing it already (an AutoRemove box that just exited). Done is gone:
+      // a caller that goes on (a CLI that exits, a test that lists) must not find it half-removed.
+      Effect.catchIf((e) => e.statusCode === 409, () => removed(call, id)),
       Effect.catchIf(absent, () => Effect.void)
     ),
 
