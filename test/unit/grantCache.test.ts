@@ -1,8 +1,8 @@
-import { Effect } from "effect"
+import { Deferred, Effect, Fiber, TestClock, TestContext } from "effect"
 import type * as http from "node:http"
 import { describe, expect, it } from "vitest"
 import { lookAgainNow } from "../../src/fs/stamp.js"
-import { GRANT_REFRESH_MS, GRANT_SEEN_MS, type Granted, makeGrantCache } from "../../src/gateway/inject/grantCache.js"
+import { GRANT_REFRESH_MS, GRANT_SEEN_MS, type Granted, grantFor, type GrantSeen, makeGrantCache } from "../../src/gateway/inject/grantCache.js"
 import type { Target } from "../../src/gateway/inject/granted.js"
 
 const target = (): Target => ({ caller: { subject: "org/alice", runId: "r1", worker: "alice", taskId: null }, host: "api.example.com", port: 443 })
@@ -50,5 +50,24 @@ describe("a terminated connection's grant, kept for its next requests", () => {
     expect(cache.refreshDue(b, cache.note(b, granted, agent, 1_000), 1_000 + GRANT_REFRESH_MS)).toBe(true)
     cache.refreshed(a)
     expect(cache.refreshDue(a, entry, 1_000 + GRANT_REFRESH_MS + 20)).toBe(true)
+  })
+
+  it("a connection's first request awaits the decision begun as its tunnel opened, rather than making a second", async () => {
+    const cache = makeGrantCache()
+    const a = target()
+    // None of the services a decision reads is given: a second decision would fail the request.
+    const firstRequest = grantFor(a, cache) as unknown as Effect.Effect<GrantSeen>
+    const seen = await Effect.gen(function*() {
+      const done = yield* Deferred.make<void>()
+      cache.opens(a, done)
+      const first = yield* Effect.fork(firstRequest)
+      yield* TestClock.adjust(3)
+      const entry = cache.note(a, granted, agent, 2)
+      cache.opened(a)
+      yield* Deferred.succeed(done, undefined)
+      return { entry, got: yield* Fiber.join(first) }
+    }).pipe(Effect.provide(TestContext.TestContext), Effect.runPromise)
+    expect(seen.got).toBe(seen.entry)
+    expect(cache.opening(a)).toBeUndefined()
   })
 })

@@ -1,4 +1,4 @@
-import { Clock, Effect } from "effect"
+import { Clock, Deferred, Effect } from "effect"
 import type * as http from "node:http"
 import { lookAgainCount } from "../../fs/stamp.js"
 import { Gateway } from "../egress/Gateway.js"
@@ -43,6 +43,7 @@ export const GRANT_REFRESH_MS = 150
 export const makeGrantCache = () => {
   const seen = new WeakMap<Target, GrantSeen>()
   const refreshing = new WeakSet<Target>()
+  const opening = new WeakMap<Target, Deferred.Deferred<void>>()
   return {
     note: (target: Target, granted: Granted, agent: http.Agent, now: number): GrantSeen => {
       const entry: GrantSeen = { granted, agent, at: now, looked: lookAgainCount(), limits: undefined }
@@ -60,6 +61,10 @@ export const makeGrantCache = () => {
       return true
     },
     refreshed: (target: Target) => void refreshing.delete(target),
+    /** The decision under way as the connection's tunnel opens, if it is. */
+    opening: (target: Target) => opening.get(target),
+    opens: (target: Target, done: Deferred.Deferred<void>) => void opening.set(target, done),
+    opened: (target: Target) => void opening.delete(target),
     fresh: (target: Target, now: number): GrantSeen | undefined => {
       const hit = seen.get(target)
       if (!hit || now - hit.at >= GRANT_SEEN_MS || now < hit.at || hit.looked !== lookAgainCount()) return undefined
@@ -78,8 +83,33 @@ export type GrantCache = ReturnType<typeof makeGrantCache>
  */
 export const grantFor = Effect.fnUntraced(function*(target: Target, grants: GrantCache) {
   const now = yield* Clock.currentTimeMillis
-  return grants.fresh(target, now) ?? (yield* decide(target, grants, now))
+  const fresh = grants.fresh(target, now)
+  if (fresh) return fresh
+  // The decision begun as the tunnel opened is awaited rather than made twice (its refusal is
+  // not kept: this request decides again and is given it).
+  const opening = grants.opening(target)
+  if (!opening) return yield* decide(target, grants, now)
+  yield* Deferred.await(opening)
+  const later = yield* Clock.currentTimeMillis
+  return grants.fresh(target, later) ?? (yield* decide(target, grants, later))
 })
+
+/**
+ * A terminated connection's grant decided as its tunnel opens, while the box's TLS handshake is
+ * under way: its first request then finds it made (one after another, the two took ~1 ms of a new
+ * connection's ~7, docs/PERFORMANCE.md). The same decision its first request would make, from the
+ * same files, a moment earlier; a refusal is left for that request to get.
+ */
+export const openGrant = (target: Target, grants: GrantCache) =>
+  Effect.gen(function*() {
+    const done = yield* Deferred.make<void>()
+    grants.opens(target, done)
+    const now = yield* Clock.currentTimeMillis
+    yield* decide(target, grants, now).pipe(
+      Effect.ignore,
+      Effect.ensuring(Effect.sync(() => grants.opened(target)).pipe(Effect.zipRight(Deferred.succeed(done, undefined))))
+    )
+  })
 
 /** The grant decided now (a refusal forgets the connection's), kept for the connection's next requests. */
 const decide = Effect.fnUntraced(function*(target: Target, grants: GrantCache, now: number) {

@@ -9,7 +9,7 @@ import type { Target } from "./granted.js"
 import { injectForward } from "./injectForward.js"
 import { injectUpgrade } from "./injectUpgrade.js"
 import { makeFastForward } from "./fastForward.js"
-import { makeGrantCache } from "./grantCache.js"
+import { makeGrantCache, openGrant } from "./grantCache.js"
 import type { LeafIssuer } from "../certs/leafCerts.js"
 import { Refusal } from "../base/refusal.js"
 import { refuseResponse, refuseSocket, refuseUnlessHttp1 } from "../base/refuse.js"
@@ -73,8 +73,10 @@ export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(issu
       if (head.length > 0) client.unshift(head)
       const secured = new tls.TLSSocket(client as net.Socket, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] })
       secured.on("error", () => secured.destroy())
-      targets.set(secured, { caller, host, port })
+      const target: Target = { caller, host, port }
+      targets.set(secured, target)
       inner.emit("connection", secured)
+      void run(openGrant(target, grants))
     })
 
   return { terminate }
