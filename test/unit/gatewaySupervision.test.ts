@@ -75,6 +75,8 @@ describe("a supervised gateway (real listener on loopback)", () => {
       expect(failed).toMatchObject({ run_id: "2026-12-01-09-00-00-0000a11c", subject: "org/alice", host: "api.example.com", path: "/v1/messages", method: "GET" })
       expect(audited.some((r) => r.status === 200 && r.injected)).toBe(true)
       expect(logged.some((l) => l.includes("unexpected failure") && l.includes("api.example.com") && l.includes("2026-12-01-09-00-00-0000a11c") && l.includes("vault exploded"))).toBe(true)
+      // The grant was being decided as the tunnel opened, in the background: the defect is logged there too, never swallowed.
+      expect(logged.some((l) => l.includes("deciding the grant of api.example.com:443") && l.includes("as its tunnel opened") && l.includes("vault exploded"))).toBe(true)
       up.close()
     }))
 

@@ -1,9 +1,10 @@
-import { Deferred, Effect, Fiber, TestClock, TestContext } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, TestClock, TestContext } from "effect"
 import type * as http from "node:http"
 import { describe, expect, it } from "vitest"
 import { lookAgainNow } from "../../src/fs/stamp.js"
 import { GRANT_REFRESH_MS, GRANT_SEEN_MS, type Granted, grantFor, type GrantSeen, makeGrantCache } from "../../src/gateway/inject/grantCache.js"
 import type { Target } from "../../src/gateway/inject/granted.js"
+import { Refusal } from "../../src/gateway/base/refusal.js"
 
 const target = (): Target => ({ caller: { subject: "org/alice", runId: "r1", worker: "alice", taskId: null }, host: "api.example.com", port: 443 })
 const granted = {} as Granted
@@ -52,22 +53,29 @@ describe("a terminated connection's grant, kept for its next requests", () => {
     expect(cache.refreshDue(a, entry, 1_000 + GRANT_REFRESH_MS + 20)).toBe(true)
   })
 
-  it("a connection's first request awaits the decision begun as its tunnel opened, rather than making a second", async () => {
+  it("a connection's first request takes the decision begun as its tunnel opened, whatever it came to, rather than making a second", async () => {
     const cache = makeGrantCache()
-    const a = target()
-    // None of the services a decision reads is given: a second decision would fail the request.
-    const firstRequest = grantFor(a, cache) as unknown as Effect.Effect<GrantSeen>
+    // None of the services a decision reads is given: a second decision would die for want of them.
+    const firstRequest = (t: Target) => grantFor(t, cache) as unknown as Effect.Effect<GrantSeen, Refusal>
+    const [granted_, refused, stale] = [target(), target(), target()]
     const seen = await Effect.gen(function*() {
-      const done = yield* Deferred.make<void>()
-      cache.opens(a, done)
-      const first = yield* Effect.fork(firstRequest)
+      const outcomes = yield* Effect.forEach([granted_, refused, stale], (t) =>
+        Effect.tap(Deferred.make<GrantSeen, Refusal>(), (outcome) => Effect.sync(() => cache.opens(t, { at: 0, outcome }))))
+      const waiting = yield* Effect.forEach([granted_, refused], (t) => Effect.fork(Effect.exit(firstRequest(t))))
       yield* TestClock.adjust(3)
-      const entry = cache.note(a, granted, agent, 2)
-      cache.opened(a)
-      yield* Deferred.succeed(done, undefined)
-      return { entry, got: yield* Fiber.join(first) }
+      const entry = cache.note(granted_, granted, agent, 0)
+      yield* Deferred.succeed(outcomes[0]!, entry)
+      yield* Deferred.fail(outcomes[1]!, new Refusal(403, "no grant"))
+      const [got, gotRefused] = yield* Effect.forEach(waiting, Fiber.join)
+      // A decision older than a grant may be is made again, not taken.
+      yield* Deferred.succeed(outcomes[2]!, entry)
+      yield* TestClock.adjust(GRANT_SEEN_MS)
+      return { entry, got, gotRefused, gotStale: yield* Effect.exit(firstRequest(stale)) }
     }).pipe(Effect.provide(TestContext.TestContext), Effect.runPromise)
-    expect(seen.got).toBe(seen.entry)
-    expect(cache.opening(a)).toBeUndefined()
+    expect(seen.got).toEqual(Exit.succeed(seen.entry))
+    expect(seen.gotRefused).toEqual(Exit.fail(new Refusal(403, "no grant")))
+    expect(Exit.isFailure(seen.gotStale) && Cause.isDie(seen.gotStale.cause)).toBe(true)
+    // Given once: the connection's later requests decide afresh when their grant lapses.
+    expect(cache.takeOpening(granted_)).toBeUndefined()
   })
 })

@@ -1,4 +1,4 @@
-import { Clock, Deferred, Effect } from "effect"
+import { Cause, Clock, Deferred, Effect, Exit } from "effect"
 import type * as http from "node:http"
 import { lookAgainCount } from "../../fs/stamp.js"
 import { Gateway } from "../egress/Gateway.js"
@@ -43,7 +43,7 @@ export const GRANT_REFRESH_MS = 150
 export const makeGrantCache = () => {
   const seen = new WeakMap<Target, GrantSeen>()
   const refreshing = new WeakSet<Target>()
-  const opening = new WeakMap<Target, Deferred.Deferred<void>>()
+  const opening = new WeakMap<Target, Opening>()
   return {
     note: (target: Target, granted: Granted, agent: http.Agent, now: number): GrantSeen => {
       const entry: GrantSeen = { granted, agent, at: now, looked: lookAgainCount(), limits: undefined }
@@ -61,10 +61,13 @@ export const makeGrantCache = () => {
       return true
     },
     refreshed: (target: Target) => void refreshing.delete(target),
-    /** The decision under way as the connection's tunnel opens, if it is. */
-    opening: (target: Target) => opening.get(target),
-    opens: (target: Target, done: Deferred.Deferred<void>) => void opening.set(target, done),
-    opened: (target: Target) => void opening.delete(target),
+    /** The decision made as the connection's tunnel opened, given once: to the connection's first request that has no fresh grant. */
+    takeOpening: (target: Target) => {
+      const hit = opening.get(target)
+      opening.delete(target)
+      return hit
+    },
+    opens: (target: Target, decision: Opening) => void opening.set(target, decision),
     fresh: (target: Target, now: number): GrantSeen | undefined => {
       const hit = seen.get(target)
       if (!hit || now - hit.at >= GRANT_SEEN_MS || now < hit.at || hit.looked !== lookAgainCount()) return undefined
@@ -76,6 +79,15 @@ export const makeGrantCache = () => {
 
 export type GrantCache = ReturnType<typeof makeGrantCache>
 
+type Decided = Effect.Effect.Success<ReturnType<typeof decide>>
+type Undecided = Effect.Effect.Error<ReturnType<typeof decide>>
+
+/** A decision begun as a tunnel opened (at `at`), and its outcome once it has one. */
+export interface Opening {
+  readonly at: number
+  readonly outcome: Deferred.Deferred<Decided, Undecided>
+}
+
 /**
  * The grant a request on this connection goes by, and the upstream agent for it: the one its
  * connection was granted a moment ago, or decided now (and kept for the next requests). A new
@@ -85,13 +97,11 @@ export const grantFor = Effect.fnUntraced(function*(target: Target, grants: Gran
   const now = yield* Clock.currentTimeMillis
   const fresh = grants.fresh(target, now)
   if (fresh) return fresh
-  // The decision begun as the tunnel opened is awaited rather than made twice (its refusal is
-  // not kept: this request decides again and is given it).
-  const opening = grants.opening(target)
-  if (!opening) return yield* decide(target, grants, now)
-  yield* Deferred.await(opening)
-  const later = yield* Clock.currentTimeMillis
-  return grants.fresh(target, later) ?? (yield* decide(target, grants, later))
+  // The decision begun as the tunnel opened is this request's own, made a moment early: awaited
+  // rather than made twice, whatever it came to (a grant, a refusal, a defect) — unless it is
+  // older than a grant may be, and so made again.
+  const opening = grants.takeOpening(target)
+  return opening && now - opening.at < GRANT_SEEN_MS ? yield* Deferred.await(opening.outcome) : yield* decide(target, grants, now)
 })
 
 /**
@@ -102,14 +112,25 @@ export const grantFor = Effect.fnUntraced(function*(target: Target, grants: Gran
  */
 export const openGrant = (target: Target, grants: GrantCache) =>
   Effect.gen(function*() {
-    const done = yield* Deferred.make<void>()
-    grants.opens(target, done)
-    const now = yield* Clock.currentTimeMillis
-    yield* decide(target, grants, now).pipe(
-      Effect.ignore,
-      Effect.ensuring(Effect.sync(() => grants.opened(target)).pipe(Effect.zipRight(Deferred.succeed(done, undefined))))
-    )
+    const at = yield* Clock.currentTimeMillis
+    const outcome = yield* Deferred.make<Decided, Undecided>()
+    grants.opens(target, { at, outcome })
+    const exit = yield* Effect.exit(decide(target, grants, at))
+    yield* Deferred.done(outcome, exit)
+    yield* logDefect(exit, target, "as its tunnel opened")
   })
+
+/**
+ * A defect of a decision made in the background is logged there (a request that takes the
+ * decision logs it again, as its own); a refusal is the connection's next request's to get.
+ */
+const logDefect = (exit: Exit.Exit<unknown, unknown>, target: Target, when: string) =>
+  Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) && Cause.isDie(exit.cause)
+    ? Effect.logError(
+      `gateway: unexpected failure deciding the grant of ${target.host}:${target.port} for run ${target.caller.runId ?? "-"} (${target.caller.subject}) ${when}`,
+      exit.cause
+    )
+    : Effect.void
 
 /** The grant decided now (a refusal forgets the connection's), kept for the connection's next requests. */
 const decide = Effect.fnUntraced(function*(target: Target, grants: GrantCache, now: number) {
@@ -136,6 +157,7 @@ export const refreshGrant = (target: Target, grants: GrantCache, previous: Grant
         ? Effect.void
         : Effect.map(limitsFor(entry.granted.authorized.org, worker), (limits) => grants.meteredBy(entry, limits))
     }),
-    Effect.ignore,
+    Effect.exit,
+    Effect.flatMap((exit) => logDefect(exit, target, "in the background")),
     Effect.ensuring(Effect.sync(() => grants.refreshed(target)))
   )
