@@ -136,8 +136,36 @@ const removeStaleOutsideHosts = () => {
   }
 }
 
+/** The outside hosts alive now (their listener running): another test run's, on this machine. */
+const liveOutsideHosts = () =>
+  sh("ip", ["netns", "list"]).split("\n").map((line) => /^(roster-t-[0-9a-f]{6})\b/.exec(line)?.[1]).filter((ns): ns is string => ns !== undefined)
+
+/** How long a run waits for another's outside host to go before it fails saying so. */
+const OUTSIDE_WAIT_MS = 540_000
+
+/**
+ * One outside host on the machine at a time: each is the same TEST-NET-2 address, and two would
+ * route this run's connections to the other's listener (a 502, a wrong greeting, for no reason
+ * the test could name). A second suite on the machine — a checkout's tests beside CI's — waits.
+ */
+const awaitNoOtherOutsideHost = async () => {
+  const deadline = Date.now() + OUTSIDE_WAIT_MS
+  let said = false
+  for (let live = liveOutsideHosts(); live.length > 0; live = liveOutsideHosts()) {
+    if (Date.now() > deadline) {
+      throw new Error(`another test run's outside host (${live.join(", ")}) is still up after ${OUTSIDE_WAIT_MS / 1000} s: ` +
+        "two suites on one machine share its TEST-NET address — run them one after another (ip netns pids <name> shows whose it is)")
+    }
+    if (!said) console.warn(`waiting for another test run's outside host (${live.join(", ")}) to close: they share one TEST-NET address`)
+    said = true
+    await new Promise((r) => setTimeout(r, 500))
+    removeStaleOutsideHosts()
+  }
+}
+
 export const makeOutsideHost = async (tlsFiles?: { readonly cert: string; readonly key: string }): Promise<OutsideHost> => {
   removeStaleOutsideHosts()
+  await awaitNoOtherOutsideHost()
   const id = crypto.randomBytes(3).toString("hex")
   const ns = `roster-t-${id}`
   const hostIf = `rth${id}`
