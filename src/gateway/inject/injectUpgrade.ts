@@ -14,7 +14,8 @@ import { Gateway } from "../egress/Gateway.js"
 import { injectCredential } from "../secrets/inject.js"
 import { Scrub, scrubText } from "../secrets/scrub.js"
 import { sentinelPlaces } from "../secrets/sentinelScan.js"
-import { grantedCredential, openUpstream, type Target } from "./granted.js"
+import { type GrantCache, grantFor } from "./grantCache.js"
+import { openUpstream, type Target } from "./granted.js"
 import { relayWebSocket } from "./wsRelay.js"
 
 type Handshake =
@@ -57,7 +58,14 @@ const relayAnswer = (box: Duplex, res: http.IncomingMessage, secrets: ReadonlyAr
  * watched for the sentinel (a sentinel sent taints the run and is audited, as in a request).
  * Budgets do not meter WebSocket traffic.
  */
-export const injectUpgrade = (target: Target, req: http.IncomingMessage, box: Duplex, boxHead: Buffer, trace: RequestTrace) =>
+export const injectUpgrade = (
+  target: Target,
+  req: http.IncomingMessage,
+  box: Duplex,
+  boxHead: Buffer,
+  trace: RequestTrace,
+  grants: GrantCache
+) =>
   Effect.gen(function*() {
     const self = yield* Gateway
     const refuseAs = refuseTraced(self.taints, trace, (r) => refuseSocket(box, r))
@@ -65,9 +73,10 @@ export const injectUpgrade = (target: Target, req: http.IncomingMessage, box: Du
     if (String(req.headers.upgrade ?? "").toLowerCase() !== "websocket") {
       return yield* refuse(new Refusal(400, "only a WebSocket upgrade is relayed to a granted host", { why: "malformed" }))
     }
-    const granted = yield* grantedCredential(target).pipe(Effect.either)
-    if (granted._tag === "Left") return yield* refuse(granted.left)
-    const { authorized, credential, upstream } = granted.right
+    // The same decision as the connection's other requests: the one made as its tunnel opened, when fresh.
+    const decided = yield* grantFor(target, grants).pipe(Effect.either)
+    if (decided._tag === "Left") return yield* refuse(decided.left)
+    const { authorized, credential, upstream } = decided.right.granted
     const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
     const out = forwardable(headers)
     delete out["sec-websocket-extensions"]

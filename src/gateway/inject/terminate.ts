@@ -53,7 +53,7 @@ export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(issu
       if (!target || !url.startsWith("/") || req.method !== "GET") return refuseSocket(socket, new Refusal(400, "bad request"))
       trace.run_id = target.caller.runId
       trace.subject = target.caller.subject
-      yield* supervised(trace, injectUpgrade(target, req, socket, head, trace), () => socket.destroy())
+      yield* supervised(trace, injectUpgrade(target, req, socket, head, trace, grants), () => socket.destroy())
     }))
 
   const inner = http.createServer({ maxHeaderSize: 16 * 1024, headersTimeout: 15_000, requestTimeout: 0, keepAliveTimeout: 60_000 }, onRequest)
