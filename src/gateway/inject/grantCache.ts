@@ -125,7 +125,7 @@ export const openGrant = (target: Target, grants: GrantCache) =>
  * decision logs it again, as its own); a refusal is the connection's next request's to get.
  */
 const logDefect = (exit: Exit.Exit<unknown, unknown>, target: Target, when: string) =>
-  Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) && Cause.isDie(exit.cause)
+  Exit.isFailure(exit) && Cause.isDie(exit.cause)
     ? Effect.logError(
       `gateway: unexpected failure deciding the grant of ${target.host}:${target.port} for run ${target.caller.runId ?? "-"} (${target.caller.subject}) ${when}`,
       exit.cause
