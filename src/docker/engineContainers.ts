@@ -9,18 +9,21 @@ const decodeMemoryDetail = Schema.decodeUnknownOption(Schema.Struct({ inactive_f
 /** How long a removal the engine has under way is waited for before it is called failed. */
 const REMOVAL_WAIT = "30 seconds"
 
+/** 404: no such container — for a removal, done. */
+const gone = (e: DockerError) => e.statusCode === 404
+
 /** Once a container the engine is removing is gone (404: gone already). */
 const removed = (call: EngineCall, id: string) =>
   call("remove", (engine, _modem, abortSignal) => engine.getContainer(id).wait({ condition: "removed", abortSignal })).pipe(
     Effect.asVoid,
-    Effect.catchIf((e) => e.statusCode === 404, () => Effect.void),
+    Effect.catchIf(gone, () => Effect.void),
     Effect.timeoutFail({
       duration: REMOVAL_WAIT,
       onTimeout: () => new DockerError({ operation: "remove", detail: `${id} was still being removed after ${REMOVAL_WAIT}` })
     })
   )
 
-/** The engine's containers: create, start, kill and remove (absent is done), list by label, one stats sample. */
+/** The engine's containers: create, start, kill (one not running is an answer) and remove (one gone is done), list by label, one stats sample. */
 export const containerCalls = (call: EngineCall): Pick<DockerApi, "containerCreate" | "containerStart" | "containerKill" | "containerRemove" | "containerList" | "containerStats"> => ({
   containerCreate: (spec: ContainerSpec) =>
     call("create", (engine) =>
@@ -42,7 +45,7 @@ export const containerCalls = (call: EngineCall): Pick<DockerApi, "containerCrea
       // 409: the engine is removing it already (an AutoRemove box that just exited). Done is gone:
       // a caller that goes on (a CLI that exits, a test that lists) must not find it half-removed.
       Effect.catchIf((e) => e.statusCode === 409, () => removed(call, id)),
-      Effect.catchIf(absent, () => Effect.void)
+      Effect.catchIf(gone, () => Effect.void)
     ),
 
   containerList: (labels) =>
