@@ -1,5 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as crypto from "node:crypto"
+import * as fs from "node:fs"
 
 /**
  * A stand-in "outside host" that never leaves this machine: a network namespace with a veth
@@ -117,64 +118,80 @@ const APP = `
   };
 `
 
-/**
- * Removes outside hosts a killed test run left (a namespace with no process in it): their route
- * to the same TEST-NET-2 subnet would take this host's connections to a listener that is gone.
- * One with its listener alive is another run's, and is left alone.
- */
-const removeStaleOutsideHosts = () => {
-  for (const line of sh("ip", ["netns", "list"]).split("\n")) {
-    const id = /^roster-t-([0-9a-f]{6})\b/.exec(line)?.[1]
-    if (!id || sh("ip", ["netns", "pids", `roster-t-${id}`]).trim() !== "") continue
-    for (const args of [["netns", "del", `roster-t-${id}`], ["link", "del", `rth${id}`]]) {
-      try {
-        sh("ip", args)
-      } catch {
-        // already gone
-      }
-    }
-  }
-}
+/** The outside host's namespace: one name, so that creating it is the claim (`ip netns add` refuses one that exists). */
+const OUTSIDE_NS = "roster-t-outside"
 
-/** The outside hosts alive now (their listener running): another test run's, on this machine. */
-const liveOutsideHosts = () =>
-  sh("ip", ["netns", "list"]).split("\n").map((line) => /^(roster-t-[0-9a-f]{6})\b/.exec(line)?.[1]).filter((ns): ns is string => ns !== undefined)
+/** How long a namespace may stand without its listener (being set up) before it is taken for a killed run's. */
+const SETUP_GRACE_MS = 30_000
 
 /** How long a run waits for another's outside host to go before it fails saying so. */
 const OUTSIDE_WAIT_MS = 540_000
 
+const tryNetns = (args: ReadonlyArray<string>) => {
+  try {
+    sh("ip", ["netns", ...args])
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * True when the outside host's namespace was left by a killed test run: no process in it, and
+ * older than a setup takes (a run that just made it starts its listener within a second).
+ */
+const leftByKilledRun = () => {
+  try {
+    if (sh("ip", ["netns", "pids", OUTSIDE_NS]).trim() !== "") return false
+    return Date.now() - fs.statSync(`/var/run/netns/${OUTSIDE_NS}`).mtimeMs > SETUP_GRACE_MS
+  } catch {
+    return false
+  }
+}
+
+/** Namespaces of the per-run names earlier versions used, left by a killed run (their veth goes with them). */
+const removeOldStyleHosts = () => {
+  for (const line of sh("ip", ["netns", "list"]).split("\n")) {
+    const ns = /^(roster-t-[0-9a-f]{6})\b/.exec(line)?.[1]
+    if (ns && sh("ip", ["netns", "pids", ns]).trim() === "") tryNetns(["del", ns])
+  }
+}
+
 /**
  * One outside host on the machine at a time: each is the same TEST-NET-2 address, and two would
  * route this run's connections to the other's listener (a 502, a wrong greeting, for no reason
- * the test could name). A second suite on the machine — a checkout's tests beside CI's — waits.
+ * the test could name). The namespace is claimed by creating it — atomic, so two suites on the
+ * machine (a checkout's tests beside CI's) can never both hold it; the second waits.
  */
-const awaitNoOtherOutsideHost = async () => {
+const claimOutsideNamespace = async () => {
+  removeOldStyleHosts()
   const deadline = Date.now() + OUTSIDE_WAIT_MS
   let said = false
-  for (let live = liveOutsideHosts(); live.length > 0; live = liveOutsideHosts()) {
-    if (Date.now() > deadline) {
-      throw new Error(`another test run's outside host (${live.join(", ")}) is still up after ${OUTSIDE_WAIT_MS / 1000} s: ` +
-        "two suites on one machine share its TEST-NET address — run them one after another (ip netns pids <name> shows whose it is)")
+  while (!tryNetns(["add", OUTSIDE_NS])) {
+    if (leftByKilledRun()) {
+      tryNetns(["del", OUTSIDE_NS])
+      continue
     }
-    if (!said) console.warn(`waiting for another test run's outside host (${live.join(", ")}) to close: they share one TEST-NET address`)
+    if (Date.now() > deadline) {
+      throw new Error(`another test run's outside host (${OUTSIDE_NS}) is still up after ${OUTSIDE_WAIT_MS / 1000} s: ` +
+        `two suites on one machine share its TEST-NET address — run them one after another (ip netns pids ${OUTSIDE_NS} shows whose it is)`)
+    }
+    if (!said) console.warn(`waiting for another test run's outside host (${OUTSIDE_NS}) to close: they share one TEST-NET address`)
     said = true
     await new Promise((r) => setTimeout(r, 500))
-    removeStaleOutsideHosts()
   }
 }
 
 export const makeOutsideHost = async (tlsFiles?: { readonly cert: string; readonly key: string }): Promise<OutsideHost> => {
-  removeStaleOutsideHosts()
-  await awaitNoOtherOutsideHost()
+  await claimOutsideNamespace()
   const id = crypto.randomBytes(3).toString("hex")
-  const ns = `roster-t-${id}`
+  const ns = OUTSIDE_NS
   const hostIf = `rth${id}`
   const nsIf = `rtn${id}`
   const address = "198.51.100.7"
   const port = 9099
   const httpPort = 9080
   const greeting = `hello-from-outside-${id}`
-  sh("ip", ["netns", "add", ns])
   let listener: ChildProcess | undefined
   const close = () => {
     listener?.kill("SIGKILL")
