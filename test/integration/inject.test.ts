@@ -369,9 +369,16 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(s.messages[2]).toBe("through")
   })
 
-  it("a grant whose credential is not connected says how to connect it", async () => {
+  it("a grant whose credential is not connected says how to connect it — to a request and to a WebSocket handshake", async () => {
     const r = await viaGateway(port, ALICE, "nokey.example.com:8443", { path: "/", headers: { "x-api-key": SENTINEL } }, [rosterCa])
     expect(r.status).toBe(502)
+    expect(r.headers["x-roster-refusal"]).toBe("no_credential")
+    expect(r.body).toContain("roster connection add nothing")
+    // The handshake is the connection's first request: it gets the refusal decided as its tunnel opened.
+    const s = await wsVia(port, ALICE, "nokey.example.com:8443", "/ws", { headers: { "x-api-key": SENTINEL }, expect: 1, ca: [rosterCa] })
+    expect(s.status).toBe(502)
+    expect(s.headers["x-roster-refusal"]).toBe("no_credential")
+    expect(s.messages[0]).toContain("roster connection add nothing")
   })
 
   it("a model request declaring provider-side tools is refused unless its grant allows them, the domains passed on", async () => {
