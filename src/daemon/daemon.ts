@@ -2,6 +2,7 @@ import { sweepLoop } from "../supervisor/storeCare.js"
 import { FileSystem } from "@effect/platform"
 import { Clock, Context, Effect, Layer } from "effect"
 import { notice, report } from "../report/Reporter.js"
+import { logDefects } from "../report/defects.js"
 import { ImageStore, isRegistryRef } from "../box/ImageStore.js"
 import { removeEgressLockdown } from "../box/egressChain.js"
 import { bridgeAddress, ensureLockedNetwork, reconcileEgress } from "../box/lockdown.js"
@@ -93,6 +94,7 @@ const IndexBackfill = Layer.scopedDiscard(Effect.gen(function*() {
   if (!node) return
   yield* indexRunsOf(node).pipe(
     Effect.catchAll((e) => Effect.logWarning(`fleet: the run index was not filled in from this node's run folders (${e.message})`)),
+    logDefects("fleet: unexpected failure filling in the run index from this node's run folders"),
     Effect.forkScoped
   )
 })).pipe(Layer.provide(fleetRunIndex))
@@ -164,6 +166,7 @@ const ImagePull = Layer.scopedDiscard(Effect.gen(function*() {
   if (!isRegistryRef(org.engine.image)) return
   yield* (yield* ImageStore).ensure(org.engine.image, { force: true }).pipe(
     Effect.catchAll((e) => report(notice(e.message, "warning"))),
+    logDefects(`unexpected failure pulling ${org.engine.image}`),
     Effect.forkScoped
   )
 }))

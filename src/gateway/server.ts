@@ -19,7 +19,7 @@ import { Gateway, type GatewayContext, type GatewayState, makeGatewayState } fro
 import { makeLeafIssuer } from "./certs/leafCerts.js"
 import { Refusal } from "./base/refusal.js"
 import { refuseResponse, refuseSocket, refuseUnlessHttp1 } from "./base/refuse.js"
-import { newTrace, supervised } from "./base/supervise.js"
+import { inBackground, newTrace, supervised } from "./base/supervise.js"
 import { makeTerminator } from "./inject/terminate.js"
 
 export class GatewayListenError extends Schema.TaggedError<GatewayListenError>()("GatewayListenError", {
@@ -80,7 +80,7 @@ const makeGateway = Effect.fn("gateway.serve")(function*(options: GatewayOptions
   const issuer = yield* makeLeafIssuer(yield* fs.readFileString(ca.cert), yield* fs.readFileString(ca.key))
   const sockets = new Set<net.Socket>()
   let boundPort = options.port
-  const self: GatewayState = yield* makeGatewayState(options.addrs, () => boundPort, (work) => void serve(work))
+  const self: GatewayState = yield* makeGatewayState(options.addrs, () => boundPort, (work) => void serve(inBackground(work)))
   const serve = (work: Effect.Effect<void, never, GatewayContext>) => run(Effect.provideService(work, Gateway, self))
   const { terminate } = yield* makeTerminator(issuer).pipe(Effect.provideService(Gateway, self))
 

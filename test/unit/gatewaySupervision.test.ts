@@ -80,6 +80,28 @@ describe("a supervised gateway (real listener on loopback)", () => {
       up.close()
     }))
 
+  it.live("a defect in the gateway's background work (a failed preflight's box kill) is logged, never lost with its fiber", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-background-"))
+      const paths = { ...Paths.fromEnv({ ROSTER_HOME: dir, HOME: dir }), home: dir }
+      fs.mkdirSync(layout(paths).identityDir, { recursive: true })
+      fs.writeFileSync(path.join(layout(paths).identityDir, `${ALICE}.json`), JSON.stringify({ subject: "org/alice", run_id: "2026-12-01-09-00-00-0000a11c", worker: "alice", task_id: null }))
+      const logged: Array<string> = []
+      const logger = Logger.make(({ cause, message }) => void logged.push(`${String(message)} ${cause._tag === "Empty" ? "" : String(cause)}`))
+      // The engine breaks (a bug, not an engine error) when the gateway lists the run's boxes to kill them.
+      const docker = makeDockerTest({ before: (op) => (op === "containerList" ? Effect.die(new Error("engine exploded")) : Effect.void) })
+      const layer = Layer.mergeAll(OrgConfig.layer, Vault.layerTest({}), Dialer.layer, LiveRuns.layerTest(() => true), Audit.layerMemory([]), RunLog.layer, TaskStore.layer, MemoryStore.layer, RunFence.layerNone, SpendLedger.layer).pipe(
+        Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), docker))
+      )
+      yield* Effect.gen(function*() {
+        const { port } = yield* serveGateway({ addrs: ["127.0.0.1"], port: 0 })
+        yield* Effect.promise(() => reportPreflight(port, ALICE, { ok: false, check: "egress", detail: "test: the box reached out" }))
+        for (let i = 0; i < 100 && !logged.some((l) => l.includes("background work")); i++) yield* Effect.sleep("20 millis")
+      }).pipe(Effect.scoped, Effect.provide(layer), Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      expect(logged.some((l) => l.includes("its preflight failed"))).toBe(true)
+      expect(logged.some((l) => l.includes("unexpected failure in background work") && l.includes("engine exploded"))).toBe(true)
+    }))
+
   it.effect("a failing audit log is reported once a minute, never once a request, and never fails the request", () =>
     Effect.gen(function*() {
       const logged: Array<string> = []

@@ -1,6 +1,7 @@
 import { Cause, Clock, Effect } from "effect"
 import { Audit, type AuditRecord } from "./Audit.js"
 import { redactMarks } from "../secrets/sentinelScan.js"
+import { logDefects } from "../../report/defects.js"
 
 /** What is known of a request so far: each handler fills it in, so a failure is still audited with it. */
 export interface RequestTrace {
@@ -52,3 +53,10 @@ export const supervised = <R>(trace: RequestTrace, handler: Effect.Effect<void, 
       })
     )
   )
+
+/**
+ * Background work of the gateway, past the request that started it (a box killed, a taint or a
+ * usage note written, a grant decided again): its own failures it handles, and a defect in it
+ * (a bug) is logged here, never lost with its fiber.
+ */
+export const inBackground = logDefects("gateway: unexpected failure in background work (the gateway goes on)")

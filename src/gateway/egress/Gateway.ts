@@ -37,7 +37,7 @@ export interface GatewayState {
   readonly approvals: Approvals
   /** Each run's preflight: its requests wait for it (see preflightGate). */
   readonly preflights: Preflights
-  /** Runs background work in the gateway's own scope (closed with it), past the request that started it. */
+  /** Runs background work in the gateway's own scope (closed with it), past the request that started it; a defect in it is logged (inBackground). */
   readonly fork: (work: Effect.Effect<void, never, GatewayContext>) => void
 }
 
