@@ -1,4 +1,4 @@
-import { Effect, Mailbox, Ref, type Scope } from "effect"
+import { Cause, Effect, Mailbox, Option, Ref, type Scope } from "effect"
 import type { ChatPlace } from "../contract/origin.js"
 import type { SessionOutcome } from "../session/runSession.js"
 import type { SessionMessage } from "../session/turnContext.js"
@@ -56,6 +56,17 @@ export const makeDesk = (env: DeskEnv): Effect.Effect<Desk, never, Scope.Scope> 
         if (next.length > 0 && outcome.turns > 0) yield* start(next)
       }))
 
+    // However a session fails it ends, and the channel hears so: a defect (a bug) left the desk
+    // offering the channel's next messages to a session that was gone — a channel gone deaf.
+    const failed = (live: Live, cause: Cause.Cause<{ readonly message: string }>) =>
+      Cause.isInterruptedOnly(cause) ? Effect.void : Option.match(Cause.failureOption(cause), {
+        onSome: (e) => ended(live, { failed: e.message }),
+        onNone: () =>
+          Effect.logError("chat: a session failed unexpectedly", cause).pipe(
+            Effect.zipRight(ended(live, { failed: "roster failed unexpectedly (the daemon's log says why)" }))
+          )
+      })
+
     const start = (messages: ReadonlyArray<ChatMessage>): Effect.Effect<void> =>
       Effect.gen(function*() {
         const first = messages[0]
@@ -64,7 +75,7 @@ export const makeDesk = (env: DeskEnv): Effect.Effect<Desk, never, Scope.Scope> 
         yield* live.inbox.offerAll(messages)
         yield* Ref.set(current, live)
         yield* env.runSession(live.inbox, first, (runId) => Ref.set(live.runId, runId).pipe(Effect.zipRight(env.onReady(runId, first.place)))).pipe(
-          Effect.matchEffect({ onFailure: (e) => ended(live, { failed: e.message }), onSuccess: (o) => ended(live, o) }),
+          Effect.matchCauseEffect({ onFailure: (cause) => failed(live, cause), onSuccess: (o) => ended(live, o) }),
           Effect.forkIn(scope)
         )
       })
