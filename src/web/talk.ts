@@ -1,4 +1,4 @@
-import { Effect, Exit, Mailbox, Queue } from "effect"
+import { Cause, Effect, Exit, Mailbox, Queue } from "effect"
 import * as crypto from "node:crypto"
 import { runSession } from "../session/runSession.js"
 import type { SessionMessage } from "../session/turnContext.js"
@@ -77,6 +77,13 @@ const sessionOf = (c: Conversation) => {
       c.ended = o.reason
     })),
     Effect.catchAll((e) => note(`the session could not go on: ${e.message}`).pipe(Effect.tap(() => Effect.sync(() => (c.ended = "error"))))),
+    // A defect (a bug) is logged and said on the page, not lost with the web server's fiber.
+    Effect.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError(`web: the Talk session with ${worker} failed unexpectedly`, cause).pipe(
+        Effect.zipRight(note("the session failed unexpectedly (the web server's log says why)")),
+        Effect.tap(() => Effect.sync(() => (c.ended = "error")))
+      )
+    ),
     Effect.ensuring(Effect.sync(() => {
       c.state = "ended"
       changed(c)
