@@ -6,6 +6,7 @@ import { type IndexedRun, RunIndex, type RunRef } from "../run/RunIndex.js"
 import { readRunJson } from "../run/RunLog.js"
 import { FleetSqlOnDemand } from "./firstUse.js"
 import { sqlDetail } from "./sqlDetail.js"
+import { logDefects } from "../report/defects.js"
 
 /**
  * The fleet's run index over a database client. A write the database does not take (an outage)
@@ -37,6 +38,7 @@ export const runIndexOver = (sql: SqlClient) =>
     yield* Effect.forkScoped(Effect.interruptible(flush.pipe(
       Effect.tap(() => Ref.set(warned, false)),
       Effect.ignore,
+      logDefects("fleet: unexpected failure writing the run index (tried again in 5 s)"),
       Effect.repeat(Schedule.spaced("5 seconds"))
     )))
     yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout("2 seconds"), Effect.ignore))

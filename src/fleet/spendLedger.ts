@@ -9,6 +9,7 @@ import type { Vault } from "../vault/Vault.js"
 import type { FleetDbError } from "./errors.js"
 import { fleetSqlLayer } from "./connect.js"
 import { sqlDetail } from "./sqlDetail.js"
+import { logDefects } from "../report/defects.js"
 
 const ZERO: Spent = { runUsd: 0, runTokens: 0, workerDayUsd: 0, orgDayUsd: 0 }
 const plus = (a: Spent, b: Spent): Spent => ({
@@ -87,6 +88,8 @@ export const fleetSpendLedger = (node: string) =>
         for (const [e, id] of [...unwritten]) yield* insert(e, id)
       }).pipe(
         Effect.catchAll(() => Effect.void),
+        // A pass that dies of a bug is logged; the next pass still comes.
+        logDefects("fleet: unexpected failure writing the spend lines the database missed (tried again in 5 s)"),
         Effect.repeat(Schedule.spaced("5 seconds"))
       ))
 

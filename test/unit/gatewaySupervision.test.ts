@@ -7,7 +7,7 @@ import { RunLog } from "../../src/run/RunLog.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Logger } from "effect"
+import { Effect, Layer, Logger, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import * as os from "node:os"
@@ -17,6 +17,7 @@ import { SENTINEL } from "../../src/contract/constants.js"
 import { layout, Paths } from "../../src/config/Paths.js"
 import { Files } from "../../src/fs/Files.js"
 import { Audit, type AuditRecord } from "../../src/gateway/base/Audit.js"
+import { AuditIndex, type AuditStart } from "../../src/run/AuditIndex.js"
 import { Dialer } from "../../src/gateway/base/Dialer.js"
 import { LiveRuns } from "../../src/gateway/base/LiveRuns.js"
 import { serveGateway } from "../../src/gateway/server.js"
@@ -100,6 +101,34 @@ describe("a supervised gateway (real listener on loopback)", () => {
       }).pipe(Effect.scoped, Effect.provide(layer), Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
       expect(logged.some((l) => l.includes("its preflight failed"))).toBe(true)
       expect(logged.some((l) => l.includes("unexpected failure in background work") && l.includes("engine exploded"))).toBe(true)
+    }))
+
+  it.effect("a pass of the audit index's loop that dies of a bug is logged, and the next pass still comes", () =>
+    Effect.gen(function*() {
+      const logged: Array<string> = []
+      const logger = Logger.make(({ cause, message }) => void logged.push(`${String(message)} ${cause._tag === "Empty" ? "" : String(cause)}`))
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-audit-index-"))
+      const paths = { ...Paths.fromEnv({ ROSTER_HOME: dir, HOME: dir }), home: dir, fleet: { node: "n1", shared: path.join(dir, "shared") } }
+      const puts: Array<ReadonlyArray<AuditStart>> = []
+      const index = Layer.succeed(AuditIndex, {
+        put: (starts) => (puts.push(starts) === 1 ? Effect.die(new Error("index exploded")) : Effect.void),
+        of: () => Effect.succeedNone
+      })
+      const record = (run_id: string): AuditRecord => ({ run_id, subject: "org/alice", host: "h", port: 443, method: "GET", path: "/", status: 200, injected: false, bytes_up: 0, bytes_down: 0, duration_ms: 1 })
+      yield* Effect.gen(function*() {
+        const audit = yield* Audit
+        yield* audit.write(record("2026-12-01-09-00-00-0000a11c"))
+        yield* TestClock.adjust("5 seconds")
+        expect(puts).toHaveLength(1)
+        expect(logged.some((l) => l.includes("unexpected failure noting audit offsets") && l.includes("index exploded"))).toBe(true)
+        yield* audit.write(record("2026-12-01-09-00-00-00000b0b"))
+        yield* TestClock.adjust("5 seconds")
+        expect(puts.map((p) => p.map((s) => s.run_id))).toEqual([["2026-12-01-09-00-00-0000a11c"], ["2026-12-01-09-00-00-00000b0b"]])
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(Audit.layerIndexed.pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, Paths.layerAt(paths), index)))),
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+      )
     }))
 
   it.effect("a failing audit log is reported once a minute, never once a request, and never fails the request", () =>

@@ -3,6 +3,7 @@ import { captureHostFiles, Paths, layout } from "../../config/Paths.js"
 import { makeDayFiles } from "../../fs/dayFiles.js"
 import { Files } from "../../fs/Files.js"
 import { AuditIndex } from "../../run/AuditIndex.js"
+import { logDefects } from "../../report/defects.js"
 
 /** One line of the gateway's audit log: who asked for what, how it was answered, whether a credential was injected. */
 export interface AuditRecord {
@@ -77,7 +78,10 @@ const runStarts = (index: Context.Tag.Service<AuditIndex>, node: string) =>
         }))
       )
     })
-    yield* Effect.forkScoped(Effect.interruptible(flush.pipe(Effect.repeat(Schedule.spaced("5 seconds")))))
+    yield* Effect.forkScoped(Effect.interruptible(flush.pipe(
+      logDefects("gateway: unexpected failure noting audit offsets in the run index (tried again in 5 s)"),
+      Effect.repeat(Schedule.spaced("5 seconds"))
+    )))
     yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout("2 seconds"), Effect.ignore))
     return {
       note: (runId: string, day: string, offset: number) => {
