@@ -1,6 +1,7 @@
-import { Cause, Clock, Deferred, Effect, Exit } from "effect"
+import { Clock, Deferred, Effect } from "effect"
 import type * as http from "node:http"
 import { lookAgainCount } from "../../fs/stamp.js"
+import { logDefects } from "../../report/defects.js"
 import { Gateway } from "../egress/Gateway.js"
 import { type Limits, limitsFor } from "../metering/meter.js"
 import { grantedCredential, openUpstream, type Target } from "./granted.js"
@@ -117,20 +118,18 @@ export const openGrant = (target: Target, grants: GrantCache) =>
     grants.opens(target, { at, outcome })
     const exit = yield* Effect.exit(decide(target, grants, at))
     yield* Deferred.done(outcome, exit)
-    yield* logDefect(exit, target, "as its tunnel opened")
+    yield* inTheBackground(exit, target, "as its tunnel opened")
   })
 
 /**
- * A defect of a decision made in the background is logged there (a request that takes the
- * decision logs it again, as its own); a refusal is the connection's next request's to get.
+ * A decision made in the background, ended: a refusal is the connection's next request's to get;
+ * a defect is logged here (a request that takes the decision logs it again, as its own).
  */
-const logDefect = (exit: Exit.Exit<unknown, unknown>, target: Target, when: string) =>
-  Exit.isFailure(exit) && Cause.isDie(exit.cause)
-    ? Effect.logError(
-      `gateway: unexpected failure deciding the grant of ${target.host}:${target.port} for run ${target.caller.runId ?? "-"} (${target.caller.subject}) ${when}`,
-      exit.cause
-    )
-    : Effect.void
+const inTheBackground = <R>(decision: Effect.Effect<unknown, unknown, R>, target: Target, when: string) =>
+  decision.pipe(
+    Effect.ignore,
+    logDefects(`gateway: unexpected failure deciding the grant of ${target.host}:${target.port} for run ${target.caller.runId ?? "-"} (${target.caller.subject}) ${when}`)
+  )
 
 /** The grant decided now (a refusal forgets the connection's), kept for the connection's next requests. */
 const decide = Effect.fnUntraced(function*(target: Target, grants: GrantCache, now: number) {
@@ -157,7 +156,6 @@ export const refreshGrant = (target: Target, grants: GrantCache, previous: Grant
         ? Effect.void
         : Effect.map(limitsFor(entry.granted.authorized.org, worker), (limits) => grants.meteredBy(entry, limits))
     }),
-    Effect.exit,
-    Effect.flatMap((exit) => logDefect(exit, target, "in the background")),
+    (refresh) => inTheBackground(refresh, target, "in the background"),
     Effect.ensuring(Effect.sync(() => grants.refreshed(target)))
   )
