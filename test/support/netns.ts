@@ -195,11 +195,8 @@ export const makeOutsideHost = async (tlsFiles?: { readonly cert: string; readon
   let listener: ChildProcess | undefined
   const close = () => {
     listener?.kill("SIGKILL")
-    try {
-      sh("ip", ["netns", "del", ns])
-    } catch {
-      // already gone
-    }
+    tryNetns(["del", ns])
+    // Gone with the namespace once its peer was moved in; a setup that failed before may leave it.
     try {
       sh("ip", ["link", "del", hostIf])
     } catch {
