@@ -148,7 +148,7 @@ const make = Effect.gen(function*() {
   // Adoption first, then the queue: a task whose box survived is never started again.
   yield* recover(node)
   // Answers a dead daemon owed (a task that ended just before it died) go out before anything new runs.
-  yield* deliverPending
+  yield* deliverPending(true)
   yield* watchPass(st, self)
   yield* sweepStrays(st).pipe(Effect.catchAllCause((c) => Effect.logError("supervisor: a sweep of boxless runs failed", c)))
   yield* Effect.forkScoped(watchLoop(st, self))

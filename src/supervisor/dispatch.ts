@@ -127,7 +127,7 @@ const start = (st: SupervisorState, t: TaskRecord, continues: { readonly task_id
 export const dispatchPass = (st: SupervisorState) =>
   Effect.gen(function*() {
     const store = yield* TaskStore
-    yield* deliverPending
+    yield* deliverPending()
     // A node the fleet fenced takes nothing until it has put its boxes down and joined again.
     const member = yield* Effect.serviceOption(FleetMember)
     if (Option.isSome(member) && (yield* member.value.fenced)) return

@@ -4,7 +4,7 @@ import { containerName } from "../box/spec.js"
 import { Docker } from "../docker/Docker.js"
 import { validateChannelName, validateWorkerName } from "../config/names.js"
 import { linkContinuation } from "../task/links.js"
-import { checkReplyTo } from "../task/replyTo.js"
+import { checkReplyTo, PERSON_ASKS } from "../reply/replyTo.js"
 import { isFinal, type TaskOrigin, type TaskRecord, TaskRefused } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { CANCELLED } from "./taskEnd.js"
@@ -53,7 +53,7 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
   if (req.channel !== undefined) yield* validateChannelName(req.channel).pipe(Effect.mapError(refuse))
   const store = yield* TaskStore
   const carried = req.continue !== undefined ? yield* continuation(req.worker, req.continue) : undefined
-  const replyTo = req.reply_to !== undefined ? yield* checkReplyTo(req.reply_to) : undefined
+  const replyTo = req.reply_to !== undefined ? yield* checkReplyTo(req.reply_to, PERSON_ASKS).pipe(Effect.mapError(refuse)) : undefined
   if (req.after !== undefined) {
     const before = yield* store.get(req.after)
     if (!before) return yield* Effect.fail(new TaskRefused({ detail: `--after ${req.after}: no such task — list them: roster task list` }))

@@ -18,7 +18,15 @@ export const Delivery = Schema.Struct({
   target: Schema.String,
   at: Schema.String,
   ok: Schema.Boolean,
-  error: Schema.optional(Schema.String)
+  error: Schema.optional(Schema.String),
+  /**
+   * Written before the outside effect (a post): the delivery is under way, by `claim`. Found at a
+   * daemon's start, it was cut by a crash: the place is searched for `mark` before anything is
+   * posted again, so an answer is posted once.
+   */
+  pending: Schema.optional(Schema.Literal(true)),
+  mark: Schema.optional(Schema.String),
+  claim: Schema.optional(Schema.String)
 })
 export type Delivery = typeof Delivery.Type
 

@@ -3,7 +3,8 @@
  * (`/gateway/bot`, `/users/@me`, `/channels/:id`, `/channels/:id/messages`) and its gateway
  * websocket (HELLO, heartbeats, IDENTIFY → READY, RESUME → a new session, MESSAGE_CREATE) that
  * the real @discordjs/rest and @discordjs/ws clients use, with their base URL pointed here.
- * Records every post.
+ * Records every post; a post whose `nonce` is enforced and already seen is the same message
+ * again, as Discord answers it; GET `/channels/:id/messages` lists what was posted there.
  */
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -15,6 +16,9 @@ export interface DiscordPost {
   readonly reply_to: string | undefined
   readonly allowed_mentions: unknown
   readonly token: string
+  readonly id: string
+  readonly nonce: string | undefined
+  readonly timestamp: string
 }
 
 export interface DiscordStandIn {
@@ -51,7 +55,7 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
       const answer = (status: number, o: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(o))
       const auth = String(req.headers.authorization ?? "")
       if (auth !== `Bot ${token}`) return answer(401, { message: "401: Unauthorized", code: 0 })
-      const url = (req.url ?? "").replace(/^\/api\/v10/, "")
+      const url = (req.url ?? "").replace(/^\/api\/v10/, "").split("?")[0] ?? ""
       if (req.method === "GET" && url === "/gateway/bot") {
         return answer(200, { url: `ws://127.0.0.1:${port}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 } })
       }
@@ -63,9 +67,23 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
       }
       const target = /^\/channels\/(\d+)\/messages$/.exec(url)?.[1]
       if (req.method === "POST" && target) {
-        const body = JSON.parse(raw || "{}") as { content?: string; message_reference?: { message_id?: string }; allowed_mentions?: unknown }
-        posts.push({ channel: target, content: body.content ?? "", reply_to: body.message_reference?.message_id, allowed_mentions: body.allowed_mentions, token })
-        return answer(200, { id: nextId(), channel_id: target, content: body.content })
+        const body = JSON.parse(raw || "{}") as {
+          content?: string; message_reference?: { message_id?: string }; allowed_mentions?: unknown; nonce?: string; enforce_nonce?: boolean
+        }
+        const again = body.enforce_nonce && body.nonce !== undefined ? posts.find((p) => p.nonce === body.nonce) : undefined
+        if (again) return answer(200, { id: again.id, channel_id: again.channel, content: again.content, nonce: again.nonce })
+        const id = nextId()
+        posts.push({
+          channel: target, content: body.content ?? "", reply_to: body.message_reference?.message_id, allowed_mentions: body.allowed_mentions, token,
+          id, nonce: body.nonce, timestamp: new Date().toISOString()
+        })
+        return answer(200, { id, channel_id: target, content: body.content, ...(body.nonce ? { nonce: body.nonce } : {}) })
+      }
+      if (req.method === "GET" && target) {
+        // Newest first, as Discord lists them; a stored message keeps no nonce.
+        return answer(200, posts.filter((p) => p.channel === target).reverse().map((p) => ({
+          id: p.id, channel_id: p.channel, content: p.content, timestamp: p.timestamp, author: { id: DISCORD_BOT_ID, username: "roster", bot: true }
+        })))
       }
       return answer(404, { message: "404: Not Found", code: 0 })
     })

@@ -1,6 +1,7 @@
 /**
  * A stand-in for Slack (not Slack): a local server speaking the parts of Slack's Web API
- * (`auth.test`, `apps.connections.open`, `chat.postMessage`) and the Socket Mode websocket that
+ * (`auth.test`, `apps.connections.open`, `chat.postMessage` with message metadata,
+ * `conversations.replies` / `conversations.history` with `include_all_metadata`) and the Socket Mode websocket that
  * the real @slack/web-api and @slack/socket-mode clients use, with their base URL pointed here.
  * Records every post; pushes events as Socket Mode envelopes and records their acks.
  */
@@ -14,6 +15,7 @@ export interface SlackPost {
   readonly text: string
   readonly ts: string
   readonly token: string
+  readonly metadata?: { readonly event_type: string; readonly event_payload: Record<string, unknown> }
 }
 
 export interface SlackStandIn {
@@ -28,6 +30,11 @@ export interface SlackStandIn {
   readonly connected: () => boolean
   /** A message event from a user in a channel (in a thread when `thread_ts` is given); its ts. */
   readonly say: (m: { readonly channel: string; readonly user: string; readonly text: string; readonly thread_ts?: string; readonly bot_id?: string }) => string
+  /**
+   * How long chat.postMessage takes to answer once it has posted (a slow Slack), or "never": the
+   * message is in the channel and the answer never comes (its caller killed with the post in flight).
+   */
+  postDelay: number | "never"
   /** Drops every open socket, as Slack does when it rotates connections. */
   readonly drop: () => void
   readonly close: () => Promise<void>
@@ -78,8 +85,27 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
       case "chat.postMessage": {
         if (token !== tokens.bot) return answer({ ok: false, error: "invalid_auth" })
         const ts = nextTs()
-        posts.push({ channel: String(body.channel ?? ""), thread_ts: body.thread_ts === undefined ? undefined : String(body.thread_ts), text: String(body.text ?? ""), ts, token })
-        return answer({ ok: true, channel: body.channel, ts })
+        // The SDK sends an object argument form-encoded, as a JSON string.
+        const metadata = typeof body.metadata === "string" ? JSON.parse(body.metadata) : body.metadata
+        posts.push({
+          channel: String(body.channel ?? ""), thread_ts: body.thread_ts === undefined ? undefined : String(body.thread_ts), text: String(body.text ?? ""), ts, token,
+          ...(metadata ? { metadata } : {})
+        })
+        const delay = self.postDelay
+        if (delay === "never") return
+        return void setTimeout(() => answer({ ok: true, channel: body.channel, ts }), delay)
+      }
+      case "conversations.replies":
+      case "conversations.history": {
+        if (token !== tokens.bot) return answer({ ok: false, error: "invalid_auth" })
+        const withMeta = String(body.include_all_metadata) === "true"
+        const inPlace = posts.filter((p) =>
+          p.channel === String(body.channel) &&
+          (method === "conversations.replies" ? p.thread_ts === String(body.ts) || p.ts === String(body.ts) : Number(p.ts) >= Number(body.oldest ?? 0)))
+        return answer({
+          ok: true,
+          messages: inPlace.map((p) => ({ type: "message", user: BOT_USER, text: p.text, ts: p.ts, ...(withMeta && p.metadata ? { metadata: p.metadata } : {}) }))
+        })
       }
       default:
         return answer({ ok: false, error: "unknown_method" })
@@ -109,7 +135,8 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
   port = (server.address() as AddressInfo).port
 
   let envelopes = 0
-  return {
+  const self: SlackStandIn = {
+    postDelay: 0,
     apiUrl: `http://127.0.0.1:${port}/api/`,
     posts,
     calls,
@@ -135,7 +162,9 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
       clearInterval(pinger)
       sockets.forEach((s) => s.terminate())
       wss.close()
+      server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     }
   }
+  return self
 }

@@ -4,7 +4,8 @@ import { RunLog } from "../../run/RunLog.js"
 import { type TaskRecord, TaskRefused } from "../../task/TaskRecord.js"
 import { TaskStore } from "../../task/TaskStore.js"
 import { linkContinuation } from "../../task/links.js"
-import { checkReplyTo } from "../../task/replyTo.js"
+import { checkReplyTo } from "../../reply/replyTo.js"
+import { inheritedPlace } from "../../contract/replyPlaces.js"
 import { readRunContext } from "../../run/runContext.js"
 import type { ActionAnswer, BoxCaller } from "./actionTypes.js"
 
@@ -52,13 +53,9 @@ export const setTasks = (caller: BoxCaller, body: string) =>
       if (t.ceiling_min !== undefined && !(Number.isFinite(t.ceiling_min) && t.ceiling_min > 0)) return refused(400, "ceiling_min is a positive number of minutes")
       if (t.after !== undefined && (yield* store.get(t.after))?.worker !== caller.worker) return refused(400, `after: ${t.after} is not one of your tasks`)
     }
-    // A follow-up answers where this run answers, unless the worker names another place.
+    // A follow-up answers where this run answers, unless the worker names another of its own places.
     const context = yield* readRunContext(caller.worker, caller.runId)
-    // A chat session's follow-up answers in the thread of the message the session is serving.
-    const inherited = context?.reply_to ??
-      (context?.surface === "chat-session" && context.chat
-        ? `chat:${context.chat.provider}:${context.chat.channel}${context.chat.thread ? `/${context.chat.thread}` : ""}`
-        : null)
+    const inherited = inheritedPlace(context)
     const replies: Array<string | undefined> = []
     for (const t of req.tasks) {
       const wanted = t.reply_to ?? inherited ?? undefined
@@ -66,8 +63,11 @@ export const setTasks = (caller: BoxCaller, body: string) =>
         replies.push(undefined)
         continue
       }
-      const checked = yield* checkReplyTo(wanted).pipe(Effect.either)
-      if (Either.isLeft(checked)) return refused(400, checked.left.message)
+      const checked = yield* checkReplyTo(wanted, { _tag: "run", runId: caller.runId, context }).pipe(Effect.either)
+      if (Either.isLeft(checked)) {
+        if (checked.left.notOwn) yield* Effect.logWarning(`gateway: run ${caller.runId} of ${caller.worker} named a reply place not its own: ${checked.left.detail}`)
+        return refused(checked.left.notOwn ? 403 : 400, checked.left.message)
+      }
       replies.push(checked.right)
     }
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.either)

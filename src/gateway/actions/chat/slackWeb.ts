@@ -1,6 +1,7 @@
 import type { WebClient } from "@slack/web-api"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { ChatPostError } from "./ChatPostError.js"
+import { MARK_EVENT, type PostMark, SEARCH_SLACK_MS } from "./postMark.js"
 
 export const SLACK_API = "https://slack.com/api/"
 
@@ -26,20 +27,72 @@ export const slackEscape = (text: string) => text.replaceAll("&", "&amp;").repla
 const failure = (where: string) => (cause: unknown) =>
   new ChatPostError({ where, detail: cause instanceof Error ? cause.message : String(cause) })
 
-/** chat.postMessage of each part in order, in the thread when there is one; the message timestamps. */
-export const slackPost = (client: WebClient, channel: string, thread: string | undefined, parts: ReadonlyArray<string>) =>
-  Effect.forEach(parts, (text) =>
-    Effect.tryPromise({
-      try: () =>
-        client.chat.postMessage({
+const MarkedMessages = Schema.Struct({
+  ok: Schema.Boolean,
+  error: Schema.optional(Schema.String),
+  messages: Schema.optional(Schema.Array(Schema.Struct({
+    ts: Schema.String,
+    metadata: Schema.optional(Schema.Struct({
+      event_type: Schema.optional(Schema.String),
+      event_payload: Schema.optional(Schema.Struct({ mark: Schema.optional(Schema.String), part: Schema.optional(Schema.Number) }))
+    }))
+  })))
+})
+
+/**
+ * The parts of a delivery already in the place (the thread, else the channel since shortly
+ * before it began), by index, from their metadata. A search that fails is a failure: posting
+ * again blind could post the answer twice.
+ */
+const slackMarked = (client: WebClient, channel: string, thread: string | undefined, mark: PostMark) =>
+  Effect.tryPromise({
+    try: () =>
+      thread
+        ? client.conversations.replies({ channel, ts: thread, include_all_metadata: true, limit: 200 })
+        : client.conversations.history({
           channel,
-          text: slackEscape(text),
-          ...(thread ? { thread_ts: thread } : {}),
-          unfurl_links: false,
-          unfurl_media: false
+          oldest: ((Date.parse(mark.since) - SEARCH_SLACK_MS) / 1000).toFixed(6),
+          include_all_metadata: true,
+          limit: 200
         }),
-      catch: failure(`slack channel ${channel}`)
-    }).pipe(Effect.map((r) => r.ts ?? "")))
+    catch: failure(`slack channel ${channel} (looking for a delivery cut short)`)
+  }).pipe(
+    Effect.flatMap(Schema.decodeUnknown(MarkedMessages)),
+    Effect.mapError((e) => (e instanceof ChatPostError ? e : new ChatPostError({ where: `slack channel ${channel}`, detail: `an answer roster cannot read: ${e.message}` }))),
+    Effect.map((r) => {
+      const found = new Map<number, string>()
+      for (const m of r.messages ?? []) {
+        const payload = m.metadata?.event_type === MARK_EVENT ? m.metadata.event_payload : undefined
+        if (payload?.mark === mark.id && payload.part !== undefined) found.set(payload.part, m.ts)
+      }
+      return found
+    })
+  )
+
+/**
+ * chat.postMessage of each part in order, in the thread when there is one; the message
+ * timestamps. A delivery's parts carry its mark as message metadata, and one cut by a crash
+ * posts only the parts the place does not already hold.
+ */
+export const slackPost = (client: WebClient, channel: string, thread: string | undefined, parts: ReadonlyArray<string>, mark?: PostMark) =>
+  Effect.gen(function*() {
+    const found = mark?.resume ? yield* slackMarked(client, channel, thread, mark) : new Map<number, string>()
+    return yield* Effect.forEach(parts, (text, part) => {
+      const already = found.get(part)
+      return already !== undefined ? Effect.succeed(already) : Effect.tryPromise({
+        try: () =>
+          client.chat.postMessage({
+            channel,
+            text: slackEscape(text),
+            ...(thread ? { thread_ts: thread } : {}),
+            ...(mark ? { metadata: { event_type: MARK_EVENT, event_payload: { mark: mark.id, part } } } : {}),
+            unfurl_links: false,
+            unfurl_media: false
+          }),
+        catch: failure(`slack channel ${channel}`)
+      }).pipe(Effect.map((r) => r.ts ?? ""))
+    })
+  })
 
 /** auth.test: who the bot token is (its user id, to know a mention of it), or why it is refused. */
 export const slackWho = (client: WebClient) =>
