@@ -9,6 +9,7 @@ import { openTaints, taintLine } from "../contract/taint.js"
 import { RunLog } from "../run/RunLog.js"
 import type { ChatPlace, RunOrigin } from "../contract/origin.js"
 import type { Surface } from "../contract/runContext.js"
+import { promptBlock } from "../contract/promptText.js"
 import { MemoryStore } from "../memory/MemoryStore.js"
 import { briefable, continuesSentence, memoryBlock, replySentence, surfaceSentence } from "./startInput.js"
 
@@ -135,7 +136,7 @@ export const compileContext = Effect.fn("context.compile")(function*(req: Contex
   ].filter((x): x is string => x !== undefined).join("\n\n")
   const compiled: CompiledContext = {
     system_prompt: system,
-    input_prompt: req.prompt === null ? null : `${preamble}\n\n## Your task\n${req.prompt}`,
+    input_prompt: req.prompt === null ? null : `${preamble}\n\n## Your task\n${promptBlock(req.prompt)}`,
     start_preamble: preamble,
     cache: { route_key: routeKey(req.worker, system) },
     memory_briefed: memory.ids

@@ -1,5 +1,6 @@
 import type { ChatPlace, RunOrigin, TaskOrigin } from "../contract/origin.js"
 import { parseReplyTo } from "../contract/origin.js"
+import { promptLine } from "../contract/promptText.js"
 import type { Surface } from "../contract/runContext.js"
 import { type MemoryEntry, newestFirst } from "../memory/MemoryStore.js"
 
@@ -16,13 +17,13 @@ const queuedBy = (o: TaskOrigin) => {
     case "self":
       return `you queued it yourself with set_tasks during run ${o.run_id ?? "(unknown)"}${o.task_id ? ` (task ${o.task_id})` : ""}`
     case "chat":
-      return o.chat ? `it came from a message by ${o.chat.author} in ${chatWhere(o.chat)}` : "it came from a chat message"
+      return o.chat ? `it came from a message by ${promptLine(o.chat.author)} in ${chatWhere(o.chat)}` : "it came from a chat message"
   }
 }
 
 /** The one plain sentence that says where this run happens and who asked for it. */
 export const surfaceSentence = (surface: Surface, origin: RunOrigin, chat?: ChatPlace) => {
-  const by = origin._tag === "queue" ? queuedBy(origin.queued_by) : origin._tag === "chat" ? `${origin.author} wrote to you in ${chatWhere(origin)}` : ""
+  const by = origin._tag === "queue" ? queuedBy(origin.queued_by) : origin._tag === "chat" ? `${promptLine(origin.author)} wrote to you in ${chatWhere(origin)}` : ""
   switch (surface) {
     case "direct-box":
       return origin._tag === "person" && origin.via === "embed"
@@ -81,7 +82,7 @@ export const memoryBlock = (entries: ReadonlyArray<MemoryEntry>, max: number) =>
   const lines: Array<string> = []
   let used = head.length
   for (const e of newest) {
-    const line = `- [${e.id}, ${e.time.slice(0, 10)}${e.scope === "worker" ? "" : `, ${e.scope}`}] ${e.text.replace(/\s*\n\s*/g, " ")}`
+    const line = `- [${e.id}, ${e.time.slice(0, 10)}${e.scope === "worker" ? "" : `, ${e.scope}`}] ${promptLine(e.text)}`
     if (used + line.length + 1 > max) break
     lines.push(line)
     used += line.length + 1

@@ -3,6 +3,7 @@ import { Console, Effect, Option } from "effect"
 import { validateWorkerName } from "../config/names.js"
 import { type MemoryEntry, MemoryStore, newestFirst } from "../memory/MemoryStore.js"
 import { readIdentity } from "../worker/workers.js"
+import { promptLine } from "../contract/promptText.js"
 import { visible } from "./terminal.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
@@ -14,8 +15,9 @@ const person = `person ${process.env.USER ?? "unknown"}`
 
 const known = (worker: string) => validateWorkerName(worker).pipe(Effect.zipRight(readIdentity(worker)))
 
-const line = (e: MemoryEntry) =>
-  `${e.id}  ${e.time.slice(0, 19).replace("T", " ")}  ${e.scope.padEnd(14)} ${e.pending ? "PENDING " : ""}${visible(e.text.replace(/\s*\n\s*/g, " "))}` +
+/** One entry as `roster memory list` prints it: one line, whatever its text holds (promptLine). */
+export const entryLine = (e: MemoryEntry) =>
+  `${e.id}  ${e.time.slice(0, 19).replace("T", " ")}  ${e.scope.padEnd(14)} ${e.pending ? "PENDING " : ""}${promptLine(e.text)}` +
     `${e.run_id ? `  (run ${e.run_id})` : ""}${e.held_reason ? `  held: ${visible(e.held_reason)}` : ""}`
 
 const list = Command.make("list", {
@@ -29,7 +31,7 @@ const list = Command.make("list", {
     const entries = Option.isSome(scope) ? all.filter((e) => e.scope === scope.value) : all
     if (json) return yield* Console.log(JSON.stringify(entries, null, 2))
     if (entries.length === 0) return yield* Console.log(`${worker} remembers nothing${Option.isSome(scope) ? ` in ${scope.value}` : ""} yet (a run keeps notes with the remember tool)`)
-    for (const e of entries) yield* Console.log(line(e))
+    for (const e of entries) yield* Console.log(entryLine(e))
     const pending = entries.filter((e) => e.pending).length
     if (pending > 0) yield* Console.log(`${pending} pending: written by a tainted run, not briefed until accepted — roster memory accept ${worker} <entry-id>`)
   })).pipe(Command.withDescription(
@@ -41,7 +43,7 @@ const forget = Command.make("forget", { worker: workerArg, entry: entryArg }, ({
   Effect.gen(function*() {
     yield* known(worker)
     const gone = yield* (yield* MemoryStore).forget(worker, entry, person)
-    yield* Console.log(`${worker} forgot ${gone.id}: ${visible(gone.text)}`)
+    yield* Console.log(`${worker} forgot ${gone.id}: ${promptLine(gone.text)}`)
   })).pipe(Command.withDescription("Remove an entry from a worker's memory: its later runs are no longer briefed with it. Example: roster memory forget alice m-1a2b3c4d"))
 
 const accept = Command.make("accept", { worker: workerArg, entry: entryArg }, ({ entry, worker }) =>

@@ -6,7 +6,7 @@
  * visible stand-ins, as do the bidirectional overrides that make text read other than it is.
  */
  
-const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
 
 const standIn = (c: string) => {
   const code = c.charCodeAt(0)

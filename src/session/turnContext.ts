@@ -1,5 +1,6 @@
 import { Effect, Schema } from "effect"
 import type { ChatPlace } from "../contract/origin.js"
+import { promptBlock, promptLine } from "../contract/promptText.js"
 import type { TurnLine } from "../contract/turnLine.js"
 import { Files } from "../fs/Files.js"
 
@@ -28,7 +29,7 @@ export interface SessionMessage {
 const heading = (m: SessionMessage) =>
   m.role === "task-reply"
     ? `[the answer of ${m.author}, delivered to this conversation (its reply_to); not a person's message]\n`
-    : m.provider === "terminal" ? "" : `[${m.provider} message ${m.messageId} from ${m.author}]\n`
+    : m.provider === "terminal" ? "" : `[${m.provider} message ${promptLine(m.messageId)} from ${promptLine(m.author)}]\n`
 
 /**
  * A turn's input. The first turn is the Start phase: the run's preamble (surface, origin, memory)
@@ -39,10 +40,10 @@ export const compileTurn = (message: SessionMessage, turn: number, traceFile: st
   Effect.gen(function*() {
     if (message.text.trim() === "") return yield* Effect.fail(new UnpreparableMessage({ detail: "the message is blank" }))
     const history = turn === 1 && message.history && message.history.length > 0
-      ? `Recent messages before this one:\n${message.history.map((h) => `- ${h.author}: ${h.text}`).join("\n")}\n\n`
+      ? `Recent messages before this one:\n${message.history.map((h) => `- ${promptLine(h.author)}: ${promptLine(h.text)}`).join("\n")}\n\n`
       : ""
     const start = turn === 1 && preamble !== "" ? `${preamble}\n\n## The first message\n` : ""
-    const input = `${start}${history}${heading(message)}${message.text}`
+    const input = `${start}${history}${heading(message)}${promptBlock(message.text)}`
     const record: TurnLine = {
       turn, phase: turn === 1 ? "start" : "turn", author: message.author, role: message.role ?? "person", provider: message.provider,
       message_id: message.messageId, input

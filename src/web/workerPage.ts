@@ -1,3 +1,4 @@
+import { promptLine } from "../contract/promptText.js"
 import { type MemoryEntry, newestFirst } from "../memory/MemoryStore.js"
 import type { RunRecord } from "../run/RunLog.js"
 import { cut, html } from "./html.js"
@@ -24,7 +25,7 @@ export const workerBody = (w: WorkerView, memory: ReadonlyArray<MemoryEntry>, ru
 <p>${newest.length} entr${newest.length === 1 ? "y" : "ies"}${pending > 0 ? html`, <strong class="warn">${pending} pending</strong> (written by a tainted run: not briefed until a person accepts it — <code>roster memory accept ${w.name} &lt;id&gt;</code>)` : ""}.</p>
 ${newest.length === 0 ? html`<p>Nothing yet: a run keeps notes with its remember tool.</p>` : html`<table class="memory">
 <thead><tr><th scope="col">Entry</th><th scope="col">Written</th><th scope="col">Scope</th><th scope="col">Note</th><th scope="col">By run</th></tr></thead>
-<tbody>${newest.map((e) => html`<tr${e.pending ? html` class="pending"` : ""}><td><code>${e.id}</code>${e.pending ? html` <span class="warn">pending</span>` : ""}</td><td>${e.time}</td><td>${e.scope}</td><td>${cut(e.text, 2000)}${e.held_reason ? html`<br><span class="warn">held: ${cut(e.held_reason, 300)}</span>` : ""}</td><td>${e.run_id ? html`<a href="/runs/${e.run_id}">${e.run_id}</a>` : "a person"}</td></tr>`)}</tbody>
+<tbody>${newest.map((e) => html`<tr${e.pending ? html` class="pending"` : ""}><td><code>${e.id}</code>${e.pending ? html` <span class="warn">pending</span>` : ""}</td><td>${e.time}</td><td>${e.scope}</td><td>${cut(promptLine(e.text), 2000)}${e.held_reason ? html`<br><span class="warn">held: ${cut(e.held_reason, 300)}</span>` : ""}</td><td>${e.run_id ? html`<a href="/runs/${e.run_id}">${e.run_id}</a>` : "a person"}</td></tr>`)}</tbody>
 </table>`}
 <h2>Recent runs</h2>
 ${runs.length === 0 ? html`<p>No runs yet.</p>` : html`<table>
