@@ -3,6 +3,7 @@ import { Console, Effect, Option } from "effect"
 import * as os from "node:os"
 import { viaDaemon } from "../api/controlClient.js"
 import type { ApprovalDecision, PendingApproval } from "../contract/approval.js"
+import { OrgConfig } from "../config/OrgConfig.js"
 import { BadInput } from "./badInput.js"
 import { visible } from "./terminal.js"
 
@@ -22,12 +23,19 @@ const approvals = Command.make("approvals", { json }, ({ json }) =>
     const held = yield* viaDaemon((c) => c.approvals.list())
     if (Option.isNone(held)) return yield* Effect.fail(new BadInput({ detail: NO_DAEMON }))
     if (json) return yield* Console.log(JSON.stringify(held.value, null, 2))
-    if (held.value.length === 0) return yield* Console.log("no request is waiting for a decision")
+    const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.option)
+    const caps = Option.match(org, {
+      onNone: () => "",
+      onSome: (o) => ` (at most ${o.gateway.approvals_max_per_run} a run and ${o.gateway.approvals_max} on this node: [gateway] approvals_max_per_run, approvals_max)`
+    })
+    if (held.value.length === 0) return yield* Console.log(`no request is waiting for a decision${caps}`)
+    yield* Console.log(`${held.value.length} held${caps}`)
     for (const a of held.value) yield* Console.log(visible(line(a)))
     yield* Console.log("\nlet one through: roster approve <id> [--once | --run | --always]; refuse it: roster deny <id>")
   })).pipe(Command.withDescription(
     "List the requests the gateway holds for a decision ([gateway] approvals = \"ask\"): a box's request to a host the policy " +
-      "refuses waits up to approval_wait_s (120) while a person decides. A CONNECT shows host and port only."
+      "refuses waits up to approval_wait_s (120) while a person decides — at most approvals_max_per_run (8) a run and approvals_max (64) " +
+      "on the node, each only while its connection is open and its run is live. A CONNECT shows host and port only."
   ))
 
 const decide = (id: string, decision: ApprovalDecision) =>

@@ -83,7 +83,11 @@ export const GatewaySection = Schema.Struct({
    */
   approvals: Schema.optionalWith(Schema.Literal("off", "ask"), { default: () => "off" as const }),
   /** How long a held request waits for a decision before it gets its 403. */
-  approval_wait_s: Schema.optionalWith(Schema.Number.pipe(Schema.positive(), Schema.lessThanOrEqualTo(3600)), { default: () => 120 })
+  approval_wait_s: Schema.optionalWith(Schema.Number.pipe(Schema.positive(), Schema.lessThanOrEqualTo(3600)), { default: () => 120 }),
+  /** The most requests one run may have held at once (each is an open connection); past it a request is refused at once. */
+  approvals_max_per_run: Schema.optionalWith(Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(1000)), { default: () => 8 }),
+  /** The most requests held at once on this node, every run's together. */
+  approvals_max: Schema.optionalWith(Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(10_000)), { default: () => 64 })
 })
 
 export const SupervisorSection = Schema.Struct({

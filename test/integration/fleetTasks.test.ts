@@ -37,6 +37,7 @@ import { isTainted } from "../../src/contract/taint.js"
 import { approvalBoardOver, clearHeldOf } from "../../src/fleet/approvalBoard.js"
 import { rpcKey } from "../../src/fleet/rpc/key.js"
 import { makeApprovals } from "../../src/gateway/base/approvals.js"
+const LIMITS = { perRun: 8, total: 64 }
 import type { PendingApproval } from "../../src/contract/approval.js"
 import { RunLog, type RunRecord } from "../../src/run/RunLog.js"
 import type { FileSystem, Path } from "@effect/platform"
@@ -474,7 +475,7 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
       const [b1, b2] = [approvalBoardOver(sql, "n1"), approvalBoardOver(sql, "n2")]
       const held = makeApprovals(b1)
       const now = Date.now()
-      const waiting = yield* Effect.fork(held.ask(ask("decided.example.test"), now, 20_000))
+      const waiting = yield* Effect.fork(held.ask(ask("decided.example.test"), now, 20_000, LIMITS, Effect.never))
       let listed: ReadonlyArray<PendingApproval> = []
       for (let i = 0; i < 40 && listed.length === 0; i++) listed = yield* b2.waiting.pipe(Effect.tap(() => Effect.sleep("50 millis")))
       const id = listed[0]?.id ?? "none"
@@ -483,7 +484,7 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
       const answer = yield* Fiber.join(waiting)
       const rowsAfter = pg.sql(`SELECT count(*) FROM roster_approvals WHERE id = '${id}'`)
       // Nobody decides: the request gets its refusal when its wait runs out, and leaves the board.
-      const lapsed = yield* held.ask(ask("lapsed.example.test"), Date.now(), 1_500)
+      const lapsed = yield* held.ask(ask("lapsed.example.test"), Date.now(), 1_500, LIMITS, Effect.never)
       const lateDecision = yield* b2.decide(id, { decision: "once", by: "too late" })
       return {
         listed: listed.map((a) => `${a.node} ${a.host}`), first: Option.map(first, (a) => a.host), second: second._tag, answer,
@@ -494,10 +495,10 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(seen.listed).toEqual(["n1 decided.example.test"])
     expect(seen.first).toEqual(Option.some("decided.example.test"))
     expect(seen.second).toBe("None")
-    expect(seen.answer).toEqual(Option.some({ decision: "run", by: "a person on n2" }))
+    expect(seen.answer).toEqual({ _tag: "decided", decided: { decision: "run", by: "a person on n2" } })
     expect(seen.forRun).toBe(true)
     expect(seen.rowsAfter).toBe("0")
-    expect([seen.lapsed, seen.lateDecision, seen.left]).toEqual(["None", "None", "0"])
+    expect([seen.lapsed, seen.lateDecision, seen.left]).toEqual(["timeout", "None", "0"])
   })
 
   it("a request whose node was lost or left is neither listed nor decidable on another; a node's new daemon takes its old rows down", async () => {

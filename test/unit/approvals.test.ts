@@ -5,6 +5,7 @@ import type { PendingApproval } from "../../src/contract/approval.js"
 import { makeApprovals } from "../../src/gateway/base/approvals.js"
 import { makeNudge, never, type Nudge } from "../../src/fleet/rpc/nudge.js"
 
+const LIMITS = { perRun: 8, total: 64 }
 const ask = { run_id: "2026-12-03-13-00-00-0000ffff", worker: "alice", subject: "box", method: "CONNECT", host: "held.example.test", port: 443, path: null }
 
 /** A board in memory; `down` makes every call fail as a database that does not answer would. */
@@ -29,13 +30,13 @@ describe("held requests on a fleet node", () => {
     Effect.gen(function*() {
       const { board, posted } = boardInMemory()
       const approvals = makeApprovals(board)
-      const waiting = yield* Effect.fork(approvals.ask(ask, 0, 60_000))
+      const waiting = yield* Effect.fork(approvals.ask(ask, 0, 60_000, LIMITS, Effect.never))
       yield* TestClock.adjust("10 millis")
       const [held] = [...posted.values()]
       expect(held?.node).toBe("n1")
       yield* board.decide(held!.id, { decision: "once", by: "a person on n2" })
       yield* TestClock.adjust("1 second")
-      expect(yield* Fiber.join(waiting)).toEqual(Option.some({ decision: "once", by: "a person on n2" }))
+      expect(yield* Fiber.join(waiting)).toEqual({ _tag: "decided", decided: { decision: "once", by: "a person on n2" } })
       expect(posted.size).toBe(0)
     }))
 
@@ -43,7 +44,7 @@ describe("held requests on a fleet node", () => {
     Effect.gen(function*() {
       const nudges = yield* makeNudge
       const { board, posted } = boardInMemory(false, nudges)
-      const waiting = yield* Effect.fork(makeApprovals(board).ask(ask, 0, 60_000))
+      const waiting = yield* Effect.fork(makeApprovals(board).ask(ask, 0, 60_000, LIMITS, Effect.never))
       yield* TestClock.adjust("10 millis")
       const [held] = [...posted.values()]
       yield* board.decide(held!.id, { decision: "run", by: "a person on n2" })
@@ -51,38 +52,38 @@ describe("held requests on a fleet node", () => {
       // Well inside the second between two looks: only the nudge can have brought the decision.
       yield* TestClock.adjust("10 millis")
       expect(Option.isSome(yield* Fiber.poll(waiting))).toBe(true)
-      expect(yield* Fiber.join(waiting)).toEqual(Option.some({ decision: "run", by: "a person on n2" }))
+      expect(yield* Fiber.join(waiting)).toEqual({ _tag: "decided", decided: { decision: "run", by: "a person on n2" } })
     }))
 
   it.effect("without a nudge the decision waits for the next look", () =>
     Effect.gen(function*() {
       const { board, posted } = boardInMemory(false, yield* makeNudge)
-      const waiting = yield* Effect.fork(makeApprovals(board).ask(ask, 0, 60_000))
+      const waiting = yield* Effect.fork(makeApprovals(board).ask(ask, 0, 60_000, LIMITS, Effect.never))
       yield* TestClock.adjust("10 millis")
       yield* board.decide([...posted.values()][0]!.id, { decision: "once", by: "a person on n2" })
       yield* TestClock.adjust("10 millis")
       expect(Option.isNone(yield* Fiber.poll(waiting))).toBe(true)
       yield* TestClock.adjust("1 second")
-      expect(yield* Fiber.join(waiting)).toEqual(Option.some({ decision: "once", by: "a person on n2" }))
+      expect(yield* Fiber.join(waiting)).toEqual({ _tag: "decided", decided: { decision: "once", by: "a person on n2" } })
     }))
 
   it.effect("a board that does not answer leaves the request to this node: listed and decided here", () =>
     Effect.gen(function*() {
       const approvals = makeApprovals(boardInMemory(true).board)
-      const waiting = yield* Effect.fork(approvals.ask(ask, 0, 60_000))
+      const waiting = yield* Effect.fork(approvals.ask(ask, 0, 60_000, LIMITS, Effect.never))
       yield* TestClock.adjust("10 millis")
       const [held] = yield* approvals.list
       expect(held?.host).toBe("held.example.test")
       yield* approvals.decide(held!.id, { decision: "deny", by: "a person here" })
-      expect(yield* Fiber.join(waiting)).toEqual(Option.some({ decision: "deny", by: "a person here" }))
+      expect(yield* Fiber.join(waiting)).toEqual({ _tag: "decided", decided: { decision: "deny", by: "a person here" } })
     }))
 
   it.effect("no decision anywhere in time: none, and the board is cleared", () =>
     Effect.gen(function*() {
       const { board, posted } = boardInMemory()
-      const waiting = yield* Effect.fork(makeApprovals(board).ask(ask, 0, 5_000))
+      const waiting = yield* Effect.fork(makeApprovals(board).ask(ask, 0, 5_000, LIMITS, Effect.never))
       yield* TestClock.adjust("6 seconds")
-      expect(yield* Fiber.join(waiting)).toEqual(Option.none())
+      expect(yield* Fiber.join(waiting)).toEqual({ _tag: "timeout" })
       expect(posted.size).toBe(0)
     }))
 })

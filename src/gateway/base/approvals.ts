@@ -13,6 +13,19 @@ export interface Decided {
 
 export type Ask = Omit<PendingApproval, "id" | "asked_at" | "expires_at" | "node">
 
+/** How many requests may be held at once: per run, and on this node in all. */
+export interface HoldLimits {
+  readonly perRun: number
+  readonly total: number
+}
+
+/** How a hold ended: decided by a person, its wait ran out, its owner went (connection closed, run ended), or it was never held (a cap). */
+export type HoldEnd =
+  | { readonly _tag: "decided"; readonly decided: Decided }
+  | { readonly _tag: "timeout" }
+  | { readonly _tag: "gone"; readonly why: string }
+  | { readonly _tag: "full"; readonly why: string }
+
 type Board = Context.Tag.Service<ApprovalBoard>
 
 /** How often a request held on a fleet node looks for a decision made on another. */
@@ -40,9 +53,20 @@ export const makeApprovals = (board?: Board) => {
       return Option.some(held.view)
     })
   return {
-    /** Holds `ask` until someone decides or `waitMs` pass (None): the pending entry goes either way. */
-    ask: (ask: Ask, now: number, waitMs: number) =>
+    /**
+     * Holds `ask` until someone decides, `waitMs` pass, or `gone` completes (the request's
+     * connection closed, its run ended): the pending entry goes however it ends. Past `limits`
+     * it is not held at all.
+     */
+    ask: <R>(ask: Ask, now: number, waitMs: number, limits: HoldLimits, gone: Effect.Effect<string, never, R>) =>
       Effect.gen(function*() {
+        const ofRun = [...pending.values()].filter((p) => p.view.run_id === ask.run_id).length
+        if (ofRun >= limits.perRun) {
+          return { _tag: "full", why: `run ${ask.run_id} already has ${ofRun} requests held for a decision ([gateway] approvals_max_per_run = ${limits.perRun})` } satisfies HoldEnd
+        }
+        if (pending.size >= limits.total) {
+          return { _tag: "full", why: `${pending.size} requests are already held for a decision on this node ([gateway] approvals_max = ${limits.total})` } satisfies HoldEnd
+        }
         const id = `ap-${crypto.randomBytes(4).toString("hex")}`
         const answer = yield* Deferred.make<Decided>()
         const view: PendingApproval = {
@@ -51,9 +75,12 @@ export const makeApprovals = (board?: Board) => {
         pending.set(id, { view, answer })
         // The board it is on, if it could be posted: a decision made there reaches it, and it leaves the board with it.
         const on = board && (yield* postTo(board, view)) ? board : undefined
-        return yield* Deferred.await(answer).pipe(
+        const decided = Deferred.await(answer).pipe(
           Effect.race(on ? decidedElsewhere(on, id, (d) => decide(id, d)) : Effect.never),
-          Effect.timeoutOption(waitMs),
+          Effect.map((d): HoldEnd => ({ _tag: "decided", decided: d }))
+        )
+        return yield* Effect.raceFirst(decided, Effect.map(gone, (why): HoldEnd => ({ _tag: "gone", why }))).pipe(
+          Effect.timeoutTo({ duration: waitMs, onTimeout: (): HoldEnd => ({ _tag: "timeout" }), onSuccess: (end) => end }),
           Effect.ensuring(Effect.sync(() => pending.delete(id)).pipe(Effect.zipRight(on ? takeDown(on, id) : Effect.void)))
         )
       }),

@@ -1,8 +1,10 @@
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect } from "effect"
+import type { Duplex } from "node:stream"
 import * as net from "node:net"
 import { OrgConfig } from "../../config/OrgConfig.js"
 import { isRefusedAddress, normalizeHost } from "../../contract/addresses.js"
 import { Dialer } from "../base/Dialer.js"
+import { LiveRuns } from "../base/LiveRuns.js"
 import type { Caller } from "../base/identify.js"
 import { Refusal } from "../base/refusal.js"
 import { authorize, type Authorized } from "./authorize.js"
@@ -38,12 +40,24 @@ const reachesPrivate = (host: string) =>
  * tunnel (`run` remembers host:port for the rest of the run), `deny` or no decision in time is
  * the 403 it would have had, saying which.
  */
-const askFor = (caller: Caller, rawHost: string, port: number, asked: AskedFor, refusal: Refusal) =>
+/** Completes when the run's box is gone: its held requests have no one to answer. */
+const runEnded = (runId: string) =>
+  Effect.gen(function*() {
+    const live = yield* LiveRuns
+    while (yield* live.isLive(runId)) yield* Effect.sleep(RUN_LOOK)
+    return "its run ended"
+  })
+
+/** How often a held request looks whether its run is still live. */
+const RUN_LOOK = "1 second"
+
+const askFor = (caller: Caller, rawHost: string, port: number, asked: AskedFor, refusal: Refusal, closed: Effect.Effect<void>) =>
   Effect.gen(function*() {
     const why = refusal.detail.why
     if (why !== "no_rule" && why !== "wrong_port") return yield* Effect.fail(refusal)
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.mapError(() => refusal))
     if (org.gateway.approvals !== "ask" || !caller.runId || !caller.worker) return yield* Effect.fail(refusal)
+    const runId = caller.runId
     const host = normalizeHost(rawHost)
     const approvals = (yield* Gateway).approvals
     if (approvals.allowedForRun(caller.runId, host, port)) return approved(org, caller, host, port, "an earlier --run approval")
@@ -53,22 +67,44 @@ const askFor = (caller: Caller, rawHost: string, port: number, asked: AskedFor, 
       `gateway: run ${caller.runId} (${caller.worker}) asks for ${asked.method} ${host}:${port}${asked.path ?? ""}, which the policy refuses: ` +
         `waiting ${wait} s for roster approvals / approve / deny`
     )
+    // A held request is owned by its connection and its run: either's end takes it off the list.
+    const gone = Effect.race(Effect.as(closed, "the box closed its connection"), runEnded(runId))
+    const limits = { perRun: org.gateway.approvals_max_per_run, total: org.gateway.approvals_max }
     const answer = yield* approvals.ask(
       { run_id: caller.runId, worker: caller.worker, subject: caller.subject, method: asked.method, host, port, path: asked.path },
       yield* Clock.currentTimeMillis,
-      wait * 1000
+      wait * 1000,
+      limits,
+      gone
     )
-    if (Option.isNone(answer)) {
+    if (answer._tag === "full") return yield* Effect.fail(new Refusal(429, `${refusal.reason} — not held for a decision: ${answer.why}`, refusal.detail))
+    if (answer._tag === "gone") return yield* Effect.fail(new Refusal(403, `${refusal.reason} — it was held for a decision until ${answer.why}`, refusal.detail))
+    if (answer._tag === "timeout") {
       return yield* Effect.fail(new Refusal(403, `${refusal.reason} — it waited ${wait} s for an approval and no one approved it`, refusal.detail))
     }
-    const { by, decision } = answer.value
+    const { by, decision } = answer.decided
     if (decision === "deny") return yield* Effect.fail(new Refusal(403, `${refusal.reason} — ${by} denied it`, refusal.detail))
     return approved(org, caller, host, port, `${by} (${decision})`)
   })
 
 /** `authorize`, with a refusal by policy held for a person's decision where `[gateway] approvals = "ask"`. */
-export const authorizeOrAsk = (caller: Caller, host: string, port: number, asked: AskedFor) =>
+export const authorizeOrAsk = (caller: Caller, host: string, port: number, asked: AskedFor, closed: Effect.Effect<void>) =>
   authorize(caller, host, port).pipe(
     Effect.map((a): Authorized & { readonly approvedBy?: string } => a),
-    Effect.catchAll((refusal) => askFor(caller, host, port, asked, refusal))
+    Effect.catchAll((refusal) => askFor(caller, host, port, asked, refusal, closed))
   )
+
+/** Completes when the box ends its side of a connection (its FIN, an error, a close). */
+export const socketEnded = (socket: Duplex) =>
+  Effect.async<void>((resume) => {
+    if (socket.destroyed || socket.readableEnded) return resume(Effect.void)
+    const done = () => resume(Effect.void)
+    socket.once("end", done)
+    socket.once("close", done)
+    socket.once("error", done)
+    return Effect.sync(() => {
+      socket.off("end", done)
+      socket.off("close", done)
+      socket.off("error", done)
+    })
+  })

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import type * as http from "node:http"
 import type * as net from "node:net"
 import type { Duplex } from "node:stream"
-import { authorizeOrAsk } from "./approve.js"
+import { authorizeOrAsk, socketEnded } from "./approve.js"
 import { dialChecked, namedBy } from "./authorize.js"
 import { Gateway } from "./Gateway.js"
 import { awaitPreflight } from "./preflightGate.js"
@@ -70,7 +70,7 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
     if (!target) return yield* refuse(new Refusal(400, "CONNECT wants host:port"), caller)
     const held = yield* awaitPreflight(caller).pipe(Effect.either)
     if (held._tag === "Left") return yield* refuse(held.left, caller)
-    const ok = yield* authorizeOrAsk(caller, target.host, target.port, { method: "CONNECT", path: null }).pipe(Effect.either)
+    const ok = yield* authorizeOrAsk(caller, target.host, target.port, { method: "CONNECT", path: null }, socketEnded(client)).pipe(Effect.either)
     if (ok._tag === "Left") return yield* refuse(ok.left, caller)
     trace.host = ok.right.host
     if (ok.right.decision.via === "grant") {

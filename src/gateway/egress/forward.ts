@@ -2,7 +2,7 @@ import { refuseTraced } from "../base/refuseTraced.js"
 import { Effect } from "effect"
 import * as http from "node:http"
 import { isValidHost, normalizeHost } from "../../contract/addresses.js"
-import { authorizeOrAsk } from "./approve.js"
+import { authorizeOrAsk, socketEnded } from "./approve.js"
 import { dialChecked, namedBy } from "./authorize.js"
 import { Gateway } from "./Gateway.js"
 import { awaitPreflight } from "./preflightGate.js"
@@ -72,7 +72,7 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     }
     const held = yield* awaitPreflight(who.caller).pipe(Effect.either)
     if (held._tag === "Left") return yield* refuse(held.left, who.caller)
-    const ok = yield* authorizeOrAsk(who.caller, url.hostname, trace.port, { method: req.method ?? "GET", path: url.pathname }).pipe(Effect.either)
+    const ok = yield* authorizeOrAsk(who.caller, url.hostname, trace.port, { method: req.method ?? "GET", path: url.pathname }, socketEnded(req.socket)).pipe(Effect.either)
     if (ok._tag === "Left") return yield* refuse(ok.left, who.caller)
     trace.host = ok.right.host
     if (ok.right.decision.via === "grant") {
