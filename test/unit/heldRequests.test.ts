@@ -53,23 +53,64 @@ const until = <A>(read: Effect.Effect<A>, ok: (a: A) => boolean, what: string) =
     return last
   })
 
+/** A deployment on disk with alice's and bob's tokens, and the services a real gateway runs with. */
+const gatewayDeployment = (orgToml: string, ended: Set<string>, audited: Array<AuditRecord>) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-held-"))
+  const paths = { ...Paths.fromEnv({ ROSTER_HOME: dir, HOME: dir }), home: dir }
+  fs.mkdirSync(paths.config, { recursive: true })
+  fs.writeFileSync(layout(paths).orgToml, orgToml)
+  fs.mkdirSync(layout(paths).identityDir, { recursive: true })
+  for (const [token, run, worker] of [[ALICE, RUN_A, "alice"], [BOB, RUN_B, "bob"]] as const) {
+    fs.writeFileSync(path.join(layout(paths).identityDir, `${token}.json`), JSON.stringify({ subject: `org/${worker}`, run_id: run, worker, task_id: null }))
+  }
+  return Layer.mergeAll(
+    OrgConfig.layer, Vault.layerTest({}), Dialer.layer, LiveRuns.layerTest((run) => !ended.has(run)), Audit.layerMemory(audited),
+    RunLog.layer, TaskStore.layer, MemoryStore.layer, RunFence.layerNone, SpendLedger.layer
+  ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest())))
+}
+
+describe("a tunnel is never left half-open (real gateway on loopback)", () => {
+  it.live("the box ends its side of an [[allow]]ed tunnel and the upstream keeps its own: both close within the bound, and the tunnel is audited", () =>
+    Effect.gen(function*() {
+      // An upstream that never closes its side (it hears the gateway's end, and keeps its own half open).
+      let upstreamClosed = false
+      const server = net.createServer({ allowHalfOpen: true }, (s) => {
+        s.on("data", () => undefined)
+        s.once("end", () => (upstreamClosed = true))
+      })
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((r) => server.listen(0, "127.0.0.1", r))),
+        () => Effect.sync(() => server.close())
+      )
+      const upPort = (server.address() as net.AddressInfo).port
+      const audited: Array<AuditRecord> = []
+      const layer = gatewayDeployment([
+        "[[allow]]", `hosts = ["tunnel.example.test"]`, `scope = ["org/alice"]`,
+        "[[route]]", `host = "tunnel.example.test"`, `upstream = "http://127.0.0.1:${upPort}"`
+      ].join("\n"), new Set(), audited)
+      yield* Effect.gen(function*() {
+        const gateway = Context.get(yield* Layer.build(GatewayLive({ addrs: ["127.0.0.1"], port: 0 })), Gateway)
+        const port = gateway.port()
+        yield* Effect.promise(() => reportPreflight(port, ALICE))
+        const socket = net.connect(port, "127.0.0.1")
+        socket.on("error", () => undefined)
+        socket.write(`CONNECT tunnel.example.test:443 HTTP/1.1\r\nHost: tunnel.example.test:443\r\nProxy-Authorization: Basic ${Buffer.from(`${ALICE}:x`).toString("base64")}\r\n\r\n`)
+        yield* until(Effect.sync(() => socket.bytesRead), (n) => n > 0, "the tunnel is established")
+        socket.end("bye")
+        yield* until(Effect.sync(() => upstreamClosed), (c) => c, "the gateway ends its side to the upstream")
+        // The tunnel ends (its audit line is written only then) although the upstream never closed.
+        yield* until(Effect.sync(() => audited.filter((r) => r.host === "tunnel.example.test")), (l) => l.length === 1, "the tunnel's audit line is written")
+        expect(audited.find((r) => r.host === "tunnel.example.test")).toMatchObject({ status: 200, run_id: RUN_A, bytes_up: 3 })
+      }).pipe(Effect.scoped, Effect.provide(layer))
+    }).pipe(Effect.scoped))
+})
+
 describe("held requests are bounded and owned (real gateway on loopback)", () => {
   it.live("past approvals_max_per_run a request is refused at once; one whose box closed it, or whose run ended, is gone and cannot be approved", () =>
     Effect.gen(function*() {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-held-"))
-      const paths = { ...Paths.fromEnv({ ROSTER_HOME: dir, HOME: dir }), home: dir }
-      fs.mkdirSync(paths.config, { recursive: true })
-      fs.writeFileSync(layout(paths).orgToml, `[gateway]\napprovals = "ask"\napproval_wait_s = 120\napprovals_max_per_run = 2\napprovals_max = 3\n`)
-      fs.mkdirSync(layout(paths).identityDir, { recursive: true })
-      for (const [token, run, worker] of [[ALICE, RUN_A, "alice"], [BOB, RUN_B, "bob"]] as const) {
-        fs.writeFileSync(path.join(layout(paths).identityDir, `${token}.json`), JSON.stringify({ subject: `org/${worker}`, run_id: run, worker, task_id: null }))
-      }
       const ended = new Set<string>()
       const audited: Array<AuditRecord> = []
-      const layer = Layer.mergeAll(
-        OrgConfig.layer, Vault.layerTest({}), Dialer.layer, LiveRuns.layerTest((run) => !ended.has(run)), Audit.layerMemory(audited),
-        RunLog.layer, TaskStore.layer, MemoryStore.layer, RunFence.layerNone, SpendLedger.layer
-      ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest())))
+      const layer = gatewayDeployment(`[gateway]\napprovals = "ask"\napproval_wait_s = 120\napprovals_max_per_run = 2\napprovals_max = 3\n`, ended, audited)
       yield* Effect.gen(function*() {
         const gateway = Context.get(yield* Layer.build(GatewayLive({ addrs: ["127.0.0.1"], port: 0 })), Gateway)
         const port = gateway.port()

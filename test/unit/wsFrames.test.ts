@@ -4,7 +4,7 @@ import { Duplex, PassThrough } from "node:stream"
 import * as crypto from "node:crypto"
 import { SENTINEL } from "../../src/contract/constants.js"
 import { encodeFrame, type FrameEvent, FrameReader, OP } from "../../src/gateway/inject/wsFrames.js"
-import { relayWebSocket } from "../../src/gateway/inject/wsRelay.js"
+import { HALF_OPEN_MS, relayWebSocket } from "../../src/gateway/inject/wsRelay.js"
 
 /** A client frame: masked with a random key, as RFC 6455 requires of a client. */
 const masked = (fin: boolean, opcode: number, payload: Buffer) => {
@@ -138,5 +138,53 @@ describe("WebSocket frames", () => {
       expect(cut.frames[0]?.[2]).toContain("compressed or extended frame")
       const big = yield* relayed(encodeFrame(true, OP.binary, Buffer.alloc(2048)))
       expect(big.frames[0]?.[2]).toContain("a frame over 1024 bytes")
+    }))
+
+  it.live("the real key split over two messages 400 ms apart never reaches the box in two pieces it can join (a few bytes of its head, or many)", () =>
+    Effect.gen(function*() {
+      const secret = "sk-REAL-0123456789"
+      for (const head of ["sk-", "sk-REAL-012"]) {
+        const { outgoing: toBox, side: box } = end()
+        const { incoming: fromUpstream, side: upstream } = end()
+        const heard: Array<Buffer> = []
+        toBox.on("data", (c: Buffer) => heard.push(c))
+        const fiber = yield* Effect.fork(relayWebSocket(box, upstream, Buffer.alloc(0), Buffer.alloc(0), {
+          secrets: [secret], maxFrame: 1024, onSentinel: (done) => done()
+        }))
+        fromUpstream.write(encodeFrame(true, OP.text, Buffer.from(`first ${head}`)))
+        yield* Effect.sleep("400 millis")
+        const before = messages(read(heard))
+        fromUpstream.write(encodeFrame(true, OP.text, Buffer.from(`${secret.slice(head.length)} second`)))
+        yield* Effect.sleep("200 millis")
+        upstream.destroy()
+        yield* fiber.await
+        const got = messages(read(heard))
+        const all = Buffer.concat(heard).toString("latin1")
+        expect(all, head).not.toContain(secret)
+        expect(got.join(""), head).not.toContain(secret)
+        expect(got.join(""), head).not.toContain("3456789")
+        expect(got, head).toHaveLength(2)
+        expect(got[1], head).toBe(`${SENTINEL} second`)
+        // A few bytes of a head wait a moment only: the first message was there whole before the second came;
+        // a long one waits for the next message, and then goes as nothing of the key.
+        expect(before, head).toEqual(head === "sk-" ? ["first sk-"] : [])
+        expect(got[0], head).toBe(head === "sk-" ? "first sk-" : "first ")
+      }
+    }))
+
+  it.live("a box that ends its side while the upstream keeps its own: both are closed within the bound, and the relay ends", () =>
+    Effect.gen(function*() {
+      const { incoming: fromBox, side: box } = end()
+      const { side: upstream } = end()
+      const fiber = yield* Effect.fork(relayWebSocket(box, upstream, Buffer.alloc(0), Buffer.alloc(0), {
+        secrets: [], maxFrame: 1024, onSentinel: (done) => done()
+      }))
+      fromBox.write(masked(true, OP.close, Buffer.from([0x03, 0xe8])))
+      fromBox.end()
+      const started = Date.now()
+      while (Date.now() - started < HALF_OPEN_MS + 2000 && (yield* fiber.poll)._tag === "None") yield* Effect.sleep("50 millis")
+      expect((yield* fiber.poll)._tag, "the relay ended").toBe("Some")
+      expect(upstream.destroyed).toBe(true)
+      expect(box.destroyed).toBe(true)
     }))
 })

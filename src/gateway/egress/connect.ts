@@ -27,20 +27,36 @@ export const parseConnectTarget = (target: string) => {
   return m ? { host: m[1] ?? "", port: Number(m[2]) } : undefined
 }
 
-/** Both ends piped until either closes; the bytes each way are the upstream socket's own counts (no listener per chunk). */
+/** How long one side of a tunnel may keep its half open after the other ended its own: then both are closed. */
+export const TUNNEL_HALF_OPEN_MS = 3000
+
+/**
+ * Both ends piped until either closes; the bytes each way are the upstream socket's own counts
+ * (no listener per chunk). Once one side has ended, the other has TUNNEL_HALF_OPEN_MS to end too:
+ * a peer that keeps its half open forever does not keep the tunnel (and its audit line) open.
+ */
 const pipeBoth = (client: Duplex, up: net.Socket, head: Buffer) =>
   Effect.async<{ up: number; down: number }>((resume) => {
     if (head.length > 0) up.write(head)
     client.pipe(up)
     up.pipe(client)
     let open = 2
+    let lingering: NodeJS.Timeout | undefined
     const done = () => {
-      if (--open === 0) resume(Effect.succeed({ up: up.bytesWritten, down: up.bytesRead }))
+      if (--open > 0) return
+      clearTimeout(lingering)
+      resume(Effect.succeed({ up: up.bytesWritten, down: up.bytesRead }))
     }
     const closeBoth = () => {
+      clearTimeout(lingering)
       client.destroy()
       up.destroy()
     }
+    const ended = () => {
+      lingering ??= setTimeout(closeBoth, TUNNEL_HALF_OPEN_MS)
+    }
+    client.once("end", ended)
+    up.once("end", ended)
     client.once("close", done)
     up.once("close", done)
     client.once("error", closeBoth)

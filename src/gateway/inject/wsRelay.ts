@@ -28,42 +28,53 @@ const REPLACEMENT = Buffer.from(SENTINEL)
 // A close frame's status code (1008: policy) and reason, as the box hears a cut.
 const closeFrame = (reason: string) => encodeFrame(true, OP.close, Buffer.concat([Buffer.from([0x03, 0xf0]), Buffer.from(reason.slice(0, 120))]))
 
-// How long the end of a message whose last bytes could begin a secret waits for the next one.
+// How long the end of a message whose last few bytes could begin a secret waits for the next one.
 const HOLD_END_MS = 100
+// A message end holding this many bytes of a secret's beginning waits for the next message (or the
+// connection's end), however long: sent after a while, it would hand the box most of the secret.
+const LONG_HELD = 8
 
 /**
  * The upstream's frames, each held whole, scrubbed and framed anew for the box. The data
- * messages are one scrub stream: a form split over two fragments, or over two messages that come
- * together, is still found. A message whose last bytes could begin a secret is sent without its
- * end; the end (a continuation frame) follows with the next message, or after HOLD_END_MS alone.
- * Control frames are scrubbed on their own (a close frame's code kept). A frame under an
- * extension (RSV bits: compressed) or over the size limit cannot be scrubbed: the connection is cut.
+ * messages are one scrub stream: a form split over two fragments, or over two messages, is still
+ * found. A message whose last bytes could begin a secret is sent without its end; the end (a
+ * continuation frame) follows with the next message — scrubbed with it — or, when it is a few
+ * bytes only, after HOLD_END_MS alone, and then those bytes are still the start of what the next
+ * message is judged with, so a secret split across two messages however far apart never reaches
+ * the box in two pieces it can join. Control frames are scrubbed on their own (a close frame's
+ * code kept). A frame under an extension (RSV bits: compressed) or over the size limit cannot be
+ * scrubbed: the connection is cut.
  */
 const upstreamFrames = (o: WsRelayOptions, send: (frame: Buffer) => void, cut: (why: string) => void) => {
   const reader = new FrameReader()
   let frame: { header: FrameHeader; parts: Array<Buffer> } | undefined
   const cursor = new ScrubCursor(o.secrets, REPLACEMENT)
   let inMessage = false
+  let holding = false
   let heldEnd: NodeJS.Timeout | undefined
   const once = (bytes: Buffer) => {
     const c = new ScrubCursor(o.secrets, REPLACEMENT)
     return Buffer.concat([c.feed(bytes), c.end()])
   }
-  /** The held end of the last message, alone: what the cursor kept, scrubbed as final. */
-  const flushEnd = () => {
-    if (heldEnd === undefined) return
+  /** The held end of the last message, alone: what the cursor kept, scrubbed as final; `resume`: still the start of what comes next. */
+  const flushEnd = (resume: boolean) => {
+    if (!holding) return
     clearTimeout(heldEnd)
     heldEnd = undefined
+    holding = false
+    const tail = Buffer.from(cursor.held)
     send(encodeFrame(true, OP.continuation, cursor.end()))
+    if (resume) cursor.resumeAfter(tail)
   }
   const data = (header: FrameHeader, payload: Buffer) => {
     const starts = header.opcode !== OP.continuation
     if (starts === inMessage) return cut("the upstream sent a message frame out of order")
     let out: Buffer
-    if (starts && heldEnd !== undefined) {
+    if (starts && holding) {
       // The last message's end and this one's start, scrubbed as one: its kept bytes close it when unchanged.
       clearTimeout(heldEnd)
       heldEnd = undefined
+      holding = false
       // The kept bytes close the last message as they scrub alone, unless a secret runs on into this one.
       const alone = once(cursor.held)
       const joined = cursor.feed(payload)
@@ -75,11 +86,14 @@ const upstreamFrames = (o: WsRelayOptions, send: (frame: Buffer) => void, cut: (
     if (!header.fin) return send(encodeFrame(false, header.opcode, out))
     if (cursor.held.length === 0) return send(encodeFrame(true, header.opcode, out))
     send(encodeFrame(false, header.opcode, out))
-    heldEnd = setTimeout(flushEnd, HOLD_END_MS)
+    holding = true
+    // Bytes let through earlier are still in what is kept (a tiny message): its end goes now, kept as context.
+    if (cursor.alreadySent > 0) return flushEnd(true)
+    if (cursor.held.length < LONG_HELD) heldEnd = setTimeout(() => flushEnd(true), HOLD_END_MS)
   }
   const emit = (header: FrameHeader, payload: Buffer) => {
     if (!isControl(header.opcode)) return data(header, payload)
-    if (header.opcode === OP.close) flushEnd()
+    if (header.opcode === OP.close) flushEnd(false)
     const scrubbed = header.opcode === OP.close && payload.length >= 2 ? Buffer.concat([payload.subarray(0, 2), once(payload.subarray(2))]) : once(payload)
     send(encodeFrame(true, header.opcode, scrubbed.subarray(0, 125)))
   }
@@ -99,7 +113,7 @@ const upstreamFrames = (o: WsRelayOptions, send: (frame: Buffer) => void, cut: (
   }
   /** The connection is over: a held end has nowhere to go. */
   const stop = () => clearTimeout(heldEnd)
-  return { push, flushEnd, stop }
+  return { push, flushEnd: () => flushEnd(false), stop }
 }
 
 /** The box's frames go on as they came; read on the side for a sentinel, across frames. True: this chunk completed one. */
@@ -118,10 +132,15 @@ const boxFrames = () => {
   }
 }
 
+/** How long a side may keep its half open after the other has ended its own: then both are closed. */
+export const HALF_OPEN_MS = 3000
+
 /**
  * A WebSocket both ways after the handshake, until either side closes: the box's frames relayed
  * as sent (and watched for a sentinel), the upstream's scrubbed of the credential. Each side is
- * paused while the other cannot take more.
+ * paused while the other cannot take more. When one side ends, the other is ended too and given
+ * HALF_OPEN_MS to close; then both are destroyed, so no connection (nor its audit line) is left
+ * half-open by a peer that never answers.
  */
 export const relayWebSocket = (box: Duplex, upstream: Duplex, boxHead: Buffer, upHead: Buffer, o: WsRelayOptions) =>
   Effect.async<WsRelayed>((resume) => {
@@ -129,9 +148,11 @@ export const relayWebSocket = (box: Duplex, upstream: Duplex, boxHead: Buffer, u
     let down = 0
     let note: string | undefined
     let done = false
+    let lingering: NodeJS.Timeout | undefined
     const finish = () => {
       if (done) return
       done = true
+      clearTimeout(lingering)
       fromUpstream.stop()
       box.destroy()
       upstream.destroy()
@@ -184,6 +205,7 @@ export const relayWebSocket = (box: Duplex, upstream: Duplex, boxHead: Buffer, u
         if (side === upstream && note === undefined) fromUpstream.flushEnd()
         const other = side === box ? upstream : box
         other.end()
+        lingering ??= setTimeout(finish, HALF_OPEN_MS)
       })
     }
     if (upHead.length > 0) upstream.unshift(upHead)

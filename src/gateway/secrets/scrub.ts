@@ -40,6 +40,7 @@ const scrubUpTo = (buf: Buffer, s: Scrubbing, replacement: Buffer, atEnd: boolea
   }
   const parts: Array<Buffer> = []
   let at = 0
+  let first = -1
   for (const [from, to] of ranges) {
     if (to > cut) continue
     if (from < at) {
@@ -47,11 +48,13 @@ const scrubUpTo = (buf: Buffer, s: Scrubbing, replacement: Buffer, atEnd: boolea
       at = Math.max(at, to)
       continue
     }
+    if (first < 0) first = from
     parts.push(buf.subarray(at, from), replacement)
     at = to
   }
   parts.push(buf.subarray(at, cut))
-  return { out: parts.length === 1 ? parts[0] as Buffer : Buffer.concat(parts), cut }
+  // `first`: where the first replacement begins (the output is the input up to there).
+  return { out: parts.length === 1 ? parts[0] as Buffer : Buffer.concat(parts), cut, first }
 }
 
 /**
@@ -60,6 +63,8 @@ const scrubUpTo = (buf: Buffer, s: Scrubbing, replacement: Buffer, atEnd: boolea
  */
 export class ScrubCursor {
   private carry = Buffer.alloc(0)
+  /** How many bytes at the head of the carry were sent already (see resumeAfter). */
+  private sent = 0
   private readonly scrubbing: Scrubbing
 
   constructor(secrets: ReadonlyArray<string>, private readonly replacement: Buffer) {
@@ -68,9 +73,37 @@ export class ScrubCursor {
 
   feed(chunk: Buffer): Buffer {
     const joined = this.carry.length === 0 ? chunk : Buffer.concat([this.carry, chunk])
-    const { out, cut } = scrubUpTo(joined, this.scrubbing, this.replacement, false)
-    this.carry = Buffer.from(joined.subarray(cut))
-    return out
+    const scrubbed = scrubUpTo(joined, this.scrubbing, this.replacement, false)
+    this.carry = Buffer.from(joined.subarray(scrubbed.cut))
+    return this.unsent(scrubbed)
+  }
+
+  /**
+   * Goes on after `tail` was let through as it was (a held end that could wait no longer): it is
+   * the start of what the next bytes are judged with, and is not sent again — but a secret that
+   * began in it and runs on into them is still replaced, from where it began. The receiver gets
+   * the few bytes it already had and the replacement: never two pieces it can join.
+   */
+  resumeAfter(tail: Buffer) {
+    this.carry = Buffer.from(tail)
+    this.sent = tail.length
+  }
+
+  /** The output less what was sent already: up to the first replacement when one begins among those bytes. */
+  private unsent(s: { readonly out: Buffer; readonly cut: number; readonly first: number }): Buffer {
+    if (this.sent === 0) return s.out
+    if (s.first >= 0 && s.first < this.sent) {
+      this.sent = 0
+      return s.out.subarray(s.first)
+    }
+    const done = Math.min(this.sent, s.cut)
+    this.sent -= done
+    return s.out.subarray(done)
+  }
+
+  /** How many bytes of `held` were let through already (after resumeAfter). */
+  get alreadySent(): number {
+    return this.sent
   }
 
   /** What is held back now: a tail that could begin a secret. */
@@ -81,7 +114,9 @@ export class ScrubCursor {
   end(): Buffer {
     const held = this.carry
     this.carry = Buffer.alloc(0)
-    return held.length > 0 ? scrubUpTo(held, this.scrubbing, this.replacement, true).out : held
+    const out = held.length > 0 ? this.unsent(scrubUpTo(held, this.scrubbing, this.replacement, true)) : held
+    this.sent = 0
+    return out
   }
 }
 
