@@ -9,7 +9,7 @@ import { tidyHelp } from "./cli/help.js"
 import { helpPages } from "./cli/helpPages.js"
 import { FileSystem } from "@effect/platform"
 import { TerminalReporter } from "./cli/terminalReporter.js"
-import { commandAt, usageLine } from "./cli/usage.js"
+import { commandAt, unknownSubcommand, usageLine } from "./cli/usage.js"
 import { Hurry } from "./run/Hurry.js"
 import { makeRosterLive } from "./RosterLive.js"
 import { layerSpanTimes } from "./report/spanTimes.js"
@@ -32,7 +32,21 @@ const dumpHelp = (file: string) =>
     Effect.flatMap((pages) => Effect.flatMap(FileSystem.FileSystem, (fs) => fs.writeFileString(file, `${JSON.stringify(pages)}\n`)))
   )
 
-const main = (process.env.ROSTER_HELP_DUMP ? dumpHelp(process.env.ROSTER_HELP_DUMP) : cli(process.argv)).pipe(
+/**
+ * `roster connection login --help` when there is no `connection login`: @effect/cli would print the
+ * root page and exit 0, so a script or a person would take it for a real command. Said, with the
+ * group's real subcommands, exit 2.
+ */
+const refuseUnknownHelp = (argv: ReadonlyArray<string>) => {
+  const words = argv.slice(2)
+  if (!words.some((w) => w === "--help" || w === "-h")) return undefined
+  const unknown = unknownSubcommand(roster.descriptor, words.slice(0, words.findIndex((w) => w.startsWith("-"))))
+  return unknown === undefined ? undefined : Console.error(
+    `roster: unknown command "${visible(`${unknown.group} ${unknown.word}`)}" — ${unknown.group} has: ${unknown.children.join(", ")}\nmore: ${unknown.group} --help`
+  ).pipe(Effect.zipRight(Effect.fail(new ExitCode({ code: 2 }))))
+}
+
+const main = (process.env.ROSTER_HELP_DUMP ? dumpHelp(process.env.ROSTER_HELP_DUMP) : refuseUnknownHelp(process.argv) ?? cli(process.argv)).pipe(
   Effect.catchAll((e) =>
     e instanceof ExitCode
       ? Effect.fail(e)

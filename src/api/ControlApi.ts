@@ -2,7 +2,8 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { NoSuchTask, TaskRecord, TaskRefused, TaskStatus, TaskStoreError } from "../task/TaskRecord.js"
 import { ChatListenerStatus } from "../contract/chatStatus.js"
-import { ApprovalDecision, PendingApproval } from "../contract/approval.js"
+import { ApprovalDecision, ApprovalId, PendingApproval } from "../contract/approval.js"
+import { TaskId as TaskIdForm } from "../config/names.js"
 import { FleetStatus, NodeBoxes } from "../contract/fleet.js"
 
 /** What `roster task add` asks for. */
@@ -55,14 +56,20 @@ export const ServerStatus = Schema.Struct({
 })
 export type ServerStatus = typeof ServerStatus.Type
 
-const TaskId = Schema.Struct({ id: Schema.String })
+/**
+ * The ids a path carries, each in its own form only: nothing a client puts in a path can hold a
+ * "/", "." or "%" (HttpApiClient puts path parameters into the URL as they are), and the server
+ * refuses a path whose id is not of its form (400) before any handler runs.
+ */
+const TaskPath = Schema.Struct({ id: TaskIdForm })
+const ApprovalPath = Schema.Struct({ id: ApprovalId })
 
 export class TasksGroup extends HttpApiGroup.make("tasks")
   .add(HttpApiEndpoint.post("add", "/tasks").setPayload(AddTask).addSuccess(TaskRecord)
     .addError(TaskRefused, { status: 400 }).addError(TaskStoreError, { status: 500 }))
   .add(HttpApiEndpoint.get("list", "/tasks").setUrlParams(TaskFilter).addSuccess(Schema.Array(TaskRecord)))
-  .add(HttpApiEndpoint.get("show", "/tasks/:id").setPath(TaskId).addSuccess(TaskRecord).addError(NoSuchTask, { status: 404 }))
-  .add(HttpApiEndpoint.post("cancel", "/tasks/:id/cancel").setPath(TaskId).addSuccess(TaskRecord)
+  .add(HttpApiEndpoint.get("show", "/tasks/:id").setPath(TaskPath).addSuccess(TaskRecord).addError(NoSuchTask, { status: 404 }))
+  .add(HttpApiEndpoint.post("cancel", "/tasks/:id/cancel").setPath(TaskPath).addSuccess(TaskRecord)
     .addError(NoSuchTask, { status: 404 }).addError(TaskRefused, { status: 409 }).addError(TaskStoreError, { status: 500 }))
 {}
 
@@ -98,7 +105,7 @@ export class ApprovalRefused extends Schema.TaggedError<ApprovalRefused>()("Appr
 
 export class ApprovalsGroup extends HttpApiGroup.make("approvals")
   .add(HttpApiEndpoint.get("list", "/approvals").addSuccess(Schema.Array(PendingApproval)))
-  .add(HttpApiEndpoint.post("decide", "/approvals/:id").setPath(TaskId).setPayload(Decide).addSuccess(Decided)
+  .add(HttpApiEndpoint.post("decide", "/approvals/:id").setPath(ApprovalPath).setPayload(Decide).addSuccess(Decided)
     .addError(NoSuchApproval, { status: 404 }).addError(ApprovalRefused, { status: 409 }))
 {}
 

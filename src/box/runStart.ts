@@ -9,6 +9,7 @@ import { openRunRecord } from "../run/record.js"
 import { saveRunContext } from "../run/runContext.js"
 import type { RunRecord } from "../run/RunLog.js"
 import { compileContext } from "./context.js"
+import { inheritTaints, taintSources } from "./inheritTaint.js"
 
 /** A run to continue that cannot be: its folder, its session or its record is missing. */
 export class NothingToContinue extends Schema.TaggedError<NothingToContinue>()("NothingToContinue", { runId: Schema.String, detail: Schema.String }) {
@@ -55,6 +56,7 @@ const sessionToResume = (worker: string, runId: string) =>
 export const startRun = Effect.fn("run.start")(function*(req: RunStartRequest) {
   const record = yield* openRunRecord({ runId: req.runId, worker: req.worker, kind: req.kind, ...(req.taskId ? { taskId: req.taskId } : {}) })
   const resume = req.continues ? yield* sessionToResume(req.worker, req.continues.run_id) : undefined
+  const taints = yield* inheritTaints(req.worker, req.runId, taintSources(req.origin, req.continues))
   const context = yield* compileContext({
     runId: req.runId,
     worker: req.worker,
@@ -79,7 +81,7 @@ export const startRun = Effect.fn("run.start")(function*(req: RunStartRequest) {
     channel: req.channel,
     reply_to: req.replyTo,
     continues: req.continues,
-    taints: [],
+    taints,
     memory_briefed: context.memory_briefed,
     turns: 0,
     saved_at: new Date(yield* Clock.currentTimeMillis).toISOString()

@@ -2,7 +2,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import * as os from "node:os"
 import { viaDaemon } from "../api/controlClient.js"
-import type { ApprovalDecision, PendingApproval } from "../contract/approval.js"
+import { type ApprovalDecision, isApprovalId, type PendingApproval } from "../contract/approval.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { BadInput } from "./badInput.js"
 import { visible } from "./terminal.js"
@@ -40,6 +40,8 @@ const approvals = Command.make("approvals", { json }, ({ json }) =>
 
 const decide = (id: string, decision: ApprovalDecision) =>
   Effect.gen(function*() {
+    // Checked before it goes anywhere near a URL: an id is its form, nothing else.
+    if (!isApprovalId(id)) return yield* Effect.fail(new BadInput({ detail: `"${visible(id)}" is not a held request's id (ap-xxxxxxxx) — see roster approvals` }))
     const done = yield* viaDaemon((c) => c.approvals.decide({ path: { id }, payload: { decision, by: whoAmI() } }))
     if (Option.isNone(done)) return yield* Effect.fail(new BadInput({ detail: NO_DAEMON }))
     const d = done.value

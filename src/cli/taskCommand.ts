@@ -6,6 +6,8 @@ import { TaskStore } from "../task/TaskStore.js"
 import { Paths } from "../config/Paths.js"
 import { viaDaemon } from "../api/controlClient.js"
 import { visible } from "./terminal.js"
+import { BadInput } from "./badInput.js"
+import { isTaskId } from "../config/names.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
 const taskIdArg = Args.text({ name: "task-id" }).pipe(Args.withDescription("a task id from roster task list (t-xxxxxxxx)"))
@@ -99,8 +101,13 @@ const list = Command.make("list", {
     for (const t of tasks) yield* Console.log(line(t, now))
   })).pipe(Command.withDescription("List tasks in queue order (id, status, worker, age, prompt)."))
 
+/** A task id checked against its form before it is used anywhere (a URL's path, a file name). */
+const taskIdForm = (taskId: string) =>
+  isTaskId(taskId) ? Effect.void : Effect.fail(new BadInput({ detail: `"${visible(taskId)}" is not a task id (t-xxxxxxxx) — list them: roster task list` }))
+
 const findTask = (taskId: string) =>
   Effect.gen(function*() {
+    yield* taskIdForm(taskId)
     const viaServer = yield* viaDaemon((c) => c.tasks.show({ path: { id: taskId } }))
     if (Option.isSome(viaServer)) return viaServer.value
     const t = yield* (yield* TaskStore).get(taskId)
@@ -140,6 +147,7 @@ const cancelDirect = (taskId: string) =>
 
 const cancel = Command.make("cancel", { json, taskId: taskIdArg }, ({ json, taskId }) =>
   Effect.gen(function*() {
+    yield* taskIdForm(taskId)
     const viaServer = yield* viaDaemon((c) => c.tasks.cancel({ path: { id: taskId } }))
     const t = Option.isSome(viaServer) ? viaServer.value : yield* cancelDirect(taskId)
     if (json) return yield* Console.log(JSON.stringify(t, null, 2))

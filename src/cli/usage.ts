@@ -55,3 +55,16 @@ export const usageLine = (root: Descriptor.Command<unknown>, words: ReadonlyArra
   const plain = text.replace(/\x1b\[[0-9;]*m/g, "").trim().split(/\s+/).slice(1).join(" ")
   return { path: path.join(" "), line: `usage: ${path.join(" ")} ${plain}`.trimEnd() }
 }
+
+/**
+ * The first word that names no subcommand of the group before it (`roster connection login`:
+ * "login" of "roster connection"), with that group's real subcommands; none when every word up to
+ * the first option names a command, or the deepest one named takes arguments rather than subcommands.
+ */
+export const unknownSubcommand = (root: Descriptor.Command<unknown>, words: ReadonlyArray<string>) => {
+  const { node, path } = commandAt(root, words)
+  const next = words[path.length - 1]
+  const children = childrenOf(node).map(nameOf)
+  if (next === undefined || next.startsWith("-") || children.length === 0) return undefined
+  return { group: path.join(" "), word: next, children }
+}

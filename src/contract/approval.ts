@@ -1,5 +1,10 @@
 import { Schema } from "effect"
 
+const APPROVAL_ID = /^ap-[0-9a-f]{8}$/
+export const isApprovalId = (id: string): boolean => APPROVAL_ID.test(id)
+/** A held request's id (`ap-` and 8 hex), the only form the control API's paths take. */
+export const ApprovalId = Schema.String.pipe(Schema.filter((s) => isApprovalId(s) || `"${s}" is not a held request's id`))
+
 /** A request the gateway's policy refused, held while a person decides (`[gateway] approvals = "ask"`). */
 export const PendingApproval = Schema.Struct({
   id: Schema.String,

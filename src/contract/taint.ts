@@ -5,7 +5,7 @@ import { Schema } from "effect"
  * or ran into a spend budget. A tainted run's gated-repo work stays quarantined until a person
  * lands it (`roster runs untaint`).
  */
-export const TaintReason = Schema.Literal("egress_refused", "sentinel_upstream", "budget", "server_tools")
+export const TaintReason = Schema.Literal("egress_refused", "sentinel_upstream", "budget", "server_tools", "inherited")
 export type TaintReason = typeof TaintReason.Type
 
 export const Taint = Schema.Struct({
@@ -13,7 +13,12 @@ export const Taint = Schema.Struct({
   host: Schema.NullOr(Schema.String),
   time: Schema.String,
   /** In words, never a value: the refusal's kind, where the sentinel was, which budget. */
-  detail: Schema.optional(Schema.String)
+  detail: Schema.optional(Schema.String),
+  /**
+   * "inherited": the tainted run this one carries on from (the run that queued it, the run it
+   * continues). Its own decision: untainting that run does not untaint this one.
+   */
+  inherited_from: Schema.optional(Schema.String)
 })
 export type Taint = typeof Taint.Type
 
@@ -43,4 +48,4 @@ export const isTainted = (r: Tainting) => openTaints(r).length > 0
 
 /** One taint, for people and the briefing. */
 export const taintLine = (t: Taint) =>
-  `${t.reason}${t.host ? ` (${t.host})` : ""}${t.detail ? `: ${t.detail}` : ""} at ${t.time}`
+  `${t.reason}${t.inherited_from ? ` from run ${t.inherited_from}` : ""}${t.host ? ` (${t.host})` : ""}${t.detail ? `: ${t.detail}` : ""} at ${t.time}`

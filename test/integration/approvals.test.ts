@@ -1,4 +1,5 @@
 import * as fs from "node:fs"
+import * as http from "node:http"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { answersOf, askScript, type Held, nextHeld } from "../support/ask.js"
@@ -95,5 +96,30 @@ describe("approvals: a box's refused request held while a person decides, throug
     const again = await d.roster(["policy", "check", "alice", `${outside.address}:${outside.port}`, "--json"])
     expect(JSON.parse(again.stdout)).toMatchObject({ allowed: true })
     expect(await pending()).toEqual([])
+  })
+
+  it("an id that is not of its form never reaches a URL: roster approve of a crafted path is refused and the task it named is untouched; the server refuses such a path too", async () => {
+    const added = await d.roster(["task", "add", "alice", "--json", "stay queued"])
+    expect(added.code, added.stderr).toBe(0)
+    const task = JSON.parse(added.stdout) as { task_id: string }
+    for (const args of [["approve", `../tasks/${task.task_id}/cancel`], ["deny", `../tasks/${task.task_id}/cancel`], ["task", "cancel", `${task.task_id}/../../x`], ["task", "show", "../../etc"]]) {
+      const crafted = await d.roster(args)
+      expect(crafted.code, `${args.join(" ")}: ${crafted.stderr}`).not.toBe(0)
+      expect(crafted.stderr, args.join(" ")).toMatch(/is not a (held request's|task) id \((ap|t)-xxxxxxxx\)/)
+    }
+    // Straight at the control socket, encoded: not one of its routes' shapes.
+    const raw = await new Promise<number>((resolve, reject) => {
+      const req = http.request({ socketPath: d.file("state", "control.sock"), method: "POST", path: `/approvals/..%2Ftasks%2F${task.task_id}%2Fcancel`, headers: { "content-type": "application/json" } }, (res) => {
+        res.resume()
+        resolve(res.statusCode ?? 0)
+      })
+      req.once("error", reject)
+      req.end(JSON.stringify({ decision: "once", by: "a crafted client" }))
+    })
+    expect(raw).toBe(400)
+    // Whatever the daemon has done with it since (queued, running or done), no one cancelled it.
+    const shown = JSON.parse((await d.roster(["task", "show", task.task_id, "--json"])).stdout) as { status: string }
+    expect(shown.status).not.toBe("cancelled")
+    await d.roster(["task", "cancel", task.task_id])
   })
 })

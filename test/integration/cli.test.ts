@@ -78,6 +78,23 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     }
   })
 
+  it("--help after a subcommand that is not one says so, lists the group's real ones, exit 2 (never the root page and 0)", async () => {
+    for (const [args, group, has] of [
+      [["connection", "login", "--help"], "roster connection", "add, list, rm"],
+      [["worker", "frobnicate", "--help"], "roster worker", "add, list, show, run"],
+      [["frob", "-h"], "roster", "init, worker, talk"]
+    ] as const) {
+      const r = await roster(...args)
+      expect(r.code, args.join(" ")).toBe(2)
+      expect(r.stdout, args.join(" ")).toBe("")
+      expect(r.stderr).toContain(`roster: unknown command "${group} ${args[args.length - 2]}" — ${group} has: ${has}`)
+      expect(r.stderr).toContain(`more: ${group} --help`)
+    }
+    // A real command's page, and one of a command taking arguments, are still pages.
+    expect((await roster("worker", "run", "--help")).code).toBe(0)
+    expect((await roster("worker", "show", "alice", "--help")).code).toBe(0)
+  })
+
   it("prints no colour codes into a pipe (help and usage errors included)", async () => {
     for (const args of [["--help"], ["worker", "run", "--help"], ["worker", "run", "alice"]]) {
       const r = await roster(...args)

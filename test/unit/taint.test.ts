@@ -11,6 +11,9 @@ import { knowledgePushAction } from "../../src/gateway/actions/knowledgePush.js"
 import { finishRepos } from "../../src/knowledge/backstop.js"
 import { provisionRepos } from "../../src/knowledge/provision.js"
 import { RunLog } from "../../src/run/RunLog.js"
+import { readRunContext } from "../../src/run/runContext.js"
+import { runOnce } from "../../src/box/runOnce.js"
+import { rememberAction } from "../../src/gateway/actions/memoryActions.js"
 import { untaintRun } from "../../src/supervisor/untaint.js"
 import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
 
@@ -147,5 +150,41 @@ describe("tainted runs", () => {
     }])
     expect(text).toContain("Not landed yet from your earlier runs (fetch them from origin to pick them up): refs/quarantine/run-a.")
     expect(text).toContain("Held for a person's review, because the run that made it was tainted (refs/quarantine/run-b: egress_refused (evil.example.net))")
+  })
+
+  it.effect("taint follows the work: a tainted run's set_tasks follow-up and its continuation start tainted, remember pending and knowledge_push refused; untainting the source leaves them tainted", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    const source = "2026-11-29-10-00-00-000000d1"
+    const answer = JSON.stringify({ type: "message_end", message: { role: "assistant", content: [{ type: "text", text: "ok" }], stopReason: "stop" } })
+    return Effect.gen(function*() {
+      const runLog = yield* RunLog
+      yield* runLog.start({ runId: source, worker: "alice", kind: "box" })
+      fs.mkdirSync(path.join(layout(paths).runDir("alice", source), "home", "session"), { recursive: true })
+      fs.writeFileSync(path.join(layout(paths).runDir("alice", source), "context.json"), JSON.stringify({ cache: { route_key: "roster-pc-0000000000000000" } }))
+      yield* runLog.append("alice", source, taint("2026-11-29T10:00:01.000Z"))
+      const followUp = yield* runOnce({
+        worker: "alice", prompt: "the follow-up", taskId: "t-0000f011",
+        origin: { _tag: "queue", task_id: "t-0000f011", queued_by: { by: "self", run_id: source, task_id: null } }
+      })
+      const continued = yield* runOnce({ worker: "alice", prompt: "carry on", continues: { task_id: null, run_id: source } })
+      const clean = yield* runOnce({ worker: "alice", prompt: "unrelated" })
+      for (const child of [followUp, continued]) {
+        const record = (yield* runLog.read("alice", child.runId))!
+        expect(isTainted(record), child.runId).toBe(true)
+        expect(record.tainted?.[0]).toMatchObject({ reason: "inherited", inherited_from: source, detail: expect.stringContaining("egress_refused (evil.example.net)") })
+        expect((yield* readRunContext("alice", child.runId))?.taints).toMatchObject([{ reason: "inherited", inherited_from: source }])
+        // What the tainted source could not do, its follow-ups cannot either.
+        expect((yield* knowledgePushAction(caller(child.runId), "{}")).status).toBe(403)
+        const kept = yield* rememberAction(caller(child.runId), JSON.stringify({ text: "from a tainted line of work" }))
+        expect(kept).toMatchObject({ status: 200, body: { pending: true } })
+      }
+      expect(isTainted((yield* runLog.read("alice", clean.runId))!)).toBe(false)
+      // A person clears the source: each follow-up is its own decision, still tainted.
+      yield* runLog.append("alice", source, { kind: "untaint", untaint: { reason: "checked", at: "2026-11-29T11:00:00.000Z", cleared: 1, landed: [] } })
+      expect(isTainted((yield* runLog.read("alice", source))!)).toBe(false)
+      expect(isTainted((yield* runLog.read("alice", followUp.runId))!)).toBe(true)
+      expect(isTainted((yield* runLog.read("alice", continued.runId))!)).toBe(true)
+    }).pipe(Effect.provide(unitLayer(paths, { docker: { script: () => ({ stdout: [`${answer}\n`], exitCode: 0 }) } })))
   })
 })
