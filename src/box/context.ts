@@ -11,7 +11,7 @@ import type { ChatPlace, RunOrigin } from "../contract/origin.js"
 import type { Surface } from "../contract/runContext.js"
 import { promptBlock } from "../contract/promptText.js"
 import { MemoryStore } from "../memory/MemoryStore.js"
-import { briefable, continuesSentence, memoryBlock, replySentence, surfaceSentence } from "./startInput.js"
+import { briefable, continuesSentence, interruptedSentence, memoryBlock, replySentence, surfaceSentence } from "./startInput.js"
 
 export interface CompiledContext {
   readonly system_prompt: string
@@ -36,6 +36,7 @@ export interface ContextRequest {
   readonly chat?: ChatPlace | undefined
   readonly replyTo?: string | null
   readonly continues?: { readonly task_id: string | null; readonly run_id: string } | null
+  readonly interrupted?: { readonly run_id: string; readonly by: "stop" | "restart"; readonly at: string } | null
   /** `[memory] brief_max`: characters of memory the Start input may carry. */
   readonly briefMax?: number
 }
@@ -132,6 +133,7 @@ export const compileContext = Effect.fn("context.compile")(function*(req: Contex
     surfaceSentence(req.surface, req.origin, req.chat),
     replySentence(req.replyTo ?? null),
     continuesSentence(req.continues ?? null),
+    interruptedSentence(req.interrupted ?? null),
     memory.text
   ].filter((x): x is string => x !== undefined).join("\n\n")
   const compiled: CompiledContext = {

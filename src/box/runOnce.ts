@@ -41,6 +41,8 @@ export interface RunRequest {
   readonly replyTo?: string | null
   /** The task and run whose pi session this run resumes. */
   readonly continues?: { readonly task_id: string | null; readonly run_id: string } | null
+  /** The run a stop, a crash or a reboot ended, which this one carries on from (said in the Start input). */
+  readonly interrupted?: { readonly run_id: string; readonly by: "stop" | "restart"; readonly at: string } | null
 }
 
 /** How a one-shot run ended: its id and folder, who ended it, the box's exit code, pi's final answer. */
@@ -137,6 +139,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       channel,
       replyTo: req.replyTo ?? null,
       continues: req.continues ?? null,
+      interrupted: req.interrupted ?? null,
       org
     })
     const summary = yield* Ref.make(emptySummary)

@@ -33,6 +33,8 @@ export interface RunStartRequest {
   readonly chat?: ChatPlace | undefined
   readonly replyTo: string | null
   readonly continues: { readonly task_id: string | null; readonly run_id: string } | null
+  /** The run roster's own interruption ended, which this one carries on from. */
+  readonly interrupted?: { readonly run_id: string; readonly by: "stop" | "restart"; readonly at: string } | null
   readonly org: Org
 }
 
@@ -68,6 +70,7 @@ export const startRun = Effect.fn("run.start")(function*(req: RunStartRequest) {
     chat: req.chat,
     replyTo: req.replyTo,
     continues: req.continues,
+    interrupted: req.interrupted ?? null,
     briefMax: req.org.memory.brief_max
   }, runFiles(record.runDir).context)
   if (req.channel !== null) yield* record.note({ channel: req.channel })

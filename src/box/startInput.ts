@@ -67,6 +67,14 @@ export const continuesSentence = (continues: { readonly task_id: string | null; 
     : `This run continues ${continues.task_id ? `task ${continues.task_id} (run ${continues.run_id})` : `run ${continues.run_id}`}: ` +
       "the conversation before this message is that run's own, resumed. Pick up where it left off."
 
+/** What interrupted the run this one carries on from, and when. */
+export const interruptedSentence = (interrupted: { readonly run_id: string; readonly by: "stop" | "restart"; readonly at: string } | null) =>
+  interrupted === null
+    ? undefined
+    : `Your previous run of this task (${interrupted.run_id}) was interrupted at ${interrupted.at}, not by you: ` +
+      (interrupted.by === "stop" ? "roster's daemon was stopped" : "roster's daemon stopped with its box (a crash or a reboot)") +
+      ". Check what of the work is already done before you go on; finish it, do not start it over."
+
 /** The entries a run of `channel` is briefed with: the worker's own and that channel's, accepted ones only. */
 export const briefable = (entries: ReadonlyArray<MemoryEntry>, channel: string | null) =>
   entries.filter((e) => !e.pending && (e.scope === "worker" || (channel !== null && e.scope === `channel:${channel}`)))

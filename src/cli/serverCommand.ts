@@ -110,11 +110,17 @@ const start = Command.make("start", {
       "Detaches and prints where its log is; --foreground stays."
   ))
 
-const stop = Command.make("stop", {}, () =>
+const stop = Command.make("stop", {
+  failRunning: Options.boolean("fail-running").pipe(Options.withDescription(
+    "fail the running tasks instead of putting them back to carry on after the next start (this stop only)"
+  ))
+}, ({ failRunning }) =>
   Effect.gen(function*() {
     const running = yield* current
     if (!running) return yield* Console.log("roster server is not running")
     const pid = running.pid
+    // Read by the stopping daemon as its runs end; the next daemon removes it as it starts.
+    if (failRunning) yield* (yield* FileSystem.FileSystem).writeFileString(layout(yield* Paths).stopFailsRunning, `${pid}\n`, { mode: 0o600 })
     process.kill(pid, "SIGTERM")
     const gone = yield* alive(pid).pipe(Effect.flatMap((up) => (up ? Effect.fail("alive") : Effect.succeed(true))),
       Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo("10 seconds"))),
@@ -124,7 +130,10 @@ const stop = Command.make("stop", {}, () =>
       return yield* Effect.fail(new ServerError({ detail: `the roster server (pid ${pid}) did not stop in 10 s — kill it: kill -9 ${pid}` }))
     }
     yield* Console.log(`roster server stopped (pid ${pid})`)
-  })).pipe(Command.withDescription("Stop the daemon of this deployment."))
+  })).pipe(Command.withDescription(
+    "Stop the daemon of this deployment. Its running tasks' boxes are stopped and the tasks go back to the queue: after the next " +
+      "start each carries on as a continuation of its interrupted run ([supervisor] on_interrupt; --fail-running fails them instead)."
+  ))
 
 /** The fleet as `server status` prints it: one line a node, then what differs from this node's config. */
 export const fleetLines = (f: FleetStatus): ReadonlyArray<string> => {

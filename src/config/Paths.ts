@@ -106,6 +106,8 @@ const makeLayout = (p: RosterPaths) => {
     vaultDir: path.join(p.data, "vault"),
     /** Which process is the deployment's daemon: taken first at start, so a second daemon changes nothing. */
     daemonLock: path.join(p.state, "daemon.lock"),
+    /** Left by `roster server stop --fail-running` for the daemon it stops: this stop fails its running tasks. */
+    stopFailsRunning: path.join(p.state, "stop-fails-running"),
     gatewayJson: path.join(p.state, "gateway.json"),
     gatewayLog: path.join(p.state, "gateway.log"),
     /** The daemon's control API (HTTP on a unix socket, 0600): the CLI and the dashboard talk to it. */

@@ -94,7 +94,12 @@ export const SupervisorSection = Schema.Struct({
   /** Boxes the daemon runs at once for queued tasks (never two of one worker). */
   concurrency: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 64)), { default: () => 2 }),
   /** Follow-ups a worker may have queued for itself (set_tasks) at once. */
-  max_self_tasks: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { default: () => 5 })
+  max_self_tasks: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { default: () => 5 }),
+  /**
+   * A task whose run a stop, a crash or a reboot ended: "resume" puts it back in the queue to
+   * carry on as a continuation of that run (its pi session resumed); "fail" ends it failed.
+   */
+  on_interrupt: Schema.optionalWith(Schema.Literal("resume", "fail"), { default: () => "resume" as const })
 })
 
 const Usd = Schema.Number.pipe(Schema.finite(), Schema.positive())
@@ -272,7 +277,7 @@ export const OrgSchema = Schema.Struct({
   engine: Schema.optionalWith(EngineSection, { default: () => ({ image: "roster-box:1" }) }),
   box: Schema.optionalWith(BoxSection, { default: () => Schema.decodeSync(BoxSection)({}) }),
   gateway: Schema.optionalWith(GatewaySection, { default: () => Schema.decodeSync(GatewaySection)({}) }),
-  supervisor: Schema.optionalWith(SupervisorSection, { default: () => ({ concurrency: 2, max_self_tasks: 5 }) }),
+  supervisor: Schema.optionalWith(SupervisorSection, { default: () => ({ concurrency: 2, max_self_tasks: 5, on_interrupt: "resume" as const }) }),
   grant: Schema.optionalWith(Schema.Array(Grant), { default: () => [] }),
   allow: Schema.optionalWith(Schema.Array(Allow), { default: () => [] }),
   expose: Schema.optionalWith(Schema.Array(Expose), { default: () => [] }),

@@ -32,6 +32,7 @@ approvals = "off"               # "ask": a refused request waits (approval_wait_
 
 [supervisor]
 concurrency = 2                 # boxes the daemon runs at once for queued tasks (one per worker)
+# on_interrupt = "resume"       # a task a stop, crash or reboot ended carries on as a continuation; "fail" ends it
 max_self_tasks = 5              # follow-ups a worker may queue for itself with set_tasks
 
 [memory]                        # what workers remember (remember / forget in the box; roster memory on the host)

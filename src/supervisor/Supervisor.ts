@@ -3,21 +3,21 @@ import { Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue
 import { OrgConfig } from "../config/OrgConfig.js"
 import type { BoxView, ServerStatus } from "../api/ControlApi.js"
 import { currentOwner, type Owner } from "../contract/owner.js"
-import { Paths } from "../config/Paths.js"
+import { Paths, layout } from "../config/Paths.js"
 import { Docker } from "../docker/Docker.js"
 import { Files } from "../fs/Files.js"
 import { RunLog } from "../run/RunLog.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, type TaskStatus, type TaskStoreError } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
-import { dispatchLoop, holdSlot, HOLD_REASON } from "./dispatch.js"
+import { dispatchLoop, hasSession, holdSlot, HOLD_REASON } from "./dispatch.js"
 import { cancelInPlace, cancelQueued, PERSON, queueTask, type TaskRequest } from "./queueTask.js"
 import { makeState, type SupervisorState } from "./state.js"
 import { deliverPending } from "./deliver.js"
 import { strayLoop, sweepStrays } from "./strays.js"
 import { finishLeftRun } from "./takeOver.js"
 import { leaveFenced } from "./fenced.js"
-import { REQUEUE_HINT, taskFailed } from "./taskEnd.js"
+import { interruptedFail, requeueInterrupted, taskFailed } from "./taskEnd.js"
 import { deploymentBoxes, watchLoop, watchPass } from "./watch.js"
 import { boxFacts } from "./foundBox.js"
 
@@ -44,19 +44,30 @@ export interface SupervisorApi {
 
 const CANCEL_WAIT = "30 seconds"
 
-/** Tasks left `running` by a daemon that died: adopted when their box still runs, else failed — never run twice. */
+/**
+ * Tasks left `running` by a daemon that died (a crash, a reboot): adopted when their box still
+ * runs; else their run is finished and the task goes back to the queue to carry on from it
+ * (`[supervisor] on_interrupt = "resume"`), or fails ("fail").
+ */
 const recover = (node: string | null) => Effect.gen(function*() {
   const store = yield* TaskStore
   const alive = new Set((yield* deploymentBoxes).map((b) => b.runId))
+  const resume = (yield* (yield* OrgConfig).snapshot.pipe(Effect.option)).pipe(Option.map((o) => o.supervisor.on_interrupt), Option.getOrElse(() => "resume"))
   for (const t of yield* store.list) {
     const runId = t.run_ids.at(-1)
     if (t.status !== "running" || (runId !== undefined && alive.has(runId))) continue
     // Another node's running task is that node's to finish (a lost node's, the fleet's to fence).
     if (node !== null && t.node !== undefined && t.node !== node) continue
-    const reason = `the daemon stopped while it ran and its box is gone; ${REQUEUE_HINT}`
-    if (runId !== undefined) yield* finishLeftRun(t.worker, runId, reason)
-    yield* store.update(t.task_id, taskFailed(reason))
-    yield* Effect.logWarning(`task ${t.task_id} (${t.worker}) failed: ${reason}`)
+    const failed = interruptedFail("restart")
+    if (runId !== undefined) yield* finishLeftRun(t.worker, runId, failed)
+    if (resume === "resume" && runId !== undefined) {
+      const resumable = yield* hasSession(t.worker, runId)
+      yield* store.update(t.task_id, (x, now) => (x.status === "running" ? requeueInterrupted(runId, "restart", resumable)(x, now) : x))
+      yield* Effect.logWarning(`task ${t.task_id} (${t.worker}): the daemon stopped while run ${runId} ran and its box is gone; it is queued again to carry on`)
+      continue
+    }
+    yield* store.update(t.task_id, taskFailed(failed))
+    yield* Effect.logWarning(`task ${t.task_id} (${t.worker}) failed: ${failed}`)
   }
 })
 
@@ -145,6 +156,8 @@ const make = Effect.gen(function*() {
   const self = yield* currentOwner
   const member = yield* Effect.serviceOption(FleetMember)
   const node = Option.isSome(member) ? member.value.node : null
+  // A stop's --fail-running was for the daemon it stopped.
+  yield* (yield* FileSystem.FileSystem).remove(layout(yield* Paths).stopFailsRunning).pipe(Effect.ignore)
   // Adoption first, then the queue: a task whose box survived is never started again.
   yield* recover(node)
   // Answers a dead daemon owed (a task that ended just before it died) go out before anything new runs.

@@ -1,4 +1,7 @@
+import { FileSystem } from "@effect/platform"
 import { Cause, Deferred, Effect, Exit, FiberMap, Option, Queue, Ref, Schedule } from "effect"
+import { Paths, layout } from "../config/Paths.js"
+import { runFiles } from "../contract/runFiles.js"
 import { modelCredentialAvailable } from "../box/pihome.js"
 import { runOnce, type RunOutcome } from "../box/runOnce.js"
 import { OrgConfig } from "../config/OrgConfig.js"
@@ -10,7 +13,7 @@ import { isFinal, type TaskRecord } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { deliverPending, deliverReply } from "./deliver.js"
 import { type SupervisorState, withKey, withoutKey } from "./state.js"
-import { REQUEUE_HINT, type RunEnded, taskEnd, taskFailed } from "./taskEnd.js"
+import { REQUEUE_HINT, requeueInterrupted, type RunEnded, taskEnd, taskFailed } from "./taskEnd.js"
 
 export const HOLD_REASON = "no model credential: nothing would answer the worker — connect one: roster connection add anthropic " +
   "(a host pi login or ANTHROPIC_API_KEY in the daemon's environment also count); the queue resumes by itself"
@@ -43,6 +46,32 @@ const continuesState = (t: TaskRecord, all: ReadonlyArray<TaskRecord>) =>
     return { ready: { task_id: t.continues.task_id, run_id: runId } } as const
   })
 
+/**
+ * A run the daemon's stop interrupted: the task is put back to carry on (`[supervisor]
+ * on_interrupt = "resume"`, unless this stop is `roster server stop --fail-running`); undefined:
+ * it fails, as before.
+ */
+const interruptedEnd = (worker: string, runId: string) =>
+  Effect.gen(function*() {
+    const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.option)
+    if (Option.isSome(org) && org.value.supervisor.on_interrupt === "fail") return undefined
+    if (yield* failsRunning) return undefined
+    return requeueInterrupted(runId, "stop", yield* hasSession(worker, runId))
+  })
+
+/** Whether this stop was asked to fail the running tasks (roster server stop --fail-running). */
+export const failsRunning = Effect.gen(function*() {
+  const fs = yield* FileSystem.FileSystem
+  return yield* fs.exists(layout(yield* Paths).stopFailsRunning).pipe(Effect.orElseSucceed(() => false))
+})
+
+/** A run got far enough to be continued: its Start context (and so its pi session id) was written. */
+export const hasSession = (worker: string, runId: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    return yield* fs.exists(runFiles(layout(yield* Paths).runDir(worker, runId)).context).pipe(Effect.orElseSucceed(() => false))
+  })
+
 const endOf = (runId: string, exit: Exit.Exit<RunOutcome, unknown>, cancelled: boolean): RunEnded =>
   Exit.isSuccess(exit)
     ? { runId, endedBy: exit.value.endedBy, exitCode: exit.value.exitCode, error: exit.value.error, finalText: exit.value.finalText, ceilingMin: exit.value.ceilingMin }
@@ -71,19 +100,25 @@ const runTask = (
     channel: t.channel ?? null,
     origin: { _tag: "queue", task_id: t.task_id, queued_by: t.origin },
     replyTo: t.reply_to ?? null,
-    continues
+    continues,
+    interrupted: t.interrupted ?? null
   }).pipe(
     Effect.onExit((exit) =>
       Effect.gen(function*() {
         const cancelled = (yield* Deferred.isDone(stop)) || (yield* Ref.get(st.cancelRequested)).has(t.task_id)
         const end = endOf(runId, exit, cancelled)
+        // Interrupted by roster itself (the daemon stopping), not by a person: the task carries on after the restart.
+        const resumes = Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && !cancelled ? yield* interruptedEnd(t.worker, runId) : undefined
         // A store that cannot be written now (a fleet's database down) gets the end when it answers again.
         // Only this attempt's end is written: a fenced attempt's task is already another's.
         const task = yield* (yield* TaskStore).update(t.task_id, (x, now) =>
-          x.status === "running" && x.run_ids.at(-1) === runId ? taskEnd(end, cancelled)(x, now) : x).pipe(
+          x.status === "running" && x.run_ids.at(-1) === runId ? (resumes ?? taskEnd(end, cancelled))(x, now) : x).pipe(
           Effect.tapError((e) => Effect.logWarning(`task ${t.task_id}: its end cannot be recorded yet (${e.message}); retrying`)),
           Effect.retry({ schedule: END_RETRY, while: (e) => e._tag === "TaskStoreError" })
         )
+        if (task.status === "queued" && task.interrupted?.run_id === runId) {
+          return yield* Effect.logInfo(`task ${t.task_id} (${t.worker}): the daemon stopped during run ${runId}; it carries on from there after the next start`)
+        }
         if (task.run_ids.at(-1) !== runId || task.finished_at === null) {
           return yield* Effect.logWarning(`task ${t.task_id} (${t.worker}): run ${runId} ended after the fleet fenced it; the task is ${task.status} there`)
         }

@@ -44,6 +44,24 @@ export const taskEnd = (end: RunEnded, cancelRequested: boolean) => {
   })
 }
 
+/**
+ * A task whose run roster itself interrupted (a stop, a crash, a reboot) goes back to the queue,
+ * in its place, to carry on as a continuation of that run — its pi session resumed — when the run
+ * got as far as having one (its context.json); else it starts over. Its dependants keep waiting.
+ */
+export const requeueInterrupted = (runId: string, by: "stop" | "restart", resumable: boolean) => (t: TaskRecord, now: string): TaskRecord => ({
+  ...t,
+  status: "queued",
+  reason: null,
+  finished_at: null,
+  interrupted: { run_id: runId, by, at: now },
+  ...(resumable ? { continues: { task_id: t.task_id, run_id: runId } } : {})
+})
+
+/** Why an interrupted task was not put back (on_interrupt = "fail", or a stop with --fail-running). */
+export const interruptedFail = (by: "stop" | "restart") =>
+  by === "stop" ? `the daemon stopped while it ran (its box was killed); ${REQUEUE_HINT}` : `the daemon stopped while it ran and its box is gone; ${REQUEUE_HINT}`
+
 /** A task failed before or without a run of its own (the daemon stopped, its box is gone, a dependency failed). */
 export const taskFailed = (reason: string) => (t: TaskRecord, now: string): TaskRecord => ({
   ...t,

@@ -81,6 +81,12 @@ export const TaskRecord = Schema.Struct({
   }))),
   /** A cancel asked on another node of the fleet: the node running it stops its box when it sees this. */
   cancel_requested: Schema.optional(Schema.Struct({ at: Schema.String, on_node: Schema.String })),
+  /**
+   * The last run a stop, a crash or a reboot ended (its box gone or killed by the stop): the task
+   * went back to the queue and carries on as a continuation of that run. `by`: "stop" (roster
+   * server stop), "restart" (the daemon died with its box — a crash or a reboot).
+   */
+  interrupted: Schema.optional(Schema.Struct({ run_id: RunId, by: Schema.Literal("stop", "restart"), at: Schema.String })),
   /** Finished by a daemon that found its box still running after a restart. */
   adopted: Schema.optional(Schema.Boolean),
   /** Follow-ups this task's run queued with set_tasks. */

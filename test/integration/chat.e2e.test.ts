@@ -175,7 +175,12 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     const id = /task (t-[0-9a-f]{8}) queued/.exec(added.stdout)?.[1] ?? ""
     const post = await postWhere("with the task's answer", (p) => p.thread_ts === thread && p.text.startsWith("Rehearsal answer: I looked at my box") && slack.posts.indexOf(p) > 2)
     expect(post.channel).toBe("C0TEAM")
-    const t = JSON.parse((await d.roster(["task", "show", id, "--json"])).stdout)
+    // The post is in; its outcome is written on the task just after Slack answers it.
+    let t = JSON.parse((await d.roster(["task", "show", id, "--json"])).stdout)
+    for (let i = 0; i < 50 && (t.delivery === undefined || t.delivery.pending); i++) {
+      await new Promise((r) => setTimeout(r, 200))
+      t = JSON.parse((await d.roster(["task", "show", id, "--json"])).stdout)
+    }
     expect(t.delivery).toMatchObject({ target: `chat:slack:C0TEAM/${thread}`, ok: true })
   }, 180_000)
 

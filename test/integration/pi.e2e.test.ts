@@ -332,7 +332,11 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
   const untilEnded = async (id: string, ms = 120_000) => {
     const deadline = Date.now() + ms
     let t = await taskOf(id)
-    while (["queued", "running", "held"].includes(String(t.status)) && Date.now() < deadline) {
+    // Ended, and its answer delivered when it has somewhere to go (the delivery is claimed, then its outcome written).
+    const settled = (x: Record<string, unknown>) =>
+      !["queued", "running", "held"].includes(String(x.status)) &&
+      (x.reply_to === undefined || x.reply_to === null || x.reply_to === "none" || (x.delivery !== undefined && !(x.delivery as { pending?: boolean }).pending))
+    while (!settled(t) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 400))
       t = await taskOf(id)
     }

@@ -205,7 +205,7 @@ describe("reply_to", () => {
       yield* (yield* RunLog).finish("bob", ended, { endedBy: "closed", exitCode: 0 })
       const sup = yield* startSupervisor
       void sup
-      yield* eventually(Effect.map(store.get(toTalk.task_id), (t) => t?.delivery !== undefined), "both delivered", 15_000)
+      yield* eventually(Effect.map(store.get(toTalk.task_id), (t) => t?.delivery !== undefined && !t.delivery.pending), "both delivered", 15_000)
       const reply = (yield* store.get(target.task_id))?.replies?.[0]
       expect(reply).toMatchObject({ from_task: failing.task_id, status: "failed" })
       expect(reply?.text).toMatch(new RegExp(`^task ${failing.task_id} of alice failed: the box exited with code 3`))

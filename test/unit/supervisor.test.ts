@@ -297,21 +297,78 @@ describe("the supervisor (Docker test layer)", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.scoped("a task left running by a daemon that died, with no box, is failed on start and never run twice", () => {
-    const { layer } = deployment()
-    return Effect.gen(function*() {
-      const store = yield* TaskStore
-      const t = yield* store.add({ worker: "alice", prompt: "HANG", ceilingMin: null, after: null, origin: { by: "person", run_id: null, task_id: null } })
-      // The claim was written; the daemon died before the box was created.
-      yield* store.update(t.task_id, (x, now) => ({ ...x, status: "running", started_at: now, run_ids: ["2026-11-29-10-00-00-0000abcd"] }))
-      yield* startSupervisor
-      const after = yield* store.get(t.task_id)
-      expect(after?.status).toBe("failed")
-      expect(after?.reason).toMatch(/the daemon stopped while it ran and its box is gone; it was not re-run/)
-      yield* TestClock.adjust("2 seconds")
-      expect(yield* Effect.flatMap(DockerFake, (f) => f.callsOf("containerCreate"))).toEqual([])
-    }).pipe(Effect.provide(layer))
-  })
+  it.scoped("a task left running by a daemon that died with its box (a crash, a reboot) is queued again to carry on, and run once; on_interrupt = \"fail\" fails it", () =>
+    Effect.gen(function*() {
+      for (const mode of ["resume", "fail"] as const) {
+        const { paths, layer } = deployment(`[supervisor]\nconcurrency = 2\non_interrupt = "${mode}"\n`)
+        yield* Effect.gen(function*() {
+          const store = yield* TaskStore
+          const runId = "2026-11-29-10-00-00-0000abcd"
+          const t = yield* store.add({ worker: "alice", prompt: "HANG", ceilingMin: null, after: null, origin: { by: "person", run_id: null, task_id: null } })
+          // The claim was written and the run had begun (its record and Start context); then the daemon died with its box.
+          yield* store.update(t.task_id, (x, now) => ({ ...x, status: "running", started_at: now, run_ids: [runId] }))
+          yield* (yield* RunLog).start({ runId, worker: "alice", kind: "task", taskId: t.task_id })
+          fs.mkdirSync(`${layout(paths).runDir("alice", runId)}/home/session`, { recursive: true })
+          fs.writeFileSync(`${layout(paths).runDir("alice", runId)}/context.json`, JSON.stringify({ cache: { route_key: "roster-pc-00000000deadbeef" } }))
+          yield* startSupervisor
+          const after = yield* store.get(t.task_id)
+          if (mode === "fail") {
+            expect(after?.status).toBe("failed")
+            expect(after?.reason).toMatch(/the daemon stopped while it ran and its box is gone; it was not re-run/)
+            yield* TestClock.adjust("2 seconds")
+            expect(yield* Effect.flatMap(DockerFake, (f) => f.callsOf("containerCreate"))).toEqual([])
+            return
+          }
+          expect(after).toMatchObject({ interrupted: { run_id: runId, by: "restart" }, continues: { task_id: t.task_id, run_id: runId } })
+          expect((yield* (yield* RunLog).read("alice", runId))?.finished_at).not.toBeNull()
+          // It runs again — once — as a continuation: the interrupted run's pi session, and a Start input that says so.
+          const box = yield* boxOf(t.task_id)
+          const cmd = box.spec.Cmd
+          expect(cmd[cmd.indexOf("--session-id") + 1]).toBe("roster-pc-00000000deadbeef")
+          expect(cmd.at(-1)).toContain(`Your previous run of this task (${runId}) was interrupted at`)
+          expect(cmd.at(-1)).toContain("a crash or a reboot")
+          expect((yield* store.get(t.task_id))?.run_ids).toHaveLength(2)
+          yield* TestClock.adjust("4 seconds")
+          expect(yield* Effect.flatMap(DockerFake, (f) => f.callsOf("containerCreate"))).toHaveLength(1)
+        }).pipe(Effect.scoped, Effect.provide(layer))
+      }
+    }))
+
+  it.scoped("roster server stop puts a running task back to carry on after the next start; --fail-running fails it", () =>
+    Effect.gen(function*() {
+      for (const failing of [false, true]) {
+        const { paths, layer } = deployment()
+        yield* Effect.gen(function*() {
+          const store = yield* TaskStore
+          const after = yield* store.add({ worker: "bob", prompt: "HANG later", ceilingMin: null, after: null, origin: { by: "person", run_id: null, task_id: null } })
+          const scope = yield* Scope.make()
+          const sup = yield* startSupervisor.pipe(Scope.extend(scope))
+          const t = yield* sup.add({ worker: "alice", prompt: "HANG the long one" })
+          // A task that waits for it.
+          const dependant = yield* sup.add({ worker: "carol", prompt: "after it", after: t.task_id })
+          yield* boxOf(t.task_id)
+          const first = (yield* store.get(t.task_id))?.run_ids[0]
+          if (failing) fs.writeFileSync(layout(paths).stopFailsRunning, "1\n")
+          // The daemon stops.
+          yield* Scope.close(scope, Exit.void)
+          const stopped = yield* store.get(t.task_id)
+          if (failing) {
+            expect(stopped?.status).toBe("failed")
+            expect(stopped?.reason).toMatch(/the daemon stopped while it ran \(its box was killed\)/)
+            return
+          }
+          expect(stopped).toMatchObject({ status: "queued", interrupted: { run_id: first, by: "stop" }, continues: { task_id: t.task_id, run_id: first } })
+          expect((yield* store.get(dependant.task_id))?.status).toBe("queued")
+          void after
+          // The next start: it carries on, and then what waited for it runs.
+          yield* startSupervisor
+          const box = yield* boxOf(t.task_id)
+          expect(box.spec.Cmd.at(-1)).toContain(`Your previous run of this task (${first}) was interrupted at`)
+          expect(box.spec.Cmd.at(-1)).toContain("roster's daemon was stopped")
+          expect(fs.existsSync(layout(paths).stopFailsRunning)).toBe(false)
+        }).pipe(Effect.scoped, Effect.provide(layer))
+      }
+    }))
 })
 
 describe("adoption and the reaper (Docker test layer)", () => {
