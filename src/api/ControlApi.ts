@@ -17,6 +17,8 @@ export const AddTask = Schema.Struct({
   continue: Schema.optional(Schema.String),
   /** Where its answer goes: talk:<run-id>, task:<id>, none. */
   reply_to: Schema.optional(Schema.String),
+  /** An idempotency key: while a task with it waits or runs, the add gives that task back (existed: true). */
+  key: Schema.optional(Schema.String),
   /** Which way the person came in (the CLI, the web UI; a bare API call otherwise). */
   via: Schema.optional(Schema.Literal("cli", "web", "api"))
 })
@@ -62,10 +64,13 @@ export type ServerStatus = typeof ServerStatus.Type
  * refuses a path whose id is not of its form (400) before any handler runs.
  */
 const TaskPath = Schema.Struct({ id: TaskIdForm })
+
+/** What an add answers: the task, and `existed` when its key was in use by one that waits or runs (no twin queued). */
+export const AddedTaskView = Schema.Struct({ ...TaskRecord.fields, existed: Schema.optional(Schema.Boolean) })
 const ApprovalPath = Schema.Struct({ id: ApprovalId })
 
 export class TasksGroup extends HttpApiGroup.make("tasks")
-  .add(HttpApiEndpoint.post("add", "/tasks").setPayload(AddTask).addSuccess(TaskRecord)
+  .add(HttpApiEndpoint.post("add", "/tasks").setPayload(AddTask).addSuccess(AddedTaskView)
     .addError(TaskRefused, { status: 400 }).addError(TaskStoreError, { status: 500 }))
   .add(HttpApiEndpoint.get("list", "/tasks").setUrlParams(TaskFilter).addSuccess(Schema.Array(TaskRecord)))
   .add(HttpApiEndpoint.get("show", "/tasks/:id").setPath(TaskPath).addSuccess(TaskRecord).addError(NoSuchTask, { status: 404 }))

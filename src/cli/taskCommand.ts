@@ -49,11 +49,15 @@ const add = Command.make("add", {
     Options.optional,
     Options.withDescription("carry on task <id> of the same worker: its run's pi session is resumed, so the worker remembers that conversation")
   ),
+  key: Options.text("key").pipe(
+    Options.optional,
+    Options.withDescription("an idempotency key: while a task with this key waits or runs, adding again gives that task back (\"task <id> exists (key K)\", exit 0) instead of a twin")
+  ),
   replyTo: Options.text("reply-to").pipe(
     Options.optional,
     Options.withDescription("where the answer goes when the task ends: talk:<run-id> (a live roster talk), task:<task-id> (that task's record), chat:slack:<channel>[/<thread>] or chat:discord:<channel>[/<thread>] (a [[chat.channel]] org.toml maps), or none")
   )
-}, ({ after, ceiling, channel, continues, json, prompt, replyTo, worker }) =>
+}, ({ after, ceiling, channel, continues, json, key, prompt, replyTo, worker }) =>
   Effect.gen(function*() {
     const req = {
       worker,
@@ -62,12 +66,13 @@ const add = Command.make("add", {
       ...(Option.isSome(after) ? { after: after.value } : {}),
       ...(Option.isSome(channel) ? { channel: channel.value } : {}),
       ...(Option.isSome(continues) ? { continue: continues.value } : {}),
-      ...(Option.isSome(replyTo) ? { reply_to: replyTo.value } : {})
+      ...(Option.isSome(replyTo) ? { reply_to: replyTo.value } : {}),
+      ...(Option.isSome(key) ? { key: key.value } : {})
     }
     const viaServer = yield* viaDaemon((c) => c.tasks.add({ payload: { ...req, via: "cli" } }))
     const task = Option.isSome(viaServer) ? viaServer.value : yield* queueTask(req, { ...PERSON, via: "cli" })
     if (json) yield* Console.log(JSON.stringify(task, null, 2))
-    else yield* Console.log(`task ${task.task_id} queued`)
+    else yield* Console.log(task.existed ? `task ${task.task_id} exists (key ${visible(task.key ?? "")})` : `task ${task.task_id} queued`)
     if (Option.isNone(viaServer)) yield* Console.error((yield* Paths).fleet ? NOT_RUNNING_HERE : NOT_RUNNING)
   })).pipe(Command.withDescription(
     "Queue a task for a worker: the daemon runs it in a box when its turn comes (at most [supervisor] concurrency at once, " +

@@ -52,6 +52,15 @@ export const ClusterSection = Schema.Struct({
   /** Seconds without a heartbeat after which a node is lost, its attempts fenced and its tasks re-run. */
   node_timeout_s: Schema.optionalWith(Schema.Int.pipe(Schema.between(5, 3600)), { default: () => 30 }),
   /** What a lost node's running tasks become: run once more on another node, or failed. */
-  on_node_loss: Schema.optionalWith(Schema.Literal("retry", "fail"), { default: () => "retry" as const })
+  on_node_loss: Schema.optionalWith(Schema.Literal("retry", "fail"), { default: () => "retry" as const }),
+  /**
+   * How long any statement of this node waits for a row lock another holds before it gives up
+   * (and is tried again by its loop): no node, however stuck, holds another's dispatch.
+   */
+  lock_timeout_s: Schema.optionalWith(Schema.Number.pipe(Schema.between(0.1, 60)), { default: () => 3 }),
+  /** The longest one statement of this node may run. */
+  statement_timeout_s: Schema.optionalWith(Schema.Number.pipe(Schema.between(1, 600)), { default: () => 10 }),
+  /** A transaction left open and idle this long (its node frozen, SIGSTOP, cut off) is ended by the database, its locks released. */
+  idle_transaction_timeout_s: Schema.optionalWith(Schema.Number.pipe(Schema.between(1, 600)), { default: () => 10 })
 })
 export type ClusterSection = typeof ClusterSection.Type

@@ -1,5 +1,5 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError as SqlErrorClass, type SqlError } from "@effect/sql/SqlError"
 import { Config, Context, Effect, Layer, Option, Redacted, type Stream } from "effect"
 import type { ClusterSection } from "../config/cluster.js"
 import { Vault } from "../vault/Vault.js"
@@ -56,17 +56,38 @@ export const fleetSqlLayer = (cluster: ClusterSection, options: { readonly maxCo
     const PgClient = yield* Effect.promise(() => import("@effect/sql-pg/PgClient"))
     const url = new URL(cluster.database)
     const sslmode = url.searchParams.get("sslmode")
-    const client = PgClient.layer({
-      host: decodeURIComponent(url.hostname.replace(/^\[|\]$/g, "")),
-      port: url.port === "" ? 5432 : Number(url.port),
-      database: decodeURIComponent(url.pathname.slice(1)) || "roster",
-      username: decodeURIComponent(url.username) || "roster",
-      ...(Option.isSome(password) ? { password: password.value } : {}),
-      ...(sslmode === "require" || sslmode === "verify-full" ? { ssl: sslmode === "verify-full" ? true : { rejectUnauthorized: false } } : {}),
-      applicationName: "roster",
-      connectTimeout: "5 seconds",
-      idleTimeout: "60 seconds",
-      maxConnections: options.maxConnections ?? 4
+    const ms = (s: number) => Math.round(s * 1000)
+    // The pool is made here, not by PgClient.layer, for the session settings every connection
+    // starts with: bounded lock waits and statements, and a frozen node's open transaction ended
+    // by the database itself — the Postgres job queues' rules, so no node can hold another's dispatch.
+    const client = PgClient.layerFromPool({
+      acquire: Effect.acquireRelease(
+        Effect.promise(() => import("pg")).pipe(
+          Effect.map((pg) => new (pg.default ?? pg).Pool({
+            host: decodeURIComponent(url.hostname.replace(/^\[|\]$/g, "")),
+            port: url.port === "" ? 5432 : Number(url.port),
+            database: decodeURIComponent(url.pathname.slice(1)) || "roster",
+            user: decodeURIComponent(url.username) || "roster",
+            ...(Option.isSome(password) ? { password: Redacted.value(password.value) } : {}),
+            ...(sslmode === "require" || sslmode === "verify-full" ? { ssl: sslmode === "verify-full" ? true : { rejectUnauthorized: false } } : {}),
+            application_name: "roster",
+            connectionTimeoutMillis: 5000,
+            idleTimeoutMillis: 60_000,
+            max: options.maxConnections ?? 4,
+            lock_timeout: ms(cluster.lock_timeout_s),
+            statement_timeout: ms(cluster.statement_timeout_s),
+            idle_in_transaction_session_timeout: ms(cluster.idle_transaction_timeout_s)
+          })),
+          Effect.tap((pool) => Effect.sync(() => pool.on("error", () => undefined))),
+          Effect.tap((pool) =>
+            Effect.tryPromise({ try: () => pool.query("SELECT 1"), catch: (cause) => new SqlErrorClass({ cause, message: "PgClient: Failed to connect" }) }).pipe(
+              Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => new SqlErrorClass({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" }) }),
+              Effect.tapError(() => Effect.promise(() => pool.end().catch(() => undefined)))
+            ))
+        ),
+        (pool) => Effect.promise(() => pool.end().catch(() => undefined)).pipe(Effect.timeoutOption(1000))
+      ),
+      applicationName: "roster"
     }).pipe(Layer.mapError((e) => new FleetDbError({ where: whereOf(cluster), ...explain(e.cause) })))
     const notify = Layer.effect(FleetNotify, Effect.map(PgClient.PgClient, (pg) => ({ listen: (channel: string) => pg.listen(channel) })))
     return Layer.provideMerge(notify, client)

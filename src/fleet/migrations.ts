@@ -176,7 +176,25 @@ const MIGRATIONS = {
       one boolean PRIMARY KEY DEFAULT true CHECK (one),
       key text NOT NULL,
       created_at timestamptz NOT NULL DEFAULT now()
-    )`)
+    )`),
+  /**
+   * The claim as the Postgres job queues make it: one statement over an index of the runnable
+   * tasks (queued, by seq), what a task waits for in a column of its own, and a worker's tasks
+   * found by an index rather than a read of the table.
+   */
+  "11_claims": Effect.flatMap(SqlClient, (sql) =>
+    Effect.all([
+      sql`ALTER TABLE roster_tasks ADD COLUMN after_id text`,
+      sql`UPDATE roster_tasks SET after_id = record->>'after' WHERE record->>'after' IS NOT NULL`,
+      sql`CREATE INDEX roster_tasks_runnable ON roster_tasks (seq) WHERE status = 'queued'`,
+      sql`CREATE INDEX roster_tasks_by_worker ON roster_tasks (worker, seq)`,
+      sql`CREATE INDEX roster_tasks_by_after ON roster_tasks (after_id) WHERE status = 'queued' AND after_id IS NOT NULL`,
+      // One unfinished task per idempotency key, fleet-wide: a second add finds the first.
+      sql`CREATE UNIQUE INDEX roster_tasks_key ON roster_tasks ((record->>'key'))
+        WHERE record->>'key' IS NOT NULL AND status IN ('queued', 'held', 'running')`,
+      sql`CREATE INDEX roster_tasks_undelivered ON roster_tasks (seq)
+        WHERE status IN ('done', 'failed', 'cancelled') AND record->>'reply_to' IS NOT NULL AND record->>'reply_to' <> 'none' AND NOT (record ? 'delivery')`
+    ], { discard: true }))
 }
 
 /** The newest schema this roster knows. */

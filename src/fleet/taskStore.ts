@@ -80,8 +80,8 @@ const writes = (
       const next = yield* sql<{ readonly seq: string }>`SELECT nextval('roster_task_seq')::text AS seq`
       const task = newTaskRecord(t, `t-${crypto.randomBytes(4).toString("hex")}`, Number(next[0]?.seq), time)
       const record = yield* encode(task).pipe(Effect.orDie)
-      yield* sql`INSERT INTO roster_tasks (task_id, worker, seq, status, record)
-        VALUES (${task.task_id}, ${task.worker}, ${task.seq}, ${task.status}, ${JSON.stringify(record)}::jsonb)`
+      yield* sql`INSERT INTO roster_tasks (task_id, worker, seq, status, record, after_id)
+        VALUES (${task.task_id}, ${task.worker}, ${task.seq}, ${task.status}, ${JSON.stringify(record)}::jsonb, ${task.after})`
       return task
     })
 
@@ -104,7 +104,57 @@ const writes = (
         WHERE task_id = ${taskId}`
       return { current, next: stamped }
     }))
-  return { change, insert }
+  /**
+   * The next runnable task, claimed in one statement: the first queued task by seq whose worker
+   * runs nothing anywhere in the fleet (nor here: `busy`), whose `after` is done, and whose
+   * continuation has its run to resume — locked with SKIP LOCKED, so a node that holds a row
+   * (stuck, stopped) is stepped over, never waited for. The row is stamped running with this
+   * node, the next attempt and `runId`; none when nothing is runnable, or this instance is fenced.
+   * Two nodes claiming two tasks of one worker at once: the unique index on running rows refuses
+   * the second, and that claim is none (its node passes again at the next change).
+   */
+  const claimNext = (busy: ReadonlyArray<string>, runId: string, instanceId: string | null) =>
+    Effect.gen(function*() {
+      const time = yield* now
+      const claimed = yield* sql<{ readonly record: unknown }>`
+        UPDATE roster_tasks t SET status = 'running', node = ${node}, attempt = t.attempt + 1, updated_at = now(), version = t.version + 1,
+          record = t.record || jsonb_build_object(
+            'status', 'running', 'reason', NULL::text, 'started_at', ${time}::text, 'updated_at', ${time}::text,
+            'run_ids', coalesce(t.record->'run_ids', '[]'::jsonb) || to_jsonb(${runId}::text), 'node', ${node}::text, 'attempt', t.attempt + 1)
+        WHERE t.task_id = (
+          SELECT q.task_id FROM roster_tasks q
+          WHERE q.status = 'queued'
+            AND NOT (q.worker = ANY(${`{${busy.join(",")}}`}::text[]))
+            AND NOT EXISTS (SELECT 1 FROM roster_tasks r WHERE r.worker = q.worker AND r.status = 'running')
+            AND (q.after_id IS NULL OR EXISTS (SELECT 1 FROM roster_tasks a WHERE a.task_id = q.after_id AND a.status = 'done'))
+            AND (q.record->'continues' IS NULL OR q.record->'continues' = 'null'::jsonb
+              OR (q.record->'continues'->>'task_id' = q.task_id)
+              OR EXISTS (SELECT 1 FROM roster_tasks c WHERE c.task_id = q.record->'continues'->>'task_id' AND c.status IN ('done', 'failed', 'cancelled'))
+              OR (q.record->'continues'->>'task_id' IS NULL AND EXISTS (
+                SELECT 1 FROM roster_runs u WHERE u.run_id = q.record->'continues'->>'run_id' AND u.finished_at IS NOT NULL)))
+            AND NOT EXISTS (SELECT 1 FROM roster_nodes f WHERE f.name = ${node} AND f.instance = ${instanceId} AND f.fenced_at IS NOT NULL)
+          ORDER BY q.seq
+          FOR UPDATE SKIP LOCKED
+          LIMIT 1)
+        RETURNING t.record`.pipe(
+        Effect.catchIf((e) => isUniqueViolation(e), () => Effect.succeed([] as ReadonlyArray<{ readonly record: unknown }>))
+      )
+      const row = claimed[0]
+      return row ? yield* decode(row.record).pipe(Effect.orDie) : undefined
+    })
+
+  /** Queued tasks that can never run (what they wait for failed or was cancelled), failed in one statement: found by index, not a read of the table. */
+  const failStuck = Effect.gen(function*() {
+    const time = yield* now
+    return yield* rows(sql`
+      UPDATE roster_tasks q SET status = 'failed', updated_at = now(), version = q.version + 1,
+        record = q.record || jsonb_build_object('status', 'failed', 'finished_at', ${time}::text, 'updated_at', ${time}::text,
+          'reason', 'it waits for task ' || q.after_id || ', which ended ' || a.status)
+      FROM roster_tasks a
+      WHERE q.status = 'queued' AND q.after_id IS NOT NULL AND a.task_id = q.after_id AND a.status IN ('failed', 'cancelled')
+      RETURNING q.record`)
+  })
+  return { change, claimNext, failStuck, insert }
 }
 
 const fencedHere = (sql: SqlClient, node: string, instance: Effect.Effect<string | null>) =>
@@ -144,18 +194,36 @@ export const fleetTaskStore = (node: string, where: string, instance: Effect.Eff
             run_id: task.run_ids.at(-1) ?? null,
             reason: task.reason
           })),
-          list.pipe(
-            Effect.flatMap((all) => own(writeTasksView(task.worker, all.filter((t) => t.worker === task.worker)))),
+          rows(sql`SELECT record FROM roster_tasks WHERE worker = ${task.worker} ORDER BY seq`).pipe(
+            Effect.flatMap((mine) => own(writeTasksView(task.worker, mine))),
             Effect.catchAllCause((c) => Effect.logWarning(`the task view of ${task.worker} could not be written`, c))
           )
         ], { discard: true })
 
-      const { change, insert } = writes(sql, rows, node, instance)
+      const { change, claimNext, failStuck, insert } = writes(sql, rows, node, instance)
 
       return {
         get: (taskId) => get(taskId),
         list,
-        add: (t) => insert(t).pipe(Effect.tap(announce), Effect.mapError(fail)),
+        claimNext: ({ busy, runId }) =>
+          Effect.flatMap(instance, (mine) => claimNext(busy, runId, mine)).pipe(
+            Effect.tap((t) => (t ? announce(t) : Effect.void)),
+            Effect.mapError(fail)
+          ),
+        undelivered: rows(sql`SELECT record FROM roster_tasks
+          WHERE status IN ('done', 'failed', 'cancelled') AND record->>'reply_to' IS NOT NULL AND record->>'reply_to' <> 'none' AND NOT (record ? 'delivery')
+          ORDER BY seq`).pipe(Effect.mapError(fail)),
+        failStuck: failStuck.pipe(Effect.tap((ts) => Effect.forEach(ts, announce, { discard: true })), Effect.mapError(fail)),
+        add: (t) =>
+          insert(t).pipe(
+            Effect.tap(announce),
+            // Its key is in use by a task that waits or runs: that task is the answer (a twin is never queued).
+            Effect.catchIf((e) => t.key !== undefined && isUniqueViolation(e), () =>
+              rows(sql`SELECT record FROM roster_tasks WHERE record->>'key' = ${t.key ?? ""} AND status IN ('queued', 'held', 'running')`).pipe(
+                Effect.flatMap((found) => (found[0] ? Effect.succeed({ ...found[0], existed: true }) : insert(t)))
+              )),
+            Effect.mapError(fail)
+          ),
         addAll: (ts, admit) =>
           sql.withTransaction(Effect.gen(function*() {
             // One writer of new tasks at a time across the fleet, so a cap `admit` checks cannot be squeezed past by two nodes.

@@ -8,7 +8,7 @@ import { Docker } from "../docker/Docker.js"
 import { Files } from "../fs/Files.js"
 import { RunLog } from "../run/RunLog.js"
 import { FleetMember } from "../fleet/FleetMember.js"
-import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, type TaskStatus, type TaskStoreError } from "../task/TaskRecord.js"
+import { type AddedTask, isFinal, NoSuchTask, type TaskRecord, TaskRefused, type TaskStatus, type TaskStoreError } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { dispatchLoop, hasSession, holdSlot, HOLD_REASON } from "./dispatch.js"
 import { cancelInPlace, cancelQueued, PERSON, queueTask, type TaskRequest } from "./queueTask.js"
@@ -29,7 +29,7 @@ export interface TaskFilter {
 
 /** The daemon's work over time: the task queue, its dispatch, and every box left without an owner. */
 export interface SupervisorApi {
-  readonly add: (req: TaskRequest & { readonly via?: "cli" | "web" | "api" | undefined }) => Effect.Effect<TaskRecord, TaskRefused | TaskStoreError>
+  readonly add: (req: TaskRequest & { readonly via?: "cli" | "web" | "api" | undefined }) => Effect.Effect<AddedTask, TaskRefused | TaskStoreError>
   readonly list: (filter: TaskFilter) => Effect.Effect<ReadonlyArray<TaskRecord>>
   readonly show: (taskId: string) => Effect.Effect<TaskRecord, NoSuchTask>
   readonly cancel: (taskId: string) => Effect.Effect<TaskRecord, NoSuchTask | TaskRefused | TaskStoreError>

@@ -132,7 +132,12 @@ export const deliverPending = (resume = false) =>
     // In a fleet each node delivers what its own runs ended: two nodes never both post one answer.
     const member = yield* Effect.serviceOption(FleetMember)
     const ours = (t: TaskRecord) => Option.isNone(member) || t.node === undefined || t.node === member.value.node
-    for (const t of (yield* (yield* TaskStore).list).filter((x) => (awaitsDelivery(x) || (resume && cutShort(x))) && ours(x))) {
+    const store = yield* TaskStore
+    // A fleet's store finds them by an index; a daemon's start (resume) reads the queue once.
+    const candidates = store.undelivered && !resume
+      ? yield* store.undelivered.pipe(Effect.catchAll((e) => Effect.logWarning(`answers not delivered this pass: ${e.message}`).pipe(Effect.as([]))))
+      : yield* store.list
+    for (const t of candidates.filter((x) => (awaitsDelivery(x) || (resume && cutShort(x))) && ours(x))) {
       yield* deliverReply(t, resume).pipe(Effect.catchAllCause((c) => Effect.logError(`task ${t.task_id}: its answer could not be delivered`, c)))
     }
   })

@@ -1,5 +1,5 @@
 import { FileSystem } from "@effect/platform"
-import { Cause, Deferred, Effect, Exit, FiberMap, Option, Queue, Ref, Schedule } from "effect"
+import { Cause, type Context, Deferred, Effect, Exit, FiberMap, Option, Queue, Ref, Schedule } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import { runFiles } from "../contract/runFiles.js"
 import { modelCredentialAvailable } from "../box/pihome.js"
@@ -136,10 +136,19 @@ const runTask = (
     Effect.catchAllCause((cause) => Effect.logDebug(`task ${t.task_id}: its fiber ended`, cause))
   )
 
+/** Starts a claimed task's run as a fiber keyed by the task id. */
+const launch = (st: SupervisorState, t: TaskRecord, runId: string, continues: { readonly task_id: string | null; readonly run_id: string } | null) =>
+  Effect.gen(function*() {
+    const stop = yield* Deferred.make<void>()
+    yield* Ref.update(st.live, (m) => withKey(m, t.task_id, { taskId: t.task_id, worker: t.worker, runId, stop }))
+    yield* FiberMap.run(st.runs, t.task_id, runTask(st, t, runId, stop, continues))
+    yield* Effect.logInfo(`task ${t.task_id} (${t.worker}) started: run ${runId}`)
+  })
+
 /**
  * Claims a queued task — written as running, with its run id, before any box exists — and
  * starts its run as a fiber keyed by the task id. A crash after the claim leaves a running task
- * whose box is missing, which the next start marks failed rather than running it twice.
+ * whose box is missing, which the next start puts back in the queue rather than running twice.
  */
 const start = (st: SupervisorState, t: TaskRecord, continues: { readonly task_id: string | null; readonly run_id: string } | null) =>
   Effect.gen(function*() {
@@ -147,11 +156,44 @@ const start = (st: SupervisorState, t: TaskRecord, continues: { readonly task_id
     const claimed = yield* (yield* TaskStore).update(t.task_id, (x, now) =>
       x.status === "queued" ? { ...x, status: "running", reason: null, started_at: now, run_ids: [...x.run_ids, runId] } : x)
     if (claimed.status !== "running" || claimed.run_ids.at(-1) !== runId) return false
-    const stop = yield* Deferred.make<void>()
-    yield* Ref.update(st.live, (m) => withKey(m, t.task_id, { taskId: t.task_id, worker: t.worker, runId, stop }))
-    yield* FiberMap.run(st.runs, t.task_id, runTask(st, t, runId, stop, continues))
-    yield* Effect.logInfo(`task ${t.task_id} (${t.worker}) started: run ${runId}`)
+    yield* launch(st, t, runId, continues)
     return true
+  })
+
+/** A claim the statement made too early (a continuation whose run's end the fleet's index had not seen): the task goes back as it was. */
+const unclaim = (t: TaskRecord, runId: string) =>
+  Effect.flatMap(TaskStore, (store) =>
+    store.update(t.task_id, (x) =>
+      x.status === "running" && x.run_ids.at(-1) === runId ? { ...x, status: "queued", started_at: t.started_at, run_ids: x.run_ids.slice(0, -1) } : x))
+
+/**
+ * A fleet node's pass: each claim is the store's one statement (the next runnable task, rows
+ * another node holds skipped), until this node's slots are full or nothing is runnable — no read
+ * of the queue. Tasks that can never run are failed by a statement of their own.
+ */
+const fleetPass = (st: SupervisorState, claimNext: NonNullable<Context.Tag.Service<TaskStore>["claimNext"]>, free: number, busy: Set<string>) =>
+  Effect.gen(function*() {
+    const store = yield* TaskStore
+    if (store.failStuck) yield* store.failStuck
+    for (let left = free; left > 0;) {
+      const runId = yield* newRunId
+      const t = yield* claimNext({ busy: [...busy], runId })
+      if (!t) return
+      const continued = t.continues?.task_id && t.continues.task_id !== t.task_id ? yield* store.get(t.continues.task_id) : undefined
+      const resumes = yield* continuesState(t, continued ? [t, continued] : [t])
+      if (resumes === "waiting") {
+        yield* unclaim(t, runId)
+        busy.add(t.worker)
+        continue
+      }
+      if ("fail" in resumes) {
+        yield* store.update(t.task_id, (x, now) => (x.run_ids.at(-1) === runId ? taskFailed(resumes.fail ?? "it cannot start")(x, now) : x))
+        continue
+      }
+      yield* launch(st, t, runId, resumes.ready)
+      busy.add(t.worker)
+      left--
+    }
   })
 
 /**
@@ -177,10 +219,14 @@ export const dispatchPass = (st: SupervisorState) =>
       }
     }
     if (!credential) return
-    const all = yield* store.list
     const live = [...(yield* Ref.get(st.live)).values()]
     const adopted = [...(yield* Ref.get(st.held)).values()].filter((h) => h.taskId !== null)
     const sessions = [...(yield* Ref.get(st.sessions)).values()]
+    if (store.claimNext) {
+      const free = org.supervisor.concurrency - live.length - adopted.length - sessions.length
+      return yield* fleetPass(st, store.claimNext, free, new Set([...live, ...adopted, ...sessions].map((x) => x.worker)))
+    }
+    const all = yield* store.list
     // A worker whose task runs anywhere (another node of a fleet included) is busy here too.
     const busy = new Set([...live, ...adopted, ...sessions].map((x) => x.worker).concat(all.filter((t) => t.status === "running").map((t) => t.worker)))
     let free = org.supervisor.concurrency - live.length - adopted.length - sessions.length

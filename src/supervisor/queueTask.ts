@@ -1,11 +1,11 @@
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { validateCeiling } from "../box/ceiling.js"
 import { containerName } from "../box/spec.js"
 import { Docker } from "../docker/Docker.js"
 import { validateChannelName, validateWorkerName } from "../config/names.js"
 import { linkContinuation } from "../task/links.js"
 import { checkReplyTo, PERSON_ASKS } from "../reply/replyTo.js"
-import { isFinal, type TaskOrigin, type TaskRecord, TaskRefused } from "../task/TaskRecord.js"
+import { isFinal, TaskKey, type TaskOrigin, type TaskRecord, TaskRefused } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { CANCELLED } from "./taskEnd.js"
 import { readIdentity } from "../worker/workers.js"
@@ -20,6 +20,8 @@ export interface TaskRequest {
   /** A task of the same worker whose conversation this one carries on. */
   readonly continue?: string | undefined
   readonly reply_to?: string | undefined
+  /** An idempotency key: while a task with it waits or runs, this request gives that task back. */
+  readonly key?: string | undefined
 }
 
 /** What `--continue <task-id>` resumes: that task of the same worker, its last run (or the run it will have). */
@@ -51,6 +53,9 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
   }
   if (req.ceiling_min !== undefined) yield* validateCeiling(req.ceiling_min).pipe(Effect.mapError(refuse))
   if (req.channel !== undefined) yield* validateChannelName(req.channel).pipe(Effect.mapError(refuse))
+  if (req.key !== undefined && !Schema.is(TaskKey)(req.key)) {
+    return yield* Effect.fail(new TaskRefused({ detail: `--key ${JSON.stringify(req.key)}: a key is 1 to 128 printable characters, no spaces` }))
+  }
   const store = yield* TaskStore
   const carried = req.continue !== undefined ? yield* continuation(req.worker, req.continue) : undefined
   const replyTo = req.reply_to !== undefined ? yield* checkReplyTo(req.reply_to, PERSON_ASKS).pipe(Effect.mapError(refuse)) : undefined
@@ -70,9 +75,10 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
     channel: req.channel,
     origin,
     continues: carried?.continues,
-    replyTo
+    replyTo,
+    key: req.key
   })
-  if (carried) yield* linkContinuation(carried.of.task_id, added.task_id)
+  if (carried && !added.existed) yield* linkContinuation(carried.of.task_id, added.task_id)
   return added
 })
 /** The origin of a task a person queued (the CLI, the control API). */

@@ -41,6 +41,12 @@ export const Reply = Schema.Struct({
 })
 export type Reply = typeof Reply.Type
 
+/** An idempotency key: printable, at most 128 characters. */
+export const TaskKey = Schema.String.pipe(Schema.pattern(/^[\x21-\x7e]{1,128}$/, { message: () => "a key is 1 to 128 printable characters, no spaces" }))
+
+/** A task as `task add` answers it: the task, and whether it was already there (its key was in use). */
+export type AddedTask = TaskRecord & { readonly existed?: boolean }
+
 /** `data/tasks/records/<id>.json`: one task through its life, written atomically at each change. */
 export const TaskRecord = Schema.Struct({
   task_id: TaskId,
@@ -101,6 +107,8 @@ export const TaskRecord = Schema.Struct({
   delivery: Schema.optional(Delivery),
   /** Answers of other tasks delivered here (their reply_to was task:<this id>). */
   replies: Schema.optional(Schema.Array(Reply)),
+  /** Its idempotency key (`task add --key`): one unfinished task per key. */
+  key: Schema.optional(TaskKey),
   /** Set only on a record roster could not read: where the file was put aside. Such a task is listed as failed and never run. */
   unreadable: Schema.optional(Schema.Struct({ file: Schema.String }))
 })

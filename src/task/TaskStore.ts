@@ -5,7 +5,7 @@ import { captureHostFiles, type Paths } from "../config/Paths.js"
 import { writeJson } from "../fs/atomic.js"
 import { Files } from "../fs/Files.js"
 import { appendJournal } from "../journal/journal.js"
-import { NoSuchTask, type TaskRecord, type TaskRefused, TaskStoreError } from "./TaskRecord.js"
+import { type AddedTask, isFinal, NoSuchTask, type TaskRecord, type TaskRefused, TaskStoreError } from "./TaskRecord.js"
 import { makeListCache } from "./listCache.js"
 import { type NewTask, newTaskRecord } from "./newRecord.js"
 
@@ -24,7 +24,8 @@ export { byQueueOrder }
  * daemon runs it is the only process that writes (the CLI goes through its API).
  */
 export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
-  readonly add: (task: NewTask) => Effect.Effect<TaskRecord, TaskStoreError>
+  /** Adds a task; one with a key in use by a task that waits or runs gives that task instead (`existed`). */
+  readonly add: (task: NewTask) => Effect.Effect<AddedTask, TaskStoreError>
   /**
    * Adds several at once if `admit` (seeing every task, under the store's lock) lets them:
    * a cap checked and filled by one writer, so two callers at once cannot both squeeze past it.
@@ -41,6 +42,16 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
     taskId: string,
     f: (task: TaskRecord, now: string) => TaskRecord
   ) => Effect.Effect<TaskRecord, NoSuchTask | TaskStoreError>
+  /**
+   * A fleet's store: claims the next runnable task in one statement (no read of the queue), for
+   * a run `runId`, skipping workers `busy` on this node; none when nothing is runnable now. A
+   * machine on its own has none: its dispatch reads its queue (a folder of files) itself.
+   */
+  readonly claimNext?: (o: { readonly busy: ReadonlyArray<string>; readonly runId: string }) => Effect.Effect<TaskRecord | undefined, TaskStoreError>
+  /** A fleet's store: the ended tasks whose answer has somewhere to go and no delivery yet (by index, not a read of the queue). */
+  readonly undelivered?: Effect.Effect<ReadonlyArray<TaskRecord>, TaskStoreError>
+  /** A fleet's store: fails the queued tasks that can never run (what they wait for failed or was cancelled). */
+  readonly failStuck?: Effect.Effect<ReadonlyArray<TaskRecord>, TaskStoreError>
 }>() {
   /** Holds the lock, the list cache and the file services it was built with. */
   static readonly layer = Layer.effect(
@@ -96,7 +107,11 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
       return {
         get: (taskId) => own(get(taskId)),
         list: own(list),
-        add: (t) => own(lock.withPermits(1)(addUnlocked(t))),
+        add: (t) =>
+          own(lock.withPermits(1)(Effect.gen(function*() {
+            const twin = t.key === undefined ? undefined : (yield* list).find((x) => x.key === t.key && !isFinal(x.status) && !x.unreadable)
+            return twin ? { ...twin, existed: true } : yield* addUnlocked(t)
+          }))),
         addAll: (ts, admit) =>
           own(lock.withPermits(1)(Effect.gen(function*() {
             const refused = admit(yield* list)

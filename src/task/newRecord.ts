@@ -12,6 +12,8 @@ export interface NewTask {
   readonly continues?: { readonly task_id: string | null; readonly run_id: string | null } | undefined
   /** Where its answer goes when it ends. */
   readonly replyTo?: string | undefined
+  /** Its idempotency key: while a task with this key waits or runs, adding another gives that one. */
+  readonly key?: string | undefined
 }
 
 
@@ -28,6 +30,7 @@ export const newTaskRecord = (t: NewTask, taskId: string, seq: number, time: str
   ...(t.channel ? { channel: t.channel } : {}),
   ...(t.continues ? { continues: t.continues } : {}),
   ...(t.replyTo ? { reply_to: t.replyTo } : {}),
+  ...(t.key ? { key: t.key } : {}),
   created_at: time,
   updated_at: time,
   started_at: null,

@@ -89,9 +89,9 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
       ))))
     expect(results.flatMap((r) => r.applied).sort((x, y) => parseInt(x) - parseInt(y))).toEqual([
-      "1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals", "10_rpc_key"
+      "1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals", "10_rpc_key", "11_claims"
     ])
-    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4,5,6,7,8,9,10")
+    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4,5,6,7,8,9,10,11")
     // The runner RPC's key: three nodes asking at once get one key, made once.
     const keys = await Promise.all(["n1", "n2", "n3"].map((n) => onNode(n, rpcKey)))
     expect(keys[0]?.length).toBe(32)
@@ -158,6 +158,75 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     const loser = ra.status === "queued" ? ra : rb
     expect(loser.run_ids).toEqual([])
     expect(loser.node).toBeUndefined()
+  })
+
+  it("the claim is one statement: in queue order, one per worker fleet-wide, what a task waits for done first; a row another holds (a node frozen mid-transaction) is stepped over, never waited for", async () => {
+    pg.sql("DELETE FROM roster_tasks WHERE status IN ('queued', 'running')")
+    const [first, second, other, waits] = await onNode("n1", Effect.flatMap(TaskStore, (s) =>
+      Effect.all([s.add(newTask("cw", "one")), s.add(newTask("cw", "two")), s.add(newTask("cx", "three"))]).pipe(
+        Effect.flatMap((ts) => Effect.map(s.add({ ...newTask("cy", "after one"), after: ts[0]!.task_id }), (w) => [...ts, w])))))
+    const claimOn = (node: string, busy: ReadonlyArray<string> = []) =>
+      onNode(node, Effect.flatMap(TaskStore, (s) => s.claimNext!({ busy, runId: runIdOf() })))
+    // Queue order; cw's second waits while its first runs (anywhere); cy's waits for cw's first.
+    const a = await claimOn("n1")
+    expect(a?.task_id).toBe(first!.task_id)
+    expect(a).toMatchObject({ status: "running", node: "n1", attempt: 1 })
+    const b = await claimOn("n2")
+    expect(b?.task_id).toBe(other!.task_id)
+    expect(await claimOn("n3")).toBeUndefined()
+    // A worker busy on this node (a chat session's box) is not claimed for either.
+    await onNode("n1", Effect.flatMap(TaskStore, (s) => s.update(first!.task_id, (x) => ({ ...x, status: "done" }))))
+    expect(await claimOn("n3", ["cw", "cy"])).toBeUndefined()
+    const c = await claimOn("n3")
+    expect([second!.task_id, waits!.task_id]).toContain(c?.task_id)
+
+    // A frozen node: a transaction that holds the next task's row, its process stopped (SIGSTOP).
+    pg.sql("DELETE FROM roster_tasks WHERE status IN ('queued', 'running')")
+    const queued = await onNode("n1", Effect.flatMap(TaskStore, (s) => Effect.forEach(["f0", "f1", "f2", "f3"], (w) => s.add(newTask(w, `frozen ${w}`)))))
+    const holder = await pg.hold(`SELECT 1 FROM roster_tasks WHERE task_id = '${queued[0]!.task_id}' FOR UPDATE`)
+    try {
+      process.kill(holder.pid, "SIGSTOP")
+      const started = Date.now()
+      const got = await Promise.all(["n1", "n2", "n3"].map((n) => claimOn(n)))
+      // Every other task claimed at once, by the three nodes; the held one by none, and nobody waited for it.
+      expect(got.map((t) => t?.task_id).sort()).toEqual(queued.slice(1).map((t) => t.task_id).sort())
+      expect(Date.now() - started).toBeLessThan(2000)
+      // A change that must take that very row waits only [cluster] lock_timeout_s, then fails and says so.
+      const blocked = await onNode("n2", Effect.flatMap(TaskStore, (s) => s.update(queued[0]!.task_id, (x) => ({ ...x, reason: "x" }))).pipe(Effect.either))
+      expect(Either.isLeft(blocked) && blocked.left.message).toMatch(/lock timeout/)
+    } finally {
+      process.kill(holder.pid, "SIGCONT")
+      holder.release()
+    }
+  })
+
+  it("an add with a key in use, from three nodes at once: one task in the fleet, the others given it", async () => {
+    const adds = await Promise.all(["n1", "n2", "n3", "n1", "n2", "n3"].map((n) =>
+      onNode(n, Effect.flatMap(TaskStore, (s) => s.add({ ...newTask("kw", "keyed"), key: "fleet-key-1" })))))
+    expect(new Set(adds.map((t) => t.task_id)).size).toBe(1)
+    expect(adds.filter((t) => !t.existed)).toHaveLength(1)
+    expect(pg.sql("SELECT count(*) FROM roster_tasks WHERE record->>'key' = 'fleet-key-1'")).toBe("1")
+  })
+
+  it("every fleet connection starts with bounded lock waits and statements, and the database ends a transaction a frozen node left open", async () => {
+    const quickly = { ...cluster, lock_timeout_s: 1, statement_timeout_s: 4, idle_transaction_timeout_s: 1 }
+    const settings = await Effect.runPromise(Effect.provide(
+      Effect.flatMap(SqlClient, (sql) => sql<{ readonly lock_timeout: string; readonly statement_timeout: string; readonly idle: string }>`
+        SELECT current_setting('lock_timeout') AS lock_timeout, current_setting('statement_timeout') AS statement_timeout,
+          current_setting('idle_in_transaction_session_timeout') AS idle`),
+      fleetSqlLayer(quickly).pipe(Layer.provide(Vault.layerTest({})), Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))))
+    ) as Effect.Effect<ReadonlyArray<{ lock_timeout: string; statement_timeout: string; idle: string }>, never, never>)
+    expect(settings[0]).toEqual({ lock_timeout: "1s", statement_timeout: "4s", idle: "1s" })
+    // A node's transaction holding a row and then silent: the database ends it, and the row is free again.
+    const [t] = await onNode("n1", Effect.flatMap(TaskStore, (s) => Effect.all([s.add(newTask("idle-w", "held then freed"))])))
+    const held = await Effect.runPromise(Effect.provide(
+      Effect.flatMap(SqlClient, (sql) => sql.withTransaction(
+        sql`SELECT 1 FROM roster_tasks WHERE task_id = ${t!.task_id} FOR UPDATE`.pipe(Effect.zipRight(Effect.sleep("2500 millis")), Effect.zipRight(sql`SELECT 1`))
+      )).pipe(Effect.either),
+      fleetSqlLayer(quickly).pipe(Layer.provide(Vault.layerTest({})), Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))))
+    ) as Effect.Effect<Either.Either<unknown, unknown>, never, never>)
+    expect(Either.isLeft(held)).toBe(true)
+    expect(await onNode("n2", Effect.flatMap(TaskStore, (s) => s.claimNext!({ busy: [], runId: runIdOf() })))).toMatchObject({ task_id: t!.task_id })
   })
 
   it("every change is announced on the channel the nodes listen on, and a missing task is NoSuchTask", async () => {

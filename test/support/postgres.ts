@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from "node:child_process"
+import { execFileSync, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -15,6 +15,11 @@ export interface Postgres {
   readonly start: () => void
   /** Runs SQL through psql as the test's role; the result as text, rows one per line. */
   readonly sql: (query: string) => string
+  /**
+   * A client (psql, a process of its own) that opens a transaction, runs `query` in it (a row
+   * lock, say) and then holds it open: its pid (to SIGSTOP it, as a frozen node) and its release.
+   */
+  readonly hold: (query: string) => Promise<{ readonly pid: number; readonly release: () => void }>
   /** Stops the server and removes its folder. */
   readonly remove: () => void
 }
@@ -77,6 +82,20 @@ export const startPostgres = async (): Promise<Postgres> => {
     stop,
     start,
     sql: (query) => psql("roster", query),
+    hold: (query) =>
+      new Promise((resolve, reject) => {
+        const child = spawn("psql", ["-h", "127.0.0.1", "-p", String(port), "-U", "roster", "-d", "roster", "-At", "-v", "ON_ERROR_STOP=1"], {
+          env: { ...process.env, PGPASSWORD: password },
+          stdio: ["pipe", "pipe", "pipe"]
+        })
+        let out = ""
+        child.stdout.on("data", (c: Buffer) => {
+          out += c.toString()
+          if (out.includes("HELD")) resolve({ pid: child.pid ?? -1, release: () => child.kill("SIGKILL") })
+        })
+        child.once("exit", (code) => reject(new Error(`psql holding a transaction exited (${code}) before it held: ${out}`)))
+        child.stdin.write(`BEGIN;\n${query};\nSELECT 'HELD';\n`)
+      }),
     remove: () => {
       try {
         stop()

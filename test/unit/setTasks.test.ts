@@ -70,6 +70,21 @@ describe("set_tasks: a worker queues follow-ups for itself (gateway action)", ()
     }).pipe(Effect.provide(layer))
   })
 
+  it.effect("a keyed follow-up whose key a waiting task holds is that task: no twin, no second slot of max_self_tasks", () => {
+    const { layer } = deployment()
+    return Effect.gen(function*() {
+      yield* (yield* RunLog).start({ runId: RUN, worker: "alice", kind: "box" })
+      const first = yield* setTasks(alice, body([{ prompt: "check the build", key: "build-check" }]))
+      const again = yield* setTasks(alice, body([{ prompt: "check the build", key: "build-check" }, { prompt: "other" }]))
+      expect(again.status).toBe(200)
+      const [one] = (first.body as { queued: Array<string> }).queued
+      const [same, other] = (again.body as { queued: Array<string> }).queued
+      expect(same).toBe(one)
+      expect(other).not.toBe(one)
+      expect((yield* (yield* TaskStore).list).map((t) => t.prompt)).toEqual(["check the build", "other"])
+    }).pipe(Effect.provide(layer))
+  })
+
   it.effect("refuses a body that is not tasks", () => {
     const { layer } = deployment()
     return Effect.gen(function*() {

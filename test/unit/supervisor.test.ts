@@ -334,6 +334,27 @@ describe("the supervisor (Docker test layer)", () => {
       }
     }))
 
+  it.scoped("an add with a key already used by a task that waits or runs gives that task (20 at once: one task); once it has ended the key is free", () => {
+    const { layer } = deployment()
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const adds = yield* Effect.all(Array.from({ length: 20 }, () => sup.add({ worker: "alice", prompt: "HANG once", key: "nightly-2026-12-03" })), { concurrency: "unbounded" })
+      expect(new Set(adds.map((t) => t.task_id)).size).toBe(1)
+      expect(adds.filter((t) => !t.existed)).toHaveLength(1)
+      expect((yield* (yield* TaskStore).list).filter((t) => t.key === "nightly-2026-12-03")).toHaveLength(1)
+      const first = adds[0]!
+      yield* boxOf(first.task_id)
+      // Still running: the same task.
+      expect(yield* sup.add({ worker: "alice", prompt: "HANG again", key: "nightly-2026-12-03" })).toMatchObject({ task_id: first.task_id, existed: true })
+      yield* sup.cancel(first.task_id)
+      const after = yield* sup.add({ worker: "alice", prompt: "HANG next", key: "nightly-2026-12-03" })
+      expect(after.task_id).not.toBe(first.task_id)
+      expect(after.existed).toBeUndefined()
+      const bad = yield* sup.add({ worker: "alice", prompt: "x", key: "has space" }).pipe(Effect.flip)
+      expect(bad.message).toContain("a key is 1 to 128 printable characters")
+    }).pipe(Effect.provide(layer))
+  })
+
   it.scoped("roster server stop puts a running task back to carry on after the next start; --fail-running fails it", () =>
     Effect.gen(function*() {
       for (const failing of [false, true]) {

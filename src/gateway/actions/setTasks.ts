@@ -1,7 +1,7 @@
 import { Effect, Either, Schema } from "effect"
 import { OrgConfig } from "../../config/OrgConfig.js"
 import { RunLog } from "../../run/RunLog.js"
-import { type TaskRecord, TaskRefused } from "../../task/TaskRecord.js"
+import { isFinal, TaskKey, type TaskRecord, TaskRefused } from "../../task/TaskRecord.js"
 import { TaskStore } from "../../task/TaskStore.js"
 import { linkContinuation } from "../../task/links.js"
 import { checkReplyTo } from "../../reply/replyTo.js"
@@ -21,7 +21,9 @@ const SetTasks = Schema.parseJson(Schema.Struct({
     /** Carry on this run's own conversation: the follow-up resumes its pi session. */
     continue: Schema.optional(Schema.Boolean),
     /** Where the follow-up's answer goes; by default wherever this run's own answer goes. */
-    reply_to: Schema.optional(Schema.String)
+    reply_to: Schema.optional(Schema.String),
+    /** An idempotency key: while a task with it waits or runs, that task is the answer (no twin queued). */
+    key: Schema.optional(TaskKey)
   }))
 }))
 
@@ -70,12 +72,16 @@ export const setTasks = (caller: BoxCaller, body: string) =>
       }
       replies.push(checked.right)
     }
+    // A keyed follow-up whose key a task of this worker's still waiting or running holds is that task.
+    const unfinished = (yield* store.list).filter((t) => t.worker === caller.worker && t.key !== undefined && !isFinal(t.status))
+    const twinOf = (key: string | undefined) => (key === undefined ? undefined : unfinished.find((t) => t.key === key))
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.either)
     if (Either.isLeft(org)) return refused(500, `the deployment's org.toml cannot be read: ${org.left.message}`)
     const max = org.right.supervisor.max_self_tasks
     const origin = { by: "self" as const, run_id: caller.runId, task_id: caller.taskId }
+    const fresh = req.tasks.map((t, i) => ({ t, i })).filter(({ t }) => twinOf(t.key) === undefined)
     const added = yield* store.addAll(
-      req.tasks.map((t, i) => ({
+      fresh.map(({ i, t }) => ({
         worker: caller.worker,
         prompt: t.prompt,
         ceilingMin: t.ceiling_min ?? null,
@@ -83,11 +89,14 @@ export const setTasks = (caller: BoxCaller, body: string) =>
         origin,
         // This run's own session, resumed once this run has ended.
         ...(t.continue ? { continues: { task_id: caller.taskId, run_id: caller.runId } } : {}),
-        replyTo: replies[i]
+        replyTo: replies[i],
+        key: t.key
       })),
       (all) => {
+        const raced = fresh.find(({ t }) => t.key !== undefined && all.some((x) => x.key === t.key && !isFinal(x.status)))
+        if (raced) return new TaskRefused({ detail: `key ${raced.t.key} is in use by a task that waits or runs: set_tasks again to get it` })
         const waiting = waitingSelfTasks(all, caller.worker)
-        return waiting + req.tasks.length > max
+        return waiting + fresh.length > max
           ? new TaskRefused({ detail: `at most ${max} tasks you queued may wait at once ([supervisor] max_self_tasks); ${waiting} already wait` })
           : undefined
       }
@@ -95,8 +104,11 @@ export const setTasks = (caller: BoxCaller, body: string) =>
     if (Either.isLeft(added)) {
       return added.left._tag === "TaskRefused" ? refused(429, added.left.message) : refused(500, "the tasks could not be recorded")
     }
-    const ids = added.right.map((t) => t.task_id)
-    if (ids.length > 0) yield* recordQueued(caller, ids)
+    const made = added.right.map((t) => t.task_id)
+    if (made.length > 0) yield* recordQueued(caller, made)
+    // In the order asked: each new task's id, or the id of the task its key already names.
+    let next = 0
+    const ids = req.tasks.map((t) => twinOf(t.key)?.task_id ?? made[next++] ?? "")
     if (caller.taskId) {
       for (const t of added.right) if (t.continues) yield* linkContinuation(caller.taskId, t.task_id)
     }
