@@ -115,6 +115,9 @@ entry_max = 2000                # characters in one entry
 # advertise = "10.0.0.5:7310"   # where the others reach it, if not at listen's address
 # node_timeout_s = 30           # a node silent this long is lost: its attempts fenced, its tasks re-run
 # on_node_loss = "retry"        # retry: a lost node's running task runs once more elsewhere; fail
+# lock_timeout_s = 3            # a statement waits this long for a row another node holds, then is tried again
+# statement_timeout_s = 10      # the longest one statement may run
+# idle_transaction_timeout_s = 10  # a transaction left open by a frozen node is ended by the database
 `
 
 const LOCKDOWN_OFF = "egress_lockdown = false         # true: iptables pins box->host traffic to the gateway port (needs root)"

@@ -1,6 +1,6 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Clock, Context, Effect, Layer, Ref, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Queue, Ref, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { captureHostFiles } from "../config/Paths.js"
 import { Files } from "../fs/Files.js"
@@ -117,7 +117,7 @@ const writes = (
     Effect.gen(function*() {
       const time = yield* now
       const claimed = yield* sql<{ readonly record: unknown }>`
-        UPDATE roster_tasks t SET status = 'running', node = ${node}, attempt = t.attempt + 1, updated_at = now(), version = t.version + 1,
+        WITH claimed AS (UPDATE roster_tasks t SET status = 'running', node = ${node}, attempt = t.attempt + 1, updated_at = now(), version = t.version + 1,
           record = t.record || jsonb_build_object(
             'status', 'running', 'reason', NULL::text, 'started_at', ${time}::text, 'updated_at', ${time}::text,
             'run_ids', coalesce(t.record->'run_ids', '[]'::jsonb) || to_jsonb(${runId}::text), 'node', ${node}::text, 'attempt', t.attempt + 1)
@@ -136,7 +136,9 @@ const writes = (
           ORDER BY q.seq
           FOR UPDATE SKIP LOCKED
           LIMIT 1)
-        RETURNING t.record`.pipe(
+        RETURNING t.task_id, t.record)
+        -- The claim announced in the same round trip (the other nodes pass their queues at once).
+        SELECT record, pg_notify(${TASKS_CHANNEL}, task_id) FROM claimed`.pipe(
         Effect.catchIf((e) => isUniqueViolation(e), () => Effect.succeed([] as ReadonlyArray<{ readonly record: unknown }>))
       )
       const row = claimed[0]
@@ -174,7 +176,7 @@ const fencedHere = (sql: SqlClient, node: string, instance: Effect.Effect<string
  * {@link TASKS_CHANNEL}; the journal and the worker's queue view are still this node's files.
  */
 export const fleetTaskStore = (node: string, where: string, instance: Effect.Effect<string | null> = Effect.succeed(null)) =>
-  Layer.effect(
+  Layer.scoped(
     TaskStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient
@@ -184,21 +186,26 @@ export const fleetTaskStore = (node: string, where: string, instance: Effect.Eff
 
       const { fetch, get, list, rows } = yield* makeReads(sql)
 
+      // The journal and the worker's view follow the record in the background, in order, a batch at
+      // a time (a worker's view written once a batch): never on a claim's path, which is the
+      // statement and its NOTIFY alone. What is queued when the store closes is written first.
+      const pictures = yield* Queue.unbounded<TaskRecord>()
+      const paint = (batch: ReadonlyArray<TaskRecord>) =>
+        Effect.gen(function*() {
+          for (const task of batch) {
+            yield* own(appendJournal(task.worker, { kind: "task", task_id: task.task_id, status: task.status, run_id: task.run_ids.at(-1) ?? null, reason: task.reason }))
+          }
+          for (const worker of new Set(batch.map((t) => t.worker))) {
+            yield* rows(sql`SELECT record FROM roster_tasks WHERE worker = ${worker} ORDER BY seq`).pipe(
+              Effect.flatMap((mine) => own(writeTasksView(worker, mine))),
+              Effect.catchAllCause((c) => Effect.logWarning(`the task view of ${worker} could not be written`, c))
+            )
+          }
+        })
+      yield* Effect.forkScoped(Queue.takeBetween(pictures, 1, 500).pipe(Effect.flatMap((b) => paint([...b])), Effect.forever))
+      yield* Effect.addFinalizer(() => Queue.takeAll(pictures).pipe(Effect.flatMap((b) => paint([...b]))))
       const announce = (task: TaskRecord) =>
-        Effect.all([
-          sql`SELECT pg_notify(${TASKS_CHANNEL}, ${task.task_id})`.pipe(Effect.ignore),
-          own(appendJournal(task.worker, {
-            kind: "task",
-            task_id: task.task_id,
-            status: task.status,
-            run_id: task.run_ids.at(-1) ?? null,
-            reason: task.reason
-          })),
-          rows(sql`SELECT record FROM roster_tasks WHERE worker = ${task.worker} ORDER BY seq`).pipe(
-            Effect.flatMap((mine) => own(writeTasksView(task.worker, mine))),
-            Effect.catchAllCause((c) => Effect.logWarning(`the task view of ${task.worker} could not be written`, c))
-          )
-        ], { discard: true })
+        sql`SELECT pg_notify(${TASKS_CHANNEL}, ${task.task_id})`.pipe(Effect.ignore, Effect.zipRight(Queue.offer(pictures, task)), Effect.asVoid)
 
       const { change, claimNext, failStuck, insert } = writes(sql, rows, node, instance)
 
@@ -207,7 +214,8 @@ export const fleetTaskStore = (node: string, where: string, instance: Effect.Eff
         list,
         claimNext: ({ busy, runId }) =>
           Effect.flatMap(instance, (mine) => claimNext(busy, runId, mine)).pipe(
-            Effect.tap((t) => (t ? announce(t) : Effect.void)),
+            // Notified by the statement itself: only the journal and the view are left to follow it.
+            Effect.tap((t) => (t ? Queue.offer(pictures, t) : Effect.void)),
             Effect.mapError(fail)
           ),
         undelivered: rows(sql`SELECT record FROM roster_tasks

@@ -1,6 +1,6 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Context, Deferred, Effect, Either, Fiber, Layer, Option, Redacted, Schedule, Stream } from "effect"
+import { ConfigProvider, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option, Redacted, Schedule, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -218,14 +218,16 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     ) as Effect.Effect<ReadonlyArray<{ lock_timeout: string; statement_timeout: string; idle: string }>, never, never>)
     expect(settings[0]).toEqual({ lock_timeout: "1s", statement_timeout: "4s", idle: "1s" })
     // A node's transaction holding a row and then silent: the database ends it, and the row is free again.
+    pg.sql("DELETE FROM roster_tasks WHERE status IN ('queued', 'running')")
     const [t] = await onNode("n1", Effect.flatMap(TaskStore, (s) => Effect.all([s.add(newTask("idle-w", "held then freed"))])))
     const held = await Effect.runPromise(Effect.provide(
       Effect.flatMap(SqlClient, (sql) => sql.withTransaction(
         sql`SELECT 1 FROM roster_tasks WHERE task_id = ${t!.task_id} FOR UPDATE`.pipe(Effect.zipRight(Effect.sleep("2500 millis")), Effect.zipRight(sql`SELECT 1`))
-      )).pipe(Effect.either),
+      )).pipe(Effect.exit),
       fleetSqlLayer(quickly).pipe(Layer.provide(Vault.layerTest({})), Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))))
-    ) as Effect.Effect<Either.Either<unknown, unknown>, never, never>)
-    expect(Either.isLeft(held)).toBe(true)
+    ) as Effect.Effect<Exit.Exit<unknown, unknown>, never, never>)
+    // Its next statement finds the connection ended (and the rollback with it).
+    expect(Exit.isFailure(held)).toBe(true)
     expect(await onNode("n2", Effect.flatMap(TaskStore, (s) => s.claimNext!({ busy: [], runId: runIdOf() })))).toMatchObject({ task_id: t!.task_id })
   })
 

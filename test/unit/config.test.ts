@@ -95,7 +95,10 @@ describe("org.toml", () => {
       listen: "eth0:7310",
       advertise: "10.0.0.5:7310",
       node_timeout_s: 30,
-      on_node_loss: "retry"
+      on_node_loss: "retry",
+      lock_timeout_s: 3,
+      statement_timeout_s: 10,
+      idle_transaction_timeout_s: 10
     })
     const least = Either.getOrThrow(decodeToml(OrgSchema, "org.toml", "[cluster]\ndatabase = \"postgres://r@db.test/r\"\nshared_data = \"/srv/r\"\n"))
     expect(least.cluster).toMatchObject({ node_timeout_s: 30, on_node_loss: "retry" })
