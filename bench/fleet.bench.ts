@@ -112,6 +112,24 @@ describe("a fleet on Postgres against one machine on files", () => {
     fs.rmSync(shared, { recursive: true, force: true })
   })
 
+  /** Task stores of nodes over the fleet's Postgres, each with its own folders under a fresh root (the stores alone, no daemon). */
+  const claimStores = (prefix: string) => {
+    const org = Either.getOrThrow(decodeToml(OrgSchema, "org.toml", `[cluster]\ndatabase = "${pg.url}"\nshared_data = "${shared}"\n`))
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+    const files = (name: string) => {
+      const home = path.join(root, name)
+      return Layer.mergeAll(Paths.layerAt({ config: path.join(home, "config"), data: path.join(home, "data"), state: path.join(home, "state"), home }), Files.layer, NodeContext.layer)
+    }
+    const password = Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
+    const fleetStore = (node: string) =>
+      fleetTaskStore(node, "bench").pipe(
+        Layer.provide(fleetSqlLayer(org.cluster!, { maxConnections: 4 }).pipe(Layer.provide(Vault.layerTest({})))),
+        Layer.provide(files(node)),
+        Layer.provide(password)
+      )
+    return { files, fleetStore, org, password, root }
+  }
+
   it("task add → box started: one node on files, three on Postgres", async () => {
     const alone = await addToStart(single, workers)
     const three = await addToStart(fleet[0]!, workers)
@@ -138,19 +156,7 @@ describe("a fleet on Postgres against one machine on files", () => {
   }, 120_000)
 
   it("claims per second: three nodes' task stores over one Postgres, against one machine's file store", async () => {
-    const org = Either.getOrThrow(decodeToml(OrgSchema, "org.toml", `[cluster]\ndatabase = "${pg.url}"\nshared_data = "${shared}"\n`))
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-claims-"))
-    const files = (name: string) => {
-      const home = path.join(root, name)
-      return Layer.mergeAll(Paths.layerAt({ config: path.join(home, "config"), data: path.join(home, "data"), state: path.join(home, "state"), home }), Files.layer, NodeContext.layer)
-    }
-    const password = Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
-    const fleetStore = (node: string) =>
-      fleetTaskStore(node, "bench").pipe(
-        Layer.provide(fleetSqlLayer(org.cluster!, { maxConnections: 4 }).pipe(Layer.provide(Vault.layerTest({})))),
-        Layer.provide(files(node)),
-        Layer.provide(password)
-      )
+    const { files, fleetStore, org, password, root } = claimStores("roster-bench-claims-")
     await Effect.runPromise(migrate.pipe(Effect.provide(fleetSqlLayer(org.cluster!).pipe(Layer.provide(Vault.layerTest({})))), Effect.provide(password)))
     let n = 0
     /** Claims and ends every queued task it can, two at a time, until none is left; each claim as the supervisor makes it. */
@@ -193,19 +199,7 @@ describe("a fleet on Postgres against one machine on files", () => {
     const WORKERS = smoke ? 20 : 200
     // The read-and-update path is measured over the first claims only (each of its passes reads the queue).
     const OLD_CLAIMS = smoke ? 60 : quick ? 300 : 1000
-    const org = Either.getOrThrow(decodeToml(OrgSchema, "org.toml", `[cluster]\ndatabase = "${pg.url}"\nshared_data = "${shared}"\n`))
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-claim-"))
-    const files = (name: string) => {
-      const home = path.join(root, name)
-      return Layer.mergeAll(Paths.layerAt({ config: path.join(home, "config"), data: path.join(home, "data"), state: path.join(home, "state"), home }), Files.layer, NodeContext.layer)
-    }
-    const password = Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
-    const fleetStore = (node: string) =>
-      fleetTaskStore(node, "bench").pipe(
-        Layer.provide(fleetSqlLayer(org.cluster!, { maxConnections: 4 }).pipe(Layer.provide(Vault.layerTest({})))),
-        Layer.provide(files(node)),
-        Layer.provide(password)
-      )
+    const { fleetStore, root } = claimStores("roster-bench-claim-")
     const fill = async () => {
       pg.sql("DELETE FROM roster_tasks")
       await Effect.runPromise(Effect.provide(Effect.flatMap(TaskStore, (st) =>

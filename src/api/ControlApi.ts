@@ -19,6 +19,10 @@ export const AddTask = Schema.Struct({
   reply_to: Schema.optional(Schema.String),
   /** An idempotency key: while a task with it waits or runs, the add gives that task back (existed: true). */
   key: Schema.optional(Schema.String),
+  /** Tries again after a failure that is no person's decision (absent: [supervisor] retries). */
+  retries: Schema.optional(Schema.Number),
+  /** Not before this time: an ISO time, or a span from now (+30m). */
+  at: Schema.optional(Schema.String),
   /** Which way the person came in (the CLI, the web UI; a bare API call otherwise). */
   via: Schema.optional(Schema.Literal("cli", "web", "api"))
 })
@@ -75,6 +79,8 @@ export class TasksGroup extends HttpApiGroup.make("tasks")
   .add(HttpApiEndpoint.get("list", "/tasks").setUrlParams(TaskFilter).addSuccess(Schema.Array(TaskRecord)))
   .add(HttpApiEndpoint.get("show", "/tasks/:id").setPath(TaskPath).addSuccess(TaskRecord).addError(NoSuchTask, { status: 404 }))
   .add(HttpApiEndpoint.post("cancel", "/tasks/:id/cancel").setPath(TaskPath).addSuccess(TaskRecord)
+    .addError(NoSuchTask, { status: 404 }).addError(TaskRefused, { status: 409 }).addError(TaskStoreError, { status: 500 }))
+  .add(HttpApiEndpoint.post("retry", "/tasks/:id/retry").setPath(TaskPath).addSuccess(TaskRecord)
     .addError(NoSuchTask, { status: 404 }).addError(TaskRefused, { status: 409 }).addError(TaskStoreError, { status: 500 }))
 {}
 

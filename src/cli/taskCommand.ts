@@ -1,6 +1,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import { Clock, Console, Effect, Option } from "effect"
-import { cancelInPlace, PERSON, queueTask } from "../supervisor/queueTask.js"
+import { cancelInPlace, PERSON, queueTask, retryTask } from "../supervisor/queueTask.js"
+import { hasSession } from "../supervisor/dispatch.js"
 import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, TaskStatus } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { Paths } from "../config/Paths.js"
@@ -25,8 +26,11 @@ const ago = (iso: string, now: number) => {
   return s < 90 ? `${s}s ago` : s < 5400 ? `${Math.round(s / 60)}m ago` : s < 129600 ? `${Math.round(s / 3600)}h ago` : `${Math.round(s / 86400)}d ago`
 }
 
+/** A queued task's status as a person reads it: "waiting" while its run-at time or its retry's backoff has not passed. */
+const shownStatus = (t: TaskRecord, now: number) => (t.status === "queued" && t.not_before !== undefined && Date.parse(t.not_before) > now ? "waiting" : t.status)
+
 const line = (t: TaskRecord, now: number) =>
-  `${t.task_id}  ${t.status.padEnd(9)}  ${t.worker.padEnd(12)}  ${ago(t.created_at, now).padEnd(8)}  ${short(t.unreadable ? (t.reason ?? "record unreadable") : t.prompt, 60)}`
+  `${t.task_id}  ${shownStatus(t, now).padEnd(9)}  ${t.worker.padEnd(12)}  ${ago(t.created_at, now).padEnd(8)}  ${short(t.unreadable ? (t.reason ?? "record unreadable") : t.prompt, 60)}`
 
 const queuedBy = (t: TaskRecord) =>
   t.origin.by === "self"
@@ -53,11 +57,19 @@ const add = Command.make("add", {
     Options.optional,
     Options.withDescription("an idempotency key: while a task with this key waits or runs, adding again gives that task back (\"task <id> exists (key K)\", exit 0) instead of a twin")
   ),
+  retries: Options.integer("retries").pipe(
+    Options.optional,
+    Options.withDescription("try again this many times after a failure that is no person's decision (a failed model call, a lost box, a failed preflight), with a doubling wait; default [supervisor] retries")
+  ),
+  at: Options.text("at").pipe(
+    Options.optional,
+    Options.withDescription("not before this time: 2026-12-24T09:00:00Z, or from now: +30m, +2h, +1d (it waits in the queue until then)")
+  ),
   replyTo: Options.text("reply-to").pipe(
     Options.optional,
     Options.withDescription("where the answer goes when the task ends: talk:<run-id> (a live roster talk), task:<task-id> (that task's record), chat:slack:<channel>[/<thread>] or chat:discord:<channel>[/<thread>] (a [[chat.channel]] org.toml maps), or none")
   )
-}, ({ after, ceiling, channel, continues, json, key, prompt, replyTo, worker }) =>
+}, ({ after, at, ceiling, channel, continues, json, key, prompt, replyTo, retries, worker }) =>
   Effect.gen(function*() {
     const req = {
       worker,
@@ -67,7 +79,9 @@ const add = Command.make("add", {
       ...(Option.isSome(channel) ? { channel: channel.value } : {}),
       ...(Option.isSome(continues) ? { continue: continues.value } : {}),
       ...(Option.isSome(replyTo) ? { reply_to: replyTo.value } : {}),
-      ...(Option.isSome(key) ? { key: key.value } : {})
+      ...(Option.isSome(key) ? { key: key.value } : {}),
+      ...(Option.isSome(retries) ? { retries: retries.value } : {}),
+      ...(Option.isSome(at) ? { at: at.value } : {})
     }
     const viaServer = yield* viaDaemon((c) => c.tasks.add({ payload: { ...req, via: "cli" } }))
     const task = Option.isSome(viaServer) ? viaServer.value : yield* queueTask(req, { ...PERSON, via: "cli" })
@@ -137,6 +151,12 @@ const show = Command.make("show", { json, taskId: taskIdArg }, ({ json, taskId }
     if (t.started_at) yield* Console.log(`started ${t.started_at}`)
     if (t.finished_at) yield* Console.log(`finished ${t.finished_at}: ended by ${t.ended_by ?? "-"} (exit code ${t.exit_code ?? "none"})${t.adopted ? ", adopted after a daemon restart" : ""}`)
     if (t.reason) yield* Console.log(`reason: ${visible(t.reason)}`)
+    if (t.not_before && t.status === "queued") yield* Console.log(`waits until ${t.not_before}`)
+    if (t.retries !== undefined) yield* Console.log(`retries: ${t.retries}`)
+    if (t.interrupted) yield* Console.log(`interrupted: run ${t.interrupted.run_id} by ${t.interrupted.by === "stop" ? "roster server stop" : "the daemon dying with its box"} at ${t.interrupted.at}`)
+    for (const [i, a] of (t.attempts ?? []).entries()) {
+      yield* Console.log(`attempt ${i + 1}: run ${a.run_id} ended by ${a.ended_by} at ${a.at}${a.reason ? `: ${visible(a.reason)}` : ""}`)
+    }
     for (const r of t.run_ids) yield* Console.log(`run: ${r}  (roster runs show ${r})`)
     if (t.final_text) yield* Console.log(`\n${visible(t.final_text.trimEnd())}`)
   })).pipe(Command.withDescription("Show a task: its state, prompt, runs and how it ended."))
@@ -159,7 +179,19 @@ const cancel = Command.make("cancel", { json, taskId: taskIdArg }, ({ json, task
     yield* Console.log(`task ${t.task_id} ${t.status}`)
   })).pipe(Command.withDescription("Cancel a task: a queued one never runs; a running one's box is killed (its record says cancelled)."))
 
+/** With no daemon, a failed task is put back where it stands (the next daemon runs it). */
+const retry = Command.make("retry", { json, taskId: taskIdArg }, ({ json, taskId }) =>
+  Effect.gen(function*() {
+    yield* taskIdForm(taskId)
+    const viaServer = yield* viaDaemon((c) => c.tasks.retry({ path: { id: taskId } }))
+    const t = Option.isSome(viaServer) ? viaServer.value : yield* retryTask(taskId, hasSession)
+    if (json) return yield* Console.log(JSON.stringify(t, null, 2))
+    yield* Console.log(`task ${t.task_id} queued again${t.continues?.task_id === t.task_id ? ` (carrying on from run ${t.continues.run_id})` : ""}`)
+  })).pipe(Command.withDescription(
+    "Try a failed or cancelled task again: back in the queue in its place, carrying on from its last run (its pi session resumed). Example: roster task retry t-1a2b3c4d"
+  ))
+
 export const taskCommand = Command.make("task").pipe(
   Command.withDescription("Queue work for the daemon to run unattended, and follow it."),
-  Command.withSubcommands([add, list, show, cancel])
+  Command.withSubcommands([add, list, show, cancel, retry])
 )

@@ -99,7 +99,15 @@ export const SupervisorSection = Schema.Struct({
    * A task whose run a stop, a crash or a reboot ended: "resume" puts it back in the queue to
    * carry on as a continuation of that run (its pi session resumed); "fail" ends it failed.
    */
-  on_interrupt: Schema.optionalWith(Schema.Literal("resume", "fail"), { default: () => "resume" as const })
+  on_interrupt: Schema.optionalWith(Schema.Literal("resume", "fail"), { default: () => "resume" as const }),
+  /**
+   * How many times a task whose run failed by no person's decision — a failed model call, the
+   * engine losing the box, a failed preflight — is tried again (a task's own --retries wins);
+   * never after a ceiling, a budget stop or a cancel.
+   */
+  retries: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 20)), { default: () => 0 }),
+  /** Seconds before the first retry; each next waits twice as long, at most an hour. */
+  retry_backoff_s: Schema.optionalWith(Schema.Number.pipe(Schema.between(0, 3600)), { default: () => 30 })
 })
 
 const Usd = Schema.Number.pipe(Schema.finite(), Schema.positive())
@@ -277,7 +285,7 @@ export const OrgSchema = Schema.Struct({
   engine: Schema.optionalWith(EngineSection, { default: () => ({ image: "roster-box:1" }) }),
   box: Schema.optionalWith(BoxSection, { default: () => Schema.decodeSync(BoxSection)({}) }),
   gateway: Schema.optionalWith(GatewaySection, { default: () => Schema.decodeSync(GatewaySection)({}) }),
-  supervisor: Schema.optionalWith(SupervisorSection, { default: () => ({ concurrency: 2, max_self_tasks: 5, on_interrupt: "resume" as const }) }),
+  supervisor: Schema.optionalWith(SupervisorSection, { default: () => ({ concurrency: 2, max_self_tasks: 5, on_interrupt: "resume" as const, retries: 0, retry_backoff_s: 30 }) }),
   grant: Schema.optionalWith(Schema.Array(Grant), { default: () => [] }),
   allow: Schema.optionalWith(Schema.Array(Allow), { default: () => [] }),
   expose: Schema.optionalWith(Schema.Array(Expose), { default: () => [] }),

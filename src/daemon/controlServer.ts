@@ -29,7 +29,8 @@ const TasksLive = HttpApiBuilder.group(ControlApi, "tasks", (handlers) =>
     .handle("add", ({ payload }) => Effect.flatMap(Supervisor, (s) => s.add(payload)))
     .handle("list", ({ urlParams }) => Effect.flatMap(Supervisor, (s) => s.list(urlParams)))
     .handle("show", ({ path }) => Effect.flatMap(Supervisor, (s) => s.show(path.id)))
-    .handle("cancel", ({ path }) => Effect.flatMap(Supervisor, (s) => s.cancel(path.id))))
+    .handle("cancel", ({ path }) => Effect.flatMap(Supervisor, (s) => s.cancel(path.id)))
+    .handle("retry", ({ path }) => Effect.flatMap(Supervisor, (s) => s.retry(path.id))))
 
 const serverLive = (startedAt: string, configRoot: string) =>
   HttpApiBuilder.group(ControlApi, "server", (handlers) =>

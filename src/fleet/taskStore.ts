@@ -124,6 +124,7 @@ const writes = (
         WHERE t.task_id = (
           SELECT q.task_id FROM roster_tasks q
           WHERE q.status = 'queued'
+            AND (q.record->>'not_before' IS NULL OR (q.record->>'not_before')::timestamptz <= ${time}::timestamptz)
             AND NOT (q.worker = ANY(${`{${busy.join(",")}}`}::text[]))
             AND NOT EXISTS (SELECT 1 FROM roster_tasks r WHERE r.worker = q.worker AND r.status = 'running')
             AND (q.after_id IS NULL OR EXISTS (SELECT 1 FROM roster_tasks a WHERE a.task_id = q.after_id AND a.status = 'done'))

@@ -11,7 +11,7 @@ import { FleetMember } from "../fleet/FleetMember.js"
 import { type AddedTask, isFinal, NoSuchTask, type TaskRecord, TaskRefused, type TaskStatus, type TaskStoreError } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { dispatchLoop, hasSession, holdSlot, HOLD_REASON } from "./dispatch.js"
-import { cancelInPlace, cancelQueued, PERSON, queueTask, type TaskRequest } from "./queueTask.js"
+import { cancelInPlace, cancelQueued, PERSON, queueTask, retryTask, type TaskRequest } from "./queueTask.js"
 import { makeState, type SupervisorState } from "./state.js"
 import { deliverPending } from "./deliver.js"
 import { strayLoop, sweepStrays } from "./strays.js"
@@ -33,6 +33,8 @@ export interface SupervisorApi {
   readonly list: (filter: TaskFilter) => Effect.Effect<ReadonlyArray<TaskRecord>>
   readonly show: (taskId: string) => Effect.Effect<TaskRecord, NoSuchTask>
   readonly cancel: (taskId: string) => Effect.Effect<TaskRecord, NoSuchTask | TaskRefused | TaskStoreError>
+  /** A failed or cancelled task back in the queue, carrying on from its last run. */
+  readonly retry: (taskId: string) => Effect.Effect<TaskRecord, NoSuchTask | TaskRefused | TaskStoreError>
   /**
    * A box slot for a box that is not a task's (a chat session's), held until the scope closes:
    * waits for `[supervisor] concurrency` and for the worker's other box, and counts toward both.
@@ -191,6 +193,7 @@ const make = Effect.gen(function*() {
         ts.filter((t) => (filter.worker === undefined || t.worker === filter.worker) && (filter.status === undefined || t.status === filter.status))
       ))),
     show: (taskId) => use(store.get(taskId).pipe(Effect.flatMap((t) => (t ? Effect.succeed(t) : Effect.fail(new NoSuchTask({ taskId })))))),
+    retry: (taskId) => use(retryTask(taskId, hasSession)).pipe(Effect.tap(() => wake)),
     cancel: (taskId) =>
       use(Effect.gen(function*() {
         const t = yield* store.get(taskId)

@@ -1,5 +1,5 @@
 import { FileSystem } from "@effect/platform"
-import { Cause, type Context, Deferred, Effect, Exit, FiberMap, Option, Queue, Ref, Schedule } from "effect"
+import { Cause, Clock, type Context, Deferred, Effect, Exit, FiberMap, Option, Queue, Ref, Schedule } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import { runFiles } from "../contract/runFiles.js"
 import { modelCredentialAvailable } from "../box/pihome.js"
@@ -13,7 +13,7 @@ import { isFinal, type TaskRecord } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { deliverPending, deliverReply } from "./deliver.js"
 import { type SupervisorState, withKey, withoutKey } from "./state.js"
-import { REQUEUE_HINT, requeueInterrupted, type RunEnded, taskEnd, taskFailed } from "./taskEnd.js"
+import { attemptOf, REQUEUE_HINT, requeueInterrupted, requeueRetry, retryable, retryWaitMs, type RunEnded, taskEnd, taskFailed } from "./taskEnd.js"
 
 export const HOLD_REASON = "no model credential: nothing would answer the worker — connect one: roster connection add anthropic " +
   "(a host pi login or ANTHROPIC_API_KEY in the daemon's environment also count); the queue resumes by itself"
@@ -57,6 +57,32 @@ const interruptedEnd = (worker: string, runId: string) =>
     if (Option.isSome(org) && org.value.supervisor.on_interrupt === "fail") return undefined
     if (yield* failsRunning) return undefined
     return requeueInterrupted(runId, "stop", yield* hasSession(worker, runId))
+  })
+
+/**
+ * How a run's end leaves its task: failed by no person's decision with tries left — back in the
+ * queue after its backoff (`[supervisor] retries`, or the task's own); past its tries failed with
+ * every attempt's reason; else as taskEnd says. Every ended run is an attempt on the record.
+ */
+const attemptEnd = (worker: string, end: RunEnded, cancelled: boolean) =>
+  Effect.gen(function*() {
+    const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.option)
+    const policy = Option.match(org, { onNone: () => ({ retries: 0, retry_backoff_s: 30 }), onSome: (o) => o.supervisor })
+    const resumable = retryable(end) && !cancelled ? yield* hasSession(worker, end.runId) : false
+    return (x: TaskRecord, now: string): TaskRecord => {
+      const ended = taskEnd(end, cancelled)(x, now)
+      if (ended.status !== "failed" || !retryable(end)) return { ...ended, attempts: [...(x.attempts ?? []), attemptOf(end, now, ended.reason)] }
+      const failures = (x.attempts ?? []).filter((a) => a.reason !== null).length + 1
+      const allowed = x.retries ?? policy.retries
+      if (failures <= allowed) return requeueRetry(end, ended.reason ?? "it failed", retryWaitMs(policy.retry_backoff_s, failures), resumable)(x, now)
+      const attempts = [...(x.attempts ?? []), attemptOf(end, now, ended.reason)]
+      const failed = attempts.filter((a) => a.reason !== null)
+      return failed.length <= 1 ? { ...ended, attempts } : {
+        ...ended,
+        attempts,
+        reason: `failed after ${failed.length} attempts: ${failed.map((a, i) => `${i + 1}. ${a.reason}`).join("; ")}`
+      }
+    }
   })
 
 /** Whether this stop was asked to fail the running tasks (roster server stop --fail-running). */
@@ -109,16 +135,18 @@ const runTask = (
         const end = endOf(runId, exit, cancelled)
         // Interrupted by roster itself (the daemon stopping), not by a person: the task carries on after the restart.
         const resumes = Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && !cancelled ? yield* interruptedEnd(t.worker, runId) : undefined
+        const ends = resumes ?? (yield* attemptEnd(t.worker, end, cancelled))
         // A store that cannot be written now (a fleet's database down) gets the end when it answers again.
         // Only this attempt's end is written: a fenced attempt's task is already another's.
         const task = yield* (yield* TaskStore).update(t.task_id, (x, now) =>
-          x.status === "running" && x.run_ids.at(-1) === runId ? (resumes ?? taskEnd(end, cancelled))(x, now) : x).pipe(
+          x.status === "running" && x.run_ids.at(-1) === runId ? ends(x, now) : x).pipe(
           Effect.tapError((e) => Effect.logWarning(`task ${t.task_id}: its end cannot be recorded yet (${e.message}); retrying`)),
           Effect.retry({ schedule: END_RETRY, while: (e) => e._tag === "TaskStoreError" })
         )
         if (task.status === "queued" && task.interrupted?.run_id === runId) {
           return yield* Effect.logInfo(`task ${t.task_id} (${t.worker}): the daemon stopped during run ${runId}; it carries on from there after the next start`)
         }
+        if (task.status === "queued") return yield* Effect.logWarning(`task ${t.task_id} (${t.worker}): ${task.reason ?? "tried again"}`)
         if (task.run_ids.at(-1) !== runId || task.finished_at === null) {
           return yield* Effect.logWarning(`task ${t.task_id} (${t.worker}): run ${runId} ended after the fleet fenced it; the task is ${task.status} there`)
         }
@@ -230,9 +258,12 @@ export const dispatchPass = (st: SupervisorState) =>
     // A worker whose task runs anywhere (another node of a fleet included) is busy here too.
     const busy = new Set([...live, ...adopted, ...sessions].map((x) => x.worker).concat(all.filter((t) => t.status === "running").map((t) => t.worker)))
     let free = org.supervisor.concurrency - live.length - adopted.length - sessions.length
+    const now = yield* Clock.currentTimeMillis
     for (const t of all) {
       if (free <= 0) break
       if (t.status !== "queued" || busy.has(t.worker)) continue
+      // A run-at time (task add --at) or a retry's backoff not yet passed: it waits, and holds nothing.
+      if (t.not_before !== undefined && Date.parse(t.not_before) > now) continue
       const after = afterState(t, all)
       if (after === "waiting") continue
       const resumes = after === "ready" ? yield* continuesState(t, all) : after

@@ -1,11 +1,12 @@
-import { Effect, Schema } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { validateCeiling } from "../box/ceiling.js"
 import { containerName } from "../box/spec.js"
 import { Docker } from "../docker/Docker.js"
 import { validateChannelName, validateWorkerName } from "../config/names.js"
 import { linkContinuation } from "../task/links.js"
 import { checkReplyTo, PERSON_ASKS } from "../reply/replyTo.js"
-import { isFinal, TaskKey, type TaskOrigin, type TaskRecord, TaskRefused } from "../task/TaskRecord.js"
+import type { HostFiles } from "../config/Paths.js"
+import { isFinal, NoSuchTask, TaskKey, type TaskOrigin, type TaskRecord, TaskRefused } from "../task/TaskRecord.js"
 import { TaskStore } from "../task/TaskStore.js"
 import { CANCELLED } from "./taskEnd.js"
 import { readIdentity } from "../worker/workers.js"
@@ -22,6 +23,18 @@ export interface TaskRequest {
   readonly reply_to?: string | undefined
   /** An idempotency key: while a task with it waits or runs, this request gives that task back. */
   readonly key?: string | undefined
+  /** Tries again after a failure that is no person's decision (absent: [supervisor] retries). */
+  readonly retries?: number | undefined
+  /** Not before this time: an ISO time, or from now: +30s, +30m, +2h, +1d. */
+  readonly at?: string | undefined
+}
+
+/** `--at`: an ISO time, or a span from `now` (+30s, +30m, +2h, +1d); the time as ISO, or why not. */
+export const runAt = (at: string, now: number): string | { readonly why: string } => {
+  const span = /^\+(\d+(?:\.\d+)?)([smhd])$/.exec(at.trim())
+  if (span) return new Date(now + Number(span[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[span[2] as "s" | "m" | "h" | "d"]).toISOString()
+  const t = Date.parse(at)
+  return Number.isFinite(t) && /\d{4}-\d{2}-\d{2}/.test(at) ? new Date(t).toISOString() : { why: `--at ${JSON.stringify(at)}: a time (2026-12-24T09:00:00Z) or a span from now (+30m, +2h, +1d)` }
 }
 
 /** What `--continue <task-id>` resumes: that task of the same worker, its last run (or the run it will have). */
@@ -53,6 +66,11 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
   }
   if (req.ceiling_min !== undefined) yield* validateCeiling(req.ceiling_min).pipe(Effect.mapError(refuse))
   if (req.channel !== undefined) yield* validateChannelName(req.channel).pipe(Effect.mapError(refuse))
+  if (req.retries !== undefined && !(Number.isInteger(req.retries) && req.retries >= 0 && req.retries <= 20)) {
+    return yield* Effect.fail(new TaskRefused({ detail: `--retries ${req.retries}: a whole number from 0 to 20` }))
+  }
+  const notBefore = req.at === undefined ? undefined : runAt(req.at, yield* Clock.currentTimeMillis)
+  if (typeof notBefore === "object") return yield* Effect.fail(new TaskRefused({ detail: notBefore.why }))
   if (req.key !== undefined && !Schema.is(TaskKey)(req.key)) {
     return yield* Effect.fail(new TaskRefused({ detail: `--key ${JSON.stringify(req.key)}: a key is 1 to 128 printable characters, no spaces` }))
   }
@@ -76,11 +94,35 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
     origin,
     continues: carried?.continues,
     replyTo,
-    key: req.key
+    key: req.key,
+    retries: req.retries,
+    notBefore
   })
   if (carried && !added.existed) yield* linkContinuation(carried.of.task_id, added.task_id)
   return added
 })
+/**
+ * `roster task retry`: a failed (or cancelled) task back in the queue in its place, as a
+ * continuation of its last run when that run had a session; its attempts kept, its answer to be
+ * delivered again once it ends.
+ */
+export const retryTask = Effect.fn("supervisor.retryTask")(function*(taskId: string, resumable: (worker: string, runId: string) => Effect.Effect<boolean, never, HostFiles>) {
+  const store = yield* TaskStore
+  const t = yield* store.get(taskId)
+  if (!t) return yield* Effect.fail(new NoSuchTask({ taskId }))
+  if (t.status !== "failed" && t.status !== "cancelled") {
+    return yield* Effect.fail(new TaskRefused({ detail: `task ${taskId} is ${t.status}: only a failed or cancelled task is tried again` }))
+  }
+  if (t.unreadable) return yield* Effect.fail(new TaskRefused({ detail: `task ${taskId}'s record is unreadable (${t.unreadable.file}): queue its work again with roster task add` }))
+  const last = t.run_ids.at(-1)
+  const carries = last !== undefined && (yield* resumable(t.worker, last))
+  return yield* store.update(taskId, (x) => {
+    if (x.status !== "failed" && x.status !== "cancelled") return x
+    const { delivery: _, not_before: __, ...rest } = x
+    return { ...rest, status: "queued", reason: null, finished_at: null, ...(carries && last ? { continues: { task_id: x.task_id, run_id: last } } : {}) }
+  })
+})
+
 /** The origin of a task a person queued (the CLI, the control API). */
 export const PERSON: TaskOrigin = { by: "person", run_id: null, task_id: null }
 

@@ -58,6 +58,34 @@ export const requeueInterrupted = (runId: string, by: "stop" | "restart", resuma
   ...(resumable ? { continues: { task_id: t.task_id, run_id: runId } } : {})
 })
 
+/**
+ * A failure no person decided and that another try may not repeat: a failed model call (pi exits
+ * 0 with the error recorded), a failed preflight, the engine losing the box or refusing it. A
+ * ceiling, a budget stop, a cancel, a fence — or the agent's own non-zero exit — are final.
+ */
+export const retryable = (end: RunEnded) =>
+  end.endedBy === "box-died" || end.endedBy === "error" || (end.endedBy === "exit" && end.error !== null && (end.exitCode === 0 || end.exitCode === 97))
+
+/** The wait before retry `n` (1 = the first): the backoff, doubling, at most an hour. */
+export const retryWaitMs = (backoffS: number, n: number) => Math.min(3600, backoffS * 2 ** Math.max(0, n - 1)) * 1000
+
+/** The attempt a run's end adds to its task's record. */
+export const attemptOf = (end: RunEnded, at: string, reason: string | null) => ({ run_id: end.runId, ended_by: end.endedBy, at, reason })
+
+/**
+ * A failed attempt tried again: back in the queue in its place, not before its backoff has
+ * passed, carrying on from the failed run when it had a session.
+ */
+export const requeueRetry = (end: RunEnded, reason: string, waitMs: number, resumable: boolean) => (t: TaskRecord, now: string): TaskRecord => ({
+  ...t,
+  status: "queued",
+  reason: `attempt ${(t.attempts?.length ?? 0) + 1} failed (${reason}); tried again after ${Math.round(waitMs / 1000)} s`,
+  finished_at: null,
+  not_before: new Date(Date.parse(now) + waitMs).toISOString(),
+  attempts: [...(t.attempts ?? []), attemptOf(end, now, reason)],
+  ...(resumable ? { continues: { task_id: t.task_id, run_id: end.runId } } : {})
+})
+
 /** Why an interrupted task was not put back (on_interrupt = "fail", or a stop with --fail-running). */
 export const interruptedFail = (by: "stop" | "restart") =>
   by === "stop" ? `the daemon stopped while it ran (its box was killed); ${REQUEUE_HINT}` : `the daemon stopped while it ran and its box is gone; ${REQUEUE_HINT}`

@@ -107,6 +107,12 @@ export const TaskRecord = Schema.Struct({
   delivery: Schema.optional(Delivery),
   /** Answers of other tasks delivered here (their reply_to was task:<this id>). */
   replies: Schema.optional(Schema.Array(Reply)),
+  /** How many times it may be tried again after a failure that is no person's decision (`task add --retries`; else [supervisor] retries). */
+  retries: Schema.optional(Schema.Number),
+  /** Not claimed before this time (`task add --at`, or a retry's backoff): until then it waits. */
+  not_before: Schema.optional(Schema.String),
+  /** Each run of it that ended, and how: the attempts a retry or a resume added. */
+  attempts: Schema.optional(Schema.Array(Schema.Struct({ run_id: RunId, ended_by: Schema.String, at: Schema.String, reason: Schema.NullOr(Schema.String) }))),
   /** Its idempotency key (`task add --key`): one unfinished task per key. */
   key: Schema.optional(TaskKey),
   /** Set only on a record roster could not read: where the file was put aside. Such a task is listed as failed and never run. */

@@ -14,6 +14,10 @@ export interface NewTask {
   readonly replyTo?: string | undefined
   /** Its idempotency key: while a task with this key waits or runs, adding another gives that one. */
   readonly key?: string | undefined
+  /** Retries after a failure that is no person's decision (absent: [supervisor] retries). */
+  readonly retries?: number | undefined
+  /** Not before this time (ISO). */
+  readonly notBefore?: string | undefined
 }
 
 
@@ -31,6 +35,8 @@ export const newTaskRecord = (t: NewTask, taskId: string, seq: number, time: str
   ...(t.continues ? { continues: t.continues } : {}),
   ...(t.replyTo ? { reply_to: t.replyTo } : {}),
   ...(t.key ? { key: t.key } : {}),
+  ...(t.retries !== undefined ? { retries: t.retries } : {}),
+  ...(t.notBefore ? { not_before: t.notBefore } : {}),
   created_at: time,
   updated_at: time,
   started_at: null,

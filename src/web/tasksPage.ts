@@ -32,7 +32,7 @@ export const tasksBody = (tasks: ReadonlyArray<TaskRecord> | null, workers: Read
 </form>
 ${tasks === null ? html`<p class="warn">The roster server is not running: start it (<code>roster server start</code>) to see and queue tasks.</p>` : tasks.length === 0 ? html`<p>No task matches.</p>` : html`<table>
 <thead><tr><th scope="col">Task</th><th scope="col">Worker</th><th scope="col">Status</th>${node.head}<th scope="col">Prompt</th><th scope="col">Runs</th><th scope="col">Reason</th><th scope="col"><span class="sr">Action</span></th></tr></thead>
-<tbody>${tasks.map((t) => html`<tr><td>${t.task_id}</td><td>${t.worker}</td><td>${t.status}</td>${node.cell(t)}<td>${cut(t.prompt, 200)}</td><td>${t.run_ids.map((r) => html`<a href="/runs/${r}">${r}</a> `)}</td><td>${t.reason ? cut(t.reason, 300) : ""}</td><td>${
+<tbody>${tasks.map((t) => html`<tr><td>${t.task_id}</td><td>${t.worker}</td><td>${t.status}${t.status === "queued" && t.not_before ? html` (waits until ${t.not_before})` : ""}${(t.attempts?.length ?? 0) > 0 ? html`<br><small>${t.attempts?.length} attempt${t.attempts?.length === 1 ? "" : "s"}${t.interrupted ? html`, interrupted by ${t.interrupted.by}` : ""}</small>` : ""}</td>${node.cell(t)}<td>${cut(t.prompt, 200)}</td><td>${t.run_ids.map((r) => html`<a href="/runs/${r}">${r}</a> `)}</td><td>${t.reason ? cut(t.reason, 300) : ""}</td><td>${
     isFinal(t.status) ? "" : html`<form method="post" action="/tasks/${t.task_id}/cancel"><input type="hidden" name="csrf" value="${csrf}"><button type="submit">Cancel ${t.task_id}</button></form>`
   }</td></tr>`)}</tbody>
 </table>`}`

@@ -1,3 +1,4 @@
+import { expect } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import { type RosterPaths, layout } from "../../src/config/Paths.js"
@@ -50,3 +51,19 @@ export const eventually = <A, E, R>(check: Effect.Effect<A | undefined | false, 
     }
   })
 
+
+/**
+ * Polls (real time) until `ok` holds, then asserts it with the last value seen, so a test fails by
+ * assertion (saying what it last saw) rather than by its own timeout.
+ */
+export const until = <A>(read: Effect.Effect<A>, ok: (a: A) => boolean, what: string, ms = 20_000) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + ms
+    let last = yield* read
+    while (!ok(last) && Date.now() < deadline) {
+      yield* Effect.sleep("20 millis")
+      last = yield* read
+    }
+    expect(ok(last), `${what}; last seen: ${JSON.stringify(last)}`).toBe(true)
+    return last
+  })

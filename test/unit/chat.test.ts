@@ -13,7 +13,7 @@ import { CHAT_MESSAGE_MAX, splitMessage } from "../../src/gateway/actions/chat/s
 import { initialTurnState, step, type TurnState } from "../../src/session/turns.js"
 import { type DiscordStandIn, startDiscordStandIn } from "../support/discordStandIn.js"
 import { BOT_USER, type SlackStandIn, startSlackStandIn } from "../support/slackStandIn.js"
-import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
+import { tempPaths, unitLayer, writeFixture, until } from "../support/harness.js"
 
 const BOT = "xoxb-unit-bot-token-0001"
 const APP = "xapp-unit-app-token-0001"
@@ -27,18 +27,6 @@ const event = (e: Partial<ChatEvent>): ChatEvent => ({
   provider: "slack", channel: "C0TEAM", id: "1.1", user: "U0ANNA", text: `<@${BOT_USER}> hello`, mentionsBot: true, fromBot: false, ...e
 })
 
-/** Polls until `ok` holds, then fails by assertion with the last value seen (never by the test's timeout). */
-const until = <A>(read: Effect.Effect<A>, ok: (a: A) => boolean, what: string) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + 20_000
-    let last = yield* read
-    while (!ok(last) && Date.now() < deadline) {
-      yield* Effect.sleep("20 millis")
-      last = yield* read
-    }
-    expect(ok(last), `${what}; last seen: ${JSON.stringify(last)}`).toBe(true)
-    return last
-  })
 
 describe("[[chat]] in org.toml", () => {
   it("decodes with its defaults, and a channel mapped twice is refused naming both", () => {

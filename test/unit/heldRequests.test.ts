@@ -22,6 +22,7 @@ import { SpendLedger } from "../../src/spend/SpendLedger.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { reportPreflight } from "../support/boxClient.js"
+import { until } from "../support/harness.js"
 
 const ALICE = "a2".repeat(32)
 const BOB = "b2".repeat(32)
@@ -41,17 +42,6 @@ const held = (port: number, token: string) => {
   return { socket, answered, said: () => said }
 }
 
-const until = <A>(read: Effect.Effect<A>, ok: (a: A) => boolean, what: string) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + 8000
-    let last = yield* read
-    while (!ok(last) && Date.now() < deadline) {
-      yield* Effect.sleep("20 millis")
-      last = yield* read
-    }
-    expect(ok(last), `${what}; last seen: ${JSON.stringify(last)}`).toBe(true)
-    return last
-  })
 
 /** A deployment on disk with alice's and bob's tokens, and the services a real gateway runs with. */
 const gatewayDeployment = (orgToml: string, ended: Set<string>, audited: Array<AuditRecord>) => {

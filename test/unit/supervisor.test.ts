@@ -334,6 +334,56 @@ describe("the supervisor (Docker test layer)", () => {
       }
     }))
 
+  it.scoped("retries: a model call that fails twice, then answers — done on attempt 3 after a 30 s and a 60 s wait; a ceiling is never tried again; task retry", () => {
+    let calls = 0
+    const failing = (spec: ContainerSpec) => {
+      if (spec.Cmd.join(" ").includes("STUCK-AT-ITS-CEILING")) return { hang: true }
+      if (!spec.Cmd.join(" ").includes("FLAKY")) return { exitCode: 0 }
+      calls++
+      const failed = JSON.stringify({ type: "message_end", message: { role: "assistant", content: [], stopReason: "error", errorMessage: "529 overloaded (stand-in)" } })
+      const ok = JSON.stringify({ type: "message_end", message: { role: "assistant", content: [{ type: "text", text: "answered" }], stopReason: "stop" } })
+      return { stdout: [`${calls <= 2 ? failed : ok}\n`], exitCode: 0 }
+    }
+    const { layer } = deployment("[supervisor]\nconcurrency = 2\nretries = 2\nretry_backoff_s = 30\n", { docker: { script: failing } })
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const t = yield* sup.add({ worker: "alice", prompt: "FLAKY" })
+      const backoff = (n: number) =>
+        Effect.gen(function*() {
+          // Ticked until it shows (the end of a run waits on the clock: its output drained within a bound).
+          yield* eventually(TestClock.adjust("10 millis").pipe(Effect.zipRight(Effect.map((yield* TaskStore).get(t.task_id), (x) =>
+            x?.status === "queued" && (x.attempts?.length ?? 0) === n))), `attempt ${n} failed and queued again`)
+          const x = (yield* (yield* TaskStore).get(t.task_id))!
+          expect(x.reason).toContain(`attempt ${n} failed (the model call failed: 529 overloaded (stand-in))`)
+          // Waiting out its backoff: no box before it passes.
+          const boxes = (yield* Effect.flatMap(DockerFake, (f) => f.callsOf("containerCreate"))).length
+          yield* TestClock.adjust(`${30 * 2 ** (n - 1) - 5} seconds`)
+          expect((yield* Effect.flatMap(DockerFake, (f) => f.callsOf("containerCreate"))).length).toBe(boxes)
+          yield* TestClock.adjust("7 seconds")
+        })
+      yield* backoff(1)
+      yield* backoff(2)
+      yield* waitStatus(t.task_id, "done")
+      const done = (yield* (yield* TaskStore).get(t.task_id))!
+      expect(done.run_ids).toHaveLength(3)
+      expect(done.attempts?.map((a) => [a.ended_by, a.reason !== null])).toEqual([["exit", true], ["exit", true], ["exit", false]])
+      expect(calls).toBe(3)
+
+      // A ceiling is a person's to look at: never tried again.
+      const c = yield* sup.add({ worker: "bob", prompt: "STUCK-AT-ITS-CEILING", ceiling_min: 1 })
+      yield* boxOf(c.task_id)
+      yield* TestClock.adjust("61 seconds")
+      yield* waitStatus(c.task_id, "failed")
+      expect((yield* (yield* TaskStore).get(c.task_id))?.reason).toContain("its ceiling (1 min) ended it")
+      yield* TestClock.adjust("5 minutes")
+      expect(yield* statusOf(c.task_id)).toBe("failed")
+      // roster task retry: back in the queue, carrying on from its last run.
+      const again = yield* sup.retry(c.task_id)
+      expect(again).toMatchObject({ status: "queued", reason: null, finished_at: null })
+      expect((yield* sup.retry(t.task_id).pipe(Effect.flip)).message).toContain("only a failed or cancelled task is tried again")
+    }).pipe(Effect.provide(layer))
+  })
+
   it.scoped("an add with a key already used by a task that waits or runs gives that task (20 at once: one task); once it has ended the key is free", () => {
     const { layer } = deployment()
     return Effect.gen(function*() {
