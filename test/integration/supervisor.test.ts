@@ -17,6 +17,9 @@ interface Task {
   readonly finished_at: string | null
   readonly ended_by: string | null
   readonly adopted?: boolean
+  readonly interrupted?: { readonly run_id: string; readonly by: string }
+  readonly final_text?: string | null
+  readonly continues?: { readonly task_id: string | null; readonly run_id: string | null }
 }
 
 describe("the supervisor in the real daemon, on a real Docker engine", () => {
@@ -110,6 +113,57 @@ describe("the supervisor in the real daemon, on a real Docker engine", () => {
     expect(await boxesOf()).toEqual([])
     const status = JSON.parse(await roster(["server", "status", "--json"])) as { supervisor: { adopted: number } }
     expect(status.supervisor.adopted).toBe(1)
+  })
+
+  it("roster server stop, then kill -9 with the box gone (a reboot): the running task goes back to the queue and carries on after the start, once, its --after task behind it", async () => {
+    // The first run marks the worker's store and hangs; the run that carries on finds the mark and ends.
+    const once = (mark: string) => `!if [ -f /pihome/store/${mark} ]; then echo carried-on; else touch /pihome/store/${mark}; echo started; sleep 600; fi`
+    for (const [worker, how] of [["bob", "stop"], ["carol", "restart"]] as const) {
+      const id = await add(worker, once(`interrupted-${how}`))
+      const behind = await add("alice", "--after", id, "!echo behind")
+      const [box] = await waitForBoxes(1)
+      await new Promise((r) => setTimeout(r, 500))
+      if (how === "stop") await roster(["server", "stop"])
+      else {
+        process.kill(daemonPid(), "SIGKILL")
+        await docker.getContainer(box!.Id).remove({ force: true })
+      }
+      if (how === "stop") {
+        // The stop itself put it back: queued, interrupted, to continue its run.
+        const stopped = await show(id)
+        expect(stopped).toMatchObject({ status: "queued", interrupted: { run_id: stopped.run_ids[0], by: "stop" }, continues: { task_id: id, run_id: stopped.run_ids[0] } })
+        expect((await show(behind)).status).toBe("queued")
+      }
+      await roster(["server", "start"])
+      const t = await until(id, (x) => x.status === "done")
+      expect(t).toMatchObject({ status: "done", interrupted: { by: how } })
+      expect(t.run_ids).toHaveLength(2)
+      expect(fs.readFileSync(d.file("data", "runs", worker, t.run_ids[1] ?? "", "stdout.jsonl"), "utf8")).toContain("carried-on")
+      const context = JSON.parse(fs.readFileSync(d.file("data", "runs", worker, t.run_ids[1] ?? "", "context.json"), "utf8")) as { input_prompt: string }
+      expect(context.input_prompt).toContain(`Your previous run of this task (${t.run_ids[0]}) was interrupted at`)
+      expect(context.input_prompt).toContain(`This run continues task ${id} (run ${t.run_ids[0]})`)
+      expect(await until(behind, (x) => x.status === "done")).toMatchObject({ status: "done" })
+      expect(await boxesOf()).toEqual([])
+    }
+  })
+
+  it("a failed model call is tried again after its backoff (1 s, real time), carrying on from the failed run; then done, each attempt on the record", async () => {
+    d.writeOrg("[supervisor]\nconcurrency = 1\nretry_backoff_s = 1\n")
+    try {
+      const failedCall = `{"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"529 overloaded (stand-in)"}}`
+      const answer = `{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"answered"}],"stopReason":"stop"}}`
+      const id = await add("bob", "--retries", "1", `!if [ -f /pihome/store/tried ]; then echo '${answer}'; else touch /pihome/store/tried; echo '${failedCall}'; fi`)
+      const t = await until(id, (x) => x.status === "done" || x.status === "failed")
+      expect(t).toMatchObject({ status: "done", final_text: "answered" })
+      const attempts = (t as unknown as { attempts: ReadonlyArray<{ run_id: string; reason: string | null; at: string }> }).attempts
+      expect(attempts.map((a) => a.reason === null)).toEqual([false, true])
+      expect(attempts[0]?.reason).toContain("529 overloaded (stand-in)")
+      const run2 = JSON.parse(fs.readFileSync(d.file("data", "runs", "bob", t.run_ids[1] ?? "", "run.json"), "utf8")) as { started_at: string }
+      // The second attempt waited its backoff after the first ended.
+      expect(Date.parse(run2.started_at) - Date.parse(attempts[0]!.at)).toBeGreaterThanOrEqual(900)
+    } finally {
+      d.writeOrg("[supervisor]\nconcurrency = 1\n")
+    }
   })
 
   it("kill -9 of a roster worker run: its box is gone and its token removed within 15 s", async () => {
