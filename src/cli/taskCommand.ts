@@ -39,36 +39,21 @@ const queuedBy = (t: TaskRecord) =>
     ? `a chat message${t.origin.chat ? ` by ${visible(t.origin.chat.author)} in ${t.origin.chat.provider} ${visible(t.origin.chat.channel)}` : ""}`
     : `a person${t.origin.via ? ` (${t.origin.via})` : ""}`
 
+/** An option a command may go without, with what it does. */
+const optional = <A>(option: Options.Options<A>, description: string) => option.pipe(Options.optional, Options.withDescription(description))
+
 const add = Command.make("add", {
   json,
   worker: Args.text({ name: "worker" }).pipe(Args.withDescription("the worker who does it")),
   prompt: Args.text({ name: "prompt" }).pipe(Args.atLeast(1), Args.withDescription("what the worker should do")),
-  ceiling: Options.float("ceiling").pipe(Options.optional, Options.withDescription("minutes before its box is killed (default: [box] ceiling_min)")),
-  after: Options.text("after").pipe(Options.optional, Options.withDescription("run only once this task is done")),
-  channel: Options.text("channel").pipe(
-    Options.optional,
-    Options.withDescription("serve a channel: its recent messages read-only at /pihome/channel, and a store the worker keeps per channel at /pihome/channel/store")
-  ),
-  continues: Options.text("continue").pipe(
-    Options.optional,
-    Options.withDescription("carry on task <id> of the same worker: its run's pi session is resumed, so the worker remembers that conversation")
-  ),
-  key: Options.text("key").pipe(
-    Options.optional,
-    Options.withDescription("an idempotency key: while a task with this key waits or runs, adding again gives that task back (\"task <id> exists (key K)\", exit 0) instead of a twin")
-  ),
-  retries: Options.integer("retries").pipe(
-    Options.optional,
-    Options.withDescription("try again this many times after a failure that is no person's decision (a failed model call, a lost box, a failed preflight), with a doubling wait; default [supervisor] retries")
-  ),
-  at: Options.text("at").pipe(
-    Options.optional,
-    Options.withDescription("not before this time: 2026-12-24T09:00:00Z, or from now: +30m, +2h, +1d (it waits in the queue until then)")
-  ),
-  replyTo: Options.text("reply-to").pipe(
-    Options.optional,
-    Options.withDescription("where the answer goes when the task ends: talk:<run-id> (a live roster talk), task:<task-id> (that task's record), chat:slack:<channel>[/<thread>] or chat:discord:<channel>[/<thread>] (a [[chat.channel]] org.toml maps), or none")
-  )
+  ceiling: optional(Options.float("ceiling"), "minutes before its box is killed (default: [box] ceiling_min)"),
+  after: optional(Options.text("after"), "run only once this task is done"),
+  channel: optional(Options.text("channel"), "serve a channel: its recent messages read-only at /pihome/channel, and a store the worker keeps per channel at /pihome/channel/store"),
+  continues: optional(Options.text("continue"), "carry on task <id> of the same worker: its run's pi session is resumed, so the worker remembers that conversation"),
+  key: optional(Options.text("key"), "an idempotency key: while a task with this key waits or runs, adding again gives that task back (\"task <id> exists (key K)\", exit 0) instead of a twin"),
+  retries: optional(Options.integer("retries"), "try again this many times after a failure that is no person's decision (a failed model call, a lost box, a failed preflight), with a doubling wait; default [supervisor] retries"),
+  at: optional(Options.text("at"), "not before this time: 2026-12-24T09:00:00Z, or from now: +30m, +2h, +1d (it waits in the queue until then)"),
+  replyTo: optional(Options.text("reply-to"), "where the answer goes when the task ends: talk:<run-id> (a live roster talk), task:<task-id> (that task's record), chat:slack:<channel>[/<thread>] or chat:discord:<channel>[/<thread>] (a [[chat.channel]] org.toml maps), or none")
 }, ({ after, at, ceiling, channel, continues, json, key, prompt, replyTo, retries, worker }) =>
   Effect.gen(function*() {
     const req = {
@@ -106,7 +91,7 @@ const listTasks = (filter: { readonly worker?: string; readonly status?: TaskSta
 
 const list = Command.make("list", {
   json,
-  worker: Options.text("worker").pipe(Options.optional, Options.withDescription("only this worker's tasks")),
+  worker: optional(Options.text("worker"), "only this worker's tasks"),
   status: Options.choice("status", TaskStatus.literals).pipe(Options.optional, Options.withDescription("only tasks in this state"))
 }, ({ json, status, worker }) =>
   Effect.gen(function*() {
