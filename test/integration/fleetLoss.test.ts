@@ -2,7 +2,7 @@ import Dockerode from "dockerode"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest"
 import { addViaApi, engineEvents, tasksViaApi } from "../support/control.js"
 import { type Deployment, makeDeployment } from "../support/deployment.js"
 import { type Postgres, startPostgres } from "../support/postgres.js"
@@ -26,13 +26,18 @@ interface FleetNode { readonly name: string; readonly state: string; readonly fe
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-/** Polls `check` until it gives a value (the last failure's words in the error when it never does). */
-const until = async <A>(what: string, check: () => Promise<A | undefined>, ms: number): Promise<A> => {
+/**
+ * Polls `check` until it gives a value; one that never does fails with what `check` last noted
+ * (`seen`), so a miss on a slow machine says where the fleet stood rather than only that time ran out.
+ */
+const until = async <A>(what: string, check: (seen: (x: unknown) => void) => Promise<A | undefined>, ms: number): Promise<A> => {
   const end = Date.now() + ms
+  let last: unknown
+  const seen = (x: unknown) => { last = x }
   for (;;) {
-    const got = await check()
+    const got = await check(seen)
     if (got !== undefined) return got
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms / 1000} s`)
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms / 1000} s; last seen: ${JSON.stringify(last) ?? "nothing"}`)
     await sleep(300)
   }
 }
@@ -96,6 +101,15 @@ describe("three daemons as one roster, and a node lost: its attempts fenced, its
     }))
   })
 
+  // A miss on a slower machine leaves its why in the nodes' logs: each one's tail beside the failure.
+  const logTails = () => {
+    for (const d of nodes) {
+      const log = d.file("state", "gateway.log")
+      const lines = fs.existsSync(log) ? fs.readFileSync(log, "utf8").trim().split("\n").slice(-40) : ["(no log)"]
+      console.log(`--- ${nameOf(d)}: the last of ${log}\n${lines.join("\n")}`)
+    }
+  }
+
   afterAll(async () => {
     for (const pid of frozen) {
       try {
@@ -113,6 +127,7 @@ describe("three daemons as one roster, and a node lost: its attempts fenced, its
   const SLOTS = 3
 
   it(`${TASKS} tasks over 20 workers, added on all three nodes: each done exactly once, never two boxes of one worker at once (the engine's events), every node ran some`, async () => {
+    onTestFailed(logTails)
     const workers = Array.from({ length: 20 }, (_, i) => `q${i}`)
     // A worker is its identity.md, the same file on every node (sixty `worker add`s would take a minute).
     for (const d of nodes) {
@@ -173,6 +188,7 @@ describe("three daemons as one roster, and a node lost: its attempts fenced, its
   }, 1_000_000)
 
   it("SIGKILL of a node with boxes running, its boxes removed: its tasks finish on the others, each done once, the lost attempt fenced and recorded", async () => {
+    onTestFailed(logTails)
     const [n1, n2, n3] = nodes as [Deployment, Deployment, Deployment]
     const ids: Array<string> = []
     for (const w of WORKERS) {
@@ -226,6 +242,7 @@ describe("three daemons as one roster, and a node lost: its attempts fenced, its
   })
 
   it("a node frozen (SIGSTOP) past its timeout and resumed: its box's set_tasks, remember and knowledge_push are refused, its box killed, and it joins again", async () => {
+    onTestFailed(logTails)
     const [n1, n2, n3] = nodes as [Deployment, Deployment, Deployment]
     // n1 is back (a restart after the kill: its name's old instance is already fenced).
     const restarted = await n1.roster(["server", "start"])
@@ -252,10 +269,11 @@ describe("three daemons as one roster, and a node lost: its attempts fenced, its
     // The fleet declares it lost and fences it; its task is claimed again elsewhere (attempt 2).
     const fencedBy = await until("the frozen node fenced", async () => (await nodesOf(others[0]!)).find((n) => n.name === nameOf(owner))?.fenced_by ?? undefined, 30_000)
     expect(others.map(nameOf)).toContain(fencedBy)
-    const again = await until("the task claimed again elsewhere", async () => {
+    const again = await until("the task claimed again elsewhere", async (seen) => {
       const t = (await tasksOf(others[0]!)).find((x) => x.task_id === id)
+      seen(t)
       return t?.status === "running" && t.attempt === 2 ? t : undefined
-    }, 30_000)
+    }, 60_000)
     expect(again.node).not.toBe(nameOf(owner))
     expect(again.lost).toEqual([expect.objectContaining({ node: nameOf(owner), attempt: 1, run_id: runId, by: fencedBy })])
     // Its box sent its actions while the node was frozen: they wait in the gateway's socket.
@@ -287,6 +305,7 @@ describe("three daemons as one roster, and a node lost: its attempts fenced, its
   })
 
   it("Postgres stopped for 20 s mid-run and started again: the boxes run on, no task is lost or run twice, no node is taken for lost, all resume by themselves", async () => {
+    onTestFailed(logTails)
     const [n1, n2, n3] = nodes as [Deployment, Deployment, Deployment]
     await until("every node up", async () => ((await nodesOf(n2)).filter((n) => n.state === "up").length === 3 ? true : undefined), 30_000)
     const ids = await Promise.all(WORKERS.map((w, i) => addViaApi(nodes[i % 3]!, w, "!sleep 15")))
