@@ -12,6 +12,7 @@ import type { Surface } from "../contract/runContext.js"
 import { promptBlock } from "../contract/promptText.js"
 import { MemoryStore } from "../memory/MemoryStore.js"
 import { briefable, continuesSentence, interruptedSentence, memoryBlock, replySentence, surfaceSentence } from "./startInput.js"
+import type { Interruption } from "../contract/interruption.js"
 
 export interface CompiledContext {
   readonly system_prompt: string
@@ -36,7 +37,7 @@ export interface ContextRequest {
   readonly chat?: ChatPlace | undefined
   readonly replyTo?: string | null
   readonly continues?: { readonly task_id: string | null; readonly run_id: string } | null
-  readonly interrupted?: { readonly run_id: string; readonly by: "stop" | "restart"; readonly at: string } | null
+  readonly interrupted?: Interruption | null
   /** `[memory] brief_max`: characters of memory the Start input may carry. */
   readonly briefMax?: number
 }

@@ -10,6 +10,7 @@ import type { RunOrigin } from "../contract/origin.js"
 import { startRun } from "./runStart.js"
 import { openBox, type OpenBox } from "./openBox.js"
 import { PREFLIGHT_EXIT, preflightError } from "./preflight.js"
+import type { Interruption } from "../contract/interruption.js"
 
 /** A run was asked for with an empty prompt (refused before anything is written). */
 export class BlankPrompt extends Schema.TaggedError<BlankPrompt>()("BlankPrompt", {}) {
@@ -42,7 +43,7 @@ export interface RunRequest {
   /** The task and run whose pi session this run resumes. */
   readonly continues?: { readonly task_id: string | null; readonly run_id: string } | null
   /** The run a stop, a crash or a reboot ended, which this one carries on from (said in the Start input). */
-  readonly interrupted?: { readonly run_id: string; readonly by: "stop" | "restart"; readonly at: string } | null
+  readonly interrupted?: Interruption | null
 }
 
 /** How a one-shot run ended: its id and folder, who ended it, the box's exit code, pi's final answer. */
@@ -78,7 +79,7 @@ const messagesOf = (runDir: string) =>
   }).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
 
 /** How a box ended as its runner saw it; "budget" when the gateway stopped the run, "fenced" when its fleet node did (read from its record). */
-export type BoxEnd = "exit" | "ceiling" | "cancelled" | "budget" | "fenced"
+export type BoxEnd = "exit" | "ceiling" | "cancelled" | "budget" | "fenced" | "cut-off"
 
 /**
  * The box's exit raced against the ceiling (and a stop, when the run has one); at the ceiling

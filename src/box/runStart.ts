@@ -10,6 +10,7 @@ import { saveRunContext } from "../run/runContext.js"
 import type { RunRecord } from "../run/RunLog.js"
 import { compileContext } from "./context.js"
 import { inheritTaints, taintSources } from "./inheritTaint.js"
+import type { Interruption } from "../contract/interruption.js"
 
 /** A run to continue that cannot be: its folder, its session or its record is missing. */
 export class NothingToContinue extends Schema.TaggedError<NothingToContinue>()("NothingToContinue", { runId: Schema.String, detail: Schema.String }) {
@@ -34,7 +35,7 @@ export interface RunStartRequest {
   readonly replyTo: string | null
   readonly continues: { readonly task_id: string | null; readonly run_id: string } | null
   /** The run roster's own interruption ended, which this one carries on from. */
-  readonly interrupted?: { readonly run_id: string; readonly by: "stop" | "restart"; readonly at: string } | null
+  readonly interrupted?: Interruption | null
   readonly org: Org
 }
 

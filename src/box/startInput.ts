@@ -3,6 +3,7 @@ import { parseReplyTo } from "../contract/origin.js"
 import { promptLine } from "../contract/promptText.js"
 import type { Surface } from "../contract/runContext.js"
 import { type MemoryEntry, newestFirst } from "../memory/MemoryStore.js"
+import type { Interruption } from "../contract/interruption.js"
 
 const PROVIDER = { slack: "Slack", discord: "Discord" } as const
 
@@ -68,11 +69,15 @@ export const continuesSentence = (continues: { readonly task_id: string | null; 
       "the conversation before this message is that run's own, resumed. Pick up where it left off."
 
 /** What interrupted the run this one carries on from, and when. */
-export const interruptedSentence = (interrupted: { readonly run_id: string; readonly by: "stop" | "restart"; readonly at: string } | null) =>
+export const interruptedSentence = (interrupted: Interruption | null) =>
   interrupted === null
     ? undefined
     : `Your previous run of this task (${interrupted.run_id}) was interrupted at ${interrupted.at}, not by you: ` +
-      (interrupted.by === "stop" ? "roster's daemon was stopped" : "roster's daemon stopped with its box (a crash or a reboot)") +
+      (interrupted.by === "stop"
+        ? "roster's daemon was stopped"
+        : interrupted.by === "cut-off"
+        ? "its machine lost touch with the fleet's database and stopped its box"
+        : "roster's daemon stopped with its box (a crash or a reboot)") +
       ". Check what of the work is already done before you go on; finish it, do not start it over."
 
 /** The entries a run of `channel` is briefed with: the worker's own and that channel's, accepted ones only. */

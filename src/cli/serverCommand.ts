@@ -139,8 +139,9 @@ const stop = Command.make("stop", {
 export const fleetLines = (f: FleetStatus): ReadonlyArray<string> => {
   const up = f.nodes.filter((n) => n.state === "up").length
   const head = `fleet: node ${f.node}, ${up} of ${f.nodes.length} node${f.nodes.length === 1 ? "" : "s"} up (database ${f.database}, schema ${f.schema})`
+  if (f.cut_off !== undefined) return [head, `  ${f.cut_off}`, `  the database does not answer (${f.detail ?? "no answer"})`]
   if (!f.reachable) {
-    return [head, `  the database does not answer (${f.detail ?? "no answer"}): this node keeps its boxes running and retries`]
+    return [head, `  the database does not answer (${f.detail ?? "no answer"}): this node retries at every heartbeat, and stops its boxes before its lease could expire`]
   }
   const width = Math.max(...f.nodes.map((n) => n.name.length), 1)
   const rows = f.nodes.map((n) =>

@@ -36,9 +36,14 @@ export const FleetStatus = Schema.Struct({
   node: Schema.String,
   /** host:port/database, never the password. */
   database: Schema.String,
-  /** false while the database does not answer: the node keeps its boxes running and retries. */
+  /** false while the database does not answer: the node retries at every heartbeat. */
   reachable: Schema.Boolean,
   detail: Schema.NullOr(Schema.String),
+  /**
+   * Set while no heartbeat has landed for `[cluster] node_timeout_s` less two beats: the node has
+   * stopped its boxes and takes no work until the database answers (the sentence says so).
+   */
+  cut_off: Schema.optional(Schema.String),
   schema: Schema.Number,
   nodes: Schema.Array(FleetNodeView)
 })

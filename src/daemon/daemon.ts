@@ -66,7 +66,7 @@ const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   const { database, instance, member, nudges } = yield* joinFleet({ cluster: org.cluster, concurrency: org.supervisor.concurrency, boxes, liveBoxes })
   yield* report(notice(`roster fleet: node ${member.node} joined; the queue, the budgets and memory are the fleet's; run folders are in its shared folder`))
   const store = fleetTaskStore(member.node, whereOf(org.cluster), instance)
-  const fence = fleetRunFence(member.node, instance, org.cluster.node_timeout_s)
+  const fence = fleetRunFence(member.node, instance, org.cluster.node_timeout_s, member.cutOff)
   const ledger = fleetSpendLedger(member.node)
   const memory = Layer.succeed(MemoryStore, memoryStoreOver(fleetMemoryLog(Context.get(database, SqlClient))))
   const runs = Layer.provideMerge(RunLog.layerIndexed, Layer.merge(fleetRunIndex, fleetTaintLog))

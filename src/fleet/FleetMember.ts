@@ -18,6 +18,22 @@ export class FleetMember extends Context.Tag("roster/FleetMember")<FleetMember, 
    * nothing until it has killed its boxes and joined again.
    */
   readonly fenced: Effect.Effect<boolean>
+  /**
+   * True while no heartbeat has landed for `[cluster] node_timeout_s` less two beats (the
+   * database down, or this node cut off from it): the node stops its boxes, its gateway refuses
+   * them, and it claims nothing — before the fleet could fence it and re-run its tasks — until a
+   * beat lands again.
+   */
+  readonly cutOff: Effect.Effect<boolean>
+  /**
+   * Takes `worker`'s box row fleet-wide for a box that is not a task's (a chat session's, `key`):
+   * false while another live box of the worker holds it or its task runs on any node.
+   */
+  readonly takeBox: (worker: string, key: string) => Effect.Effect<boolean, unknown>
+  /** Gives back the row `key` took (tried again in the background while the database does not answer). */
+  readonly giveBox: (worker: string, key: string) => Effect.Effect<void>
+  /** Whether a live box row of `worker` exists (a claim made as it was taken gives its task back). */
+  readonly boxElsewhere: (worker: string) => Effect.Effect<boolean>
   /** Joins the fleet again as a new instance of this node (after its boxes of the fenced one are gone). */
   readonly rejoin: Effect.Effect<void>
   /**

@@ -14,7 +14,7 @@ import { sqlDetail } from "./sqlDetail.js"
  * A node frozen mid-landing is let go by the database after `[cluster] node_timeout_s` idle in
  * the transaction, so it cannot hold its own fencing off for ever.
  */
-export const fleetRunFence = (node: string, instance: Effect.Effect<string>, timeoutS: number) =>
+export const fleetRunFence = (node: string, instance: Effect.Effect<string>, timeoutS: number, cutOff: Effect.Effect<boolean>) =>
   Layer.effect(
     RunFence,
     Effect.gen(function*() {
@@ -45,6 +45,12 @@ export const fleetRunFence = (node: string, instance: Effect.Effect<string>, tim
               ? new Fenced({ runId: run.runId, detail: `the fleet's database cannot vouch for it (${sqlDetail(e)}): try again once it answers` })
               : e)
         )
-      return { guard }
+      const standsDown = cutOff.pipe(Effect.map((cut) =>
+        cut
+          ? `fleet node ${node} is cut off from the fleet's database: its boxes are stopped and may not act until it answers again ` +
+            "(the fleet may re-run their tasks elsewhere)"
+          : null
+      ))
+      return { guard, standsDown }
     })
   )

@@ -12,6 +12,8 @@ import { FleetNotify, fleetSqlLayer, whereOf } from "./connect.js"
 import type { FleetMember } from "./FleetMember.js"
 import { TASKS_CHANNEL } from "./channels.js"
 import { configFingerprint } from "./fingerprint.js"
+import { afterLanded, afterMissed, beatEvery, CUT_OFF, cutOffAfterMs, freshHealth, type Health } from "./lease.js"
+import { boxRowElsewhere, giveBoxRow, takeBoxRow } from "./boxRows.js"
 import { fenceLostNodes, type FencedNode } from "./loss.js"
 import { migrate, SCHEMA_VERSION } from "./migrations.js"
 import { beat, leaveNode, listNodes, type NodeBeat, type NodeRow, nodeState, nodeView, registerNode } from "./nodes.js"
@@ -31,8 +33,7 @@ export interface JoinOptions {
   readonly liveBoxes: Effect.Effect<ReadonlyArray<FleetBox>>
 }
 
-/** How often a node beats: six beats in a timeout, at most every 5 s, so one lost packet never loses a node. */
-export const beatEvery = (cluster: ClusterSection) => Duration.seconds(Math.max(1, Math.min(5, cluster.node_timeout_s / 6)))
+export { beatEvery, CUT_OFF } from "./lease.js"
 
 const nodeName = (cluster: ClusterSection) =>
   Effect.suspend(() => {
@@ -45,15 +46,6 @@ const nodeName = (cluster: ClusterSection) =>
         hint: "set ROSTER_NODE to this machine's name in the fleet, or unset it to use [cluster] node or the host name"
       }))
   })
-
-/** What the heartbeat knows of this node: the database reachable or not (and why), and whether the fleet fenced it. */
-interface Health {
-  readonly reachable: boolean
-  readonly detail: string | null
-  readonly fenced: boolean
-  /** Since when (this machine's clock, ms) this node has reached the database without a break. */
-  readonly since: number
-}
 
 /**
  * This daemon joins its fleet for as long as the scope lives: the database brought to this
@@ -128,12 +120,12 @@ export const joinFleet = (opts: JoinOptions) =>
           Effect.catchAllCause((c) => Effect.logWarning(`fleet: node ${node} could not be marked left`, c))
         )
     )
-    const health = yield* Ref.make<Health>({ reachable: true, detail: null, fenced: false, since: started })
+    const health = yield* Ref.make<Health>(freshHealth(yield* Clock.currentTimeMillis))
     const calls = runnerCalls(node, key, withSql(listNodes))
     const ping = yield* freshPings(calls.ping)
     yield* Effect.logInfo(`fleet: node ${node} joined (database ${whereOf(cluster)}, schema ${SCHEMA_VERSION}, shared data ${cluster.shared_data})`)
     const sweep = withSql(fenceLostNodes(cluster, node)).pipe(Effect.flatMap((fenced) => Effect.forEach(fenced, logFenced, { discard: true })))
-    yield* heartbeatLoop(node, withSql, beatNow, health, sweep, cluster.node_timeout_s).pipe(Effect.repeat(Schedule.spaced(beatEvery(cluster))), Effect.forkScoped)
+    yield* heartbeatLoop(node, withSql, beatNow, health, sweep, cluster).pipe(Effect.repeat(Schedule.spaced(beatEvery(cluster))), Effect.forkScoped)
     const notify = Context.get(sqlCtx, FleetNotify)
     // Every node's task changes, for the supervisor's wake-ups: a lost LISTEN connection is made
     // again (the dispatch loop's own 2 s tick covers the gap).
@@ -152,7 +144,9 @@ export const joinFleet = (opts: JoinOptions) =>
       status: fleetStatus(opts, node, withSql, health, ping),
       changes,
       fenced: Ref.get(health).pipe(Effect.map((h) => h.fenced)),
+      cutOff: Ref.get(health).pipe(Effect.map((h) => h.cutOff)),
       rejoin,
+      ...boxRows(node, Ref.get(instance), withSql),
       nudgeApprovals: calls.nudgeApprovals,
       elsewhere: elsewhere(node, opts.cluster.node_timeout_s, withSql(listNodes), calls.boxesOf)
     }
@@ -160,6 +154,34 @@ export const joinFleet = (opts: JoinOptions) =>
   })
 
 const newInstance = () => crypto.randomBytes(8).toString("hex")
+
+/** How long a box row's statement waits for the database: a session waits and tries again, a claim goes on. */
+const ROW_WAIT = "3 seconds"
+
+/** This node's side of one box per worker fleet-wide (see boxRows.ts). */
+const boxRows = (node: string, instance: Effect.Effect<string>, withSql: WithSql) => ({
+  takeBox: (worker: string, key: string) =>
+    instance.pipe(
+      Effect.flatMap((i) => withSql(takeBoxRow(worker, node, i, key))),
+      Effect.timeoutFail({ duration: ROW_WAIT, onTimeout: () => new Error(`the database did not answer within ${ROW_WAIT}`) })
+    ),
+  // Given back in the background, tried again while the database does not answer: a row left would
+  // keep the worker's tasks waiting until this instance is fenced or leaves.
+  giveBox: (worker: string, key: string) =>
+    withSql(giveBoxRow(worker, key)).pipe(
+      Effect.timeout(ROW_WAIT),
+      Effect.retry(Schedule.exponential("1 second").pipe(Schedule.union(Schedule.spaced("10 seconds")), Schedule.upTo("30 minutes"))),
+      Effect.catchAllCause((c) => Effect.logWarning(`fleet: ${worker}'s box row (${key}) could not be given back; it goes when this node leaves or is fenced`, c)),
+      Effect.forkDaemon,
+      Effect.asVoid
+    ),
+  // A database that does not answer says no box: the claim it checks went through the same database.
+  boxElsewhere: (worker: string) =>
+    withSql(boxRowElsewhere(worker)).pipe(
+      Effect.timeout(ROW_WAIT),
+      Effect.catchAllCause((c) => Effect.logWarning(`fleet: whether ${worker} has a box elsewhere could not be read`, c).pipe(Effect.as(false)))
+    )
+})
 
 const logFenced = (f: FencedNode) =>
   Effect.logWarning(
@@ -170,8 +192,10 @@ const logFenced = (f: FencedNode) =>
 type WithSql = <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.Effect<A, E, Exclude<R, SqlClient | FleetNotify>>
 
 /**
- * One heartbeat, logging only the changes: the database lost (once), back, this node fenced by
- * the fleet, or its name taken over. After a beat that landed, the sweep for silent nodes — once
+ * One heartbeat, logging only the changes: the database lost (once), this node cut off (it stops
+ * its boxes), back, fenced by the fleet, or its name taken over. A beat gets one interval to land:
+ * a connection whose packets are dropped never answers, and the node must notice in time to stop
+ * acting before its lease can expire. After a beat that landed, the sweep for silent nodes — once
  * this node has itself reached the database for a whole timeout: after an outage every node's
  * last beat is old, and the first one back must give the others the time to beat again rather
  * than declare them all lost.
@@ -182,19 +206,17 @@ const heartbeatLoop = (
   beatNow: Effect.Effect<NodeBeat>,
   health: Ref.Ref<Health>,
   sweep: Effect.Effect<void, unknown>,
-  timeoutS: number
+  cluster: ClusterSection
 ) =>
   Effect.gen(function*() {
     const b = yield* beatNow
+    const result = yield* withSql(beat(b, yield* Clock.currentTimeMillis)).pipe(
+      Effect.timeoutFail({ duration: beatEvery(cluster), onTimeout: () => new Error(`no answer within ${Duration.format(beatEvery(cluster))}`) })
+    )
     const now = yield* Clock.currentTimeMillis
-    const result = yield* withSql(beat(b, now))
-    const was = yield* Ref.getAndUpdate(health, (h) => ({
-      reachable: true,
-      detail: null,
-      fenced: h.fenced || result === "fenced",
-      since: h.reachable ? h.since : now
-    }))
-    if (!was.reachable) yield* Effect.logInfo(`fleet: the database answers again; node ${node} is back in the fleet`)
+    const was = yield* Ref.getAndUpdate(health, (h) => afterLanded(h, result, now))
+    if (was.cutOff) yield* Effect.logWarning(`fleet: the database answers again; node ${node} takes work again (its stopped tasks carry on)`)
+    else if (!was.reachable) yield* Effect.logInfo(`fleet: the database answers again; node ${node} is back in the fleet`)
     if (result === "fenced" && !was.fenced) {
       yield* Effect.logError(
         `fleet: node ${node} was declared lost while it was silent and fenced by the fleet: nothing its boxes do can land, ` +
@@ -202,15 +224,19 @@ const heartbeatLoop = (
       )
     }
     if (result === "taken") yield* Effect.logError(`fleet: node ${node}'s name was taken over by another daemon while this one was silent: stop one of them`)
-    const settled = was.reachable && now - was.since >= timeoutS * 1000
+    const settled = was.reachable && now - was.since >= cluster.node_timeout_s * 1000
     if (result === "ok" && settled) yield* sweep.pipe(Effect.catchAllCause((c) => Effect.logWarning("fleet: a sweep for lost nodes failed", c)))
   }).pipe(Effect.catchAllCause((cause) =>
     Effect.gen(function*() {
       const detail = cause.toString().split("\n")[0] ?? "no answer"
-      const was = yield* Ref.getAndUpdate(health, (h) => ({ ...h, reachable: false, detail }))
+      const now = yield* Clock.currentTimeMillis
+      const was = yield* Ref.getAndUpdate(health, (h) => afterMissed(h, detail, now, cluster))
+      const is = yield* Ref.get(health)
       if (was.reachable) {
-        yield* Effect.logWarning(`fleet: the database does not answer (${detail}): node ${node} keeps running its boxes and retries at every heartbeat`)
+        yield* Effect.logWarning(`fleet: the database does not answer (${detail}): node ${node} retries at every heartbeat, ` +
+          `and stops its boxes if none lands for ${cutOffAfterMs(cluster) / 1000} s`)
       }
+      if (is.cutOff && !was.cutOff) yield* Effect.logError(`fleet: ${CUT_OFF}`)
     })
   ))
 
@@ -223,7 +249,8 @@ const fleetStatus = (
   ping: (row: NodeRow) => Effect.Effect<FleetNodeView["rpc"]>
 ): Effect.Effect<FleetStatus> =>
   Effect.gen(function*() {
-    const rows = yield* withSql(listNodes)
+    // A database whose packets are dropped never answers: the status says so rather than wait for it.
+    const rows = yield* withSql(listNodes).pipe(Effect.timeoutFail({ duration: "3 seconds", onTimeout: () => new Error("no answer within 3 s") }))
     const self = rows.find((r) => r.name === node)
     const h = yield* Ref.get(health)
     const nodes = yield* withPings(rows, rows.map((r) => nodeView(r, opts.cluster.node_timeout_s, node, self?.config)), ping)
@@ -232,18 +259,20 @@ const fleetStatus = (
       database: whereOf(opts.cluster),
       reachable: h.reachable,
       detail: h.detail,
+      ...(h.cutOff ? { cut_off: CUT_OFF } : {}),
       schema: SCHEMA_VERSION,
       nodes
     }
   }).pipe(Effect.catchAllCause((cause) =>
-    Effect.succeed({
+    Ref.get(health).pipe(Effect.map((h) => ({
       node,
       database: whereOf(opts.cluster),
       reachable: false,
       detail: cause.toString().split("\n")[0] ?? "no answer",
+      ...(h.cutOff ? { cut_off: CUT_OFF } : {}),
       schema: SCHEMA_VERSION,
       nodes: []
-    })
+    })))
   ))
 
 /**

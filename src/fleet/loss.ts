@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Effect, Schema } from "effect"
 import type { ClusterSection } from "../config/cluster.js"
 import { TaskRecord } from "../task/TaskRecord.js"
+import { fenceAfterS } from "./lease.js"
 import { TASKS_CHANNEL } from "./channels.js"
 
 const decode = Schema.decodeUnknown(TaskRecord)
@@ -51,7 +52,7 @@ export const fenceNode = (lost: { readonly name: string; readonly instance: stri
       yield* sql`SELECT set_config('lock_timeout', '2000', true)`
       const held = yield* sql`SELECT name FROM roster_nodes
         WHERE name = ${lost.name} AND instance = ${lost.instance} AND fenced_at IS NULL AND left_at IS NULL
-          AND heartbeat_at < now() - make_interval(secs => ${cluster.node_timeout_s})
+          AND heartbeat_at < now() - make_interval(secs => ${fenceAfterS(cluster)})
         FOR UPDATE`
       if (held.length === 0) return undefined
       yield* sql`UPDATE roster_nodes SET fenced_at = now(), fenced_by = ${by} WHERE name = ${lost.name} AND instance = ${lost.instance}`
@@ -76,15 +77,16 @@ export const fenceNode = (lost: { readonly name: string; readonly instance: stri
 export const isLockTimeout = (e: SqlError) => (e.cause as { readonly code?: string } | undefined)?.code === "55P03"
 
 /**
- * One sweep for lost nodes, by `by` (a live node): every instance silent past `node_timeout_s`,
- * neither left nor fenced, is fenced. Any node may sweep; the row locks make each fencing once.
+ * One sweep for lost nodes, by `by` (a live node): every instance silent past `node_timeout_s`
+ * and the lease's margin (by then it has stopped its own boxes, if it runs at all), neither left
+ * nor fenced, is fenced. Any node may sweep; the row locks make each fencing once.
  */
 export const fenceLostNodes = (cluster: ClusterSection, by: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const silent = yield* sql<{ readonly name: string; readonly instance: string }>`SELECT name, instance FROM roster_nodes
       WHERE left_at IS NULL AND fenced_at IS NULL AND name <> ${by}
-        AND heartbeat_at < now() - make_interval(secs => ${cluster.node_timeout_s})`
+        AND heartbeat_at < now() - make_interval(secs => ${fenceAfterS(cluster)})`
     const fenced: Array<FencedNode> = []
     for (const n of silent) {
       const done = yield* fenceNode(n, cluster, by).pipe(

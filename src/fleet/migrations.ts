@@ -194,7 +194,20 @@ const MIGRATIONS = {
         WHERE record->>'key' IS NOT NULL AND status IN ('queued', 'held', 'running')`,
       sql`CREATE INDEX roster_tasks_undelivered ON roster_tasks (seq)
         WHERE status IN ('done', 'failed', 'cancelled') AND record->>'reply_to' IS NOT NULL AND record->>'reply_to' <> 'none' AND NOT (record ? 'delivery')`
-    ], { discard: true }))
+    ], { discard: true })),
+  /**
+   * One box per worker fleet-wide for the boxes that are not a task's (a chat session's): a row a
+   * live box, its worker the key, taken before the box starts. A row whose node instance was
+   * fenced, left or replaced is stale and taken over; a task's box is its running row.
+   */
+  "12_boxes": Effect.flatMap(SqlClient, (sql) =>
+    sql`CREATE TABLE roster_boxes (
+      worker text PRIMARY KEY,
+      node text NOT NULL,
+      instance text NOT NULL,
+      run_key text NOT NULL,
+      since timestamptz NOT NULL DEFAULT now()
+    )`)
 }
 
 /** The newest schema this roster knows. */

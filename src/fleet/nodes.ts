@@ -4,6 +4,7 @@ import type { FleetNodeView } from "../contract/fleet.js"
 import type { ClusterSection } from "../config/cluster.js"
 import { pidAlive } from "../contract/owner.js"
 import { NodeNameTaken } from "./errors.js"
+import { fenceAfterS } from "./lease.js"
 import { fenceNode } from "./loss.js"
 import { differingFiles } from "./fingerprint.js"
 
@@ -123,10 +124,10 @@ export const registerNode = (b: NodeBeat, nodeClockMs: number, cluster: ClusterS
         FROM roster_nodes WHERE name = ${b.name} FOR UPDATE`.withoutTransform
       const h = held[0]
       const restarted = h !== undefined && h.host === b.host && !(yield* pidAlive(h.pid))
-      if (h && h.instance !== b.instance && !h.left && !h.fenced && h.age_s <= cluster.node_timeout_s && !restarted) {
+      if (h && h.instance !== b.instance && !h.left && !h.fenced && h.age_s <= fenceAfterS(cluster) && !restarted) {
         return yield* new NodeNameTaken({ node: b.name, pid: h.pid, host: h.host, ageS: Math.round(h.age_s) })
       }
-      const fenced = h && h.instance !== b.instance && !h.left && !h.fenced && h.age_s > cluster.node_timeout_s
+      const fenced = h && h.instance !== b.instance && !h.left && !h.fenced && h.age_s > fenceAfterS(cluster)
         ? yield* fenceNode({ name: b.name, instance: h.instance }, cluster, b.name)
         : undefined
       const v = values(b, nodeClockMs)

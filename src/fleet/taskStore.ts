@@ -1,4 +1,4 @@
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Context, Effect, Layer, Queue, Ref, Schema } from "effect"
 import * as crypto from "node:crypto"
@@ -10,6 +10,7 @@ import { type NewTask, TaskStore, type TaskStoreEnv } from "../task/TaskStore.js
 import { newTaskRecord } from "../task/newRecord.js"
 import { writeTasksView } from "../task/view.js"
 
+import { LIVE_BOX_ROW } from "./boxRows.js"
 import { TASKS_CHANNEL } from "./channels.js"
 import { sqlDetail } from "./sqlDetail.js"
 
@@ -22,6 +23,9 @@ const isUniqueViolation = (e: SqlError) => (e.cause as { readonly code?: string 
 const storeError = (where: string) => (e: SqlError) =>
   new TaskStoreError({ file: `in the fleet's database ${where}`, detail: sqlDetail(e), fix: "check that the database answers: roster doctor" })
 
+/** How long a read of the queue waits for the database before it gives the queue as last seen. */
+const READ_WAIT = "3 seconds"
+
 /**
  * The store's reads. While the database does not answer they give the queue as last seen (said
  * once): the node's status and its running boxes go on, and nothing new is claimed or queued.
@@ -31,8 +35,10 @@ const makeReads = (sql: SqlClient) =>
     const rows = (q: Effect.Effect<ReadonlyArray<{ readonly record: unknown }>, SqlError>) =>
       q.pipe(Effect.flatMap((rs) => Effect.forEach(rs, (r) => decode(r.record).pipe(Effect.orDie))))
     const lastSeen = yield* Ref.make<{ readonly tasks: ReadonlyArray<TaskRecord>; readonly down: boolean }>({ tasks: [], down: false })
+    // A database whose packets are dropped never answers: after a few seconds the read is taken for down.
     const seen = <A>(read: Effect.Effect<A, SqlError>, stale: (tasks: ReadonlyArray<TaskRecord>) => A) =>
       read.pipe(
+        Effect.timeoutFail({ duration: READ_WAIT, onTimeout: () => new SqlError({ cause: new Error(`no answer within ${READ_WAIT}`), message: `no answer within ${READ_WAIT}` }) }),
         Effect.tap(() => Ref.update(lastSeen, (l) => (l.down ? { ...l, down: false } : l))),
         Effect.catchAll((e) =>
           Ref.getAndUpdate(lastSeen, (l) => ({ ...l, down: true })).pipe(
@@ -106,7 +112,8 @@ const writes = (
     }))
   /**
    * The next runnable task, claimed in one statement: the first queued task by seq whose worker
-   * runs nothing anywhere in the fleet (nor here: `busy`), whose `after` is done, and whose
+   * runs nothing anywhere in the fleet — no running task, no live box row (a chat session's) —
+   * nor here (`busy`), whose `after` is done, and whose
    * continuation has its run to resume — locked with SKIP LOCKED, so a node that holds a row
    * (stuck, stopped) is stepped over, never waited for. The row is stamped running with this
    * node, the next attempt and `runId`; none when nothing is runnable, or this instance is fenced.
@@ -127,6 +134,7 @@ const writes = (
             AND (q.record->>'not_before' IS NULL OR (q.record->>'not_before')::timestamptz <= ${time}::timestamptz)
             AND NOT (q.worker = ANY(${`{${busy.join(",")}}`}::text[]))
             AND NOT EXISTS (SELECT 1 FROM roster_tasks r WHERE r.worker = q.worker AND r.status = 'running')
+            AND NOT EXISTS (SELECT 1 FROM roster_boxes b WHERE b.worker = q.worker AND ${sql.literal(LIVE_BOX_ROW)})
             AND (q.after_id IS NULL OR EXISTS (SELECT 1 FROM roster_tasks a WHERE a.task_id = q.after_id AND a.status = 'done'))
             AND (q.record->'continues' IS NULL OR q.record->'continues' = 'null'::jsonb
               OR (q.record->'continues'->>'task_id' = q.task_id)

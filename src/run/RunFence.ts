@@ -29,7 +29,12 @@ export class Fenced extends Schema.TaggedError<Fenced>()("Fenced", {
 export class RunFence extends Context.Tag("roster/RunFence")<RunFence, {
   /** Runs `land` while `run` may land work; fails with {@link Fenced} when it may not. */
   readonly guard: <A, E, R>(run: FencedRun, land: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Fenced, R>
+  /**
+   * Why no run of this node may act at all now (its node cut off from the fleet's database, so
+   * the fleet may soon re-run its tasks elsewhere), or null. Read on every request a box makes.
+   */
+  readonly standsDown: Effect.Effect<string | null>
 }>() {
   /** One machine: every run lands what it does. */
-  static readonly layerNone = Layer.succeed(RunFence, { guard: (_run, land) => land })
+  static readonly layerNone = Layer.succeed(RunFence, { guard: (_run, land) => land, standsDown: Effect.succeed(null) })
 }

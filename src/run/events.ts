@@ -22,10 +22,11 @@ export const RunEvent = Schema.Union(
     cache_read: Schema.Number, cache_write: Schema.Number, usd: Schema.Number
   }),
   /**
-   * The run was stopped from outside its runner — by the gateway for a budget, or by its fleet
-   * node once the fleet had fenced it: its end is recorded as this, whatever the box's exit.
+   * The run was stopped from outside its runner — by the gateway for a budget, by its fleet node
+   * once the fleet had fenced it, or by its node cut off from the fleet's database: its end is
+   * recorded as this, whatever the box's exit.
    */
-  Schema.Struct({ kind: Schema.Literal("stop"), by: Schema.Literal("budget", "fenced"), detail: Schema.String }),
+  Schema.Struct({ kind: Schema.Literal("stop"), by: Schema.Literal("budget", "fenced", "cut-off"), detail: Schema.String }),
   /** The box's preflight as the gateway decided it (the box's report, or none in time). */
   Schema.Struct({ kind: Schema.Literal("preflight"), result: PreflightResult })
 )
@@ -81,7 +82,7 @@ export const RunUsage = Schema.Struct({
 })
 export type RunUsage = typeof RunUsage.Type
 
-export const RunStopped = Schema.Struct({ by: Schema.Literal("budget", "fenced"), detail: Schema.String })
+export const RunStopped = Schema.Struct({ by: Schema.Literal("budget", "fenced", "cut-off"), detail: Schema.String })
 
 export interface EventFields {
   readonly usage?: RunUsage
@@ -116,7 +117,10 @@ export const foldEvents = (events: ReadonlyArray<RunEvent>): EventFields => {
         cache_write_tokens: u.cache_write_tokens + e.cache_write, answers: u.answers + 1, usd: u.usd + e.usd,
         models: u.models.includes(e.model) ? u.models : [...u.models, e.model]
       }
-    } else if (e.kind === "stop") stopped ??= { by: e.by, detail: e.detail }
+    } else if (e.kind === "stop") {
+      // The first stop says why, except that a fence found after a cut-off is the stronger word: the task is another's.
+      if (stopped === undefined || (stopped.by === "cut-off" && e.by === "fenced")) stopped = { by: e.by, detail: e.detail }
+    }
     else if (e.kind === "preflight") preflight ??= e.result
     else pushes.push(e.push)
   }

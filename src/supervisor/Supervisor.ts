@@ -16,7 +16,7 @@ import { makeState, type SupervisorState } from "./state.js"
 import { deliverPending } from "./deliver.js"
 import { strayLoop, sweepStrays } from "./strays.js"
 import { finishLeftRun } from "./takeOver.js"
-import { leaveFenced } from "./fenced.js"
+import { leaveFenced, standDown } from "./fenced.js"
 import { interruptedFail, requeueInterrupted, taskFailed } from "./taskEnd.js"
 import { deploymentBoxes, watchLoop, watchPass } from "./watch.js"
 import { boxFacts } from "./foundBox.js"
@@ -181,6 +181,11 @@ const make = Effect.gen(function*() {
     // A node the fleet fenced kills its boxes and joins again (its heartbeat finds the fence).
     yield* Effect.forkScoped(use(leaveFenced(st, member.value)).pipe(
       Effect.catchAllCause((c) => Effect.logError("fleet: a fenced node could not put down its boxes", c)),
+      Effect.repeat(Schedule.spaced("1 second"))
+    ))
+    // A node cut off from the fleet's database stops its boxes before its lease can expire.
+    yield* Effect.forkScoped(use(standDown(member.value)).pipe(
+      Effect.catchAllCause((c) => Effect.logError("fleet: a node cut off from the database could not stop its boxes", c)),
       Effect.repeat(Schedule.spaced("1 second"))
     ))
   }

@@ -51,12 +51,12 @@ const continuesState = (t: TaskRecord, all: ReadonlyArray<TaskRecord>) =>
  * on_interrupt = "resume"`, unless this stop is `roster server stop --fail-running`); undefined:
  * it fails, as before.
  */
-const interruptedEnd = (worker: string, runId: string) =>
+const interruptedEnd = (worker: string, runId: string, by: "stop" | "cut-off" = "stop") =>
   Effect.gen(function*() {
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.option)
     if (Option.isSome(org) && org.value.supervisor.on_interrupt === "fail") return undefined
-    if (yield* failsRunning) return undefined
-    return requeueInterrupted(runId, "stop", yield* hasSession(worker, runId))
+    if (by === "stop" && (yield* failsRunning)) return undefined
+    return requeueInterrupted(runId, by, yield* hasSession(worker, runId))
   })
 
 /**
@@ -134,7 +134,12 @@ const runTask = (
         const cancelled = (yield* Deferred.isDone(stop)) || (yield* Ref.get(st.cancelRequested)).has(t.task_id)
         const end = endOf(runId, exit, cancelled)
         // Interrupted by roster itself (the daemon stopping), not by a person: the task carries on after the restart.
-        const resumes = Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && !cancelled ? yield* interruptedEnd(t.worker, runId) : undefined
+        // Stopped by its own node, cut off from the fleet's database: the same, whichever node takes it next.
+        const resumes = Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) && !cancelled
+          ? yield* interruptedEnd(t.worker, runId)
+          : end.endedBy === "cut-off" && !cancelled
+          ? yield* interruptedEnd(t.worker, runId, "cut-off")
+          : undefined
         const ends = resumes ?? (yield* attemptEnd(t.worker, end, cancelled))
         // A store that cannot be written now (a fleet's database down) gets the end when it answers again.
         // Only this attempt's end is written: a fenced attempt's task is already another's.
@@ -144,7 +149,11 @@ const runTask = (
           Effect.retry({ schedule: END_RETRY, while: (e) => e._tag === "TaskStoreError" })
         )
         if (task.status === "queued" && task.interrupted?.run_id === runId) {
-          return yield* Effect.logInfo(`task ${t.task_id} (${t.worker}): the daemon stopped during run ${runId}; it carries on from there after the next start`)
+          return yield* Effect.logInfo(
+            task.interrupted.by === "cut-off"
+              ? `task ${t.task_id} (${t.worker}): its box was stopped while this node was cut off from the fleet's database; it carries on from run ${runId}`
+              : `task ${t.task_id} (${t.worker}): the daemon stopped during run ${runId}; it carries on from there after the next start`
+          )
         }
         if (task.status === "queued") return yield* Effect.logWarning(`task ${t.task_id} (${t.worker}): ${task.reason ?? "tried again"}`)
         if (task.run_ids.at(-1) !== runId || task.finished_at === null) {
@@ -202,11 +211,18 @@ const unclaim = (t: TaskRecord, runId: string) =>
 const fleetPass = (st: SupervisorState, claimNext: NonNullable<Context.Tag.Service<TaskStore>["claimNext"]>, free: number, busy: Set<string>) =>
   Effect.gen(function*() {
     const store = yield* TaskStore
+    const member = Option.getOrUndefined(yield* Effect.serviceOption(FleetMember))
     if (store.failStuck) yield* store.failStuck
     for (let left = free; left > 0;) {
       const runId = yield* newRunId
       const t = yield* claimNext({ busy: [...busy], runId })
       if (!t) return
+      // A box row taken by another box of the worker (a chat session) as this claim was made: it waits.
+      if (member && (yield* member.boxElsewhere(t.worker))) {
+        yield* unclaim(t, runId)
+        busy.add(t.worker)
+        continue
+      }
       const continued = t.continues?.task_id && t.continues.task_id !== t.task_id ? yield* store.get(t.continues.task_id) : undefined
       const resumes = yield* continuesState(t, continued ? [t, continued] : [t])
       if (resumes === "waiting") {
@@ -233,9 +249,10 @@ export const dispatchPass = (st: SupervisorState) =>
   Effect.gen(function*() {
     const store = yield* TaskStore
     yield* deliverPending()
-    // A node the fleet fenced takes nothing until it has put its boxes down and joined again.
+    // A node the fleet fenced takes nothing until it has put its boxes down and joined again; one
+    // cut off from the fleet's database, nothing until a heartbeat lands again.
     const member = yield* Effect.serviceOption(FleetMember)
-    if (Option.isSome(member) && (yield* member.value.fenced)) return
+    if (Option.isSome(member) && ((yield* member.value.fenced) || (yield* member.value.cutOff))) return
     const org = yield* (yield* OrgConfig).snapshot
     const credential = yield* modelCredentialAvailable
     // A node of a fleet without a credential only takes nothing: the queue is every node's, and
@@ -286,25 +303,40 @@ export const dispatchPass = (st: SupervisorState) =>
  * toward both rules, so a task of that worker waits until the session ends.
  */
 export const holdSlot = (st: SupervisorState, worker: string, runKey: string) =>
-  Effect.acquireRelease(
-    Effect.gen(function*() {
-      for (;;) {
-        const taken = yield* st.slots.withPermits(1)(Effect.gen(function*() {
-          const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.orElseSucceed(() => undefined))
-          const live = [...(yield* Ref.get(st.live)).values()]
-          const adopted = [...(yield* Ref.get(st.held)).values()].filter((h) => h.taskId !== null)
-          const sessions = [...(yield* Ref.get(st.sessions)).values()]
-          const all = [...live, ...adopted, ...sessions]
-          if (all.length >= (org?.supervisor.concurrency ?? 1) || all.some((x) => x.worker === worker)) return false
-          yield* Ref.update(st.sessions, (m) => withKey(m, runKey, { worker }))
-          return true
-        }))
-        if (taken) return
-        yield* Effect.sleep("1 second")
-      }
-    }),
-    () => Ref.update(st.sessions, (m) => withoutKey(m, runKey)).pipe(Effect.zipRight(Queue.offer(st.wake, undefined)))
-  )
+  Effect.gen(function*() {
+    const member = yield* Effect.serviceOption(FleetMember)
+    // In a fleet the worker's box row too, taken after this node's slot: a task of that worker
+    // running on another node keeps the session waiting, and the session keeps its tasks waiting everywhere.
+    const fleetRow = Option.match(member, {
+      onNone: () => Effect.succeed(true),
+      onSome: (m) =>
+        m.takeBox(worker, runKey).pipe(Effect.catchAllCause((c) => Effect.logWarning(`fleet: ${worker}'s box row could not be taken (tried again)`, c).pipe(Effect.as(false))))
+    })
+    yield* Effect.acquireRelease(
+      Effect.gen(function*() {
+        for (;;) {
+          const taken = yield* st.slots.withPermits(1)(Effect.gen(function*() {
+            const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.orElseSucceed(() => undefined))
+            const live = [...(yield* Ref.get(st.live)).values()]
+            const adopted = [...(yield* Ref.get(st.held)).values()].filter((h) => h.taskId !== null)
+            const sessions = [...(yield* Ref.get(st.sessions)).values()]
+            const all = [...live, ...adopted, ...sessions]
+            if (all.length >= (org?.supervisor.concurrency ?? 1) || all.some((x) => x.worker === worker)) return false
+            if (!(yield* fleetRow)) return false
+            yield* Ref.update(st.sessions, (m) => withKey(m, runKey, { worker }))
+            return true
+          }))
+          if (taken) return
+          yield* Effect.sleep("1 second")
+        }
+      }),
+      () =>
+        Ref.update(st.sessions, (m) => withoutKey(m, runKey)).pipe(
+          Effect.zipRight(Queue.offer(st.wake, undefined)),
+          Effect.zipRight(Option.match(member, { onNone: () => Effect.void, onSome: (m) => m.giveBox(worker, runKey) }))
+        )
+    )
+  })
 
 /** The dispatch loop: a pass at each wake-up (a task added, cancelled or ended) and every 2 s. */
 export const dispatchLoop = (st: SupervisorState) =>

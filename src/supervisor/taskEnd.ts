@@ -1,3 +1,4 @@
+import type { InterruptedBy } from "../contract/interruption.js"
 import type { TaskRecord, TaskStatus } from "../task/TaskRecord.js"
 
 /** Why a cancelled task ended (the same words wherever it was cancelled). */
@@ -49,7 +50,7 @@ export const taskEnd = (end: RunEnded, cancelRequested: boolean) => {
  * in its place, to carry on as a continuation of that run — its pi session resumed — when the run
  * got as far as having one (its context.json); else it starts over. Its dependants keep waiting.
  */
-export const requeueInterrupted = (runId: string, by: "stop" | "restart", resumable: boolean) => (t: TaskRecord, now: string): TaskRecord => ({
+export const requeueInterrupted = (runId: string, by: InterruptedBy, resumable: boolean) => (t: TaskRecord, now: string): TaskRecord => ({
   ...t,
   status: "queued",
   reason: null,

@@ -92,7 +92,7 @@ export const TaskRecord = Schema.Struct({
    * went back to the queue and carries on as a continuation of that run. `by`: "stop" (roster
    * server stop), "restart" (the daemon died with its box — a crash or a reboot).
    */
-  interrupted: Schema.optional(Schema.Struct({ run_id: RunId, by: Schema.Literal("stop", "restart"), at: Schema.String })),
+  interrupted: Schema.optional(Schema.Struct({ run_id: RunId, by: Schema.Literal("stop", "restart", "cut-off"), at: Schema.String })),
   /** Finished by a daemon that found its box still running after a restart. */
   adopted: Schema.optional(Schema.Boolean),
   /** Follow-ups this task's run queued with set_tasks. */

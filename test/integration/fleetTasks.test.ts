@@ -10,9 +10,10 @@ import { decodeToml } from "../../src/config/decode.js"
 import { Paths } from "../../src/config/Paths.js"
 import { OrgSchema } from "../../src/config/schema.js"
 import { fleetSqlLayer } from "../../src/fleet/connect.js"
-import { migrate } from "../../src/fleet/migrations.js"
+import { migrate, SCHEMA_VERSION } from "../../src/fleet/migrations.js"
 import { TASKS_CHANNEL } from "../../src/fleet/channels.js"
 import { fleetTaskStore } from "../../src/fleet/taskStore.js"
+import { boxRowElsewhere, giveBoxRow, takeBoxRow } from "../../src/fleet/boxRows.js"
 import { fleetRunFence } from "../../src/fleet/fence.js"
 import { fenceLostNodes } from "../../src/fleet/loss.js"
 import { type NodeBeat, registerNode } from "../../src/fleet/nodes.js"
@@ -71,7 +72,7 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     const root = path.join(home, node)
     const paths = Paths.layerAt({ config: path.join(root, "config"), data: path.join(root, "data"), state: path.join(root, "state"), home: root })
     const sql = fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))
-    return Layer.merge(fleetTaskStore(node, "test", Effect.succeed(instance)), fleetRunFence(node, Effect.succeed(instance ?? ""), 30)).pipe(
+    return Layer.merge(fleetTaskStore(node, "test", Effect.succeed(instance)), fleetRunFence(node, Effect.succeed(instance ?? ""), 30, Effect.succeed(false))).pipe(
       Layer.provideMerge(sql),
       Layer.provide(Layer.mergeAll(paths, Files.layer, NodeContext.layer)),
       Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]]))))
@@ -89,9 +90,9 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
       ))))
     expect(results.flatMap((r) => r.applied).sort((x, y) => parseInt(x) - parseInt(y))).toEqual([
-      "1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals", "10_rpc_key", "11_claims"
+      "1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals", "10_rpc_key", "11_claims", "12_boxes"
     ])
-    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe("1,2,3,4,5,6,7,8,9,10,11")
+    expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1).join(","))
     // The runner RPC's key: three nodes asking at once get one key, made once.
     const keys = await Promise.all(["n1", "n2", "n3"].map((n) => onNode(n, rpcKey)))
     expect(keys[0]?.length).toBe(32)
@@ -198,6 +199,39 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
       process.kill(holder.pid, "SIGCONT")
       holder.release()
     }
+  })
+
+  it("one box per worker fleet-wide: a chat session's box row on one node keeps the worker's task waiting on every node; a running task keeps the session out; a dead instance's row is taken over", async () => {
+    pg.sql("DELETE FROM roster_tasks WHERE status IN ('queued', 'running')")
+    pg.sql("DELETE FROM roster_boxes")
+    pg.sql(`INSERT INTO roster_nodes (name, instance, host, pid, version, started_at, heartbeat_at, node_clock, concurrency, config)
+      VALUES ('s1', 'live-1', 'h', 1, 'v', now(), now(), now(), 2, '{}'::jsonb), ('s2', 'live-2', 'h', 2, 'v', now(), now(), now(), 2, '{}'::jsonb)
+      ON CONFLICT (name) DO UPDATE SET instance = EXCLUDED.instance, fenced_at = NULL, left_at = NULL`)
+    const claimOn = (node: string) => onNode(node, Effect.flatMap(TaskStore, (s) => s.claimNext!({ busy: [], runId: runIdOf() })))
+    // A session of sw on s1 takes its row; sw's task, queued on s2, is claimed by no node.
+    expect(await onNode("s1", takeBoxRow("sw", "s1", "live-1", "chat:slack:C1"))).toBe(true)
+    const task = await onNode("s2", Effect.flatMap(TaskStore, (s) => s.add(newTask("sw", "after the session"))))
+    expect(await claimOn("s2")).toBeUndefined()
+    expect(await claimOn("s1")).toBeUndefined()
+    // A second session of sw, on the other node, waits too.
+    expect(await onNode("s2", takeBoxRow("sw", "s2", "live-2", "chat:discord:D1"))).toBe(false)
+    expect(await onNode("s2", boxRowElsewhere("sw"))).toBe(true)
+    // The session ends: the task is claimed, and now a session of sw is kept out while it runs.
+    await onNode("s1", giveBoxRow("sw", "chat:slack:C1"))
+    expect((await claimOn("s2"))?.task_id).toBe(task.task_id)
+    expect(await onNode("s1", takeBoxRow("sw", "s1", "live-1", "chat:slack:C1"))).toBe(false)
+    expect(pg.sql("SELECT count(*) FROM roster_boxes WHERE worker = 'sw'")).toBe("0")
+    // A row left by an instance the fleet fenced (its node lost with a session open) holds nothing.
+    pg.sql("UPDATE roster_tasks SET status = 'done' WHERE worker = 'sw'")
+    expect(await onNode("s1", takeBoxRow("sw", "s1", "live-1", "chat:slack:C1"))).toBe(true)
+    pg.sql("UPDATE roster_nodes SET fenced_at = now(), fenced_by = 's2' WHERE name = 's1'")
+    const next = await onNode("s2", Effect.flatMap(TaskStore, (s) => s.add(newTask("sw", "after the lost session"))))
+    expect((await claimOn("s2"))?.task_id).toBe(next.task_id)
+    pg.sql("UPDATE roster_tasks SET status = 'done' WHERE worker = 'sw'")
+    expect(await onNode("s2", takeBoxRow("sw", "s2", "live-2", "chat:discord:D1"))).toBe(true)
+    expect(pg.sql("SELECT node || ' ' || run_key FROM roster_boxes WHERE worker = 'sw'")).toBe("s2 chat:discord:D1")
+    pg.sql("DELETE FROM roster_boxes")
+    pg.sql("DELETE FROM roster_nodes WHERE name IN ('s1', 's2')")
   })
 
   it("an add with a key in use, from three nodes at once: one task in the fleet, the others given it", async () => {

@@ -72,9 +72,14 @@ const get = (port: number, target: string, headers: Record<string, string> = {})
 // The services are built in the caller's scope, so they live as long as the gateway that uses
 // them (Effect.provide(layer) would close them — the audit log's open file among them — the
 // moment serveGateway returned, and a later request's file would be left to the GC).
-const serve = (paths: ReturnType<typeof deployment>, dialer: Layer.Layer<Dialer>, live: (id: string) => boolean = (id) => id === LIVE_RUN) =>
+const serve = (
+  paths: ReturnType<typeof deployment>,
+  dialer: Layer.Layer<Dialer>,
+  live: (id: string) => boolean = (id) => id === LIVE_RUN,
+  fence: Layer.Layer<RunFence> = RunFence.layerNone
+) =>
   Layer.build(
-    Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer, RunLog.layer, TaskStore.layer, MemoryStore.layer, RunFence.layerNone, SpendLedger.layer).pipe(
+    Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer, RunLog.layer, TaskStore.layer, MemoryStore.layer, fence, SpendLedger.layer).pipe(
       Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest()))
     )
   ).pipe(
@@ -195,6 +200,43 @@ describe("the gateway (real listener)", () => {
       // No token from loopback is the host itself (subject "org"), which this rule does not admit.
       expect(yield* connect(port, "198.51.100.7:9099")).toContain("403")
       expect(yield* Ref.get(dialled)).toEqual([])
+    }).pipe(Effect.scoped)
+  })
+
+  it.live("a fleet node cut off from its database stands its boxes down: every request of theirs is refused 503 with why, nothing dialled; then they go on", () => {
+    const paths = deployment(`[[allow]]\nhosts = ["198.51.100.7"]\nscope = ["org/alice"]\nports = [9099]\n`)
+    return Effect.gen(function*() {
+      const dialled = yield* Ref.make<ReadonlyArray<string>>([])
+      const down = yield* Ref.make(false)
+      const fence = Layer.succeed(RunFence, {
+        guard: (_run, land) => land,
+        standsDown: Effect.map(Ref.get(down), (d) => (d ? "fleet node n1 is cut off from the fleet's database (test)" : null))
+      })
+      // Its preflight passed before the cut (a report while standing down is refused like any other).
+      const { port } = yield* serve(paths, Dialer.layerRecording({}, dialled), undefined, fence)
+      yield* Ref.set(down, true)
+      const tunnel = yield* connect(port, "198.51.100.7:9099", { "Proxy-Authorization": auth(TOKEN) })
+      expect(tunnel).toContain("503")
+      const plain = yield* get(port, "http://198.51.100.7:9099/", { "Proxy-Authorization": auth(TOKEN) })
+      expect(plain.status).toBe(503)
+      expect(plain.body).toContain("cut off from the fleet's database")
+      const act = yield* Effect.promise(() => new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const body = JSON.stringify({ text: "hello" })
+        const req = http.request({ host: "127.0.0.1", port, method: "POST", path: "/v1/actions/message_user", headers: { authorization: `Bearer ${TOKEN}`, "content-length": Buffer.byteLength(body) } }, (res) => {
+          let text = ""
+          res.on("data", (c: Buffer) => (text += c.toString()))
+          res.once("end", () => resolve({ status: res.statusCode ?? 0, body: text }))
+        })
+        req.once("error", reject)
+        req.end(body)
+      }))
+      expect(act.status).toBe(503)
+      expect(act.body).toContain("cut off from the fleet's database")
+      expect(yield* Ref.get(dialled)).toEqual([])
+      // A beat landed: the same request is judged by policy again (the recording dialer answers 502).
+      yield* Ref.set(down, false)
+      expect(yield* connect(port, "198.51.100.7:9099", { "Proxy-Authorization": auth(TOKEN) })).toContain("502")
+      expect(yield* Ref.get(dialled)).toEqual(["198.51.100.7:9099"])
     }).pipe(Effect.scoped)
   })
 

@@ -4,6 +4,9 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { freePort } from "./deployment.js"
 
+/** The server's second loopback address (see startPostgres). */
+export const SECOND_ADDRESS = "127.0.0.2"
+
 /** A real Postgres of Debian's (`postgresql`, installed by scripts/ensure-host.sh), run for one test file. */
 export interface Postgres {
   /** The database URL without a password (the password goes by PGPASSWORD or the vault, never in org.toml). */
@@ -57,8 +60,11 @@ export const startPostgres = async (): Promise<Postgres> => {
   fs.writeFileSync(pwfile, `${password}\n`)
   if (os.userInfo().uid === 0) execFileSync("chown", ["-R", "postgres:postgres", dir])
   asPostgres(path.join(bin, "initdb"), ["-D", data, "-U", "roster", "--pwfile", pwfile, "--auth", "scram-sha-256", "-E", "UTF8", "--no-sync"])
+  // A second loopback address, 127.0.0.2, for one client to be cut off from it alone (an iptables
+  // rule on that address drops one node's packets and no other's).
+  fs.appendFileSync(path.join(data, "pg_hba.conf"), `host all all ${SECOND_ADDRESS}/32 scram-sha-256\n`)
   const port = await freePort()
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`
+  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1,${SECOND_ADDRESS} -c fsync=off -c max_connections=200`
   const start = () => {
     asPostgres(path.join(bin, "pg_ctl"), ["-D", data, "-o", opts, "-l", path.join(dir, "log"), "-w", "-t", "60", "start"])
   }

@@ -13,7 +13,8 @@ import { fleetLines } from "../../src/cli/serverCommand.js"
 import { type FleetCheck, fleetCheckLines } from "../../src/fleet/doctor.js"
 import { differingFiles, orgDigest } from "../../src/fleet/fingerprint.js"
 import { nodeNameOf } from "../../src/config/nodeName.js"
-import { beatEvery } from "../../src/fleet/join.js"
+import { beatEvery, CUT_OFF } from "../../src/fleet/join.js"
+import { afterLanded, afterMissed, cutOffAfterMs, fenceAfterS, freshHealth, leaseMarginS } from "../../src/fleet/lease.js"
 import { afterLoss } from "../../src/fleet/loss.js"
 import { Duration } from "effect"
 import * as fs from "node:fs"
@@ -87,6 +88,43 @@ describe("a node's name and beat", () => {
     expect(Duration.toSeconds(beatEvery({ ...cluster, node_timeout_s: 5 }))).toBe(1)
     expect(Duration.toSeconds(beatEvery({ ...cluster, node_timeout_s: 600 }))).toBe(5)
   })
+
+  it("the lease: a node stops acting two beats before its timeout, the fleet fences it two beats after — never overlapping", () => {
+    for (const node_timeout_s of [5, 6, 12, 30, 600]) {
+      const c = { ...cluster, node_timeout_s }
+      const margin = leaseMarginS(c)
+      expect(margin).toBe(2 * Duration.toSeconds(beatEvery(c)))
+      expect(cutOffAfterMs(c)).toBe((node_timeout_s - margin) * 1000)
+      expect(fenceAfterS(c)).toBe(node_timeout_s + margin)
+      // The gap: at least four beats between the node stopping and the fleet re-running its tasks.
+      expect(fenceAfterS(c) * 1000 - cutOffAfterMs(c)).toBeGreaterThanOrEqual(4 * Duration.toMillis(beatEvery(c)))
+      expect(cutOffAfterMs(c)).toBeGreaterThan(0)
+    }
+  })
+
+  it("a node cuts itself off once no beat has landed for timeout − margin, unless it was frozen itself; a beat that lands ends it", () => {
+    const c = { ...cluster, node_timeout_s: 5 } // beats every 1 s: cut off after 3 s, fenced after 7 s
+    const t0 = 1_000_000
+    let h = freshHealth(t0)
+    // Misses one beat a second: reachable goes false at once, the cut-off comes at 3 s.
+    h = afterMissed(h, "no answer within 1s", t0 + 1000, c)
+    expect([h.reachable, h.cutOff]).toEqual([false, false])
+    h = afterMissed(h, "no answer within 1s", t0 + 2000, c)
+    expect(h.cutOff).toBe(false)
+    h = afterMissed(h, "no answer within 1s", t0 + 3000, c)
+    expect(h.cutOff).toBe(true)
+    // It stays cut off while the beats miss, and a beat that lands ends it (not fenced: nobody could fence it yet).
+    h = afterMissed(h, "no answer within 1s", t0 + 4000, c)
+    expect(h.cutOff).toBe(true)
+    h = afterLanded(h, "ok", t0 + 5000)
+    expect([h.reachable, h.cutOff, h.fenced, h.since]).toEqual([true, false, false, t0 + 5000])
+    // A process frozen (SIGSTOP) for 10 s: its first try after waking missing does not cut it off —
+    // the next, tried at once, decides (and finds the fence if the fleet set one).
+    const frozen = afterMissed(freshHealth(t0), "no answer within 1s", t0 + 10_000, c)
+    expect(frozen.cutOff).toBe(false)
+    expect(afterMissed(frozen, "no answer within 1s", t0 + 11_000, c).cutOff).toBe(true)
+    expect(afterLanded(frozen, "fenced", t0 + 10_500)).toMatchObject({ fenced: true, cutOff: false, reachable: true })
+  })
 })
 
 const node = (name: string, over: Partial<FleetStatus["nodes"][number]> = {}): FleetStatus["nodes"][number] => ({
@@ -141,9 +179,14 @@ describe("server status's fleet lines", () => {
     expect(lines.slice(4)).toEqual(["  bb's config differs from this node's: org.toml — every node holds the same files (only [cluster] node and [gateway] port differ)"])
   })
 
-  it("an unreachable database: what is wrong and that the node carries on", () => {
-    const lines = fleetLines({ node: "a", database: "db.test:5432/roster", reachable: false, detail: "connection refused", schema: 1, nodes: [] })
-    expect(lines[1]).toBe("  the database does not answer (connection refused): this node keeps its boxes running and retries")
+  it("an unreachable database: what is wrong and that the node retries, then that it cut itself off", () => {
+    const down = { node: "a", database: "db.test:5432/roster", reachable: false, detail: "connection refused", schema: 1, nodes: [] }
+    expect(fleetLines(down)[1]).toBe(
+      "  the database does not answer (connection refused): this node retries at every heartbeat, and stops its boxes before its lease could expire"
+    )
+    const cut = fleetLines({ ...down, cut_off: CUT_OFF })
+    expect(cut[1]).toMatch(/^ {2}cut off from the fleet's database: my boxes are stopped/)
+    expect(cut[2]).toBe("  the database does not answer (connection refused)")
   })
 })
 

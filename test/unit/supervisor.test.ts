@@ -27,6 +27,23 @@ const deployment = (orgToml = "[supervisor]\nconcurrency = 2\n", o: UnitOptions 
   return { paths, layer }
 }
 
+/** A fleet node as the supervisor sees it: joined, not fenced, not cut off, no other node's boxes; `over` for what a test changes. */
+const fakeMember = (over: Partial<Context.Tag.Service<FleetMember>>) =>
+  Layer.succeed(FleetMember, {
+    node: "here",
+    status: Effect.die("unused"),
+    changes: Stream.never,
+    fenced: Effect.succeed(false),
+    cutOff: Effect.succeed(false),
+    rejoin: Effect.void,
+    takeBox: () => Effect.succeed(true),
+    giveBox: () => Effect.void,
+    boxElsewhere: () => Effect.succeed(false),
+    nudgeApprovals: () => Effect.void,
+    elsewhere: Effect.succeed([]),
+    ...over
+  })
+
 const startSupervisor = Layer.build(Supervisor.layer).pipe(Effect.map(Context.get(Supervisor)))
 
 const tokens = (paths: Paths) => (fs.existsSync(layout(paths).identityDir) ? fs.readdirSync(layout(paths).identityDir) : [])
@@ -107,14 +124,8 @@ describe("the supervisor (Docker test layer)", () => {
 
   it.live("a fleet's node: another node's running task is not its to fail and keeps that worker busy here; a cancel goes both ways through the task", () => {
     const { layer } = deployment()
-    const member = Layer.succeed(FleetMember, {
-      node: "here",
-      status: Effect.die("unused"),
-      changes: Stream.never,
-      fenced: Effect.succeed(false),
-      rejoin: Effect.void,
-      nudgeApprovals: () => Effect.void,
-      elsewhere: Effect.succeed([])
+    const member = fakeMember({
+      rejoin: Effect.void
     })
     return Effect.gen(function*() {
       const store = yield* TaskStore
@@ -148,15 +159,10 @@ describe("the supervisor (Docker test layer)", () => {
     const { layer } = deployment()
     const fenced = Ref.unsafeMake(false)
     const rejoined = Ref.unsafeMake(0)
-    const member = Layer.succeed(FleetMember, {
-      node: "here",
-      status: Effect.die("unused"),
-      changes: Stream.never,
+    const member = fakeMember({
       fenced: Ref.get(fenced),
-      // The test lets it back in itself, after it has seen the queue stand still.
-      rejoin: Ref.update(rejoined, (n) => n + 1),
-      nudgeApprovals: () => Effect.void,
-      elsewhere: Effect.succeed([])
+      // The test lets it back in itself, after it has seen the queue stand still.,
+      rejoin: Ref.update(rejoined, (n) => n + 1)
     })
     return Effect.gen(function*() {
       const store = yield* TaskStore
@@ -181,6 +187,40 @@ describe("the supervisor (Docker test layer)", () => {
       expect(yield* statusOf(b.task_id)).toBe("queued")
       yield* Ref.set(fenced, false)
       yield* boxOf(b.task_id)
+    }).pipe(Effect.provide(member), Effect.provide(layer), Effect.scoped)
+  }, 30_000)
+
+  it.live("a node cut off from the fleet's database stops its boxes (their runs ended as cut-off), claims nothing, and once a beat lands its task carries on from the stopped run", () => {
+    const { layer } = deployment()
+    const cutOff = Ref.unsafeMake(false)
+    const member = fakeMember({
+      cutOff: Ref.get(cutOff),
+      rejoin: Effect.die("a node cut off is not fenced: it never joins again")
+    })
+    return Effect.gen(function*() {
+      const store = yield* TaskStore
+      const sup = yield* startSupervisor
+      const a = yield* sup.add({ worker: "alice", prompt: "HANG" })
+      const first = (yield* boxOf(a.task_id)).spec.Labels["roster.run-id"]!
+      yield* Ref.set(cutOff, true)
+      const b = yield* sup.add({ worker: "bob", prompt: "HANG" })
+      // Its box is stopped, and the run says why; the task waits to carry on from it.
+      yield* eventually(Effect.map(running, (cs) => cs.length === 0), "the cut-off node's boxes stopped", 10_000)
+      yield* waitStatus(a.task_id, "queued")
+      const run = yield* Effect.flatMap(RunLog, (r) => r.read("alice", first))
+      expect(run).toMatchObject({ ended_by: "cut-off" })
+      expect(run?.error).toContain("cut off from the fleet's database")
+      const stopped = yield* store.get(a.task_id)
+      expect(stopped).toMatchObject({ status: "queued", interrupted: { run_id: first, by: "cut-off" }, continues: { task_id: a.task_id, run_id: first } })
+      // Nothing is claimed while cut off (passes come every 2 s).
+      yield* Effect.sleep("2500 millis")
+      expect([yield* statusOf(a.task_id), yield* statusOf(b.task_id)]).toEqual(["queued", "queued"])
+      // A beat lands: both run, alice's as the continuation of her stopped run.
+      yield* Ref.set(cutOff, false)
+      const again = yield* boxOf(a.task_id)
+      expect(again.spec.Labels["roster.run-id"]).not.toBe(first)
+      yield* boxOf(b.task_id)
+      expect((yield* store.get(a.task_id))?.run_ids).toEqual([first, again.spec.Labels["roster.run-id"]])
     }).pipe(Effect.provide(member), Effect.provide(layer), Effect.scoped)
   }, 30_000)
 
@@ -210,6 +250,30 @@ describe("the supervisor (Docker test layer)", () => {
       yield* eventually(Effect.sync(() => waiting.unsafePoll() !== null), "carol's session to get a slot", 15_000)
       yield* Scope.close(carol, Exit.void)
     }).pipe(Effect.provide(layer), Effect.scoped)
+  }, 30_000)
+
+  it.live("in a fleet a chat session waits while its worker's box row is held elsewhere, takes it before it counts, and gives it back when it ends", () => {
+    const { layer } = deployment()
+    const elsewhere = Ref.unsafeMake(true)
+    const taken = Ref.unsafeMake<ReadonlyArray<string>>([])
+    const given = Ref.unsafeMake<ReadonlyArray<string>>([])
+    const member = fakeMember({
+      takeBox: (worker, key) =>
+        Ref.get(elsewhere).pipe(Effect.flatMap((held) => (held ? Effect.succeed(false) : Ref.update(taken, (t) => [...t, `${worker} ${key}`]).pipe(Effect.as(true))))),
+      giveBox: (worker, key) => Ref.update(given, (g) => [...g, `${worker} ${key}`])
+    })
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const session = yield* Scope.make()
+      const waiting = yield* sup.holdSlot("alice", "chat:slack:C0TEAM").pipe(Scope.extend(session), Effect.fork)
+      yield* Effect.sleep("1500 millis")
+      expect(waiting.unsafePoll()).toBeNull()
+      yield* Ref.set(elsewhere, false)
+      yield* eventually(Effect.sync(() => waiting.unsafePoll() !== null), "the session to get its slot", 10_000)
+      expect(yield* Ref.get(taken)).toEqual(["alice chat:slack:C0TEAM"])
+      yield* Scope.close(session, Exit.void)
+      expect(yield* Ref.get(given)).toEqual(["alice chat:slack:C0TEAM"])
+    }).pipe(Effect.provide(member), Effect.provide(layer), Effect.scoped)
   }, 30_000)
 
   it.scoped("a task with a channel runs in that channel; a bad channel name is refused before it is queued", () => {

@@ -65,8 +65,9 @@ export const handleAction = (req: http.IncomingMessage, res: http.ServerResponse
     const token = /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ""))?.[1] ?? ""
     const who = yield* lookupToken(token)
     if (!who.ok || !who.caller.runId || !who.caller.worker) {
-      yield* answer(res, 401, { ok: false, error: who.ok ? "a run token is required" : who.reason })
-      return yield* auditTrace(trace, { status: 401 })
+      const status = !who.ok && who.why === "cut_off" ? 503 : 401
+      yield* answer(res, status, { ok: false, error: who.ok ? "a run token is required" : who.reason })
+      return yield* auditTrace(trace, { status })
     }
     const caller = who.caller as BoxCaller
     trace.run_id = caller.runId

@@ -4,6 +4,7 @@ import type { IncomingHttpHeaders } from "node:http"
 import { IdentityRecord, identityFile, TOKEN_PATTERN } from "../../contract/identity.js"
 import { Paths, layout } from "../../config/Paths.js"
 import { isLoopback } from "../../contract/addresses.js"
+import { RunFence } from "../../run/RunFence.js"
 import { LiveRuns } from "./LiveRuns.js"
 
 export interface Caller {
@@ -19,6 +20,8 @@ export type RunCaller = Caller & { readonly runId: string; readonly worker: stri
 export type Identification =
   | { readonly ok: true; readonly caller: Caller }
   | { readonly ok: false; readonly reason: string; readonly why: "no_token" | "run_ended" }
+  /** A known run whose node stands down (cut off from its fleet's database): answered 503, not 407. */
+  | { readonly ok: false; readonly reason: string; readonly why: "cut_off" }
 
 /** The run token from `Proxy-Authorization: Basic base64(<token>:x)`; the password is never read. */
 export const tokenFrom = (headers: IncomingHttpHeaders): string | undefined => {
@@ -83,5 +86,8 @@ export const lookupToken = Effect.fnUntraced(function*(token: string, cache?: Id
   if (!cached) cache?.set(file, record.value, now)
   const r = record.value
   if (!(yield* (yield* LiveRuns).isLive(r.run_id))) return { ok: false, reason: "the run of this token has ended", why: "run_ended" } satisfies Identification
+  // A node that may soon see its tasks re-run elsewhere lets none of its boxes act: not a model call, not an action.
+  const down = yield* (yield* RunFence).standsDown
+  if (down !== null) return { ok: false, reason: down, why: "cut_off" } satisfies Identification
   return { ok: true, caller: { subject: r.subject, runId: r.run_id, worker: r.worker, taskId: r.task_id } } satisfies Identification
 })

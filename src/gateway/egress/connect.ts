@@ -79,7 +79,7 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
       trace.port = target.port
     }
     const who = yield* identify(req.headers, req.socket.remoteAddress, self.identities)
-    if (!who.ok) return yield* refuse(new Refusal(407, who.reason, { why: who.why }))
+    if (!who.ok) return yield* refuse(new Refusal(who.why === "cut_off" ? 503 : 407, who.reason, { why: who.why }))
     const caller = who.caller
     trace.run_id = caller.runId
     trace.subject = caller.subject
