@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Context, Duration, Effect, Layer, Ref, Schedule, Stream } from "effect"
+import { answerWithin } from "../contract/answerWithin.js"
 import * as crypto from "node:crypto"
 import * as os from "node:os"
 import type { ClusterSection } from "../config/cluster.js"
@@ -163,13 +164,13 @@ const boxRows = (node: string, instance: Effect.Effect<string>, withSql: WithSql
   takeBox: (worker: string, key: string) =>
     instance.pipe(
       Effect.flatMap((i) => withSql(takeBoxRow(worker, node, i, key))),
-      Effect.timeoutFail({ duration: ROW_WAIT, onTimeout: () => new Error(`the database did not answer within ${ROW_WAIT}`) })
+      answerWithin(ROW_WAIT, () => new Error(`the database did not answer within ${ROW_WAIT}`))
     ),
   // Given back in the background, tried again while the database does not answer: a row left would
   // keep the worker's tasks waiting until this instance is fenced or leaves.
   giveBox: (worker: string, key: string) =>
     withSql(giveBoxRow(worker, key)).pipe(
-      Effect.timeout(ROW_WAIT),
+      answerWithin(ROW_WAIT, () => new Error(`the database did not answer within ${ROW_WAIT}`)),
       Effect.retry(Schedule.exponential("1 second").pipe(Schedule.union(Schedule.spaced("10 seconds")), Schedule.upTo("30 minutes"))),
       Effect.catchAllCause((c) => Effect.logWarning(`fleet: ${worker}'s box row (${key}) could not be given back; it goes when this node leaves or is fenced`, c)),
       Effect.forkDaemon,
@@ -178,7 +179,7 @@ const boxRows = (node: string, instance: Effect.Effect<string>, withSql: WithSql
   // A database that does not answer says no box: the claim it checks went through the same database.
   boxElsewhere: (worker: string) =>
     withSql(boxRowElsewhere(worker)).pipe(
-      Effect.timeout(ROW_WAIT),
+      answerWithin(ROW_WAIT, () => new Error(`the database did not answer within ${ROW_WAIT}`)),
       Effect.catchAllCause((c) => Effect.logWarning(`fleet: whether ${worker} has a box elsewhere could not be read`, c).pipe(Effect.as(false)))
     )
 })
@@ -211,7 +212,7 @@ const heartbeatLoop = (
   Effect.gen(function*() {
     const b = yield* beatNow
     const result = yield* withSql(beat(b, yield* Clock.currentTimeMillis)).pipe(
-      Effect.timeoutFail({ duration: beatEvery(cluster), onTimeout: () => new Error(`no answer within ${Duration.format(beatEvery(cluster))}`) })
+      answerWithin(beatEvery(cluster), () => new Error(`no answer within ${Duration.format(beatEvery(cluster))}`))
     )
     const now = yield* Clock.currentTimeMillis
     const was = yield* Ref.getAndUpdate(health, (h) => afterLanded(h, result, now))
@@ -250,7 +251,7 @@ const fleetStatus = (
 ): Effect.Effect<FleetStatus> =>
   Effect.gen(function*() {
     // A database whose packets are dropped never answers: the status says so rather than wait for it.
-    const rows = yield* withSql(listNodes).pipe(Effect.timeoutFail({ duration: "3 seconds", onTimeout: () => new Error("no answer within 3 s") }))
+    const rows = yield* withSql(listNodes).pipe(answerWithin("3 seconds", () => new Error("no answer within 3 s")))
     const self = rows.find((r) => r.name === node)
     const h = yield* Ref.get(health)
     const nodes = yield* withPings(rows, rows.map((r) => nodeView(r, opts.cluster.node_timeout_s, node, self?.config)), ping)

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect, Layer, Option, Ref, Schedule, Scope } from "effect"
+import { answerWithin } from "../contract/answerWithin.js"
 import { Paths, layout } from "../config/Paths.js"
 import { runDirs } from "../run/query.js"
 import { type IndexedRun, RunIndex, type RunRef } from "../run/RunIndex.js"
@@ -41,7 +42,7 @@ export const runIndexOver = (sql: SqlClient) =>
       logDefects("fleet: unexpected failure writing the run index (tried again in 5 s)"),
       Effect.repeat(Schedule.spaced("5 seconds"))
     )))
-    yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout("2 seconds"), Effect.ignore))
+    yield* Effect.addFinalizer(() => flush.pipe(answerWithin("2 seconds", () => new Error("no answer in 2 s")), Effect.ignore))
     const byWorker = (worker: Option.Option<string>) => (Option.isSome(worker) ? sql`WHERE worker = ${worker.value}` : sql``)
     return RunIndex.of({
       put: (run) =>
@@ -49,7 +50,7 @@ export const runIndexOver = (sql: SqlClient) =>
           unwritten.set(run.run_id, run)
           // A database slow to answer delays no run by more than a moment: the loop writes it later.
           return upsert(run).pipe(
-            Effect.timeoutFail({ duration: "2 seconds", onTimeout: () => new Error("no answer in 2 s") }),
+            answerWithin("2 seconds", () => new Error("no answer in 2 s")),
             Effect.catchAll((e) => kept(e instanceof Error ? e.message : sqlDetail(e)))
           )
         }),

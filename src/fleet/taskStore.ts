@@ -1,6 +1,7 @@
 import { SqlError } from "@effect/sql/SqlError"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Context, Effect, Layer, Queue, Ref, Schema } from "effect"
+import { answerWithin } from "../contract/answerWithin.js"
 import * as crypto from "node:crypto"
 import { captureHostFiles } from "../config/Paths.js"
 import { Files } from "../fs/Files.js"
@@ -38,7 +39,7 @@ const makeReads = (sql: SqlClient) =>
     // A database whose packets are dropped never answers: after a few seconds the read is taken for down.
     const seen = <A>(read: Effect.Effect<A, SqlError>, stale: (tasks: ReadonlyArray<TaskRecord>) => A) =>
       read.pipe(
-        Effect.timeoutFail({ duration: READ_WAIT, onTimeout: () => new SqlError({ cause: new Error(`no answer within ${READ_WAIT}`), message: `no answer within ${READ_WAIT}` }) }),
+        answerWithin(READ_WAIT, () => new SqlError({ cause: new Error(`no answer within ${READ_WAIT}`), message: `no answer within ${READ_WAIT}` })),
         Effect.tap(() => Ref.update(lastSeen, (l) => (l.down ? { ...l, down: false } : l))),
         Effect.catchAll((e) =>
           Ref.getAndUpdate(lastSeen, (l) => ({ ...l, down: true })).pipe(

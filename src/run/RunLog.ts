@@ -1,3 +1,4 @@
+import { answerWithin } from "../contract/answerWithin.js"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { ChannelName, RunId, TaskId, WorkerName } from "../config/names.js"
 import { captureHostFiles, type HostFiles, Paths, layout } from "../config/Paths.js"
@@ -199,7 +200,7 @@ const makeRunLog = (
   const putShared = (runId: string, event: TaintEvent, file: string) =>
     shared && node
       ? shared.put(runId, node, event).pipe(
-        Effect.timeoutFail({ duration: "2 seconds", onTimeout: () => new TaintLogError({ detail: "no answer in 2 s" }) }),
+        answerWithin("2 seconds", () => new TaintLogError({ detail: "no answer in 2 s" })),
         Effect.catchAll((e) =>
           Effect.logWarning(`run ${runId}: its ${event.kind} is kept in ${file}, not the fleet's taint log (${e.detail})`).pipe(
             Effect.zipRight(appendEvent(file, event))

@@ -1,3 +1,4 @@
+import { answerWithin } from "../contract/answerWithin.js"
 import { type Context, Effect, Ref, Schedule } from "effect"
 import { Docker } from "../docker/Docker.js"
 import type { FleetMember } from "../fleet/FleetMember.js"
@@ -62,7 +63,7 @@ const killBoxes = (by: "fenced" | "cut-off", detail: string) =>
     for (const box of boxes) {
       if (box.named) {
         yield* runLog.append(box.worker, box.runId, { kind: "stop", by, detail }).pipe(
-          Effect.timeoutFail({ duration: "1 second", onTimeout: () => new Error("no answer in 1 s") }),
+          answerWithin("1 second", () => new Error("no answer in 1 s")),
           Effect.catchAll((e) => Effect.logWarning(`fleet: run ${box.runId}: its ${by} end could not be noted: ${e.message}`))
         )
       }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Either, Fiber, Layer } from "effect"
+import { Context, Effect, Either, Exit, Fiber, Layer, TestClock } from "effect"
+import { answerWithin } from "../../src/contract/answerWithin.js"
 import { watchInbox } from "../../src/session/inbox.js"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { RunLog } from "../../src/run/RunLog.js"
@@ -125,6 +126,22 @@ describe("a node's name and beat", () => {
     expect(afterMissed(frozen, "no answer within 1s", t0 + 11_000, c).cutOff).toBe(true)
     expect(afterLanded(frozen, "fenced", t0 + 10_500)).toMatchObject({ fenced: true, cutOff: false, reachable: true })
   })
+
+  it.effect("a beat whose statement hangs, and whose cancelling hangs too, is given up at its interval (the database's packets dropped)", () =>
+    Effect.gen(function*() {
+      // What @effect/sql-pg does on interruption: it asks the database to cancel over a new
+      // connection, which waits as long as the first (up to 5 s) when its packets are dropped.
+      const hung = Effect.never.pipe(Effect.onInterrupt(() => Effect.sleep("5 seconds")))
+      const beat = yield* hung.pipe(answerWithin("1 second", () => "no answer within 1s"), Effect.either, Effect.fork)
+      yield* TestClock.adjust("1 second")
+      const got = yield* Fiber.poll(beat)
+      expect(got._tag === "Some" ? got.value : "still waiting").toEqual(Exit.succeed(Either.left("no answer within 1s")))
+      // A plain timeout is what waited: the same statement still running at 1 s.
+      const plain = yield* hung.pipe(Effect.timeoutFail({ duration: "1 second", onTimeout: () => "late" }), Effect.either, Effect.fork)
+      yield* TestClock.adjust("1 second")
+      expect((yield* Fiber.poll(plain))._tag).toBe("None")
+      yield* TestClock.adjust("5 seconds")
+    }))
 })
 
 const node = (name: string, over: Partial<FleetStatus["nodes"][number]> = {}): FleetStatus["nodes"][number] => ({
