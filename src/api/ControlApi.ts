@@ -29,7 +29,9 @@ export const AddTask = Schema.Struct({
 
 export const TaskFilter = Schema.Struct({
   worker: Schema.optional(Schema.String),
-  status: Schema.optional(TaskStatus)
+  status: Schema.optional(TaskStatus),
+  /** The archived tasks too (finished past [supervisor] keep_days). */
+  all: Schema.optional(Schema.BooleanFromString)
 })
 
 /** A live box of this deployment as the daemon sees it. */

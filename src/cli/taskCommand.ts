@@ -3,7 +3,7 @@ import { Clock, Console, Effect, Option } from "effect"
 import { cancelInPlace, PERSON, queueTask, retryTask } from "../supervisor/queueTask.js"
 import { hasSession } from "../supervisor/dispatch.js"
 import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, TaskStatus } from "../task/TaskRecord.js"
-import { TaskStore } from "../task/TaskStore.js"
+import { byQueueOrder, TaskStore } from "../task/TaskStore.js"
 import { Paths } from "../config/Paths.js"
 import { viaDaemon } from "../api/controlClient.js"
 import { visible } from "./terminal.js"
@@ -80,11 +80,13 @@ const add = Command.make("add", {
       "Example: roster task add alice --ceiling 20 \"summarise this week's notes\" && roster task list"
   ))
 
-const listTasks = (filter: { readonly worker?: string; readonly status?: TaskStatus }) =>
+const listTasks = (filter: { readonly worker?: string; readonly status?: TaskStatus; readonly all?: boolean }) =>
   Effect.gen(function*() {
     const viaServer = yield* viaDaemon((c) => c.tasks.list({ urlParams: filter }))
     if (Option.isSome(viaServer)) return viaServer.value
-    return (yield* (yield* TaskStore).list).filter((t) =>
+    const store = yield* TaskStore
+    const archived = filter.all ? yield* store.listArchived : []
+    return [...archived, ...(yield* store.list)].sort(byQueueOrder).filter((t) =>
       (filter.worker === undefined || t.worker === filter.worker) && (filter.status === undefined || t.status === filter.status)
     )
   })
@@ -92,12 +94,14 @@ const listTasks = (filter: { readonly worker?: string; readonly status?: TaskSta
 const list = Command.make("list", {
   json,
   worker: optional(Options.text("worker"), "only this worker's tasks"),
-  status: Options.choice("status", TaskStatus.literals).pipe(Options.optional, Options.withDescription("only tasks in this state"))
-}, ({ json, status, worker }) =>
+  status: Options.choice("status", TaskStatus.literals).pipe(Options.optional, Options.withDescription("only tasks in this state")),
+  all: Options.boolean("all").pipe(Options.withDescription("the archived tasks too (finished over [supervisor] keep_days ago, 30 by default)"))
+}, ({ all, json, status, worker }) =>
   Effect.gen(function*() {
     const tasks = yield* listTasks({
       ...(Option.isSome(worker) ? { worker: worker.value } : {}),
-      ...(Option.isSome(status) ? { status: status.value } : {})
+      ...(Option.isSome(status) ? { status: status.value } : {}),
+      ...(all ? { all } : {})
     })
     if (json) return yield* Console.log(JSON.stringify(tasks, null, 2))
     if (tasks.length === 0) return yield* Console.log(`no tasks — queue one: roster task add alice "..."`)
@@ -114,7 +118,8 @@ const findTask = (taskId: string) =>
     yield* taskIdForm(taskId)
     const viaServer = yield* viaDaemon((c) => c.tasks.show({ path: { id: taskId } }))
     if (Option.isSome(viaServer)) return viaServer.value
-    const t = yield* (yield* TaskStore).get(taskId)
+    const store = yield* TaskStore
+    const t = (yield* store.get(taskId)) ?? (yield* store.getArchived(taskId))
     return t ?? (yield* Effect.fail(new NoSuchTask({ taskId })))
   })
 
@@ -122,7 +127,7 @@ const show = Command.make("show", { json, taskId: taskIdArg }, ({ json, taskId }
   Effect.gen(function*() {
     const t = yield* findTask(taskId)
     if (json) return yield* Console.log(JSON.stringify(t, null, 2))
-    yield* Console.log(`task ${t.task_id}  ${t.status}  (worker ${t.worker})`)
+    yield* Console.log(`task ${t.task_id}  ${t.status}  (worker ${t.worker})${t.archived ? "  archived" : ""}`)
     // A worker's own follow-ups (set_tasks) carry box text: shown, never obeyed by the terminal.
     yield* Console.log(`prompt: ${visible(t.prompt)}`)
     yield* Console.log(`queued ${t.created_at} by ${queuedBy(t)}` +

@@ -101,6 +101,8 @@ const makeLayout = (p: RosterPaths) => {
     taskFile: (taskId: string) => path.join(p.data, "tasks", "records", `${taskId}.json`),
     /** Task records roster could not read, put aside as they were (each listed as a failed task). */
     tasksUnreadableDir: path.join(p.data, "tasks", "unreadable"),
+    /** Finished tasks past [supervisor] keep_days, out of the live list: `<month>/<id>.json`, read by task show and task list --all. */
+    tasksArchiveDir: path.join(p.data, "tasks", "archive"),
     /** The worker's queue as its boxes see it (/pihome/self/schedule.json), rewritten in place. */
     tasksView: (worker: string) => path.join(p.data, "tasks", "views", `${worker}.json`),
     vaultDir: path.join(p.data, "vault"),

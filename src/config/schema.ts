@@ -107,7 +107,9 @@ export const SupervisorSection = Schema.Struct({
    */
   retries: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 20)), { default: () => 0 }),
   /** Seconds before the first retry; each next waits twice as long, at most an hour. */
-  retry_backoff_s: Schema.optionalWith(Schema.Number.pipe(Schema.between(0, 3600)), { default: () => 30 })
+  retry_backoff_s: Schema.optionalWith(Schema.Number.pipe(Schema.between(0, 3600)), { default: () => 30 }),
+  /** Days a finished task stays in the live list; then it is archived (task show and task list --all still read it). */
+  keep_days: Schema.optionalWith(Schema.Number.pipe(Schema.between(1, 3650)), { default: () => 30 })
 })
 
 const Usd = Schema.Number.pipe(Schema.finite(), Schema.positive())
@@ -285,7 +287,7 @@ export const OrgSchema = Schema.Struct({
   engine: Schema.optionalWith(EngineSection, { default: () => ({ image: "roster-box:1" }) }),
   box: Schema.optionalWith(BoxSection, { default: () => Schema.decodeSync(BoxSection)({}) }),
   gateway: Schema.optionalWith(GatewaySection, { default: () => Schema.decodeSync(GatewaySection)({}) }),
-  supervisor: Schema.optionalWith(SupervisorSection, { default: () => ({ concurrency: 2, max_self_tasks: 5, on_interrupt: "resume" as const, retries: 0, retry_backoff_s: 30 }) }),
+  supervisor: Schema.optionalWith(SupervisorSection, { default: () => ({ concurrency: 2, max_self_tasks: 5, on_interrupt: "resume" as const, retries: 0, retry_backoff_s: 30, keep_days: 30 }) }),
   grant: Schema.optionalWith(Schema.Array(Grant), { default: () => [] }),
   allow: Schema.optionalWith(Schema.Array(Allow), { default: () => [] }),
   expose: Schema.optionalWith(Schema.Array(Expose), { default: () => [] }),

@@ -35,6 +35,7 @@ concurrency = 2                 # boxes the daemon runs at once for queued tasks
 # on_interrupt = "resume"       # a task a stop, crash or reboot ended carries on as a continuation; "fail" ends it
 # retries = 0                   # tries again after a failed model call, a lost box, a failed preflight (never a ceiling, budget or cancel)
 # retry_backoff_s = 30          # the first retry's wait; each next twice as long, at most an hour
+# keep_days = 30                # a finished task is archived after this (task show and task list --all still read it)
 max_self_tasks = 5              # follow-ups a worker may queue for itself with set_tasks
 
 [memory]                        # what workers remember (remember / forget in the box; roster memory on the host)

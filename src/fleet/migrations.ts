@@ -207,6 +207,19 @@ const MIGRATIONS = {
       instance text NOT NULL,
       run_key text NOT NULL,
       since timestamptz NOT NULL DEFAULT now()
+    )`),
+  /**
+   * Finished tasks past [supervisor] keep_days, out of the live table (the claim's and the
+   * views' reads stay short): read by task show and task list --all.
+   */
+  "13_archive": Effect.flatMap(SqlClient, (sql) =>
+    sql`CREATE TABLE roster_tasks_archive (
+      task_id text PRIMARY KEY,
+      worker text NOT NULL,
+      seq bigint NOT NULL,
+      status text NOT NULL,
+      record jsonb NOT NULL,
+      archived_at timestamptz NOT NULL DEFAULT now()
     )`)
 }
 

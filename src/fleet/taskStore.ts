@@ -166,7 +166,25 @@ const writes = (
       WHERE q.status = 'queued' AND q.after_id IS NOT NULL AND a.task_id = q.after_id AND a.status IN ('failed', 'cancelled')
       RETURNING q.record`)
   })
-  return { change, claimNext, failStuck, insert }
+  /**
+   * The finished tasks that ended before `before` moved to the archive table in one statement —
+   * the same rule as the files' (task/archive.ts): their answer delivered or none owed, and no
+   * task that waits or runs still needs them.
+   */
+  const archive = (before: number) =>
+    sql<{ readonly n: string }>`
+      WITH moved AS (DELETE FROM roster_tasks t
+        WHERE t.status IN ('done', 'failed', 'cancelled') AND t.record->>'finished_at' IS NOT NULL
+          AND (t.record->>'finished_at')::timestamptz < ${new Date(before).toISOString()}::timestamptz
+          AND NOT (t.record ? 'unreadable')
+          AND (t.record->>'reply_to' IS NULL OR t.record->>'reply_to' = 'none' OR (t.record ? 'delivery' AND NOT (t.record->'delivery' ? 'pending')))
+          AND NOT EXISTS (SELECT 1 FROM roster_tasks w WHERE w.status NOT IN ('done', 'failed', 'cancelled')
+            AND (w.after_id = t.task_id OR w.record->'continues'->>'task_id' = t.task_id))
+        RETURNING t.task_id, t.worker, t.seq, t.status, t.record),
+      kept AS (INSERT INTO roster_tasks_archive (task_id, worker, seq, status, record)
+        SELECT task_id, worker, seq, status, record FROM moved ON CONFLICT (task_id) DO NOTHING RETURNING 1)
+      SELECT count(*)::text AS n FROM kept`.pipe(Effect.map((r) => Number(r[0]?.n ?? 0)))
+  return { archive, change, claimNext, failStuck, insert }
 }
 
 const fencedHere = (sql: SqlClient, node: string, instance: Effect.Effect<string | null>) =>
@@ -217,11 +235,21 @@ export const fleetTaskStore = (node: string, where: string, instance: Effect.Eff
       const announce = (task: TaskRecord) =>
         sql`SELECT pg_notify(${TASKS_CHANNEL}, ${task.task_id})`.pipe(Effect.ignore, Effect.zipRight(Queue.offer(pictures, task)), Effect.asVoid)
 
-      const { change, claimNext, failStuck, insert } = writes(sql, rows, node, instance)
+      const { archive, change, claimNext, failStuck, insert } = writes(sql, rows, node, instance)
 
       return {
         get: (taskId) => get(taskId),
         list,
+        archive: (before) => archive(before).pipe(Effect.mapError(fail)),
+        getArchived: (taskId) =>
+          rows(sql`SELECT record FROM roster_tasks_archive WHERE task_id = ${taskId}`).pipe(
+            Effect.map((r) => (r[0] ? { ...r[0], archived: true } : undefined)),
+            Effect.mapError(fail)
+          ),
+        listArchived: rows(sql`SELECT record FROM roster_tasks_archive ORDER BY seq`).pipe(
+          Effect.map((ts) => ts.map((t) => ({ ...t, archived: true }))),
+          Effect.mapError(fail)
+        ),
         claimNext: ({ busy, runId }) =>
           Effect.flatMap(instance, (mine) => claimNext(busy, runId, mine)).pipe(
             // Notified by the statement itself: only the journal and the view are left to follow it.

@@ -36,6 +36,9 @@ export const fleetTaskStoreOnDemand = Layer.scoped(
       addAll: (tasks, admit) => Effect.flatMap(store, (s) => s.addAll(tasks, admit)),
       get: (taskId) => orDie((s) => s.get(taskId)),
       list: orDie((s) => s.list),
+      archive: (before) => Effect.flatMap(store, (s) => s.archive(before)),
+      getArchived: (taskId) => Effect.flatMap(store, (s) => s.getArchived(taskId)),
+      listArchived: Effect.flatMap(store, (s) => s.listArchived),
       update: (taskId, f) => Effect.flatMap(store, (s) => s.update(taskId, f))
     }
   })

@@ -9,7 +9,8 @@ import { Files } from "../fs/Files.js"
 import { RunLog } from "../run/RunLog.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { type AddedTask, isFinal, NoSuchTask, type TaskRecord, TaskRefused, type TaskStatus, type TaskStoreError } from "../task/TaskRecord.js"
-import { TaskStore } from "../task/TaskStore.js"
+import { byQueueOrder, TaskStore } from "../task/TaskStore.js"
+import { logDefects } from "../report/defects.js"
 import { dispatchLoop, hasSession, holdSlot, HOLD_REASON } from "./dispatch.js"
 import { cancelInPlace, cancelQueued, PERSON, queueTask, retryTask, type TaskRequest } from "./queueTask.js"
 import { makeState, type SupervisorState } from "./state.js"
@@ -25,6 +26,8 @@ import { boxFacts } from "./foundBox.js"
 export interface TaskFilter {
   readonly worker?: string | undefined
   readonly status?: TaskStatus | undefined
+  /** The archived tasks too (finished past [supervisor] keep_days). */
+  readonly all?: boolean | undefined
 }
 
 /** The daemon's work over time: the task queue, its dispatch, and every box left without an owner. */
@@ -45,6 +48,30 @@ export interface SupervisorApi {
 }
 
 const CANCEL_WAIT = "30 seconds"
+
+/** A live task, else an archived one (past keep_days), else NoSuchTask. */
+export const findTask = (taskId: string) =>
+  Effect.gen(function*() {
+    const store = yield* TaskStore
+    const t = (yield* store.get(taskId)) ?? (yield* store.getArchived(taskId).pipe(Effect.orElseSucceed(() => undefined)))
+    return t ?? (yield* Effect.fail(new NoSuchTask({ taskId })))
+  })
+
+/**
+ * Finished tasks past `[supervisor] keep_days` leave the live list (the queue every pass reads
+ * stays the size of the work at hand), at start and every hour; a store that cannot move them
+ * now is tried at the next pass.
+ */
+const archiveLoop = Effect.gen(function*() {
+  const org = yield* (yield* OrgConfig).snapshot
+  const before = (yield* Clock.currentTimeMillis) - org.supervisor.keep_days * 86_400_000
+  const moved = yield* (yield* TaskStore).archive(before)
+  if (moved > 0) yield* Effect.logInfo(`supervisor: ${moved} task(s) finished over ${org.supervisor.keep_days} days ago archived (roster task list --all shows them)`)
+}).pipe(
+  Effect.catchAll((e) => Effect.logWarning(`supervisor: finished tasks could not be archived now (${e.message}); tried again in an hour`)),
+  logDefects("supervisor: unexpected failure archiving finished tasks (tried again in an hour)"),
+  Effect.repeat(Schedule.spaced("1 hour"))
+)
 
 /**
  * Tasks left `running` by a daemon that died (a crash, a reboot): adopted when their box still
@@ -169,6 +196,7 @@ const make = Effect.gen(function*() {
   yield* Effect.forkScoped(watchLoop(st, self))
   yield* Effect.forkScoped(strayLoop(st))
   yield* Effect.forkScoped(dispatchLoop(st))
+  yield* Effect.forkScoped(archiveLoop)
   const wake = Queue.offer(st.wake, undefined)
   // A fleet's node passes the queue again whenever any node changes a task (added, ended, cancelled),
   // and stops a box of its own whose cancel another node asked for (looked at every 5 s as well).
@@ -194,10 +222,15 @@ const make = Effect.gen(function*() {
     add: ({ via, ...req }) => use(queueTask(req, { ...PERSON, via: via ?? "api" })).pipe(Effect.tap(() => wake)),
     holdSlot: (worker, key) => holdSlot(st, worker, key).pipe(Effect.provideService(OrgConfig, org)),
     list: (filter) =>
-      use(store.list.pipe(Effect.map((ts) =>
-        ts.filter((t) => (filter.worker === undefined || t.worker === filter.worker) && (filter.status === undefined || t.status === filter.status))
-      ))),
-    show: (taskId) => use(store.get(taskId).pipe(Effect.flatMap((t) => (t ? Effect.succeed(t) : Effect.fail(new NoSuchTask({ taskId })))))),
+      use(Effect.gen(function*() {
+        const live = yield* store.list
+        const archived = filter.all
+          ? yield* store.listArchived.pipe(Effect.catchAll((e) => Effect.logWarning(`the archived tasks could not be read: ${e.message}`).pipe(Effect.as([]))))
+          : []
+        return [...archived, ...live].sort(byQueueOrder).filter((t) =>
+          (filter.worker === undefined || t.worker === filter.worker) && (filter.status === undefined || t.status === filter.status))
+      })),
+    show: (taskId) => use(findTask(taskId)),
     retry: (taskId) => use(retryTask(taskId, hasSession)).pipe(Effect.tap(() => wake)),
     cancel: (taskId) =>
       use(Effect.gen(function*() {

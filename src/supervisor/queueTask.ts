@@ -37,17 +37,28 @@ export const runAt = (at: string, now: number): string | { readonly why: string 
   return Number.isFinite(t) && /\d{4}-\d{2}-\d{2}/.test(at) ? new Date(t).toISOString() : { why: `--at ${JSON.stringify(at)}: a time (2026-12-24T09:00:00Z) or a span from now (+30m, +2h, +1d)` }
 }
 
-/** What `--continue <task-id>` resumes: that task of the same worker, its last run (or the run it will have). */
+/** A live task, else an archived one, else none: what a new task may name (`--continue`, `--after`). */
+const namedTask = (taskId: string) =>
+  Effect.gen(function*() {
+    const store = yield* TaskStore
+    return (yield* store.get(taskId)) ?? (yield* store.getArchived(taskId).pipe(Effect.orElseSucceed(() => undefined)))
+  })
+
+/**
+ * What `--continue <task-id>` resumes: that task of the same worker, its last run (or the run it
+ * will have). An archived task is carried on from its last run alone: its record is never changed again.
+ */
 const continuation = (worker: string, taskId: string) =>
   Effect.gen(function*() {
-    const of = yield* (yield* TaskStore).get(taskId)
-    if (!of) return yield* Effect.fail(new TaskRefused({ detail: `--continue ${taskId}: no such task — list them: roster task list` }))
+    const of = yield* namedTask(taskId)
+    if (!of) return yield* Effect.fail(new TaskRefused({ detail: `--continue ${taskId}: no such task — list them: roster task list --all` }))
     if (of.worker !== worker) {
       return yield* Effect.fail(new TaskRefused({ detail: `--continue ${taskId}: that task is ${of.worker}'s — a worker carries on only its own work` }))
     }
     if (isFinal(of.status) && of.run_ids.length === 0) {
       return yield* Effect.fail(new TaskRefused({ detail: `--continue ${taskId}: that task ended ${of.status} without a run, so there is nothing to carry on` }))
     }
+    if (of.archived) return { of, continues: { task_id: null, run_id: of.run_ids.at(-1) ?? null } }
     return { of, continues: { task_id: taskId, run_id: isFinal(of.status) ? of.run_ids.at(-1) ?? null : null } }
   })
 
@@ -77,9 +88,9 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
   const store = yield* TaskStore
   const carried = req.continue !== undefined ? yield* continuation(req.worker, req.continue) : undefined
   const replyTo = req.reply_to !== undefined ? yield* checkReplyTo(req.reply_to, PERSON_ASKS).pipe(Effect.mapError(refuse)) : undefined
+  const before = req.after !== undefined ? yield* namedTask(req.after) : undefined
   if (req.after !== undefined) {
-    const before = yield* store.get(req.after)
-    if (!before) return yield* Effect.fail(new TaskRefused({ detail: `--after ${req.after}: no such task — list them: roster task list` }))
+    if (!before) return yield* Effect.fail(new TaskRefused({ detail: `--after ${req.after}: no such task — list them: roster task list --all` }))
     if (before.status === "failed" || before.status === "cancelled") {
       return yield* Effect.fail(new TaskRefused({ detail: `--after ${req.after}: that task ended ${before.status}, so this one could never run` }))
     }
@@ -89,7 +100,8 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
     prompt: req.prompt,
     ceilingMin: req.ceiling_min ?? null,
     // A continuation of work still to run waits for that run to end, however it ends (dispatch).
-    after: req.after ?? null,
+    // An archived task is done (one that failed was refused above): nothing to wait for.
+    after: before?.archived ? null : req.after ?? null,
     channel: req.channel,
     origin,
     continues: carried?.continues,
@@ -98,7 +110,7 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
     retries: req.retries,
     notBefore
   })
-  if (carried && !added.existed) yield* linkContinuation(carried.of.task_id, added.task_id)
+  if (carried && !added.existed && !carried.of.archived) yield* linkContinuation(carried.of.task_id, added.task_id)
   return added
 })
 /**
@@ -109,7 +121,13 @@ export const queueTask = Effect.fn("supervisor.queueTask")(function*(req: TaskRe
 export const retryTask = Effect.fn("supervisor.retryTask")(function*(taskId: string, resumable: (worker: string, runId: string) => Effect.Effect<boolean, never, HostFiles>) {
   const store = yield* TaskStore
   const t = yield* store.get(taskId)
-  if (!t) return yield* Effect.fail(new NoSuchTask({ taskId }))
+  if (!t) {
+    const archived = yield* store.getArchived(taskId).pipe(Effect.orElseSucceed(() => undefined))
+    if (!archived) return yield* Effect.fail(new NoSuchTask({ taskId }))
+    return yield* Effect.fail(new TaskRefused({
+      detail: `task ${taskId} is archived (it ended over [supervisor] keep_days ago): carry it on as a new task — roster task add ${archived.worker} --continue ${taskId} "…"`
+    }))
+  }
   if (t.status !== "failed" && t.status !== "cancelled") {
     return yield* Effect.fail(new TaskRefused({ detail: `task ${taskId} is ${t.status}: only a failed or cancelled task is tried again` }))
   }

@@ -115,6 +115,8 @@ export const TaskRecord = Schema.Struct({
   attempts: Schema.optional(Schema.Array(Schema.Struct({ run_id: RunId, ended_by: Schema.String, at: Schema.String, reason: Schema.NullOr(Schema.String) }))),
   /** Its idempotency key (`task add --key`): one unfinished task per key. */
   key: Schema.optional(TaskKey),
+  /** Read from the archive (finished past [supervisor] keep_days): shown, never changed again. */
+  archived: Schema.optional(Schema.Boolean),
   /** Set only on a record roster could not read: where the file was put aside. Such a task is listed as failed and never run. */
   unreadable: Schema.optional(Schema.Struct({ file: Schema.String }))
 })

@@ -6,6 +6,7 @@ import { writeJson } from "../fs/atomic.js"
 import { Files } from "../fs/Files.js"
 import { appendJournal } from "../journal/journal.js"
 import { type AddedTask, isFinal, NoSuchTask, type TaskRecord, type TaskRefused, TaskStoreError } from "./TaskRecord.js"
+import { archivable, localArchive } from "./archive.js"
 import { makeListCache } from "./listCache.js"
 import { type NewTask, newTaskRecord } from "./newRecord.js"
 
@@ -37,6 +38,15 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
   readonly get: (taskId: string) => Effect.Effect<TaskRecord | undefined>
   /** Every task, in queue order. */
   readonly list: Effect.Effect<ReadonlyArray<TaskRecord>>
+  /**
+   * Moves the finished tasks that ended before `before` (ms) and that nothing live needs (see
+   * {@link archivable}) out of the live list, into the archive; how many moved.
+   */
+  readonly archive: (before: number) => Effect.Effect<number, TaskStoreError>
+  /** One archived task (`task show` of a task past keep_days), or none. */
+  readonly getArchived: (taskId: string) => Effect.Effect<TaskRecord | undefined, TaskStoreError>
+  /** Every archived task, in queue order (`task list --all`). */
+  readonly listArchived: Effect.Effect<ReadonlyArray<TaskRecord>, TaskStoreError>
   /** Read, change and write one task under the store's lock; `f` returning the record unchanged writes nothing. */
   readonly update: (
     taskId: string,
@@ -107,6 +117,19 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
       return {
         get: (taskId) => own(get(taskId)),
         list: own(list),
+        archive: (before) =>
+          own(lock.withPermits(1)(Effect.gen(function*() {
+            const leaving = archivable(yield* list, before)
+            const moved = yield* localArchive.move(leaving).pipe(Effect.tapError(() => forget))
+            if (moved === 0) return 0
+            yield* forget
+            // The workers' pictures of their queues lose what left it.
+            const left = yield* list
+            yield* Effect.forEach(new Set(leaving.map((t) => t.worker)), (w) => writeTasksView(w, left), { discard: true })
+            return moved
+          }))),
+        getArchived: (taskId) => own(localArchive.get(taskId)),
+        listArchived: own(localArchive.list),
         add: (t) =>
           own(lock.withPermits(1)(Effect.gen(function*() {
             const twin = t.key === undefined ? undefined : (yield* list).find((x) => x.key === t.key && !isFinal(x.status) && !x.unreadable)

@@ -90,7 +90,7 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
       ))))
     expect(results.flatMap((r) => r.applied).sort((x, y) => parseInt(x) - parseInt(y))).toEqual([
-      "1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals", "10_rpc_key", "11_claims", "12_boxes"
+      "1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals", "10_rpc_key", "11_claims", "12_boxes", "13_archive"
     ])
     expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1).join(","))
     // The runner RPC's key: three nodes asking at once get one key, made once.
@@ -240,6 +240,28 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(new Set(adds.map((t) => t.task_id)).size).toBe(1)
     expect(adds.filter((t) => !t.existed)).toHaveLength(1)
     expect(pg.sql("SELECT count(*) FROM roster_tasks WHERE record->>'key' = 'fleet-key-1'")).toBe("1")
+  })
+
+  it("finished tasks past keep_days move to the archive table in one statement, by the same rule as the files: a task a queued one waits on stays; any node reads the archive", async () => {
+    const old = new Date(Date.now() - 40 * 86_400_000).toISOString()
+    const [a, b, c] = await onNode("n1", Effect.flatMap(TaskStore, (s) =>
+      Effect.gen(function*() {
+        const added = yield* Effect.forEach(["done long ago", "waited on", "its answer owed"], (p) => s.add(newTask("aw", p)))
+        const owed = { ...newTask("aw", "its answer owed"), replyTo: `task:${added[0]!.task_id}` }
+        const third = yield* s.add(owed)
+        for (const t of [added[0]!, added[1]!, third]) yield* s.update(t.task_id, (x) => ({ ...x, status: "done", finished_at: old }))
+        yield* s.add({ ...newTask("aw", "after the second"), after: added[1]!.task_id })
+        return [added[0]!, added[1]!, third]
+      })))
+    const moved = await onNode("n2", Effect.flatMap(TaskStore, (s) => s.archive(Date.now() - 30 * 86_400_000)))
+    expect(moved).toBe(1)
+    expect(pg.sql(`SELECT string_agg(task_id, ',') FROM roster_tasks_archive WHERE worker = 'aw'`)).toBe(a.task_id)
+    const [shown, live, all] = await onNode("n3", Effect.flatMap(TaskStore, (s) => Effect.all([s.getArchived(a.task_id), s.get(a.task_id), s.listArchived])))
+    expect(shown).toMatchObject({ task_id: a.task_id, status: "done", archived: true })
+    expect(live).toBeUndefined()
+    expect(all.map((t) => t.task_id)).toContain(a.task_id)
+    expect(pg.sql(`SELECT count(*) FROM roster_tasks WHERE task_id IN ('${b.task_id}', '${c.task_id}')`)).toBe("2")
+    expect(await onNode("n1", Effect.flatMap(TaskStore, (s) => s.archive(Date.now() - 30 * 86_400_000)))).toBe(0)
   })
 
   it("every fleet connection starts with bounded lock waits and statements, and the database ends a transaction a frozen node left open", async () => {

@@ -3,7 +3,9 @@ import { Effect, Layer, Logger } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { layout } from "../../src/config/Paths.js"
-import { TaskStore } from "../../src/task/TaskStore.js"
+import { type NewTask, TaskStore } from "../../src/task/TaskStore.js"
+import type { TaskRecord } from "../../src/task/TaskRecord.js"
+import { queueTask, retryTask } from "../../src/supervisor/queueTask.js"
 import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
 
 const person = { by: "person" as const, run_id: null, task_id: null }
@@ -133,5 +135,52 @@ describe("the task list cache", () => {
       yield* reading
       expect((yield* store.list).map((t) => t.task_id)).toEqual([first.task_id, second.task_id])
     }).pipe(Effect.provide(layer))
+  })
+})
+
+describe("finished tasks past keep_days", () => {
+  const day = 86_400_000
+  const t0 = Date.parse("2026-12-01T00:00:00.000Z")
+  const ended = (status: "done" | "failed", daysAgo: number) => (t: TaskRecord, now: string): TaskRecord => ({
+    ...t, status, finished_at: new Date(t0 - daysAgo * day).toISOString(), updated_at: now
+  })
+
+  it.live("leave the live list for the archive — but not one a waiting task needs, nor one whose answer is undelivered; show and --continue still find them", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    return Effect.gen(function*() {
+      const store = yield* TaskStore
+      const add = (prompt: string, more: Partial<NewTask> = {}) => store.add({ worker: "alice", prompt, ceilingMin: null, after: null, origin: person, ...more })
+      const old = yield* add("old and done")
+      const needed = yield* add("old, and a queued task waits on it")
+      const owed = yield* add("old, its answer not yet delivered", { replyTo: `task:${old.task_id}` })
+      const recent = yield* add("done yesterday")
+      yield* store.update(old.task_id, (t) => ({ ...ended("done", 40)(t, t.updated_at), run_ids: ["2026-10-22-00-00-00-0000abcd"] }))
+      yield* store.update(needed.task_id, ended("done", 40))
+      yield* store.update(owed.task_id, ended("failed", 40))
+      yield* store.update(recent.task_id, ended("done", 1))
+      const waiting = yield* add("after the needed one", { after: needed.task_id })
+
+      expect(yield* store.archive(t0 - 30 * day)).toBe(1)
+      expect((yield* store.list).map((t) => t.task_id)).toEqual([needed.task_id, owed.task_id, recent.task_id, waiting.task_id])
+      expect(yield* store.get(old.task_id)).toBeUndefined()
+      expect(yield* store.getArchived(old.task_id)).toMatchObject({ task_id: old.task_id, status: "done", archived: true })
+      expect((yield* store.listArchived).map((t) => t.task_id)).toEqual([old.task_id])
+      // Filed by the month it ended in; nothing left in the records folder.
+      expect(fs.existsSync(path.join(layout(paths).tasksArchiveDir, "2026-10", `${old.task_id}.json`))).toBe(true)
+      expect(fs.existsSync(layout(paths).taskFile(old.task_id))).toBe(false)
+      // Moving again moves nothing more: the same cutoff, the same live list.
+      expect(yield* store.archive(t0 - 30 * day)).toBe(0)
+
+      // A person carries an archived task on: from its last run alone (its record is never changed again).
+      const next = yield* queueTask({ worker: "alice", prompt: "carry on", continue: old.task_id }, person)
+      expect(next.continues).toEqual({ task_id: null, run_id: "2026-10-22-00-00-00-0000abcd" })
+      expect((yield* store.getArchived(old.task_id))?.continued_by).toBeUndefined()
+      // --after an archived task that was done: nothing to wait for.
+      expect((yield* queueTask({ worker: "alice", prompt: "then", after: old.task_id }, person)).after).toBeNull()
+      // roster task retry of an archived task says how to carry it on instead.
+      const refused = yield* Effect.flip(retryTask(old.task_id, () => Effect.succeed(true)))
+      expect(refused.message).toContain(`roster task add alice --continue ${old.task_id}`)
+    }).pipe(Effect.provide(TaskStore.layer.pipe(Layer.provideMerge(unitLayer(paths)))))
   })
 })
