@@ -28,6 +28,7 @@ import { MemoryStore } from "./memory/MemoryStore.js"
 import { fleetMemoryStoreOnDemand } from "./fleet/memoryStore.js"
 import { fleetTaskStoreOnDemand } from "./fleet/taskStoreOnDemand.js"
 import { TaskStore } from "./task/TaskStore.js"
+import { Runner } from "./runner/Runner.js"
 import { Vault } from "./vault/Vault.js"
 
 /** The platform roster runs on: Node's file system, paths, processes and terminal. */
@@ -36,8 +37,11 @@ export type Platform = FileSystem.FileSystem | Path.Path | CommandExecutor.Comma
 /** What roster's own services are built over: the platform, the engine, the deployment and the host's tools. */
 export type RosterBase = Platform | Files | Paths | Docker | GatewayProbe | Firewall | Dialer | Hurry | HostGit | Reporter
 
-/** Every service roster provides. */
-export type Roster = RosterBase | OrgConfig | RunLog | RunIndex | AuditIndex | TaintLog | ImageStore | Vault | LiveRuns | Audit | TaskStore | MemoryStore | RunFence
+/** Roster's own services, over {@link RosterBase}. */
+export type RosterServices = OrgConfig | RunLog | RunIndex | AuditIndex | TaintLog | ImageStore | Vault | LiveRuns | Audit | TaskStore | MemoryStore | RunFence
+
+/** Every service roster provides: the base, its services, and the Runner that starts every run over them. */
+export type Roster = RosterBase | RosterServices | Runner
 
 /**
  * The parts of roster, each replaceable by one layer: an engine (another box backend, the Docker
@@ -68,6 +72,8 @@ export interface RosterParts {
   readonly taskStore?: Layer.Layer<TaskStore, never, RosterBase>
   readonly memoryStore?: Layer.Layer<MemoryStore, never, RosterBase>
   readonly runFence?: Layer.Layer<RunFence, never, RosterBase>
+  /** How runs start (`Runner.layerTest` for a test of what a surface does with a run). */
+  readonly runner?: Layer.Layer<Runner, never, RosterBase | RosterServices>
 }
 
 /** What the given parts provide besides their service (a test layer's log of calls, say). */
@@ -113,7 +119,7 @@ export const makeRosterLive = <const P extends RosterParts = Record<never, never
     parts.runFence ?? RunFence.layerNone
   )
   // The parts' own extras are in the built context; the types above say which.
-  return services.pipe(Layer.provideMerge(base)) as Layer.Layer<Roster | PartsOut<P>>
+  return (parts.runner ?? Runner.layer).pipe(Layer.provideMerge(services), Layer.provideMerge(base)) as Layer.Layer<Roster | PartsOut<P>>
 }
 
 /**

@@ -9,11 +9,12 @@
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { Deployment, RosterLive, runOnce } from "roster"
+ * import { Deployment, RosterLive, Runner } from "roster"
  *
  * const program = Effect.gen(function*() {
  *   yield* Deployment.init({ worker: "alice" })
- *   return yield* runOnce({ worker: "alice", prompt: "summarise the notes in your store", ceilingMin: 10 })
+ *   const runner = yield* Runner
+ *   return yield* runner.once({ worker: "alice", prompt: "summarise the notes in your store", ceilingMin: 10 })
  * })
  * Effect.runPromise(program.pipe(Effect.provide(RosterLive)))
  * ```
@@ -30,6 +31,7 @@ export { containerSpec, type BoxPlan } from "./box/spec.js"
 // The task queue, the supervisor and the daemon.
 export { queueTask, PERSON, type TaskRequest } from "./supervisor/queueTask.js"
 export { Supervisor, type SupervisorApi, type TaskFilter } from "./supervisor/Supervisor.js"
+export { type DirectView, type RunEnv, type RunError, Runner, type SessionError } from "./runner/Runner.js"
 export { restoreStore, StoreRefused, sweepStores } from "./supervisor/storeCare.js"
 export { TaskStore, type NewTask, type TaskStoreEnv } from "./task/TaskStore.js"
 export { MemoryStore, type MemoryEntry, type MemoryEnv, MemoryError, MemoryRefused, type MemoryScope } from "./memory/MemoryStore.js"

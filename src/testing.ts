@@ -33,6 +33,7 @@ import { HostGit } from "./knowledge/HostGit.js"
 import { Reporter } from "./report/Reporter.js"
 import { Hurry } from "./run/Hurry.js"
 import { Vault, type VaultEntry } from "./vault/Vault.js"
+import { Runner, type RunnerScript } from "./runner/Runner.js"
 
 export {
   type ContainerScript,
@@ -49,6 +50,7 @@ export {
 export { FirewallLog } from "./box/Firewall.js"
 export { GitLog } from "./knowledge/HostGit.js"
 export { ReportLog } from "./report/Reporter.js"
+export { echoSession, exitedOk, type RunnerCall, RunnerCalls, type RunnerScript } from "./runner/Runner.js"
 
 /** How a test deployment behaves. Every field is optional. */
 export interface RosterTestOptions {
@@ -68,6 +70,8 @@ export interface RosterTestOptions {
   readonly hurry?: Deferred.Deferred<void>
   /** Replaces some FileSystem calls (to fail or hold them); the rest are the real ones. */
   readonly fs?: (real: FileSystem.FileSystem) => Partial<FileSystem.FileSystem>
+  /** Runs that start no box: each as scripted, every call kept in `RunnerCalls` (default: the real Runner, over the fake engine). */
+  readonly runner?: RunnerScript
 }
 
 /** The stand-in model key a test deployment's environment holds: never a real one, and never in a box (the box gets the sentinel). */
@@ -101,7 +105,8 @@ export const rosterTestServices = (paths: RosterPaths, o: RosterTestOptions = {}
       hurry: o.hurry ? Hurry.layerTest(o.hurry) : Hurry.layerNever,
       git: HostGit.layerTest,
       reporter: Reporter.layerCollect,
-      ...(o.vault ? { vault: Vault.layerTest(o.vault) } : {})
+      ...(o.vault ? { vault: Vault.layerTest(o.vault) } : {}),
+      ...(o.runner ? { runner: Runner.layerTest(o.runner) } : {})
     }),
     Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(o.env ?? { ANTHROPIC_API_KEY: TEST_MODEL_KEY }))))
   )

@@ -4,7 +4,8 @@ import type { ChatChannel, ChatRule } from "../config/schema.js"
 import type { ChatListenerStatus } from "../contract/chatStatus.js"
 import { chatChannelName, type ChatPlace } from "../contract/origin.js"
 import { postChat } from "../gateway/actions/chat/postChat.js"
-import { runSession } from "../session/runSession.js"
+import { Runner } from "../runner/Runner.js"
+import { Vault } from "../vault/Vault.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { chatTokens } from "../vault/chatTokens.js"
 import { admit, type ChatEvent, takeTurn } from "./admit.js"
@@ -15,8 +16,7 @@ import type { ListenerSink } from "./sink.js"
 import { discordListener } from "./discordListener.js"
 import { slackListener } from "./slackListener.js"
 
-type SessionEnv = Effect.Effect.Context<ReturnType<typeof runSession>>
-type HubEnv = SessionEnv | Effect.Effect.Context<ReturnType<typeof postChat>> | OrgConfig
+export type HubEnv = Effect.Effect.Context<ReturnType<typeof postChat>> | Effect.Effect.Context<ReturnType<typeof handleUnsent>> | Vault | OrgConfig
 
 /** The daemon's chat surfaces, as `server status` reads them. */
 export interface ChatHubApi {
@@ -34,11 +34,11 @@ const wrongKind = (chat: ChatRule) => `the connection "${chat.connection}" does 
 
 const now = Effect.map(Clock.currentTimeMillis, (t) => new Date(t).toISOString())
 
-/** The desk's way into the daemon for one channel: its session (holding a box slot), and its lines in the thread. */
-const deskEnv = (chat: ChatRule, channel: ChatChannel, supervisor: Supervisor["Type"], ctx: Context.Context<HubEnv>): DeskEnv => ({
+/** The desk's way into the daemon for one channel: its session (the Runner's, holding a box slot), and its lines in the thread. */
+export const deskEnv = (chat: ChatRule, channel: ChatChannel, supervisor: Supervisor["Type"], runner: Runner["Type"], ctx: Context.Context<HubEnv>): DeskEnv => ({
   runSession: (inbox, first, onReady) =>
     Effect.scoped(supervisor.holdSlot(channel.worker, `chat:${chat.provider}:${channel.id}`).pipe(
-      Effect.zipRight(runSession({
+      Effect.zipRight(runner.session({
         worker: channel.worker,
         inbox,
         surface: "chat-session",
@@ -50,7 +50,7 @@ const deskEnv = (chat: ChatRule, channel: ChatChannel, supervisor: Supervisor["T
         onNote: (text) => Effect.logInfo(`chat ${chat.provider}:${channel.id}: ${text}`),
         limits: { idleSecs: channel.idle_min * 60, ceilingMin: channel.ceiling_min }
       }))
-    )).pipe(Effect.mapError((e) => ({ message: e.message })), Effect.provide(ctx)),
+    )).pipe(Effect.mapError((e) => ({ message: e.message }))),
   onReady: (runId, first) => say(first, startedNotice(channel.worker, runId)).pipe(Effect.provide(ctx)),
   onEnd: (o, last) =>
     OrgConfig.pipe(
@@ -98,6 +98,7 @@ const hear = (s: Surface, starts: Map<string, ReadonlyArray<number>>, e: ChatEve
 const make = Effect.gen(function*() {
   const org = yield* (yield* OrgConfig).snapshot
   const supervisor = yield* Supervisor
+  const runner = yield* Runner
   // Without the layer's own Scope: a session's finalizers belong to the session, not to the daemon's end.
   const ctx = Context.omit(Scope.Scope)(yield* Effect.context<HubEnv>()) as Context.Context<HubEnv>
   const surfaces: Array<Surface> = []
@@ -108,7 +109,7 @@ const make = Effect.gen(function*() {
     })
     const desks = new Map<string, { readonly channel: ChatChannel; readonly desk: Desk }>()
     for (const channel of chat.channel) {
-      const desk = yield* makeDesk(deskEnv(chat, channel, supervisor, ctx))
+      const desk = yield* makeDesk(deskEnv(chat, channel, supervisor, runner, ctx))
       desks.set(channel.id.toLowerCase(), { channel, desk })
     }
     const surface: Surface = { chat, status, desks }

@@ -4,7 +4,7 @@ import { Console, Deferred, Effect, Exit, Mailbox, Option, Queue } from "effect"
 import * as readline from "node:readline"
 import { ExitCode } from "./exit.js"
 import { visible } from "./terminal.js"
-import { runSession } from "../session/runSession.js"
+import { Runner } from "../runner/Runner.js"
 import type { SessionMessage } from "../session/turnContext.js"
 
 const say = (text: string) => Effect.sync(() => void process.stdout.write(`${text}\n`))
@@ -55,7 +55,7 @@ export const talkCommand = Command.make("talk", {
       }
     })
 
-    const session = runSession({
+    const session = (yield* Runner).session({
       worker,
       inbox,
       controls,

@@ -1,7 +1,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Effect, Option } from "effect"
-import { directRun } from "../box/directRun.js"
+import { Runner } from "../runner/Runner.js"
 import { Paths, layout } from "../config/Paths.js"
 import { colourOn } from "../report/terminal.js"
 import { addWorker, listWorkers, readIdentity, readWorkerSettings } from "../worker/workers.js"
@@ -60,7 +60,7 @@ const run = Command.make("run", {
   )
 }, ({ ceiling, channel, prompt, worker }) =>
   Effect.gen(function*() {
-    const code = yield* directRun({
+    const code = yield* (yield* Runner).direct({
       worker,
       prompt: prompt.join(" "),
       ...(Option.isSome(ceiling) ? { ceilingMin: ceiling.value } : {}),

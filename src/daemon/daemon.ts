@@ -15,6 +15,7 @@ import { Gateway } from "../gateway/egress/Gateway.js"
 import { GatewayLive } from "../gateway/server.js"
 import { readGatewayState, writeGatewayState } from "../contract/gatewayState.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
+import { Runner } from "../runner/Runner.js"
 import { ChatHub } from "../chat/ChatHub.js"
 import { serveControl } from "./controlServer.js"
 import { holdDaemonLock } from "./lock.js"
@@ -182,6 +183,8 @@ export const DaemonLive = Layer.mergeAll(Control, Sweeps, ImagePull).pipe(
   Layer.provideMerge(Supervisor.layer),
   Layer.provide(GatewayUp),
   Layer.provide(Network),
+  // The daemon's own Runner: over its fleet stores, and holding a handed-over run's box row in a fleet.
+  Layer.provideMerge(Runner.layer),
   Layer.provideMerge(Fleet),
   Layer.provide(Start)
 )

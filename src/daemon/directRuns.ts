@@ -1,10 +1,9 @@
 import { FileSystem, HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Console, Context, Effect, Exit, Fiber, Logger, Mailbox, Option, type ParseResult, Ref, Schema, Scope, Stream } from "effect"
+import { Cause, Console, Effect, Exit, Fiber, Logger, Mailbox, Option, type ParseResult, Ref, Schema, Stream } from "effect"
 import { fileURLToPath } from "node:url"
-import { directRun } from "../box/directRun.js"
 import type { RosterPaths } from "../config/Paths.js"
 import { lookAgainNow } from "../fs/stamp.js"
-import { Reporter } from "../report/Reporter.js"
+import { Runner } from "../runner/Runner.js"
 import { renderReport } from "../report/renderReport.js"
 import { visible } from "../report/terminal.js"
 import { errorMessage, plainLogLine } from "../report/plainLog.js"
@@ -67,18 +66,24 @@ const declined = (ask: Ask, build: string | undefined, paths: RosterPaths) =>
     : undefined
 
 /** The run in a fiber of the stream's scope, saying everything through `say`; its exit code last. */
-const runFor = (ask: Ask, say: (s: Said) => void, runs: Runs) =>
+const runFor = (ask: Ask, say: (s: Said) => void, runs: Runs, runner: Runner["Type"]) =>
   Effect.gen(function*() {
     const signalled = yield* Ref.make<"SIGINT" | "SIGTERM" | undefined>(undefined)
     // The files of the moment the person typed the command: an org.toml edit (lockdown on) or a connection removed just before it counts.
     yield* lookAgainNow
     const line = (...args: ReadonlyArray<unknown>) => `${args.map(String).join(" ")}\n`
-    const run = directRun({
+    const run = runner.direct({
       worker: ask.worker,
       prompt: ask.prompt,
       ...(ask.ceiling_min !== undefined ? { ceilingMin: ask.ceiling_min } : {}),
       channel: ask.channel
-    }, { say: (o) => Effect.sync(() => o !== "" && say({ o })), colour: ask.stdout_colour }).pipe(
+    }, {
+      say: (o) => Effect.sync(() => o !== "" && say({ o })),
+      colour: ask.stdout_colour,
+      reporter: {
+        report: (r) => Effect.sync(() => renderReport(r, { isTTY: ask.stderr_tty, ...(ask.columns ? { columns: ask.columns } : {}), write: (e) => say({ e }) }))
+      }
+    }).pipe(
       // What the CLI's edge (src/bin.ts) says of a failure.
       Effect.catchAll((e) => Effect.sync(() => say({ e: `roster: ${visible(errorMessage(e))}\n` })).pipe(Effect.as(1))),
       (effect) =>
@@ -92,10 +97,7 @@ const runFor = (ask: Ask, say: (s: Said) => void, runs: Runs) =>
           })
         ),
       // The CLI prints the run's log lines on stderr, as its own logger does.
-      Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make((entry) => say({ e: `${plainLogLine(entry)}\n` })))),
-      Effect.provideService(Reporter, {
-        report: (r) => Effect.sync(() => renderReport(r, { isTTY: ask.stderr_tty, ...(ask.columns ? { columns: ask.columns } : {}), write: (e) => say({ e }) }))
-      })
+      Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make((entry) => say({ e: `${plainLogLine(entry)}\n` }))))
     )
     const fiber = yield* Effect.forkScoped(run)
     yield* Effect.acquireRelease(
@@ -127,20 +129,18 @@ const badRequest = {
 }
 
 /** `POST /runs/direct`: the run, its lines streamed as they come (one JSON object a line), its exit code last. */
-const startRun = (build: string | undefined, paths: RosterPaths, runs: Runs) =>
+const startRun = (build: string | undefined, paths: RosterPaths, runs: Runs, runner: Runner["Type"]) =>
   Effect.gen(function*() {
     const ask = yield* HttpServerRequest.schemaBodyJson(Ask)
     const why = declined(ask, build, paths)
     if (why) return HttpServerResponse.text(why, { status: 409 })
     yield* Effect.logInfo(`control: running a run of ${ask.worker} for the CLI that handed it over`)
-    // Everything but a scope: the run's fibers live in the answer stream's scope, closed when the CLI's connection is.
-    const context = Context.omit(Scope.Scope)(yield* Effect.context<Exclude<Effect.Effect.Context<ReturnType<typeof runFor>>, Scope.Scope>>())
+    // The run's fibers live in the answer stream's scope, closed when the CLI's connection is.
     const body = Stream.unwrapScoped(Effect.gen(function*() {
       const out = yield* Mailbox.make<Said>()
       // A first, empty line: the answer's head goes out now, so the CLI knows the run is the daemon's (and its Ctrl-C has a run to reach).
       yield* out.offer({})
-      yield* runFor(ask, (s) => void out.unsafeOffer(s), runs).pipe(
-        Effect.provide(context),
+      yield* runFor(ask, (s) => void out.unsafeOffer(s), runs, runner).pipe(
         Effect.flatMap((x) => Effect.zipRight(out.offer({ x }), out.end)),
         Effect.forkScoped
       )
@@ -170,11 +170,8 @@ export const endDirectRuns = (runs: Runs) => Effect.flatMap(Ref.get(runs), (held
 export const directRunRoutes = (paths: RosterPaths, runs: Runs) =>
   HttpApiBuilder.Router.use((router) =>
     Effect.gen(function*() {
-      const start = startRun(yield* ownBuild, paths, runs)
-      // What a run needs (the engine, the files, the gateway's state) is the daemon's, given to the route here —
-      // but not the layer's scope: each run's fibers are its answer's (a context carries every service, whatever its type says).
-      const context = Context.omit(Scope.Scope)(yield* Effect.context<Exclude<Effect.Effect.Context<typeof start>, HttpServerRequest.HttpServerRequest>>())
-      yield* router.post("/runs/direct", Effect.provide(start, context))
+      // The daemon's Runner holds what a run needs (the engine, the files, the gateway's state).
+      yield* router.post("/runs/direct", startRun(yield* ownBuild, paths, runs, yield* Runner))
       yield* router.post("/runs/direct/interrupt", interruptRun(runs))
     })
   )

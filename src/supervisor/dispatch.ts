@@ -3,7 +3,8 @@ import { Cause, Clock, type Context, Deferred, Effect, Exit, FiberMap, Option, Q
 import { Paths, layout } from "../config/Paths.js"
 import { runFiles } from "../contract/runFiles.js"
 import { modelCredentialAvailable } from "../box/pihome.js"
-import { runOnce, type RunOutcome } from "../box/runOnce.js"
+import type { RunOutcome } from "../box/runOnce.js"
+import { Runner } from "../runner/Runner.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { causeText } from "../run/causeText.js"
@@ -116,7 +117,7 @@ const runTask = (
   stop: Deferred.Deferred<void>,
   continues: { readonly task_id: string | null; readonly run_id: string } | null
 ) =>
-  runOnce({
+  Effect.flatMap(Runner, (runner) => runner.once({
     worker: t.worker,
     prompt: t.prompt,
     ...(t.ceiling_min !== null ? { ceilingMin: t.ceiling_min } : {}),
@@ -128,7 +129,7 @@ const runTask = (
     replyTo: t.reply_to ?? null,
     continues,
     interrupted: t.interrupted ?? null
-  }).pipe(
+  })).pipe(
     Effect.onExit((exit) =>
       Effect.gen(function*() {
         const cancelled = (yield* Deferred.isDone(stop)) || (yield* Ref.get(st.cancelRequested)).has(t.task_id)

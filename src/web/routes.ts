@@ -7,7 +7,7 @@ import { ApprovalDecision } from "../contract/approval.js"
 import { runFiles } from "../contract/runFiles.js"
 import type { Docker } from "../docker/Docker.js"
 import { MemoryStore } from "../memory/MemoryStore.js"
-import type { runSession } from "../session/runSession.js"
+import type { Runner } from "../runner/Runner.js"
 import { findRun, pageOfRuns } from "../run/query.js"
 import { TaskStatus } from "../task/TaskRecord.js"
 import { listWorkers, readIdentity, readWorkerSettings } from "../worker/workers.js"
@@ -26,7 +26,7 @@ import { timelineOf } from "./timeline.js"
 import { workerBody, workersBody } from "./workerPage.js"
 
 /** What a page handler may use: the deployment's files and config, the engine (box stats), and what a session runs on. */
-export type WebEnv = Paths | FileSystem.FileSystem | Path.Path | OrgConfig | Docker | MemoryStore | Effect.Effect.Context<ReturnType<typeof runSession>>
+export type WebEnv = Paths | FileSystem.FileSystem | Path.Path | OrgConfig | Docker | MemoryStore | Runner
 
 /** The request a page answers, once the guard let it through: its session, its form (a POST's), its URL. */
 export class WebCall extends Context.Tag("roster/web/WebCall")<WebCall, {

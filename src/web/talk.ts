@@ -1,6 +1,6 @@
 import { Cause, Effect, Exit, Mailbox, Queue } from "effect"
 import * as crypto from "node:crypto"
-import { runSession } from "../session/runSession.js"
+import { Runner } from "../runner/Runner.js"
 import type { SessionMessage } from "../session/turnContext.js"
 import { html } from "./html.js"
 import { readTextDelta } from "../contract/piEvents.js"
@@ -48,7 +48,7 @@ const sessionOf = (c: Conversation) => {
       c.said.push({ who, text, kind })
       changed(c)
     })
-  const session = runSession({
+  const session = Effect.flatMap(Runner, (runner) => runner.session({
     worker,
     inbox: c.inbox,
     controls: c.controls,
@@ -70,7 +70,7 @@ const sessionOf = (c: Conversation) => {
       changed(c)
     }),
     onNote: (text) => note(text)
-  })
+  }))
   return session.pipe(
     Effect.tap((o) => Effect.sync(() => {
       c.runId = o.runId

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Logger, Mailbox } from "effect"
+import { Context, Effect, Logger, Mailbox, Ref, Schema } from "effect"
+import { deskEnv, type HubEnv } from "../../src/chat/ChatHub.js"
+import { Chat } from "../../src/config/schema.js"
+import { Runner } from "../../src/runner/Runner.js"
+import type { Supervisor } from "../../src/supervisor/Supervisor.js"
+import { RunnerCalls } from "../../src/testing.js"
 import { type ChatMessage, makeDesk } from "../../src/chat/desk.js"
 import type { SessionOutcome } from "../../src/session/runSession.js"
 import type { SessionMessage } from "../../src/session/turnContext.js"
@@ -44,5 +49,38 @@ describe("a chat channel's desk (its sessions faked)", () => {
       expect(served).toEqual(["second"])
       expect(sessions).toBe(2)
     }).pipe(Effect.scoped, Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+  })
+})
+
+describe("a chat channel's sessions through the Runner (its test layer: no engine)", () => {
+  it.live("a message starts a chat session of the channel's worker, holding its box slot, with the channel's limits and who asked; the next message is its next turn", () => {
+    const held: Array<string> = []
+    const supervisor = {
+      holdSlot: (worker: string, key: string) =>
+        Effect.sync(() => void held.push(`${worker} ${key}`))
+    } as unknown as Supervisor["Type"]
+    const chat = Schema.decodeUnknownSync(Chat)({ provider: "slack", connection: "slack", channel: [{ id: "C0TEAM", worker: "alice", idle_min: 5, ceiling_min: 20 }] })
+    const channel = chat.channel[0]!
+    const ready: Array<string> = []
+    return Effect.gen(function*() {
+      const runner = yield* Runner
+      const env = deskEnv(chat, channel, supervisor, runner, Context.empty() as Context.Context<HubEnv>)
+      const desk = yield* makeDesk({ ...env, onReady: (runId) => Effect.sync(() => void ready.push(runId)), onEnd: () => Effect.void })
+      const first: ChatMessage = { text: "hello", author: "U0ANNA", provider: "slack", messageId: "1.1", place: { provider: "slack", channel: "C0TEAM", thread: "1.1" } }
+      yield* desk.offer(first)
+      yield* desk.offer({ ...first, text: "and then", messageId: "1.2" })
+      yield* settle(() => ready.length > 0)
+      const calls = yield* Ref.get(yield* RunnerCalls)
+      expect(calls).toHaveLength(1)
+      const req = calls[0]!._tag === "session" ? calls[0]!.req : undefined
+      expect(req).toMatchObject({
+        worker: "alice",
+        surface: "chat-session",
+        chat: first.place,
+        origin: { _tag: "chat", provider: "slack", channel: "C0TEAM", author: "U0ANNA" },
+        limits: { idleSecs: 300, ceilingMin: 20 }
+      })
+      expect(held).toEqual(["alice chat:slack:C0TEAM"])
+    }).pipe(Effect.scoped, Effect.provide(Runner.layerTest()))
   })
 })

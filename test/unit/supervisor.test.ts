@@ -13,6 +13,8 @@ import { RunLog } from "../../src/run/RunLog.js"
 import { Supervisor } from "../../src/supervisor/Supervisor.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
 import { Vault } from "../../src/vault/Vault.js"
+import { BlankPrompt, type RunOutcome, type RunRequest } from "../../src/box/runOnce.js"
+import { exitedOk, RunnerCalls } from "../../src/testing.js"
 import { eventually, tempPaths, type UnitOptions, unitLayer, writeFixture } from "../support/harness.js"
 
 type Paths = ReturnType<typeof tempPaths>
@@ -504,6 +506,63 @@ describe("the supervisor (Docker test layer)", () => {
         }).pipe(Effect.scoped, Effect.provide(layer))
       }
     }))
+})
+
+describe("the supervisor over the Runner's test layer (no engine: what it does with a run's outcome)", () => {
+  const failedCall = (req: RunRequest, n: number): RunOutcome => ({ ...exitedOk(req, n), error: "the model call failed: 529 overloaded (stand-in)" })
+
+  it.scoped("a task's run is the Runner's: a task run of its worker with its id, channel and run id; a failed model call is tried again after a doubling backoff, then done", () => {
+    const { layer } = deployment("[supervisor]\nconcurrency = 2\nretries = 2\nretry_backoff_s = 30\n", {
+      runner: { once: (req, n) => Effect.succeed(n <= 2 ? failedCall(req, n) : exitedOk(req, n, "answered")) }
+    })
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const t = yield* sup.add({ worker: "alice", prompt: "flaky work", channel: "ops" })
+      const calls = yield* RunnerCalls
+      const started = (n: number) => eventually(Effect.map(Ref.get(calls), (c) => c.length >= n), `run ${n} started`)
+      yield* started(1)
+      const first = (yield* Ref.get(calls))[0]
+      expect(first?._tag === "once" && first.req).toMatchObject({ worker: "alice", prompt: "flaky work", taskId: t.task_id, channel: "ops", origin: { _tag: "queue", task_id: t.task_id } })
+      // Each wait doubles; nothing starts before it has passed.
+      for (const [n, wait] of [[2, 30], [3, 60]] as const) {
+        yield* eventually(Effect.map(statusOf(t.task_id), (s) => s === "queued"), `attempt ${n - 1} queued again`)
+        yield* TestClock.adjust(`${wait - 5} seconds`)
+        expect((yield* Ref.get(calls)).length).toBe(n - 1)
+        yield* TestClock.adjust("7 seconds")
+        yield* started(n)
+      }
+      yield* waitStatus(t.task_id, "done")
+      const done = (yield* (yield* TaskStore).get(t.task_id))!
+      expect(done.final_text).toBe("answered")
+      expect(done.run_ids).toEqual((yield* Ref.get(calls)).map((c) => (c._tag === "once" ? c.req.runId : "")))
+      expect(done.attempts?.map((a) => a.reason !== null)).toEqual([true, true, false])
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("a run that could not start (the engine refused its box) is tried again; a run its ceiling ended never is", () => {
+    const { layer } = deployment("[supervisor]\nconcurrency = 2\nretries = 3\nretry_backoff_s = 10\n", {
+      runner: {
+        once: (req, n) =>
+          req.worker === "carol"
+            ? Effect.succeed({ ...exitedOk(req, n), endedBy: "ceiling", exitCode: null })
+            : n === 1 ? Effect.fail(new BlankPrompt()) : Effect.succeed(exitedOk(req, n, "second time"))
+      }
+    })
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const t = yield* sup.add({ worker: "bob", prompt: "anything" })
+      yield* eventually(Effect.map((yield* TaskStore).get(t.task_id), (x) => x?.status === "queued" && x.attempts?.length === 1), "the failed start queued again")
+      expect((yield* (yield* TaskStore).get(t.task_id))?.attempts?.[0]).toMatchObject({ ended_by: "error", reason: expect.stringContaining("worker run needs a prompt") })
+      yield* TestClock.adjust("11 seconds")
+      yield* waitStatus(t.task_id, "done")
+      const stuck = yield* sup.add({ worker: "carol", prompt: "anything" })
+      yield* waitStatus(stuck.task_id, "failed")
+      // Well past the backoff it would have had.
+      yield* TestClock.adjust("1 minute")
+      expect(yield* statusOf(stuck.task_id)).toBe("failed")
+      expect((yield* Ref.get(yield* RunnerCalls)).filter((c) => c.req.worker === "carol")).toHaveLength(1)
+    }).pipe(Effect.provide(layer))
+  })
 })
 
 describe("adoption and the reaper (Docker test layer)", () => {

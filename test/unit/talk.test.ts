@@ -1,14 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Logger } from "effect"
+import { Effect, Exit, Fiber, Layer, Logger, Ref } from "effect"
+import { Runner } from "../../src/runner/Runner.js"
+import { RunnerCalls } from "../../src/testing.js"
 import { makeConversations } from "../../src/web/talk.js"
-import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
+import { eventually } from "../support/harness.js"
 
-describe("the Talk page's conversations (Docker test layer)", () => {
+describe("the Talk page's conversations (the Runner's test layer: no engine)", () => {
   it.effect("a session that dies of a bug is logged, and its conversation ends saying so, not silently", () => {
-    const paths = tempPaths()
-    writeFixture({ paths })
-    // The engine breaks (a bug, not an engine error) as the session's box is created.
-    const layer = unitLayer(paths, { docker: { before: (op) => (op === "containerCreate" ? Effect.die(new Error("engine exploded")) : Effect.void) } })
     const logged: Array<string> = []
     const logger = Logger.make(({ cause, message }) => void logged.push(`${String(message)} ${cause._tag === "Empty" ? "" : String(cause)}`))
     return Effect.gen(function*() {
@@ -19,6 +17,27 @@ describe("the Talk page's conversations (Docker test layer)", () => {
       expect(c.ended).toBe("error")
       expect(c.said.at(-1)?.text).toBe("the session failed unexpectedly (the web server's log says why)")
       expect(logged.some((l) => l.includes("the Talk session with alice failed unexpectedly") && l.includes("engine exploded"))).toBe(true)
-    }).pipe(Effect.provide(layer), Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+    }).pipe(
+      Effect.provide(Runner.layerTest({ session: () => Effect.die(new Error("engine exploded")) })),
+      Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+    )
   })
+
+  it.live("what a person says is a turn of the conversation's session (a web session of that worker), its answer shown; ending it ends the session", () =>
+    Effect.gen(function*() {
+      const talk = makeConversations()
+      const { c, session } = yield* talk.start("alice")
+      const fiber = yield* Effect.fork(session)
+      yield* eventually(Effect.sync(() => c.state === "ready"), "the session ready")
+      expect(yield* talk.say(c, "hello there", "web:admin")).toBe(true)
+      yield* eventually(Effect.sync(() => c.said.some((s) => s.kind === "worker")), "an answer")
+      expect(c.said.map((s) => [s.who, s.kind, s.text])).toEqual([["web:admin", "you", "hello there"], ["alice", "worker", "(scripted) hello there"]])
+      yield* talk.end(c)
+      yield* Fiber.join(fiber)
+      expect(c).toMatchObject({ state: "ended", ended: "closed", turns: 1 })
+      const calls = yield* Ref.get(yield* RunnerCalls)
+      expect(calls.map((x) => x._tag === "session" ? [x.req.worker, x.req.surface] : x._tag)).toEqual([["alice", "web-session"]])
+      // Said after the end: nothing is taken.
+      expect(yield* talk.say(c, "anyone?", "web:admin")).toBe(false)
+    }).pipe(Effect.provide(Layer.fresh(Runner.layerTest()))))
 })
