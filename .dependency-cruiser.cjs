@@ -6,12 +6,12 @@ const LAYERS = [
   ["config"], //                             org.toml, worker files, the three roots
   ["contract", "journal"], //                what box and gateway both read: identity, labels, sentinel, gateway state, CA files, addresses, scope, run files, pi events; the worker's journal
   ["vault", "run", "worker", "task", "knowledge", "memory", "spend"], // stored credentials, run records, workers, task records, gated repos (host git), worker memory, the spend ledger
-  ["reply"], //                              where a task's answer may go: a reply target checked against the tasks, runs and org.toml, and the asking run's own places
+  ["reply", "chat"], //                      where a task's answer may go (a reply target checked against the tasks, runs and org.toml, and the asking run's own places); Slack's and Discord's clients — listening and posting
   ["box", "gateway", "image", "rehearsal", "api", "fleet"], // a box of one run; the gateway; building the box image; the rehearsal model; the control API's declaration; the fleet's database (nodes, schema, shared folder)
   ["session"], //                            warm sessions (boxes in rpc mode)
   ["runner"], //                             the one way every surface starts a run (Runner), holding a run's services
   ["supervisor"], //                         the task queue's dispatch, adoption and reaper
-  ["chat"], //                               Slack and Discord listeners: a mapped channel's messages as turns of its worker's session
+  ["chatHub"], //                            the daemon's chat surfaces: a mapped channel's messages as turns of its worker's session
   ["daemon", "deployment", "web"], //        gateway + supervisor + control API + image pulls; making a deployment; the browser UI
   ["cli"], //                                the roster command
   ["(root)"] //                              src/bin.ts, src/index.ts, src/RosterLive.ts

@@ -1,6 +1,6 @@
 import { Effect, Option, Runtime, Schema, type Scope } from "effect"
 import type { ChatRule } from "../config/schema.js"
-import { discordRest, discordWhere, discordWho } from "../gateway/actions/chat/discordRest.js"
+import { discordRest, discordWhere, discordWho } from "./discordRest.js"
 import type { DiscordTokens } from "../vault/chatTokens.js"
 import type { ChatEvent } from "./admit.js"
 import { keepConnected, type ListenerSink } from "./sink.js"

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
-import { discordRest, discordWho } from "../gateway/actions/chat/discordRest.js"
-import { slackWeb, slackWho } from "../gateway/actions/chat/slackWeb.js"
+import { discordRest, discordWho } from "./discordRest.js"
+import { slackWeb, slackWho } from "./slackWeb.js"
 import { chatTokens } from "../vault/chatTokens.js"
 import { listWorkers } from "../worker/workers.js"
 

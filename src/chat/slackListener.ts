@@ -1,7 +1,7 @@
 import type { Logger } from "@slack/logger"
 import { Effect, Runtime, Schema, type Scope } from "effect"
 import type { ChatRule } from "../config/schema.js"
-import { slackWeb, slackWho } from "../gateway/actions/chat/slackWeb.js"
+import { slackWeb, slackWho } from "./slackWeb.js"
 import type { SlackTokens } from "../vault/chatTokens.js"
 import type { ChatEvent } from "./admit.js"
 import { keepConnected, type ListenerSink } from "./sink.js"

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Logger, Mailbox, Ref, Schema } from "effect"
-import { deskEnv, type HubEnv } from "../../src/chat/ChatHub.js"
+import { deskEnv, type HubEnv } from "../../src/chatHub/ChatHub.js"
 import { Chat } from "../../src/config/schema.js"
 import { Runner } from "../../src/runner/Runner.js"
 import type { Supervisor } from "../../src/supervisor/Supervisor.js"
 import { RunnerCalls } from "../../src/testing.js"
-import { type ChatMessage, makeDesk } from "../../src/chat/desk.js"
+import { type ChatMessage, makeDesk } from "../../src/chatHub/desk.js"
 import type { SessionOutcome } from "../../src/session/runSession.js"
 import type { SessionMessage } from "../../src/session/turnContext.js"
 

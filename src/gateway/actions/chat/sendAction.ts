@@ -1,7 +1,7 @@
 import { Effect, Either, Schema } from "effect"
 import { readRunContext } from "../../../run/runContext.js"
 import type { ActionAnswer, BoxCaller } from "../actionTypes.js"
-import { placeText, postChat } from "./postChat.js"
+import { placeText, postChat } from "../../../chat/postChat.js"
 
 /** The most one send may carry; it is posted as several messages when the service needs. */
 export const SEND_MAX = 12_000

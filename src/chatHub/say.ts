@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import type { ChatRule } from "../config/schema.js"
 import type { ChatPlace } from "../contract/origin.js"
-import { postChat } from "../gateway/actions/chat/postChat.js"
+import { postChat } from "../chat/postChat.js"
 import { unsentNotice } from "./notices.js"
 
 /** Posts roster's own line in a thread; a failed post is logged (the service may be down), never fatal. */

@@ -1,6 +1,6 @@
 import type { REST } from "@discordjs/rest"
 import { Effect, Schema } from "effect"
-import type { ChatPlace } from "../../../contract/origin.js"
+import type { ChatPlace } from "../contract/origin.js"
 import { ChatPostError } from "./ChatPostError.js"
 import { partNonce, type PostMark, SEARCH_SLACK_MS } from "./postMark.js"
 
