@@ -1,5 +1,6 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
+import { CeilingMinutes } from "../config/ceiling.js"
 import { NoSuchTask, TaskRecord, TaskRefused, TaskStatus, TaskStoreError } from "../task/TaskRecord.js"
 import { ChatListenerStatus } from "../contract/chatStatus.js"
 import { ApprovalDecision, ApprovalId, PendingApproval } from "../contract/approval.js"
@@ -10,7 +11,7 @@ import { FleetStatus, NodeBoxes } from "../contract/fleet.js"
 export const AddTask = Schema.Struct({
   worker: Schema.String,
   prompt: Schema.String,
-  ceiling_min: Schema.optional(Schema.Number),
+  ceiling_min: Schema.optional(CeilingMinutes),
   after: Schema.optional(Schema.String),
   channel: Schema.optional(Schema.String),
   /** A task of the same worker whose conversation this one carries on. */

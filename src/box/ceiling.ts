@@ -1,4 +1,5 @@
 import { Duration, Effect, Schema } from "effect"
+import { ceilingProblem } from "../config/ceiling.js"
 
 /** A ceiling that is not a positive number of minutes (or absurdly long). */
 export class InvalidCeiling extends Schema.TaggedError<InvalidCeiling>()("InvalidCeiling", {
@@ -9,10 +10,9 @@ export class InvalidCeiling extends Schema.TaggedError<InvalidCeiling>()("Invali
   }
 }
 
-export const validateCeiling = (minutes: number) =>
-  Number.isFinite(minutes) && minutes > 0
-    ? Effect.succeed(minutes)
-    : Effect.fail(new InvalidCeiling({ value: String(minutes) }))
+/** `minutes` if it is a ceiling by the one rule ({@link CeilingMinutes}), else InvalidCeiling. */
+export const validateCeiling = (minutes: number): Effect.Effect<number, InvalidCeiling> =>
+  ceilingProblem(minutes) === undefined ? Effect.succeed(minutes) : Effect.fail(new InvalidCeiling({ value: String(minutes) }))
 
 // Node timers fire at once past 2^31-1 ms, which would turn a huge ceiling into an instant
 // kill; a sub-second one would race the box's own start. Clamp instead of trusting the caller.

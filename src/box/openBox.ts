@@ -15,7 +15,7 @@ import { hostUser, provisionBox, type ProvisionRequest } from "./provision.js"
 import { containerSpec } from "./spec.js"
 import { provisionStore, snapshotStore } from "./store.js"
 
-export interface BoxRequest extends Omit<ProvisionRequest, "worker" | "runId" | "runDir"> {
+export interface BoxRequest extends Omit<ProvisionRequest, "worker" | "runId" | "runDir" | "token"> {
   /** The run this box belongs to: its record gets the container, the image and the snapshot. */
   readonly record: OpenRecord
   readonly settings: WorkerSettings
@@ -147,9 +147,9 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
   // provisioning cut halfway still has its clones backstopped and removed.
   yield* Effect.addFinalizer(() => reposOnClose(record))
   const checkouts = yield* provisionRepos(record.worker, record.runId, req.mounts, hostUser())
-  const planFor = yield* provisionBox({ ...req, worker: record.worker, runId: record.runId, runDir: record.runDir }, store, checkouts)
+  // The token first, so the plan is made whole in one place: until a box holds it, it opens nothing.
   const identity = yield* mintIdentity(record.worker, record.runId, req.taskId)
-  const plan = planFor(identity.token)
+  const plan = yield* provisionBox({ ...req, worker: record.worker, runId: record.runId, runDir: record.runDir, token: identity.token }, store, checkouts)
   const spec = containerSpec(plan)
   yield* record.note({
     container: spec.name,

@@ -1,11 +1,11 @@
-import { Effect } from "effect"
+import { Clock, Duration, Effect } from "effect"
 import { validateChannelName, validateWorkerName } from "../config/names.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { type MountRule, mountsFor, type Org, type WorkerSettings } from "../config/schema.js"
 import { Docker } from "../docker/Docker.js"
 import { newRunId } from "../run/runId.js"
 import { readIdentity, readWorkerSettings } from "../worker/workers.js"
-import { validateCeiling } from "./ceiling.js"
+import { ceilingDuration, validateCeiling } from "./ceiling.js"
 
 /** A run's own limits over `[box]`'s: a one-shot's `--ceiling`, a chat channel's idle timeout and session ceiling. */
 export interface RunLimits {
@@ -21,6 +21,8 @@ export interface PrepareRequest {
   /** The run id when the caller recorded it already (a task's claim). */
   readonly runId?: string | undefined
   readonly limits?: RunLimits | undefined
+  /** Which ceiling bounds it: a one-shot's (`[box] ceiling_min`) or a session's (`session_ceiling_min`). */
+  readonly kind: "one-shot" | "session"
 }
 
 /** A run checked and planned, from one org snapshot: nothing written yet, no box, no token. */
@@ -32,6 +34,11 @@ export interface PreparedRun {
   readonly org: Org
   readonly settings: WorkerSettings
   readonly mounts: ReadonlyArray<MountRule>
+  /**
+   * When its ceiling ends it (ms since the epoch), read once here: the box's deadline label (what
+   * the reaper and an adopting daemon go by) and its runner's timer are this one moment.
+   */
+  readonly deadline: number
 }
 
 const withLimits = (org: Org, limits: RunLimits): Org => ({
@@ -66,12 +73,15 @@ export const prepareRun = Effect.fn("run.prepare")(function*(req: PrepareRequest
   yield* ping
   const org = withLimits(yield* snapshot, limits)
   const settings = yield* read
+  const ceiling = ceilingDuration(req.kind === "session" ? org.box.session_ceiling_min : org.box.ceiling_min)
+  const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(ceiling)
   return {
     runId: req.runId ?? (yield* newRunId),
     worker: req.worker,
     channel,
     org,
     settings,
-    mounts: mountsFor(org, req.worker)
+    mounts: mountsFor(org, req.worker),
+    deadline
   } satisfies PreparedRun
 })

@@ -1,5 +1,5 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Clock, Duration, Effect, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import * as os from "node:os"
 import { Paths, layout } from "../config/Paths.js"
 import type { MountRule, Org, WorkerSettings } from "../config/schema.js"
@@ -10,7 +10,6 @@ import { runFiles } from "../contract/runFiles.js"
 import { scopeAdmits, workerSubject } from "../contract/scope.js"
 import { copyTree, lchownTree } from "../fs/tree.js"
 import { ensureJournal } from "../journal/journal.js"
-import { ceilingDuration } from "./ceiling.js"
 import { resolveMountedEngine } from "./engine.js"
 import { ImageStore } from "./ImageStore.js"
 import { ensureLockdown } from "./lockdown.js"
@@ -80,6 +79,10 @@ export interface ProvisionRequest {
   readonly taskId: string | null
   readonly kind: BoxPlan["kind"]
   readonly ceilingMin: number | null
+  /** When its ceiling ends it (the run's prologue read it once): the box's deadline label. */
+  readonly deadline: number
+  /** The run's identity token, minted before the plan is made: the box's proxy credential. */
+  readonly token: string
   readonly mode: BoxPlan["mode"]
   readonly org: Org
   readonly settings: WorkerSettings
@@ -111,7 +114,7 @@ const prepareChannel = Effect.fn("provision.channel")(function*(worker: string, 
 }, Effect.mapError(failing("preparing the channel")))
 
 /**
- * Everything a box needs but its token and container: the lockdown, the image and the CA
+ * The box's whole plan, its token given (everything but the container): the lockdown, the image and the CA
  * bundle (independent, so checked at once), the engine, the per-run home with sentinel
  * logins and the self view, all handed to the box user.
  */
@@ -119,8 +122,6 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
   const paths = yield* Paths
   const files = layout(paths)
   const { org, worker } = req
-  // A session has no run ceiling of its own (no ROSTER_CEILING_MIN), but its box still has an end.
-  const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(ceilingDuration(req.ceilingMin ?? org.box.session_ceiling_min))
   const [lockdown, , caBundle, runtime] = yield* Effect.all([
     ensureLockdown(org.box),
     Effect.flatMap(ImageStore, (images) => images.ensure(org.engine.image)),
@@ -144,7 +145,7 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     if (channel) yield* chownTree(channel.store, user.uid, user.gid)
   }
   const hostDirs: HostDirs = { ...dirs, store, ca: files.caCert, caBundle }
-  return (token: string): BoxPlan => ({
+  return {
     runId: req.runId,
     worker,
     kind: req.kind,
@@ -156,7 +157,7 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     network: lockdown.network.name,
     gatewayAddress: lockdown.gatewayAddress,
     gatewayPort: lockdown.gatewayPort,
-    token,
+    token: req.token,
     dirs: hostDirs,
     mounts: req.mounts,
     checkouts,
@@ -165,12 +166,12 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     anthropicEnvKey: piHome.anthropicEnvKey,
     ceilingMin: req.ceilingMin,
     deployment: paths.config,
-    deadline,
+    deadline: req.deadline,
     owner,
     hostCpus: os.availableParallelism(),
     engine,
     mode: req.mode,
     piArgs: req.piArgs,
     chatSend: req.chatSend ?? null
-  })
+  } satisfies BoxPlan
 })

@@ -1,10 +1,9 @@
-import { Duration, Effect, Ref, Schema } from "effect"
+import { Clock, Duration, Effect, Ref, Schema } from "effect"
 import { readEvent, worthReading } from "../contract/piEvents.js"
 import { runFiles } from "../contract/runFiles.js"
 import { emptySummary, summaryStep } from "../contract/transcript.js"
 import { foldFileLines } from "../fs/lines.js"
 import { RunLog } from "../run/RunLog.js"
-import { ceilingDuration } from "./ceiling.js"
 import { prepareRun } from "./prepareRun.js"
 import type { RunOrigin } from "../contract/origin.js"
 import { startRun } from "./runStart.js"
@@ -118,11 +117,12 @@ const runError = (box: OpenBox, end: { readonly endedBy: BoxEnd; readonly exitCo
  */
 export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
   if (req.prompt.trim() === "") return yield* Effect.fail(new BlankPrompt())
-  const { runId, org, settings, mounts, channel } = yield* prepareRun({
+  const { runId, org, settings, mounts, channel, deadline } = yield* prepareRun({
     worker: req.worker,
     channel: req.channel,
     runId: req.runId,
-    limits: { ceilingMin: req.ceilingMin }
+    limits: { ceilingMin: req.ceilingMin },
+    kind: "one-shot"
   })
   const ceilingMin = org.box.ceiling_min
   const taskId = req.taskId ?? null
@@ -149,6 +149,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       kind: taskId ? "task" : "box",
       taskId,
       ceilingMin,
+      deadline,
       mode: "json",
       org,
       settings,
@@ -161,7 +162,9 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       onLine: (line) => Ref.update(summary, (s) => summaryStep(s, readEvent(line))).pipe(Effect.zipRight(req.onLine ? req.onLine(line) : Effect.void)),
       ...(req.onStderr ? { onStderr: req.onStderr } : {})
     })
-    const end = yield* awaitBox(box, ceilingDuration(ceilingMin), req.stop).pipe(Effect.withSpan("box.await"))
+    // The ceiling is the deadline the box is labelled with, not a second clock started now.
+    const left = Duration.millis(Math.max(0, deadline - (yield* Clock.currentTimeMillis)))
+    const end = yield* awaitBox(box, left, req.stop).pipe(Effect.withSpan("box.await"))
     // The transcript is whole before the result is read or reported.
     yield* box.drained.pipe(Effect.timeout("10 seconds"), Effect.ignore, Effect.withSpan("box.drain"))
     const said = yield* Ref.get(summary)

@@ -52,14 +52,8 @@ export const deskEnv = (chat: ChatRule, channel: ChatChannel, supervisor: Superv
       }))
     )).pipe(Effect.mapError((e) => ({ message: e.message }))),
   onReady: (runId, first) => say(first, startedNotice(channel.worker, runId)).pipe(Effect.provide(ctx)),
-  onEnd: (o, last) =>
-    OrgConfig.pipe(
-      Effect.flatMap((c) => c.snapshot),
-      Effect.map((org) => channel.ceiling_min ?? org.box.session_ceiling_min),
-      Effect.orElseSucceed(() => 0),
-      Effect.flatMap((ceiling) => say(last, endedNotice(channel.worker, o.runId, o.reason, channel.idle_min, ceiling))),
-      Effect.provide(ctx)
-    ),
+  // What the session ran under, from its own snapshot: the notice never reads org.toml a second time.
+  onEnd: (o, last) => say(last, endedNotice(channel.worker, o.runId, o.reason, channel.idle_min, o.ceilingMin)).pipe(Effect.provide(ctx)),
   onFail: (message, last) => say(last, failedNotice(channel.worker, message)).pipe(Effect.provide(ctx))
 })
 

@@ -2,6 +2,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Clock, Console, Effect, Option } from "effect"
 import { cancelInPlace, PERSON, queueTask, retryTask } from "../supervisor/queueTask.js"
 import { hasSession } from "../supervisor/dispatch.js"
+import { validateCeiling } from "../box/ceiling.js"
 import { isFinal, NoSuchTask, type TaskRecord, TaskRefused, TaskStatus } from "../task/TaskRecord.js"
 import { byQueueOrder, TaskStore } from "../task/TaskStore.js"
 import { Paths } from "../config/Paths.js"
@@ -56,6 +57,8 @@ const add = Command.make("add", {
   replyTo: optional(Options.text("reply-to"), "where the answer goes when the task ends: talk:<run-id> (a live roster talk), task:<task-id> (that task's record), chat:slack:<channel>[/<thread>] or chat:discord:<channel>[/<thread>] (a [[chat.channel]] org.toml maps), or none")
 }, ({ after, at, ceiling, channel, continues, json, key, prompt, replyTo, retries, worker }) =>
   Effect.gen(function*() {
+    // Checked here as the daemon checks it, so the person reads the same refusal either way.
+    if (Option.isSome(ceiling)) yield* validateCeiling(ceiling.value).pipe(Effect.mapError((e) => new TaskRefused({ detail: e.message })))
     const req = {
       worker,
       prompt: prompt.join(" "),

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url"
 import type { RosterPaths } from "../config/Paths.js"
 import { lookAgainNow } from "../fs/stamp.js"
 import { Runner } from "../runner/Runner.js"
+import { CeilingMinutes } from "../config/ceiling.js"
 import { renderReport } from "../report/renderReport.js"
 import { visible } from "../report/terminal.js"
 import { errorMessage, plainLogLine } from "../report/plainLog.js"
@@ -23,7 +24,7 @@ const Ask = Schema.Struct({
   token: Schema.String.pipe(Schema.minLength(16)),
   worker: Schema.String,
   prompt: Schema.String,
-  ceiling_min: Schema.optional(Schema.Number),
+  ceiling_min: Schema.optional(CeilingMinutes),
   channel: Schema.NullOr(Schema.String),
   /** The CLI's terminal: colour on its stdout; its stderr a terminal, how wide (progress lines). */
   stdout_colour: Schema.Boolean,

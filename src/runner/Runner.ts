@@ -113,7 +113,7 @@ export const echoSession = (req: SessionRequest, n: number): Effect.Effect<Sessi
       if (req.onReply) yield* req.onReply(`(scripted) ${next.value.text}`)
       if (req.onTurnEnd) yield* req.onTurnEnd(turns)
     }
-    return { runId, runDir: `/nonexistent/runs/${req.worker}/${runId}`, reason: "closed", clean: true, turns, unserved: [] } satisfies SessionOutcome
+    return { runId, runDir: `/nonexistent/runs/${req.worker}/${runId}`, reason: "closed", clean: true, turns, unserved: [], ceilingMin: req.limits?.ceilingMin ?? 240 } satisfies SessionOutcome
   })
 
 /**

@@ -18,10 +18,11 @@ export type { SessionOutcome, SessionRequest }
  * (idle between turns only, a per-turn ceiling, a whole-session ceiling) and I/O.
  */
 export const runSession = Effect.fn("session.run")(function*(req: SessionRequest) {
-  const { runId, org, settings, mounts, channel } = yield* prepareRun({
+  const { runId, org, settings, mounts, channel, deadline } = yield* prepareRun({
     worker: req.worker,
     channel: req.channel,
-    limits: { idleSecs: req.limits?.idleSecs, sessionCeilingMin: req.limits?.ceilingMin }
+    limits: { idleSecs: req.limits?.idleSecs, sessionCeilingMin: req.limits?.ceilingMin },
+    kind: "session"
   })
 
   return yield* Effect.gen(function*() {
@@ -43,7 +44,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     const note = req.onNote ?? ((t: string) => Effect.logInfo(`session ${runId}: ${t}`))
     const inputs = yield* Queue.unbounded<RunnerInput>()
     const box = yield* openBox({
-      record, kind: "session", taskId: null, ceilingMin: null, mode: "rpc", org, settings, mounts, channel,
+      record, kind: "session", taskId: null, ceilingMin: null, deadline, mode: "rpc", org, settings, mounts, channel,
       piArgs: ["--session-id", start.cache.route_key, "--append-system-prompt", start.system_prompt],
       chatSend: req.surface === "chat-session" ? req.chat?.provider : undefined,
       onLine: (line) => inputs.offer({ _tag: "line", line })
@@ -52,7 +53,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     if (req.onReady) yield* req.onReady(runId)
 
     const turns = yield* makeSessionTurns({
-      req, runId, channel, org, record, runContext, startPreamble: start.start_preamble, inputs, note,
+      req, runId, channel, org, deadline, record, runContext, startPreamble: start.start_preamble, inputs, note,
       send: (command) => box.write(`${JSON.stringify(command)}\n`)
     })
     const reason = yield* turns.serve
@@ -78,6 +79,6 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
         error: failedPreflight ?? (reason === "box-died" ? "the session box exited before completing the turn" : `ended by ${reason} mid-turn`)
       })
     })
-    return { runId, runDir: record.runDir, reason, clean, turns: state.turns, unserved } satisfies SessionOutcome
+    return { runId, runDir: record.runDir, reason, clean, turns: state.turns, unserved, ceilingMin: org.box.session_ceiling_min } satisfies SessionOutcome
   }).pipe(Effect.scoped)
 })

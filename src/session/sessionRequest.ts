@@ -38,6 +38,8 @@ export interface SessionOutcome {
   readonly reason: SessionEndReason
   readonly clean: boolean
   readonly turns: number
+  /** The whole-session ceiling it ran under (minutes): its own limit, or `[box] session_ceiling_min` of its snapshot. */
+  readonly ceilingMin: number
   /** Messages taken from the inbox that no turn served (the session ended first): its caller may serve them elsewhere. */
   readonly unserved: ReadonlyArray<SessionMessage>
 }

@@ -24,6 +24,8 @@ export interface SessionTurns {
   readonly runId: string
   readonly channel: string | null
   readonly org: Org
+  /** When the session's ceiling ends it (ms since the epoch): the deadline its prologue read, the box's label. */
+  readonly deadline: number
   readonly record: OpenRecord
   readonly runContext: RunContext
   readonly startPreamble: string | undefined
@@ -38,14 +40,14 @@ export interface SessionTurns {
  * output carried out, the next message prompted when pi is free. `serve` runs until the state
  * machine or the clock (idle between turns, a per-turn ceiling, the session ceiling) ends it.
  */
-export const makeSessionTurns = ({ channel, inputs, note, org, record, req, runContext, runId, send, startPreamble }: SessionTurns) =>
+export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record, req, runContext, runId, send, startPreamble }: SessionTurns) =>
   Effect.gen(function*() {
     const runLog = yield* RunLog
     const idle = Duration.toMillis(Duration.seconds(org.box.idle_secs))
     const turnCeiling = Duration.toMillis(ceilingDuration(org.box.turn_ceiling_min))
-    // The session's clock starts once: its deadline and its first idle period from the same moment.
+    // Its deadline is the one its prologue read (the box's label); its first idle period starts now.
     const openedAt = yield* Clock.currentTimeMillis
-    const sessionDeadline = openedAt + Duration.toMillis(ceilingDuration(org.box.session_ceiling_min))
+    const sessionDeadline = deadline
     let state = initialTurnState
     let turnStarted = 0
     let serving: SessionMessage | undefined

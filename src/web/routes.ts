@@ -1,5 +1,6 @@
 import { type FileSystem, HttpRouter, HttpServerRequest, type HttpServerResponse, type Path } from "@effect/platform"
 import { Context, Effect, Option, Schema } from "effect"
+import { ceilingProblem } from "../config/ceiling.js"
 import { viaDaemon } from "../api/controlClient.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths, layout } from "../config/Paths.js"
@@ -93,11 +94,14 @@ const tasksPage = (note: string | null) =>
 
 const addTask = Effect.gen(function*() {
   const form = (yield* WebCall).form ?? new URLSearchParams()
-  const ceiling = Number(form.get("ceiling"))
+  const given = (form.get("ceiling") ?? "").trim()
+  // The one rule every surface uses: a ceiling the CLI would refuse is refused here too, never dropped.
+  const bad = given === "" ? undefined : ceilingProblem(Number(given))
+  if (bad) return yield* tasksPage(`not queued: ${bad}`)
   const payload = {
     worker: form.get("worker") ?? "",
     prompt: form.get("prompt") ?? "",
-    ...(form.get("ceiling") && Number.isFinite(ceiling) ? { ceiling_min: ceiling } : {}),
+    ...(given !== "" ? { ceiling_min: Number(given) } : {}),
     via: "web" as const
   }
   const added = yield* viaDaemon((c) => c.tasks.add({ payload })).pipe(Effect.either)

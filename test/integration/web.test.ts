@@ -1,4 +1,5 @@
 import Dockerode from "dockerode"
+import { controlPost } from "../support/control.js"
 import { Effect, Exit, Scope } from "effect"
 import { spawn, type ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
@@ -94,6 +95,16 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
     const ok = await request(webPort, "GET", "/", { cookie: session })
     expect(ok.status).toBe(200)
     expect(ok.headers["content-security-policy"]).toContain("script-src 'self'")
+    // The form refuses a ceiling the CLI refuses (the one rule), saying why — never queued without it.
+    const csrf = /<meta name="csrf" content="([^"]+)">/.exec(ok.body)?.[1] ?? ""
+    const local = { ...form, origin: `http://127.0.0.1:${webPort}` }
+    for (const ceiling of ["-3", "0", "abc", "Infinity"]) {
+      const bad = await request(webPort, "POST", "/tasks", local, `worker=alice&prompt=x&ceiling=${ceiling}&csrf=${csrf}`)
+      expect(bad.status, ceiling).toBe(200)
+      expect(bad.body, ceiling).toContain("not queued: a ceiling is a positive number of minutes")
+    }
+    // So does the control API, which scripts call.
+    await expect(controlPost(d, "/tasks", { worker: "alice", prompt: "x", ceiling_min: -3 })).rejects.toThrow(/400.*a ceiling is a positive number of minutes/s)
     expect(JSON.parse((await d.roster(["task", "list", "--json"])).stdout)).toEqual([])
   })
 

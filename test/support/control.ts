@@ -38,6 +38,9 @@ const controlCall = <A>(d: Deployment, method: "GET" | "POST", route: string, wh
     req.end(body)
   })
 
+/** A POST to the control API as a script makes it: the answer's JSON, or an error with its status and body. */
+export const controlPost = <A>(d: Deployment, route: string, payload: unknown) => controlCall<A>(d, "POST", route, `POST ${route}`, payload)
+
 const addOnce = (d: Deployment, worker: string, prompt: string) =>
   controlCall<{ task_id: string }>(d, "POST", "/tasks", "task add", { worker, prompt, via: "api" }).then((t) => t.task_id)
 

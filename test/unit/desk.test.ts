@@ -33,7 +33,7 @@ describe("a chat channel's desk (its sessions faked)", () => {
             : Effect.gen(function*() {
               const m = yield* inbox.take
               served.push(m.text)
-              const outcome: SessionOutcome = { runId: "r2", runDir: "/tmp/r2", reason: "idle", clean: true, turns: 1, unserved: [] }
+              const outcome: SessionOutcome = { runId: "r2", runDir: "/tmp/r2", reason: "idle", clean: true, turns: 1, unserved: [], ceilingMin: 240 }
               return outcome
             }),
         onEnd: () => Effect.void,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Fiber, TestClock } from "effect"
+import { Cause, Clock, Effect, Exit, Fiber, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { runOnce } from "../../src/box/runOnce.js"
@@ -91,9 +91,12 @@ describe("roster worker run (Docker test layer)", () => {
   it.effect("kills the box at the ceiling, ends by ceiling and removes the token", () => {
     const { layer, paths } = setup({ docker: { script: () => ({ hang: true }) } })
     return Effect.gen(function*() {
+      const startedAt = yield* Clock.currentTimeMillis
       const fiber = yield* Effect.fork(runOnce({ worker: "alice", prompt: "loop", ceilingMin: 30 }))
       const box = yield* eventually(running, "the box to start")
       expect(identityFiles(paths)).toHaveLength(1)
+      // One deadline: the label the reaper and an adopting daemon read is the moment the runner's timer ends it.
+      expect(box.spec.Labels["roster.deadline"]).toBe(String(startedAt + 30 * 60_000))
       yield* TestClock.adjust("29 minutes")
       expect(box.state).toBe("running")
       yield* TestClock.adjust("1 minute")

@@ -9,6 +9,8 @@ import { inheritedPlace } from "../../contract/replyPlaces.js"
 import { readRunContext } from "../../run/runContext.js"
 import type { ActionAnswer, BoxCaller } from "./actionTypes.js"
 
+import { ceilingProblem } from "../../config/ceiling.js"
+
 const MAX_PROMPT = 8000
 
 const SetTasks = Schema.parseJson(Schema.Struct({
@@ -52,7 +54,8 @@ export const setTasks = (caller: BoxCaller, body: string) =>
     const store = yield* TaskStore
     for (const t of req.tasks) {
       if (t.prompt.trim() === "" || t.prompt.length > MAX_PROMPT) return refused(400, `a prompt is 1 to ${MAX_PROMPT} characters`)
-      if (t.ceiling_min !== undefined && !(Number.isFinite(t.ceiling_min) && t.ceiling_min > 0)) return refused(400, "ceiling_min is a positive number of minutes")
+      const badCeiling = t.ceiling_min === undefined ? undefined : ceilingProblem(t.ceiling_min)
+      if (badCeiling) return refused(400, `ceiling_min: ${badCeiling}`)
       if (t.after !== undefined && (yield* store.get(t.after))?.worker !== caller.worker) return refused(400, `after: ${t.after} is not one of your tasks`)
     }
     // A follow-up answers where this run answers, unless the worker names another of its own places.
