@@ -71,7 +71,7 @@ const pull = (file: string, image: string, present: boolean) =>
     } else {
       yield* reporter.report(notice(`could not pull ${image} (${result.left.detail}) — running the local copy`, "warning"))
     }
-  })
+  }).pipe(Effect.scoped)
 
 /** The box image: present, and pulled within a day when it comes from a registry (one download at a time). */
 export class ImageStore extends Context.Tag("roster/ImageStore")<ImageStore, {

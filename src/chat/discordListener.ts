@@ -1,4 +1,4 @@
-import { Effect, Option, Runtime, Schema, type Scope } from "effect"
+import { Effect, FiberSet, Option, Schema, type Scope } from "effect"
 import type { ChatRule } from "../config/schema.js"
 import { discordRest, discordWhere, discordWho } from "./discordRest.js"
 import type { DiscordTokens } from "../vault/chatTokens.js"
@@ -50,8 +50,8 @@ export const discordEvent = (raw: unknown, botId: string, where: { readonly chan
  */
 export const discordListener = (chat: ChatRule, readTokens: Effect.Effect<DiscordTokens, string>, sink: ListenerSink): Effect.Effect<never, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const runtime = yield* Effect.runtime<never>()
-    const run = Runtime.runFork(runtime)
+    // The SDK's callbacks run their work as fibers of the listener's scope: closing it interrupts them.
+    const run = yield* FiberSet.makeRuntime<never>()
     // A thread's parent, looked up once (the gateway names only the thread a message is in).
     const parents = new Map<string, { readonly channel: string; readonly thread: string | undefined }>()
     const connect = Effect.gen(function*() {

@@ -1,5 +1,5 @@
 import type { Logger } from "@slack/logger"
-import { Effect, Runtime, Schema, type Scope } from "effect"
+import { Effect, FiberSet, Schema, type Scope } from "effect"
 import type { ChatRule } from "../config/schema.js"
 import { slackWeb, slackWho } from "./slackWeb.js"
 import type { SlackTokens } from "../vault/chatTokens.js"
@@ -58,8 +58,8 @@ export const slackEvent = (raw: unknown, botId: string): ChatEvent | undefined =
  */
 export const slackListener = (chat: ChatRule, readTokens: Effect.Effect<SlackTokens, string>, sink: ListenerSink): Effect.Effect<never, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const runtime = yield* Effect.runtime<never>()
-    const run = Runtime.runFork(runtime)
+    // The SDK's callbacks run their work as fibers of the listener's scope: closing it interrupts them.
+    const run = yield* FiberSet.makeRuntime<never>()
     const seen = new Set<string>()
     const once = (e: ChatEvent) => {
       const key = `${e.channel}/${e.id}`

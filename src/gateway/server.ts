@@ -74,13 +74,19 @@ export const serveGateway = (options: GatewayOptions) =>
 
 const makeGateway = Effect.fn("gateway.serve")(function*(options: GatewayOptions) {
   const run = yield* FiberSet.makeRuntime<GatewayEnv>()
+  const runAwaited = yield* FiberSet.makeRuntimePromise<GatewayEnv>()
   const paths = yield* Paths
   const fs = yield* FileSystem.FileSystem
   const ca = yield* ensureCa()
   const issuer = yield* makeLeafIssuer(yield* fs.readFileString(ca.cert), yield* fs.readFileString(ca.key))
   const sockets = new Set<net.Socket>()
   let boundPort = options.port
-  const self: GatewayState = yield* makeGatewayState(options.addrs, () => boundPort, (work) => void serve(inBackground(work)))
+  const self: GatewayState = yield* makeGatewayState(
+    options.addrs,
+    () => boundPort,
+    (work) => void serve(inBackground(work)),
+    (work) => runAwaited(Effect.provideService(work, Gateway, self))
+  )
   const serve = (work: Effect.Effect<void, never, GatewayContext>) => run(Effect.provideService(work, Gateway, self))
   const { terminate } = yield* makeTerminator(issuer).pipe(Effect.provideService(Gateway, self))
 

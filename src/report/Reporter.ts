@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Ref, Runtime } from "effect"
+import { Context, Effect, FiberSet, Layer, Ref } from "effect"
 
 /**
  * What roster has to say while it works, as data: the CLI renders it on a terminal, an embedder
@@ -63,12 +63,12 @@ export class Reporter extends Context.Tag("roster/Reporter")<Reporter, {
 
 /**
  * A plain function that reports, for a callback outside Effect (a process's output, an engine's
- * progress): it runs on the caller's runtime, so it reaches the same Reporter.
+ * progress): it reaches the caller's Reporter, each report a fiber of the caller's scope.
  */
 export const reporterCallback = Effect.gen(function*() {
   const reporter = yield* Reporter
-  const runtime = yield* Effect.runtime<never>()
-  return (r: Report): void => void Runtime.runFork(runtime)(reporter.report(r))
+  const run = yield* FiberSet.makeRuntime<never>()
+  return (r: Report): void => void run(reporter.report(r))
 })
 
 /** Reports through whatever Reporter the caller's context holds. */

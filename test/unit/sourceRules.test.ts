@@ -34,6 +34,11 @@ export const parsedCasts = (text: string): Array<number> => {
 export const nodeFsImports = (text: string): Array<number> =>
   text.split("\n").flatMap((line, i) => (/^\s*import\b[^"']*["'](?:node:)?fs(?:\/promises)?["']/.test(line) || /\bimport\(\s*["'](?:node:)?fs(?:\/promises)?["']\s*\)/.test(line) ? [i + 1] : []))
 
+/** The lines that run an Effect from a plain callback with no scope owning the fiber: a bare `Runtime.run*` or `Effect.run*` (comments aside). */
+export const bareRuns = (text: string): Array<number> =>
+  text.split("\n").flatMap((line, i) =>
+    !/^\s*(\*|\/\/)/.test(line) && /\b(?:Runtime|Effect)\.run(?:Fork|Promise|Sync|Callback)\b/.test(line) ? [i + 1] : [])
+
 describe("source rules", () => {
   it("the check finds a cast of parsed data, and lets a Schema's input through", () => {
     expect(parsedCasts(`const a = JSON.parse(x) as { b: number }`)).toEqual([1])
@@ -58,5 +63,16 @@ describe("source rules", () => {
     const found = sources().filter(({ file }) => !file.startsWith(path.join("src", "fs") + path.sep))
       .flatMap(({ file, text }) => nodeFsImports(text).map((line) => `${file}:${line}`))
     expect(found, "use @effect/platform's FileSystem (or a helper in src/fs/) instead").toEqual([])
+  })
+
+  it("the bridge check finds a bare run of an Effect, and not one in a comment or a FiberSet's runtime", () => {
+    expect(bareRuns(`const run = Runtime.runFork(runtime)\nvoid Effect.runPromise(x)\nRuntime.runSync(rt)(e)`)).toEqual([1, 2, 3])
+    expect(bareRuns(` * Effect.runPromise(program)\n// Runtime.runFork(x)\nconst run = yield* FiberSet.makeRuntime<never>()`)).toEqual([])
+  })
+
+  it("every callback-to-Effect bridge is supervised: no bare Runtime.run* or Effect.run* outside src/bin.ts (a FiberSet's runtime in the scope that owns the callback)", () => {
+    const found = sources().filter(({ file }) => file !== path.join("src", "bin.ts"))
+      .flatMap(({ file, text }) => bareRuns(text).map((line) => `${file}:${line}`))
+    expect(found, "use FiberSet.makeRuntime / makeRuntimePromise in the scope that owns the listener, so closing it interrupts what it started").toEqual([])
   })
 })

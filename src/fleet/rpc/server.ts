@@ -1,6 +1,6 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Clock, Effect, Runtime } from "effect"
+import { Clock, Effect, FiberSet } from "effect"
 import * as dns from "node:dns/promises"
 import * as http from "node:http"
 import * as os from "node:os"
@@ -62,7 +62,8 @@ export const listenAddress = (listen: string) =>
  * in the database a box cannot reach.
  */
 export const serveRunnerRpc = Effect.fn("fleet.rpc.serve")(function*(opts: RunnerRpcOptions, where: ListenAddress) {
-  const runtime = yield* Effect.runtime<never>()
+  const run = yield* FiberSet.makeRuntime<never>()
+  const clock = yield* Effect.clock
   const lastSaid = new Map<string, number>()
   const guarded = () => {
     const server = http.createServer({ headersTimeout: 5_000, requestTimeout: 10_000 })
@@ -71,10 +72,10 @@ export const serveRunnerRpc = Effect.fn("fleet.rpc.serve")(function*(opts: Runne
       const problem = peerProblem(peer, where.iface, os.networkInterfaces())
       if (problem === undefined) return
       socket.destroy()
-      const now = Runtime.runSync(runtime)(Clock.currentTimeMillis)
+      const now = clock.unsafeCurrentTimeMillis()
       if (now - (lastSaid.get(peer) ?? 0) < REFUSAL_LOG_EVERY_MS) return
       lastSaid.set(peer, now)
-      Runtime.runFork(runtime)(Effect.logWarning(`fleet: the runner RPC closed a connection from ${peer}: ${problem} (a box's network is never let in)`))
+      run(Effect.logWarning(`fleet: the runner RPC closed a connection from ${peer}: ${problem} (a box's network is never let in)`))
     })
     return server
   }

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Ref, Runtime, Schedule } from "effect"
+import { Clock, Context, Effect, FiberSet, Layer, Ref, Schedule } from "effect"
 import { captureHostFiles, Paths, layout } from "../../config/Paths.js"
 import { makeDayFiles } from "../../fs/dayFiles.js"
 import { Files } from "../../fs/Files.js"
@@ -115,7 +115,8 @@ const makeAudit = (noted: (runId: string, day: string, offset: number) => void) 
     const writeLine = (record: AuditRecord, { day, line }: { readonly day: string; readonly line: string }) =>
       days.write(day, line).pipe(Effect.tap(written(record, day)), Effect.catchAll((e) => warn(e.message)))
     const write = (record: AuditRecord) => Effect.flatMap(Clock.currentTimeMillis, (millis) => writeLine(record, lineOf(record, millis)))
-    const runtime = yield* Effect.runtime<never>()
+    // A submit's file work runs as a fiber of the log's scope: closing the gateway interrupts what is left.
+    const run = yield* FiberSet.makeRuntime<never>()
     const clock = yield* Effect.clock
     return Audit.of({
       write,
@@ -124,9 +125,8 @@ const makeAudit = (noted: (runId: string, day: string, offset: number) => void) 
         const { day, line } = made
         const current = days.current(day)
         // The day's first line opens its file, as `write` does.
-        if (!current) return void Runtime.runFork(runtime)(writeLine(record, made))
-        current.push(line).then(written(record, day), (e: unknown) =>
-          Runtime.runFork(runtime)(warn(e instanceof Error ? e.message : String(e))))
+        if (!current) return void run(writeLine(record, made))
+        current.push(line).then(written(record, day), (e: unknown) => void run(warn(e instanceof Error ? e.message : String(e))))
       }
     })
   })

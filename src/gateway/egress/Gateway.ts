@@ -39,6 +39,8 @@ export interface GatewayState {
   readonly preflights: Preflights
   /** Runs background work in the gateway's own scope (closed with it), past the request that started it; a defect in it is logged (inBackground). */
   readonly fork: (work: Effect.Effect<void, never, GatewayContext>) => void
+  /** Runs work in the gateway's own scope and gives its answer as a promise (a plain callback that must wait for it). */
+  readonly runPromise: <A>(work: Effect.Effect<A, never, GatewayContext>) => Promise<A>
 }
 
 /** What a gateway request handler runs with: the services, and the running gateway itself. */
@@ -55,7 +57,8 @@ export class Gateway extends Context.Tag("roster/Gateway")<Gateway, GatewayState
 export const makeGatewayState = (
   addrs: ReadonlyArray<string>,
   port: () => number,
-  fork: (work: Effect.Effect<void, never, GatewayContext>) => void
+  fork: (work: Effect.Effect<void, never, GatewayContext>) => void,
+  runPromise: <A>(work: Effect.Effect<A, never, GatewayContext>) => Promise<A>
 ) =>
   Effect.gen(function*() {
     const ledger = yield* SpendLedger
@@ -72,6 +75,7 @@ export const makeGatewayState = (
       identities: makeIdentityCache(),
       approvals: makeApprovals(Option.getOrUndefined(yield* Effect.serviceOption(ApprovalBoard))),
       preflights: makePreflights(),
-      fork
+      fork,
+      runPromise
     } satisfies GatewayState
   })

@@ -1,4 +1,4 @@
-import { Effect, Runtime } from "effect"
+import { Effect } from "effect"
 import type * as http from "node:http"
 import { Audit } from "../base/Audit.js"
 import type { RunCaller } from "../base/identify.js"
@@ -10,7 +10,7 @@ import { bodyLimit, collectBody, isCheckedBody } from "../base/requestBody.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { type RequestTrace, type TraceFields, traceRecord } from "../base/supervise.js"
 import { taintOnRefusal, taintSentinel } from "../base/taint.js"
-import { Gateway, type GatewayContext } from "../egress/Gateway.js"
+import { Gateway } from "../egress/Gateway.js"
 import { isModelCall, type Meter, type MeterBasis, openMeter, overAtStart } from "../metering/meter.js"
 import { injectCredential } from "../secrets/inject.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
@@ -46,7 +46,6 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
   const self = yield* Gateway
   const audit = yield* Audit
   const clock = yield* Effect.clock
-  const run = Runtime.runPromise(yield* Effect.runtime<GatewayContext>())
   // The answers under way, each cancelled with the gateway (as a request's fiber is interrupted).
   const inFlight = new Set<() => void>()
   yield* Effect.addFinalizer(() =>
@@ -124,7 +123,7 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
         if ("refusal" in checked) return refuse(target, res, trace, checked.refusal)
         o.out["content-length"] = String(checked.body.length)
         delete o.out["transfer-encoding"]
-        const meter = metered && openMeter(self, run, metered.caller, authorized.org, modelOf(checked.json), metered.basis)
+        const meter = metered && openMeter(self, self.runPromise, metered.caller, authorized.org, modelOf(checked.json), metered.basis)
         send(seen, target, req, res, trace, o, checked.body, meter)
       }))
     return true

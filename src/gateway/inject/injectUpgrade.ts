@@ -1,5 +1,5 @@
 import { refuseTraced } from "../base/refuseTraced.js"
-import { Effect, Runtime } from "effect"
+import { Effect } from "effect"
 import * as http from "node:http"
 import type { Duplex } from "node:stream"
 import { SENTINEL } from "../../contract/constants.js"
@@ -104,14 +104,14 @@ export const injectUpgrade = (
     box.write(head(101, "Switching Protocols", responsePairs(answer.res.rawHeaders, new Set(), (v) => scrubText(v, reveals, SENTINEL)).concat(
       "Upgrade", "websocket", "Connection", "Upgrade"
     )))
-    const runtime = yield* Effect.runtime<Effect.Effect.Context<ReturnType<typeof sentinelOut>>>()
     const sentFrames: Array<string> = []
     const relayed = yield* relayWebSocket(box, answer.socket, boxHead, answer.head, {
       secrets: reveals,
       maxFrame: bodyLimit(authorized.org),
       onSentinel: (done) => {
         sentFrames.push("websocket frame")
-        Runtime.runCallback(runtime)(sentinelOut(sentFrames), { onExit: done })
+        // In the gateway's scope: the taint is written (and the frame let go) even if this connection ends first.
+        self.runPromise(sentinelOut(sentFrames)).then(done, done)
       }
     })
     const sentinel = [...places, ...sentFrames]

@@ -1,4 +1,4 @@
-import { Clock, Effect, Runtime } from "effect"
+import { Clock, Effect } from "effect"
 import type * as http from "node:http"
 import { costOf, priceFor, type TokenCount, totalTokens } from "../../config/prices.js"
 import type { Org } from "../../config/schema.js"
@@ -171,7 +171,6 @@ const budgetRefusal = (over: Over, worker: string) => new Refusal(402, budgetTex
 export const startMeter = (caller: RunCaller, org: Org, model: string) =>
   Effect.gen(function*() {
     const self = yield* Gateway
-    const runtime = yield* Effect.runtime<GatewayContext>()
     const limits = yield* limitsFor(org, caller.worker)
     const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
     const basis = { limits, spent: yield* self.ledger.spent(caller.worker, caller.runId, startedAt), startedAt }
@@ -180,5 +179,5 @@ export const startMeter = (caller: RunCaller, org: Org, model: string) =>
       yield* stopRun(caller, budgetText(already, caller.worker))
       return { refusal: budgetRefusal(already, caller.worker), limits } as const
     }
-    return { meter: openMeter(self, Runtime.runPromise(runtime), caller, org, model, basis), limits } as const
+    return { meter: openMeter(self, self.runPromise, caller, org, model, basis), limits } as const
   })

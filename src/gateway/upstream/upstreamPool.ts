@@ -1,4 +1,4 @@
-import { Cause, Effect, Exit, Option, Runtime } from "effect"
+import { Cause, Effect, Exit, FiberSet, Option } from "effect"
 import * as http from "node:http"
 import type * as net from "node:net"
 import type { Refusal } from "../base/refusal.js"
@@ -20,6 +20,8 @@ type Connect = (options: unknown, done: (err: Error | null, socket?: net.Socket)
  */
 export const makeUpstreamPool = Effect.gen(function*() {
   const agents = new Map<string, http.Agent>()
+  // The agents' dials run as fibers of the pool's scope: closing the gateway interrupts a dial under way.
+  const dials = yield* FiberSet.make<net.Socket, Refusal>()
   yield* Effect.addFinalizer(() =>
     Effect.sync(() => {
       for (const agent of agents.values()) agent.destroy()
@@ -30,15 +32,13 @@ export const makeUpstreamPool = Effect.gen(function*() {
     Effect.gen(function*() {
       const existing = agents.get(key)
       if (existing) return existing
-      const run = Runtime.runCallback(yield* Effect.runtime<R>())
+      const run = yield* FiberSet.runtime(dials)<R>()
       const agent = new http.Agent({ keepAlive: true, maxFreeSockets: 16, scheduling: "lifo", timeout: 60_000 })
       const connect: Connect = (_options, done) => {
-        run(open, {
-          onExit: (exit) => {
-            if (Exit.isSuccess(exit)) return done(null, exit.value)
-            const failure = Cause.failureOption(exit.cause)
-            done(Option.isSome(failure) ? new PooledRefusal(failure.value) : new Error("the upstream connection was not made"))
-          }
+        run(open).addObserver((exit) => {
+          if (Exit.isSuccess(exit)) return done(null, exit.value)
+          const failure = Cause.failureOption(exit.cause)
+          done(Option.isSome(failure) ? new PooledRefusal(failure.value) : new Error("the upstream connection was not made"))
         })
         return undefined
       }

@@ -28,7 +28,7 @@ const buildFromDockerfile = (tag: string, labels: Record<string, string>) =>
       ...labels,
       "org.roster.build": "dockerfile"
     }).pipe(Effect.mapError((e) => new BuildError({ detail: e.message })))
-  })
+  }).pipe(Effect.scoped)
 
 /** Is `image` present and built from the engine files as they are now? */
 export const imageIsCurrent = (image: string) =>

@@ -33,4 +33,4 @@ export const runStep = (step: string, command: string, args: ReadonlyArray<strin
     child.once("close", (code) =>
       resume(code === 0 ? Effect.void : Effect.fail(new StepFailed({ step, detail: `${command} exited ${code}\n${tail.join("\n")}` }))))
     return Effect.sync(() => child.kill("SIGTERM"))
-  }))
+  })).pipe(Effect.scoped)
