@@ -4,6 +4,7 @@ import { LLM_PROVIDERS } from "../contract/constants.js"
 import { defaultKind } from "../gateway/secrets/credentials.js"
 import { DB_CONNECTION } from "../fleet/connect.js"
 import { chatProviderOf } from "../vault/chatTokens.js"
+import { storedEntryOf } from "../vault/entries.js"
 import { Vault } from "../vault/Vault.js"
 
 export class ConnectionError extends Schema.TaggedError<ConnectionError>()("ConnectionError", { detail: Schema.String }) {
@@ -103,12 +104,16 @@ const add = Command.make("add", {
 
 const list = Command.make("list", { json }, ({ json }) =>
   Effect.gen(function*() {
-    const entries = (yield* (yield* Vault).list).map(({ entry, name }) => ({
-      name,
-      type: typeof entry.type === "string" ? entry.type : "unknown",
-      kind: typeof entry.kind === "string" ? entry.kind : entry.type === "oauth" ? "bearer" : entry.type === "slack" || entry.type === "discord" ? "chat" : "x-api-key",
-      added_at: typeof entry.added_at === "string" ? entry.added_at : null
-    }))
+    const entries = (yield* (yield* Vault).list).map(({ entry, name }) =>
+      Option.match(storedEntryOf(entry), {
+        onNone: () => ({ name, type: "unknown", kind: "unknown", added_at: null }),
+        onSome: (e) => ({
+          name,
+          type: e.type ?? "unknown",
+          kind: e.type === "oauth" ? "bearer" : e.type === "slack" || e.type === "discord" ? "chat" : e.kind ?? "x-api-key",
+          added_at: e.added_at ?? null
+        })
+      }))
     if (json) return yield* Console.log(JSON.stringify(entries, null, 2))
     if (entries.length === 0) return yield* Console.log("no connections — add one: roster connection add anthropic")
     for (const e of entries) yield* Console.log(`${e.name.padEnd(16)} ${e.type.padEnd(8)} ${e.kind.padEnd(10)} ${e.added_at ?? ""}`)

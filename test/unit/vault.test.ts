@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { credentialOf, storedEntryOf } from "../../src/vault/entries.js"
+import { Effect, Option, TestClock } from "effect"
 import * as fs from "node:fs"
 import { layout } from "../../src/config/Paths.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
@@ -91,5 +92,18 @@ describe("files read once per change", () => {
       // No worker.toml: every setting its default.
       expect((yield* settings("alice")).budget?.run_usd).toBeUndefined()
     }).pipe(Effect.provide(unitLayer(paths)))
+  })
+})
+
+describe("a vault entry, decoded where it is read", () => {
+  it("a login and a key are credentials, each as its kind; a chat connection, an empty key or a login without its access token is none", () => {
+    expect(Option.getOrUndefined(credentialOf({ type: "oauth", access: "at-1", refresh: "rt-1", expires: 5, extra: "kept by the store, not needed here" })))
+      .toEqual({ type: "oauth", access: "at-1", refresh: "rt-1", expires: 5 })
+    expect(Option.getOrUndefined(credentialOf({ type: "api_key", key: "k-1", kind: "bearer" }))).toEqual({ type: "api_key", key: "k-1", kind: "bearer" })
+    expect(Option.getOrUndefined(credentialOf({ key: "k-2" }))).toEqual({ key: "k-2" })
+    for (const none of [{ type: "slack", bot_token: "xoxb-1", app_token: "xapp-1" }, { type: "api_key", key: "" }, { type: "oauth", refresh: "rt" }, { type: "oauth", access: 7 }, "a string", null]) {
+      expect(Option.isNone(credentialOf(none)), JSON.stringify(none)).toBe(true)
+    }
+    expect(Option.map(storedEntryOf({ type: "discord", bot_token: "b" }), (e) => e.type)).toEqual(Option.some("discord"))
   })
 })

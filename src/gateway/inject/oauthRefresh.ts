@@ -5,6 +5,7 @@ import type { Org } from "../../config/schema.js"
 import { Paths, layout } from "../../config/Paths.js"
 import { readJsonOptional, writeJson } from "../../fs/atomic.js"
 import { type ChosenCredential, credentialFor } from "../../vault/credentialFor.js"
+import type { OAuthLogin } from "../../vault/entries.js"
 import { asJsonObject, Vault, type VaultEntry } from "../../vault/Vault.js"
 import { dialChecked } from "../egress/authorize.js"
 import { Gateway } from "../egress/Gateway.js"
@@ -83,15 +84,15 @@ const writeBack = (name: string, source: ChosenCredential["source"], entry: Vaul
     yield* writeJson(file, { ...logins, [name]: entry }, 0o600).pipe(Effect.mapError((e) => e.message))
   })
 
-const refresh = (org: Org, name: string, chosen: ChosenCredential) =>
+const refresh = (org: Org, name: string, chosen: ChosenCredential, login: OAuthLogin) =>
   Effect.gen(function*() {
     const entry = chosen.entry
     const known = TOKEN_ENDPOINTS[name]
-    const url = typeof entry.token_url === "string" ? entry.token_url : known?.url
-    const clientId = typeof entry.client_id === "string" ? entry.client_id : known?.clientId
-    if (typeof entry.refresh !== "string" || entry.refresh === "") return yield* Effect.fail(failed(name, chosen.source, "it has no refresh token"))
+    const url = login.token_url ?? known?.url
+    const clientId = login.client_id ?? known?.clientId
+    if (login.refresh === undefined || login.refresh === "") return yield* Effect.fail(failed(name, chosen.source, "it has no refresh token"))
     if (!url || !clientId) return yield* Effect.fail(failed(name, chosen.source, "roster does not know this provider's token endpoint"))
-    const fields = { grant_type: "refresh_token", client_id: clientId, refresh_token: entry.refresh }
+    const fields = { grant_type: "refresh_token", client_id: clientId, refresh_token: login.refresh }
     const asForm = (known?.body ?? "json") === "form" && url === known?.url
     const text = yield* postRefresh(org, new URL(url), asForm ? new URLSearchParams(fields).toString() : JSON.stringify(fields),
       asForm ? "application/x-www-form-urlencoded" : "application/json").pipe(Effect.mapError((d) => failed(name, chosen.source, d)))
@@ -99,10 +100,12 @@ const refresh = (org: Org, name: string, chosen: ChosenCredential) =>
       Effect.mapError(() => failed(name, chosen.source, "the token endpoint's answer has no access_token and expires_in"))
     )
     const now = yield* Clock.currentTimeMillis
-    const next: VaultEntry = { ...entry, access: answer.access_token, refresh: answer.refresh_token ?? entry.refresh, expires: now + answer.expires_in * 1000 }
+    const credential: OAuthLogin = { ...login, access: answer.access_token, refresh: answer.refresh_token ?? login.refresh, expires: now + answer.expires_in * 1000 }
+    // Written back with every field the entry had (a pi login keeps what pi keeps in it).
+    const next: VaultEntry = { ...entry, access: credential.access, refresh: credential.refresh, expires: credential.expires }
     yield* writeBack(name, chosen.source, next).pipe(Effect.mapError((d) => failed(name, chosen.source, `the new tokens could not be stored: ${d}`)))
-    yield* Effect.logInfo(`gateway: refreshed the OAuth login "${name}" (${chosen.source}); it now expires at ${new Date(next.expires as number).toISOString()}`)
-    return next
+    yield* Effect.logInfo(`gateway: refreshed the OAuth login "${name}" (${chosen.source}); it now expires at ${new Date(credential.expires ?? now).toISOString()}`)
+    return { ...chosen, entry: next, credential } satisfies ChosenCredential
   })
 
 /**
@@ -114,17 +117,16 @@ export const freshCredential = (org: Org, name: string) =>
   Effect.gen(function*() {
     const self = yield* Gateway
     const chosen: ChosenCredential | undefined = yield* credentialFor(name)
-    const expires = chosen?.entry.expires
-    if (!chosen || chosen.entry.type !== "oauth" || typeof expires !== "number" || chosen.source === "env") return chosen
-    if (expires - (yield* Clock.currentTimeMillis) > MARGIN_MS) return chosen
+    const login = chosen?.credential.type === "oauth" ? chosen.credential : undefined
+    if (!chosen || !login || login.expires === undefined || chosen.source === "env") return chosen
+    if (login.expires - (yield* Clock.currentTimeMillis) > MARGIN_MS) return chosen
     const running = self.oauth.get(name)
-    if (running) return { ...chosen, entry: yield* Deferred.await(running) }
-    const done = yield* Deferred.make<VaultEntry, Refusal>()
+    if (running) return yield* Deferred.await(running)
+    const done = yield* Deferred.make<ChosenCredential, Refusal>()
     self.oauth.set(name, done)
     // Not cut short by the request that started it (others wait on it; it is bounded by its own timeout).
-    const entry = yield* refresh(org, name, chosen).pipe(
+    return yield* refresh(org, name, chosen, login).pipe(
       Effect.onExit((exit) => Deferred.done(done, exit).pipe(Effect.zipRight(Effect.sync(() => self.oauth.delete(name))))),
       Effect.uninterruptible
     )
-    return { ...chosen, entry }
   })

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import type { GrantRule } from "../../config/schema.js"
 import { type ChosenCredential, credentialFor, type CredentialSource } from "../../vault/credentialFor.js"
-import type { VaultEntry } from "../../vault/Vault.js"
+import type { Credential } from "../../vault/entries.js"
 import type { InjectKind } from "./inject.js"
 
 export interface RealCredential {
@@ -13,18 +13,9 @@ export interface RealCredential {
 /** The header a connection's key travels in unless it says otherwise: Anthropic's own, else a Bearer token. */
 export const defaultKind = (name: string): InjectKind => (name === "anthropic" ? "x-api-key" : "bearer")
 
-const isKind = (k: unknown): k is InjectKind => k === "x-api-key" || k === "bearer" || k === "basic"
-
-/** The secret of a login or key entry, and the header it travels in. */
-export const fromEntry = (name: string, entry: VaultEntry): Omit<RealCredential, "source"> | undefined => {
-  if (entry.type === "oauth" && typeof entry.access === "string" && entry.access !== "") {
-    return { value: entry.access, kind: "bearer" }
-  }
-  if (typeof entry.key === "string" && entry.key !== "") {
-    return { value: entry.key, kind: isKind(entry.kind) ? entry.kind : defaultKind(name) }
-  }
-  return undefined
-}
+/** The secret of a login or a key, and the header it travels in. */
+export const fromCredential = (name: string, credential: Credential): Omit<RealCredential, "source"> =>
+  credential.type === "oauth" ? { value: credential.access, kind: "bearer" } : { value: credential.key, kind: credential.kind ?? defaultKind(name) }
 
 /**
  * The real value behind a grant's credential, from the one chooser the box's pi home also uses
@@ -38,6 +29,6 @@ export const resolveCredential = Effect.fnUntraced(function*(grant: GrantRule) {
 
 /** The value and header of a chosen credential for a grant (the grant's `header` wins). */
 export const asInjected = (grant: GrantRule, chosen: ChosenCredential | undefined) => {
-  const c = chosen ? fromEntry(grant.credential, chosen.entry) : undefined
+  const c = chosen ? fromCredential(grant.credential, chosen.credential) : undefined
   return c ? ({ ...c, kind: grant.header ?? c.kind, source: chosen?.source ?? "vault" } satisfies RealCredential) : undefined
 }
