@@ -6,7 +6,7 @@ const LAYERS = [
   ["config"], //                             org.toml, worker files, the three roots
   ["contract", "journal"], //                what box and gateway both read: identity, labels, sentinel, gateway state, CA files, addresses, scope, run files, pi events; the worker's journal
   ["vault", "run", "worker", "task", "knowledge", "memory", "spend"], // stored credentials, run records, workers, task records, gated repos (host git), worker memory, the spend ledger
-  ["reply", "chat"], //                      where a task's answer may go (a reply target checked against the tasks, runs and org.toml, and the asking run's own places); Slack's and Discord's clients — listening and posting
+  ["reply", "chat", "backend"], //                      where a task's answer may go (a reply target checked against the tasks, runs and org.toml, and the asking run's own places); Slack's and Discord's clients — listening and posting; where boxes run (BoxBackend: a box in roster's words)
   ["box", "gateway", "image", "rehearsal", "api", "fleet"], // a box of one run; the gateway; building the box image; the rehearsal model; the control API's declaration; the fleet's database (nodes, schema, shared folder)
   ["session"], //                            warm sessions (boxes in rpc mode)
   ["runner"], //                             the one way every surface starts a run (Runner), holding a run's services

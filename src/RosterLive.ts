@@ -2,11 +2,13 @@ import type { CommandExecutor, FileSystem, Path, Terminal } from "@effect/platfo
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Effect, Layer } from "effect"
 import { Firewall } from "./box/Firewall.js"
-import { ImageStore } from "./box/ImageStore.js"
+import { ImageStore } from "./box/docker/ImageStore.js"
 import { OrgConfig } from "./config/OrgConfig.js"
 import { type HostFiles, Paths } from "./config/Paths.js"
 import type { Docker } from "./docker/Docker.js"
 import { DockerLive } from "./docker/DockerLive.js"
+import { BoxBackend } from "./backend/BoxBackend.js"
+import { DockerBackend } from "./box/docker/dockerBackend.js"
 import { Files } from "./fs/Files.js"
 import { Audit } from "./gateway/base/Audit.js"
 import { Dialer } from "./gateway/base/Dialer.js"
@@ -34,8 +36,11 @@ import { Vault } from "./vault/Vault.js"
 /** The platform roster runs on: Node's file system, paths, processes and terminal. */
 export type Platform = FileSystem.FileSystem | Path.Path | CommandExecutor.CommandExecutor | Terminal.Terminal
 
-/** What roster's own services are built over: the platform, the engine, the deployment and the host's tools. */
-export type RosterBase = Platform | Files | Paths | Docker | GatewayProbe | Firewall | Dialer | Hurry | HostGit | Reporter
+/** The parts below the box backend: the platform, the engine, the deployment and the host's tools. */
+export type RosterFoundation = Platform | Files | Paths | Docker | GatewayProbe | Firewall | Dialer | Hurry | HostGit | Reporter
+
+/** What roster's own services are built over: the foundation and the box backend on it. */
+export type RosterBase = RosterFoundation | BoxBackend
 
 /** Roster's own services, over {@link RosterBase}. */
 export type RosterServices = OrgConfig | RunLog | RunIndex | AuditIndex | TaintLog | ImageStore | Vault | LiveRuns | Audit | TaskStore | MemoryStore | RunFence
@@ -60,6 +65,8 @@ export interface RosterParts {
   readonly hurry?: Layer.Layer<Hurry>
   readonly git?: Layer.Layer<HostGit>
   readonly reporter?: Layer.Layer<Reporter>
+  /** Where boxes run (the Docker engine's backend over `docker` by default). */
+  readonly backend?: Layer.Layer<BoxBackend, never, RosterFoundation>
   readonly orgConfig?: Layer.Layer<OrgConfig, never, RosterBase>
   readonly runLog?: Layer.Layer<RunLog, never, RosterBase>
   readonly runIndex?: Layer.Layer<RunIndex, never, RosterBase>
@@ -96,7 +103,7 @@ export const makeRosterLive = <const P extends RosterParts = Record<never, never
     parts.hurry ?? Hurry.layerNever,
     parts.git ?? HostGit.layer,
     parts.reporter ?? Reporter.layerLog
-  )
+  ).pipe((foundation) => Layer.provideMerge(parts.backend ?? DockerBackend, foundation))
   const orgConfig = parts.orgConfig ?? OrgConfig.layer
   const vault = parts.vault ?? Vault.layer
   // One connection to a fleet's database, made on first use, for every store that needs it.

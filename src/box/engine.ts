@@ -1,7 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
 import * as C from "../contract/constants.js"
-import type { Engine } from "./spec.js"
+import type { Engine } from "../backend/plan.js"
 
 export class EngineError extends Schema.TaggedError<EngineError>()("EngineError", {
   dir: Schema.String,

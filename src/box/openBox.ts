@@ -1,7 +1,9 @@
 import { Effect, Fiber, Option, Ref, Schema } from "effect"
 import type { WorkerSettings } from "../config/schema.js"
 import { runFiles } from "../contract/runFiles.js"
-import { Docker, type ContainerSpec, type DockerError } from "../docker/Docker.js"
+import type { DockerError } from "../docker/Docker.js"
+import { BoxBackend } from "../backend/BoxBackend.js"
+import { type BoxPlan, containerName } from "../backend/plan.js"
 import { Hurry } from "../run/Hurry.js"
 import type { OpenRecord } from "../run/record.js"
 import { RunLog } from "../run/RunLog.js"
@@ -12,7 +14,6 @@ import { finishRepos } from "../knowledge/backstop.js"
 import { knowledgeLine } from "../contract/knowledge.js"
 import { provisionRepos } from "../knowledge/provision.js"
 import { hostUser, provisionBox, type ProvisionRequest } from "./provision.js"
-import { containerSpec } from "./spec.js"
 import { provisionStore, snapshotStore } from "./store.js"
 
 export interface BoxRequest extends Omit<ProvisionRequest, "worker" | "runId" | "runDir" | "token"> {
@@ -29,7 +30,8 @@ export interface BoxRequest extends Omit<ProvisionRequest, "worker" | "runId" | 
 /** A started box, held by the scope that opened it. */
 export interface OpenBox {
   readonly id: string
-  readonly spec: ContainerSpec
+  /** What it was made from (its network, image, runtime, deadline). */
+  readonly plan: BoxPlan
   /** The box's exit code, once it exits (shared: await it as often as needed). */
   readonly exited: Effect.Effect<number, DockerError>
   /** Completes when the box's stdout has ended (it exited or closed it) and every line was handed on. */
@@ -140,7 +142,7 @@ const watchPreflight = (record: OpenRecord, kill: Effect.Effect<void>) =>
  */
 export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
   const { record } = req
-  const docker = yield* Docker
+  const backend = yield* BoxBackend
   const store = yield* provisionStore(record.worker)
   yield* snapshotOnClose(record, req.settings.store.snapshots)
   // Registered before any clone exists (they are found from the host's record of them), so a
@@ -150,48 +152,33 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
   // The token first, so the plan is made whole in one place: until a box holds it, it opens nothing.
   const identity = yield* mintIdentity(record.worker, record.runId, req.taskId)
   const plan = yield* provisionBox({ ...req, worker: record.worker, runId: record.runId, runDir: record.runDir, token: identity.token }, store, checkouts)
-  const spec = containerSpec(plan)
   yield* record.note({
-    container: spec.name,
-    image: spec.Image,
+    container: containerName(plan.runId),
+    image: plan.image,
     runtime: plan.runtime,
     owner: plan.owner,
     ...(req.ceilingMin !== null ? { ceiling_min: req.ceilingMin } : {})
   })
-
-  // The create stays interruptible (an engine that hangs must not hold a Ctrl-C); if it is
-  // cut after the engine made the container, the unique name still finds it.
-  const created = yield* Ref.make<string | undefined>(undefined)
-  yield* Effect.addFinalizer(() =>
-    Ref.get(created).pipe(
-      Effect.map((id) => id ?? spec.name),
-      Effect.flatMap((ref) => docker.containerKill(ref).pipe(Effect.zipRight(docker.containerRemove(ref)))),
-      Effect.catchAll((e) => Effect.logWarning(`could not remove box ${spec.name}: ${e.message} — remove it with: docker rm -f ${spec.name}`))
-    )
-  )
-  const id = yield* docker.containerCreate(spec)
-  yield* Ref.set(created, id)
-  const attached = yield* docker.containerAttach(id)
-  const wait = yield* docker.containerWait(id)
+  // Made and attached, not started: its output is read from its first byte before it runs.
+  const box = yield* backend.open(plan)
   const files = runFiles(record.runDir)
   const caps = outputCaps(req.org.box)
-  const preflight = yield* watchPreflight(record, docker.containerKill(id).pipe(Effect.ignore))
+  const preflight = yield* watchPreflight(record, box.kill)
   const onLine = (line: string) =>
     line.startsWith(`{"type":"roster_preflight"`) ? preflight.line(line) : req.onLine ? req.onLine(line) : Effect.void
-  const out = yield* Effect.forkScoped(drainTo(attached.stdout, files.transcript, { onLine, wanted: req.linesWanted, ...caps }))
+  const out = yield* Effect.forkScoped(drainTo(box.stdout, files.transcript, { onLine, wanted: req.linesWanted, ...caps }))
   // pi's stderr is diagnostics, not conversation: it goes to stderr.log beside the transcript.
-  const err = yield* Effect.forkScoped(drainTo(attached.stderr, files.stderr, { onChunk: req.onStderr, ...caps }))
-  yield* docker.containerStart(id)
-  const waiting = yield* Effect.forkScoped(wait)
+  const err = yield* Effect.forkScoped(drainTo(box.stderr, files.stderr, { onChunk: req.onStderr, ...caps }))
+  yield* box.start
   return {
-    id,
-    spec,
-    exited: Fiber.join(waiting),
+    id: box.id,
+    plan,
+    exited: box.exited,
     stdoutEnded: Fiber.join(out),
     drained: Fiber.join(out).pipe(Effect.zipRight(Fiber.join(err))),
-    write: attached.write,
-    closeStdin: attached.closeStdin,
-    kill: docker.containerKill(id).pipe(Effect.ignore),
+    write: box.write,
+    closeStdin: box.closeStdin,
+    kill: box.kill,
     preflight: preflight.result
   } satisfies OpenBox
 })

@@ -2,7 +2,7 @@ import { Clock, Duration, Effect } from "effect"
 import { validateChannelName, validateWorkerName } from "../config/names.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { type MountRule, mountsFor, type Org, type WorkerSettings } from "../config/schema.js"
-import { Docker } from "../docker/Docker.js"
+import { BoxBackend } from "../backend/BoxBackend.js"
 import { newRunId } from "../run/runId.js"
 import { readIdentity, readWorkerSettings } from "../worker/workers.js"
 import { ceilingDuration, validateCeiling } from "./ceiling.js"
@@ -67,7 +67,7 @@ export const prepareRun = Effect.fn("run.prepare")(function*(req: PrepareRequest
   // At once: the engine's ping is a wait on a socket, org.toml's first decode is CPU (measured,
   // ~40 and ~60 ms). A failure is said in this order, as if they had run one after another.
   const [identity, ping, snapshot, read] = yield* Effect.all([
-    readIdentity(req.worker), (yield* Docker).ping, (yield* OrgConfig).snapshot, readWorkerSettings(req.worker)
+    readIdentity(req.worker), (yield* BoxBackend).ping, (yield* OrgConfig).snapshot, readWorkerSettings(req.worker)
   ], { concurrency: "unbounded", mode: "either" })
   yield* identity
   yield* ping

@@ -11,12 +11,11 @@ import { scopeAdmits, workerSubject } from "../contract/scope.js"
 import { copyTree, lchownTree } from "../fs/tree.js"
 import { ensureJournal } from "../journal/journal.js"
 import { resolveMountedEngine } from "./engine.js"
-import { ImageStore } from "./ImageStore.js"
-import { ensureLockdown } from "./lockdown.js"
+import { ImageStore } from "./docker/ImageStore.js"
+import { BoxBackend } from "../backend/BoxBackend.js"
 import { preparePiHome } from "./pihome.js"
-import { resolveRuntime } from "./runtime.js"
 import type { Checkout } from "../knowledge/Checkout.js"
-import type { BoxPlan, Engine, HostDirs } from "./spec.js"
+import type { BoxPlan, Engine, HostDirs } from "../backend/plan.js"
 
 /** A box that could not be prepared (folders, channel, ownership), with what failed. */
 export class ProvisionError extends Schema.TaggedError<ProvisionError>()("ProvisionError", {
@@ -120,14 +119,15 @@ const prepareChannel = Effect.fn("provision.channel")(function*(worker: string, 
  */
 export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionRequest, store: string, checkouts: ReadonlyArray<Checkout>) {
   const paths = yield* Paths
+  const backend = yield* BoxBackend
   const files = layout(paths)
   const { org, worker } = req
   const [lockdown, , caBundle, runtime] = yield* Effect.all([
-    ensureLockdown(org.box),
+    backend.isolation(org.box),
     Effect.flatMap(ImageStore, (images) => images.ensure(org.engine.image)),
     // Fails with CaMissing (start the gateway) when there is no CA to bundle.
     ensureBundle(),
-    resolveRuntime(org.box)
+    backend.runtime(org.box)
   ], { concurrency: "unbounded" })
   const engine: Engine = org.engine.dir ? yield* resolveMountedEngine(org.engine.dir) : { kind: "baked" }
   const dirs = yield* prepareRunDirs(worker, req.runDir)
@@ -154,7 +154,7 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     runtime,
     policy: org.box,
     user,
-    network: lockdown.network.name,
+    network: lockdown.network,
     gatewayAddress: lockdown.gatewayAddress,
     gatewayPort: lockdown.gatewayPort,
     token: req.token,

@@ -104,7 +104,7 @@ export const awaitBox = (box: OpenBox, ceiling: Duration.Duration, stop: Effect.
  */
 const runError = (box: OpenBox, end: { readonly endedBy: BoxEnd; readonly exitCode: number | null }, modelError: string | undefined | null) =>
   Effect.map(box.preflight, (preflight) => {
-    const failedPreflight = preflightError(preflight, box.spec.HostConfig.NetworkMode)
+    const failedPreflight = preflightError(preflight, box.plan.network)
     const error = failedPreflight ?? (end.endedBy === "exit" && modelError ? `the model call failed: ${modelError}` : null)
     return { error, exitCode: failedPreflight && end.endedBy === "exit" ? PREFLIGHT_EXIT : end.exitCode }
   })

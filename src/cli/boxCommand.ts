@@ -1,10 +1,9 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
-import { buildBoxImage, imageIsCurrent, runCaptured } from "../image/build/build.js"
+import { buildBoxImage, imageIsCurrent, imageLabels, runCaptured } from "../image/build/build.js"
 import { buildScriptedImage, BuildError, SCRIPTED_TAG } from "../image/buildScripted.js"
 import { OrgConfig } from "../config/OrgConfig.js"
-import { Docker } from "../docker/Docker.js"
-import { resolveRuntime } from "../box/runtime.js"
+import { BoxBackend } from "../backend/BoxBackend.js"
 
 const tagOption = Options.text("tag").pipe(
   Options.optional,
@@ -23,7 +22,7 @@ const build = Command.make("build", {
 }, ({ ifChanged, offline, tag }) =>
   Effect.gen(function*() {
     const target = yield* configuredTag(tag)
-    yield* (yield* Docker).ping
+    yield* (yield* BoxBackend).ping
     if (ifChanged && (yield* imageIsCurrent(target))) return yield* Console.log(`${target} is up to date (no rebuild)`)
     yield* buildBoxImage(target, offline)
     yield* Console.log(`built ${target} — check it: roster box check`)
@@ -36,15 +35,14 @@ const build = Command.make("build", {
 const configuredRuntime = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
   Effect.map((o) => o.box),
   Effect.orElseSucceed(() => ({ runtime: "auto" as const })),
-  Effect.flatMap(resolveRuntime)
+  Effect.flatMap((policy) => Effect.flatMap(BoxBackend, (b) => b.runtime(policy)))
 )
 
 const check = Command.make("check", { tag: tagOption }, ({ tag }) =>
   Effect.gen(function*() {
     const target = yield* configuredTag(tag)
-    const docker = yield* Docker
-    const image = yield* docker.imageInspect(target)
-    if (!image) return yield* Effect.fail(new BuildError({ detail: `${target} is not present — build it: roster box build` }))
+    const labels = yield* imageLabels(target)
+    if (!labels) return yield* Effect.fail(new BuildError({ detail: `${target} is not present — build it: roster box build` }))
     const runtime = yield* configuredRuntime
     // As the box user, with /tmp mounted as a box's is and under the box's runtime: pi and its tools write there.
     const r = yield* runCaptured(target, ["sh", "-c",
@@ -60,7 +58,7 @@ const check = Command.make("check", { tag: tagOption }, ({ tag }) =>
         detail: `${target}: /tmp is not writable by the box user (uid 65532) — pi and its tools need it; rebuild the image: roster box build`
       }))
     }
-    yield* Console.log(`${target}: node ${node}, pi ${pi}${image.labels["org.roster.pi-version"] ? ` (label ${image.labels["org.roster.pi-version"]})` : ""}, /tmp writable, ` +
+    yield* Console.log(`${target}: node ${node}, pi ${pi}${labels["org.roster.pi-version"] ? ` (label ${labels["org.roster.pi-version"]})` : ""}, /tmp writable, ` +
       `runtime ${runtime}${runtime === "runsc" ? " (gVisor)" : ""}`)
   })).pipe(Command.withDescription("Run pi --version in the box image, as a box runs ([box] runtime), and report the Node and pi versions."))
 

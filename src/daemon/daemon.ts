@@ -3,13 +3,13 @@ import { FileSystem } from "@effect/platform"
 import { Clock, Context, Effect, Layer } from "effect"
 import { notice, report } from "../report/Reporter.js"
 import { logDefects } from "../report/defects.js"
-import { ImageStore, isRegistryRef } from "../box/ImageStore.js"
-import { removeEgressLockdown } from "../box/egressChain.js"
-import { bridgeAddress, ensureLockedNetwork, reconcileEgress } from "../box/lockdown.js"
+import { ImageStore, isRegistryRef } from "../box/docker/ImageStore.js"
+import { removeEgressLockdown } from "../box/docker/egressChain.js"
+import { bridgeAddress, holdLockedNetwork, type LockedNetwork, reconcileEgress } from "../box/docker/lockdown.js"
 import { egressChainName } from "../contract/deployment.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths, layout } from "../config/Paths.js"
-import { Docker, type NetworkInfo } from "../docker/Docker.js"
+import { BoxBackend } from "../backend/BoxBackend.js"
 import { VERSION } from "../contract/version.js"
 import { Gateway } from "../gateway/egress/Gateway.js"
 import { GatewayLive } from "../gateway/server.js"
@@ -36,11 +36,11 @@ import { RunLog } from "../run/RunLog.js"
 import { MemoryStore, memoryStoreOver } from "../memory/MemoryStore.js"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { deploymentBoxes } from "../supervisor/watch.js"
-import { boxFacts } from "../supervisor/foundBox.js"
+import { boxFacts } from "../backend/foundBox.js"
 import type { FleetBox } from "../contract/fleet.js"
 
 /** The deployment's locked box network, as the daemon made it (boxes reach the gateway on its bridge address). */
-class BoxNetwork extends Context.Tag("roster/daemon/BoxNetwork")<BoxNetwork, NetworkInfo>() {}
+class BoxNetwork extends Context.Tag("roster/daemon/BoxNetwork")<BoxNetwork, LockedNetwork>() {}
 
 /**
  * Before anything is written or touched: a second daemon of this deployment stops here, having
@@ -49,7 +49,7 @@ class BoxNetwork extends Context.Tag("roster/daemon/BoxNetwork")<BoxNetwork, Net
 const Start = Layer.scopedDiscard(Effect.gen(function*() {
   yield* holdDaemonLock
   yield* (yield* OrgConfig).snapshot
-  yield* (yield* Docker).ping
+  yield* (yield* BoxBackend).ping
 }))
 
 /**
@@ -61,7 +61,7 @@ const Start = Layer.scopedDiscard(Effect.gen(function*() {
 const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   const org = yield* (yield* OrgConfig).snapshot
   if (!org.cluster) return SpendLedger.layer
-  const env = Context.pick(Paths, Docker)(yield* Effect.context<Paths | Docker>())
+  const env = Context.pick(Paths, BoxBackend)(yield* Effect.context<Paths | BoxBackend>())
   const boxes = deploymentBoxes.pipe(Effect.map((b) => b.length), Effect.orElseSucceed(() => 0), Effect.provide(env))
   const liveBoxes = liveBoxesWithStats.pipe(Effect.orElseSucceed(() => []), Effect.provide(env))
   const { database, instance, member, nudges } = yield* joinFleet({ cluster: org.cluster, concurrency: org.supervisor.concurrency, boxes, liveBoxes })
@@ -80,10 +80,10 @@ const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
 
 /** This node's live boxes with the engine's stats for each, as another node's Now page shows them. */
 const liveBoxesWithStats = Effect.gen(function*() {
-  const docker = yield* Docker
+  const backend = yield* BoxBackend
   const now = yield* Clock.currentTimeMillis
   return yield* Effect.forEach(yield* deploymentBoxes, (b) =>
-    docker.containerStats(b.id).pipe(
+    backend.stats(b.id).pipe(
       Effect.orElseSucceed(() => undefined),
       Effect.map((st): FleetBox => ({ ...boxFacts(b, now), ...(st ? { cpu_percent: st.cpuPercent, memory_bytes: st.memoryBytes } : {}) }))
     ), { concurrency: 8 })
@@ -101,12 +101,7 @@ const IndexBackfill = Layer.scopedDiscard(Effect.gen(function*() {
 })).pipe(Layer.provide(fleetRunIndex))
 
 /** The locked network: removed when the daemon stops, once its boxes are gone (one a CLI's box still uses is kept). */
-const Network = Layer.scoped(BoxNetwork, Effect.gen(function*() {
-  const docker = yield* Docker
-  const net = yield* ensureLockedNetwork()
-  yield* Effect.addFinalizer(() => docker.networkRemove(net.name).pipe(Effect.ignore))
-  return net
-}))
+const Network = Layer.scoped(BoxNetwork, holdLockedNetwork)
 
 /** `gateway.json`, as long as this daemon's gateway listens: what a CLI reads to find it (removed only if still this process's). */
 const recordGateway = (port: number, addrs: ReadonlyArray<string>) =>

@@ -9,7 +9,7 @@ import { runSession } from "../session/runSession.js"
 import type { SessionOutcome, SessionRequest } from "../session/sessionRequest.js"
 
 /** What a run needs of roster: the engine, the files, the stores, the gateway's state — held by the Runner's layer. */
-export type RunEnv = Effect.Effect.Context<ReturnType<typeof runOnce>> | Effect.Effect.Context<ReturnType<typeof runSession>>
+export type RunEnv = Effect.Effect.Context<ReturnType<typeof runOnce>> | Effect.Effect.Context<ReturnType<typeof runSession>> | Reporter
 
 /** Why a one-shot run could not run (its box's own end is its outcome, not an error). */
 export type RunError = Effect.Effect.Error<ReturnType<typeof runOnce>>

@@ -70,7 +70,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     // Closing stdin ends pi cleanly; the scope kills whatever is left.
     yield* box.closeStdin
     yield* box.exited.pipe(Effect.timeout("5 seconds"), Effect.ignore)
-    const failedPreflight = preflightError(yield* box.preflight, box.spec.HostConfig.NetworkMode)
+    const failedPreflight = preflightError(yield* box.preflight, box.plan.network)
     if (failedPreflight) yield* note(failedPreflight)
     yield* record.settle({
       endedBy: reason,

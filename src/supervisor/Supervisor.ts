@@ -4,7 +4,7 @@ import { OrgConfig } from "../config/OrgConfig.js"
 import type { BoxView, ServerStatus } from "../api/ControlApi.js"
 import { currentOwner, type Owner } from "../contract/owner.js"
 import { Paths, layout } from "../config/Paths.js"
-import { Docker } from "../docker/Docker.js"
+import { BoxBackend } from "../backend/BoxBackend.js"
 import { Files } from "../fs/Files.js"
 import { RunLog } from "../run/RunLog.js"
 import { FleetMember } from "../fleet/FleetMember.js"
@@ -20,7 +20,7 @@ import { finishLeftRun } from "./takeOver.js"
 import { leaveFenced, standDown } from "./fenced.js"
 import { interruptedFail, requeueInterrupted, taskFailed } from "./taskEnd.js"
 import { deploymentBoxes, watchLoop, watchPass } from "./watch.js"
-import { boxFacts } from "./foundBox.js"
+import { boxFacts } from "../backend/foundBox.js"
 
 /** Which tasks `list` returns: one worker's, one status, or all. */
 export interface TaskFilter {
@@ -115,9 +115,8 @@ const cancelRunning = (st: SupervisorState, t: TaskRecord) =>
       return
     }
     const held = [...(yield* Ref.get(st.held)).values()].find((h) => h.taskId === t.task_id)
-    const docker = yield* Docker
     if (held) {
-      yield* docker.containerKill(held.containerId).pipe(Effect.ignore)
+      yield* (yield* BoxBackend).kill(held.containerId).pipe(Effect.ignore)
       const fiber = yield* FiberMap.get(st.takeovers, held.containerId).pipe(Effect.option)
       if (Option.isSome(fiber)) yield* Fiber.await(fiber.value).pipe(Effect.timeout(CANCEL_WAIT), Effect.ignore)
       return
@@ -172,13 +171,13 @@ const boxView = (st: SupervisorState, self: Owner) =>
   })
 
 /** What the API's calls need, captured when the supervisor starts. */
-type CallEnv = TaskStore | Docker | Paths | FileSystem.FileSystem | Path.Path | Files | OrgConfig | RunLog
+type CallEnv = TaskStore | BoxBackend | Paths | FileSystem.FileSystem | Path.Path | Files | OrgConfig | RunLog
 
 const make = Effect.gen(function*() {
   const store = yield* TaskStore
   // Only the named services: the whole captured context would carry the layer's own Scope along,
   // and a call's finalizer (a held box slot's release) would then wait for the daemon to stop.
-  const env = Context.pick(TaskStore, Docker, Paths, FileSystem.FileSystem, Path.Path, Files, OrgConfig, RunLog)(yield* Effect.context<CallEnv>())
+  const env = Context.pick(TaskStore, BoxBackend, Paths, FileSystem.FileSystem, Path.Path, Files, OrgConfig, RunLog)(yield* Effect.context<CallEnv>())
   const use = <A, E>(effect: Effect.Effect<A, E, CallEnv>) => Effect.provide(effect, env)
   const org = yield* OrgConfig
   const st = yield* makeState(yield* Clock.currentTimeMillis)

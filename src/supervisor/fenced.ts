@@ -1,6 +1,6 @@
 import { answerWithin } from "../contract/answerWithin.js"
 import { type Context, Effect, Ref, Schedule } from "effect"
-import { Docker } from "../docker/Docker.js"
+import { BoxBackend } from "../backend/BoxBackend.js"
 import type { FleetMember } from "../fleet/FleetMember.js"
 import { RunLog } from "../run/RunLog.js"
 import type { SupervisorState } from "./state.js"
@@ -57,7 +57,7 @@ export const standDown = (member: Context.Tag.Service<FleetMember>) =>
 /** Kills every box of this deployment, each named run's end noted first as `by` (a note that does not land in a second is skipped, never waited on). */
 const killBoxes = (by: "fenced" | "cut-off", detail: string) =>
   Effect.gen(function*() {
-    const docker = yield* Docker
+    const backend = yield* BoxBackend
     const runLog = yield* RunLog
     const boxes = yield* deploymentBoxes
     for (const box of boxes) {
@@ -67,7 +67,7 @@ const killBoxes = (by: "fenced" | "cut-off", detail: string) =>
           Effect.catchAll((e) => Effect.logWarning(`fleet: run ${box.runId}: its ${by} end could not be noted: ${e.message}`))
         )
       }
-      yield* docker.containerKill(box.id).pipe(Effect.catchAll((e) => Effect.logWarning(`fleet: box ${box.name} could not be killed: ${e.message}`)))
+      yield* backend.kill(box.id).pipe(Effect.catchAll((e) => Effect.logWarning(`fleet: box ${box.name} could not be killed: ${e.message}`)))
     }
     return boxes.length
   })

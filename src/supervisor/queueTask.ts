@@ -1,7 +1,7 @@
 import { Clock, Effect, Schema } from "effect"
 import { validateCeiling } from "../box/ceiling.js"
-import { containerName } from "../box/spec.js"
-import { Docker } from "../docker/Docker.js"
+import { containerName } from "../backend/plan.js"
+import { BoxBackend } from "../backend/BoxBackend.js"
 import { validateChannelName, validateWorkerName } from "../config/names.js"
 import { linkContinuation } from "../task/links.js"
 import { checkReplyTo, PERSON_ASKS } from "../reply/replyTo.js"
@@ -154,7 +154,7 @@ export const cancelQueued = (t: TaskRecord, now: string): TaskRecord =>
  */
 export const cancelInPlace = Effect.fn("supervisor.cancelInPlace")(function*(t: TaskRecord) {
   const runId = t.run_ids.at(-1)
-  if (t.status === "running" && runId) yield* (yield* Docker).containerKill(containerName(runId)).pipe(Effect.ignore)
+  if (t.status === "running" && runId) yield* (yield* BoxBackend).kill(containerName(runId)).pipe(Effect.ignore)
   return yield* (yield* TaskStore).update(t.task_id, (x, now) =>
     x.status === "running" ? { ...x, status: "cancelled", reason: CANCELLED, finished_at: now } : cancelQueued(x, now))
 })

@@ -2,10 +2,9 @@ import { FileSystem, Path } from "@effect/platform"
 import { Effect, Ref, Schema } from "effect"
 import { isRunId, isWorkerName } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
-import { LABEL_DEPLOYMENT, LABEL_RUN_ID } from "../contract/constants.js"
 import { IdentityRecord } from "../contract/identity.js"
 import { ownerAlive } from "../contract/owner.js"
-import { Docker } from "../docker/Docker.js"
+import { BoxBackend } from "../backend/BoxBackend.js"
 import { readJsonOptional } from "../fs/atomic.js"
 import { readRunDir } from "../run/RunLog.js"
 import type { SupervisorState } from "./state.js"
@@ -32,9 +31,7 @@ export const sweepStrays = (st: SupervisorState) =>
     const fs = yield* FileSystem.FileSystem
     const paths = yield* Paths
     const files = layout(paths)
-    const boxed = new Set(
-      (yield* (yield* Docker).containerList([`${LABEL_DEPLOYMENT}=${paths.config}`])).map((c) => c.labels[LABEL_RUN_ID] ?? "")
-    )
+    const boxed = new Set((yield* (yield* BoxBackend).list({ ended: true })).map((b) => b.runId))
     const held = new Set([...(yield* Ref.get(st.held)).values()].map((h) => h.runId))
     const busy = (runId: string) => boxed.has(runId) || held.has(runId)
     const unfinished = new Map<string, string>()

@@ -7,12 +7,12 @@ import { OrgConfig } from "../config/OrgConfig.js"
 import { foldFileLines } from "../fs/lines.js"
 import { runFiles } from "../contract/runFiles.js"
 import { emptySummary, summaryLine } from "../contract/transcript.js"
-import { Docker } from "../docker/Docker.js"
+import { BoxBackend, type FoundAgain } from "../backend/BoxBackend.js"
 import type { OpenRecord } from "../run/record.js"
 import { resumeRunRecord } from "../run/record.js"
 import type { EndedBy } from "../run/RunLog.js"
 import { readWorkerSettings } from "../worker/workers.js"
-import type { FoundBox } from "./foundBox.js"
+import type { FoundBox } from "../backend/foundBox.js"
 import type { RunEnded } from "./taskEnd.js"
 
 /**
@@ -22,7 +22,7 @@ import type { RunEnded } from "./taskEnd.js"
 export type TakeOver = { readonly how: "adopt" } | { readonly how: "reap"; readonly as: EndedBy }
 
 const killAndRemove = (id: string) =>
-  Effect.flatMap(Docker, (docker) => docker.containerKill(id).pipe(Effect.zipRight(docker.containerRemove(id)))).pipe(
+  Effect.flatMap(BoxBackend, (backend) => backend.remove(id)).pipe(
     Effect.catchAll((e) => Effect.logWarning(`could not remove box ${id}: ${e.message} — remove it with: docker rm -f ${id}`))
   )
 
@@ -30,13 +30,13 @@ const killAndRemove = (id: string) =>
  * The adopted box's output picks up where its dead owner stopped writing: the engine replays
  * what the box printed, and the bytes already in the files are skipped.
  */
-const reattach = (box: FoundBox, runDir: string) =>
+const reattach = (box: FoundBox, runDir: string, output: FoundAgain["output"]) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const files = runFiles(runDir)
     const sizeOf = (file: string) => fs.stat(file).pipe(Effect.map((s) => Number(s.size)), Effect.orElseSucceed(() => 0))
     const caps = outputCaps((yield* (yield* OrgConfig).snapshot).box)
-    const attached = yield* (yield* Docker).containerAttach(box.id, { replay: true })
+    const attached = yield* output
     const out = yield* Effect.forkScoped(drainTo(attached.stdout, files.transcript, { skip: yield* sizeOf(files.transcript), ...caps }))
     const err = yield* Effect.forkScoped(drainTo(attached.stderr, files.stderr, { skip: yield* sizeOf(files.stderr), ...caps }))
     return Fiber.join(out).pipe(Effect.zipRight(Fiber.join(err)))
@@ -48,16 +48,18 @@ const reattach = (box: FoundBox, runDir: string) =>
 /** The adopted box's exit raced against the rest of its ceiling; at the ceiling it is killed. */
 const awaitAdopted = (box: FoundBox, runDir: string) =>
   Effect.gen(function*() {
-    const docker = yield* Docker
+    const backend = yield* BoxBackend
     // The wait is armed first: an AutoRemove box that exits in between is then still reported with its code.
-    const wait = yield* docker.containerWait(box.id).pipe(Effect.either)
-    const drained = yield* reattach(box, runDir)
-    if (Either.isLeft(wait)) {
-      return { endedBy: "box-died" as const, exitCode: null, error: `the box was gone before it could be adopted (${wait.left.message})` }
+    const found = yield* backend.findAgain(box.id).pipe(Effect.either)
+    if (Either.isLeft(found)) {
+      yield* reattach(box, runDir, Effect.fail(found.left))
+      return { endedBy: "box-died" as const, exitCode: null, error: `the box was gone before it could be adopted (${found.left.message})` }
     }
+    const wait = found.right.exited
+    const drained = yield* reattach(box, runDir, found.right.output)
     const left = box.deadline === null ? Duration.infinity : Duration.millis(Math.max(0, box.deadline - (yield* Clock.currentTimeMillis)))
     const first = yield* Effect.raceFirst(
-      wait.right.pipe(Effect.either),
+      wait.pipe(Effect.either),
       Effect.sleep(left).pipe(Effect.as("ceiling" as const))
     )
     // The output is whole before the run's final text is read from it.
@@ -68,8 +70,8 @@ const awaitAdopted = (box: FoundBox, runDir: string) =>
         ? { endedBy: "exit" as const, exitCode: first.right, error: null }
         : { endedBy: "box-died" as const, exitCode: null, error: first.left.message }
     }
-    yield* docker.containerKill(box.id).pipe(Effect.ignore)
-    const code = yield* wait.right.pipe(Effect.timeout("10 seconds"), Effect.option)
+    yield* backend.kill(box.id).pipe(Effect.ignore)
+    const code = yield* wait.pipe(Effect.timeout("10 seconds"), Effect.option)
     yield* whole
     return { endedBy: "ceiling" as const, exitCode: code._tag === "Some" ? code.value : null, error: null }
   })
@@ -120,7 +122,7 @@ export const takeOver = Effect.fn("supervisor.takeOver")(function*(box: FoundBox
     yield* Effect.addFinalizer(() => killAndRemove(box.id))
     const end = how.how === "adopt"
       ? yield* awaitAdopted(box, record.runDir)
-      : yield* Effect.flatMap(Docker, (d) => d.containerKill(box.id)).pipe(
+      : yield* Effect.flatMap(BoxBackend, (b) => b.kill(box.id)).pipe(
         Effect.ignore,
         Effect.as({ endedBy: how.as, exitCode: null, error: null })
       )

@@ -1,11 +1,9 @@
 import { Clock, Effect, FiberMap, Option, Queue, Ref } from "effect"
-import { Paths } from "../config/Paths.js"
-import { LABEL_DEPLOYMENT } from "../contract/constants.js"
 import { type Owner, ownerAlive } from "../contract/owner.js"
-import { Docker } from "../docker/Docker.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { TaskStore } from "../task/TaskStore.js"
-import { type FoundBox, foundBox } from "./foundBox.js"
+import type { FoundBox } from "../backend/foundBox.js"
+import { BoxBackend } from "../backend/BoxBackend.js"
 import { type HeldBox, type SupervisorState, withKey, withoutKey } from "./state.js"
 import { taskEnd } from "./taskEnd.js"
 import { type TakeOver, takeOver } from "./takeOver.js"
@@ -13,12 +11,8 @@ import { type TakeOver, takeOver } from "./takeOver.js"
 /** How long past its deadline a box with a living owner gets, so the owner can record its own ceiling. */
 const OWNER_GRACE_MS = 5_000
 
-/** The boxes of this deployment the engine knows, by their labels. */
-export const deploymentBoxes = Effect.gen(function*() {
-  const paths = yield* Paths
-  const listed = yield* (yield* Docker).containerList([`${LABEL_DEPLOYMENT}=${paths.config}`])
-  return listed.filter((c) => c.state === "running" || c.state === "created").map(foundBox)
-})
+/** The boxes of this deployment the backend knows, by their labels. */
+export const deploymentBoxes = Effect.flatMap(BoxBackend, (backend) => backend.list())
 
 const sameOwner = (a: Owner | null, b: Owner) => a !== null && a.pid === b.pid && a.start === b.start
 
@@ -73,7 +67,7 @@ export const watchPass = (st: SupervisorState, self: Owner) =>
       if (alive) {
         if (box.deadline !== null && now > box.deadline + OWNER_GRACE_MS) {
           yield* Effect.logWarning(`box ${box.name} of ${box.worker} is past its ceiling and its owner (pid ${box.owner?.pid}) did not stop it: killed`)
-          yield* (yield* Docker).containerKill(box.id).pipe(Effect.ignore)
+          yield* (yield* BoxBackend).kill(box.id).pipe(Effect.ignore)
           yield* Ref.update(st.counts, (c) => ({ ...c, reaped: c.reaped + 1 }))
         }
         continue

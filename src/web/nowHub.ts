@@ -1,7 +1,6 @@
 import { Effect, Option, Ref, Schedule } from "effect"
 import { viaDaemon } from "../api/controlClient.js"
-import { LABEL_RUN_ID } from "../contract/constants.js"
-import { type ContainerStats, Docker } from "../docker/Docker.js"
+import { BoxBackend, type BoxStats } from "../backend/BoxBackend.js"
 import { type NowData, nowFragment } from "./nowPage.js"
 import { type EventSink, eventStream } from "./respond.js"
 
@@ -11,11 +10,11 @@ const EVERY = "2 seconds"
 /** The daemon's status and each live box's engine stats, now. */
 const look = Effect.gen(function*() {
   const status = Option.getOrNull(yield* viaDaemon((c) => c.server.status()).pipe(Effect.orElseSucceed(() => Option.none())))
-  const docker = yield* Docker
-  const stats = new Map<string, ContainerStats>()
+  const backend = yield* BoxBackend
+  const stats = new Map<string, BoxStats>()
   yield* Effect.forEach(status?.boxes ?? [], (b) =>
-    docker.containerList([`${LABEL_RUN_ID}=${b.run_id}`]).pipe(
-      Effect.flatMap((list) => (list[0] ? docker.containerStats(list[0].id) : Effect.succeed(undefined))),
+    backend.list({ runId: b.run_id }).pipe(
+      Effect.flatMap((list) => (list[0] ? backend.stats(list[0].id) : Effect.succeed(undefined))),
       Effect.tap((s) => Effect.sync(() => s && stats.set(b.run_id, s))),
       Effect.ignore
     ), { concurrency: 8 })

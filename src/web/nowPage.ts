@@ -1,6 +1,6 @@
 import type { ServerStatus } from "../api/ControlApi.js"
 import type { NodeBoxes } from "../contract/fleet.js"
-import type { ContainerStats } from "../docker/Docker.js"
+import type { BoxStats as ContainerStats } from "../backend/BoxBackend.js"
 import { html } from "./html.js"
 
 /**

@@ -6,7 +6,7 @@ import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths, layout } from "../config/Paths.js"
 import { ApprovalDecision } from "../contract/approval.js"
 import { runFiles } from "../contract/runFiles.js"
-import type { Docker } from "../docker/Docker.js"
+import type { BoxBackend } from "../backend/BoxBackend.js"
 import { MemoryStore } from "../memory/MemoryStore.js"
 import type { Runner } from "../runner/Runner.js"
 import { findRun, pageOfRuns } from "../run/query.js"
@@ -27,7 +27,7 @@ import { timelineOf } from "./timeline.js"
 import { workerBody, workersBody } from "./workerPage.js"
 
 /** What a page handler may use: the deployment's files and config, the engine (box stats), and what a session runs on. */
-export type WebEnv = Paths | FileSystem.FileSystem | Path.Path | OrgConfig | Docker | MemoryStore | Runner
+export type WebEnv = Paths | FileSystem.FileSystem | Path.Path | OrgConfig | BoxBackend | MemoryStore | Runner
 
 /** The request a page answers, once the guard let it through: its session, its form (a POST's), its URL. */
 export class WebCall extends Context.Tag("roster/web/WebCall")<WebCall, {

@@ -1,11 +1,9 @@
 import { MemoryStore } from "../../src/memory/MemoryStore.js"
-import { makeDockerTest } from "../../src/docker/DockerTest.js"
-import { HostGit } from "../../src/knowledge/HostGit.js"
+import { testEngine } from "../support/harness.js"
 import { SpendLedger } from "../../src/spend/SpendLedger.js"
 import { RunFence } from "../../src/run/RunFence.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Ref } from "effect"
 import * as fs from "node:fs"
@@ -15,7 +13,6 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { layout, Paths } from "../../src/config/Paths.js"
-import { Files } from "../../src/fs/Files.js"
 import { Audit } from "../../src/gateway/base/Audit.js"
 import { Dialer } from "../../src/gateway/base/Dialer.js"
 import { LiveRuns } from "../../src/gateway/base/LiveRuns.js"
@@ -80,7 +77,7 @@ const serve = (
 ) =>
   Layer.build(
     Layer.mergeAll(OrgConfig.layer, Vault.layer, dialer, LiveRuns.layerTest(live), Audit.layer, RunLog.layer, TaskStore.layer, MemoryStore.layer, fence, SpendLedger.layer).pipe(
-      Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest()))
+      Layer.provideMerge(testEngine(paths))
     )
   ).pipe(
     Effect.flatMap((services) => serveGateway({ addrs: ["127.0.0.1"], port: 0 }).pipe(Effect.provide(services))),

@@ -1,11 +1,9 @@
 import { MemoryStore } from "../../src/memory/MemoryStore.js"
-import { makeDockerTest } from "../../src/docker/DockerTest.js"
-import { HostGit } from "../../src/knowledge/HostGit.js"
+import { testEngine } from "../support/harness.js"
 import { SpendLedger } from "../../src/spend/SpendLedger.js"
 import { RunFence } from "../../src/run/RunFence.js"
 import { RunLog, type RunRecord } from "../../src/run/RunLog.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
 import * as crypto from "node:crypto"
@@ -16,7 +14,6 @@ import { SENTINEL } from "../../src/contract/constants.js"
 import { sentinelJwt } from "../../src/box/sentinel.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { layout, Paths } from "../../src/config/Paths.js"
-import { Files } from "../../src/fs/Files.js"
 import { Audit } from "../../src/gateway/base/Audit.js"
 import { Dialer } from "../../src/gateway/base/Dialer.js"
 import { LiveRuns } from "../../src/gateway/base/LiveRuns.js"
@@ -136,7 +133,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       MemoryStore.layer,
       RunFence.layerNone,
       SpendLedger.layer
-    ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest())))
+    ).pipe(Layer.provideMerge(testEngine(paths)))
     // Built once, in the suite's scope: the services live as long as the gateways using them
     // (provided per call, the audit log's open file would close before the requests it records).
     const services = await Effect.runPromise(Layer.buildWithScope(layer, scope))

@@ -1,5 +1,15 @@
 import { expect } from "@effect/vitest"
-import { Effect } from "effect"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { Effect, Layer } from "effect"
+import { DockerBackend } from "../../src/box/docker/dockerBackend.js"
+import { Firewall } from "../../src/box/Firewall.js"
+import { Paths } from "../../src/config/Paths.js"
+import { GatewayProbe } from "../../src/contract/GatewayProbe.js"
+import type { Docker } from "../../src/docker/Docker.js"
+import { DockerFake, makeDockerTest } from "../../src/docker/DockerTest.js"
+import { Files } from "../../src/fs/Files.js"
+import { HostGit } from "../../src/knowledge/HostGit.js"
+import { Reporter } from "../../src/report/Reporter.js"
 import * as fs from "node:fs"
 import { type RosterPaths, layout } from "../../src/config/Paths.js"
 import { rosterTestServices, type RosterTestOptions, tempDeployment } from "../../src/testing.js"
@@ -67,3 +77,18 @@ export const until = <A>(read: Effect.Effect<A>, ok: (a: A) => boolean, what: st
     expect(ok(last), `${what}; last seen: ${JSON.stringify(last)}`).toBe(true)
     return last
   })
+
+/**
+ * The engine as a test that builds its own services gives it: the platform and files at `paths`,
+ * the Docker fake (or `docker`), and the box backend over it (its lockdown's firewall and gateway
+ * probe stand-ins answering as this deployment).
+ */
+export const testEngine = (paths: RosterPaths, docker: Layer.Layer<Docker | DockerFake> = makeDockerTest()) => {
+  const base = Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), docker)
+  const aside = Layer.mergeAll(
+    Firewall.layerTest(),
+    GatewayProbe.layerTest(() => ({ ok: true, config_root: paths.config, version: "test" })),
+    Reporter.layerCollect
+  )
+  return DockerBackend.pipe(Layer.provideMerge(base), Layer.provide(aside))
+}

@@ -1,6 +1,6 @@
 import { MemoryStore } from "../../src/memory/MemoryStore.js"
+import { testEngine } from "../support/harness.js"
 import { makeDockerTest } from "../../src/docker/DockerTest.js"
-import { HostGit } from "../../src/knowledge/HostGit.js"
 import { SpendLedger } from "../../src/spend/SpendLedger.js"
 import { RunFence } from "../../src/run/RunFence.js"
 import { RunLog } from "../../src/run/RunLog.js"
@@ -59,7 +59,7 @@ describe("a supervised gateway (real listener on loopback)", () => {
       const logged: Array<string> = []
       const logger = Logger.make(({ cause, message }) => void logged.push(`${String(message)} ${cause._tag === "Empty" ? "" : String(cause)}`))
       const layer = Layer.mergeAll(OrgConfig.layer, flakyVault, Dialer.layer, LiveRuns.layerTest(() => true), Audit.layerMemory(audited), RunLog.layer, TaskStore.layer, MemoryStore.layer, RunFence.layerNone, SpendLedger.layer).pipe(
-        Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest()))
+        Layer.provideMerge(testEngine(paths))
       )
       yield* Effect.gen(function*() {
         const { port } = yield* serveGateway({ addrs: ["127.0.0.1"], port: 0 })
@@ -92,7 +92,7 @@ describe("a supervised gateway (real listener on loopback)", () => {
       // The engine breaks (a bug, not an engine error) when the gateway lists the run's boxes to kill them.
       const docker = makeDockerTest({ before: (op) => (op === "containerList" ? Effect.die(new Error("engine exploded")) : Effect.void) })
       const layer = Layer.mergeAll(OrgConfig.layer, Vault.layerTest({}), Dialer.layer, LiveRuns.layerTest(() => true), Audit.layerMemory([]), RunLog.layer, TaskStore.layer, MemoryStore.layer, RunFence.layerNone, SpendLedger.layer).pipe(
-        Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), docker))
+        Layer.provideMerge(testEngine(paths, docker))
       )
       yield* Effect.gen(function*() {
         const { port } = yield* serveGateway({ addrs: ["127.0.0.1"], port: 0 })

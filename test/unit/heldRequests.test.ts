@@ -1,4 +1,3 @@
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
 import * as fs from "node:fs"
@@ -7,14 +6,11 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { layout, Paths } from "../../src/config/Paths.js"
-import { makeDockerTest } from "../../src/docker/DockerTest.js"
-import { Files } from "../../src/fs/Files.js"
 import { Audit, type AuditRecord } from "../../src/gateway/base/Audit.js"
 import { Dialer } from "../../src/gateway/base/Dialer.js"
 import { LiveRuns } from "../../src/gateway/base/LiveRuns.js"
 import { Gateway } from "../../src/gateway/egress/Gateway.js"
 import { GatewayLive } from "../../src/gateway/server.js"
-import { HostGit } from "../../src/knowledge/HostGit.js"
 import { MemoryStore } from "../../src/memory/MemoryStore.js"
 import { RunFence } from "../../src/run/RunFence.js"
 import { RunLog } from "../../src/run/RunLog.js"
@@ -22,7 +18,7 @@ import { SpendLedger } from "../../src/spend/SpendLedger.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { reportPreflight } from "../support/boxClient.js"
-import { until } from "../support/harness.js"
+import { testEngine, until } from "../support/harness.js"
 
 const ALICE = "a2".repeat(32)
 const BOB = "b2".repeat(32)
@@ -56,7 +52,7 @@ const gatewayDeployment = (orgToml: string, ended: Set<string>, audited: Array<A
   return Layer.mergeAll(
     OrgConfig.layer, Vault.layerTest({}), Dialer.layer, LiveRuns.layerTest((run) => !ended.has(run)), Audit.layerMemory(audited),
     RunLog.layer, TaskStore.layer, MemoryStore.layer, RunFence.layerNone, SpendLedger.layer
-  ).pipe(Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Files.layer, HostGit.layer, Paths.layerAt(paths), makeDockerTest())))
+  ).pipe(Layer.provideMerge(testEngine(paths)))
 }
 
 describe("a tunnel is never left half-open (real gateway on loopback)", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import * as fs from "node:fs"
-import { ImageStore } from "../../src/box/ImageStore.js"
+import { ImageStore } from "../../src/box/docker/ImageStore.js"
 import { layout } from "../../src/config/Paths.js"
 import { DockerFake, fakeImage } from "../../src/docker/DockerTest.js"
 import { tempPaths, unitLayer } from "../support/harness.js"

@@ -39,6 +39,15 @@ export const bareRuns = (text: string): Array<number> =>
   text.split("\n").flatMap((line, i) =>
     !/^\s*(\*|\/\/)/.test(line) && /\b(?:Runtime|Effect)\.run(?:Fork|Promise|Sync|Callback)\b/.test(line) ? [i + 1] : [])
 
+/** The lines that import the engine itself (the `Docker` service, its request shapes, its layers) rather than only its errors. */
+export const engineImports = (text: string): Array<number> =>
+  text.split("\n").flatMap((line, i) => {
+    const m = /^\s*(?:import|export)\s+(?:type\s+)?\{([^}]*)\}\s+from\s+["'][./]*(?:[\w/]*\/)?docker\/Docker(?:Live|Test)?\.js["']/.exec(line)
+    if (!m) return []
+    const names = (m[1] ?? "").split(",").map((n) => n.trim().replace(/^type\s+/, "")).filter((n) => n !== "")
+    return names.every((n) => n === "DockerError" || n === "DockerUnavailable") ? [] : [i + 1]
+  })
+
 describe("source rules", () => {
   it("the check finds a cast of parsed data, and lets a Schema's input through", () => {
     expect(parsedCasts(`const a = JSON.parse(x) as { b: number }`)).toEqual([1])
@@ -74,5 +83,18 @@ describe("source rules", () => {
     const found = sources().filter(({ file }) => file !== path.join("src", "bin.ts"))
       .flatMap(({ file, text }) => bareRuns(text).map((line) => `${file}:${line}`))
     expect(found, "use FiberSet.makeRuntime / makeRuntimePromise in the scope that owns the listener, so closing it interrupts what it started").toEqual([])
+  })
+
+  it("the engine check finds an import of the Docker service or its shapes, and lets its errors through", () => {
+    expect(engineImports(`import { Docker } from "../docker/Docker.js"\nimport type { ContainerSpec } from "../../docker/Docker.js"\nimport { DockerLive } from "./docker/DockerLive.js"`)).toEqual([1, 2, 3])
+    expect(engineImports(`import type { DockerError, DockerUnavailable } from "../docker/Docker.js"\nimport { BoxBackend } from "./BoxBackend.js"`)).toEqual([])
+  })
+
+  it("only the Docker box backend (src/box/docker/), the image builder (src/image/) and the engine itself reach the Docker service: everything else goes through BoxBackend", () => {
+    const allowed = [path.join("src", "docker") + path.sep, path.join("src", "box", "docker") + path.sep, path.join("src", "image") + path.sep]
+    const roots = ["index.ts", "RosterLive.ts", "testing.ts"].map((f) => path.join("src", f))
+    const found = sources().filter(({ file }) => !allowed.some((a) => file.startsWith(a)) && !roots.includes(file))
+      .flatMap(({ file, text }) => engineImports(text).map((line) => `${file}:${line}`))
+    expect(found, "take BoxBackend (src/backend/BoxBackend.ts) instead: a box in roster's words, so another backend plugs in beneath").toEqual([])
   })
 })

@@ -1,6 +1,5 @@
 import { Clock, Context, Effect, Layer } from "effect"
-import { LABEL_RUN_ID } from "../../contract/constants.js"
-import { Docker } from "../../docker/Docker.js"
+import { BoxBackend } from "../../backend/BoxBackend.js"
 
 /**
  * Is this run's box alive? A token is honoured only while it is: a stale identity file (a
@@ -13,7 +12,7 @@ export class LiveRuns extends Context.Tag("roster/LiveRuns")<LiveRuns, {
   static readonly layer = Layer.effect(
     LiveRuns,
     Effect.gen(function*() {
-      const docker = yield* Docker
+      const backend = yield* BoxBackend
       const seen = new Map<string, number>()
       return {
         isLive: (runId) =>
@@ -21,8 +20,7 @@ export class LiveRuns extends Context.Tag("roster/LiveRuns")<LiveRuns, {
             const now = yield* Clock.currentTimeMillis
             const at = seen.get(runId)
             if (at !== undefined && now - at < 500) return true
-            const list = yield* docker.containerList([`${LABEL_RUN_ID}=${runId}`]).pipe(Effect.orElseSucceed(() => []))
-            const live = list.some((c) => c.state === "running" || c.state === "created")
+            const live = (yield* backend.list({ runId }).pipe(Effect.orElseSucceed(() => []))).length > 0
             if (live) seen.set(runId, now)
             else seen.delete(runId)
             return live

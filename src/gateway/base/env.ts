@@ -1,7 +1,7 @@
 import type { FileSystem, Path } from "@effect/platform"
 import type { OrgConfig } from "../../config/OrgConfig.js"
 import type { Paths } from "../../config/Paths.js"
-import type { Docker } from "../../docker/Docker.js"
+import type { BoxBackend } from "../../backend/BoxBackend.js"
 import type { Files } from "../../fs/Files.js"
 import type { HostGit } from "../../knowledge/HostGit.js"
 import type { MemoryStore } from "../../memory/MemoryStore.js"
@@ -14,4 +14,4 @@ import type { Dialer } from "./Dialer.js"
 import type { LiveRuns } from "./LiveRuns.js"
 
 /** The services a gateway request handler runs with. */
-export type GatewayEnv = OrgConfig | Docker | Dialer | Paths | LiveRuns | Vault | Audit | Files | HostGit | RunLog | TaskStore | MemoryStore | RunFence | FileSystem.FileSystem | Path.Path
+export type GatewayEnv = OrgConfig | BoxBackend | Dialer | Paths | LiveRuns | Vault | Audit | Files | HostGit | RunLog | TaskStore | MemoryStore | RunFence | FileSystem.FileSystem | Path.Path

@@ -1,7 +1,6 @@
 import { Clock, Deferred, Effect, Option } from "effect"
-import { LABEL_RUN_ID } from "../../contract/constants.js"
 import { preflightTimedOut, type PreflightResult } from "../../contract/preflight.js"
-import { Docker } from "../../docker/Docker.js"
+import { BoxBackend } from "../../backend/BoxBackend.js"
 import { RunLog } from "../../run/RunLog.js"
 import type { Caller, RunCaller } from "../base/identify.js"
 import type { PreflightEntry } from "../base/preflights.js"
@@ -39,10 +38,7 @@ export const settlePreflight = (caller: RunCaller, entry: PreflightEntry, result
     )
     if (result.ok) return true
     yield* Effect.logWarning(`gateway: run ${runId} of ${worker}: its preflight failed (${result.detail}); its requests are refused and its box killed`)
-    self.fork(Effect.gen(function*() {
-      const docker = yield* Docker
-      for (const box of yield* docker.containerList([`${LABEL_RUN_ID}=${runId}`])) yield* docker.containerKill(box.id)
-    }).pipe(Effect.catchAll((e) => Effect.logError(`gateway: the box of run ${runId} (its preflight failed) could not be killed: ${e.message}`))))
+    self.fork(Effect.flatMap(BoxBackend, (backend) => backend.killRun(runId)).pipe(Effect.asVoid,Effect.catchAll((e) => Effect.logError(`gateway: the box of run ${runId} (its preflight failed) could not be killed: ${e.message}`))))
     return true
   })
 

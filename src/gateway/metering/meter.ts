@@ -2,8 +2,7 @@ import { Clock, Effect } from "effect"
 import type * as http from "node:http"
 import { costOf, priceFor, type TokenCount, totalTokens } from "../../config/prices.js"
 import type { Org } from "../../config/schema.js"
-import { LABEL_RUN_ID } from "../../contract/constants.js"
-import { Docker } from "../../docker/Docker.js"
+import { BoxBackend } from "../../backend/BoxBackend.js"
 import { RunLog } from "../../run/RunLog.js"
 import type { WorkerSettings } from "../../worker/workers.js"
 import { Gateway, type GatewayContext, type GatewayState } from "../egress/Gateway.js"
@@ -89,8 +88,7 @@ const stopRun = (caller: Caller, text: string) =>
     yield* Effect.logWarning(`gateway: run ${runId} of ${caller.worker} stopped: ${text}`)
     self.fork(Effect.gen(function*() {
       yield* Effect.sleep(STOP_GRACE)
-      const docker = yield* Docker
-      for (const box of yield* docker.containerList([`${LABEL_RUN_ID}=${runId}`])) yield* docker.containerKill(box.id)
+      yield* (yield* BoxBackend).killRun(runId)
     }).pipe(Effect.catchAll((e) => Effect.logError(`gateway: the box of run ${runId} (over its budget) could not be killed: ${e.message}`))))
   })
 

@@ -76,3 +76,6 @@ export const runCaptured = Effect.fn("box.runCaptured")(function*(image: string,
   const exitCode = yield* exited.pipe(Effect.timeout("60 seconds"))
   return { exitCode, stdout: yield* out.await.pipe(Effect.flatten, Effect.timeout("5 seconds"), Effect.orElseSucceed(() => "")) } satisfies Captured
 }, Effect.scoped)
+
+/** `image`'s labels when the engine has it, else none (`roster box check` before it runs it). */
+export const imageLabels = (image: string) => Effect.flatMap(Docker, (docker) => docker.imageInspect(image)).pipe(Effect.map((i) => i?.labels))

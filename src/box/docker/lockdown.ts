@@ -1,26 +1,20 @@
-import { Effect, Schema } from "effect"
-import type { BoxPolicy } from "../config/schema.js"
-import { Paths, layout } from "../config/Paths.js"
-import { Docker, type DockerError, type NetworkInfo } from "../docker/Docker.js"
-import { isLoopback } from "../contract/addresses.js"
-import { GatewayProbe } from "../contract/GatewayProbe.js"
-import { readGatewayState } from "../contract/gatewayState.js"
-import { LABEL_DEPLOYMENT } from "../contract/constants.js"
-import { egressChainName, LABEL_NETWORK, LABEL_NETWORK_STATE, lockdownNetworkName } from "../contract/deployment.js"
-import { onceADay } from "./daily.js"
+import { Effect } from "effect"
+import type { BoxPolicy } from "../../config/schema.js"
+import { Paths, layout } from "../../config/Paths.js"
+import { Docker, type DockerError, type NetworkInfo } from "../../docker/Docker.js"
+import { isLoopback } from "../../contract/addresses.js"
+import { GatewayProbe } from "../../contract/GatewayProbe.js"
+import { readGatewayState } from "../../contract/gatewayState.js"
+import { LABEL_DEPLOYMENT } from "../../contract/constants.js"
+import { egressChainName, LABEL_NETWORK, LABEL_NETWORK_STATE, lockdownNetworkName } from "../../contract/deployment.js"
+import { onceADay } from "../daily.js"
 import { ensureEgressLockdown, removeEgressLockdown } from "./egressChain.js"
-import { LockdownError } from "./lockdownError.js"
+import { GatewayDown, LockdownError } from "../../backend/errors.js"
 
-export { LockdownError }
+export { GatewayDown, LockdownError }
 
-export class GatewayDown extends Schema.TaggedError<GatewayDown>()("GatewayDown", {
-  port: Schema.Number,
-  reason: Schema.String
-}) {
-  override get message() {
-    return `refusing to start the box with open egress: ${this.reason} — start it with: roster server start`
-  }
-}
+/** The deployment's locked network as the engine has it (what the daemon holds and its lockdown is pinned to). */
+export type LockedNetwork = NetworkInfo
 
 const ICC = "com.docker.network.bridge.enable_icc"
 
@@ -153,4 +147,12 @@ export const ensureLockdown = Effect.fn("lockdown.ensureLockdown")(function*(pol
   if (policy.egress_lockdown) yield* ensureEgressLockdown(net, gateway.port, chain)
   else yield* warnOpenHostDaily(gateway.port)
   return { network: net, gatewayAddress: bridgeAddress(net), gatewayPort: gateway.port, credentials: gateway.credentials } satisfies Lockdown
+})
+
+/** The locked network held for as long as the scope (the daemon's): removed when it closes, once no box uses it (one a CLI's box still uses is kept). */
+export const holdLockedNetwork = Effect.gen(function*() {
+  const docker = yield* Docker
+  const net = yield* ensureLockedNetwork()
+  yield* Effect.addFinalizer(() => docker.networkRemove(net.name).pipe(Effect.ignore))
+  return net
 })

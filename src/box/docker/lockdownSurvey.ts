@@ -1,12 +1,12 @@
 import { Path } from "@effect/platform"
 import { Effect } from "effect"
-import { LABEL_DEPLOYMENT, LEGACY_CHAIN, LEGACY_NETWORK } from "../contract/constants.js"
-import { egressChainName, LABEL_NETWORK, LABEL_NETWORK_STATE } from "../contract/deployment.js"
-import { readGatewayStateAt } from "../contract/gatewayState.js"
-import { ownerAlive } from "../contract/owner.js"
-import { Docker } from "../docker/Docker.js"
+import { LABEL_DEPLOYMENT, LEGACY_CHAIN, LEGACY_NETWORK } from "../../contract/constants.js"
+import { egressChainName, LABEL_NETWORK, LABEL_NETWORK_STATE } from "../../contract/deployment.js"
+import { readGatewayStateAt } from "../../contract/gatewayState.js"
+import { ownerAlive } from "../../contract/owner.js"
+import { Docker } from "../../docker/Docker.js"
 import { definesChain, jumpsTo, removeEgressLockdown, rosterChains } from "./egressChain.js"
-import { Firewall } from "./Firewall.js"
+import { Firewall } from "../Firewall.js"
 
 /** One deployment's lockdown state on this host, as `roster doctor` shows it. */
 export interface DeploymentLockdown {

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
-import type { NetworkInfo } from "../docker/Docker.js"
-import { Firewall, type FirewallTool } from "./Firewall.js"
-import { LockdownError } from "./lockdownError.js"
+import type { NetworkInfo } from "../../docker/Docker.js"
+import { Firewall, type FirewallTool } from "../Firewall.js"
+import { LockdownError } from "../../backend/errors.js"
 
 // The iptables side of the lockdown (`[box] egress_lockdown`): a deployment's own chain that pins
 // its boxes' traffic to the host to its gateway port, with an ip6tables twin. The network and

@@ -1,8 +1,8 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Config, Effect, Option, Schedule, Schema } from "effect"
-import type { BoxPolicy } from "../config/schema.js"
-import { Docker } from "../docker/Docker.js"
-import { writeAtomic } from "../fs/atomic.js"
+import type { BoxPolicy } from "../../config/schema.js"
+import { Docker } from "../../docker/Docker.js"
+import { writeAtomic } from "../../fs/atomic.js"
 import { RUNSC_ENTRY } from "./runtime.js"
 
 /** Where dockerd reads its settings and writes its pid (Docker's defaults for a root engine). */

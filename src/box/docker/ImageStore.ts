@@ -1,9 +1,9 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Ref, Schema } from "effect"
-import { captureHostFiles, Paths, layout } from "../config/Paths.js"
-import { Docker, type DockerError } from "../docker/Docker.js"
-import { readJsonOptional, writeJson } from "../fs/atomic.js"
-import { notice, progress, progressDone, Reporter, reporterCallback } from "../report/Reporter.js"
+import { captureHostFiles, Paths, layout } from "../../config/Paths.js"
+import { Docker, type DockerError } from "../../docker/Docker.js"
+import { readJsonOptional, writeJson } from "../../fs/atomic.js"
+import { notice, progress, progressDone, Reporter, reporterCallback } from "../../report/Reporter.js"
 
 /** The box image is not there and cannot be pulled, with how to build it. */
 export class ImageMissing extends Schema.TaggedError<ImageMissing>()("ImageMissing", {

@@ -1,0 +1,111 @@
+import { Context, Effect, Fiber, Layer, Ref, Scope } from "effect"
+import { isRunId, isWorkerName } from "../../config/names.js"
+import { Paths } from "../../config/Paths.js"
+import * as C from "../../contract/constants.js"
+import { type ContainerSummary, Docker } from "../../docker/Docker.js"
+import { BoxBackend } from "../../backend/BoxBackend.js"
+import type { FoundBox } from "../../backend/foundBox.js"
+import { containerName } from "../../backend/plan.js"
+import { ensureLockdown } from "./lockdown.js"
+import { resolveRuntime } from "./runtime.js"
+import { containerSpec } from "./spec.js"
+
+const number = (text: string | undefined) => {
+  const n = Number(text)
+  return text !== undefined && text !== "" && Number.isFinite(n) ? n : null
+}
+
+/** A container of this deployment as roster knows it: read from its labels. */
+export const foundBox = (c: ContainerSummary): FoundBox => {
+  const runId = c.labels[C.LABEL_RUN_ID] ?? ""
+  const worker = c.labels[C.LABEL_WORKER] ?? ""
+  const pid = number(c.labels[C.LABEL_OWNER_PID])
+  return {
+    id: c.id,
+    name: (c.names[0] ?? "").replace(/^\//, ""),
+    runId,
+    worker,
+    kind: c.labels[C.LABEL_KIND] ?? "",
+    taskId: c.labels[C.LABEL_TASK_ID] || null,
+    deadline: number(c.labels[C.LABEL_DEADLINE]),
+    owner: pid === null ? null : { pid, start: c.labels[C.LABEL_OWNER_START] ?? "" },
+    created: c.created,
+    state: c.state,
+    named: isRunId(runId) && isWorkerName(worker)
+  }
+}
+
+/** What the Docker backend works through: the engine, and what the lockdown and the runtime read. */
+type BackendEnv = Effect.Effect.Context<ReturnType<typeof ensureLockdown>> | Effect.Effect.Context<ReturnType<typeof resolveRuntime>> | Docker | Paths
+
+/**
+ * A box as a container: made from its plan's spec, attached before it starts (no byte lost), its
+ * wait armed before it starts (an AutoRemove box that exits at once still reports its code),
+ * killed and removed when its scope closes — by id, or by its unique name if the create was cut
+ * after the engine made it.
+ */
+const openContainer = (docker: Context.Tag.Service<Docker>) => (plan: Parameters<typeof containerSpec>[0]) =>
+  Effect.gen(function*() {
+    const spec = containerSpec(plan)
+    const created = yield* Ref.make<string | undefined>(undefined)
+    yield* Effect.addFinalizer(() =>
+      Ref.get(created).pipe(
+        Effect.map((id) => id ?? spec.name),
+        Effect.flatMap((ref) => docker.containerKill(ref).pipe(Effect.zipRight(docker.containerRemove(ref)))),
+        Effect.catchAll((e) => Effect.logWarning(`could not remove box ${spec.name}: ${e.message} — remove it with: docker rm -f ${spec.name}`))
+      )
+    )
+    // The create stays interruptible (an engine that hangs must not hold a Ctrl-C).
+    const id = yield* docker.containerCreate(spec)
+    yield* Ref.set(created, id)
+    const attached = yield* docker.containerAttach(id)
+    const waiting = yield* Effect.forkScoped(yield* docker.containerWait(id))
+    return {
+      id,
+      name: spec.name,
+      stdout: attached.stdout,
+      stderr: attached.stderr,
+      start: docker.containerStart(id),
+      exited: Fiber.join(waiting),
+      write: attached.write,
+      closeStdin: attached.closeStdin,
+      kill: docker.containerKill(id).pipe(Effect.ignore)
+    }
+  })
+
+/** The Docker engine as roster's box backend: the one implementation of {@link BoxBackend}, over the `Docker` service. */
+export const DockerBackend = Layer.effect(
+  BoxBackend,
+  Effect.gen(function*() {
+    const docker = yield* Docker
+    const paths = yield* Paths
+    const env = Context.omit(Scope.Scope)(yield* Effect.context<BackendEnv>()) as Context.Context<BackendEnv>
+    const list = (filter?: { readonly runId?: string; readonly ended?: boolean }) =>
+      docker.containerList(filter?.runId !== undefined ? [`${C.LABEL_RUN_ID}=${filter.runId}`] : [`${C.LABEL_DEPLOYMENT}=${paths.config}`]).pipe(
+        Effect.map((cs) => cs.filter((c) => filter?.ended || c.state === "running" || c.state === "created").map(foundBox))
+      )
+    return BoxBackend.of({
+      ping: docker.ping,
+      isolation: (policy) =>
+        ensureLockdown(policy).pipe(
+          Effect.map((l) => ({ network: l.network.name, gatewayAddress: l.gatewayAddress, gatewayPort: l.gatewayPort, credentials: l.credentials })),
+          Effect.provide(env)
+        ),
+      runtime: (policy) => Effect.provide(resolveRuntime(policy), env),
+      open: openContainer(docker),
+      findAgain: (id) =>
+        Effect.map(docker.containerWait(id), (exited) => ({ exited, output: docker.containerAttach(id, { replay: true }) })),
+      list,
+      killRun: (runId) =>
+        list({ runId, ended: true }).pipe(
+          Effect.flatMap((boxes) => Effect.forEach(boxes, (b) => docker.containerKill(b.id))),
+          Effect.map((killed) => killed.filter(Boolean).length)
+        ),
+      kill: (box) => docker.containerKill(box),
+      remove: (box) => docker.containerKill(box).pipe(Effect.zipRight(docker.containerRemove(box))),
+      stats: (id) => docker.containerStats(id)
+    })
+  })
+)
+
+export { containerName }
