@@ -78,6 +78,26 @@ await build({
   minifySyntax: true
 })
 
+// roster/promise: roster for a program not on Effect 3 (plain TypeScript, or Effect 4), with roster's
+// own Effect inside, so it needs none of the caller's. Beside dist/roster.cjs, so the files it finds
+// by its own URL (box/, the engine) are where the CLI finds them.
+await build({
+  entryPoints: [path.join(root, "src/promise.ts")],
+  outfile: path.join(root, "dist/promise.cjs"),
+  bundle: true,
+  platform: "node",
+  format: "cjs",
+  target: "node20",
+  external: [...Object.keys(onFirstCall), ...chatSdks, ...neverLoaded],
+  plugins: [lazyModules],
+  define: { "import.meta.url": "__rosterModuleUrl" },
+  banner: { js: "const __rosterModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  logLevel: "warning",
+  legalComments: "none",
+  minifyWhitespace: true,
+  minifySyntax: true
+})
+
 // bin/roster.js runs the bundle from V8's code cache, where a dynamic import() has no loader (it
 // fails at the call, not at start): every import() must have been bundled into a call.
 const left = [...fs.readFileSync(outfile, "utf8").matchAll(/\bimport\(\s*["'`]([^"'`]+)/g)].map((m) => m[1])

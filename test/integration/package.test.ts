@@ -1,11 +1,13 @@
 import Dockerode from "dockerode"
+import { Effect, Exit, Scope } from "effect"
+import { serveRehearsal } from "../../src/rehearsal/server.js"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { collect, freePort } from "../support/deployment.js"
+import { collect, freePort, makeDeployment } from "../support/deployment.js"
 import { spawn } from "node:child_process"
 import { PI_IMAGE } from "./globalSetup.js"
 
@@ -52,7 +54,7 @@ describe("the packed package", () => {
     const project = path.join(work, "embedder")
     fs.mkdirSync(project)
     fs.writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "embedder", private: true, type: "module" }))
-    // effect and @effect/* are peer dependencies: npm installs them beside roster, one copy for both.
+    // effect and @effect/* are roster's dependencies: an Effect 3 program's own copy is the one (npm dedupes them).
     await run("npm", ["install", tarball, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], project)
     const effects = (await run("npm", ["ls", "effect", "--all", "--parseable"], project)).trim().split("\n").filter((l) => l.endsWith("/effect"))
     expect(effects).toEqual([path.join(project, "node_modules", "effect")])
@@ -70,6 +72,70 @@ describe("the packed package", () => {
     expect(out).toContain("interrupted: 0 box(es) still running")
     expect(out).toContain("session: 2 turns, ended closed: you said: first / you said: second")
   }, 300_000)
+
+  it("an embedder on Effect 4 installs it beside its own effect@4 and runs a real box through roster/promise, typed, reading the run's record", async () => {
+    const project = path.join(work, "effect4")
+    fs.mkdirSync(project)
+    fs.writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "effect4", private: true, type: "module" }))
+    await run("npm", ["install", "effect@4", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], project)
+    // Accepted beside effect 4 (no peer to refuse): roster's own Effect 3 nests under it, the project's stays 4.
+    await run("npm", ["install", tarball, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], project)
+    const own = JSON.parse(fs.readFileSync(path.join(project, "node_modules", "effect", "package.json"), "utf8")) as { version: string }
+    expect(own.version).toMatch(/^4\./)
+    // The face's types stand alone: no Effect in them, compiled with the library checks on.
+    const types = fs.readFileSync(path.join(project, "node_modules", "roster", "dist", "src", "promise.d.ts"), "utf8")
+    expect(types).not.toMatch(/from ["']effect|import\(["']effect/)
+    fs.writeFileSync(path.join(project, "main.ts"), [
+      `import { Effect } from "effect"`,
+      `import { openRoster, type RunResult } from "roster/promise"`,
+      `const home = process.env.ROSTER_HOME ?? ""`,
+      `const roster = await openRoster({ home })`,
+      `const ran: RunResult = await roster.run("alice", "What system is your box running?", { ceilingMin: 5 })`,
+      `const turns: Array<string> = []`,
+      `for await (const t of roster.talk("alice", ["the word is PROMISE-FACE", "what was the word?"])) turns.push(t.turn + ": " + t.reply)`,
+      `const added = await roster.tasks.add("alice", "later", { key: "promise-face" })`,
+      `const again = await roster.tasks.add("alice", "later", { key: "promise-face" })`,
+      `await roster.close()`,
+      // The program's own Effect is 4: its own runtime runs its own effects beside roster's.
+      `const four = Effect.runSync(Effect.succeed("effect-4-ran"))`,
+      `console.log(JSON.stringify({ ran, turns, added: added.task_id, again: again.existed && again.task_id === added.task_id, four }))`
+    ].join("\n"))
+    fs.writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify({
+      compilerOptions: {
+        target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, exactOptionalPropertyTypes: true,
+        outDir: "out", typeRoots: [path.join(root, "node_modules", "@types")], types: ["node"], skipLibCheck: true
+      },
+      include: ["main.ts"]
+    }))
+    await run(process.execPath, [path.join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"], project)
+    // Real pi in the real box image, the rehearsal model (a local stand-in for Claude) behind the gateway.
+    const scope = Effect.runSync(Scope.make())
+    const model = await Effect.runPromise(serveRehearsal({ port: 0 }).pipe(Scope.extend(scope)))
+    const d = await makeDeployment([
+      "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
+      "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`
+    ].join("\n"), PI_IMAGE)
+    try {
+      const out = JSON.parse(await run(process.execPath, ["out/main.js"], project, { ...d.env })) as {
+        ran: { runId: string; runDir: string; endedBy: string; exitCode: number; finalText: string; messages: Array<string> }
+        turns: Array<string>; added: string; again: boolean; four: string
+      }
+      expect(out.ran).toMatchObject({ endedBy: "exit", exitCode: 0 })
+      expect(out.ran.finalText).toContain("Rehearsal answer: I looked at my box with bash")
+      expect(out.ran.messages).toEqual([expect.stringContaining("rehearsal: hello from inside the box")])
+      const record = JSON.parse(fs.readFileSync(path.join(d.file("data", "runs", "alice", out.ran.runId), "run.json"), "utf8")) as { worker: string; ended_by: string }
+      expect(record).toMatchObject({ worker: "alice", ended_by: "exit" })
+      // One warm box, two turns: the second recalls what was said in the first.
+      expect(out.turns).toHaveLength(2)
+      expect(out.turns[1]).toMatch(/^2: .*earlier in this conversation you said "the word is PROMISE-FACE"/s)
+      expect(out.added).toMatch(/^t-[0-9a-f]{8}$/)
+      expect(out.again).toBe(true)
+      expect(out.four).toBe("effect-4-ran")
+    } finally {
+      await d.stop()
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+  }, 400_000)
 
   it("npm i -g installs a roster that inits, builds a box image from its own files and serves, from any folder", async () => {
     const prefix = path.join(work, "global")
