@@ -20,6 +20,18 @@ export const REHEARSAL_REMEMBER_ASK = "remember that "
 export const REHEARSAL_FORGET_ASK = "forget m-"
 /** Asked "what do you remember", the rehearsal answers with its briefing's memory, as it was given. */
 export const REHEARSAL_RECALL_ASK = "what do you remember"
+/**
+ * "CONT-SAY" asks for work still under way when roster is stopped: the rehearsal says a word it
+ * makes up ("the word is …"), then runs a long bash command and waits on it. Carried on after the
+ * stop (its session resumed), it answers with the word it said — found only in the conversation
+ * before the stop, never in the prompt.
+ */
+export const REHEARSAL_LONG_WORK_ASK = "CONT-SAY"
+export const REHEARSAL_LONG_WORK = "sleep 600"
+const SAID_WORD = /the word is (WORD-[0-9a-z]+)/
+
+const assistantText = (m: Message): string =>
+  m.role !== "assistant" ? "" : typeof m.content === "string" ? m.content : m.content.filter((b) => b.type === "text").map((b) => b.text ?? "").join("")
 /** In a chat session the rehearsal posts its answer with the send tool — unless a message asks it to answer without sending. */
 export const REHEARSAL_UNSENT_ASK = "answer without sending"
 const CHAT_SEND_TOOLS = ["slack_send", "discord_send"]
@@ -79,6 +91,10 @@ export const nextStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<
 const answerStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<string>): Step => {
   const asked = messages.map((m, i) => ({ i, text: userText(m).trim() })).filter((x) => x.text !== "")
   const current = asked.at(-1)
+  const said = messages.map((m) => SAID_WORD.exec(assistantText(m))?.[1]).find((w) => w !== undefined)
+  if (current?.text.includes(REHEARSAL_LONG_WORK_ASK) && said !== undefined && asked.length >= 2) {
+    return { kind: "final", text: `Rehearsal answer: carried on after the interruption; before it I said the word is ${said}.` }
+  }
   if (asked.length >= 2 && current) {
     return {
       kind: "final",
@@ -90,6 +106,10 @@ const answerStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<strin
     .flatMap((m) => (m.content as ReadonlyArray<Block>).filter((b) => b.type === "tool_result"))
   const memory = memoryStep(current?.text ?? "", results, tools)
   if (memory) return memory
+  if (current?.text.includes(REHEARSAL_LONG_WORK_ASK) && !results.some((r) => r.tool_use_id?.startsWith("toolu_rehearsal_long"))) {
+    const word = `WORD-${Math.random().toString(36).slice(2, 8)}`
+    return { kind: "tool", intro: `Before the long job: the word is ${word}.`, id: `toolu_rehearsal_long_${Date.now()}`, name: "bash", input: { command: REHEARSAL_LONG_WORK } }
+  }
   const bash = results.find((r) => r.tool_use_id?.startsWith("toolu_rehearsal_bash"))
   const told = results.some((r) => r.tool_use_id?.startsWith("toolu_rehearsal_msg"))
   const queued = results.some((r) => r.tool_use_id?.startsWith("toolu_rehearsal_tasks"))

@@ -2,6 +2,7 @@ import Dockerode from "dockerode"
 import * as fs from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { spawn } from "node:child_process"
+import { controlPost } from "../support/control.js"
 import { type Deployment, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 import { engineGate } from "../support/engineGate.js"
 import { latestRunId } from "../support/runs.js"
@@ -164,6 +165,22 @@ describe("the supervisor in the real daemon, on a real Docker engine", () => {
     } finally {
       d.writeOrg("[supervisor]\nconcurrency = 1\n")
     }
+  })
+
+  it("20 adds of one key at once, 10 through the CLI and 10 through the control API: one task, every add given it", async () => {
+    const key = `same-${Date.now()}`
+    const viaCli = Array.from({ length: 10 }, () => d.roster(["task", "add", "carol", "--key", key, "--at", "+1h", "--json", "keyed work"]))
+    const viaApi = Array.from({ length: 10 }, () => controlPost<{ task_id: string; existed?: boolean }>(d, "/tasks", { worker: "carol", prompt: "keyed work", key, at: "+1h" }))
+    const cli = await Promise.all(viaCli)
+    for (const r of cli) expect(r.code, r.stderr).toBe(0)
+    const all = [...cli.map((r) => JSON.parse(r.stdout) as { task_id: string; existed?: boolean }), ...(await Promise.all(viaApi))]
+    expect(new Set(all.map((t) => t.task_id)).size).toBe(1)
+    expect(all.filter((t) => t.existed !== true)).toHaveLength(1)
+    const listed = (JSON.parse(await roster(["task", "list", "--worker", "carol", "--json"])) as Array<{ task_id: string; key?: string }>).filter((t) => t.key === key)
+    expect(listed.map((t) => t.task_id)).toEqual([all[0]!.task_id])
+    // The human line says it was there already.
+    expect(await roster(["task", "add", "carol", "--key", key, "keyed work"])).toBe(`task ${all[0]!.task_id} exists (key ${key})\n`)
+    await roster(["task", "cancel", all[0]!.task_id])
   })
 
   it("kill -9 of a roster worker run: its box is gone and its token removed within 15 s", async () => {

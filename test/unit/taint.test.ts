@@ -152,7 +152,7 @@ describe("tainted runs", () => {
     expect(text).toContain("Held for a person's review, because the run that made it was tainted (refs/quarantine/run-b: egress_refused (evil.example.net))")
   })
 
-  it.effect("taint follows the work: a tainted run's set_tasks follow-up and its continuation start tainted, remember pending and knowledge_push refused; untainting the source leaves them tainted", () => {
+  it.effect("taint follows the work: a tainted run's set_tasks follow-up, its continuation and a tainted chat session's follow-up start tainted, remember pending and knowledge_push refused; untainting the source leaves them tainted", () => {
     const paths = tempPaths()
     writeFixture({ paths })
     const source = "2026-11-29-10-00-00-000000d1"
@@ -168,12 +168,20 @@ describe("tainted runs", () => {
         origin: { _tag: "queue", task_id: "t-0000f011", queued_by: { by: "self", run_id: source, task_id: null } }
       })
       const continued = yield* runOnce({ worker: "alice", prompt: "carry on", continues: { task_id: null, run_id: source } })
+      // A chat session's run tainted (a channel's warm box), and a task it queued with set_tasks.
+      const chatSource = "2026-11-29-10-00-00-000000c7"
+      yield* runLog.start({ runId: chatSource, worker: "alice", kind: "session" })
+      yield* runLog.append("alice", chatSource, taint("2026-11-29T10:00:02.000Z"))
+      const fromChat = yield* runOnce({
+        worker: "alice", prompt: "the chat's follow-up", taskId: "t-0000c7a1",
+        origin: { _tag: "queue", task_id: "t-0000c7a1", queued_by: { by: "self", run_id: chatSource, task_id: null } }
+      })
       const clean = yield* runOnce({ worker: "alice", prompt: "unrelated" })
-      for (const child of [followUp, continued]) {
+      for (const [child, from] of [[followUp, source], [continued, source], [fromChat, chatSource]] as const) {
         const record = (yield* runLog.read("alice", child.runId))!
         expect(isTainted(record), child.runId).toBe(true)
-        expect(record.tainted?.[0]).toMatchObject({ reason: "inherited", inherited_from: source, detail: expect.stringContaining("egress_refused (evil.example.net)") })
-        expect((yield* readRunContext("alice", child.runId))?.taints).toMatchObject([{ reason: "inherited", inherited_from: source }])
+        expect(record.tainted?.[0]).toMatchObject({ reason: "inherited", inherited_from: from, detail: expect.stringContaining("egress_refused (evil.example.net)") })
+        expect((yield* readRunContext("alice", child.runId))?.taints).toMatchObject([{ reason: "inherited", inherited_from: from }])
         // What the tainted source could not do, its follow-ups cannot either.
         expect((yield* knowledgePushAction(caller(child.runId), "{}")).status).toBe(403)
         const kept = yield* rememberAction(caller(child.runId), JSON.stringify({ text: "from a tainted line of work" }))
