@@ -4,7 +4,9 @@ import { OrgConfig } from "../config/OrgConfig.js"
 import { type MountRule, mountsFor, type Org, type WorkerSettings } from "../config/schema.js"
 import { BoxBackend } from "../backend/BoxBackend.js"
 import { newRunId } from "../run/runId.js"
-import { readIdentity, readWorkerSettings } from "../worker/workers.js"
+import { BadIdentity, readIdentity, readWorkerSettings } from "../worker/workers.js"
+import { identityProblem } from "../worker/identityCheck.js"
+import { layout, Paths } from "../config/Paths.js"
 import { ceilingDuration, validateCeiling } from "./ceiling.js"
 
 /** A run's own limits over `[box]`'s: a one-shot's `--ceiling`, a chat channel's idle timeout and session ceiling. */
@@ -69,9 +71,12 @@ export const prepareRun = Effect.fn("run.prepare")(function*(req: PrepareRequest
   const [identity, ping, snapshot, read] = yield* Effect.all([
     readIdentity(req.worker), (yield* BoxBackend).ping, (yield* OrgConfig).snapshot, readWorkerSettings(req.worker)
   ], { concurrency: "unbounded", mode: "either" })
-  yield* identity
+  const identityText = yield* identity
   yield* ping
   const org = withLimits(yield* snapshot, limits)
+  // A hand-edited identity is checked before anything of the run exists, as `worker edit` checks it.
+  const bad = identityProblem(identityText, org.box.identity_max)
+  if (bad) return yield* Effect.fail(new BadIdentity({ worker: req.worker, file: layout(yield* Paths).identityMd(req.worker), detail: bad }))
   const settings = yield* read
   const ceiling = ceilingDuration(req.kind === "session" ? org.box.session_ceiling_min : org.box.ceiling_min)
   const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(ceiling)

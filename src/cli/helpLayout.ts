@@ -50,7 +50,7 @@ export const wrapHelp = (text: string, width: number) => text.split("\n").flatMa
 export const HELP_GROUPS: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
   ["Run a worker", ["worker run", "talk"]],
   ["Tasks", ["task add", "task list", "task show", "task cancel", "task retry"]],
-  ["Workers", ["worker add", "worker list", "worker show", "memory list", "memory forget", "memory accept", "store list", "store restore"]],
+  ["Workers", ["worker add", "worker list", "worker show", "worker edit", "memory list", "memory forget", "memory accept", "store list", "store restore"]],
   ["The daemon", ["server start", "server stop", "server status", "server unit", "web"]],
   ["Egress a person decides", ["approvals", "approve", "deny"]],
   ["Inspect", ["runs list", "runs show", "runs untaint", "usage", "policy check", "doctor"]],

@@ -48,6 +48,8 @@ const BoxFields = Schema.Struct({
   tmp_size: Schema.optionalWith(Size("tmp_size"), { default: () => "1g" }),
   /** stdout.jsonl (and stderr.log) stop here, with a marker line: a box cannot fill the disk through roster. */
   transcript_max: Schema.optionalWith(Size("transcript_max"), { default: () => "256m" }),
+  /** The most characters a worker's identity.md may hold (it is the head of every run's system prompt). */
+  identity_max: Schema.optionalWith(Schema.Int.pipe(Schema.between(100, 1_000_000)), { default: () => 64_000 }),
   /** The longest line roster holds to show or read (longer ones are cut with a visible mark). */
   line_max: Schema.optionalWith(Size("line_max"), { default: () => "1m" }),
   /**

@@ -20,6 +20,7 @@ turn_ceiling_min = 30
 idle_secs = 600
 tmp_size = "1g"                 # bound on the box's /tmp (a tmpfs: RAM, so it must be below memory)
 transcript_max = "256m"         # stdout.jsonl cap (a marker line ends a cut transcript)
+# identity_max = 64000          # characters a worker's identity.md may hold (the head of every run's system prompt)
 line_max = "1m"                 # longest line shown or summarised (longer ones are cut, with a mark)
 preflight_probe = "192.0.2.1:443" # a box checks it cannot reach this directly as pi starts; an address
                                 # that answers from this host makes the check bite (TEST-NET-1 answers nowhere)

@@ -8,6 +8,17 @@ import { writeAtomic } from "../fs/atomic.js"
 import { makeStampCache } from "../fs/stamp.js"
 
 /** A worker that has no identity.md in this deployment, with how to add it. */
+/** A worker's identity.md that no run may start from, with why and the fix. */
+export class BadIdentity extends Schema.TaggedError<BadIdentity>()("BadIdentity", {
+  worker: Schema.String,
+  file: Schema.String,
+  detail: Schema.String
+}) {
+  override get message() {
+    return `${this.worker}'s identity (${this.file}) cannot start a run: ${this.detail} — fix it: roster worker edit ${this.worker}`
+  }
+}
+
 export class UnknownWorker extends Schema.TaggedError<UnknownWorker>()("UnknownWorker", {
   worker: Schema.String,
   file: Schema.String

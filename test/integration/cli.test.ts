@@ -52,6 +52,49 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     expect(show.identity).toContain("You are bob")
   })
 
+  it("worker edit: the editor's change is checked, then saved and shown; an empty, oversized or NUL identity changes nothing and keeps the draft; a run of a hand-broken identity is refused with the fix", async () => {
+    const file = path.join(home, "config", "workers", "bob", "identity.md")
+    const editor = (script: string) => {
+      const f = path.join(home, `editor-${Math.random().toString(36).slice(2)}.sh`)
+      fs.writeFileSync(f, `#!/bin/sh\n${script}\n`, { mode: 0o755 })
+      return f
+    }
+    const withEditor = (e: string, ...args: Array<string>) =>
+      collect(spawn(ROSTER_BIN, args, { env: { ...process.env, ROSTER_HOME: home, HOME: home, COLUMNS: "80", EDITOR: e, VISUAL: "" }, stdio: ["ignore", "pipe", "pipe"] }))
+    const saved = await withEditor(editor(`printf 'You are bob, the release checker.\\nYou read changelogs.\\n' > "$1"`), "worker", "edit", "bob")
+    expect(saved.code, saved.stderr).toBe(0)
+    expect(saved.stdout).toContain("bob's identity saved; the next run of bob starts from it:")
+    expect(saved.stdout).toContain("identity (2 lines, 55 characters;")
+    expect(saved.stdout).toContain("  You are bob, the release checker.")
+    expect(fs.readFileSync(file, "utf8")).toBe("You are bob, the release checker.\nYou read changelogs.\n")
+    // An empty edit: refused, the identity as it was, the draft kept to fix.
+    const emptied = await withEditor(editor(`: > "$1"`), "worker", "edit", "bob")
+    expect(emptied.code).toBe(1)
+    expect(emptied.stderr).toContain("that cannot be bob's identity: it is empty")
+    expect(emptied.stderr).toContain(`your draft is kept in ${file}.edit`)
+    expect(fs.readFileSync(file, "utf8")).toBe("You are bob, the release checker.\nYou read changelogs.\n")
+    // From a file: a NUL, and one over [box] identity_max, are refused naming why.
+    const nul = path.join(home, "nul.md")
+    fs.writeFileSync(nul, "You are bob\u0000 with a NUL")
+    const refused = await roster("worker", "edit", "bob", "--identity-file", nul)
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain("it holds a NUL character (at character 12)")
+    const big = path.join(home, "big.md")
+    fs.writeFileSync(big, "x".repeat(70_000))
+    expect((await roster("worker", "edit", "bob", "--identity-file", big)).stderr).toContain("it is 70000 characters, over [box] identity_max (64000)")
+    expect(fs.readFileSync(file, "utf8")).toBe("You are bob, the release checker.\nYou read changelogs.\n")
+    // worker show: the first lines and the size, not the whole file.
+    const shown = await roster("worker", "show", "bob")
+    expect(shown.stdout).toContain(`identity (2 lines, 55 characters; ${file}):\n  You are bob, the release checker.\n  You read changelogs.\n`)
+    // Broken by hand: no run starts from it, and the error says how to fix it.
+    fs.writeFileSync(file, "   \n")
+    const run = await roster("worker", "run", "bob", "hello")
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain(`bob's identity (${file}) cannot start a run: it is empty`)
+    expect(run.stderr).toContain("fix it: roster worker edit bob")
+    fs.writeFileSync(file, "You are bob.\n")
+  })
+
   it("refuses a run before anything is written when the prompt is blank or the ceiling is nonsense", async () => {
     for (const args of [["alice", "  "], ["alice", "--ceiling", "-3", "x"], ["alice", "--ceiling", "0", "x"], ["nobody", "x"]]) {
       const r = await roster("worker", "run", ...args)
@@ -81,7 +124,7 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
   it("--help after a subcommand that is not one says so, lists the group's real ones, exit 2 (never the root page and 0)", async () => {
     for (const [args, group, has] of [
       [["connection", "login", "--help"], "roster connection", "add, list, rm"],
-      [["worker", "frobnicate", "--help"], "roster worker", "add, list, show, run"],
+      [["worker", "frobnicate", "--help"], "roster worker", "add, list, show, edit, run"],
       [["frob", "-h"], "roster", "init, worker, talk"]
     ] as const) {
       const r = await roster(...args)
