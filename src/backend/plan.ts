@@ -67,6 +67,8 @@ export interface BoxPlan {
   readonly piArgs: ReadonlyArray<string>
   /** A chat session's service: its send tool is registered in the box (slack_send or discord_send). */
   readonly chatSend: "slack" | "discord" | null
+  /** A talk session's box (roster talk, the web's Talk): it gets term_send, to speak to its person between turns. */
+  readonly termSend: boolean
 }
 
 

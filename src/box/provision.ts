@@ -93,6 +93,8 @@ export interface ProvisionRequest {
   readonly resumeFrom?: string
   /** A chat session's service: the box gets that service's send tool (and no other). */
   readonly chatSend?: "slack" | "discord" | undefined
+  /** A talk session's box: it gets term_send. */
+  readonly termSend?: boolean | undefined
 }
 
 /**
@@ -172,6 +174,7 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     engine,
     mode: req.mode,
     piArgs: req.piArgs,
-    chatSend: req.chatSend ?? null
+    chatSend: req.chatSend ?? null,
+    termSend: req.termSend ?? false
   } satisfies BoxPlan
 })

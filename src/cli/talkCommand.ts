@@ -69,6 +69,8 @@ export const talkCommand = Command.make("talk", {
         }),
       onReply: (text) => (json ? Effect.void : say(`${interactive ? "\r\x1b[K" : ""}${worker}> ${visible(text)}`)),
       onMessage: (text) => (json ? Effect.void : say(`${interactive ? "\r\x1b[K" : ""}${worker} (message)> ${visible(text)}`)),
+      // The worker's own word to the person, between turns (term_send).
+      onSend: (text) => (json ? Effect.void : say(`${interactive ? "\r\x1b[K" : ""}${worker}: ${visible(text)}`)),
       // pi's events for scripts: JSON escapes C0 itself, but a raw control byte from the box must not reach a terminal either.
       onEvent: (line) => (json ? say(visible(line)) : Effect.void),
       onTurnEnd: () =>

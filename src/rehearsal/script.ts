@@ -32,6 +32,9 @@ const SAID_WORD = /the word is (WORD-[0-9a-z]+)/
 
 const assistantText = (m: Message): string =>
   m.role !== "assistant" ? "" : typeof m.content === "string" ? m.content : m.content.filter((b) => b.type === "text").map((b) => b.text ?? "").join("")
+/** "say it with term_send" in a talk session: the rehearsal speaks to its person with term_send before its answer. */
+export const REHEARSAL_TERM_SEND_ASK = "say it with term_send"
+export const REHEARSAL_TERM_SENT = "rehearsal: said between turns with term_send"
 /** In a chat session the rehearsal posts its answer with the send tool — unless a message asks it to answer without sending. */
 export const REHEARSAL_UNSENT_ASK = "answer without sending"
 const CHAT_SEND_TOOLS = ["slack_send", "discord_send"]
@@ -106,6 +109,9 @@ const answerStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<strin
     .flatMap((m) => (m.content as ReadonlyArray<Block>).filter((b) => b.type === "tool_result"))
   const memory = memoryStep(current?.text ?? "", results, tools)
   if (memory) return memory
+  if (current?.text.toLowerCase().includes(REHEARSAL_TERM_SEND_ASK) && tools.includes("term_send") && !results.some((r) => r.tool_use_id?.startsWith("toolu_rehearsal_term"))) {
+    return { kind: "tool", intro: "Telling you first.", id: `toolu_rehearsal_term_${Date.now()}`, name: "term_send", input: { text: REHEARSAL_TERM_SENT } }
+  }
   if (current?.text.includes(REHEARSAL_LONG_WORK_ASK) && !results.some((r) => r.tool_use_id?.startsWith("toolu_rehearsal_long"))) {
     const word = `WORD-${Math.random().toString(36).slice(2, 8)}`
     return { kind: "tool", intro: `Before the long job: the word is ${word}.`, id: `toolu_rehearsal_long_${Date.now()}`, name: "bash", input: { command: REHEARSAL_LONG_WORK } }

@@ -47,6 +47,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
       record, kind: "session", taskId: null, ceilingMin: null, deadline, mode: "rpc", org, settings, mounts, channel,
       piArgs: ["--session-id", start.cache.route_key, "--append-system-prompt", start.system_prompt],
       chatSend: req.surface === "chat-session" ? req.chat?.provider : undefined,
+      termSend: req.surface === "term-session" || req.surface === "web-session",
       onLine: (line) => inputs.offer({ _tag: "line", line })
     })
     const reader = yield* feedInputs(req, runId, box.stdoutEnded, inputs, note)

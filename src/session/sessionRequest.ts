@@ -14,6 +14,8 @@ export interface SessionRequest {
   readonly onReply?: (text: string) => Effect.Effect<void>
   /** What the box sends its person with message_user, as pi calls the tool. */
   readonly onMessage?: (text: string) => Effect.Effect<void>
+  /** What the worker says to the person at the terminal with term_send (a talk session's), as pi calls it. */
+  readonly onSend?: (text: string) => Effect.Effect<void>
   readonly onEvent?: (line: string) => Effect.Effect<void>
   readonly onTurnEnd?: (turn: number) => Effect.Effect<void>
   readonly onNote?: (text: string) => Effect.Effect<void>

@@ -66,6 +66,9 @@ export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record,
             case "message":
               if (req.onMessage) yield* req.onMessage(o.text)
               break
+            case "send":
+              if (req.onSend) yield* req.onSend(o.text)
+              break
             case "abort":
               yield* send({ type: "abort" }).pipe(Effect.ignore)
               break

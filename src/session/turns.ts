@@ -40,6 +40,8 @@ export type TurnInput =
 export type TurnOutput =
   | { readonly _tag: "reply"; readonly text: string }
   | { readonly _tag: "message"; readonly text: string }
+  /** The worker's explicit word to the person at the terminal (term_send): shown at once, between turns. */
+  | { readonly _tag: "send"; readonly text: string }
   | { readonly _tag: "abort" }
   | { readonly _tag: "turn-end"; readonly turn: number }
   | { readonly _tag: "note"; readonly text: string }
@@ -74,7 +76,8 @@ const onEvent = (s: TurnState, e: PiEvent, surface: Surface): [TurnState, Array<
     case "tool-start": {
       if (!isSendTool(e.name)) return [s, []]
       const text = Option.getOrUndefined(decodeSendArgs(e.args))?.text
-      return [{ ...s, sent: true }, e.name === "message_user" && typeof text === "string" ? [{ _tag: "message", text }] : []]
+      if (typeof text !== "string") return [{ ...s, sent: true }, []]
+      return [{ ...s, sent: true }, e.name === "message_user" ? [{ _tag: "message", text }] : e.name === "term_send" ? [{ _tag: "send", text }] : []]
     }
     case "agent-start":
       return [{ ...s, sawStart: true, staleSettle: false }, []]

@@ -60,6 +60,7 @@ const sessionOf = (c: Conversation) => {
     }),
     onReply: (text) => note(text, "worker", worker),
     onMessage: (text) => note(text, "message", `${worker} (message)`),
+    onSend: (text) => note(text, "worker", worker),
     onEvent: (line) => Effect.sync(() => {
       const delta = readTextDelta(line)
       if (delta !== undefined) send(c, "delta", { text: delta })

@@ -44,7 +44,7 @@ const planOf = (d: Deployment, iso: { readonly network: string; readonly gateway
       deployment: d.file("config"), deadline: Date.now() + 60_000, owner: yield* currentOwner, hostCpus: os.availableParallelism(),
       engine: { kind: "baked" }, mode: "json",
       piArgs: ["--session-id", "contract", "--append-system-prompt", "", "!echo backend-contract-hello; sleep 120"],
-      chatSend: null
+      chatSend: null, termSend: false
     }
     return plan
   })

@@ -6,7 +6,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as http from "node:http"
-import { REHEARSAL_FOLLOW_UP, REHEARSAL_FOLLOW_UP_ASK, REHEARSAL_MESSAGE, REHEARSAL_REMEMBER_ASK } from "../../src/rehearsal/script.js"
+import { REHEARSAL_FOLLOW_UP, REHEARSAL_FOLLOW_UP_ASK, REHEARSAL_MESSAGE, REHEARSAL_REMEMBER_ASK, REHEARSAL_TERM_SEND_ASK, REHEARSAL_TERM_SENT } from "../../src/rehearsal/script.js"
 import { type Received, serveRehearsal } from "../../src/rehearsal/server.js"
 import { latestRunId } from "../support/runs.js"
 import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
@@ -272,6 +272,29 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     expect(await boxes()).toEqual([])
     expect(fs.readdirSync(d.file("state", "identity"))).toEqual([])
   })
+
+  it("roster talk: term_send is the worker's word to its person — printed as `alice: …` before the turn's answer, kept with the run's messages; a one-shot run has no such tool", async () => {
+    const { close, screen, session, tmux, waitFor } = terminal()
+    try {
+      await waitFor("you> ")
+      tmux("send-keys", "-t", session, `Please ${REHEARSAL_TERM_SEND_ASK}, then look at your box.`, "Enter")
+      await waitFor("alice> Rehearsal answer: I looked at my box")
+      const shown = screen()
+      expect(shown).toContain(`alice: ${REHEARSAL_TERM_SENT}`)
+      expect(shown.indexOf(`alice: ${REHEARSAL_TERM_SENT}`)).toBeLessThan(shown.indexOf("alice> Rehearsal answer"))
+      tmux("send-keys", "-t", session, "C-d")
+      await waitFor("EXIT=0")
+    } finally {
+      close()
+    }
+    const run = lastRun(d)
+    const kept = fs.readFileSync(path.join(run.dir, "messages.jsonl"), "utf8")
+    expect(kept).toContain(REHEARSAL_TERM_SENT)
+    // A one-shot run has no terminal: the tool is not in its box.
+    const oneShot = await d.roster(["worker", "run", "alice", `Please ${REHEARSAL_TERM_SEND_ASK}.`])
+    expect(oneShot.code, oneShot.stderr).toBe(0)
+    expect(oneShot.stdout).not.toContain(REHEARSAL_TERM_SENT)
+  }, 120_000)
 
   it("--reply-to talk:<run-id>: a task's answer arrives in a live roster talk as a turn of its own, once", async () => {
     expect((await d.roster(["worker", "add", "dora"])).code).toBe(0)

@@ -4,6 +4,7 @@ import { currentOwner } from "../../src/contract/owner.js"
 import type { RunContext } from "../../src/contract/runContext.js"
 import type { BoxCaller } from "../../src/gateway/actions/actionTypes.js"
 import { setTasks } from "../../src/gateway/actions/setTasks.js"
+import { termSend } from "../../src/gateway/actions/termSend.js"
 import { saveRunContext } from "../../src/run/runContext.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { deliverPending } from "../../src/supervisor/deliver.js"
@@ -185,4 +186,18 @@ describe("a chat delivery is posted once", () => {
         expect(yield* delivered(t)).toMatchObject({ ok: true })
       }).pipe(Effect.provide(deployment(chatToml(undefined, discord.apiUrl))))
     }).pipe(Effect.scoped))
+})
+
+describe("term_send speaks only where there is a terminal", () => {
+  it.effect("from a talk session it is kept with the run's messages; from a one-shot run or a chat session the gateway refuses it (403)", () =>
+    Effect.gen(function*() {
+      const talk = yield* aRun({ run_id: "2026-12-01-11-00-00-0000e1a1", worker: "alice", surface: "term-session" }, "session")
+      expect((yield* termSend(talk, JSON.stringify({ text: "between turns" }))).status).toBe(200)
+      for (const [runId, surface, kind] of [["2026-12-01-11-00-01-0000e1a2", "direct-box", "box"], ["2026-12-01-11-00-02-0000e1a3", "chat-session", "session"]] as const) {
+        const other = yield* aRun({ run_id: runId, worker: "alice", surface }, kind)
+        const refused = yield* termSend(other, JSON.stringify({ text: "to no one" }))
+        expect(refused.status, surface).toBe(403)
+        expect(JSON.stringify(refused.body)).toContain("use message_user")
+      }
+    }).pipe(Effect.provide(deployment())))
 })

@@ -180,7 +180,7 @@ describe("the box's create spec", () => {
       dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
       mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: null, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 2,
       engine: { kind: "mounted", hostDir: "/src/roster", entry: "/opt/roster/checkout/node_modules/pi/cli.js", extensions: ["/opt/roster/checkout/box/extensions/a.ts", "/opt/roster/checkout/box/extensions/b.ts"] },
-      mode: "rpc", piArgs: ["--session-id", "k"], chatSend: "slack"
+      mode: "rpc", piArgs: ["--session-id", "k"], chatSend: "slack", termSend: false
     }
     const spec = containerSpec(plan)
     expect(spec.Cmd.slice(4)).toEqual([
@@ -205,7 +205,7 @@ describe("the box's create spec", () => {
       user: { uid: 1000, gid: 1000 }, network: "roster-locked-test", gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
       dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
       mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: 30, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 6,
-      engine: { kind: "baked" }, mode: "json", piArgs: [], chatSend: null
+      engine: { kind: "baked" }, mode: "json", piArgs: [], chatSend: null, termSend: false
     }
     const hc = containerSpec(plan).HostConfig
     expect(hc.Memory).toBe(4 * 1024 ** 3)

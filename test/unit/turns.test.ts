@@ -64,6 +64,16 @@ describe("the turn state machine of a warm session (pure)", () => {
     expect(sent.some((o) => o._tag === "note")).toBe(false)
   })
 
+  it("in a talk session term_send is the worker's word to its person, shown at once; the turn's text without it is still the reply", () => {
+    const [, out] = run([
+      { _tag: "msg", message: msg("a") }, { _tag: "prompted" },
+      ev({ type: "tool_execution_start", toolName: "term_send", args: { text: "first, this" } }),
+      ev({ type: "message_end", message: { role: "assistant", content: [{ type: "text", text: "and the answer" }] } }),
+      ev({ type: "agent_settled" })
+    ])
+    expect(out).toEqual([{ _tag: "send", text: "first, this" }, { _tag: "reply", text: "and the answer" }, { _tag: "turn-end", turn: 1 }])
+  })
+
   it("a skipped message is dropped and the next one offered", () => {
     const [s] = run([{ _tag: "msg", message: msg("bad") }, { _tag: "msg", message: msg("good") }, { _tag: "skipped" }])
     expect(nextMessage(s)?.text).toBe("good")

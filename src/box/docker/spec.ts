@@ -60,6 +60,7 @@ const environment = (plan: BoxPlan): Array<string> => {
   if (plan.ceilingMin !== null) env.push(`ROSTER_CEILING_MIN=${plan.ceilingMin}`)
   if (plan.taskId) env.push(`ROSTER_TASK_ID=${plan.taskId}`)
   if (plan.chatSend) env.push(`ROSTER_CHAT_SEND=${plan.chatSend}`)
+  if (plan.termSend) env.push("ROSTER_TERM_SEND=1")
   for (const name of plan.exposedEnv) env.push(`${name}=${C.SENTINEL}`)
   // A host ANTHROPIC_API_KEY is a credential the gateway injects; the box only ever sees the sentinel.
   if (plan.anthropicEnvKey) env.push(`ANTHROPIC_API_KEY=${C.SENTINEL}`)

@@ -10,6 +10,7 @@ import { chatSend } from "./chat/sendAction.js"
 import { knowledgePushAction } from "./knowledgePush.js"
 import { forgetAction, rememberAction } from "./memoryActions.js"
 import { messageUser } from "./messageUser.js"
+import { termSend } from "./termSend.js"
 import { setTasks } from "./setTasks.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 import { RunFence } from "../../run/RunFence.js"
@@ -37,6 +38,7 @@ const readBody = (req: http.IncomingMessage) =>
 
 const ACTIONS: Readonly<Record<string, (caller: BoxCaller, body: string) => Effect.Effect<ActionAnswer, never, GatewayEnv>>> = {
   "/v1/actions/message_user": messageUser,
+  "/v1/actions/term_send": termSend,
   "/v1/actions/set_tasks": setTasks,
   "/v1/actions/knowledge_push": knowledgePushAction,
   "/v1/actions/remember": rememberAction,
