@@ -157,6 +157,7 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
     image: plan.image,
     runtime: plan.runtime,
     owner: plan.owner,
+    deadline: new Date(plan.deadline).toISOString(),
     ...(req.ceilingMin !== null ? { ceiling_min: req.ceilingMin } : {})
   })
   // Made and attached, not started: its output is read from its first byte before it runs.

@@ -1,4 +1,4 @@
-import { Clock, Duration, Effect } from "effect"
+import { type Duration, Effect } from "effect"
 import { validateChannelName, validateWorkerName } from "../config/names.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { type MountRule, mountsFor, type Org, type WorkerSettings } from "../config/schema.js"
@@ -36,11 +36,8 @@ export interface PreparedRun {
   readonly org: Org
   readonly settings: WorkerSettings
   readonly mounts: ReadonlyArray<MountRule>
-  /**
-   * When its ceiling ends it (ms since the epoch), read once here: the box's deadline label (what
-   * the reaper and an adopting daemon go by) and its runner's timer are this one moment.
-   */
-  readonly deadline: number
+  /** How long its ceiling gives it (a one-shot's `[box] ceiling_min`, a session's `session_ceiling_min`), counted from its box's making. */
+  readonly ceiling: Duration.Duration
 }
 
 const withLimits = (org: Org, limits: RunLimits): Org => ({
@@ -79,7 +76,6 @@ export const prepareRun = Effect.fn("run.prepare")(function*(req: PrepareRequest
   if (bad) return yield* Effect.fail(new BadIdentity({ worker: req.worker, file: layout(yield* Paths).identityMd(req.worker), detail: bad }))
   const settings = yield* read
   const ceiling = ceilingDuration(req.kind === "session" ? org.box.session_ceiling_min : org.box.ceiling_min)
-  const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(ceiling)
   return {
     runId: req.runId ?? (yield* newRunId),
     worker: req.worker,
@@ -87,6 +83,6 @@ export const prepareRun = Effect.fn("run.prepare")(function*(req: PrepareRequest
     org,
     settings,
     mounts: mountsFor(org, req.worker),
-    deadline
+    ceiling
   } satisfies PreparedRun
 })

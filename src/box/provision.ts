@@ -1,5 +1,5 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Effect, Schema } from "effect"
+import { Clock, Duration, Effect, Schema } from "effect"
 import * as os from "node:os"
 import { Paths, layout } from "../config/Paths.js"
 import type { MountRule, Org, WorkerSettings } from "../config/schema.js"
@@ -78,8 +78,8 @@ export interface ProvisionRequest {
   readonly taskId: string | null
   readonly kind: BoxPlan["kind"]
   readonly ceilingMin: number | null
-  /** When its ceiling ends it (the run's prologue read it once): the box's deadline label. */
-  readonly deadline: number
+  /** How long its ceiling gives it, from its box's making (the run's prologue decided it). */
+  readonly ceiling: Duration.Duration
   /** The run's identity token, minted before the plan is made: the box's proxy credential. */
   readonly token: string
   readonly mode: BoxPlan["mode"]
@@ -168,7 +168,9 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     anthropicEnvKey: piHome.anthropicEnvKey,
     ceilingMin: req.ceilingMin,
     deployment: paths.config,
-    deadline: req.deadline,
+    // The one read of the clock for the ceiling: after provisioning (an image pull counts against no
+    // run), just before the box is made — the label the reaper goes by and the runner's timer agree.
+    deadline: (yield* Clock.currentTimeMillis) + Duration.toMillis(req.ceiling),
     owner,
     hostCpus: os.availableParallelism(),
     engine,

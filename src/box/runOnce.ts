@@ -117,7 +117,7 @@ const runError = (box: OpenBox, end: { readonly endedBy: BoxEnd; readonly exitCo
  */
 export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
   if (req.prompt.trim() === "") return yield* Effect.fail(new BlankPrompt())
-  const { runId, org, settings, mounts, channel, deadline } = yield* prepareRun({
+  const { ceiling, runId, org, settings, mounts, channel } = yield* prepareRun({
     worker: req.worker,
     channel: req.channel,
     runId: req.runId,
@@ -149,7 +149,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       kind: taskId ? "task" : "box",
       taskId,
       ceilingMin,
-      deadline,
+      ceiling,
       mode: "json",
       org,
       settings,
@@ -163,7 +163,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       ...(req.onStderr ? { onStderr: req.onStderr } : {})
     })
     // The ceiling is the deadline the box is labelled with, not a second clock started now.
-    const left = Duration.millis(Math.max(0, deadline - (yield* Clock.currentTimeMillis)))
+    const left = Duration.millis(Math.max(0, box.plan.deadline - (yield* Clock.currentTimeMillis)))
     const end = yield* awaitBox(box, left, req.stop).pipe(Effect.withSpan("box.await"))
     // The transcript is whole before the result is read or reported.
     yield* box.drained.pipe(Effect.timeout("10 seconds"), Effect.ignore, Effect.withSpan("box.drain"))

@@ -42,6 +42,8 @@ export const RunRecord = Schema.Struct({
   /** The OCI runtime the box ran under: runsc (gVisor) or runc. */
   runtime: Schema.optional(Schema.Literal("runsc", "runc")),
   ceiling_min: Schema.optional(Schema.Number),
+  /** When its ceiling ends it: the box's deadline label and its runner's timer, one moment (read just before the box was made). */
+  deadline: Schema.optional(Schema.String),
   /** The snapshot folder, null when nothing changed, or "interrupted" when a second Ctrl-C or the time limit cut it. */
   store_snapshot: Schema.optional(Schema.NullOr(Schema.String)),
   store_snapshot_error: Schema.optional(Schema.String),

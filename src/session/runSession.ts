@@ -18,7 +18,7 @@ export type { SessionOutcome, SessionRequest }
  * (idle between turns only, a per-turn ceiling, a whole-session ceiling) and I/O.
  */
 export const runSession = Effect.fn("session.run")(function*(req: SessionRequest) {
-  const { runId, org, settings, mounts, channel, deadline } = yield* prepareRun({
+  const { ceiling, runId, org, settings, mounts, channel } = yield* prepareRun({
     worker: req.worker,
     channel: req.channel,
     limits: { idleSecs: req.limits?.idleSecs, sessionCeilingMin: req.limits?.ceilingMin },
@@ -44,7 +44,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     const note = req.onNote ?? ((t: string) => Effect.logInfo(`session ${runId}: ${t}`))
     const inputs = yield* Queue.unbounded<RunnerInput>()
     const box = yield* openBox({
-      record, kind: "session", taskId: null, ceilingMin: null, deadline, mode: "rpc", org, settings, mounts, channel,
+      record, kind: "session", taskId: null, ceilingMin: null, ceiling, mode: "rpc", org, settings, mounts, channel,
       piArgs: ["--session-id", start.cache.route_key, "--append-system-prompt", start.system_prompt],
       chatSend: req.surface === "chat-session" ? req.chat?.provider : undefined,
       termSend: req.surface === "term-session" || req.surface === "web-session",
@@ -54,7 +54,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     if (req.onReady) yield* req.onReady(runId)
 
     const turns = yield* makeSessionTurns({
-      req, runId, channel, org, deadline, record, runContext, startPreamble: start.start_preamble, inputs, note,
+      req, runId, channel, org, deadline: box.plan.deadline, record, runContext, startPreamble: start.start_preamble, inputs, note,
       send: (command) => box.write(`${JSON.stringify(command)}\n`)
     })
     const reason = yield* turns.serve
