@@ -7,7 +7,6 @@ import { WorkerSchema, type WorkerSettings } from "../config/schema.js"
 import { writeAtomic } from "../fs/atomic.js"
 import { makeStampCache } from "../fs/stamp.js"
 
-/** A worker that has no identity.md in this deployment, with how to add it. */
 /** A worker's identity.md that no run may start from, with why and the fix. */
 export class BadIdentity extends Schema.TaggedError<BadIdentity>()("BadIdentity", {
   worker: Schema.String,
@@ -19,6 +18,7 @@ export class BadIdentity extends Schema.TaggedError<BadIdentity>()("BadIdentity"
   }
 }
 
+/** A worker that has no identity.md in this deployment, with how to add it. */
 export class UnknownWorker extends Schema.TaggedError<UnknownWorker>()("UnknownWorker", {
   worker: Schema.String,
   file: Schema.String
