@@ -2,6 +2,7 @@ import { Command, Options } from "@effect/cli"
 import { Console, Effect } from "effect"
 import { fixStale, surveyLockdown } from "../box/docker/lockdownSurvey.js"
 import { checkChats } from "../chat/doctor.js"
+import { checkLogins } from "../vault/loginCheck.js"
 import { ENGINE_HOST_FILES, registerRunsc, type RuntimeSurvey, surveyRuntime } from "../box/docker/runtimeHost.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths } from "../config/Paths.js"
@@ -51,7 +52,8 @@ export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json 
     const fixed = [...(fix ? yield* fixStale(found) : []), ...runtime.fixed]
     const chat = yield* checkChats
     const fleet = yield* fleetCheck
-    if (json) return yield* Console.log(JSON.stringify({ lockdown: found, runtime: runtime.runtime, fixed, chat, ...(fleet ? { fleet } : {}) }, null, 2))
+    const logins = yield* checkLogins
+    if (json) return yield* Console.log(JSON.stringify({ lockdown: found, runtime: runtime.runtime, fixed, chat, logins, ...(fleet ? { fleet } : {}) }, null, 2))
     const ours = (yield* Paths).config
     if (found.length === 0) yield* Console.log("no roster networks or iptables chains on this host")
     for (const d of found) {
@@ -70,6 +72,9 @@ export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json 
         yield* Console.log(`  channel ${ch.id} → ${who}; ${ch.allow_users === 0 ? "no one in allow_users yet (every message is ignored)" : `${ch.allow_users} allowed user(s)`}`)
       }
     }
+    for (const l of logins) {
+      yield* Console.log(`login ${l.name}: ${l.stuck ? "EXPIRED" : l.expired ? "expired" : "ok"}${l.expires_at ? ` (access token ${l.expired ? "ended" : "ends"} ${l.expires_at})` : ""}${l.fix ? ` — ${l.fix}` : ""}`)
+    }
     for (const line of fleet ? fleetCheckLines(fleet) : []) yield* Console.log(line)
     if (!fix && found.some((d) => d.stale)) yield* Console.log("\nremove what is stale with: roster doctor --fix")
   })).pipe(Command.withDescription(
@@ -78,6 +83,7 @@ export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json 
       "Says which runtime boxes run under and whether gVisor (runsc) is installed and registered, with the daemon.json lines; " +
       "--fix as root registers it and reloads dockerd. " +
       "Each [[chat]] connection is tried with the service's auth call, and each channel's worker shown. " +
+      "Each subscription login in the vault: when its access token ends, and one that has expired with no way to renew it, with the fix. " +
       "Under [cluster]: the fleet's database (reachable, its schema version), the shared folder (writable, the same one on every node), " +
       "clock skew between the nodes, config files that differ between them, this node's [cluster] listen (an address of this machine on no box network) " +
       "and whether each live node's runner RPC answers this machine's signed call."

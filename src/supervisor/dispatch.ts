@@ -16,7 +16,7 @@ import { deliverPending, deliverReply } from "./deliver.js"
 import { type SupervisorState, withKey, withoutKey } from "./state.js"
 import { attemptOf, REQUEUE_HINT, requeueInterrupted, requeueRetry, retryable, retryWaitMs, type RunEnded, taskEnd, taskFailed } from "./taskEnd.js"
 
-export const HOLD_REASON = "no model credential: nothing would answer the worker — connect one: roster connection add anthropic " +
+export const HOLD_REASON = "no model credential: nothing would answer the worker — connect one: roster connection add anthropic (a key) or roster connection login anthropic (a Claude subscription) " +
   "(a host pi login or ANTHROPIC_API_KEY in the daemon's environment also count); the queue resumes by itself"
 
 const hold = (t: TaskRecord): TaskRecord => (t.status === "queued" ? { ...t, status: "held", reason: HOLD_REASON } : t)

@@ -1,4 +1,7 @@
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
+import * as http from "node:http"
+import type * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
@@ -93,6 +96,91 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     expect(run.stderr).toContain(`bob's identity (${file}) cannot start a run: it is empty`)
     expect(run.stderr).toContain("fix it: roster worker edit bob")
     fs.writeFileSync(file, "You are bob.\n")
+  })
+
+  it("connection login anthropic: the PKCE sign-in pi's /login performs, against a token-endpoint stand-in that checks the verifier against the printed URL's challenge; the login lands in the vault (0600), listed as oauth with its end", async () => {
+    // A stand-in for Anthropic's token endpoint (not the service): it answers the exchange only for the verifier whose S256 challenge was printed.
+    const seen: Array<Record<string, string>> = []
+    let challenge = ""
+    const server = http.createServer((req, res) => {
+      let body = ""
+      req.on("data", (c: Buffer) => (body += c.toString()))
+      req.on("end", () => {
+        const got = JSON.parse(body) as Record<string, string>
+        seen.push(got)
+        const ok = got.grant_type === "authorization_code" && got.code === "CODE-FROM-ANTHROPIC" && got.client_id === "9d1c250a-e61b-44d9-88ed-5944d1962f5e" &&
+          got.redirect_uri === "https://platform.claude.com/oauth/code/callback" &&
+          crypto.createHash("sha256").update(got.code_verifier ?? "").digest("base64url") === challenge
+        res.writeHead(ok ? 200 : 400, { "content-type": "application/json" })
+        res.end(ok ? JSON.stringify({ access_token: "sk-ant-oat-ACCESS-1", refresh_token: "sk-ant-ort-REFRESH-1", expires_in: 28_800 }) : JSON.stringify({ error: "invalid_grant" }))
+      })
+    })
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+    const tokenUrl = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/v1/oauth/token`
+    try {
+      const child = spawn(ROSTER_BIN, ["connection", "login", "anthropic", "--token-url", tokenUrl], {
+        env: { ...process.env, ROSTER_HOME: home, HOME: home, COLUMNS: "80" }, stdio: ["pipe", "pipe", "pipe"]
+      })
+      let out = ""
+      const url = await new Promise<URL>((resolve) => {
+        child.stdout.on("data", (c: Buffer) => {
+          out += c.toString()
+          const m = /(https:\/\/claude\.ai\/oauth\/authorize\?\S+)/.exec(out)
+          if (m) resolve(new URL(m[1]!))
+        })
+      })
+      expect(url.searchParams.get("code_challenge_method")).toBe("S256")
+      expect(url.searchParams.get("client_id")).toBe("9d1c250a-e61b-44d9-88ed-5944d1962f5e")
+      challenge = url.searchParams.get("code_challenge") ?? ""
+      // The person pastes what Anthropic shows: code#state.
+      child.stdin.end(`CODE-FROM-ANTHROPIC#${url.searchParams.get("state")}\n`)
+      const done = await collect(child)
+      expect(done.code, done.stderr).toBe(0)
+      expect(out + done.stdout).toContain(`signed in: stored connection "anthropic" (oauth) in the vault`)
+      expect(seen).toHaveLength(1)
+      const file = path.join(home, "data", "vault", "anthropic.json")
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600)
+      expect(JSON.parse(fs.readFileSync(file, "utf8"))).toMatchObject({ type: "oauth", access: "sk-ant-oat-ACCESS-1", refresh: "sk-ant-ort-REFRESH-1", token_url: tokenUrl })
+      const listed = await roster("connection", "list")
+      expect(listed.stdout).toMatch(/^anthropic\s+oauth\s+bearer\s+\S+\s+expires \d{4}-/m)
+      expect((await roster("doctor", "--json")).stdout).toContain(`"name": "anthropic"`)
+      // A code of another sign-in (its state not ours) is refused, and nothing changes.
+      const other = spawn(ROSTER_BIN, ["connection", "login", "anthropic", "--token-url", tokenUrl], { env: { ...process.env, ROSTER_HOME: home, HOME: home }, stdio: ["pipe", "pipe", "pipe"] })
+      other.stdin.end("CODE-FROM-ANTHROPIC#not-this-sign-in\n")
+      const refused = await collect(other)
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toContain("that code is from another sign-in")
+      expect(seen).toHaveLength(1)
+      // Codex is pi's own sign-in: roster says what works instead.
+      const codex = await roster("connection", "login", "openai-codex")
+      expect(codex.code).toBe(1)
+      expect(codex.stderr).toContain("roster connection add openai-codex --from-pi-login")
+    } finally {
+      server.close()
+      await roster("connection", "rm", "anthropic")
+    }
+  })
+
+  it("connection add --from-pi-login: the host pi's logins (auth.json as pi 1.6 writes it) into the vault, every field kept; a missing one says what the file has", async () => {
+    const authFile = path.join(home, "pi-auth.json")
+    // pi-ai's Credential: { type: "oauth", refresh, access, expires, ...provider fields } | { type: "api_key", key }.
+    fs.writeFileSync(authFile, JSON.stringify({
+      anthropic: { type: "oauth", refresh: "sk-ant-ort-PI", access: "sk-ant-oat-PI", expires: Date.now() + 3_600_000 },
+      "openai-codex": { type: "oauth", refresh: "rt-codex", access: "eyJ.codex.jwt", expires: Date.now() - 1000, accountId: "acct-123" }
+    }), { mode: 0o600 })
+    for (const name of ["anthropic", "openai-codex"]) {
+      const r = await roster("connection", "add", name, "--from-pi-login", authFile)
+      expect(r.code, r.stderr).toBe(0)
+      expect(r.stdout).toContain(`stored connection "${name}" (oauth) from ${authFile}`)
+    }
+    expect(JSON.parse(fs.readFileSync(path.join(home, "data", "vault", "openai-codex.json"), "utf8"))).toMatchObject({ type: "oauth", access: "eyJ.codex.jwt", accountId: "acct-123", imported_from: authFile })
+    expect((await roster("connection", "list")).stdout).toMatch(/^openai-codex\s+oauth\s+bearer\s+\S+\s+expired \d{4}-/m)
+    const missing = await roster("connection", "add", "github", "--from-pi-login", authFile)
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toContain(`has no login for "github" (it has: anthropic, openai-codex)`)
+    // A Codex "key" is nothing pi can use: refused with the way that works.
+    expect((await roster("connection", "add", "openai-codex", "--from-env", "HOME")).stderr).toContain("--from-pi-login")
+    for (const name of ["anthropic", "openai-codex"]) await roster("connection", "rm", name)
   })
 
   it("refuses a run before anything is written when the prompt is blank or the ceiling is nonsense", async () => {

@@ -493,7 +493,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     const broken = await viaGateway(port, ALICE, "broken.example.com:8443", { path: "/", headers: { authorization: "Bearer x" } }, [rosterCa])
     expect(broken.status).toBe(502)
     expect(JSON.parse(broken.body).roster.why).toBe("credential_refresh")
-    expect(JSON.parse(broken.body).error.message).toContain(`the OAuth login "broken" expires and could not be refreshed (the token endpoint answered 400) — connect it again: roster connection add broken`)
+    expect(JSON.parse(broken.body).error.message).toContain(`the OAuth login "broken" expires and could not be refreshed (the token endpoint answered 400) — sign in again with pi on this host (pi, then /login), then: roster connection add broken --from-pi-login`)
     const unlisted = await viaGateway(port, ALICE, "unlisted.example.com:8443", { path: "/", headers: { authorization: "Bearer x" } }, [rosterCa])
     expect(unlisted.status).toBe(502)
     expect(JSON.parse(unlisted.body).error.message).toContain(`allow it for the gateway itself: [[allow]] hosts = ["unlisted.example.com"] scope = ["org"]`)

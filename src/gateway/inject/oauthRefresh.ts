@@ -31,11 +31,13 @@ const TokenAnswer = Schema.Struct({
   expires_in: Schema.Number.pipe(Schema.positive())
 })
 
-const failed = (name: string, source: ChosenCredential["source"], detail: string) =>
+const failed = (name: string, detail: string) =>
   new Refusal(
     502,
     `the OAuth login "${name}" expires and could not be refreshed (${detail}) — ` +
-      (source === "pi-login" ? `log in again with pi on the host, or: roster connection add ${name}` : `connect it again: roster connection add ${name}`),
+      (name === "anthropic"
+        ? "sign in again: roster connection login anthropic"
+        : `sign in again with pi on this host (pi, then /login), then: roster connection add ${name} --from-pi-login`),
     { why: "credential_refresh" }
   )
 
@@ -90,20 +92,20 @@ const refresh = (org: Org, name: string, chosen: ChosenCredential, login: OAuthL
     const known = TOKEN_ENDPOINTS[name]
     const url = login.token_url ?? known?.url
     const clientId = login.client_id ?? known?.clientId
-    if (login.refresh === undefined || login.refresh === "") return yield* Effect.fail(failed(name, chosen.source, "it has no refresh token"))
-    if (!url || !clientId) return yield* Effect.fail(failed(name, chosen.source, "roster does not know this provider's token endpoint"))
+    if (login.refresh === undefined || login.refresh === "") return yield* Effect.fail(failed(name, "it has no refresh token"))
+    if (!url || !clientId) return yield* Effect.fail(failed(name, "roster does not know this provider's token endpoint"))
     const fields = { grant_type: "refresh_token", client_id: clientId, refresh_token: login.refresh }
     const asForm = (known?.body ?? "json") === "form" && url === known?.url
     const text = yield* postRefresh(org, new URL(url), asForm ? new URLSearchParams(fields).toString() : JSON.stringify(fields),
-      asForm ? "application/x-www-form-urlencoded" : "application/json").pipe(Effect.mapError((d) => failed(name, chosen.source, d)))
+      asForm ? "application/x-www-form-urlencoded" : "application/json").pipe(Effect.mapError((d) => failed(name, d)))
     const answer = yield* Schema.decodeUnknown(Schema.parseJson(TokenAnswer))(text).pipe(
-      Effect.mapError(() => failed(name, chosen.source, "the token endpoint's answer has no access_token and expires_in"))
+      Effect.mapError(() => failed(name, "the token endpoint's answer has no access_token and expires_in"))
     )
     const now = yield* Clock.currentTimeMillis
     const credential: OAuthLogin = { ...login, access: answer.access_token, refresh: answer.refresh_token ?? login.refresh, expires: now + answer.expires_in * 1000 }
     // Written back with every field the entry had (a pi login keeps what pi keeps in it).
     const next: VaultEntry = { ...entry, access: credential.access, refresh: credential.refresh, expires: credential.expires }
-    yield* writeBack(name, chosen.source, next).pipe(Effect.mapError((d) => failed(name, chosen.source, `the new tokens could not be stored: ${d}`)))
+    yield* writeBack(name, chosen.source, next).pipe(Effect.mapError((d) => failed(name, `the new tokens could not be stored: ${d}`)))
     yield* Effect.logInfo(`gateway: refreshed the OAuth login "${name}" (${chosen.source}); it now expires at ${new Date(credential.expires ?? now).toISOString()}`)
     return { ...chosen, entry: next, credential } satisfies ChosenCredential
   })
