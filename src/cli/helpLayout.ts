@@ -54,7 +54,7 @@ export const HELP_GROUPS: ReadonlyArray<readonly [string, ReadonlyArray<string>]
   ["The daemon", ["server start", "server stop", "server status", "server unit", "web"]],
   ["Egress a person decides", ["approvals", "approve", "deny"]],
   ["Inspect", ["runs list", "runs show", "runs untaint", "usage", "policy check", "doctor"]],
-  ["Setup", ["init", "connection add", "connection list", "connection rm", "box build", "box check", "box build-scripted", "rehearsal"]]
+  ["Setup", ["init", "connection add", "connection login", "connection list", "connection rm", "box build", "box check", "box build-scripted", "rehearsal"]]
 ]
 
 const EXAMPLES = [

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { credentialOf, storedEntryOf } from "../../src/vault/entries.js"
+import { ANTHROPIC_SIGN_IN, pastedCode, pkcePair, signInUrl } from "../../src/vault/subscriptionLogin.js"
+import * as crypto from "node:crypto"
 import { Effect, Option, TestClock } from "effect"
 import * as fs from "node:fs"
 import { layout } from "../../src/config/Paths.js"
@@ -105,5 +107,23 @@ describe("a vault entry, decoded where it is read", () => {
       expect(Option.isNone(credentialOf(none)), JSON.stringify(none)).toBe(true)
     }
     expect(Option.map(storedEntryOf({ type: "discord", bot_token: "b" }), (e) => e.type)).toEqual(Option.some("discord"))
+  })
+})
+
+describe("the subscription sign-in's pieces (pi's /login, copy-code)", () => {
+  it("a PKCE pair is S256; the sign-in URL carries the challenge and the verifier as its state; a pasted code is read in every form pi reads, and another sign-in's refused", () => {
+    const { challenge, verifier } = pkcePair()
+    expect(verifier).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(challenge).toBe(crypto.createHash("sha256").update(verifier).digest("base64url"))
+    const url = new URL(signInUrl(challenge, verifier))
+    expect(Object.fromEntries(url.searchParams)).toMatchObject({
+      code: "true", client_id: ANTHROPIC_SIGN_IN.clientId, response_type: "code", redirect_uri: ANTHROPIC_SIGN_IN.redirectUri,
+      code_challenge: challenge, code_challenge_method: "S256", state: verifier
+    })
+    expect(pastedCode(`abc#${verifier}`, verifier)).toEqual({ code: "abc", state: verifier })
+    expect(pastedCode(`${ANTHROPIC_SIGN_IN.redirectUri}?code=abc&state=${verifier}`, verifier)).toEqual({ code: "abc", state: verifier })
+    expect(pastedCode("  abc \n", verifier)).toEqual({ code: "abc", state: verifier })
+    expect(pastedCode("abc#someone-else", verifier)).toMatchObject({ problem: expect.stringContaining("another sign-in") })
+    expect(pastedCode("", verifier)).toMatchObject({ problem: expect.stringContaining("nothing was pasted") })
   })
 })
