@@ -3,7 +3,7 @@
 # iptables and iproute2 (lockdown and the tests' network namespaces), and a static busybox
 # (the scripted engine image), debootstrap (the offline box image build), chromium (the web UI's
 # browser tests), mitmproxy (the gateway bench's peer), runsc (gVisor: the boxes' runtime, registered
-# with the engine), postgresql (the fleet's database: its tests start their own server in a temp folder). Installs from Debian's packages when root; otherwise says what to run.
+# with the engine), postgresql (the fleet's database: its tests start their own server in a temp folder), docker-registry (a registry on loopback for the image-pull test). Installs from Debian's packages when root; otherwise says what to run.
 set -euo pipefail
 
 missing=()
@@ -21,6 +21,8 @@ command -v mitmdump >/dev/null 2>&1 || missing+=(mitmproxy)
 command -v runsc >/dev/null 2>&1 || missing+=(runsc)
 # Debian's Postgres: a fleet's database ([cluster]); its tests run their own server as the postgres user.
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+# Debian's docker-registry: a real registry on loopback, which the daemon's image-pull test pushes to.
+command -v docker-registry >/dev/null 2>&1 || missing+=(docker-registry)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

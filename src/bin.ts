@@ -33,7 +33,7 @@ const dumpHelp = (file: string) =>
   )
 
 /**
- * `roster connection login --help` when there is no `connection login`: @effect/cli would print the
+ * `roster connection frob --help` when there is no `connection frob`: @effect/cli would print the
  * root page and exit 0, so a script or a person would take it for a real command. Said, with the
  * group's real subcommands, exit 2.
  */

@@ -15,7 +15,7 @@
  * ```
  * @module
  */
-import { Effect, Exit, Layer, Mailbox, ManagedRuntime, Option, Queue } from "effect"
+import { Effect, Exit, Layer, Logger, LogLevel, Mailbox, ManagedRuntime, Option, Queue } from "effect"
 import { viaDaemon } from "./api/controlClient.js"
 import { Paths } from "./config/Paths.js"
 import { MemoryStore } from "./memory/MemoryStore.js"
@@ -26,9 +26,26 @@ import { cancelInPlace, PERSON, queueTask } from "./supervisor/queueTask.js"
 import { isTaskId, NoSuchTask, type TaskRecord } from "./task/TaskRecord.js"
 import { TaskStore } from "./task/TaskStore.js"
 
-/** Where the deployment is: `home` as `ROSTER_HOME` would put it (default: ROSTER_HOME, else the XDG folders). */
+/** Where the deployment is, and where roster's notes go. */
 export interface RosterOptions {
+  /** `home` as `ROSTER_HOME` would put it (default: ROSTER_HOME, else the XDG folders). */
   readonly home?: string
+  /** Each note roster has for a person (warnings and errors by default: never on your stdout); default: one line each on stderr. */
+  readonly log?: (level: "debug" | "info" | "warning" | "error", text: string) => void
+  /** The least a note must be to be said (default: "warning"). */
+  readonly logLevel?: "debug" | "info" | "warning" | "error"
+}
+
+const LEVELS = { debug: LogLevel.Debug, info: LogLevel.Info, warning: LogLevel.Warning, error: LogLevel.Error } as const
+
+/** roster's log as the caller wants it: its own function, or a line each on stderr — the caller's stdout is theirs. */
+const loggerFor = (options: RosterOptions) => {
+  const say = options.log ?? ((level, text) => void process.stderr.write(`roster ${level}: ${text}\n`))
+  const logger = Logger.make(({ logLevel, message }) => {
+    const level = logLevel._tag === "Debug" || logLevel._tag === "Trace" ? "debug" : logLevel._tag === "Info" ? "info" : logLevel._tag === "Warning" ? "warning" : "error"
+    say(level, (Array.isArray(message) ? message : [message]).map(String).join(" "))
+  })
+  return Layer.merge(Logger.replace(Logger.defaultLogger, logger), Logger.minimumLogLevel(LEVELS[options.logLevel ?? "warning"]))
 }
 
 /** How a one-shot run ended, and where its outputs are (`run.json` in `runDir`). */
@@ -123,7 +140,7 @@ const errorOf = (cause: unknown) => new Error(cause instanceof Error ? cause.mes
  */
 export const openRoster = async (options: RosterOptions = {}): Promise<Roster> => {
   const paths = options.home === undefined ? Paths.layer : Paths.layerAt({ ...Paths.fromEnv({ ROSTER_HOME: options.home, HOME: process.env.HOME }), home: process.env.HOME ?? options.home })
-  const runtime = ManagedRuntime.make(makeRosterLive({ paths }).pipe(Layer.orDie))
+  const runtime = ManagedRuntime.make(Layer.merge(makeRosterLive({ paths }).pipe(Layer.orDie), loggerFor(options)))
   const run = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof makeRosterLive>>>) =>
     runtime.runPromiseExit(effect).then((exit) => {
       if (Exit.isSuccess(exit)) return exit.value

@@ -31,7 +31,8 @@ export interface StartedBox extends BoxOutput {
   readonly exited: Effect.Effect<number, DockerError>
   readonly write: (chunk: string) => Effect.Effect<void, DockerError>
   readonly closeStdin: Effect.Effect<void>
-  readonly kill: Effect.Effect<void>
+  /** Kills it; a refusal is the caller's to say (a box gone already is no refusal). */
+  readonly kill: Effect.Effect<void, DockerError>
 }
 
 /** A box found running with no owner (a dead daemon's): its exit, armed, and its output from its start (replayed). */

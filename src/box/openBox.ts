@@ -40,7 +40,8 @@ export interface OpenBox {
   readonly drained: Effect.Effect<void>
   readonly write: (chunk: string) => Effect.Effect<void, DockerError>
   readonly closeStdin: Effect.Effect<void>
-  readonly kill: Effect.Effect<void>
+  /** Kills the box; a refusal (the engine's) is the caller's to say. */
+  readonly kill: Effect.Effect<void, DockerError>
   /** The box's egress self-test, once it reported (undefined if the box never got that far). Read after the box is gone. */
   readonly preflight: Effect.Effect<PreflightResult | undefined>
 }
@@ -164,7 +165,7 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
   const box = yield* backend.open(plan)
   const files = runFiles(record.runDir)
   const caps = outputCaps(req.org.box)
-  const preflight = yield* watchPreflight(record, box.kill)
+  const preflight = yield* watchPreflight(record, box.kill.pipe(Effect.ignore))
   const onLine = (line: string) =>
     line.startsWith(`{"type":"roster_preflight"`) ? preflight.line(line) : req.onLine ? req.onLine(line) : Effect.void
   const out = yield* Effect.forkScoped(drainTo(box.stdout, files.transcript, { onLine, wanted: req.linesWanted, ...caps }))

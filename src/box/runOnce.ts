@@ -10,6 +10,7 @@ import { startRun } from "./runStart.js"
 import { openBox, type OpenBox } from "./openBox.js"
 import { PREFLIGHT_EXIT, preflightError } from "./preflight.js"
 import type { Interruption } from "../contract/interruption.js"
+import type { DockerError } from "../docker/Docker.js"
 
 /** A run was asked for with an empty prompt (refused before anything is written). */
 export class BlankPrompt extends Schema.TaggedError<BlankPrompt>()("BlankPrompt", {}) {
@@ -84,7 +85,12 @@ export type BoxEnd = "exit" | "ceiling" | "cancelled" | "budget" | "fenced" | "c
  * The box's exit raced against the ceiling (and a stop, when the run has one); at the ceiling
  * or a stop it is killed and its code (if any) collected.
  */
-export const awaitBox = (box: OpenBox, ceiling: Duration.Duration, stop: Effect.Effect<void> = Effect.never) =>
+export const awaitBox = (
+  box: OpenBox,
+  ceiling: Duration.Duration,
+  stop: Effect.Effect<void> = Effect.never,
+  killRefused: (e: DockerError) => Effect.Effect<void> = () => Effect.void
+) =>
   Effect.raceAll([
     box.exited.pipe(Effect.map((code): number | "ceiling" | "cancelled" => code)),
     Effect.sleep(ceiling).pipe(Effect.as("ceiling" as const)),
@@ -93,6 +99,7 @@ export const awaitBox = (box: OpenBox, ceiling: Duration.Duration, stop: Effect.
     typeof first === "number"
       ? Effect.succeed({ endedBy: "exit", exitCode: first })
       : box.kill.pipe(
+        Effect.catchAll(killRefused),
         Effect.zipRight(box.exited.pipe(Effect.timeout("10 seconds"), Effect.option)),
         Effect.map((code) => ({ endedBy: first, exitCode: code._tag === "Some" ? code.value : null }))
       )
@@ -164,7 +171,14 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
     })
     // The ceiling is the deadline the box is labelled with, not a second clock started now.
     const left = Duration.millis(Math.max(0, box.plan.deadline - (yield* Clock.currentTimeMillis)))
-    const end = yield* awaitBox(box, left, req.stop).pipe(Effect.withSpan("box.await"))
+    // A kill the engine refuses is said now, and kept on the record: the box may outlive its ceiling
+    // until the daemon's reaper, which kills a box past its deadline, finds it.
+    const killRefused = (e: DockerError) =>
+      Effect.logWarning(`run ${runId}: its box's kill was refused by the engine (${e.message}); it may still run — roster's daemon stops it once it finds it past its deadline (roster server status)`).pipe(
+        Effect.zipRight(record.note({ kill_error: e.message })),
+        Effect.ignore
+      )
+    const end = yield* awaitBox(box, left, req.stop, killRefused).pipe(Effect.withSpan("box.await"))
     // The transcript is whole before the result is read or reported.
     yield* box.drained.pipe(Effect.timeout("10 seconds"), Effect.ignore, Effect.withSpan("box.drain"))
     const said = yield* Ref.get(summary)

@@ -11,6 +11,7 @@ import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN, TEST_IM
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { removeLockdownRules } from "../support/lockdownRules.js"
 import { auditedOnce } from "../support/audit.js"
+import { engineGate } from "../support/engineGate.js"
 
 const docker = new Dockerode()
 /** The boxes of the deployment under test (never another suite's on the same engine). */
@@ -216,6 +217,28 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     expect(run.stdout).toContain("started")
     expect(identityFiles(d)).toEqual([])
     expect(await boxes()).toEqual([])
+  })
+
+  ownIt("a ceiling's kill the engine refuses is said at once and recorded; the daemon's reaper stops the box once its deadline has passed", async () => {
+    const gate = await engineGate(/^NEVER/, { refuse: /^POST \S*\/containers\/\S+\/kill/ })
+    try {
+      // Run by the CLI itself (its engine is not the daemon's), through a gate that refuses every kill.
+      const r = await collect(spawn(ROSTER_BIN, ["worker", "run", "alice", "--ceiling", "0.05", "!echo started; sleep 100000"], {
+        env: { ...d.env, DOCKER_HOST: gate.dockerHost }, stdio: ["ignore", "pipe", "pipe"]
+      }))
+      expect(r.code, r.stderr).toBe(2)
+      expect(r.stderr).toMatch(/its box's kill was refused by the engine \(.*refused by the test's engine gate.*\); it may still run/)
+      expect(gate.refused.length).toBeGreaterThan(0)
+      const run = lastRun(d)
+      expect(run.record).toMatchObject({ ended_by: "ceiling", kill_error: expect.stringContaining("refused by the test's engine gate") })
+      // Its owner (the CLI) gone and its deadline passed: the daemon, on the real engine, kills it.
+      const deadline = Date.now() + 20_000
+      while ((await boxes()).length > 0 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 250))
+      expect(await boxes()).toEqual([])
+      expect(identityFiles(d)).toEqual([])
+    } finally {
+      gate.close()
+    }
   })
 
   ownIt.each([["SIGINT", 130], ["SIGTERM", 143]] as const)(

@@ -128,6 +128,13 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     expect(answer).toMatchObject({ channel: "C0TEAM", thread_ts: thread })
     expect(answer.text).toMatch(/uid=65532/)
     expect((await boxes()).length).toBe(1)
+    // The session's run names where it serves: its record the channel, its context the service, channel and thread.
+    const runId = /is here \(session (\S+?)\)/.exec(here.text)?.[1] ?? ""
+    expect(runId).toMatch(/^\d{4}-/)
+    const record = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", runId, "run.json"), "utf8")) as { kind: string; channel?: string }
+    expect(record).toMatchObject({ kind: "session", channel: "slack-c0team" })
+    const context = JSON.parse(fs.readFileSync(d.file("data", "contexts", "alice", `${runId}.json`), "utf8")) as { surface: string; chat?: unknown }
+    expect(context).toMatchObject({ surface: "chat-session", chat: { provider: "slack", channel: "C0TEAM", thread } })
   }, 180_000)
 
   it("a second message in the thread is a turn of the same warm session: it recalls the first", async () => {

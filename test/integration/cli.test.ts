@@ -211,7 +211,7 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
 
   it("--help after a subcommand that is not one says so, lists the group's real ones, exit 2 (never the root page and 0)", async () => {
     for (const [args, group, has] of [
-      [["connection", "login", "--help"], "roster connection", "add, list, rm"],
+      [["connection", "frobnicate", "--help"], "roster connection", "add, login, list, rm"],
       [["worker", "frobnicate", "--help"], "roster worker", "add, list, show, edit, run"],
       [["frob", "-h"], "roster", "init, worker, talk"]
     ] as const) {

@@ -1,8 +1,10 @@
-import { execFileSync } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { egressChainName } from "../../src/contract/deployment.js"
-import { type Deployment, freePort, makeDeployment } from "../support/deployment.js"
+import { egressChainName, lockdownNetworkName } from "../../src/contract/deployment.js"
+import { type Deployment, freePort, makeDeployment, TEST_IMAGE } from "../support/deployment.js"
 import { removeLockdownRules } from "../support/lockdownRules.js"
 
 const rulesPerTool = (chain: string) =>
@@ -82,4 +84,103 @@ describe("one daemon per deployment (state/daemon.lock, real engine and iptables
     // And the deployment starts again as usual.
     expect((await d.roster(["server", "start"])).code).toBe(0)
   })
+})
+
+describe("the gateway's CA (real daemon, real engine)", () => {
+  let d: Deployment
+
+  beforeAll(async () => {
+    d = await makeDeployment("", undefined, "runc", { start: false })
+  })
+  afterAll(async () => {
+    await d?.stop()
+  })
+
+  it("half a CA (its key removed) or one it cannot read: the daemon refuses to start, naming the file and the fix, and changes nothing; whole again, it starts", async () => {
+    // The first start makes the CA; a stop keeps it.
+    expect((await d.roster(["server", "start"])).code).toBe(0)
+    expect((await d.roster(["server", "stop"])).code).toBe(0)
+    const key = d.file("state", "ca", "ca.key")
+    const cert = d.file("state", "ca", "ca.crt")
+    const kept = fs.readFileSync(key)
+    const certBefore = fs.readFileSync(cert, "utf8")
+    const network = () => execFileSync("docker", ["network", "ls", "--format", "{{.Name}}"]).toString().split("\n").filter((n) => n.includes(lockdownNetworkName(d.file("config"))))
+    fs.rmSync(key)
+    const refused = await d.roster(["server", "start", "--foreground"])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain(`${key} is missing beside ${cert}`)
+    expect(refused.stderr).toContain("restore it from a backup")
+    // Nothing changed: no new CA, no state file, no network left, no lock.
+    expect(fs.existsSync(key)).toBe(false)
+    expect(fs.readFileSync(cert, "utf8")).toBe(certBefore)
+    expect(fs.existsSync(d.file("state", "gateway.json"))).toBe(false)
+    expect(fs.existsSync(d.file("state", "daemon.lock"))).toBe(false)
+    expect(network()).toEqual([])
+    // Unreadable (a key the daemon's user may not read): refused the same way. (As root a mode does not
+    // bar a read: the key is made a directory instead, which no one reads as a file.)
+    fs.mkdirSync(key)
+    const unreadable = await d.roster(["server", "start", "--foreground"])
+    expect(unreadable.code).toBe(1)
+    expect(unreadable.stderr).toContain(`${key} cannot be read`)
+    fs.rmSync(key, { recursive: true })
+    fs.writeFileSync(key, kept, { mode: 0o600 })
+    expect((await d.roster(["server", "start"])).code).toBe(0)
+    expect(fs.readFileSync(cert, "utf8")).toBe(certBefore)
+  })
+})
+
+describe("the daemon's image pull at start (a real registry on loopback: Debian's docker-registry)", () => {
+  let registry: ChildProcess | undefined
+  let d: Deployment | undefined
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-registry-"))
+  afterAll(async () => {
+    await d?.stop()
+    registry?.kill("SIGKILL")
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("a deployment on a registry ref pulls it at start; a newer build pushed under the same tag is pulled at the next start, said as \"box image updated\"", async () => {
+    const port = await freePort()
+    fs.writeFileSync(path.join(dir, "config.yml"), [
+      "version: 0.1", "storage:", "  filesystem:", `    rootdirectory: ${path.join(dir, "data")}`, "http:", `  addr: 127.0.0.1:${port}`
+    ].join("\n"))
+    registry = spawn("docker-registry", ["serve", path.join(dir, "config.yml")], { stdio: "ignore" })
+    const up = Date.now() + 20_000
+    for (;;) {
+      const ok = await fetch(`http://127.0.0.1:${port}/v2/`).then((r) => r.status === 200, () => false)
+      if (ok) break
+      if (Date.now() > up) throw new Error("the test's registry did not answer in 20 s (is Debian's docker-registry installed? scripts/ensure-host.sh installs it)")
+      await new Promise((r) => setTimeout(r, 200))
+    }
+    const ref = `127.0.0.1:${port}/roster-it/box:latest`
+    const docker = (...args: Array<string>) => execFileSync("docker", args, { stdio: ["ignore", "pipe", "pipe"] }).toString()
+    try {
+      docker("tag", TEST_IMAGE, ref)
+      docker("push", ref)
+      docker("rmi", ref)
+      // First start: the image is only in the registry; the daemon pulls it (in the background).
+      d = await makeDeployment("", ref)
+      const until = async (what: string, ok: () => boolean) => {
+        const end = Date.now() + 60_000
+        while (!ok()) {
+          if (Date.now() > end) throw new Error(`${what}: not within 60 s; the daemon's log:\n${fs.readFileSync(d!.file("state", "gateway.log"), "utf8").slice(-2000)}`)
+          await new Promise((r) => setTimeout(r, 250))
+        }
+      }
+      const present = () => spawnSync("docker", ["image", "inspect", ref], { stdio: "ignore" }).status === 0
+      await until("the image pulled at the first start", present)
+      // A newer build under the same tag, pushed; this machine keeps the older one.
+      fs.writeFileSync(path.join(dir, "Dockerfile"), `FROM ${ref}\nLABEL org.roster.test-build=2\n`)
+      docker("build", "-q", "-t", ref, dir)
+      docker("push", ref)
+      docker("tag", TEST_IMAGE, ref)
+      expect((await d.roster(["server", "stop"])).code).toBe(0)
+      const logBefore = fs.readFileSync(d.file("state", "gateway.log"), "utf8").length
+      expect((await d.roster(["server", "start"])).code).toBe(0)
+      await until("the newer image said", () => fs.readFileSync(d!.file("state", "gateway.log"), "utf8").slice(logBefore).includes(`box image updated: ${ref}`))
+      expect(docker("image", "inspect", "--format", "{{index .Config.Labels \"org.roster.test-build\"}}", ref).trim()).toBe("2")
+    } finally {
+      spawnSync("docker", ["rmi", "-f", ref], { stdio: "ignore" })
+    }
+  }, 240_000)
 })

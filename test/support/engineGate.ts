@@ -5,13 +5,15 @@ import * as path from "node:path"
 
 /**
  * The real engine behind a gate: a unix socket that passes every request to the Docker engine,
- * except that the first one whose request line matches `hold` is never passed on. A client
- * pointed at it (DOCKER_HOST) stops at that step, so a test can kill it exactly there.
+ * except that the first one whose request line matches `hold` is never passed on (a client
+ * pointed at it with DOCKER_HOST stops at that step, so a test can kill it exactly there), and
+ * every one matching `refuse` is answered 500 by the gate itself, as an engine that refuses it.
  */
-export const engineGate = async (hold: RegExp) => {
+export const engineGate = async (hold: RegExp, options: { readonly refuse?: RegExp } = {}) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-gate-"))
   const socket = path.join(dir, "docker.sock")
   let heldOnce = false
+  const refused: Array<string> = []
   let resolveHeld: (line: string) => void = () => {}
   const held = new Promise<string>((r) => (resolveHeld = r))
   const conns = new Set<net.Socket>()
@@ -26,6 +28,12 @@ export const engineGate = async (hold: RegExp) => {
         heldOnce = true
         blocked = true
         return resolveHeld(line)
+      }
+      if (options.refuse?.test(line)) {
+        refused.push(line)
+        const body = JSON.stringify({ message: "refused by the test's engine gate" })
+        client.end(`HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
+        return
       }
       engine.write(chunk)
     })
@@ -43,6 +51,8 @@ export const engineGate = async (hold: RegExp) => {
   return {
     dockerHost: `unix://${socket}`,
     held,
+    /** The request lines answered 500. */
+    refused,
     close: () => {
       for (const c of conns) c.destroy()
       server.close()

@@ -1,3 +1,4 @@
+import { SystemError } from "@effect/platform/Error"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Mailbox, Queue, TestClock } from "effect"
 import * as fs from "node:fs"
@@ -218,6 +219,44 @@ describe("warm sessions (Docker test layer, TestClock)", () => {
       yield* inbox.end
       yield* emit(c, ...END)
       expect(yield* Fiber.join(fiber)).toMatchObject({ clean: true, turns: 1 })
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("a run context that cannot be saved for turn 2 drops that message with a notice; turn 3 is served, the session goes on", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    // The context is saved at the run's start, then before each turn: the save before turn 2 (the third) fails.
+    let contextSaves = 0
+    const layer = unitLayer(paths, {
+      docker: { script: rpcEngine },
+      fs: (real) => ({
+        rename: (from, to) =>
+          to.includes(`${"/"}contexts${"/"}`) && ++contextSaves === 3
+            ? Effect.fail(new SystemError({ reason: "Unknown", module: "FileSystem", method: "rename", pathOrDescriptor: to, description: "the disk said no (test)" }))
+            : real.rename(from, to)
+      })
+    })
+    return Effect.gen(function*() {
+      const inbox = yield* Mailbox.make<SessionMessage>()
+      const notes: Array<string> = []
+      const replies: Array<string> = []
+      const fiber = yield* Effect.fork(runSession({
+        worker: "alice", inbox, surface: "term-session",
+        onNote: (t) => Effect.sync(() => void notes.push(t)), onReply: (t) => Effect.sync(() => void replies.push(t))
+      }))
+      yield* inbox.offer(msg("first"))
+      const c = yield* eventually(box, "the box")
+      yield* eventually(Effect.sync(() => prompts(c).length === 1), "the first prompt")
+      yield* emit(c, assistant("reply one"), ...END)
+      yield* inbox.offerAll([msg("second"), msg("third")])
+      yield* eventually(Effect.sync(() => prompts(c).length === 2), "the next prompt")
+      // The second never reached pi: its context could not be saved, and that was said.
+      expect(prompts(c)).toEqual(["first", "third"])
+      expect(notes.some((n) => n.includes("a message could not be delivered") && n.includes("the disk said no (test)"))).toBe(true)
+      yield* emit(c, assistant("reply three"), ...END)
+      yield* inbox.end
+      expect(yield* Fiber.join(fiber)).toMatchObject({ clean: true, turns: 2 })
+      expect(replies).toEqual(["reply one", "reply three"])
     }).pipe(Effect.provide(layer))
   })
 

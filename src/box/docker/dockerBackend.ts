@@ -69,7 +69,7 @@ const openContainer = (docker: Context.Tag.Service<Docker>) => (plan: Parameters
       exited: Fiber.join(waiting),
       write: attached.write,
       closeStdin: attached.closeStdin,
-      kill: docker.containerKill(id).pipe(Effect.ignore)
+      kill: docker.containerKill(id).pipe(Effect.asVoid)
     }
   })
 

@@ -39,12 +39,30 @@ const generate = (now: number) => Effect.tryPromise({
   catch: (e) => new CaError({ detail: String(e) })
 })
 
-/** Creates `state/ca/` (ca.crt, ca.key 0600) on first start; later starts reuse it. */
+/**
+ * Creates `state/ca/` (ca.crt, ca.key 0600) on first start; later starts reuse it. Half of it
+ * (a certificate without its key, or a key without its certificate) or a file that cannot be read
+ * is refused with the fix, never silently replaced: a new CA would quietly change what boxes and
+ * anyone who trusted roster's CA accept.
+ */
 export const ensureCa = Effect.fn("ca.ensure")(function*() {
   const fs = yield* FileSystem.FileSystem
   const files = layout(yield* Paths)
-  const present = (yield* fs.exists(files.caCert)) && (yield* fs.exists(files.caKey))
-  if (!present) {
+  const [cert, key] = [yield* fs.exists(files.caCert), yield* fs.exists(files.caKey)]
+  if (cert !== key) {
+    const [missing, there] = cert ? [files.caKey, files.caCert] : [files.caCert, files.caKey]
+    return yield* new CaError({
+      detail: `${missing} is missing beside ${there} — restore it from a backup, or remove ${there} too to make a new CA (boxes and anything that trusted the old one then trust the new one only)`
+    })
+  }
+  if (cert) {
+    for (const file of [files.caCert, files.caKey]) {
+      yield* fs.readFileString(file).pipe(Effect.mapError((e) => new CaError({
+        detail: `${file} cannot be read (${e.message}) — it must be readable by the user the daemon runs as (chown it, chmod ${file === files.caKey ? "600" : "644"})`
+      })))
+    }
+  }
+  if (!cert) {
     yield* fs.makeDirectory(files.caDir, { recursive: true, mode: 0o700 })
     const { certPem, keyPem } = yield* generate(yield* Clock.currentTimeMillis)
     yield* writeAtomic(files.caKey, keyPem, 0o600)
