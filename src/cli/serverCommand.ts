@@ -1,5 +1,6 @@
 import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
+import { isIP } from "node:net"
 import { Console, Effect, Option, Schedule, Schema } from "effect"
 import { spawn } from "node:child_process"
 import * as path from "node:path"
@@ -55,9 +56,22 @@ const settled = current.pipe(
 const listening = (s: GatewayState) => s.addrs.map((a) => `${a}:${s.port}`).join(", ")
 
 const start = Command.make("start", {
-  foreground: Options.boolean("foreground").pipe(Options.withDescription("stay in the foreground (logs to the terminal; Ctrl-C stops)"))
-}, ({ foreground }) =>
+  foreground: Options.boolean("foreground").pipe(Options.withDescription("stay in the foreground (logs to the terminal; Ctrl-C stops)")),
+  addr: Options.text("addr").pipe(
+    Options.optional,
+    Options.withDescription(
+      "ADDR[,ADDR]: where the gateway listens (loopback is always added, for the CLI); boxes reach it at the first that is not loopback. " +
+        "Default: [gateway] listen in org.toml, else the locked network's bridge address. One boxes cannot reach is refused at start with the fix"
+    )
+  )
+}, ({ addr, foreground }) =>
   Effect.gen(function*() {
+    if (Option.isSome(addr)) {
+      const bad = addr.value.split(",").map((a) => a.trim()).filter((a) => isIP(a) === 0)
+      if (bad.length > 0) return yield* Effect.fail(new ServerError({ detail: `--addr ${addr.value}: ${bad.join(", ")} is not an IP address (e.g. --addr 172.30.0.1)` }))
+      // For this start alone (the detached daemon inherits it): org.toml's [gateway] listen is left as it is.
+      process.env.ROSTER_GATEWAY_LISTEN = addr.value
+    }
     if (foreground) return yield* runDaemon().pipe(Effect.scoped)
     // Validate before detaching, so a bad org.toml is reported here and not only in a log.
     yield* (yield* OrgConfig).snapshot

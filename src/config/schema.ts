@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { isIP } from "node:net"
 import { ClusterSection } from "./cluster.js"
 
 const Port = Schema.Int.pipe(Schema.between(1, 65535))
@@ -74,6 +75,12 @@ export const BoxSection = BoxFields.pipe(Schema.filter((b) => {
 
 export const GatewaySection = Schema.Struct({
   port: Schema.optionalWith(Port, { default: () => 7300 }),
+  /**
+   * The addresses the gateway listens on besides loopback (always added, for the CLI); the first
+   * that is not loopback is the one boxes reach it at (host.docker.internal). Default: the locked
+   * network's bridge address. `roster server start --addr` overrides it for that start.
+   */
+  listen: Schema.optional(Schema.Array(Schema.String.pipe(Schema.filter((a) => isIP(a) !== 0 || `listen: "${a}" is not an IP address (e.g. "172.30.0.1")`)))),
   /** A PEM file of extra roots to trust for upstream TLS, on top of the system's (a test or private upstream). */
   upstream_ca_file: Schema.optional(Schema.String.pipe(Schema.filter((p) => p.startsWith("/") || "path must be absolute"))),
   /** Largest request body forwarded on a terminated connection, in MiB. */

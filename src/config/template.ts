@@ -27,6 +27,7 @@ preflight_probe = "192.0.2.1:443" # a box checks it cannot reach this directly a
 
 [gateway]
 port = 7300
+# listen = ["172.30.0.1"]      # where boxes reach the gateway (default: the locked network's bridge); loopback is always added
 approvals = "off"               # "ask": a refused request waits (approval_wait_s, 120) for roster approve / deny
 # approvals_max_per_run = 8     # held at once per run (each is an open connection); past it refused at once
 # approvals_max = 64            # held at once on this node, every run's together

@@ -6,6 +6,8 @@ import { readJsonOptional, writeJson } from "../fs/atomic.js"
 export const GatewayState = Schema.Struct({
   port: Schema.Number,
   addrs: Schema.Array(Schema.String),
+  /** Where boxes reach it (host.docker.internal): the locked network's bridge, or the first address `--addr` / `[gateway] listen` named. */
+  box_addr: Schema.optional(Schema.String),
   pid: Schema.Number,
   config_root: Schema.String,
   version: Schema.String,

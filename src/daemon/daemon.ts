@@ -1,11 +1,12 @@
 import { sweepLoop } from "../supervisor/storeCare.js"
 import { FileSystem } from "@effect/platform"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Config, Context, Effect, Layer, Option } from "effect"
+import { gatewayAddresses, ListenRefused } from "../box/docker/listen.js"
 import { notice, report } from "../report/Reporter.js"
 import { logDefects } from "../report/defects.js"
 import { ImageStore, isRegistryRef } from "../box/docker/ImageStore.js"
 import { removeEgressLockdown } from "../box/docker/egressChain.js"
-import { bridgeAddress, holdLockedNetwork, type LockedNetwork, reconcileEgress } from "../box/docker/lockdown.js"
+import { holdLockedNetwork, type LockedNetwork, reconcileEgress } from "../box/docker/lockdown.js"
 import { egressChainName } from "../contract/deployment.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths, layout } from "../config/Paths.js"
@@ -104,7 +105,7 @@ const IndexBackfill = Layer.scopedDiscard(Effect.gen(function*() {
 const Network = Layer.scoped(BoxNetwork, holdLockedNetwork)
 
 /** `gateway.json`, as long as this daemon's gateway listens: what a CLI reads to find it (removed only if still this process's). */
-const recordGateway = (port: number, addrs: ReadonlyArray<string>) =>
+const recordGateway = (port: number, addrs: ReadonlyArray<string>, boxAddr: string) =>
   Effect.gen(function*() {
     const paths = yield* Paths
     const files = layout(paths)
@@ -112,6 +113,7 @@ const recordGateway = (port: number, addrs: ReadonlyArray<string>) =>
     yield* writeGatewayState({
       port,
       addrs,
+      box_addr: boxAddr,
       pid: process.pid,
       config_root: paths.config,
       version: VERSION,
@@ -136,13 +138,18 @@ const GatewayUp = Layer.scoped(Gateway, Effect.gen(function*() {
   const org = yield* (yield* OrgConfig).snapshot
   const paths = yield* Paths
   const net = yield* BoxNetwork
-  const addrs = ["127.0.0.1", bridgeAddress(net)]
+  // `roster server start --addr` for this start, else [gateway] listen, else loopback and the bridge.
+  const override = yield* Config.option(Config.string("ROSTER_GATEWAY_LISTEN")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+  const listen = Option.match(override, { onNone: () => org.gateway.listen, onSome: (s) => s.split(",").map((a) => a.trim()).filter((a) => a !== "") })
+  const placed = gatewayAddresses(listen, net)
+  if (placed instanceof ListenRefused) return yield* placed
+  const { addrs, boxAddr } = placed
   const gateway = Context.get(yield* Layer.build(GatewayLive({ addrs, port: org.gateway.port })), Gateway)
   // The lockdown before the state file: `server start` (and every run) reads the state file as
   // "the daemon is up", and a box started before the last rule is in would have a way out.
   yield* reconcileEgress(org.box, net, gateway.port())
   yield* Effect.addFinalizer(() => removeEgressLockdown(egressChainName(paths.config)).pipe(Effect.ignore))
-  yield* recordGateway(gateway.port(), addrs)
+  yield* recordGateway(gateway.port(), addrs, boxAddr)
   yield* report(notice(`roster gateway ${VERSION} listening on ${addrs.map((a) => `${a}:${gateway.port()}`).join(", ")} (config ${paths.config})`))
   return gateway
 }))

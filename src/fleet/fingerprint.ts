@@ -18,7 +18,7 @@ const canonical = (v: unknown): string =>
 /** org.toml as the fleet compares it: its settings, without those that differ per node by design (its name, ports and addresses). */
 export const orgDigest = (org: Org) => {
   const { cluster, gateway, ...rest } = org
-  const { port: _port, ...sharedGateway } = gateway
+  const { port: _port, listen: _addrs, ...sharedGateway } = gateway
   const { advertise: _advertise, listen: _listen, node: _node, ...sharedCluster } = cluster ?? {}
   return digest(canonical({ ...rest, gateway: sharedGateway, cluster: sharedCluster }))
 }

@@ -184,3 +184,46 @@ describe("the daemon's image pull at start (a real registry on loopback: Debian'
     }
   }, 240_000)
 })
+
+describe("roster server start --addr: where the gateway listens and boxes reach it (real daemon, real engine, iptables)", () => {
+  let d: Deployment
+  beforeAll(async () => {
+    d = await makeDeployment("[box]\negress_lockdown = true\n", undefined, "runc", { start: false })
+  })
+  afterAll(async () => {
+    await d?.stop()
+    if (d) {
+      removeLockdownRules(egressChainName(d.file("config")))
+      spawnSync("docker", ["network", "rm", lockdownNetworkName(d.file("config"))], { stdio: "ignore" })
+    }
+  })
+
+  it("an address boxes cannot reach is refused at start with the fix, changing nothing; a second address of the locked network's bridge is where boxes then reach the gateway, its lockdown included", async () => {
+    for (const [addr, why] of [["198.51.100.9", "is not an address of this machine"], ["127.0.0.2", "only loopback is named"]] as const) {
+      const r = await d.roster(["server", "start", "--foreground", "--addr", addr])
+      expect(r.code, addr).toBe(1)
+      expect(r.stderr, addr).toContain(why)
+      expect(fs.existsSync(d.file("state", "gateway.json")), addr).toBe(false)
+    }
+    expect((await d.roster(["server", "start", "--addr", "not-an-ip"])).stderr).toContain("not-an-ip is not an IP address")
+    // The locked network made beforehand, as roster makes it, on a subnet of the test's own, with a second address on its bridge.
+    const name = lockdownNetworkName(d.file("config"))
+    spawnSync("docker", ["network", "rm", name], { stdio: "ignore" })
+    const id = execFileSync("docker", ["network", "create", "--internal", "--subnet", "10.213.77.0/24", "--gateway", "10.213.77.1",
+      "-o", "com.docker.network.bridge.enable_icc=false", "-o", "com.docker.network.bridge.enable_ip_masquerade=false",
+      "--label", "roster.network=locked", "--label", `roster.deployment=${d.file("config")}`, "--label", `roster.state=${d.file("state")}`, name]).toString().trim()
+    execFileSync("ip", ["addr", "add", "10.213.77.250/24", "dev", `br-${id.slice(0, 12)}`])
+    const started = await d.roster(["server", "start", "--addr", "10.213.77.250"])
+    expect(started.code, started.stderr).toBe(0)
+    const state = JSON.parse(fs.readFileSync(d.file("state", "gateway.json"), "utf8")) as { addrs: Array<string>; box_addr: string }
+    expect(state).toMatchObject({ addrs: ["127.0.0.1", "10.213.77.250"], box_addr: "10.213.77.250" })
+    // A box finds the gateway there: host.docker.internal is that address, its preflight passes (it reached the gateway, lockdown on).
+    const run = await d.roster(["worker", "run", "alice", "!grep host.docker.internal /etc/hosts"])
+    expect(run.code, run.stderr).toBe(0)
+    const runs = fs.readdirSync(d.file("data", "runs", "alice")).sort()
+    const dir = d.file("data", "runs", "alice", runs.at(-1)!)
+    expect(fs.readFileSync(path.join(dir, "stdout.jsonl"), "utf8")).toMatch(/10\.213\.77\.250\s+host\.docker\.internal/)
+    const events = fs.readFileSync(path.join(dir, "events.jsonl"), "utf8")
+    expect(events).toContain(`"kind":"preflight","result":{"ok":true`)
+  }, 180_000)
+})

@@ -129,7 +129,7 @@ const checkGateway = Effect.fn("lockdown.checkGateway")(function*() {
         `stop that one or set [gateway] port in ${paths.config}/org.toml to a free port`
     }))
   }
-  return { port, credentials: health.credentials }
+  return { port, credentials: health.credentials, boxAddr: state.box_addr }
 })
 
 /**
@@ -146,7 +146,8 @@ export const ensureLockdown = Effect.fn("lockdown.ensureLockdown")(function*(pol
   ], { concurrency: "unbounded" })
   if (policy.egress_lockdown) yield* ensureEgressLockdown(net, gateway.port, chain)
   else yield* warnOpenHostDaily(gateway.port)
-  return { network: net, gatewayAddress: bridgeAddress(net), gatewayPort: gateway.port, credentials: gateway.credentials } satisfies Lockdown
+  // Where the daemon said boxes reach it (--addr / [gateway] listen), else the bridge as before.
+  return { network: net, gatewayAddress: gateway.boxAddr ?? bridgeAddress(net), gatewayPort: gateway.port, credentials: gateway.credentials } satisfies Lockdown
 })
 
 /** The locked network held for as long as the scope (the daemon's): removed when it closes, once no box uses it (one a CLI's box still uses is kept). */
