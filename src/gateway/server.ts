@@ -29,7 +29,9 @@ export class GatewayListenError extends Schema.TaggedError<GatewayListenError>()
 }) {
   override get message() {
     return `the gateway cannot listen on ${this.address}:${this.port} (${this.detail}) — ` +
-      `if another program holds the port, set [gateway] port in org.toml to a free one`
+      (this.detail.includes("EADDRNOTAVAIL")
+        ? `${this.address} is not an address of this machine: name one that is (ip addr) in --addr or [gateway] listen, or leave them out`
+        : `if another program holds the port, set [gateway] port in org.toml to a free one`)
   }
 }
 

@@ -199,7 +199,7 @@ describe("roster server start --addr: where the gateway listens and boxes reach 
   })
 
   it("an address boxes cannot reach is refused at start with the fix, changing nothing; a second address of the locked network's bridge is where boxes then reach the gateway, its lockdown included", async () => {
-    for (const [addr, why] of [["198.51.100.9", "is not an address of this machine"], ["127.0.0.2", "only loopback is named"]] as const) {
+    for (const [addr, why] of [["10.213.78.9", "reach only addresses in that subnet"], ["127.0.0.2", "only loopback is named"]] as const) {
       const r = await d.roster(["server", "start", "--foreground", "--addr", addr])
       expect(r.code, addr).toBe(1)
       expect(r.stderr, addr).toContain(why)
@@ -208,22 +208,37 @@ describe("roster server start --addr: where the gateway listens and boxes reach 
     expect((await d.roster(["server", "start", "--addr", "not-an-ip"])).stderr).toContain("not-an-ip is not an IP address")
     // The locked network made beforehand, as roster makes it, on a subnet of the test's own, with a second address on its bridge.
     const name = lockdownNetworkName(d.file("config"))
-    spawnSync("docker", ["network", "rm", name], { stdio: "ignore" })
-    const id = execFileSync("docker", ["network", "create", "--internal", "--subnet", "10.213.77.0/24", "--gateway", "10.213.77.1",
-      "-o", "com.docker.network.bridge.enable_icc=false", "-o", "com.docker.network.bridge.enable_ip_masquerade=false",
-      "--label", "roster.network=locked", "--label", `roster.deployment=${d.file("config")}`, "--label", `roster.state=${d.file("state")}`, name]).toString().trim()
+    const makeNetwork = () => {
+      spawnSync("docker", ["network", "rm", name], { stdio: "ignore" })
+      return execFileSync("docker", ["network", "create", "--internal", "--subnet", "10.213.77.0/24", "--gateway", "10.213.77.1",
+        "-o", "com.docker.network.bridge.enable_icc=false", "-o", "com.docker.network.bridge.enable_ip_masquerade=false",
+        "--label", "roster.network=locked", "--label", `roster.deployment=${d.file("config")}`, "--label", `roster.state=${d.file("state")}`, name]).toString().trim()
+    }
+    // In its subnet but no address of this machine: the bind says so (and the start it failed removes the network it held).
+    makeNetwork()
+    const unbound = await d.roster(["server", "start", "--foreground", "--addr", "10.213.77.99"])
+    expect(unbound.code).toBe(1)
+    expect(unbound.stderr).toContain("10.213.77.99 is not an address of this machine")
+    const id = makeNetwork()
     execFileSync("ip", ["addr", "add", "10.213.77.250/24", "dev", `br-${id.slice(0, 12)}`])
     const started = await d.roster(["server", "start", "--addr", "10.213.77.250"])
     expect(started.code, started.stderr).toBe(0)
     const state = JSON.parse(fs.readFileSync(d.file("state", "gateway.json"), "utf8")) as { addrs: Array<string>; box_addr: string }
     expect(state).toMatchObject({ addrs: ["127.0.0.1", "10.213.77.250"], box_addr: "10.213.77.250" })
-    // A box finds the gateway there: host.docker.internal is that address, its preflight passes (it reached the gateway, lockdown on).
-    const run = await d.roster(["worker", "run", "alice", "!grep host.docker.internal /etc/hosts"])
+    // A box finds the gateway there: host.docker.internal is that address, and an action posted to it
+    // is answered once its preflight passed (it reached the gateway, lockdown on).
+    const act = `act() { tok=\${HTTP_PROXY#*://}; tok=\${tok%%:*}; rm -f /tmp/.q /tmp/.a; mkfifo /tmp/.q; ` +
+      `nc -w 10 host.docker.internal \${ROSTER_GATEWAY##*:} </tmp/.q >/tmp/.a & p=$!; ` +
+      `{ printf 'POST /v1/actions/%s HTTP/1.0\\r\\nAuthorization: Bearer %s\\r\\nContent-Length: %s\\r\\n\\r\\n%s' "$1" "$tok" "\${#2}" "$2"; ` +
+      `while kill -0 $p 2>/dev/null; do usleep 10000; done; } >/tmp/.q; head -n 1 /tmp/.a | tr -d '\\r'; }; `
+    const run = await d.roster(["worker", "run", "alice", `!grep host.docker.internal /etc/hosts; ${act}act message_user '{"text":"reached it"}'`])
     expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout).toContain("message from alice: reached it")
     const runs = fs.readdirSync(d.file("data", "runs", "alice")).sort()
     const dir = d.file("data", "runs", "alice", runs.at(-1)!)
-    expect(fs.readFileSync(path.join(dir, "stdout.jsonl"), "utf8")).toMatch(/10\.213\.77\.250\s+host\.docker\.internal/)
-    const events = fs.readFileSync(path.join(dir, "events.jsonl"), "utf8")
-    expect(events).toContain(`"kind":"preflight","result":{"ok":true`)
+    const said = fs.readFileSync(path.join(dir, "stdout.jsonl"), "utf8")
+    expect(said).toMatch(/10\.213\.77\.250\s+host\.docker\.internal/)
+    expect(said).toContain("HTTP/1.1 200 OK")
+    expect(fs.readFileSync(path.join(dir, "events.jsonl"), "utf8")).toContain(`"kind":"preflight","result":{"ok":true`)
   }, 180_000)
 })

@@ -221,17 +221,15 @@ describe("lockdown", () => {
 
 describe("where the gateway listens (--addr, [gateway] listen)", () => {
   const net = { id: "n", name: "roster-locked-x", driver: "bridge", internal: true, options: {}, subnets: [{ subnet: "172.30.7.0/24", gateway: "172.30.7.1" }], labels: {}, containers: 0 }
-  const local = ["127.0.0.1", "172.30.7.1", "172.30.7.250", "10.0.0.5", "::1"]
 
   it("by default loopback and the bridge; given, loopback and those, boxes at the first that is not loopback — refused naming the fix when boxes could not reach it", () => {
-    expect(gatewayAddresses(undefined, net, local)).toEqual({ addrs: ["127.0.0.1", "172.30.7.1"], boxAddr: "172.30.7.1" })
-    expect(gatewayAddresses(["172.30.7.250"], net, local)).toEqual({ addrs: ["127.0.0.1", "172.30.7.250"], boxAddr: "172.30.7.250" })
-    expect(gatewayAddresses(["127.0.0.1", "172.30.7.1", "10.0.0.5"], net, local)).toEqual({ addrs: ["127.0.0.1", "172.30.7.1", "10.0.0.5"], boxAddr: "172.30.7.1" })
+    expect(gatewayAddresses(undefined, net)).toEqual({ addrs: ["127.0.0.1", "172.30.7.1"], boxAddr: "172.30.7.1" })
+    expect(gatewayAddresses(["172.30.7.250"], net)).toEqual({ addrs: ["127.0.0.1", "172.30.7.250"], boxAddr: "172.30.7.250" })
+    expect(gatewayAddresses(["127.0.0.1", "172.30.7.1", "10.0.0.5"], net)).toEqual({ addrs: ["127.0.0.1", "172.30.7.1", "10.0.0.5"], boxAddr: "172.30.7.1" })
     const refused = (listen: Array<string>) => {
-      const r = gatewayAddresses(listen, net, local)
+      const r = gatewayAddresses(listen, net)
       return r instanceof ListenRefused ? r.message : "accepted"
     }
-    expect(refused(["198.51.100.9"])).toContain("198.51.100.9 is not an address of this machine (it has: 127.0.0.1, 172.30.7.1, 172.30.7.250, 10.0.0.5)")
     expect(refused(["127.0.0.2"])).toContain("only loopback is named (127.0.0.2), which no box can reach: add the locked network's bridge address (172.30.7.1)")
     expect(refused(["10.0.0.5"])).toContain("boxes on roster-locked-x (172.30.7.0/24) reach only addresses in that subnet, and 10.0.0.5 is not")
   })

@@ -1,6 +1,5 @@
 import { Schema } from "effect"
 import { isIP } from "node:net"
-import * as os from "node:os"
 import type { NetworkInfo } from "../../docker/Docker.js"
 import { bridgeAddress } from "./lockdown.js"
 
@@ -19,25 +18,18 @@ const inSubnet = (addr: string, cidr: string) => {
   return Math.floor(v4(addr) / size) === Math.floor(v4(base) / size)
 }
 
-/** This machine's addresses (every interface's), loopback among them. */
-export const localAddresses = (): ReadonlyArray<string> =>
-  Object.values(os.networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address))
-
 /**
  * Where the gateway listens and where boxes reach it. Without `listen`: loopback and the locked
  * network's bridge address. With it: loopback (the CLI's, always) and those addresses, the first
- * that is not loopback being the boxes' — refused, naming the fix, when one is not this machine's,
- * when only loopback is named, or when boxes on the locked network could not reach it (an internal
- * network reaches nothing outside its own subnet).
+ * that is not loopback being the boxes' — refused, naming the fix, when only loopback is named or
+ * when boxes on the locked network could not reach it (an internal network reaches nothing outside
+ * its own subnet). One that is not this machine's fails where the gateway binds it, saying so (an
+ * idle bridge's addresses are not in Node's list of interfaces, so the bind is the one true test).
  */
-export const gatewayAddresses = (listen: ReadonlyArray<string> | undefined, net: NetworkInfo, local: ReadonlyArray<string> = localAddresses()) => {
+export const gatewayAddresses = (listen: ReadonlyArray<string> | undefined, net: NetworkInfo) => {
   const bridge = bridgeAddress(net)
   if (listen === undefined || listen.length === 0) return { addrs: ["127.0.0.1", bridge], boxAddr: bridge }
   const loopback = (a: string) => a === "::1" || a.startsWith("127.")
-  const foreign = listen.filter((a) => !loopback(a) && !local.includes(a))
-  if (foreign.length > 0) {
-    return new ListenRefused({ detail: `${foreign.join(", ")} ${foreign.length === 1 ? "is not an address" : "are not addresses"} of this machine (it has: ${local.filter((a) => !a.includes(":")).join(", ")})` })
-  }
   const boxAddr = listen.find((a) => !loopback(a))
   const subnet = net.subnets[0]?.subnet ?? ""
   if (boxAddr === undefined) {
