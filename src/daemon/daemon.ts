@@ -185,8 +185,9 @@ export const DaemonLive = Layer.mergeAll(Control, Sweeps, ImagePull).pipe(
   Layer.provideMerge(Supervisor.layer),
   Layer.provide(GatewayUp),
   Layer.provide(Network),
-  // The daemon's own Runner: over its fleet stores, and holding a handed-over run's box row in a fleet.
-  Layer.provideMerge(Runner.layer),
+  // The daemon's own Runner: over its fleet stores, and holding a handed-over run's box row in a fleet
+  // (fresh: never the edge's, which RosterLive built over the machine's files without FleetMember).
+  Layer.provideMerge(Layer.fresh(Runner.layer)),
   Layer.provideMerge(Fleet),
   Layer.provide(Start)
 )

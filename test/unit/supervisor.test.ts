@@ -15,6 +15,7 @@ import { TaskStore } from "../../src/task/TaskStore.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { BlankPrompt, type RunOutcome, type RunRequest } from "../../src/box/runOnce.js"
 import { exitedOk, RunnerCalls } from "../../src/testing.js"
+import { Runner } from "../../src/runner/Runner.js"
 import { eventually, tempPaths, type UnitOptions, unitLayer, writeFixture } from "../support/harness.js"
 
 type Paths = ReturnType<typeof tempPaths>
@@ -718,6 +719,35 @@ describe("a box's owner", () => {
     })
     return Effect.gen(function*() {
       expect(yield* ownerAlive({ pid: process.pid, start: "12345" })).toBe(true)
+    }).pipe(Effect.provide(layer))
+  })
+})
+
+describe("a person's run on a fleet node (Runner.direct)", () => {
+  it.live("holds its worker's box row fleet-wide: it waits, saying so, while another box of the worker runs anywhere; the row is given back when it ends", () => {
+    const paths = tempPaths()
+    writeFixture({ paths, workers: ["alice"] })
+    const taken: Array<string> = []
+    const given: Array<string> = []
+    let refusals = 2
+    const member = fakeMember({
+      takeBox: (worker, key) => Effect.sync(() => (refusals-- > 0 ? false : (taken.push(`${worker} ${key}`), true))),
+      giveBox: (worker, key) => Effect.sync(() => void given.push(`${worker} ${key}`))
+    })
+    const said: Array<string> = []
+    // A Runner built on a fleet node: the daemon's services, with its FleetMember (fresh: the one unitLayer holds has none).
+    const layer = Layer.fresh(Runner.layer).pipe(Layer.provide(Layer.merge(unitLayer(paths, { docker: { script: () => ({ exitCode: 0 }) } }), member)))
+    return Effect.gen(function*() {
+      const code = yield* (yield* Runner).direct({ worker: "alice", prompt: "hello", channel: null }, {
+        say: () => Effect.void,
+        colour: false,
+        reporter: { report: (r) => Effect.sync(() => void (r._tag === "Notice" && said.push(r.text))) }
+      })
+      expect(code).toBe(0)
+      expect(said).toEqual(["alice has a box running in the fleet (one box per worker): this run starts when it ends"])
+      expect(taken).toHaveLength(1)
+      expect(taken[0]).toMatch(/^alice direct:[0-9a-f]{12}$/)
+      expect(given).toEqual(taken)
     }).pipe(Effect.provide(layer))
   })
 })
