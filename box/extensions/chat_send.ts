@@ -4,8 +4,7 @@
 // and thread from the run, never from this request, and posts with a token no box ever holds.
 // Loaded by run-pi with -e.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
-import { Type } from "typebox"
-import { postAction } from "./lib/gateway.ts"
+import { registerSayTool } from "./lib/sayTool.ts"
 
 const SERVICES = { slack: "Slack", discord: "Discord" } as const
 
@@ -13,19 +12,15 @@ export default function (pi: ExtensionAPI) {
   const provider = process.env.ROSTER_CHAT_SEND
   if (provider !== "slack" && provider !== "discord") return
   const service = SERVICES[provider]
-  pi.registerTool({
+  registerSayTool(pi, {
     name: `${provider}_send`,
     label: `${service} send`,
     description:
       `Post a message to the ${service} conversation you are in (the thread of the message you are answering). ` +
       "This is the only way the people there see what you say: text you write without it is not delivered. " +
       `Text and code blocks; a long message is split for ${service}. At most 12000 characters.`,
-    parameters: Type.Object({
-      text: Type.String({ description: `the message, as ${service} should show it` })
-    }),
-    async execute(_toolCallId, params, signal) {
-      await postAction(`${provider}_send`, { text: params.text }, signal)
-      return { content: [{ type: "text", text: "posted" }], details: {} }
-    }
+    text: `the message, as ${service} should show it`,
+    action: `${provider}_send`,
+    done: "posted"
   })
 }

@@ -2,22 +2,17 @@
 // It goes to roster's gateway, authenticated by the run's own token; the gateway takes the run
 // and task from the token, never from this request. Loaded by run-pi with -e.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
-import { Type } from "typebox"
-import { postAction } from "./lib/gateway.ts"
+import { registerSayTool } from "./lib/sayTool.ts"
 
 export default function (pi: ExtensionAPI) {
-  pi.registerTool({
+  registerSayTool(pi, {
     name: "message_user",
     label: "Message user",
     description:
       "Send a short message to the person who started this run (they see it when the run ends, with its outputs). " +
       "Use it for what they must know: a result, a question, a problem. Plain text, at most 8000 characters.",
-    parameters: Type.Object({
-      text: Type.String({ description: "the message, plain text" })
-    }),
-    async execute(_toolCallId, params, signal) {
-      await postAction("message_user", { text: params.text }, signal)
-      return { content: [{ type: "text", text: "delivered" }], details: {} }
-    }
+    text: "the message, plain text",
+    action: "message_user",
+    done: "delivered"
   })
 }

@@ -3,23 +3,18 @@
 // messages. Registered only in a talk session's box (ROSTER_TERM_SEND=1); the gateway takes the
 // run from the token and refuses it from any other kind of run. Loaded by run-pi with -e.
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
-import { Type } from "typebox"
-import { postAction } from "./lib/gateway.ts"
+import { registerSayTool } from "./lib/sayTool.ts"
 
 export default function (pi: ExtensionAPI) {
   if (process.env.ROSTER_TERM_SEND !== "1") return
-  pi.registerTool({
+  registerSayTool(pi, {
     name: "term_send",
     label: "Terminal send",
     description:
       "Say something to the person you are talking with at their terminal, now — a result, a question, where you are. " +
       "Your final answer is shown to them anyway; use this for what they should see before it. Plain text, at most 8000 characters.",
-    parameters: Type.Object({
-      text: Type.String({ description: "what to say, plain text" })
-    }),
-    async execute(_toolCallId, params, signal) {
-      await postAction("term_send", { text: params.text }, signal)
-      return { content: [{ type: "text", text: "shown" }], details: {} }
-    }
+    text: "what to say, plain text",
+    action: "term_send",
+    done: "shown"
   })
 }

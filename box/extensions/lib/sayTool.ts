@@ -1,0 +1,30 @@
+// A box tool that says one piece of text through a gateway action (message_user, term_send, a chat
+// send): the same parameters, the same post, an answer of one word. Not an extension itself:
+// run-pi loads extensions/*.ts only.
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
+import { Type } from "typebox"
+import { postAction } from "./gateway.ts"
+
+export interface SayTool {
+  readonly name: string
+  readonly label: string
+  readonly description: string
+  /** What the text parameter is, as the model reads it. */
+  readonly text: string
+  /** The gateway action it posts to. */
+  readonly action: string
+  /** The tool's answer once the gateway took it. */
+  readonly done: string
+}
+
+export const registerSayTool = (pi: ExtensionAPI, tool: SayTool) =>
+  pi.registerTool({
+    name: tool.name,
+    label: tool.label,
+    description: tool.description,
+    parameters: Type.Object({ text: Type.String({ description: tool.text }) }),
+    async execute(_toolCallId, params, signal) {
+      await postAction(tool.action, { text: params.text }, signal)
+      return { content: [{ type: "text", text: tool.done }], details: {} }
+    }
+  })
