@@ -5,7 +5,7 @@ import { answerWithin } from "../contract/answerWithin.js"
 import * as crypto from "node:crypto"
 import { captureHostFiles } from "../config/Paths.js"
 import { Files } from "../fs/Files.js"
-import { appendJournal } from "../journal/journal.js"
+import { appendJournalLines } from "../journal/journal.js"
 import { NoSuchTask, TaskRecord, TaskStoreError } from "../task/TaskRecord.js"
 import { type NewTask, TaskStore, type TaskStoreEnv } from "../task/TaskStore.js"
 import { newTaskRecord } from "../task/newRecord.js"
@@ -187,6 +187,13 @@ const writes = (
   return { archive, change, claimNext, failStuck, insert }
 }
 
+/** A batch's changes grouped by worker, each worker's in the batch's order. */
+const byWorker = (batch: ReadonlyArray<TaskRecord>) => {
+  const out = new Map<string, Array<TaskRecord>>()
+  for (const t of batch) out.set(t.worker, [...(out.get(t.worker) ?? []), t])
+  return out
+}
+
 const fencedHere = (sql: SqlClient, node: string, instance: Effect.Effect<string | null>) =>
   Effect.gen(function*() {
     const mine = yield* instance
@@ -218,18 +225,19 @@ export const fleetTaskStore = (node: string, where: string, instance: Effect.Eff
       // a time (a worker's view written once a batch): never on a claim's path, which is the
       // statement and its NOTIFY alone. What is queued when the store closes is written first.
       const pictures = yield* Queue.unbounded<TaskRecord>()
+      // A batch's changes, a worker at a time (a few at once): its journal lines in one append, in
+      // order, then its view from what waits or runs — its finished tasks (most, over time) never read for it.
       const paint = (batch: ReadonlyArray<TaskRecord>) =>
-        Effect.gen(function*() {
-          for (const task of batch) {
-            yield* own(appendJournal(task.worker, { kind: "task", task_id: task.task_id, status: task.status, run_id: task.run_ids.at(-1) ?? null, reason: task.reason }))
-          }
-          for (const worker of new Set(batch.map((t) => t.worker))) {
-            yield* rows(sql`SELECT record FROM roster_tasks WHERE worker = ${worker} ORDER BY seq`).pipe(
+        Effect.forEach(byWorker(batch), ([worker, changed]) =>
+          Effect.gen(function*() {
+            yield* own(appendJournalLines(worker, changed.map((task) => ({
+              kind: "task" as const, task_id: task.task_id, status: task.status, run_id: task.run_ids.at(-1) ?? null, reason: task.reason
+            }))))
+            yield* rows(sql`SELECT record FROM roster_tasks WHERE worker = ${worker} AND status NOT IN ('done', 'failed', 'cancelled') ORDER BY seq`).pipe(
               Effect.flatMap((mine) => own(writeTasksView(worker, mine))),
               Effect.catchAllCause((c) => Effect.logWarning(`the task view of ${worker} could not be written`, c))
             )
-          }
-        })
+          }), { concurrency: 4, discard: true })
       yield* Effect.forkScoped(Queue.takeBetween(pictures, 1, 500).pipe(Effect.flatMap((b) => paint([...b])), Effect.forever))
       yield* Effect.addFinalizer(() => Queue.takeAll(pictures).pipe(Effect.flatMap((b) => paint([...b]))))
       const announce = (task: TaskRecord) =>

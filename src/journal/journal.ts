@@ -34,12 +34,15 @@ export type JournalEntry =
  * into the worker's boxes, and a rename would leave a running box reading the old file. A
  * journal that cannot be written is logged; it never fails the run or task it describes.
  */
-export const appendJournal = (worker: string, entry: JournalEntry) =>
+export const appendJournal = (worker: string, entry: JournalEntry) => appendJournalLines(worker, [entry])
+
+/** Several entries of one worker's journal in one append, in order (a store painting a batch of changes). */
+export const appendJournalLines = (worker: string, entries: ReadonlyArray<JournalEntry>) =>
   Effect.gen(function*() {
     const file = layout(yield* Paths).journalFile(worker)
     const time = new Date(yield* Clock.currentTimeMillis).toISOString()
     yield* (yield* FileSystem.FileSystem).makeDirectory((yield* Path.Path).dirname(file), { recursive: true })
-    yield* (yield* Files).append(file, `${JSON.stringify({ time, worker, ...entry })}\n`, 0o644)
+    yield* (yield* Files).append(file, entries.map((entry) => `${JSON.stringify({ time, worker, ...entry })}\n`).join(""), 0o644)
   }).pipe(Effect.catchAll((e) => Effect.logWarning(`the journal of ${worker} could not be written: ${e.message}`)))
 
 /** Makes sure the journal exists so every box mounts it (an empty journal is still the worker's view). */
