@@ -10,7 +10,9 @@ export const ChannelEntry = Schema.Struct({
   time: Schema.String,
   author: Schema.String,
   text: Schema.String,
-  run_id: Schema.optional(RunId)
+  run_id: Schema.optional(RunId),
+  /** Who spoke: a person (the default, and every line written before roles were), or a worker's own words. */
+  role: Schema.optional(Schema.Literal("person", "worker"))
 })
 export type ChannelEntry = typeof ChannelEntry.Type
 

@@ -37,6 +37,11 @@ export const REHEARSAL_TERM_SEND_ASK = "say it with term_send"
 export const REHEARSAL_TERM_SENT = "rehearsal: said between turns with term_send"
 /** In a chat session the rehearsal posts its answer with the send tool — unless a message asks it to answer without sending. */
 export const REHEARSAL_UNSENT_ASK = "answer without sending"
+/** Asked "what did you say before", the rehearsal quotes its own last line in the room's history it was given. */
+export const REHEARSAL_OWN_PAST_ASK = "what did you say before"
+const OWN_LINE = /^- [^\n]*? \(you\): ([^\n]*)$/gm
+/** "tell us with message_user" in a chat session: the rehearsal says REHEARSAL_MESSAGE with message_user, then answers with the send tool. */
+export const REHEARSAL_MESSAGE_USER_ASK = "tell us with message_user"
 const CHAT_SEND_TOOLS = ["slack_send", "discord_send"]
 
 interface Block {
@@ -81,12 +86,17 @@ export const nextStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<
   if (!send) return answerStep(messages, tools)
   // A chat session: the answer reaches the channel only through the send tool, so that is where it goes.
   const current = messages.map((m, i) => ({ i, text: userText(m).trim() })).filter((x) => x.text !== "").at(-1)
+  /** Whether this turn already ran the rehearsal's tool call of that id prefix. */
+  const ranThisTurn = (prefix: string) =>
+    messages.slice(current?.i ?? 0).some((m) =>
+      m.role === "user" && Array.isArray(m.content) && (m.content as ReadonlyArray<Block>).some((b) => b.type === "tool_result" && b.tool_use_id?.startsWith(prefix))
+    )
+  if (current?.text.toLowerCase().includes(REHEARSAL_MESSAGE_USER_ASK) && tools.includes("message_user") && !ranThisTurn("toolu_rehearsal_msg")) {
+    return { kind: "tool", intro: "Telling you first.", id: `toolu_rehearsal_msg_${Date.now()}`, name: "message_user", input: { text: REHEARSAL_MESSAGE } }
+  }
   const step = answerStep(messages, tools.filter((t) => t !== "message_user"))
   if (step.kind !== "final" || current?.text.toLowerCase().includes(REHEARSAL_UNSENT_ASK)) return step
-  const sent = messages.slice(current?.i ?? 0).some((m) =>
-    m.role === "user" && Array.isArray(m.content) && (m.content as ReadonlyArray<Block>).some((b) => b.type === "tool_result" && b.tool_use_id?.startsWith("toolu_rehearsal_send"))
-  )
-  return sent
+  return ranThisTurn("toolu_rehearsal_send")
     ? { kind: "final", text: "Sent." }
     : { kind: "tool", intro: "Posting my answer in the thread.", id: `toolu_rehearsal_send_${Date.now()}`, name: send, input: { text: step.text } }
 }
@@ -107,6 +117,10 @@ const answerStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<strin
   const results = messages.slice(current?.i ?? 0)
     .filter((m) => m.role === "user" && Array.isArray(m.content))
     .flatMap((m) => (m.content as ReadonlyArray<Block>).filter((b) => b.type === "tool_result"))
+  if (current?.text.toLowerCase().includes(REHEARSAL_OWN_PAST_ASK)) {
+    const own = [...current.text.matchAll(OWN_LINE)].at(-1)?.[1]
+    return { kind: "final", text: own === undefined ? "Rehearsal answer: I see nothing I said here before." : `Rehearsal answer: before this, I said here: "${own}"` }
+  }
   const memory = memoryStep(current?.text ?? "", results, tools)
   if (memory) return memory
   if (current?.text.toLowerCase().includes(REHEARSAL_TERM_SEND_ASK) && tools.includes("term_send") && !results.some((r) => r.tool_use_id?.startsWith("toolu_rehearsal_term"))) {

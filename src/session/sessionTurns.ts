@@ -7,13 +7,21 @@ import { readEvent } from "../contract/piEvents.js"
 import type { RunContext } from "../contract/runContext.js"
 import { runFiles } from "../contract/runFiles.js"
 import type { Files } from "../fs/Files.js"
-import { appendChannel, recentChannel } from "../journal/channel.js"
+import { appendChannel, type ChannelEntry, recentChannel } from "../journal/channel.js"
 import type { OpenRecord } from "../run/record.js"
 import { saveRunContext } from "../run/runContext.js"
 import { RunLog } from "../run/RunLog.js"
 import type { SessionRequest } from "./sessionRequest.js"
-import { compileTurn, type SessionMessage } from "./turnContext.js"
+import { compileTurn, type HistoryLine, type SessionMessage } from "./turnContext.js"
 import { initialTurnState, nextMessage, type SessionEndReason, step, type TurnInput, type TurnOutput } from "./turns.js"
+
+/** The channel's past as a first turn reads it: the worker's own words marked as its own. */
+const historyLines = (entries: ReadonlyArray<ChannelEntry>, worker: string): ReadonlyArray<HistoryLine> =>
+  entries.map((e) => ({
+    author: e.author,
+    text: e.text,
+    ...(e.role === "worker" ? { speaker: e.author === worker ? "you" as const : "worker" as const } : {})
+  }))
 
 /** What the runner waits on: the state machine's inputs, and raw lines not yet read. */
 export type RunnerInput = TurnInput | { readonly _tag: "line"; readonly line: string }
@@ -60,7 +68,7 @@ export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record,
         for (const o of outputs) {
           switch (o._tag) {
             case "reply":
-              if (channel !== null) yield* appendChannel(channel, { author: req.worker, text: o.text, run_id: runId })
+              if (channel !== null) yield* appendChannel(channel, { author: req.worker, text: o.text, run_id: runId, role: "worker" })
               if (req.onReply) yield* req.onReply(o.text)
               break
             case "message":
@@ -103,7 +111,7 @@ export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record,
       if (!next) return undefined
       // A session of a channel starts from the channel's recent past, unless its caller brought its own.
       const message = channel !== null && state.turns === 0 && next.history === undefined
-        ? { ...next, history: yield* recentChannel(channel).pipe(Effect.orElseSucceed(() => [])) }
+        ? { ...next, history: historyLines(yield* recentChannel(channel).pipe(Effect.orElseSucceed(() => [])), req.worker) }
         : next
       // The run context says whose message this turn serves before pi sees it: a context that cannot be saved drops the message, not the session.
       const saved = yield* saveRunContext({
@@ -126,7 +134,7 @@ export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record,
       if (written._tag === "Left") return "box-died" as const
       turnStarted = yield* Clock.currentTimeMillis
       serving = message
-      if (channel !== null) yield* appendChannel(channel, { author: message.author, text: message.text, run_id: runId })
+      if (channel !== null) yield* appendChannel(channel, { author: message.author, text: message.text, run_id: runId, role: "person" })
       return yield* feed({ _tag: "prompted" })
     })
 

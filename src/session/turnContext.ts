@@ -22,8 +22,17 @@ export interface SessionMessage {
   /** A chat message's channel and thread: the turn's answer is sent there. */
   readonly place?: ChatPlace
   /** The room's recent messages; used on the session's first turn only. */
-  readonly history?: ReadonlyArray<{ readonly author: string; readonly text: string }>
+  readonly history?: ReadonlyArray<HistoryLine>
 }
+
+/** One message of the room's past: who wrote it, and whether it was a worker — this session's own, or another. */
+export interface HistoryLine {
+  readonly author: string
+  readonly text: string
+  readonly speaker?: "you" | "worker"
+}
+
+const speakerMark = { you: " (you)", worker: " (a roster worker)" } as const
 
 /** How a message is introduced to the worker: a person's plain words, or where it came from. */
 const heading = (m: SessionMessage) =>
@@ -40,7 +49,7 @@ export const compileTurn = (message: SessionMessage, turn: number, traceFile: st
   Effect.gen(function*() {
     if (message.text.trim() === "") return yield* Effect.fail(new UnpreparableMessage({ detail: "the message is blank" }))
     const history = turn === 1 && message.history && message.history.length > 0
-      ? `Recent messages before this one:\n${message.history.map((h) => `- ${promptLine(h.author)}: ${promptLine(h.text)}`).join("\n")}\n\n`
+      ? `Recent messages before this one:\n${message.history.map((h) => `- ${promptLine(h.author)}${h.speaker ? speakerMark[h.speaker] : ""}: ${promptLine(h.text)}`).join("\n")}\n\n`
       : ""
     const start = turn === 1 && preamble !== "" ? `${preamble}\n\n## The first message\n` : ""
     const input = `${start}${history}${heading(message)}${promptBlock(message.text)}`

@@ -19,6 +19,7 @@ export interface TurnState {
   readonly sawStart: boolean
   /** Chat surfaces: assistant text of this turn that no send tool carried out. */
   readonly dropped: string
+  /** A send tool's post was taken by the gateway this turn (its tool ended without error). */
   readonly sent: boolean
 }
 
@@ -76,9 +77,13 @@ const onEvent = (s: TurnState, e: PiEvent, surface: Surface): [TurnState, Array<
     case "tool-start": {
       if (!isSendTool(e.name)) return [s, []]
       const text = Option.getOrUndefined(decodeSendArgs(e.args))?.text
-      if (typeof text !== "string") return [{ ...s, sent: true }, []]
-      return [{ ...s, sent: true }, e.name === "message_user" ? [{ _tag: "message", text }] : e.name === "term_send" ? [{ _tag: "send", text }] : []]
+      if (typeof text !== "string") return [s, []]
+      return [s, e.name === "message_user" ? [{ _tag: "message", text }] : e.name === "term_send" ? [{ _tag: "send", text }] : []]
     }
+    case "tool-end":
+      // A send counts once the gateway took it: a refused or failed post leaves the turn's text
+      // undelivered, and the "answered without sending" notice still tells the channel so.
+      return isSendTool(e.name) && !e.isError ? [{ ...s, sent: true }, []] : [s, []]
     case "agent-start":
       return [{ ...s, sawStart: true, staleSettle: false }, []]
     case "turn-end":

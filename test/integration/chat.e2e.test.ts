@@ -4,7 +4,7 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { REHEARSAL_UNSENT_ASK } from "../../src/rehearsal/script.js"
+import { REHEARSAL_MESSAGE, REHEARSAL_MESSAGE_USER_ASK, REHEARSAL_OWN_PAST_ASK, REHEARSAL_UNSENT_ASK } from "../../src/rehearsal/script.js"
 import { serveRehearsal } from "../../src/rehearsal/server.js"
 import { collect, type Deployment, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 import { PI_IMAGE } from "../support/images.js"
@@ -147,6 +147,22 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     expect((await boxes()).length).toBe(1)
   }, 180_000)
 
+  it("message_user in a chat session is posted in the thread before the answer; both are in the channel's history as the worker's own", async () => {
+    const before = slack.posts.length
+    slack.say({ channel: "C0TEAM", user: "U0ANNA", text: `<@${BOT_USER}> ${REHEARSAL_MESSAGE_USER_ASK}`, thread_ts: thread })
+    const told = await postWhere("with message_user's words", (p) => slack.posts.indexOf(p) >= before && p.text === REHEARSAL_MESSAGE)
+    expect(told).toMatchObject({ channel: "C0TEAM", thread_ts: thread, token: BOT })
+    const answer = await postWhere("with the turn's answer after it", (p) => slack.posts.indexOf(p) > slack.posts.indexOf(told) && p.text.startsWith("Rehearsal answer"))
+    expect(answer.thread_ts).toBe(thread)
+    const history = fs.readFileSync(d.file("data", "channels", "slack-c0team", "history.jsonl"), "utf8").trim().split("\n")
+      .map((l) => JSON.parse(l) as { author: string; role?: string; text: string })
+    const own = history.filter((h) => h.role === "worker").map((h) => h.text)
+    expect(own).toContain(REHEARSAL_MESSAGE)
+    expect(own).toContain(answer.text)
+    expect(history.filter((h) => h.role === "worker").every((h) => h.author === "alice")).toBe(true)
+    expect(history.some((h) => h.role === "person" && h.author === "U0ANNA" && h.text.includes(REHEARSAL_MESSAGE_USER_ASK))).toBe(true)
+  }, 180_000)
+
   it("a message from a user not in allow_users reaches no box and gets no post; it is counted", async () => {
     const before = slack.posts.length
     const boxesBefore = (await boxes()).map((b) => b.Id)
@@ -210,9 +226,12 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     const ended = await discordPostWhere("saying the session ended", (p) => p.content.includes("[roster] carl's session") && p.content.includes("ended: no message for 0.25 min"), 60_000)
     const first = /session (\S+) ended/.exec(ended.content)?.[1] ?? ""
     expect(JSON.parse(fs.readFileSync(d.file("data", "runs", "carl", first, "run.json"), "utf8"))).toMatchObject({ kind: "session", ended_by: "idle" })
-    discord.say({ channel: DISCORD_CHANNEL, user: DISCORD_USER, text: "back again" })
+    discord.say({ channel: DISCORD_CHANNEL, user: DISCORD_USER, text: `back again: ${REHEARSAL_OWN_PAST_ASK}?` })
     const here = await discordPostWhere("saying a new session started", (p) => p.content.includes("[roster] carl is here") && !p.content.includes(first))
     expect(here.content).not.toContain(first)
+    // The new session was given the channel's past with its own side marked: it recalls what it said in the last one.
+    const recalled = await discordPostWhere("recalling what carl said before", (p) => p.content.includes("before this, I said here:"))
+    expect(recalled.content).toMatch(/before this, I said here: "Rehearsal answer: earlier in this conversation you said .*What system is your box running\?/)
     // The fourth turn within a minute (asked, the second thing, back again): a polite refusal, and no turn.
     const over = discord.say({ channel: DISCORD_CHANNEL, user: DISCORD_USER, text: "one more" })
     const refused = await discordPostWhere("refusing the fourth turn of the minute", (p) => p.content.includes("takes at most 3 messages a minute"), 30_000)

@@ -122,7 +122,7 @@ describe("a chat turn that answers without sending", () => {
     const msg = { _tag: "msg", message: { text: "hi", author: "U0ANNA", provider: "slack", messageId: "1" } } as const
     const unsent = run([msg, { _tag: "prompted" }, { _tag: "event", event: { kind: "agent-start" } }, { _tag: "event", event: { kind: "assistant", text: "the answer", stopReason: null, errorMessage: null } }, { _tag: "event", event: { kind: "settled" } }])
     expect(unsent).toContainEqual({ _tag: "unsent", turn: 1, text: "the answer" })
-    const sent = run([msg, { _tag: "prompted" }, { _tag: "event", event: { kind: "agent-start" } }, { _tag: "event", event: { kind: "tool-start", name: "slack_send", args: { text: "x" } } }, { _tag: "event", event: { kind: "assistant", text: "done", stopReason: null, errorMessage: null } }, { _tag: "event", event: { kind: "settled" } }])
+    const sent = run([msg, { _tag: "prompted" }, { _tag: "event", event: { kind: "agent-start" } }, { _tag: "event", event: { kind: "tool-start", name: "slack_send", args: { text: "x" } } }, { _tag: "event", event: { kind: "tool-end", name: "slack_send", output: "posted", isError: false } }, { _tag: "event", event: { kind: "assistant", text: "done", stopReason: null, errorMessage: null } }, { _tag: "event", event: { kind: "settled" } }])
     expect(sent.some((o) => (o as { _tag: string })._tag === "unsent")).toBe(false)
   })
 })

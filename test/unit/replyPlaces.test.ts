@@ -4,7 +4,10 @@ import { currentOwner } from "../../src/contract/owner.js"
 import type { RunContext } from "../../src/contract/runContext.js"
 import type { BoxCaller } from "../../src/gateway/actions/actionTypes.js"
 import { setTasks } from "../../src/gateway/actions/setTasks.js"
+import { chatSend } from "../../src/gateway/actions/chat/sendAction.js"
+import { messageUser } from "../../src/gateway/actions/messageUser.js"
 import { termSend } from "../../src/gateway/actions/termSend.js"
+import { recentChannel } from "../../src/journal/channel.js"
 import { saveRunContext } from "../../src/run/runContext.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { deliverPending } from "../../src/supervisor/deliver.js"
@@ -199,5 +202,46 @@ describe("term_send speaks only where there is a terminal", () => {
         expect(refused.status, surface).toBe(403)
         expect(JSON.stringify(refused.body)).toContain("use message_user")
       }
+    }).pipe(Effect.provide(deployment())))
+})
+
+describe("a chat session's words reach its thread and stay in its channel's history", () => {
+  const chatRun = (runId: string) => aRun({
+    run_id: runId, worker: "alice", surface: "chat-session", chat: { provider: "slack", channel: "C0ALICE", thread: "1700000000.5" },
+    origin: { _tag: "chat", provider: "slack", channel: "C0ALICE", author: "U0ANNA" }
+  }, "session")
+
+  it.live("message_user and slack_send are posted in the session's thread and kept as the worker's own; elsewhere message_user posts nothing", () =>
+    Effect.gen(function*() {
+      const slack = yield* Effect.acquireRelease(Effect.promise(() => startSlackStandIn({ bot: BOT, app: APP })), (s) => Effect.promise(() => s.close()))
+      yield* Effect.gen(function*() {
+        const chat = yield* chatRun("2026-12-01-12-00-00-0000c4a1")
+        expect(yield* messageUser(chat, JSON.stringify({ text: "a heads-up first" }))).toMatchObject({ status: 200, body: { ok: true, messages: 1 } })
+        expect(yield* chatSend("slack")(chat, JSON.stringify({ text: "the answer" }))).toMatchObject({ status: 200 })
+        expect(slack.posts.map((p) => [p.channel, p.thread_ts, p.text, p.token])).toEqual([
+          ["C0ALICE", "1700000000.5", "a heads-up first", BOT],
+          ["C0ALICE", "1700000000.5", "the answer", BOT]
+        ])
+        const history = yield* recentChannel("slack-c0alice")
+        expect(history.map((h) => [h.author, h.role, h.text, h.run_id])).toEqual([
+          ["alice", "worker", "a heads-up first", chat.runId],
+          ["alice", "worker", "the answer", chat.runId]
+        ])
+        // A one-shot run's message_user is for the person at the end of the run: kept, never posted.
+        const oneShot = yield* aRun({ run_id: "2026-12-01-12-00-01-0000c4a2", worker: "alice", surface: "direct-box" }, "box")
+        expect(yield* messageUser(oneShot, JSON.stringify({ text: "for the run's person" }))).toMatchObject({ status: 200, body: { ok: true } })
+        expect(slack.posts).toHaveLength(2)
+      }).pipe(Effect.provide(deployment(chatToml(slack.apiUrl))))
+    }).pipe(Effect.scoped))
+
+  it.effect("a post that fails is the tool's error (502), not a send: nothing is added to the history as said", () =>
+    Effect.gen(function*() {
+      const chat = yield* chatRun("2026-12-01-12-00-02-0000c4a3")
+      for (const said of [messageUser(chat, JSON.stringify({ text: "never posted" })), chatSend("slack")(chat, JSON.stringify({ text: "nor this" }))]) {
+        const out = yield* said
+        expect(out.status).toBe(502)
+        expect(JSON.stringify(out.body)).toContain("could not be posted")
+      }
+      expect(yield* recentChannel("slack-c0alice")).toEqual([])
     }).pipe(Effect.provide(deployment())))
 })

@@ -43,7 +43,9 @@ const tokens = (paths: ReturnType<typeof tempPaths>) => fs.existsSync(layout(pat
 
 describe("warm sessions (Docker test layer, TestClock)", () => {
   it.effect("a session of a channel mounts it, starts from its history, and adds each turn and reply to it", () => {
-    const { layer, paths } = setup()
+    const paths = tempPaths()
+    writeFixture({ paths, orgToml: "", workers: ["alice", "bea"] })
+    const layer = unitLayer(paths, { docker: { script: rpcEngine } })
     const files = layout(paths)
     const history = `${files.channelDir("ops")}/history.jsonl`
     const talk = (worker: string) =>
@@ -65,15 +67,17 @@ describe("warm sessions (Docker test layer, TestClock)", () => {
       expect(first.c.spec.HostConfig.Binds).toContain(`${files.channelStoreDir("alice", "ops")}:/pihome/channel/store`)
       expect(first.c.spec.Env).toContain("ROSTER_CHANNEL_DIR=/pihome/channel")
       expect(fs.existsSync(`${files.channelDir("ops")}/store`)).toBe(true)
-      const lines = fs.readFileSync(history, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { author: string; text: string; run_id: string })
-      expect(lines.map((l) => [l.author, l.text])).toEqual([["you", "hello from a session of alice"], ["alice", "alice heard you"]])
+      const lines = fs.readFileSync(history, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { author: string; text: string; run_id: string; role: string })
+      expect(lines.map((l) => [l.author, l.role, l.text])).toEqual([["you", "person", "hello from a session of alice"], ["alice", "worker", "alice heard you"]])
       expect(lines[0]?.run_id).toBe(first.outcome.runId)
       expect((yield* (yield* RunLog).read("alice", first.outcome.runId))?.channel).toBe("ops")
-      // The next session of the channel starts from what was said in it.
+      // The next session of the channel starts from what was said in it: both sides, its own words marked as its own.
       const second = yield* talk("alice")
       expect(prompts(second.c)[0]).toBe(
-        "Recent messages before this one:\n- you: hello from a session of alice\n- alice: alice heard you\n\nhello from a session of alice"
+        "Recent messages before this one:\n- you: hello from a session of alice\n- alice (you): alice heard you\n\nhello from a session of alice"
       )
+      const other = yield* talk("bea")
+      expect(prompts(other.c)[0]).toContain("- alice (a roster worker): alice heard you\n")
       expect(second.c.spec.Cmd.join(" ")).toContain(`/pihome/channel: the channel "ops" (read-only)`)
       const bad = yield* runSession({ worker: "alice", inbox: yield* Mailbox.make<SessionMessage>(), surface: "term-session", channel: "../etc" }).pipe(Effect.flip)
       expect(bad.message).toContain(`"../etc" is not a channel name`)

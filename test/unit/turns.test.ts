@@ -58,10 +58,25 @@ describe("the turn state machine of a warm session (pure)", () => {
     const [, sent] = run([
       { _tag: "msg", message: msg("a") }, { _tag: "prompted" },
       ev({ type: "tool_execution_start", toolName: "message_user", args: { text: "for you" } }),
+      ev({ type: "tool_execution_end", toolName: "message_user", result: { content: [{ type: "text", text: "delivered" }] }, isError: false }),
+      ev({ type: "message_end", message: { role: "assistant", content: [{ type: "text", text: "said it" }] } }),
       ev({ type: "agent_settled" })
     ], "chat-session")
     expect(sent).toContainEqual({ _tag: "message", text: "for you" })
-    expect(sent.some((o) => o._tag === "note")).toBe(false)
+    expect(sent.some((o) => o._tag === "note" || o._tag === "unsent")).toBe(false)
+  })
+
+  it("a send counts only once the gateway took it: a failed post leaves the turn's text undelivered", () => {
+    for (const name of ["slack_send", "message_user"]) {
+      const [, out] = run([
+        { _tag: "msg", message: msg("a") }, { _tag: "prompted" },
+        ev({ type: "tool_execution_start", toolName: name, args: { text: "the answer" } }),
+        ev({ type: "tool_execution_end", toolName: name, result: { content: [{ type: "text", text: "gateway answered 502" }] }, isError: true }),
+        ev({ type: "message_end", message: { role: "assistant", content: [{ type: "text", text: "the answer, again" }] } }),
+        ev({ type: "agent_settled" })
+      ], "chat-session")
+      expect(out).toContainEqual({ _tag: "unsent", turn: 1, text: "the answer, again" })
+    }
   })
 
   it("in a talk session term_send is the worker's word to its person, shown at once; the turn's text without it is still the reply", () => {

@@ -1,4 +1,6 @@
 import { Effect, Either, Schema } from "effect"
+import { chatChannelName, type ChatPlace } from "../../../contract/origin.js"
+import { appendChannel } from "../../../journal/channel.js"
 import { readRunContext } from "../../../run/runContext.js"
 import type { ActionAnswer, BoxCaller } from "../actionTypes.js"
 import { placeText, postChat } from "../../../chat/postChat.js"
@@ -10,11 +12,34 @@ const Send = Schema.parseJson(Schema.Struct({ text: Schema.String }))
 
 const refused = (status: number, error: string): ActionAnswer => ({ status, body: { ok: false, error } })
 
+/** The thread a chat session's run answers in, from its saved context; undefined for any other run. */
+export const chatSessionPlace = (caller: BoxCaller) =>
+  readRunContext(caller.worker, caller.runId).pipe(
+    Effect.map((ctx) => (ctx?.surface === "chat-session" ? ctx.chat : undefined)),
+    Effect.orElseSucceed(() => undefined)
+  )
+
+/**
+ * Posts a worker's words to its session's thread with the connection's token (the daemon posts;
+ * no box holds it), and keeps them in the roster channel's history as the worker's own: the next
+ * session of the channel reads both sides of the conversation.
+ */
+export const postAsWorker = (caller: BoxCaller, place: ChatPlace, text: string, tool: string) =>
+  Effect.gen(function*() {
+    const posted = yield* postChat(place, text).pipe(Effect.either)
+    if (Either.isLeft(posted)) {
+      yield* Effect.logWarning(`gateway: ${tool} of run ${caller.runId} failed: ${posted.left.message}`)
+      return refused(502, `the message could not be posted: ${posted.left.detail}`)
+    }
+    yield* Effect.logInfo(`gateway: run ${caller.runId} of ${caller.worker} posted ${posted.right.length} message(s) to ${placeText(place)} (${tool})`)
+    yield* appendChannel(chatChannelName(place), { author: caller.worker, text, run_id: caller.runId, role: "worker" })
+    return { status: 200, body: { ok: true, messages: posted.right.length } } satisfies ActionAnswer
+  })
+
 /**
  * slack_send / discord_send { text }: the worker's answer posted to its own chat session's
  * channel and the thread of the message it is answering — the place comes from the run's saved
- * context, never from the request, so a box cannot name another channel. The daemon posts with
- * the connection's token; the box never holds it.
+ * context, never from the request, so a box cannot name another channel.
  */
 export const chatSend = (provider: "slack" | "discord") => (caller: BoxCaller, body: string) =>
   Effect.gen(function*() {
@@ -29,11 +54,5 @@ export const chatSend = (provider: "slack" | "discord") => (caller: BoxCaller, b
       return refused(403, `this run is not a chat session (it is ${ctx.right.surface}): answer in your final message instead`)
     }
     if (place.provider !== provider) return refused(403, `this session is in ${place.provider}: use ${place.provider}_send`)
-    const posted = yield* postChat(place, text).pipe(Effect.either)
-    if (Either.isLeft(posted)) {
-      yield* Effect.logWarning(`gateway: ${provider}_send of run ${caller.runId} failed: ${posted.left.message}`)
-      return refused(502, `the message could not be posted: ${posted.left.detail}`)
-    }
-    yield* Effect.logInfo(`gateway: run ${caller.runId} of ${caller.worker} posted ${posted.right.length} message(s) to ${placeText(place)}`)
-    return { status: 200, body: { ok: true, messages: posted.right.length } } satisfies ActionAnswer
+    return yield* postAsWorker(caller, place, text, `${provider}_send`)
   })
