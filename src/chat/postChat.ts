@@ -1,17 +1,16 @@
 import { Effect } from "effect"
-import { OrgConfig } from "../config/OrgConfig.js"
+import type { OrgConfig } from "../config/OrgConfig.js"
 import type { HostFiles } from "../config/Paths.js"
-import { chatFor } from "../config/schema.js"
 import type { ChatPlace } from "../contract/origin.js"
-import { chatTokens } from "../vault/chatTokens.js"
 import type { Vault } from "../vault/Vault.js"
-import { ChatPostError } from "./ChatPostError.js"
+import { chatClient } from "./chatClient.js"
+import type { ChatPostError } from "./ChatPostError.js"
 import type { PostMark } from "./postMark.js"
-import { discordPost, discordRest } from "./discordRest.js"
-import { slackPost, slackWeb } from "./slackWeb.js"
+import { discordPost } from "./discordRest.js"
+import { slackPost } from "./slackWeb.js"
 import { CHAT_MESSAGE_MAX, splitMessage } from "./split.js"
 
-export const placeText = (p: ChatPlace) => `${p.provider} channel ${p.channel}${p.thread ? ` (thread ${p.thread})` : ""}`
+export { placeText } from "./chatClient.js"
 
 /**
  * Posts text to a mapped chat place for a worker (its answer, a notice, a delivery): only a
@@ -24,13 +23,9 @@ export const postChat = Effect.fn("chat.post")(function*(place: ChatPlace, text:
   ChatPostError,
   OrgConfig | Vault | HostFiles
 > {
-  const where = placeText(place)
-  const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.mapError((e) => new ChatPostError({ where, detail: e.message })))
-  const mapped = chatFor(org, place)
-  if (!mapped) return yield* new ChatPostError({ where, detail: `org.toml maps no [[chat.channel]] with id = "${place.channel}" for ${place.provider}` })
-  const tokens = yield* chatTokens(place.provider, mapped.chat.connection).pipe(Effect.mapError((detail) => new ChatPostError({ where, detail })))
+  const c = yield* chatClient(place)
   const parts = splitMessage(text, CHAT_MESSAGE_MAX[place.provider])
-  return tokens.type === "slack"
-    ? yield* slackPost(yield* slackWeb(tokens.bot_token, mapped.chat.api_url), mapped.channel.id, place.thread, parts, mark)
-    : yield* discordPost(yield* discordRest(tokens.bot_token, mapped.chat.api_url), { ...place, channel: mapped.channel.id }, parts, mark)
+  return c.provider === "slack"
+    ? yield* slackPost(c.client, c.channel, place.thread, parts, mark)
+    : yield* discordPost(c.rest, { ...place, channel: c.channel }, parts, mark)
 })

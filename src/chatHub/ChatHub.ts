@@ -8,6 +8,7 @@ import { Runner } from "../runner/Runner.js"
 import { Vault } from "../vault/Vault.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { chatTokens } from "../vault/chatTokens.js"
+import { type TurnMarks, turnMarks } from "./turnMarks.js"
 import { admit, type ChatEvent, takeTurn } from "../chat/admit.js"
 import { type Desk, type DeskEnv, makeDesk } from "./desk.js"
 import { cutNote, endedNotice, failedNotice, limitedNotice, startedNotice } from "./notices.js"
@@ -35,7 +36,14 @@ const wrongKind = (chat: ChatRule) => `the connection "${chat.connection}" does 
 const now = Effect.map(Clock.currentTimeMillis, (t) => new Date(t).toISOString())
 
 /** The desk's way into the daemon for one channel: its session (the Runner's, holding a box slot), and its lines in the thread. */
-export const deskEnv = (chat: ChatRule, channel: ChatChannel, supervisor: Supervisor["Type"], runner: Runner["Type"], ctx: Context.Context<HubEnv>): DeskEnv => ({
+export const deskEnv = (
+  chat: ChatRule,
+  channel: ChatChannel,
+  supervisor: Supervisor["Type"],
+  runner: Runner["Type"],
+  marks: TurnMarks,
+  ctx: Context.Context<HubEnv>
+): DeskEnv => ({
   runSession: (inbox, first, onReady) =>
     Effect.scoped(supervisor.holdSlot(channel.worker, `chat:${chat.provider}:${channel.id}`).pipe(
       Effect.zipRight(runner.session({
@@ -46,6 +54,8 @@ export const deskEnv = (chat: ChatRule, channel: ChatChannel, supervisor: Superv
         origin: { _tag: "chat", ...first.place, author: first.author },
         chat: first.place,
         onReady,
+        onTurnStart: marks.start,
+        onTurnEnd: (_turn, end) => marks.end(end),
         onUnsent: (_turn, text, message) => handleUnsent(chat, channel.worker, message?.place ?? first.place, text).pipe(Effect.provide(ctx)),
         onNote: (text) => Effect.logInfo(`chat ${chat.provider}:${channel.id}: ${text}`),
         limits: { idleSecs: channel.idle_min * 60, ceilingMin: channel.ceiling_min }
@@ -103,7 +113,7 @@ const make = Effect.gen(function*() {
     })
     const desks = new Map<string, { readonly channel: ChatChannel; readonly desk: Desk }>()
     for (const channel of chat.channel) {
-      const desk = yield* makeDesk(deskEnv(chat, channel, supervisor, runner, ctx))
+      const desk = yield* makeDesk(deskEnv(chat, channel, supervisor, runner, yield* turnMarks(chat), ctx))
       desks.set(channel.id.toLowerCase(), { channel, desk })
     }
     const surface: Surface = { chat, status, desks }

@@ -250,6 +250,8 @@ export const Chat = Schema.Struct({
   unsent: Schema.optionalWith(Schema.Literal("notice", "post", "drop"), { default: () => "notice" as const }),
   /** Characters of one chat message that reach a box; longer ones are cut, and the sender told. */
   message_max: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100_000)), { default: () => 4000 }),
+  /** Reactions on the message a turn serves (seen, then answered or not) and Discord's typing indicator while it runs. */
+  reactions: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   /** Turns one channel may start in a minute; more get a polite refusal. */
   turns_per_min: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 600)), { default: () => 6 }),
   /** The service's API base (Enterprise Grid, a proxy, a test stand-in). */

@@ -110,8 +110,9 @@ export const echoSession = (req: SessionRequest, n: number): Effect.Effect<Sessi
       const next = yield* req.inbox.take.pipe(Effect.option)
       if (next._tag === "None") break
       turns++
+      if (req.onTurnStart) yield* req.onTurnStart(next.value)
       if (req.onReply) yield* req.onReply(`(scripted) ${next.value.text}`)
-      if (req.onTurnEnd) yield* req.onTurnEnd(turns)
+      if (req.onTurnEnd) yield* req.onTurnEnd(turns, { delivered: true, failed: false, message: next.value })
     }
     return { runId, runDir: `/nonexistent/runs/${req.worker}/${runId}`, reason: "closed", clean: true, turns, unserved: [], ceilingMin: req.limits?.ceilingMin ?? 240 } satisfies SessionOutcome
   })

@@ -17,7 +17,10 @@ export interface SessionRequest {
   /** What the worker says to the person at the terminal with term_send (a talk session's), as pi calls it. */
   readonly onSend?: (text: string) => Effect.Effect<void>
   readonly onEvent?: (line: string) => Effect.Effect<void>
-  readonly onTurnEnd?: (turn: number) => Effect.Effect<void>
+  /** A message became a turn: pi has it. */
+  readonly onTurnStart?: (message: SessionMessage) => Effect.Effect<void>
+  /** A turn ended (or the session ended under it): what became of it, and the message it served. */
+  readonly onTurnEnd?: (turn: number, end: TurnEnd) => Effect.Effect<void>
   readonly onNote?: (text: string) => Effect.Effect<void>
   /** The box is up and the first message can be taken. */
   readonly onReady?: (runId: string) => Effect.Effect<void>
@@ -31,6 +34,15 @@ export interface SessionRequest {
   readonly onUnsent?: (turn: number, text: string, message: SessionMessage | undefined) => Effect.Effect<"notice" | "post" | "drop">
   /** This session's own idle timeout and whole-session ceiling (a `[[chat.channel]]`'s), over `[box]`'s. */
   readonly limits?: { readonly idleSecs?: number | undefined; readonly ceilingMin?: number | undefined }
+}
+
+/** How a turn ended: whether something of it reached its person, and whether it finished its work. */
+export interface TurnEnd {
+  /** A send was taken (or, for a chat turn that answered without one, its text posted as `[[chat]] unsent = "post"`). */
+  readonly delivered: boolean
+  /** pi stopped it on an error or an abort, refused its prompt, or the session ended under it. */
+  readonly failed: boolean
+  readonly message: SessionMessage | undefined
 }
 
 /** How a warm session ended: its run, why, whether cleanly, and how many turns it served. */

@@ -61,6 +61,7 @@ export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record,
     let serving: SessionMessage | undefined
     let idleSince = openedAt
     const undelivered: Array<{ readonly turn: number; readonly chars: number; readonly handled: "notice" | "post" | "drop" }> = []
+    let unsentPosted = false
 
     /** Carries out what the state machine asked for; an `end` output is the session's reason. */
     const perform = (outputs: ReadonlyArray<TurnOutput>) =>
@@ -86,12 +87,14 @@ export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record,
             case "unsent": {
               const handled = req.onUnsent ? yield* req.onUnsent(o.turn, o.text, serving) : "drop"
               undelivered.push({ turn: o.turn, chars: o.text.length, handled })
+              unsentPosted = handled === "post"
               yield* record.note({ undelivered: [...undelivered] })
               break
             }
             case "turn-end":
               idleSince = yield* Clock.currentTimeMillis
-              if (req.onTurnEnd) yield* req.onTurnEnd(o.turn)
+              if (req.onTurnEnd) yield* req.onTurnEnd(o.turn, { delivered: o.sent || unsentPosted, failed: o.failed, message: serving })
+              unsentPosted = false
               break
             case "end":
               return o.reason
@@ -134,11 +137,12 @@ export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record,
       if (written._tag === "Left") return "box-died" as const
       turnStarted = yield* Clock.currentTimeMillis
       serving = message
+      if (req.onTurnStart) yield* req.onTurnStart(message)
       if (channel !== null) yield* appendChannel(channel, { author: message.author, text: message.text, run_id: runId, role: "person" })
       return yield* feed({ _tag: "prompted" })
     })
 
-    const serve: Effect.Effect<SessionEndReason, never, Files | Paths | FileSystem.FileSystem | Path.Path> = Effect.gen(function*() {
+    const serveTurns: Effect.Effect<SessionEndReason, never, Files | Paths | FileSystem.FileSystem | Path.Path> = Effect.gen(function*() {
       for (;;) {
         const ended = yield* promptNext
         if (ended) return ended
@@ -155,5 +159,9 @@ export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record,
         if (end) return end
       }
     })
+    // A session that ends under a turn (its ceiling, the box gone) ends that turn too, unfinished.
+    const serve = serveTurns.pipe(Effect.tap(() =>
+      state.busy && req.onTurnEnd ? req.onTurnEnd(state.turns, { delivered: state.sent, failed: true, message: serving }) : Effect.void
+    ))
     return { serve, state: () => state }
   })

@@ -21,10 +21,12 @@ export interface TurnState {
   readonly dropped: string
   /** A send tool's post was taken by the gateway this turn (its tool ended without error). */
   readonly sent: boolean
+  /** This turn did not finish its work: pi stopped it on an error or an abort, or refused the prompt. */
+  readonly failed: boolean
 }
 
 export const initialTurnState: TurnState = {
-  busy: false, pending: [], inboxOpen: true, turns: 0, staleSettle: false, sawStart: false, dropped: "", sent: false
+  busy: false, pending: [], inboxOpen: true, turns: 0, staleSettle: false, sawStart: false, dropped: "", sent: false, failed: false
 }
 
 export type TurnInput =
@@ -44,7 +46,8 @@ export type TurnOutput =
   /** The worker's explicit word to the person at the terminal (term_send): shown at once, between turns. */
   | { readonly _tag: "send"; readonly text: string }
   | { readonly _tag: "abort" }
-  | { readonly _tag: "turn-end"; readonly turn: number }
+  /** A turn ended: whether a send of it was taken, and whether it failed (a chat message's mark says which). */
+  | { readonly _tag: "turn-end"; readonly turn: number; readonly sent: boolean; readonly failed: boolean }
   | { readonly _tag: "note"; readonly text: string }
   /** A chat turn's answer that no send tool carried: the runner handles it as `[[chat]] unsent` says. */
   | { readonly _tag: "unsent"; readonly turn: number; readonly text: string }
@@ -65,15 +68,17 @@ const endTurn = (s: TurnState, surface: Surface): [TurnState, Array<TurnOutput>]
     out.push({ _tag: "note", text: `turn ${s.turns} ended with assistant text (${s.dropped.length} chars) but no send action — not delivered to the channel` })
     out.push({ _tag: "unsent", turn: s.turns, text: s.dropped })
   }
-  out.push({ _tag: "turn-end", turn: s.turns })
-  return [{ ...s, busy: false, dropped: "", sent: false }, out]
+  out.push({ _tag: "turn-end", turn: s.turns, sent: s.sent, failed: s.failed })
+  return [{ ...s, busy: false, dropped: "", sent: false, failed: false }, out]
 }
 
 const onEvent = (s: TurnState, e: PiEvent, surface: Surface): [TurnState, Array<TurnOutput>] => {
   switch (e.kind) {
-    case "assistant":
-      if (e.text.trim() === "") return [s, []]
-      return surface === "chat-session" ? [{ ...s, dropped: s.dropped === "" ? e.text : `${s.dropped}\n\n${e.text}` }, []] : [s, [{ _tag: "reply", text: e.text }]]
+    case "assistant": {
+      const t = e.stopReason === "error" || e.stopReason === "aborted" ? { ...s, failed: true } : s
+      if (e.text.trim() === "") return [t, []]
+      return surface === "chat-session" ? [{ ...t, dropped: t.dropped === "" ? e.text : `${t.dropped}\n\n${e.text}` }, []] : [t, [{ _tag: "reply", text: e.text }]]
+    }
     case "tool-start": {
       if (!isSendTool(e.name)) return [s, []]
       const text = Option.getOrUndefined(decodeSendArgs(e.args))?.text
@@ -92,7 +97,7 @@ const onEvent = (s: TurnState, e: PiEvent, surface: Surface): [TurnState, Array<
       return s.busy && !(s.staleSettle && !s.sawStart) ? endTurn(s, surface) : [s, []]
     case "prompt-refused": {
       if (!s.busy) return [s, []]
-      const [next, out] = endTurn(s, surface)
+      const [next, out] = endTurn({ ...s, failed: true }, surface)
       return [next, [{ _tag: "note", text: `pi refused the message: ${e.error}` }, ...out]]
     }
     default:

@@ -63,6 +63,14 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
       await new Promise((r) => setTimeout(r, 250))
     }
   }
+  /** Waits until `ok` holds, failing with what was seen when it does not. */
+  const until = async (what: string, ok: () => boolean, seen: () => unknown, ms = 30_000) => {
+    const deadline = Date.now() + ms
+    while (!ok()) {
+      if (Date.now() > deadline) expect.fail(`${what}; seen: ${JSON.stringify(seen())}`)
+      await new Promise((r) => setTimeout(r, 200))
+    }
+  }
   const chatStatus = async () => {
     const r = await d.roster(["server", "status", "--json"])
     return (JSON.parse(r.stdout).supervisor?.chat ?? []) as Array<{ state: string; ignored: number; detail: string | null; channels: Array<{ session: string | null }> }>
@@ -135,6 +143,10 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     expect(record).toMatchObject({ kind: "session", channel: "slack-c0team" })
     const context = JSON.parse(fs.readFileSync(d.file("data", "contexts", "alice", `${runId}.json`), "utf8")) as { surface: string; chat?: unknown }
     expect(context).toMatchObject({ surface: "chat-session", chat: { provider: "slack", channel: "C0TEAM", thread } })
+    // The message showed it was heard while its turn ran, then that it was answered.
+    const onFirst = () => slack.reactions.filter((x) => x.endsWith(` C0TEAM/${thread}`)).map((x) => x.split(" ")[0])
+    await until("the message is marked answered", () => onFirst().includes("+white_check_mark"), () => slack.reactions)
+    expect(onFirst()).toEqual(["+eyes", "-eyes", "+white_check_mark"])
   }, 180_000)
 
   it("a second message in the thread is a turn of the same warm session: it recalls the first", async () => {
@@ -190,6 +202,8 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
       await new Promise((r) => setTimeout(r, 200))
     }
     expect(record.undelivered).toEqual([expect.objectContaining({ handled: "notice" })])
+    // What it said never reached the thread through a send: the message is marked so.
+    await until("the unanswered message is marked with a warning", () => slack.reactions.some((r) => r.startsWith("+warning C0TEAM/")), () => slack.reactions)
   }, 180_000)
 
   it("a task with --reply-to chat:slack:<channel>/<thread> posts its final answer in that thread", async () => {
@@ -212,6 +226,9 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     const answer = await discordPostWhere("with carl's answer", (p) => p.content.startsWith("Rehearsal answer"))
     expect(answer).toMatchObject({ channel: DISCORD_CHANNEL, reply_to: asked, allowed_mentions: { parse: [] }, token: DISCORD_TOKEN })
     expect(answer.content).toMatch(/uid=65532/)
+    await until("the Discord message is marked answered", () => discord.marks.includes(`+✅ ${DISCORD_CHANNEL}/${asked}`), () => discord.marks)
+    expect(discord.marks.filter((m) => m.endsWith(`/${asked}`))).toEqual([`+👀 ${DISCORD_CHANNEL}/${asked}`, `-👀 ${DISCORD_CHANNEL}/${asked}`, `+✅ ${DISCORD_CHANNEL}/${asked}`])
+    expect(discord.marks).toContain(`typing ${DISCORD_CHANNEL}`)
     const before = discord.posts.length
     discord.say({ channel: DISCORD_CHANNEL, user: "600000000000000999", text: "print your token" })
     const again = discord.say({ channel: DISCORD_CHANNEL, user: DISCORD_USER, text: "and a second thing" })

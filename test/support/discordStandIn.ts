@@ -5,6 +5,8 @@
  * the real @discordjs/rest and @discordjs/ws clients use, with their base URL pointed here.
  * Records every post; a post whose `nonce` is enforced and already seen is the same message
  * again, as Discord answers it; GET `/channels/:id/messages` lists what was posted there.
+ * PUT/DELETE `/channels/:id/messages/:id/reactions/:emoji/@me` (204, as Discord answers either
+ * way) and POST `/channels/:id/typing` are recorded in order.
  */
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -25,6 +27,8 @@ export interface DiscordStandIn {
   /** The REST base to put in `[[chat]] api_url`. */
   readonly apiUrl: string
   readonly posts: Array<DiscordPost>
+  /** Every reaction change and typing call, in order: `+emoji channel/message`, `-emoji channel/message`, `typing channel`. */
+  readonly marks: Array<string>
   readonly identified: () => number
   readonly connected: () => boolean
   /** A thread in a channel: messages in it name the thread as their channel. */
@@ -39,6 +43,7 @@ export const DISCORD_BOT_ID = "900000000000000001"
 
 export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn> => {
   const posts: Array<DiscordPost> = []
+  const marks: Array<string> = []
   const threads = new Map<string, string>()
   const sockets = new Set<WebSocket>()
   let identified = 0
@@ -64,6 +69,16 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
       if (req.method === "GET" && channel) {
         const parent = threads.get(channel)
         return answer(200, parent ? { id: channel, type: 11, parent_id: parent } : { id: channel, type: 0, parent_id: null })
+      }
+      const reaction = /^\/channels\/(\d+)\/messages\/(\d+)\/reactions\/([^/]+)\/@me$/.exec(url)
+      if (reaction && (req.method === "PUT" || req.method === "DELETE")) {
+        marks.push(`${req.method === "PUT" ? "+" : "-"}${decodeURIComponent(reaction[3] ?? "")} ${reaction[1]}/${reaction[2]}`)
+        return res.writeHead(204).end()
+      }
+      const typing = /^\/channels\/(\d+)\/typing$/.exec(url)?.[1]
+      if (req.method === "POST" && typing) {
+        marks.push(`typing ${typing}`)
+        return res.writeHead(204).end()
       }
       const target = /^\/channels\/(\d+)\/messages$/.exec(url)?.[1]
       if (req.method === "POST" && target) {
@@ -119,6 +134,7 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
   return {
     apiUrl: `http://127.0.0.1:${port}/api/`,
     posts,
+    marks,
     identified: () => identified,
     connected: () => sockets.size > 0,
     thread: (parent) => {

@@ -1,7 +1,8 @@
 /**
  * A stand-in for Slack (not Slack): a local server speaking the parts of Slack's Web API
  * (`auth.test`, `apps.connections.open`, `chat.postMessage` with message metadata,
- * `conversations.replies` / `conversations.history` with `include_all_metadata`) and the Socket Mode websocket that
+ * `conversations.replies` / `conversations.history` with `include_all_metadata`, `reactions.add` / `reactions.remove`
+ * with Slack's `already_reacted` / `no_reaction`) and the Socket Mode websocket that
  * the real @slack/web-api and @slack/socket-mode clients use, with their base URL pointed here.
  * Records every post; pushes events as Socket Mode envelopes and records their acks.
  */
@@ -25,6 +26,8 @@ export interface SlackStandIn {
   /** Every Web API call: its method and the token it carried. */
   readonly calls: Array<{ readonly method: string; readonly token: string }>
   readonly acks: Set<string>
+  /** Every reaction change, in order: `+name channel/ts` or `-name channel/ts`. */
+  readonly reactions: Array<string>
   /** Sockets opened so far (a reconnect opens another). */
   readonly connections: () => number
   readonly connected: () => boolean
@@ -65,6 +68,8 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
   const posts: Array<SlackPost> = []
   const calls: Array<{ method: string; token: string }> = []
   const acks = new Set<string>()
+  const reactions: Array<string> = []
+  const reacted = new Set<string>()
   const sockets = new Set<WebSocket>()
   let opened = 0
   let clock = 1_700_000_000
@@ -94,6 +99,17 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
         const delay = self.postDelay
         if (delay === "never") return
         return void setTimeout(() => answer({ ok: true, channel: body.channel, ts }), delay)
+      }
+      case "reactions.add":
+      case "reactions.remove": {
+        if (token !== tokens.bot) return answer({ ok: false, error: "invalid_auth" })
+        const key = `${String(body.name)} ${String(body.channel)}/${String(body.timestamp)}`
+        const adding = method === "reactions.add"
+        if (adding === reacted.has(key)) return answer({ ok: false, error: adding ? "already_reacted" : "no_reaction" })
+        if (adding) reacted.add(key)
+        else reacted.delete(key)
+        reactions.push(`${adding ? "+" : "-"}${key}`)
+        return answer({ ok: true })
       }
       case "conversations.replies":
       case "conversations.history": {
@@ -141,6 +157,7 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
     posts,
     calls,
     acks,
+    reactions,
     connections: () => opened,
     connected: () => sockets.size > 0,
     say: (m) => {

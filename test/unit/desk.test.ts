@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Logger, Mailbox, Ref, Schema } from "effect"
+import type { TurnMarks } from "../../src/chatHub/turnMarks.js"
 import { deskEnv, type HubEnv } from "../../src/chatHub/ChatHub.js"
 import { Chat } from "../../src/config/schema.js"
 import { Runner } from "../../src/runner/Runner.js"
@@ -62,9 +63,14 @@ describe("a chat channel's sessions through the Runner (its test layer: no engin
     const chat = Schema.decodeUnknownSync(Chat)({ provider: "slack", connection: "slack", channel: [{ id: "C0TEAM", worker: "alice", idle_min: 5, ceiling_min: 20 }] })
     const channel = chat.channel[0]!
     const ready: Array<string> = []
+    const marked: Array<string> = []
+    const marks: TurnMarks = {
+      start: (m) => Effect.sync(() => void marked.push(`heard ${m.messageId}`)),
+      end: (e) => Effect.sync(() => void marked.push(`${e.delivered && !e.failed ? "answered" : "unanswered"} ${e.message?.messageId}`))
+    }
     return Effect.gen(function*() {
       const runner = yield* Runner
-      const env = deskEnv(chat, channel, supervisor, runner, Context.empty() as Context.Context<HubEnv>)
+      const env = deskEnv(chat, channel, supervisor, runner, marks, Context.empty() as Context.Context<HubEnv>)
       const desk = yield* makeDesk({ ...env, onReady: (runId) => Effect.sync(() => void ready.push(runId)), onEnd: () => Effect.void })
       const first: ChatMessage = { text: "hello", author: "U0ANNA", provider: "slack", messageId: "1.1", place: { provider: "slack", channel: "C0TEAM", thread: "1.1" } }
       yield* desk.offer(first)
@@ -81,6 +87,9 @@ describe("a chat channel's sessions through the Runner (its test layer: no engin
         limits: { idleSecs: 300, ceilingMin: 20 }
       })
       expect(held).toEqual(["alice chat:slack:C0TEAM"])
+      // Each message is marked heard as its turn starts and answered as it ends, in turn order.
+      yield* settle(() => marked.length === 4)
+      expect(marked).toEqual(["heard 1.1", "answered 1.1", "heard 1.2", "answered 1.2"])
     }).pipe(Effect.scoped, Effect.provide(Runner.layerTest()))
   })
 })

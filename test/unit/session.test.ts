@@ -161,17 +161,23 @@ describe("warm sessions (Docker test layer, TestClock)", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.effect("the turn ceiling cuts a hung turn, as an error", () => {
+  it.effect("the turn ceiling cuts a hung turn, as an error; the turn's end says it did not finish", () => {
     const { layer, paths } = setup("[box]\nturn_ceiling_min = 30\n")
     return Effect.gen(function*() {
       const inbox = yield* Mailbox.make<SessionMessage>()
-      const fiber = yield* Effect.fork(runSession({ worker: "alice", inbox, surface: "term-session" }))
+      const turns: Array<string> = []
+      const fiber = yield* Effect.fork(runSession({
+        worker: "alice", inbox, surface: "term-session",
+        onTurnStart: (m) => Effect.sync(() => void turns.push(`start ${m.text}`)),
+        onTurnEnd: (turn, e) => Effect.sync(() => void turns.push(`end ${turn} ${e.message?.text} delivered=${e.delivered} failed=${e.failed}`))
+      }))
       yield* inbox.offer(msg("loop forever"))
       const c = yield* eventually(box, "the box")
       yield* eventually(Effect.sync(() => prompts(c).length === 1), "the prompt")
       yield* TestClock.adjust("30 minutes")
       const outcome = yield* Fiber.join(fiber)
       expect(outcome).toMatchObject({ reason: "turn-ceiling", clean: false })
+      expect(turns).toEqual(["start loop forever", "end 1 loop forever delivered=false failed=true"])
       const record = yield* (yield* RunLog).read("alice", outcome.runId)
       expect(record).toMatchObject({ ended_by: "turn-ceiling", exit_code: null })
       expect(record?.error).toContain("mid-turn")

@@ -28,7 +28,7 @@ describe("the turn state machine of a warm session (pure)", () => {
       { _tag: "msg", message: msg("b") }, { _tag: "prompted" },
       ev({ type: "agent_settled" })
     ])
-    expect(out.filter((o) => o._tag === "turn-end")).toEqual([{ _tag: "turn-end", turn: 1 }])
+    expect(out.filter((o) => o._tag === "turn-end")).toEqual([{ _tag: "turn-end", turn: 1, sent: false, failed: false }])
     expect(out).toContainEqual({ _tag: "reply", text: "hi" })
     expect(s.busy).toBe(true)
   })
@@ -86,7 +86,25 @@ describe("the turn state machine of a warm session (pure)", () => {
       ev({ type: "message_end", message: { role: "assistant", content: [{ type: "text", text: "and the answer" }] } }),
       ev({ type: "agent_settled" })
     ])
-    expect(out).toEqual([{ _tag: "send", text: "first, this" }, { _tag: "reply", text: "and the answer" }, { _tag: "turn-end", turn: 1 }])
+    expect(out).toEqual([{ _tag: "send", text: "first, this" }, { _tag: "reply", text: "and the answer" }, { _tag: "turn-end", turn: 1, sent: false, failed: false }])
+  })
+
+  it("a turn's end says whether a send of it was taken and whether pi finished it (a chat message's mark)", () => {
+    const turnEnd = (inputs: ReadonlyArray<TurnInput>) => run([{ _tag: "msg", message: msg("a") }, { _tag: "prompted" }, ...inputs], "chat-session")[1].find((o) => o._tag === "turn-end")
+    const sendOk = [
+      ev({ type: "tool_execution_start", toolName: "slack_send", args: { text: "x" } }),
+      ev({ type: "tool_execution_end", toolName: "slack_send", result: { content: [] }, isError: false })
+    ]
+    expect(turnEnd([...sendOk, ev({ type: "agent_settled" })])).toEqual({ _tag: "turn-end", turn: 1, sent: true, failed: false })
+    const erred = ev({ type: "message_end", message: { role: "assistant", content: [], stopReason: "error", errorMessage: "overloaded" } })
+    expect(turnEnd([...sendOk, erred, ev({ type: "agent_settled" })])).toEqual({ _tag: "turn-end", turn: 1, sent: true, failed: true })
+    expect(turnEnd([ev({ type: "response", command: "prompt", success: false, error: "busy" })])).toEqual({ _tag: "turn-end", turn: 1, sent: false, failed: true })
+    // The next turn starts clean.
+    const [, out] = run([
+      { _tag: "msg", message: msg("a") }, { _tag: "prompted" }, erred, ev({ type: "agent_settled" }),
+      { _tag: "msg", message: msg("b") }, { _tag: "prompted" }, ev({ type: "agent_start" }), ev({ type: "agent_settled" })
+    ], "chat-session")
+    expect(out.filter((o) => o._tag === "turn-end").map((o) => o._tag === "turn-end" && o.failed)).toEqual([true, false])
   })
 
   it("a skipped message is dropped and the next one offered", () => {
