@@ -7,6 +7,7 @@ import { postChat } from "../chat/postChat.js"
 import { Runner } from "../runner/Runner.js"
 import { Vault } from "../vault/Vault.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
+import { placePast } from "../chat/placePast.js"
 import { chatTokens } from "../vault/chatTokens.js"
 import { type TurnMarks, turnMarks } from "./turnMarks.js"
 import { admit, type ChatEvent, takeTurn } from "../chat/admit.js"
@@ -30,6 +31,9 @@ interface Surface {
   readonly status: Ref.Ref<ChatListenerStatus>
   readonly desks: ReadonlyMap<string, { readonly channel: ChatChannel; readonly desk: Desk }>
 }
+
+/** The most characters of a place's past a session's first turn is given. */
+const HISTORY_CHARS = 12_000
 
 const wrongKind = (chat: ChatRule) => `the connection "${chat.connection}" does not hold ${chat.provider} tokens: roster connection add ${chat.connection}`
 
@@ -62,6 +66,13 @@ export const deskEnv = (
       }))
     )).pipe(Effect.mapError((e) => ({ message: e.message }))),
   onReady: (runId, first) => say(first, startedNotice(channel.worker, runId)).pipe(Effect.provide(ctx)),
+  past: (first) =>
+    placePast(first.place, first.messageId, { messages: channel.history_max, chars: HISTORY_CHARS, people: channel.allow_users }).pipe(
+      Effect.map((lines) => lines.map((l) => ({ author: l.author, text: l.text, ...(l.own ? { speaker: "you" as const } : {}) }))),
+      // Without the service's past the session starts from the roster channel's own history.
+      Effect.catchAll((e) => Effect.logWarning(`chat ${chat.provider}:${channel.id}: the thread's past could not be read: ${e.message}`).pipe(Effect.as(undefined))),
+      Effect.provide(ctx)
+    ),
   // What the session ran under, from its own snapshot: the notice never reads org.toml a second time.
   onEnd: (o, last) => say(last, endedNotice(channel.worker, o.runId, o.reason, channel.idle_min, o.ceilingMin)).pipe(Effect.provide(ctx)),
   onFail: (message, last) => say(last, failedNotice(channel.worker, message)).pipe(Effect.provide(ctx))

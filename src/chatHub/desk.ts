@@ -1,7 +1,7 @@
 import { Cause, Effect, Mailbox, Option, Ref, type Scope } from "effect"
 import type { ChatPlace } from "../contract/origin.js"
 import type { SessionOutcome } from "../session/runSession.js"
-import type { SessionMessage } from "../session/turnContext.js"
+import type { HistoryLine, SessionMessage } from "../session/turnContext.js"
 
 /** A chat message on its way to a turn: the session message and the place its answer goes. */
 export type ChatMessage = SessionMessage & { readonly place: ChatPlace }
@@ -17,6 +17,8 @@ export interface DeskEnv {
   readonly onEnd: (outcome: SessionOutcome, last: ChatPlace) => Effect.Effect<void>
   readonly onFail: (message: string, last: ChatPlace) => Effect.Effect<void>
   readonly onReady: (runId: string, first: ChatPlace) => Effect.Effect<void>
+  /** The recent past of the place a session's first message came from, when the service gives it. */
+  readonly past?: (first: ChatMessage) => Effect.Effect<ReadonlyArray<HistoryLine> | undefined>
 }
 
 /** One mapped channel's desk: at most one warm session at a time, started by a message, ended by its idle timeout. */
@@ -69,10 +71,13 @@ export const makeDesk = (env: DeskEnv): Effect.Effect<Desk, never, Scope.Scope> 
 
     const start = (messages: ReadonlyArray<ChatMessage>): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const first = messages[0]
-        if (!first) return
+        const head = messages[0]
+        if (!head) return
+        // The session's first turn starts from the place's own past (the thread it was asked in).
+        const past = env.past ? yield* env.past(head) : undefined
+        const first: ChatMessage = past === undefined ? head : { ...head, history: past }
         const live: Live = { inbox: yield* Mailbox.make<SessionMessage>(), runId: yield* Ref.make<string | null>(null), last: yield* Ref.make(messages.at(-1)?.place ?? first.place) }
-        yield* live.inbox.offerAll(messages)
+        yield* live.inbox.offerAll([first, ...messages.slice(1)])
         yield* Ref.set(current, live)
         yield* env.runSession(live.inbox, first, (runId) => Ref.set(live.runId, runId).pipe(Effect.zipRight(env.onReady(runId, first.place)))).pipe(
           Effect.matchCauseEffect({ onFailure: (cause) => failed(live, cause), onSuccess: (o) => ended(live, o) }),

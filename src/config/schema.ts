@@ -235,7 +235,9 @@ export const ChatChannel = Schema.Struct({
   /** Minutes the channel's session waits for the next message before it ends. */
   idle_min: Schema.optionalWith(Minutes, { default: () => 30 }),
   /** The channel session's whole-session ceiling (default: [box] session_ceiling_min). */
-  ceiling_min: Schema.optional(Minutes)
+  ceiling_min: Schema.optional(Minutes),
+  /** Messages of the thread (else the channel) a session's first turn is given from the service, newest kept (0: none). */
+  history_max: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { default: () => 30 })
 })
 export type ChatChannel = typeof ChatChannel.Type
 

@@ -44,6 +44,7 @@ export const DISCORD_BOT_ID = "900000000000000001"
 export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn> => {
   const posts: Array<DiscordPost> = []
   const marks: Array<string> = []
+  const said: Array<{ readonly id: string; readonly channel: string; readonly user: string; readonly content: string; readonly timestamp: string }> = []
   const threads = new Map<string, string>()
   const sockets = new Set<WebSocket>()
   let identified = 0
@@ -95,10 +96,14 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
         return answer(200, { id, channel_id: target, content: body.content, ...(body.nonce ? { nonce: body.nonce } : {}) })
       }
       if (req.method === "GET" && target) {
-        // Newest first, as Discord lists them; a stored message keeps no nonce.
-        return answer(200, posts.filter((p) => p.channel === target).reverse().map((p) => ({
-          id: p.id, channel_id: p.channel, content: p.content, timestamp: p.timestamp, author: { id: DISCORD_BOT_ID, username: "roster", bot: true }
-        })))
+        // Newest first, as Discord lists them, people's messages beside the bot's; a stored message keeps no nonce.
+        const query = new URL(req.url ?? "/", "http://stand-in.test").searchParams
+        const before = query.get("before")
+        const all = [
+          ...posts.map((p) => ({ id: p.id, channel_id: p.channel, content: p.content, timestamp: p.timestamp, author: { id: DISCORD_BOT_ID, username: "roster", bot: true } })),
+          ...said.map((m) => ({ id: m.id, channel_id: m.channel, content: m.content, timestamp: m.timestamp, author: { id: m.user, username: `user-${m.user}` } }))
+        ].filter((m) => m.channel_id === target && (before === null || BigInt(m.id) < BigInt(before)))
+        return answer(200, all.sort((a, b) => (BigInt(b.id) > BigInt(a.id) ? 1 : -1)).slice(0, Number(query.get("limit") ?? 50)))
       }
       return answer(404, { message: "404: Not Found", code: 0 })
     })
@@ -150,6 +155,7 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
         author: { id: m.user, username: `user-${m.user}`, discriminator: "0", ...(m.bot ? { bot: true } : {}) },
         mentions: m.mentionBot === false ? [] : [{ id: DISCORD_BOT_ID, username: "roster" }]
       }
+      if (!m.bot) said.push({ id, channel: m.channel, user: m.user, content, timestamp: d.timestamp })
       for (const s of sockets) send(s, 0, d, "MESSAGE_CREATE")
       return id
     },

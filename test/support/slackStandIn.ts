@@ -69,6 +69,8 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
   const calls: Array<{ method: string; token: string }> = []
   const acks = new Set<string>()
   const reactions: Array<string> = []
+  /** What people said, as the channel's past (a history lists them beside the bot's posts). */
+  const said: Array<{ readonly channel: string; readonly user: string; readonly text: string; readonly ts: string; readonly thread_ts: string | undefined }> = []
   const reacted = new Set<string>()
   const sockets = new Set<WebSocket>()
   let opened = 0
@@ -115,12 +117,23 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
       case "conversations.history": {
         if (token !== tokens.bot) return answer({ ok: false, error: "invalid_auth" })
         const withMeta = String(body.include_all_metadata) === "true"
-        const inPlace = posts.filter((p) =>
-          p.channel === String(body.channel) &&
-          (method === "conversations.replies" ? p.thread_ts === String(body.ts) || p.ts === String(body.ts) : Number(p.ts) >= Number(body.oldest ?? 0)))
+        const latest = body.latest === undefined ? Infinity : Number(body.latest)
+        const inclusive = String(body.inclusive) === "true"
+        const all = [
+          ...posts.map((p) => ({ ...p, user: BOT_USER })),
+          ...said.map((m) => ({ channel: m.channel, thread_ts: m.thread_ts, text: m.text, ts: m.ts, user: m.user, metadata: undefined }))
+        ].sort((a, b) => Number(a.ts) - Number(b.ts))
+        const inPlace = all.filter((p) =>
+          p.channel === String(body.channel) && (inclusive ? Number(p.ts) <= latest : Number(p.ts) < latest) &&
+          (method === "conversations.replies"
+            ? p.thread_ts === String(body.ts) || p.ts === String(body.ts)
+            // A channel's history holds its top-level messages, not the replies in their threads.
+            : Number(p.ts) >= Number(body.oldest ?? 0) && (p.thread_ts === undefined || p.thread_ts === p.ts)))
+        // A thread is listed oldest first (its parent first); a channel newest first, up to its limit.
+        const listed = method === "conversations.replies" ? inPlace : inPlace.reverse().slice(0, Number(body.limit ?? 100))
         return answer({
           ok: true,
-          messages: inPlace.map((p) => ({ type: "message", user: BOT_USER, text: p.text, ts: p.ts, ...(withMeta && p.metadata ? { metadata: p.metadata } : {}) }))
+          messages: listed.map((p) => ({ type: "message", user: p.user, text: p.text, ts: p.ts, ...(withMeta && p.metadata ? { metadata: p.metadata } : {}) }))
         })
       }
       default:
@@ -162,6 +175,7 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
     connected: () => sockets.size > 0,
     say: (m) => {
       const ts = nextTs()
+      said.push({ channel: m.channel, user: m.user, text: m.text, ts, thread_ts: m.thread_ts })
       const event = { type: "message", channel: m.channel, user: m.user, text: m.text, ts, ...(m.thread_ts ? { thread_ts: m.thread_ts } : {}), ...(m.bot_id ? { bot_id: m.bot_id } : {}), channel_type: "channel" }
       const envelope = {
         envelope_id: `env-${++envelopes}`,

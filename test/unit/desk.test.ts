@@ -65,13 +65,19 @@ describe("a chat channel's sessions through the Runner (its test layer: no engin
     const ready: Array<string> = []
     const marked: Array<string> = []
     const marks: TurnMarks = {
-      start: (m) => Effect.sync(() => void marked.push(`heard ${m.messageId}`)),
+      start: (m) => Effect.sync(() => void marked.push(`heard ${m.messageId}${m.history ? ` after ${m.history.map((h) => `${h.author}${h.speaker ? `(${h.speaker})` : ""}`).join(",")}` : ""}`)),
       end: (e) => Effect.sync(() => void marked.push(`${e.delivered && !e.failed ? "answered" : "unanswered"} ${e.message?.messageId}`))
     }
     return Effect.gen(function*() {
       const runner = yield* Runner
       const env = deskEnv(chat, channel, supervisor, runner, marks, Context.empty() as Context.Context<HubEnv>)
-      const desk = yield* makeDesk({ ...env, onReady: (runId) => Effect.sync(() => void ready.push(runId)), onEnd: () => Effect.void })
+      const desk = yield* makeDesk({
+        ...env,
+        // The thread's past as the service gives it: the session's first message carries it, the next does not.
+        past: (m) => Effect.succeed([{ author: "U0BEN", text: `before ${m.messageId}` }, { author: "UROSTERBOT", text: "my earlier answer", speaker: "you" as const }]),
+        onReady: (runId) => Effect.sync(() => void ready.push(runId)),
+        onEnd: () => Effect.void
+      })
       const first: ChatMessage = { text: "hello", author: "U0ANNA", provider: "slack", messageId: "1.1", place: { provider: "slack", channel: "C0TEAM", thread: "1.1" } }
       yield* desk.offer(first)
       yield* desk.offer({ ...first, text: "and then", messageId: "1.2" })
@@ -89,7 +95,7 @@ describe("a chat channel's sessions through the Runner (its test layer: no engin
       expect(held).toEqual(["alice chat:slack:C0TEAM"])
       // Each message is marked heard as its turn starts and answered as it ends, in turn order.
       yield* settle(() => marked.length === 4)
-      expect(marked).toEqual(["heard 1.1", "answered 1.1", "heard 1.2", "answered 1.2"])
+      expect(marked).toEqual(["heard 1.1 after U0BEN,UROSTERBOT(you)", "answered 1.1", "heard 1.2", "answered 1.2"])
     }).pipe(Effect.scoped, Effect.provide(Runner.layerTest()))
   })
 })
