@@ -2,6 +2,7 @@ import { FileSystem, HttpApiClient } from "@effect/platform"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Effect, Layer, Option } from "effect"
 import type * as http from "node:http"
+import * as net from "node:net"
 import { ControlApi } from "./ControlApi.js"
 import { Paths, layout } from "../config/Paths.js"
 
@@ -32,4 +33,15 @@ export const viaDaemon = <A, E, R>(f: (client: ControlClient) => Effect.Effect<A
         () => Effect.succeed(Option.none<A>())
       )
     )
+  })
+
+/** Does something answer on this socket? (A stale file left by a killed daemon does not.) */
+export const socketAnswers = (socket: string) =>
+  Effect.async<boolean>((resume) => {
+    const c = net.connect({ path: socket })
+    c.once("connect", () => {
+      c.destroy()
+      resume(Effect.succeed(true))
+    })
+    c.once("error", () => resume(Effect.succeed(false)))
   })

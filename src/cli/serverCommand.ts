@@ -13,7 +13,7 @@ import type { FleetStatus } from "../contract/fleet.js"
 import { lockHolder } from "../daemon/lock.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { pidAlive } from "../contract/owner.js"
-import { viaDaemon } from "../api/controlClient.js"
+import { socketAnswers, viaDaemon } from "../api/controlClient.js"
 import { serviceUnit } from "./serviceUnit.js"
 
 export class ServerError extends Schema.TaggedError<ServerError>()("ServerError", { detail: Schema.String }) {
@@ -116,8 +116,18 @@ const start = Command.make("start", {
         detail: `the roster server did not come up (${up === "died" ? "it exited" : "no answer in 30 s"}). Last lines of ${files.gatewayLog}:\n${tail}`
       }))
     }
+    // Started is when a CLI can use it: the control API answers a moment after the gateway (after a
+    // kill -9 its socket file is the dead daemon's until the new one replaces it). A supervisor
+    // slow to come up (a fleet's database) still leaves a started gateway: said, not failed.
+    const control = yield* socketAnswers(files.controlSocket).pipe(
+      Effect.flatMap((ok) => (ok ? Effect.void : Effect.fail("not yet" as const))),
+      Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo("15 seconds"))),
+      Effect.as(true),
+      Effect.orElseSucceed(() => false)
+    )
     const s = yield* readGatewayState
     yield* Console.log(`roster server started (pid ${pid}) on ${s ? listening(s) : "?"}`)
+    if (!control) yield* Console.log(`its control API (${files.controlSocket}) is not answering yet: the supervisor is still starting — see the log`)
     yield* Console.log(`log: ${files.gatewayLog}`)
   })).pipe(Command.withDescription(
     "Start the daemon: the gateway every box talks through (default :7300 on loopback and the roster-locked bridge). " +

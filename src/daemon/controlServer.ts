@@ -4,8 +4,8 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Clock, type Context, Effect, Layer, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
 import * as http from "node:http"
-import * as net from "node:net"
 import { ApprovalRefused, ControlApi, NoSuchApproval } from "../api/ControlApi.js"
+import { socketAnswers } from "../api/controlClient.js"
 import { allowLines, appendToOrgToml } from "../config/appendAllow.js"
 import { Gateway } from "../gateway/egress/Gateway.js"
 import { OrgConfig } from "../config/OrgConfig.js"
@@ -124,16 +124,6 @@ const onBoard = (board: Context.Tag.Service<ApprovalBoard>, id: string) =>
 const boardSilent = (id: string, e: BoardSilent) =>
   new ApprovalRefused({ id, reason: `${e.message}: try again, or decide it on the node that holds it` })
 
-/** Does something answer on this socket? (A stale file left by a killed daemon does not.) */
-const answers = (socket: string) =>
-  Effect.async<boolean>((resume) => {
-    const c = net.connect({ path: socket })
-    c.once("connect", () => {
-      c.destroy()
-      resume(Effect.succeed(true))
-    })
-    c.once("error", () => resume(Effect.succeed(false)))
-  })
 
 /**
  * The control API on `state/control.sock`: bound inside a fresh 0700 folder, made 0600, then
@@ -145,7 +135,7 @@ export const serveControl = Effect.fn("daemon.control")(function*() {
   const path = yield* Path.Path
   const paths = yield* Paths
   const socket = layout(paths).controlSocket
-  if (yield* answers(socket)) return yield* Effect.fail(new ControlSocketBusy({ socket }))
+  if (yield* socketAnswers(socket)) return yield* Effect.fail(new ControlSocketBusy({ socket }))
   yield* fs.remove(socket).pipe(Effect.catchTag("SystemError", () => Effect.void))
   const privateDir = path.join(paths.state, `.control-${crypto.randomBytes(4).toString("hex")}`)
   yield* fs.makeDirectory(privateDir, { mode: 0o700 })
