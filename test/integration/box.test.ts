@@ -302,7 +302,8 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     expect(await boxes()).toEqual([])
     expect(identityFiles(d)).toEqual([])
     // The record is finished last, as the run's scope closes (after its box and token are gone).
-    while (lastRun(d).record?.finished_at === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+    // A record not yet finished has finished_at null (run.json's schema), so wait on it being a string.
+    while (typeof lastRun(d).record?.finished_at !== "string" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
     expect(lastRun(d).record).toMatchObject({ ended_by: "signal", finished_at: expect.any(String) })
   })
 
