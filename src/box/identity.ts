@@ -15,12 +15,18 @@ export interface Identity {
  * The run's gateway credential: a 0600 file under state/identity, removed when the scope
  * closes — on success, failure, ceiling and interrupt alike.
  */
-export const mintIdentity = (worker: string, runId: string, taskId: string | null) =>
+export const mintIdentity = (worker: string, runId: string, taskId: string | null, chatChannel?: string) =>
   Effect.acquireRelease(
     Effect.gen(function*() {
       const token = crypto.randomBytes(32).toString("hex")
       const file = identityFile(layout(yield* Paths).identityDir, token)
-      const record: IdentityRecord = { subject: workerSubject(worker), run_id: runId, worker, task_id: taskId }
+      const record: IdentityRecord = {
+        subject: workerSubject(worker),
+        run_id: runId,
+        worker,
+        task_id: taskId,
+        ...(chatChannel ? { chat_channel: chatChannel } : {})
+      }
       yield* writeJson(file, record, 0o600)
       return { token, file } satisfies Identity
     }),

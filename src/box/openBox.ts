@@ -25,6 +25,8 @@ export interface BoxRequest extends Omit<ProvisionRequest, "worker" | "runId" | 
   /** Which lines `onLine` wants (a one-shot run reads only pi's known events; a session's --json wants all). */
   readonly linesWanted?: (line: string) => boolean
   readonly onStderr?: (chunk: Uint8Array) => Effect.Effect<void>
+  /** The chat channel the run's spending is charged to (its token names it to the gateway's meter). */
+  readonly chatChannel?: string | undefined
 }
 
 /** A started box, held by the scope that opened it. */
@@ -151,7 +153,7 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
   yield* Effect.addFinalizer(() => reposOnClose(record))
   const checkouts = yield* provisionRepos(record.worker, record.runId, req.mounts, hostUser())
   // The token first, so the plan is made whole in one place: until a box holds it, it opens nothing.
-  const identity = yield* mintIdentity(record.worker, record.runId, req.taskId)
+  const identity = yield* mintIdentity(record.worker, record.runId, req.taskId, req.chatChannel)
   const plan = yield* provisionBox({ ...req, worker: record.worker, runId: record.runId, runDir: record.runDir, token: identity.token }, store, checkouts)
   yield* record.note({
     container: containerName(plan.runId),

@@ -135,7 +135,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
   const taskId = req.taskId ?? null
 
   const outcome = yield* Effect.gen(function*() {
-    const { context, record, resumeFrom, sessionId } = yield* startRun({
+    const { context, record, resumeFrom, sessionId, chatChannel } = yield* startRun({
       runId,
       worker: req.worker,
       kind: taskId ? "task" : "box",
@@ -162,6 +162,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       settings,
       mounts,
       channel,
+      chatChannel,
       piArgs: ["--session-id", sessionId, "--append-system-prompt", context.system_prompt, context.input_prompt ?? req.prompt],
       ...(resumeFrom ? { resumeFrom } : {}),
       // The summary and the live view read pi's known events only: a box's other output is not handed on line by line.

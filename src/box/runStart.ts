@@ -1,7 +1,7 @@
 import { Clock, Effect, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import type { MountRule, Org } from "../config/schema.js"
-import type { ChatPlace, RunOrigin } from "../contract/origin.js"
+import { type ChatPlace, chargedChannel, type RunOrigin } from "../contract/origin.js"
 import type { RunContext, Surface } from "../contract/runContext.js"
 import { runFiles } from "../contract/runFiles.js"
 import { readJsonOptional } from "../fs/atomic.js"
@@ -75,6 +75,7 @@ export const startRun = Effect.fn("run.start")(function*(req: RunStartRequest) {
     briefMax: req.org.memory.brief_max
   }, runFiles(record.runDir).context)
   if (req.channel !== null) yield* record.note({ channel: req.channel })
+  const chatChannel = chargedChannel(req.origin)
   const saved: RunContext = {
     run_id: req.runId,
     worker: req.worker,
@@ -86,6 +87,7 @@ export const startRun = Effect.fn("run.start")(function*(req: RunStartRequest) {
     reply_to: req.replyTo,
     continues: req.continues,
     taints,
+    ...(chatChannel ? { chat_channel: chatChannel } : {}),
     memory_briefed: context.memory_briefed,
     turns: 0,
     saved_at: new Date(yield* Clock.currentTimeMillis).toISOString()
@@ -97,6 +99,8 @@ export const startRun = Effect.fn("run.start")(function*(req: RunStartRequest) {
     /** The pi session id: a continuation keeps the one it resumes. */
     sessionId: resume?.sessionId ?? context.cache.route_key,
     resumeFrom: resume?.dir,
-    runContext: saved
+    runContext: saved,
+    /** The chat channel whose budget its spending counts against, if any (its token says so to the gateway). */
+    chatChannel
   }
 })

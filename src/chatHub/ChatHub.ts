@@ -74,7 +74,7 @@ export const deskEnv = (
       Effect.provide(ctx)
     ),
   // What the session ran under, from its own snapshot: the notice never reads org.toml a second time.
-  onEnd: (o, last) => say(last, endedNotice(channel.worker, o.runId, o.reason, channel.idle_min, o.ceilingMin)).pipe(Effect.provide(ctx)),
+  onEnd: (o, last) => say(last, endedNotice(channel.worker, o.runId, o.reason, channel.idle_min, o.ceilingMin, o.stopped)).pipe(Effect.provide(ctx)),
   onFail: (message, last) => say(last, failedNotice(channel.worker, message)).pipe(Effect.provide(ctx))
 })
 

@@ -19,8 +19,18 @@ const why = (reason: SessionEndReason, idleMin: number, ceilingMin: number) => {
   }
 }
 
-export const endedNotice = (worker: string, runId: string, reason: SessionEndReason, idleMin: number, ceilingMin: number) =>
-  `[roster] ${worker}'s session ${runId} ended: ${why(reason, idleMin, ceilingMin)}. A new message starts a new one.`
+export const endedNotice = (
+  worker: string,
+  runId: string,
+  reason: SessionEndReason,
+  idleMin: number,
+  ceilingMin: number,
+  stopped?: { readonly detail: string }
+) =>
+  stopped
+    // The gateway's own words: what was spent, which budget, and when it starts again.
+    ? `[roster] ${worker}'s session ${runId} was stopped: ${stopped.detail}`
+    : `[roster] ${worker}'s session ${runId} ended: ${why(reason, idleMin, ceilingMin)}. A new message starts a new one.`
 
 export const limitedNotice = (worker: string, perMin: number) =>
   `[roster] ${worker} takes at most ${perMin} messages a minute in this channel; that one was not passed on — send it again in a minute.`

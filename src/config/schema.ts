@@ -237,7 +237,9 @@ export const ChatChannel = Schema.Struct({
   /** The channel session's whole-session ceiling (default: [box] session_ceiling_min). */
   ceiling_min: Schema.optional(Minutes),
   /** Messages of the thread (else the channel) a session's first turn is given from the service, newest kept (0: none). */
-  history_max: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { default: () => 30 })
+  history_max: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 100)), { default: () => 30 }),
+  /** US dollars (estimated) a UTC day the channel's sessions, and the work they queue, may spend together. */
+  budget_usd_day: Schema.optional(Usd)
 })
 export type ChatChannel = typeof ChatChannel.Type
 

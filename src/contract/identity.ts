@@ -7,7 +7,9 @@ export const IdentityRecord = Schema.Struct({
   subject: Schema.String,
   run_id: RunId,
   worker: WorkerName,
-  task_id: Schema.NullOr(TaskId)
+  task_id: Schema.NullOr(TaskId),
+  /** The chat channel the run's spending is charged to (`slack:<id>`), for its budget. */
+  chat_channel: Schema.optional(Schema.String)
 })
 export type IdentityRecord = typeof IdentityRecord.Type
 

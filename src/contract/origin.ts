@@ -24,7 +24,9 @@ export const TaskOrigin = Schema.Struct({
   /** A person's way in. */
   via: Schema.optional(Schema.Literal("cli", "web", "api")),
   /** A chat message's place and author. */
-  chat: Schema.optional(Schema.Struct({ ...ChatPlace.fields, author: Schema.String }))
+  chat: Schema.optional(Schema.Struct({ ...ChatPlace.fields, author: Schema.String })),
+  /** The chat channel whose budget the queuing run was charged to (a chat session, or work it queued): the task is too. */
+  chat_channel: Schema.optional(Schema.String)
 })
 export type TaskOrigin = typeof TaskOrigin.Type
 
@@ -69,3 +71,25 @@ export const parseReplyTo = (text: string): ReplyTarget | { readonly _tag: "inva
 /** A roster channel name of a chat place: `slack-<id lowercased>` / `discord-<id>`. */
 export const chatChannelName = (p: Pick<ChatPlace, "provider" | "channel">) =>
   Schema.decodeSync(ChannelName)(`${p.provider}-${p.channel.toLowerCase()}`.slice(0, 64))
+
+/**
+ * The key a chat channel's spending is counted under (`[[chat.channel]] budget_usd_day`, `roster
+ * usage --channel`): `slack:<id>` / `discord:<id>`, the id lowercased as the services compare it.
+ */
+export const chatChannelKey = (p: Pick<ChatPlace, "provider" | "channel">) => `${p.provider}:${p.channel.toLowerCase()}`
+
+/** A channel key as typed (`slack:C0123ABCD`), checked and normalised; undefined when it is not one. */
+export const parseChatChannelKey = (text: string): { readonly provider: "slack" | "discord"; readonly channel: string; readonly key: string } | undefined => {
+  const m = /^(slack|discord):([A-Za-z0-9._-]{1,64})$/.exec(text.trim())
+  if (!m) return undefined
+  const place = { provider: m[1] as "slack" | "discord", channel: m[2] as string }
+  return { ...place, key: chatChannelKey(place) }
+}
+
+/** The chat channel a run is charged to: a chat session's own, or the one its queuing run was. */
+export const chargedChannel = (origin: RunOrigin): string | undefined =>
+  origin._tag === "chat"
+    ? chatChannelKey(origin)
+    : origin._tag === "queue"
+    ? origin.queued_by.chat_channel ?? (origin.queued_by.chat ? chatChannelKey(origin.queued_by.chat) : undefined)
+    : undefined

@@ -26,6 +26,8 @@ export const RunContext = Schema.Struct({
   /** The task and run this one continues (its pi session resumed). */
   continues: Schema.NullOr(Schema.Struct({ task_id: Schema.NullOr(TaskId), run_id: RunId })),
   taints: Schema.Array(Taint),
+  /** The chat channel whose budget the run's spending counts against (`slack:<id>`), if any. */
+  chat_channel: Schema.optional(Schema.String),
   /** The memory entries the Start briefing carried, by id. */
   memory_briefed: Schema.Array(Schema.String),
   turns: Schema.Number,

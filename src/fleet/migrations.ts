@@ -220,7 +220,13 @@ const MIGRATIONS = {
       status text NOT NULL,
       record jsonb NOT NULL,
       archived_at timestamptz NOT NULL DEFAULT now()
-    )`)
+    )`),
+  /** The chat channel an answer was charged to (`[[chat.channel]] budget_usd_day`), summed by day. */
+  "14_spend_channel": Effect.flatMap(SqlClient, (sql) =>
+    Effect.all([
+      sql`ALTER TABLE roster_spend ADD COLUMN chat_channel text`,
+      sql`CREATE INDEX roster_spend_by_channel ON roster_spend (day, chat_channel) WHERE chat_channel IS NOT NULL`
+    ], { discard: true }))
 }
 
 /** The newest schema this roster knows. */

@@ -11,12 +11,13 @@ import { fleetSqlLayer } from "./connect.js"
 import { sqlDetail } from "./sqlDetail.js"
 import { logDefects } from "../report/defects.js"
 
-const ZERO: Spent = { runUsd: 0, runTokens: 0, workerDayUsd: 0, orgDayUsd: 0 }
+const ZERO: Spent = { runUsd: 0, runTokens: 0, workerDayUsd: 0, orgDayUsd: 0, channelDayUsd: 0 }
 const plus = (a: Spent, b: Spent): Spent => ({
   runUsd: a.runUsd + b.runUsd,
   runTokens: a.runTokens + b.runTokens,
   workerDayUsd: a.workerDayUsd + b.workerDayUsd,
-  orgDayUsd: a.orgDayUsd + b.orgDayUsd
+  orgDayUsd: a.orgDayUsd + b.orgDayUsd,
+  channelDayUsd: a.channelDayUsd + b.channelDayUsd
 })
 
 /**
@@ -33,39 +34,44 @@ export const fleetSpendLedger = (node: string) =>
       const sql = yield* SqlClient
       /** Counted here, not yet in the database, each with the id its row will have. */
       const unwritten = new Map<LedgerEntry, string>()
-      /** The database's sums as last read: each run's, and each UTC day's by worker and for the org. */
+      /** The database's sums as last read: each run's, and each UTC day's by worker, by chat channel and for the org. */
       const lastRuns = new Map<string, Pick<Spent, "runUsd" | "runTokens">>()
-      const lastDays = new Map<string, { org: number; workers: Map<string, number> }>()
-      const remember = (worker: string, runId: string, day: string, s: Spent) => {
+      const lastDays = new Map<string, { org: number; workers: Map<string, number>; channels: Map<string, number> }>()
+      const remember = (worker: string, runId: string, day: string, chatChannel: string | undefined, s: Spent) => {
         lastRuns.set(runId, { runUsd: s.runUsd, runTokens: s.runTokens })
-        const d = lastDays.get(day) ?? { org: 0, workers: new Map<string, number>() }
+        const d = lastDays.get(day) ?? { org: 0, workers: new Map<string, number>(), channels: new Map<string, number>() }
         d.org = s.orgDayUsd
         d.workers.set(worker, s.workerDayUsd)
+        if (chatChannel !== undefined) d.channels.set(chatChannel, s.channelDayUsd)
         lastDays.set(day, d)
       }
-      const asLastSeen = (worker: string, runId: string, day: string): Spent => ({
+      const asLastSeen = (worker: string, runId: string, day: string, chatChannel: string | undefined): Spent => ({
         ...(lastRuns.get(runId) ?? { runUsd: 0, runTokens: 0 }),
         workerDayUsd: lastDays.get(day)?.workers.get(worker) ?? 0,
-        orgDayUsd: lastDays.get(day)?.org ?? 0
+        orgDayUsd: lastDays.get(day)?.org ?? 0,
+        channelDayUsd: chatChannel === undefined ? 0 : lastDays.get(day)?.channels.get(chatChannel) ?? 0
       })
       const down = yield* Ref.make(false)
       const stopped = new Set<string>()
 
-      const ours = (worker: string, runId: string, nowIso: string) => {
+      const ours = (worker: string, runId: string, nowIso: string, chatChannel: string | undefined) => {
         const sums = makeSums()
         for (const e of unwritten.keys()) sums.add(e)
-        return sums.spent(worker, runId, nowIso)
+        return sums.spent(worker, runId, nowIso, chatChannel)
       }
-      const fromDatabase = (worker: string, runId: string, day: string) =>
-        sql<{ readonly run_usd: number; readonly run_tokens: number; readonly worker_day_usd: number; readonly org_day_usd: number }>`
+      const fromDatabase = (worker: string, runId: string, day: string, chatChannel: string | undefined) =>
+        sql<{ readonly run_usd: number; readonly run_tokens: number; readonly worker_day_usd: number; readonly org_day_usd: number; readonly channel_day_usd: number }>`
           SELECT coalesce(sum(usd) FILTER (WHERE run_id = ${runId}), 0)::float8 AS run_usd,
             coalesce(sum(input + output + cache_read + cache_write) FILTER (WHERE run_id = ${runId}), 0)::float8 AS run_tokens,
             coalesce(sum(usd) FILTER (WHERE day = ${day} AND worker = ${worker}), 0)::float8 AS worker_day_usd,
-            coalesce(sum(usd) FILTER (WHERE day = ${day}), 0)::float8 AS org_day_usd
+            coalesce(sum(usd) FILTER (WHERE day = ${day}), 0)::float8 AS org_day_usd,
+            coalesce(sum(usd) FILTER (WHERE day = ${day} AND chat_channel = ${chatChannel ?? null}), 0)::float8 AS channel_day_usd
           FROM roster_spend WHERE run_id = ${runId} OR day = ${day}`.withoutTransform.pipe(
           Effect.map((rows): Spent => {
             const r = rows[0]
-            return r ? { runUsd: r.run_usd, runTokens: r.run_tokens, workerDayUsd: r.worker_day_usd, orgDayUsd: r.org_day_usd } : ZERO
+            return r
+              ? { runUsd: r.run_usd, runTokens: r.run_tokens, workerDayUsd: r.worker_day_usd, orgDayUsd: r.org_day_usd, channelDayUsd: r.channel_day_usd }
+              : ZERO
           })
         )
       const answered = Ref.getAndSet(down, false).pipe(
@@ -78,9 +84,9 @@ export const fleetSpendLedger = (node: string) =>
           )))
 
       const insert = (e: LedgerEntry, id: string) =>
-        sql`INSERT INTO roster_spend (id, time, day, run_id, worker, model, input, output, cache_read, cache_write, usd, priced, node)
+        sql`INSERT INTO roster_spend (id, time, day, run_id, worker, model, input, output, cache_read, cache_write, usd, priced, node, chat_channel)
           VALUES (${id}, ${new Date(e.time)}, ${dayOf(e.time)}, ${e.run_id}, ${e.worker}, ${e.model}, ${e.input}, ${e.output},
-            ${e.cache_read}, ${e.cache_write}, ${e.usd}, ${e.priced}, ${node})
+            ${e.cache_read}, ${e.cache_write}, ${e.usd}, ${e.priced}, ${node}, ${e.chat_channel ?? null})
           ON CONFLICT (id) DO NOTHING`.pipe(Effect.tap(() => Effect.sync(() => unwritten.delete(e))))
 
       // What could not be written (the database down) is written when it answers, oldest first.
@@ -94,12 +100,12 @@ export const fleetSpendLedger = (node: string) =>
       ))
 
       return {
-        spent: (worker, runId, nowIso) => {
+        spent: (worker, runId, nowIso, chatChannel) => {
           const day = dayOf(nowIso)
-          return fromDatabase(worker, runId, day).pipe(
-            Effect.tap((s) => Effect.sync(() => remember(worker, runId, day, s)).pipe(Effect.zipRight(answered))),
-            Effect.catchAll((e) => unanswered(sqlDetail(e)).pipe(Effect.as(asLastSeen(worker, runId, day)))),
-            Effect.map((s) => plus(s, ours(worker, runId, nowIso)))
+          return fromDatabase(worker, runId, day, chatChannel).pipe(
+            Effect.tap((s) => Effect.sync(() => remember(worker, runId, day, chatChannel, s)).pipe(Effect.zipRight(answered))),
+            Effect.catchAll((e) => unanswered(sqlDetail(e)).pipe(Effect.as(asLastSeen(worker, runId, day, chatChannel)))),
+            Effect.map((s) => plus(s, ours(worker, runId, nowIso, chatChannel)))
           )
         },
         count: (e) => {
@@ -113,11 +119,12 @@ export const fleetSpendLedger = (node: string) =>
             )
           }),
         stopOnce: (runId) => !stopped.has(runId) && stopped.add(runId).size > 0,
-        usage: (since, worker) =>
+        usage: (since, worker, chatChannel = Option.none()) =>
           sql<UsageRow>`SELECT worker, count(DISTINCT run_id)::int AS runs, count(*)::int AS answers,
               sum(input)::float8 AS input, sum(output)::float8 AS output, sum(cache_read)::float8 AS cache_read,
               sum(cache_write)::float8 AS cache_write, sum(usd)::float8 AS usd, count(*) FILTER (WHERE NOT priced)::int AS unpriced
             FROM roster_spend WHERE day >= ${since} ${Option.isSome(worker) ? sql`AND worker = ${worker.value}` : sql``}
+              ${Option.isSome(chatChannel) ? sql`AND chat_channel = ${chatChannel.value}` : sql``}
             GROUP BY worker ORDER BY worker`.withoutTransform.pipe(
             Effect.map((rows) => new Map(rows.map(({ worker: w, ...sum }): [string, UsageSum] => [w, sum]))),
             Effect.orDie

@@ -7,6 +7,7 @@ import { feedInputs } from "./sessionInputs.js"
 import { makeSessionTurns, type RunnerInput } from "./sessionTurns.js"
 import type { SessionOutcome, SessionRequest } from "./sessionRequest.js"
 import type { SessionEndReason } from "./turns.js"
+import { RunLog } from "../run/RunLog.js"
 
 export type { SessionEndReason }
 export type { SessionOutcome, SessionRequest }
@@ -25,8 +26,8 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     kind: "session"
   })
 
-  return yield* Effect.gen(function*() {
-    const { context: start, record, runContext } = yield* startRun({
+  const outcome = yield* Effect.gen(function*() {
+    const { context: start, record, runContext, chatChannel } = yield* startRun({
       runId,
       worker: req.worker,
       kind: "session",
@@ -44,7 +45,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     const note = req.onNote ?? ((t: string) => Effect.logInfo(`session ${runId}: ${t}`))
     const inputs = yield* Queue.unbounded<RunnerInput>()
     const box = yield* openBox({
-      record, kind: "session", taskId: null, ceilingMin: null, ceiling, mode: "rpc", org, settings, mounts, channel,
+      record, kind: "session", taskId: null, ceilingMin: null, ceiling, mode: "rpc", org, settings, mounts, channel, chatChannel,
       piArgs: ["--session-id", start.cache.route_key, "--append-system-prompt", start.system_prompt],
       chatSend: req.surface === "chat-session" ? req.chat?.provider : undefined,
       termSend: req.surface === "term-session" || req.surface === "web-session",
@@ -82,4 +83,7 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     })
     return { runId, runDir: record.runDir, reason, clean, turns: state.turns, unserved, ceilingMin: org.box.session_ceiling_min } satisfies SessionOutcome
   }).pipe(Effect.scoped)
+  // The gateway may have stopped the session (a spend budget): its record, finished now, says why.
+  const stopped = (yield* (yield* RunLog).read(req.worker, runId))?.stopped
+  return stopped ? { ...outcome, stopped: { by: stopped.by, detail: stopped.detail } } satisfies SessionOutcome : outcome
 })

@@ -56,5 +56,7 @@ export interface SessionOutcome {
   readonly ceilingMin: number
   /** Messages taken from the inbox that no turn served (the session ended first): its caller may serve them elsewhere. */
   readonly unserved: ReadonlyArray<SessionMessage>
+  /** Why the gateway stopped it, when it did (a spend budget): its words, for whoever the session served. */
+  readonly stopped?: { readonly by: string; readonly detail: string } | undefined
 }
 

@@ -16,21 +16,21 @@ export { dayOf, LedgerEntry, type Spent, tokensOf, type UsageSum } from "./entry
  * needs it (the daemon's gateway, `roster usage`), not by every command.
  */
 export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, {
-  /** Spent so far by this run, and on this UTC day by its worker and the org. */
-  readonly spent: (worker: string, runId: string, nowIso: string) => Effect.Effect<Spent>
+  /** Spent so far by this run, and on this UTC day by its worker, the org and the chat channel it is charged to. */
+  readonly spent: (worker: string, runId: string, nowIso: string, chatChannel?: string) => Effect.Effect<Spent>
   /**
    * The same, at once, where the ledger holds it in memory (one machine's files); absent where it
    * is asked of a database (a fleet), and a caller that is not a fiber takes the way that can wait.
    */
-  readonly spentNow?: (worker: string, runId: string, nowIso: string) => Spent
+  readonly spentNow?: (worker: string, runId: string, nowIso: string, chatChannel?: string) => Spent
   /** Counts an answer at once, in memory. */
   readonly count: (e: LedgerEntry) => void
   /** Writes a counted answer down (a failure is logged; the answer still counts). */
   readonly persist: (e: LedgerEntry) => Effect.Effect<void>
   /** True the first time a run is stopped for its budget (in this process): stop it once. */
   readonly stopOnce: (runId: string) => boolean
-  /** Each worker's sums from a UTC day on, one worker's or all. */
-  readonly usage: (since: string, worker: Option.Option<string>) => Effect.Effect<ReadonlyMap<string, UsageSum>>
+  /** Each worker's sums from a UTC day on, one worker's or all; only what was charged to one chat channel when given (a channel key). */
+  readonly usage: (since: string, worker: Option.Option<string>, chatChannel?: Option.Option<string>) => Effect.Effect<ReadonlyMap<string, UsageSum>>
 }>() {
   /**
    * One machine: state/ledger/<UTC day>.jsonl. The recent days' sums are read into memory when
@@ -48,7 +48,7 @@ export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, 
       // The day's file stays open: a model answer's line is one write, not an open, a write and a close.
       const days = yield* Effect.provide(makeDayFiles(dir), env)
       return {
-        spent: (worker, runId, nowIso) => Effect.sync(() => sums.spent(worker, runId, nowIso)),
+        spent: (worker, runId, nowIso, chatChannel) => Effect.sync(() => sums.spent(worker, runId, nowIso, chatChannel)),
         spentNow: sums.spent,
         count: sums.add,
         persist: (e) =>
@@ -57,29 +57,36 @@ export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, 
             Effect.asVoid
           ),
         stopOnce: (runId) => !stopped.has(runId) && stopped.add(runId).size > 0,
-        usage: (since, worker) => own(readUsage(since, worker))
+        usage: (since, worker, chatChannel) => own(readUsage(since, worker, chatChannel))
       }
     })
   )
 }
 
-/** The budgets' sums in memory: each run's, and each UTC day's by worker and for the org. */
+/** The budgets' sums in memory: each run's, and each UTC day's by worker, by chat channel and for the org. */
 export const makeSums = () => {
   const runs = new Map<string, { usd: number; tokens: number }>()
-  const days = new Map<string, { org: number; workers: Map<string, number> }>()
+  const days = new Map<string, { org: number; workers: Map<string, number>; channels: Map<string, number> }>()
   return {
     add: (e: LedgerEntry) => {
       const run = runs.get(e.run_id) ?? { usd: 0, tokens: 0 }
       runs.set(e.run_id, { usd: run.usd + e.usd, tokens: run.tokens + tokensOf(e) })
-      const day = days.get(dayOf(e.time)) ?? { org: 0, workers: new Map<string, number>() }
+      const day = days.get(dayOf(e.time)) ?? { org: 0, workers: new Map<string, number>(), channels: new Map<string, number>() }
       day.org += e.usd
       day.workers.set(e.worker, (day.workers.get(e.worker) ?? 0) + e.usd)
+      if (e.chat_channel !== undefined) day.channels.set(e.chat_channel, (day.channels.get(e.chat_channel) ?? 0) + e.usd)
       days.set(dayOf(e.time), day)
     },
-    spent: (worker: string, runId: string, nowIso: string): Spent => {
+    spent: (worker: string, runId: string, nowIso: string, chatChannel?: string): Spent => {
       const run = runs.get(runId)
       const day = days.get(dayOf(nowIso))
-      return { runUsd: run?.usd ?? 0, runTokens: run?.tokens ?? 0, workerDayUsd: day?.workers.get(worker) ?? 0, orgDayUsd: day?.org ?? 0 }
+      return {
+        runUsd: run?.usd ?? 0,
+        runTokens: run?.tokens ?? 0,
+        workerDayUsd: day?.workers.get(worker) ?? 0,
+        orgDayUsd: day?.org ?? 0,
+        channelDayUsd: chatChannel === undefined ? 0 : day?.channels.get(chatChannel) ?? 0
+      }
     }
   }
 }

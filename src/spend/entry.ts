@@ -13,7 +13,9 @@ export const LedgerEntry = Schema.Struct({
   cache_write: Schema.Number,
   usd: Schema.Number,
   /** false: the model had no price, so it was priced as the dearest. */
-  priced: Schema.Boolean
+  priced: Schema.Boolean,
+  /** The chat channel the run was charged to (`slack:<id>`): its `budget_usd_day` counts this answer. */
+  chat_channel: Schema.optional(Schema.String)
 })
 export type LedgerEntry = typeof LedgerEntry.Type
 
@@ -23,6 +25,8 @@ export interface Spent {
   readonly runTokens: number
   readonly workerDayUsd: number
   readonly orgDayUsd: number
+  /** This UTC day's spending charged to the run's chat channel (0 for a run charged to none). */
+  readonly channelDayUsd: number
 }
 
 /** One worker's spending over some days, as `roster usage` shows it. */

@@ -41,8 +41,8 @@ interface Sum {
   unpriced: number
 }
 
-/** The ledger's lines from `since` (a UTC day) on, one worker's or all, summed per worker, read line by line. */
-export const readUsage = (since: string, worker: Option.Option<string>) =>
+/** The ledger's lines from `since` (a UTC day) on, one worker's or all (and one chat channel's, when given), summed per worker, read line by line. */
+export const readUsage = (since: string, worker: Option.Option<string>, chatChannel: Option.Option<string> = Option.none()) =>
   Effect.gen(function*() {
     const byWorker = new Map<string, Sum>()
     for (const { day, file } of yield* dayFiles) {
@@ -50,6 +50,7 @@ export const readUsage = (since: string, worker: Option.Option<string>) =>
       yield* foldFileLines(file, 0, (n, line) => {
         const e = decodeLine(line)
         if (e._tag === "None" || (Option.isSome(worker) && e.value.worker !== worker.value)) return n
+        if (Option.isSome(chatChannel) && e.value.chat_channel !== chatChannel.value) return n
         const s = byWorker.get(e.value.worker) ?? { runs: new Set(), answers: 0, input: 0, output: 0, cache_read: 0, cache_write: 0, usd: 0, unpriced: 0 }
         s.runs.add(e.value.run_id)
         s.answers++

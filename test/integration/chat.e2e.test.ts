@@ -88,6 +88,8 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
       "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`,
       "[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${slack.apiUrl}"`,
       "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`, `allow_users = ["U0ANNA"]`,
+      // A channel whose day's budget the first answer's 12 tokens in ($0.000036) already pass.
+      "[[chat.channel]]", `id = "C0THRIFT"`, `worker = "dora"`, `allow_users = ["U0ANNA"]`, "budget_usd_day = 0.00001",
       // Three turns a minute: the test's fourth message in that minute is refused.
       "[[chat]]", `provider = "discord"`, `connection = "discord"`, `api_url = "${discord.apiUrl}"`, "turns_per_min = 3",
       // A short idle timeout: the session ends between the test's messages and says so.
@@ -95,7 +97,7 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     ].join("\n"), PI_IMAGE)
     label = `roster.deployment=${d.file("config")}`
     fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
-    for (const w of ["bea", "carl"]) {
+    for (const w of ["bea", "carl", "dora"]) {
       expect((await d.roster(["worker", "add", w])).code).toBe(0)
       fs.writeFileSync(d.file("config", "workers", w, "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
     }
@@ -204,6 +206,25 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     expect(record.undelivered).toEqual([expect.objectContaining({ handled: "notice" })])
     // What it said never reached the thread through a send: the message is marked so.
     await until("the unanswered message is marked with a warning", () => slack.reactions.some((r) => r.startsWith("+warning C0TEAM/")), () => slack.reactions)
+  }, 180_000)
+
+  it("a channel over its budget_usd_day: the turn is stopped mid-answer and the thread told what was spent and when it starts again", async () => {
+    const asked = slack.say({ channel: "C0THRIFT", user: "U0ANNA", text: `<@${BOT_USER}> What system is your box running?` })
+    const stopped = await postWhere("saying the session was stopped for the channel's budget", (p) => p.channel === "C0THRIFT" && p.text.includes("was stopped: out of budget"))
+    expect(stopped.thread_ts).toBe(asked)
+    expect(stopped.text).toMatch(/\[roster\] dora's session \S+ was stopped: out of budget: slack channel C0THRIFT may spend \$0\.0000 \(estimated\) a day and \$0\.\d{4} \(estimated\) is spent today/)
+    expect(stopped.text).toContain("starts again at 00:00 UTC; to allow more, raise budget_usd_day of its [[chat.channel]] in org.toml")
+    // The answer was cut before it ended: nothing of it reached the thread.
+    expect(slack.posts.filter((p) => p.channel === "C0THRIFT" && p.text.startsWith("Rehearsal answer"))).toEqual([])
+    await until("the message is marked with a warning", () => slack.reactions.includes(`+warning C0THRIFT/${asked}`), () => slack.reactions)
+    const runId = /session (\S+) was stopped/.exec(stopped.text)?.[1] ?? ""
+    expect(JSON.parse(fs.readFileSync(d.file("data", "runs", "dora", runId, "run.json"), "utf8"))).toMatchObject({ kind: "session", ended_by: "budget" })
+    // What the channel spent, as `roster usage --channel` counts it.
+    const usage = JSON.parse((await d.roster(["usage", "--channel", "slack:C0THRIFT", "--json"])).stdout)
+    expect(usage.channel).toMatchObject({ key: "slack:c0thrift", budget_usd_day: 0.00001 })
+    expect(usage.channel.spent_today_usd).toBeGreaterThan(0.00001)
+    expect(Object.keys(usage.workers)).toEqual(["dora"])
+    expect(usage.workers.dora).toMatchObject({ runs: 1, answers: 1 })
   }, 180_000)
 
   it("a task with --reply-to chat:slack:<channel>/<thread> posts its final answer in that thread", async () => {

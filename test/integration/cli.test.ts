@@ -332,6 +332,42 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     }
   })
 
+  it("usage --channel sums what one chat channel's runs spent, and today's spending against its budget", async () => {
+    const ledger = path.join(home, "state", "ledger")
+    fs.mkdirSync(ledger, { recursive: true })
+    const today = new Date().toISOString().slice(0, 10)
+    const entry = (day: string, worker: string, run: string, usd: number, chat?: string) =>
+      JSON.stringify({
+        time: `${day}T00:00:01.000Z`, run_id: run, worker, model: "claude-sonnet-4-5", input: 100, output: 10, cache_read: 0, cache_write: 0, usd, priced: true,
+        ...(chat ? { chat_channel: chat } : {})
+      })
+    fs.writeFileSync(path.join(ledger, "2026-11-20.jsonl"), `${entry("2026-11-20", "alice", "2026-11-20-10-00-00-000000c1", 2, "slack:c0team")}\n`)
+    fs.writeFileSync(path.join(ledger, `${today}.jsonl`), [
+      entry(today, "alice", "2026-11-29-10-00-00-000000c2", 0.5, "slack:c0team"),
+      entry(today, "bob", "2026-11-29-10-00-00-000000c3", 0.25, "slack:c0team"),
+      entry(today, "alice", "2026-11-29-10-00-00-000000c4", 4),
+      entry(today, "alice", "2026-11-29-10-00-00-000000c5", 8, "discord:123")
+    ].join("\n"))
+    try {
+      // The id as typed in org.toml (any case) names the channel.
+      const team = JSON.parse((await roster("usage", "--json", "--channel", "slack:C0TEAM")).stdout)
+      expect(team.workers.alice).toMatchObject({ runs: 2, answers: 2, usd: 2.5 })
+      expect(team.workers.bob).toMatchObject({ runs: 1, usd: 0.25 })
+      expect(team.total.usd).toBe(2.75)
+      expect(team.channel).toEqual({ key: "slack:c0team", budget_usd_day: null, spent_today_usd: 0.75, day: today })
+      const text = await roster("usage", "--channel", "slack:C0TEAM", "--worker", "alice")
+      expect(text.stdout).toContain(`slack channel c0team: $0.7500 (est.) spent today (${today}, UTC), no budget_usd_day`)
+      expect(text.stdout).toMatch(/alice +2 +2 +200 +20 +0 +0 +2\.5000/)
+      const none = await roster("usage", "--channel", "slack:C0NONE")
+      expect(none.stdout).toContain("no model answers recorded for this channel")
+      const bad = await roster("usage", "--channel", "C0TEAM")
+      expect(bad.code).toBe(1)
+      expect(bad.stderr).toContain("--channel wants slack:<channel-id> or discord:<channel-id>")
+    } finally {
+      fs.rmSync(ledger, { recursive: true, force: true })
+    }
+  })
+
   /**
    * Every command the root help lists (a new one is covered without touching these tests), its
    * help page at 80 columns (as this suite's commands run), 120 and 1000. Each page is its own

@@ -90,7 +90,7 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
       ))))
     expect(results.flatMap((r) => r.applied).sort((x, y) => parseInt(x) - parseInt(y))).toEqual([
-      "1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals", "10_rpc_key", "11_claims", "12_boxes", "13_archive"
+      "1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals", "10_rpc_key", "11_claims", "12_boxes", "13_archive", "14_spend_channel"
     ])
     expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1).join(","))
     // The runner RPC's key: three nodes asking at once get one key, made once.
@@ -390,9 +390,9 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
       }).pipe(Effect.retry({ schedule: Schedule.spaced("500 millis"), times: 30 }))
       return { counted, written, orgDay, usage, outage, rewritten }
     })).pipe(Effect.orDie))
-    expect(seen.counted.l1).toEqual({ runUsd: 0.25, runTokens: 150, workerDayUsd: 0.25, orgDayUsd: 0.25 })
+    expect(seen.counted.l1).toEqual({ runUsd: 0.25, runTokens: 150, workerDayUsd: 0.25, orgDayUsd: 0.25, channelDayUsd: 0 })
     expect(seen.counted.l2.workerDayUsd).toBe(0)
-    expect(seen.written.l1).toEqual({ runUsd: 0.25, runTokens: 150, workerDayUsd: 0.25, orgDayUsd: 0.25 })
+    expect(seen.written.l1).toEqual({ runUsd: 0.25, runTokens: 150, workerDayUsd: 0.25, orgDayUsd: 0.25, channelDayUsd: 0 })
     expect(seen.written.l2).toMatchObject({ runUsd: 0, workerDayUsd: 0.25, orgDayUsd: 0.25 })
     // l2's own unwritten answer (another worker) counts toward the org's day there.
     expect(seen.orgDay).toBe(0.75)
@@ -402,6 +402,40 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(seen.outage).toMatchObject({ runUsd: 0.375, workerDayUsd: 0.375 })
     // Written by l1's retry once the database answered: l2 reads it from there.
     expect(seen.rewritten.workerDayUsd).toBe(0.375)
+  })
+
+  it("a chat channel's day is the fleet's: every node's answers charged to it count in its budget sums and in usage --channel", async () => {
+    const ledgerOn = (node: string) =>
+      fleetSpendLedger(node).pipe(
+        Layer.provide(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({})))),
+        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]]))))
+      )
+    const now = new Date().toISOString()
+    const entry = (run: string, usd: number, chat?: string) => ({
+      time: now, run_id: run, worker: "chatter", model: "m", input: 10, output: 5, cache_read: 0, cache_write: 0, usd, priced: true,
+      ...(chat ? { chat_channel: chat } : {})
+    })
+    const [r1, r2, r3] = [runIdOf(), runIdOf(), runIdOf()]
+    const seen = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const l1 = yield* Layer.build(ledgerOn("c1")).pipe(Effect.map(Context.get(SpendLedger)))
+      const l2 = yield* Layer.build(ledgerOn("c2")).pipe(Effect.map(Context.get(SpendLedger)))
+      for (const [l, e] of [[l1, entry(r1, 1, "slack:c0fleet")], [l2, entry(r2, 2, "slack:c0fleet")], [l2, entry(r3, 4)]] as const) {
+        l.count(e)
+        yield* l.persist(e)
+      }
+      // Counted on c1 but not yet written: c1 sees it, c2 does not.
+      l1.count(entry(runIdOf(), 8, "slack:c0fleet"))
+      return {
+        onL1: yield* l1.spent("chatter", r1, now, "slack:c0fleet"),
+        onL2: yield* l2.spent("chatter", r3, now, "slack:c0fleet"),
+        noChannel: yield* l2.spent("chatter", r3, now),
+        usage: yield* l2.usage(now.slice(0, 10), Option.none(), Option.some("slack:c0fleet"))
+      }
+    })).pipe(Effect.orDie))
+    expect(seen.onL1).toMatchObject({ runUsd: 1, channelDayUsd: 11 })
+    expect(seen.onL2).toMatchObject({ runUsd: 4, workerDayUsd: 7, channelDayUsd: 3 })
+    expect(seen.noChannel.channelDayUsd).toBe(0)
+    expect(seen.usage.get("chatter")).toMatchObject({ runs: 2, answers: 2, usd: 3 })
   })
 
   it("worker memory is the fleet's: one node's entry is every node's, a bound holds across nodes writing at once, a hold reaches every node", async () => {

@@ -43,6 +43,13 @@ const ERIN_RUN = "2026-12-01-09-00-00-0000e401"
 /** A run whose worker's budget is lowered while its connection is busy. */
 const FRAN = "f7".repeat(32)
 const FRAN_RUN = "2026-12-01-09-00-00-0000f4a1"
+/** Runs of gil's charged to one chat channel with a daily budget (GIL, GIL_TOO), and one charged to none (GIL_SOLO). */
+const GIL = "a8".repeat(32)
+const GIL_TOO = "a9".repeat(32)
+const GIL_SOLO = "aa".repeat(32)
+const GIL_RUN = "2026-12-01-09-00-00-0000c6a1"
+const GIL_TOO_RUN = "2026-12-01-09-00-00-0000c6a2"
+const GIL_SOLO_RUN = "2026-12-01-09-00-00-0000c6a3"
 const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex")
 
 describe("the gateway injects credentials in transit (real TLS upstream in a test network namespace)", () => {
@@ -56,7 +63,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   let franToml: string
   let org: Org
   let readRun: (worker: string, runId: string) => Promise<RunRecord | undefined>
-  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d", DAVE_RUN, ERIN_RUN, FRAN_RUN])
+  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d", DAVE_RUN, ERIN_RUN, FRAN_RUN, GIL_RUN, GIL_TOO_RUN, GIL_SOLO_RUN])
   let rehearsal: { readonly port: number }
   /** Another gateway on the same deployment, as after a daemon restart; closed by the caller. */
   let startAnother: (scope: Scope.Scope) => Promise<number>
@@ -84,6 +91,8 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       "[[grant]]", `name = "metered"`, `hosts = ["model.example.com"]`, "ports = [8443]", `scope = ["org/carol"]`, `credential = "anthropic"`,
       "[[route]]", `host = "model.example.com"`, `upstream = "http://127.0.0.1:${rehearsal.port}"`,
       "[budget]", "run_tokens = 30",
+      // 12 tokens in cost $0.000036: the first token out crosses $0.00004.
+      "[[chat]]", `provider = "slack"`, `connection = "team"`, "[[chat.channel]]", `id = "C0BUDGET"`, `worker = "gil"`, "budget_usd_day = 0.00004",
       ...["soon", "broken", "unlisted"].flatMap((c) => [
         "[[grant]]", `name = "${c}"`, `hosts = ["${c}.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "${c}"`,
         "[[route]]", `host = "${c}.example.com"`, `upstream = "https://198.51.100.7:8443"`
@@ -106,7 +115,10 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     fs.writeFileSync(path.join(identity, `${DAVE}.json`), JSON.stringify({ subject: "org/carol", run_id: DAVE_RUN, worker: "dave", task_id: null }))
     fs.writeFileSync(path.join(identity, `${ERIN}.json`), JSON.stringify({ subject: "org/carol", run_id: ERIN_RUN, worker: "erin", task_id: null }))
     fs.writeFileSync(path.join(identity, `${FRAN}.json`), JSON.stringify({ subject: "org/carol", run_id: FRAN_RUN, worker: "fran", task_id: null }))
-    for (const [worker, tokens] of [["dave", 180], ["erin", 100_000], ["fran", 100_000]] as const) {
+    for (const [token, run, chat] of [[GIL, GIL_RUN, "slack:c0budget"], [GIL_TOO, GIL_TOO_RUN, "slack:c0budget"], [GIL_SOLO, GIL_SOLO_RUN, undefined]] as const) {
+      fs.writeFileSync(path.join(identity, `${token}.json`), JSON.stringify({ subject: "org/carol", run_id: run, worker: "gil", task_id: null, ...(chat ? { chat_channel: chat } : {}) }))
+    }
+    for (const [worker, tokens] of [["dave", 180], ["erin", 100_000], ["fran", 100_000], ["gil", 100_000]] as const) {
       fs.mkdirSync(path.dirname(layout(paths).workerToml(worker)), { recursive: true })
       fs.writeFileSync(layout(paths).workerToml(worker), `[budget]\nrun_tokens = ${tokens}\n`)
     }
@@ -147,11 +159,12 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
         l.start({ runId: "2026-12-01-09-00-00-0000ca01", worker: "carol", kind: "box" }),
         l.start({ runId: "2026-12-01-09-00-00-0000a11d", worker: "alice", kind: "box" }),
         l.start({ runId: DAVE_RUN, worker: "dave", kind: "box" }), l.start({ runId: ERIN_RUN, worker: "erin", kind: "box" }),
-        l.start({ runId: FRAN_RUN, worker: "fran", kind: "box" })
+        l.start({ runId: FRAN_RUN, worker: "fran", kind: "box" }),
+        ...[GIL_RUN, GIL_TOO_RUN, GIL_SOLO_RUN].map((runId) => l.start({ runId, worker: "gil", kind: "box" }))
       ])
     ).pipe(Effect.provide(services)))
     // Each run's box has passed its check (recorded: a second gateway finds it in the record).
-    for (const token of [ALICE, BOB, CAROL, ALICE_WS, DAVE, ERIN, FRAN]) expect(await reportPreflight(port, token)).toBe(200)
+    for (const token of [ALICE, BOB, CAROL, ALICE_WS, DAVE, ERIN, FRAN, GIL, GIL_TOO, GIL_SOLO]) expect(await reportPreflight(port, token)).toBe(200)
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
   })
 
@@ -544,6 +557,33 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       await Effect.runPromise(Scope.close(again, Exit.void))
     }
     expect(ledgerOf("2026-12-01-09-00-00-0000ca01")).toEqual([expect.objectContaining({ run_id: "2026-12-01-09-00-00-0000ca01", worker: "carol", input: 12, output: run?.usage?.output_tokens, priced: true })])
+  })
+
+  it("a chat channel's daily budget counts every run charged to it: the answer that crosses it is cut, the channel's next run refused, a run charged to none goes on", async () => {
+    const ask = (token: string) => viaGateway(port, token, "model.example.com:8443", {
+      method: "POST", path: "/v1/messages", headers: { "x-api-key": SENTINEL, "content-type": "application/json" },
+      body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 100, stream: true, messages: [{ role: "user", content: "hi" }] })
+    }, [rosterCa])
+    const first = await ask(GIL)
+    expect(first.status).toBe(200)
+    expect(first.body).not.toContain("message_stop")
+    const said = JSON.parse((first.body.trim().split("\n\n").at(-1) ?? "").split("data: ")[1] ?? "{}").error.message as string
+    expect(said).toMatch(/^roster gateway: out of budget: slack channel C0BUDGET may spend \$0\.0000 \(estimated\) a day and \$0\.\d{4} \(estimated\) is spent today — this run is stopped/)
+    expect(said).toContain("starts again at 00:00 UTC; to allow more, raise budget_usd_day of its [[chat.channel]] in org.toml")
+    const run = await runOnce("gil", GIL_RUN, (r) => r?.stopped !== undefined)
+    expect(run?.stopped).toMatchObject({ by: "budget" })
+    // The answer is the channel's in the ledger (what `roster usage --channel` sums).
+    expect(ledgerOf(GIL_RUN)).toEqual([expect.objectContaining({ worker: "gil", input: 12, chat_channel: "slack:c0budget" })])
+    // Another run of the channel (its next session, or a task one queued) starts past the budget: refused, not retried.
+    const next = await ask(GIL_TOO)
+    expect(next.status).toBe(402)
+    expect(JSON.parse(next.body).error.message).toContain("out of budget: slack channel C0BUDGET")
+    expect((await runOnce("gil", GIL_TOO_RUN, (r) => r?.stopped !== undefined))?.stopped).toMatchObject({ by: "budget" })
+    // The worker's own work outside the channel is not the channel's to stop.
+    const solo = await ask(GIL_SOLO)
+    expect(solo.status).toBe(200)
+    expect(solo.body).toContain("message_stop")
+    expect(ledgerOf(GIL_SOLO_RUN)).toEqual([expect.not.objectContaining({ chat_channel: expect.anything() })])
   })
 
   it("requests after the first on a kept-alive connection are each injected, scrubbed and audited; a sentinel in a streamed body warns the run", async () => {

@@ -5,6 +5,7 @@ import { layout } from "../../src/config/Paths.js"
 import { setTasks } from "../../src/gateway/actions/setTasks.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
+import { chargedChannel } from "../../src/contract/origin.js"
 import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
 
 const RUN = "2026-11-29-10-00-00-0000f00d"
@@ -38,6 +39,23 @@ describe("set_tasks: a worker queues follow-ups for itself (gateway action)", ()
       expect(view.tasks.map((t) => t.task_id)).toEqual(queued)
       const journal = fs.readFileSync(layout(paths).journalFile("alice"), "utf8").trim().split("\n").map((l) => JSON.parse(l))
       expect(journal.filter((l) => l.kind === "task" && l.status === "queued")).toHaveLength(2)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("work a chat session queues is charged to its channel too, and so is the work that work queues", () => {
+    const { layer } = deployment()
+    return Effect.gen(function*() {
+      yield* (yield* RunLog).start({ runId: RUN, worker: "alice", kind: "session" })
+      const answer = yield* setTasks({ ...alice, chatChannel: "slack:c0team" }, body([{ prompt: "look later" }]))
+      expect(answer.status).toBe(200)
+      const [task] = yield* (yield* TaskStore).list
+      expect(task?.origin).toEqual({ by: "self", run_id: RUN, task_id: null, chat_channel: "slack:c0team" })
+      // Its run is charged to the channel (its token will say so to the gateway's meter).
+      expect(chargedChannel({ _tag: "queue", task_id: task!.task_id, queued_by: task!.origin })).toBe("slack:c0team")
+      // A run charged to none queues work charged to none.
+      yield* setTasks(alice, body([{ prompt: "mine alone" }]))
+      const mine = (yield* (yield* TaskStore).list).find((t) => t.prompt === "mine alone")
+      expect(mine?.origin.chat_channel).toBeUndefined()
     }).pipe(Effect.provide(layer))
   })
 

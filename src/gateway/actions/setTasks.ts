@@ -81,7 +81,8 @@ export const setTasks = (caller: BoxCaller, body: string) =>
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.either)
     if (Either.isLeft(org)) return refused(500, `the deployment's org.toml cannot be read: ${org.left.message}`)
     const max = org.right.supervisor.max_self_tasks
-    const origin = { by: "self" as const, run_id: caller.runId, task_id: caller.taskId }
+    // Work a chat session queues is charged to its channel's budget too, and so is the work that work queues.
+    const origin = { by: "self" as const, run_id: caller.runId, task_id: caller.taskId, ...(caller.chatChannel ? { chat_channel: caller.chatChannel } : {}) }
     const fresh = req.tasks.map((t, i) => ({ t, i })).filter(({ t }) => twinOf(t.key) === undefined)
     const added = yield* store.addAll(
       fresh.map(({ i, t }) => ({

@@ -12,6 +12,8 @@ export interface Caller {
   readonly runId: string | null
   readonly worker: string | null
   readonly taskId: string | null
+  /** The chat channel the run's spending is charged to (`slack:<id>`), when it is a chat session's or its work's. */
+  readonly chatChannel?: string | undefined
 }
 
 /** A caller whose token names a run and a worker (a box); host callers have neither. */
@@ -89,5 +91,5 @@ export const lookupToken = Effect.fnUntraced(function*(token: string, cache?: Id
   // A node that may soon see its tasks re-run elsewhere lets none of its boxes act: not a model call, not an action.
   const down = yield* (yield* RunFence).standsDown
   if (down !== null) return { ok: false, reason: down, why: "cut_off" } satisfies Identification
-  return { ok: true, caller: { subject: r.subject, runId: r.run_id, worker: r.worker, taskId: r.task_id } } satisfies Identification
+  return { ok: true, caller: { subject: r.subject, runId: r.run_id, worker: r.worker, taskId: r.task_id, chatChannel: r.chat_channel } } satisfies Identification
 })

@@ -112,7 +112,7 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
       const spentNow = self.ledger.spentNow
       if (!seen.limits || !spentNow) return false
       const startedAt = new Date(trace.startedAt).toISOString()
-      const basis = { limits: seen.limits, spent: spentNow(worker, runId, startedAt), startedAt }
+      const basis = { limits: seen.limits, spent: spentNow(worker, runId, startedAt, target.caller.chatChannel), startedAt }
       if (overAtStart(basis)) return false
       metered = { caller: { ...target.caller, runId, worker }, basis }
     }

@@ -154,7 +154,7 @@ export const refreshGrant = (target: Target, grants: GrantCache, previous: Grant
       const { worker } = target.caller
       return previous.limits === undefined || !worker
         ? Effect.void
-        : Effect.map(limitsFor(entry.granted.authorized.org, worker), (limits) => grants.meteredBy(entry, limits))
+        : Effect.map(limitsFor(entry.granted.authorized.org, worker, target.caller.chatChannel), (limits) => grants.meteredBy(entry, limits))
     }),
     (refresh) => inTheBackground(refresh, target, "in the background"),
     Effect.ensuring(Effect.sync(() => grants.refreshed(target)))

@@ -1,7 +1,8 @@
 import { Clock, Effect } from "effect"
 import type * as http from "node:http"
 import { costOf, priceFor, type TokenCount, totalTokens } from "../../config/prices.js"
-import type { Org } from "../../config/schema.js"
+import { chatFor, type Org } from "../../config/schema.js"
+import { parseChatChannelKey } from "../../contract/origin.js"
 import { BoxBackend } from "../../backend/BoxBackend.js"
 import { RunLog } from "../../run/RunLog.js"
 import type { WorkerSettings } from "../../worker/workers.js"
@@ -15,13 +16,15 @@ import { UsageTap } from "./usageTap.js"
 /** An Anthropic Messages call: the one kind of request whose answer the gateway meters. */
 export const isModelCall = (req: http.IncomingMessage) => req.method === "POST" && (req.url ?? "").split("?")[0] === "/v1/messages"
 
-type Which = "run_usd" | "run_tokens" | "worker_daily_usd" | "org_daily_usd"
+type Which = "run_usd" | "run_tokens" | "worker_daily_usd" | "org_daily_usd" | "budget_usd_day"
 
 export interface Limits {
   readonly run_usd?: number | undefined
   readonly run_tokens?: number | undefined
   readonly worker_daily_usd?: number | undefined
   readonly org_daily_usd?: number | undefined
+  /** The run's chat channel's `[[chat.channel]] budget_usd_day`, and which channel it is (for the words). */
+  readonly channel_usd_day?: { readonly usd: number; readonly provider: string; readonly id: string } | undefined
   readonly on_cross: "cut" | "finish"
 }
 
@@ -29,6 +32,8 @@ interface Over {
   readonly which: Which
   readonly limit: number
   readonly spent: number
+  /** The chat channel whose budget it is (`budget_usd_day`). */
+  readonly channel?: { readonly provider: string; readonly id: string }
 }
 
 /** The budgets for a worker: each one its worker.toml [budget] sets, else org.toml's. */
@@ -37,11 +42,22 @@ const limitsOf = (org: Org, settings: Pick<WorkerSettings, "budget">): Limits =>
   ...Object.fromEntries(Object.entries(settings.budget ?? {}).filter(([, v]) => v !== undefined))
 })
 
-/** A worker's budgets as its worker.toml says now (looked at twice a second); org.toml's when it cannot be read. */
-export const limitsFor = (org: Org, worker: string) =>
+/** The daily budget of the chat channel a run is charged to (`slack:<id>`), as org.toml maps it now. */
+export const channelBudget = (org: Org, chatChannel: string | undefined): Limits["channel_usd_day"] => {
+  const place = chatChannel === undefined ? undefined : parseChatChannelKey(chatChannel)
+  const found = place && chatFor(org, place)
+  return found?.channel.budget_usd_day === undefined ? undefined : { usd: found.channel.budget_usd_day, provider: place!.provider, id: found.channel.id }
+}
+
+/**
+ * A worker's budgets as its worker.toml says now (looked at twice a second), org.toml's when it
+ * cannot be read; with its chat channel's daily budget when the run is charged to one.
+ */
+export const limitsFor = (org: Org, worker: string, chatChannel?: string) =>
   Effect.flatMap(Gateway, (self) => self.workerSettings(worker)).pipe(
     Effect.map((s) => limitsOf(org, s)),
-    Effect.orElseSucceed((): Limits => org.budget)
+    Effect.orElseSucceed((): Limits => org.budget),
+    Effect.map((l): Limits => ({ ...l, channel_usd_day: channelBudget(org, chatChannel) }))
   )
 
 /** The first budget `spent` plus this answer's `usd`/`tokens` reaches (`atLimit`) or passes. */
@@ -51,6 +67,9 @@ const firstOver = (l: Limits, s: Spent, usd: number, tokens: number, atLimit: bo
   if (past(s.runTokens + tokens, l.run_tokens)) return { which: "run_tokens", limit: l.run_tokens!, spent: s.runTokens + tokens }
   if (past(s.workerDayUsd + usd, l.worker_daily_usd)) return { which: "worker_daily_usd", limit: l.worker_daily_usd!, spent: s.workerDayUsd + usd }
   if (past(s.orgDayUsd + usd, l.org_daily_usd)) return { which: "org_daily_usd", limit: l.org_daily_usd!, spent: s.orgDayUsd + usd }
+  if (l.channel_usd_day && past(s.channelDayUsd + usd, l.channel_usd_day.usd)) {
+    return { which: "budget_usd_day", limit: l.channel_usd_day.usd, spent: s.channelDayUsd + usd, channel: l.channel_usd_day }
+  }
   return undefined
 }
 
@@ -60,6 +79,10 @@ const firstOver = (l: Limits, s: Spent, usd: number, tokens: number, atLimit: bo
  */
 export const budgetText = (o: Over, worker: string) => {
   const amount = (n: number) => (o.which === "run_tokens" ? `${Math.round(n)} tokens` : `$${n.toFixed(4)} (estimated)`)
+  if (o.channel) {
+    return `out of budget: ${o.channel.provider} channel ${o.channel.id} may spend ${amount(o.limit)} a day and ${amount(o.spent)} is spent today — ` +
+      `this run is stopped. The channel's spending starts again at 00:00 UTC; to allow more, raise budget_usd_day of its [[chat.channel]] in org.toml`
+  }
   const where = o.which === "org_daily_usd" ? "[budget] in org.toml" : `[budget] in org.toml or in workers/${worker}/worker.toml`
   return `out of budget: ${o.which} is ${amount(o.limit)} and ${amount(o.spent)} is spent — ` +
     `this run is stopped. To allow more, raise ${o.which} in ${where}`
@@ -147,7 +170,16 @@ export const openMeter = (
         // Counted before the box sees the answer end, so its next call is checked against it.
         onEnd: (count) => {
           if (totalTokens(count) === 0) return
-          counted = { time: startedAt, run_id: caller.runId, worker: caller.worker, model, ...count, usd: costOf(price, count), priced: known }
+          counted = {
+            time: startedAt,
+            run_id: caller.runId,
+            worker: caller.worker,
+            model,
+            ...count,
+            usd: costOf(price, count),
+            priced: known,
+            ...(caller.chatChannel ? { chat_channel: caller.chatChannel } : {})
+          }
           self.ledger.count(counted)
           // A JSON answer is read whole at its end: a budget it passed is found here.
           onProgress(count)
@@ -169,9 +201,9 @@ const budgetRefusal = (over: Over, worker: string) => new Refusal(402, budgetTex
 export const startMeter = (caller: RunCaller, org: Org, model: string) =>
   Effect.gen(function*() {
     const self = yield* Gateway
-    const limits = yield* limitsFor(org, caller.worker)
+    const limits = yield* limitsFor(org, caller.worker, caller.chatChannel)
     const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
-    const basis = { limits, spent: yield* self.ledger.spent(caller.worker, caller.runId, startedAt), startedAt }
+    const basis = { limits, spent: yield* self.ledger.spent(caller.worker, caller.runId, startedAt, caller.chatChannel), startedAt }
     const already = overAtStart(basis)
     if (already) {
       yield* stopRun(caller, budgetText(already, caller.worker))
