@@ -18,6 +18,8 @@ export type Engine =
 
 export interface HostDirs {
   readonly pihome: string
+  /** The run's inbox (files people sent it), read-only at /pihome/inbox. */
+  readonly inbox: string
   readonly store: string
   readonly selfView: string
   readonly workerConfig: string

@@ -48,7 +48,9 @@ const prepareRunDirs = Effect.fn("provision.runDirs")(function*(worker: string, 
   const path = yield* Path.Path
   const files = layout(yield* Paths)
   const run = runFiles(runDir)
-  for (const d of ["workspace", "session", "agent"]) yield* fs.makeDirectory(path.join(run.home, d), { recursive: true })
+  // inbox: the mountpoint of the run's read-only inbox (docker cannot make one through a read-only bind).
+  for (const d of ["workspace", "session", "agent", "inbox"]) yield* fs.makeDirectory(path.join(run.home, d), { recursive: true })
+  yield* fs.makeDirectory(path.join(run.inbox, "files"), { recursive: true })
   // The read-only origins of gated repos are not the box user's; a fetch from one starts
   // upload-pack, which reads only config files (not git's variables), so the exception lives here.
   yield* fs.writeFileString(path.join(run.home, ".gitconfig"), "[safe]\n\tdirectory = *\n")
@@ -63,6 +65,7 @@ const prepareRunDirs = Effect.fn("provision.runDirs")(function*(worker: string, 
   const journal = yield* ensureJournal(worker)
   return {
     pihome: run.home,
+    inbox: run.inbox,
     selfView: run.self,
     workerConfig: files.workerDir(worker),
     workerRuns: files.workerRunsDir(worker),

@@ -1,4 +1,5 @@
 import { type ChatChannel, chatChannelOf, type ChatRule } from "../config/schema.js"
+import type { MessageFile } from "../contract/messageFile.js"
 
 /** A message as a listener hands it over: where, who, what, and whether it names the bot. */
 export interface ChatEvent {
@@ -14,13 +15,15 @@ export interface ChatEvent {
   readonly mentionsBot: boolean
   /** A bot's message (roster's own among them): never a turn, so two bots cannot talk each other into a loop. */
   readonly fromBot: boolean
+  /** The files it carries (Slack's `files`, Discord's `attachments`). */
+  readonly files?: ReadonlyArray<MessageFile> | undefined
 }
 
 /** What becomes of one message: nothing, a stranger counted, or a turn of the channel's worker. */
 export type Admission =
   | { readonly _tag: "ignore"; readonly why: "unmapped" | "bot" | "no-mention" | "empty" }
   | { readonly _tag: "stranger"; readonly channel: ChatChannel }
-  | { readonly _tag: "turn"; readonly channel: ChatChannel; readonly text: string; readonly cut: boolean }
+  | { readonly _tag: "turn"; readonly channel: ChatChannel; readonly text: string; readonly cut: boolean; readonly files: ReadonlyArray<MessageFile> }
 
 /** Slack's `<@U123>` and Discord's `<@123>` / `<@!123>` of the bot, taken out of the words the worker reads. */
 export const withoutMention = (text: string, botId: string) =>
@@ -38,9 +41,12 @@ export const admit = (chat: ChatRule, e: ChatEvent, botId: string): Admission =>
   if (!channel.allow_users.includes(e.user)) return { _tag: "stranger", channel }
   if (chat.respond === "mention" && !e.mentionsBot) return { _tag: "ignore", why: "no-mention" }
   const words = withoutMention(e.text, botId)
-  if (words === "") return { _tag: "ignore", why: "empty" }
+  const files = e.files ?? []
+  if (words === "" && files.length === 0) return { _tag: "ignore", why: "empty" }
   const cut = words.length > chat.message_max
-  return { _tag: "turn", channel, text: cut ? words.slice(0, chat.message_max) : words, cut }
+  // A message of files alone is a turn: its files are the words.
+  const text = words === "" ? "(no words: this message brings the files below)" : cut ? words.slice(0, chat.message_max) : words
+  return { _tag: "turn", channel, text, cut, files }
 }
 
 /** A sliding minute of turn starts: admitted while fewer than `perMin` began in the last 60 s. */

@@ -18,7 +18,14 @@ const DiscordMessage = Schema.Struct({
   author: Schema.Struct({ id: Schema.String, bot: Schema.optional(Schema.Boolean) }),
   webhook_id: Schema.optional(Schema.String),
   mentions: Schema.optional(Schema.Array(Schema.Struct({ id: Schema.String }))),
-  type: Schema.optional(Schema.Number)
+  type: Schema.optional(Schema.Number),
+  attachments: Schema.optional(Schema.Array(Schema.Struct({
+    id: Schema.String,
+    filename: Schema.String,
+    content_type: Schema.optional(Schema.String),
+    size: Schema.Number,
+    url: Schema.String
+  })))
 })
 
 /** A MESSAGE_CREATE as a chat event, its channel resolved to the mapped one (a thread's parent) by `where`. */
@@ -37,7 +44,8 @@ export const discordEvent = (raw: unknown, botId: string, where: { readonly chan
     user: m.author.id,
     text,
     mentionsBot: (m.mentions ?? []).some((u) => u.id === botId) || text.includes(`<@${botId}>`) || text.includes(`<@!${botId}>`),
-    fromBot: m.author.bot === true || m.webhook_id !== undefined
+    fromBot: m.author.bot === true || m.webhook_id !== undefined,
+    files: (m.attachments ?? []).map((a) => ({ id: a.id, name: a.filename, type: a.content_type ?? "application/octet-stream", size: a.size, url: a.url }))
   }
 }
 

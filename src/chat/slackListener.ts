@@ -15,7 +15,15 @@ const SlackMessage = Schema.Struct({
   bot_id: Schema.optional(Schema.String),
   text: Schema.optional(Schema.String),
   ts: Schema.String,
-  thread_ts: Schema.optional(Schema.String)
+  thread_ts: Schema.optional(Schema.String),
+  files: Schema.optional(Schema.Array(Schema.Struct({
+    id: Schema.String,
+    name: Schema.optional(Schema.String),
+    mimetype: Schema.optional(Schema.String),
+    size: Schema.optional(Schema.Number),
+    url_private_download: Schema.optional(Schema.String),
+    url_private: Schema.optional(Schema.String)
+  })))
 })
 
 // Edits, joins, deletions and the like are not new words for the worker.
@@ -45,7 +53,12 @@ export const slackEvent = (raw: unknown, botId: string): ChatEvent | undefined =
     user: m.user ?? "",
     text: m.text ?? "",
     mentionsBot: botId !== "" && (m.text ?? "").includes(`<@${botId}`),
-    fromBot: m.bot_id !== undefined || m.subtype === "bot_message"
+    fromBot: m.bot_id !== undefined || m.subtype === "bot_message",
+    // A file Slack lists without a URL (a deleted one, an external one) is not one roster can fetch.
+    files: (m.files ?? []).flatMap((f) => {
+      const url = f.url_private_download ?? f.url_private
+      return url === undefined ? [] : [{ id: f.id, name: f.name ?? f.id, type: f.mimetype ?? "application/octet-stream", size: f.size ?? 0, url }]
+    })
   }
 }
 

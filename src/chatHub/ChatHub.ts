@@ -8,6 +8,7 @@ import { Runner } from "../runner/Runner.js"
 import { Vault } from "../vault/Vault.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { placePast } from "../chat/placePast.js"
+import { fetchChatFile } from "../chat/fetchFile.js"
 import { chatTokens } from "../vault/chatTokens.js"
 import { type TurnMarks, turnMarks } from "./turnMarks.js"
 import { admit, type ChatEvent, takeTurn } from "../chat/admit.js"
@@ -34,6 +35,10 @@ interface Surface {
 
 /** The most characters of a place's past a session's first turn is given. */
 const HISTORY_CHARS = 12_000
+
+/** The bot token of a `[[chat]]`'s connection, read from the vault when it is needed. */
+const botToken = (chat: ChatRule) =>
+  chatTokens(chat.provider, chat.connection).pipe(Effect.map((t) => t.bot_token))
 
 const wrongKind = (chat: ChatRule) => `the connection "${chat.connection}" does not hold ${chat.provider} tokens: roster connection add ${chat.connection}`
 
@@ -62,6 +67,11 @@ export const deskEnv = (
         onTurnEnd: (_turn, end) => marks.end(end),
         onUnsent: (_turn, text, message) => handleUnsent(chat, channel.worker, message?.place ?? first.place, text).pipe(Effect.provide(ctx)),
         onNote: (text) => Effect.logInfo(`chat ${chat.provider}:${channel.id}: ${text}`),
+        // A message's files, fetched by the daemon with the connection's token (the box never holds it).
+        files: {
+          fetch: (file, dest, max) => fetchChatFile(chat, botToken(chat).pipe(Effect.provide(ctx)))(file, dest, max).pipe(Effect.provide(ctx)),
+          maxBytes: Math.floor(chat.file_max * 1024 * 1024)
+        },
         limits: { idleSecs: channel.idle_min * 60, ceilingMin: channel.ceiling_min }
       }))
     )).pipe(Effect.mapError((e) => ({ message: e.message }))),
@@ -106,7 +116,8 @@ const hear = (s: Surface, starts: Map<string, ReadonlyArray<number>>, e: ChatEve
       author: e.user,
       provider: s.chat.provider,
       messageId: e.id,
-      place
+      place,
+      ...(a.files.length > 0 ? { files: a.files } : {})
     })
   })
 

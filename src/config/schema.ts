@@ -256,6 +256,8 @@ export const Chat = Schema.Struct({
   message_max: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100_000)), { default: () => 4000 }),
   /** Reactions on the message a turn serves (seen, then answered or not) and Discord's typing indicator while it runs. */
   reactions: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  /** Megabytes one file of a message may have to be fetched into the box (at most 10 a message); a larger one is named, not fetched. */
+  file_max: Schema.optionalWith(Schema.Number.pipe(Schema.finite(), Schema.positive(), Schema.lessThanOrEqualTo(1024)), { default: () => 20 }),
   /** Turns one channel may start in a minute; more get a polite refusal. */
   turns_per_min: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 600)), { default: () => 6 }),
   /** The service's API base (Enterprise Grid, a proxy, a test stand-in). */

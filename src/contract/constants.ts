@@ -28,6 +28,8 @@ export const STORE = "/pihome/store"
 export const MNT = "/pihome/mnt"
 export const SELF = "/pihome/self"
 export const CHANNEL = "/pihome/channel"
+/** What people sent the run (a chat message's files), written host-side, read-only in the box. */
+export const INBOX = "/pihome/inbox"
 export const TASKS_FILE = "/pihome/self/schedule.json"
 export const BOX_CA = "/opt/roster/ca.crt"
 export const BOX_CA_BUNDLE = "/opt/roster/ca-bundle.crt"

@@ -18,5 +18,7 @@ export const runFiles = (runDir: string) => ({
   /** A session's turn inputs, one line each. */
   turns: path.join(runDir, "turns.jsonl"),
   home: path.join(runDir, "home"),
+  /** What people sent the run (a chat message's files under files/<message-id>/), read-only in the box at /pihome/inbox. */
+  inbox: path.join(runDir, "inbox"),
   self: path.join(runDir, "self")
 })

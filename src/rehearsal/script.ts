@@ -43,6 +43,9 @@ const OWN_LINE = /^- [^\n]*? \(you\): ([^\n]*)$/gm
 /** "tell us with message_user" in a chat session: the rehearsal says REHEARSAL_MESSAGE with message_user, then answers with the send tool. */
 export const REHEARSAL_MESSAGE_USER_ASK = "tell us with message_user"
 const CHAT_SEND_TOOLS = ["slack_send", "discord_send"]
+/** "what is in the files": the rehearsal hashes the files the message brought (their box paths in the input) with bash, and answers with the sums. */
+export const REHEARSAL_FILES_ASK = "what is in the files"
+const FILE_PATH = /: (\/pihome\/inbox\/files\/[^\n]+)$/gm
 
 interface Block {
   readonly type: string
@@ -108,6 +111,8 @@ const answerStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<strin
   if (current?.text.includes(REHEARSAL_LONG_WORK_ASK) && said !== undefined && asked.length >= 2) {
     return { kind: "final", text: `Rehearsal answer: carried on after the interruption; before it I said the word is ${said}.` }
   }
+  const files = filesStep(messages, current)
+  if (files) return files
   if (asked.length >= 2 && current) {
     return {
       kind: "final",
@@ -168,6 +173,22 @@ const answerStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<strin
     kind: "final",
     text: `Rehearsal answer: I looked at my box with bash. It says ${pretty}; ${who}; ${egress}. Done.`
   }
+}
+
+/** A turn asked about the files it brought: their sha256 sums, read in the box. */
+const filesStep = (messages: ReadonlyArray<Message>, current: { readonly i: number; readonly text: string } | undefined): Step | undefined => {
+  if (!current?.text.toLowerCase().includes(REHEARSAL_FILES_ASK)) return undefined
+  const paths = [...current.text.matchAll(FILE_PATH)].map((m) => m[1] ?? "")
+  const done = messages.slice(current.i)
+    .filter((m) => m.role === "user" && Array.isArray(m.content))
+    .flatMap((m) => (m.content as ReadonlyArray<Block>).filter((b) => b.type === "tool_result" && b.tool_use_id?.startsWith("toolu_rehearsal_sha")))
+    .at(0)
+  if (paths.length === 0) return { kind: "final", text: "Rehearsal answer: this message brought no file I can read." }
+  if (!done) {
+    const quoted = paths.map((p) => `'${p.replace(/'/g, "'\\''")}'`).join(" ")
+    return { kind: "tool", intro: "Reading the files you sent.", id: `toolu_rehearsal_sha_${Date.now()}`, name: "bash", input: { command: `sha256sum ${quoted}` } }
+  }
+  return { kind: "final", text: `Rehearsal answer: the files' sha256 sums: ${resultText(done).trim().replace(/\s+/g, " ")}` }
 }
 
 /** The memory section of a Start briefing, as the worker was given it (empty when it remembers nothing). */

@@ -1,6 +1,7 @@
 import type { Effect, Mailbox, Queue } from "effect"
 import type { ChatPlace, RunOrigin } from "../contract/origin.js"
 import type { SessionMessage } from "./turnContext.js"
+import type { FetchFile } from "./messageFiles.js"
 import type { SessionEndReason, Surface } from "./turns.js"
 
 /** A warm session: the worker, its inbox of messages (one turn each), and callbacks for what the box says. */
@@ -32,6 +33,8 @@ export interface SessionRequest {
   readonly chat?: ChatPlace
   /** A chat turn that answered without the send tool: what was done with its text (`[[chat]] unsent`). */
   readonly onUnsent?: (turn: number, text: string, message: SessionMessage | undefined) => Effect.Effect<"notice" | "post" | "drop">
+  /** How a message's files are fetched into the run's inbox (a chat session's: host-side, with its service's token), and how big each may be. */
+  readonly files?: { readonly fetch: FetchFile; readonly maxBytes: number }
   /** This session's own idle timeout and whole-session ceiling (a `[[chat.channel]]`'s), over `[box]`'s. */
   readonly limits?: { readonly idleSecs?: number | undefined; readonly ceilingMin?: number | undefined }
 }

@@ -13,6 +13,7 @@ import { saveRunContext } from "../run/runContext.js"
 import { RunLog } from "../run/RunLog.js"
 import type { SessionRequest } from "./sessionRequest.js"
 import { compileTurn, type HistoryLine, type SessionMessage } from "./turnContext.js"
+import { takeFiles } from "./messageFiles.js"
 import { initialTurnState, nextMessage, type SessionEndReason, step, type TurnInput, type TurnOutput } from "./turns.js"
 
 /** The channel's past as a first turn reads it: the worker's own words marked as its own. */
@@ -113,9 +114,13 @@ export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record,
       const next = nextMessage(state)
       if (!next) return undefined
       // A session of a channel starts from the channel's recent past, unless its caller brought its own.
-      const message = channel !== null && state.turns === 0 && next.history === undefined
+      const withPast = channel !== null && state.turns === 0 && next.history === undefined
         ? { ...next, history: historyLines(yield* recentChannel(channel).pipe(Effect.orElseSucceed(() => [])), req.worker) }
         : next
+      // The message's files are in the box before pi reads the turn that names them.
+      const message = withPast.files && withPast.files.length > 0 && req.files
+        ? { ...withPast, fileNotes: yield* takeFiles(withPast.files, withPast.messageId, runFiles(record.runDir).inbox, req.files.fetch, req.files.maxBytes) }
+        : withPast
       // The run context says whose message this turn serves before pi sees it: a context that cannot be saved drops the message, not the session.
       const saved = yield* saveRunContext({
         ...runContext,

@@ -3,6 +3,7 @@ import type { ChatPlace } from "../contract/origin.js"
 import { promptBlock, promptLine } from "../contract/promptText.js"
 import type { TurnLine } from "../contract/turnLine.js"
 import { Files } from "../fs/Files.js"
+import type { FileNote, MessageFile } from "../contract/messageFile.js"
 
 /** A session message that could not become a turn (blank, or its trace could not be written); it is skipped, not delivered. */
 export class UnpreparableMessage extends Schema.TaggedError<UnpreparableMessage>()("UnpreparableMessage", { detail: Schema.String }) {
@@ -23,6 +24,10 @@ export interface SessionMessage {
   readonly place?: ChatPlace
   /** The room's recent messages; used on the session's first turn only. */
   readonly history?: ReadonlyArray<HistoryLine>
+  /** Files the message carries (a chat message's attachments), fetched into the run's inbox when its turn comes. */
+  readonly files?: ReadonlyArray<MessageFile>
+  /** What became of them: named in the turn's input. */
+  readonly fileNotes?: ReadonlyArray<FileNote>
 }
 
 /** One message of the room's past: who wrote it, and whether it was a worker — this session's own, or another. */
@@ -40,6 +45,14 @@ const heading = (m: SessionMessage) =>
     ? `[the answer of ${m.author}, delivered to this conversation (its reply_to); not a person's message]\n`
     : m.provider === "terminal" ? "" : `[${m.provider} message ${promptLine(m.messageId)} from ${promptLine(m.author)}]\n`
 
+/** The files a message brought, each with where the worker reads it or why it was not fetched. */
+const filesBlock = (notes: ReadonlyArray<FileNote> | undefined) =>
+  notes === undefined || notes.length === 0 ? "" : `\n\nFiles attached to this message (read-only in your box):\n${
+    notes.map((n) =>
+      `- ${promptLine(n.name)} (${promptLine(n.type)}, ${n.size.toLocaleString("en-US")} bytes): ${n.path ?? `not fetched — ${promptLine(n.skipped ?? "unknown")}`}`
+    ).join("\n")
+  }`
+
 /**
  * A turn's input. The first turn is the Start phase: the run's preamble (surface, origin, memory)
  * and the room's recent past before the message; a later turn is the Turn phase: the message with
@@ -52,7 +65,7 @@ export const compileTurn = (message: SessionMessage, turn: number, traceFile: st
       ? `Recent messages before this one:\n${message.history.map((h) => `- ${promptLine(h.author)}${h.speaker ? speakerMark[h.speaker] : ""}: ${promptLine(h.text)}`).join("\n")}\n\n`
       : ""
     const start = turn === 1 && preamble !== "" ? `${preamble}\n\n## The first message\n` : ""
-    const input = `${start}${history}${heading(message)}${promptBlock(message.text)}`
+    const input = `${start}${history}${heading(message)}${promptBlock(message.text)}${filesBlock(message.fileNotes)}`
     const record: TurnLine = {
       turn, phase: turn === 1 ? "start" : "turn", author: message.author, role: message.role ?? "person", provider: message.provider,
       message_id: message.messageId, input

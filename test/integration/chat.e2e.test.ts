@@ -1,10 +1,11 @@
 import Dockerode from "dockerode"
+import * as crypto from "node:crypto"
 import { Effect, Exit, Scope } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { REHEARSAL_MESSAGE, REHEARSAL_MESSAGE_USER_ASK, REHEARSAL_OWN_PAST_ASK, REHEARSAL_UNSENT_ASK } from "../../src/rehearsal/script.js"
+import { REHEARSAL_FILES_ASK, REHEARSAL_MESSAGE, REHEARSAL_MESSAGE_USER_ASK, REHEARSAL_OWN_PAST_ASK, REHEARSAL_UNSENT_ASK } from "../../src/rehearsal/script.js"
 import { serveRehearsal } from "../../src/rehearsal/server.js"
 import { collect, type Deployment, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 import { PI_IMAGE } from "../support/images.js"
@@ -18,6 +19,8 @@ const DISCORD_TOKEN = "discord-e2e-REAL-bot-token-3c2b1a0f9e8d"
 const DISCORD_CHANNEL = "700000000000000001"
 const DISCORD_USER = "600000000000000001"
 const docker = new Dockerode()
+
+const sha256 = (b: Buffer) => crypto.createHash("sha256").update(b).digest("hex")
 
 /** Every file under a folder, as text (what a token would have been written into). */
 const allText = (dir: string): string =>
@@ -86,7 +89,8 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
       "[supervisor]", "concurrency = 3",
       "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
       "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`,
-      "[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${slack.apiUrl}"`,
+      // Files of up to 4 MB reach a box: the test's 5 MB one is named, not fetched.
+      "[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${slack.apiUrl}"`, "file_max = 4",
       "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`, `allow_users = ["U0ANNA"]`,
       // A channel whose day's budget the first answer's 12 tokens in ($0.000036) already pass.
       "[[chat.channel]]", `id = "C0THRIFT"`, `worker = "dora"`, `allow_users = ["U0ANNA"]`, "budget_usd_day = 0.00001",
@@ -175,6 +179,27 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     expect(own).toContain(answer.text)
     expect(history.filter((h) => h.role === "worker").every((h) => h.author === "alice")).toBe(true)
     expect(history.some((h) => h.role === "person" && h.author === "U0ANNA" && h.text.includes(REHEARSAL_MESSAGE_USER_ASK))).toBe(true)
+  }, 180_000)
+
+  it("a 3 MB file dropped in the thread is read by the worker in its box (its sha256 in the answer); one over file_max is named, not fetched", async () => {
+    const small = crypto.randomBytes(3 * 1024 * 1024)
+    const big = crypto.randomBytes(5 * 1024 * 1024)
+    const before = slack.downloads.length
+    const asked = slack.say({
+      channel: "C0TEAM", user: "U0ANNA", text: `<@${BOT_USER}> ${REHEARSAL_FILES_ASK}?`, thread_ts: thread,
+      files: [{ name: "data.bin", mimetype: "application/octet-stream", bytes: small }, { name: "huge.bin", mimetype: "application/octet-stream", bytes: big }]
+    })
+    const answer = await postWhere("with the files' sums", (p) => p.text.includes("the files' sha256 sums"))
+    expect(answer.thread_ts).toBe(thread)
+    // Read in the box, at the path the turn named: the bytes are the ones dropped in the thread.
+    expect(answer.text).toContain(`${sha256(small)} /pihome/inbox/files/${asked}/data.bin`)
+    expect(answer.text).not.toContain(sha256(big))
+    // Fetched once, by the daemon, with the bot token; the big one never asked for.
+    expect(slack.downloads.slice(before)).toEqual([{ id: expect.stringMatching(/^F/), token: BOT }])
+    const session = (await chatStatus())[0]?.channels[0]?.session ?? ""
+    const turns = fs.readFileSync(d.file("data", "runs", "alice", session, "turns.jsonl"), "utf8")
+    expect(turns).toContain("huge.bin (application/octet-stream, 5,242,880 bytes): not fetched — larger than [[chat]] file_max (4 MB)")
+    expect(sha256(fs.readFileSync(d.file("data", "runs", "alice", session, "inbox", "files", asked, "data.bin")))).toBe(sha256(small))
   }, 180_000)
 
   it("a message from a user not in allow_users reaches no box and gets no post; it is counted", async () => {

@@ -34,7 +34,19 @@ export interface DiscordStandIn {
   /** A thread in a channel: messages in it name the thread as their channel. */
   readonly thread: (parent: string) => string
   /** A MESSAGE_CREATE from a user in a channel (or thread); its id. */
-  readonly say: (m: { readonly channel: string; readonly user: string; readonly text: string; readonly mentionBot?: boolean; readonly bot?: boolean }) => string
+  /** A MESSAGE_CREATE from a user; its attachments served from the stand-in's CDN path (no token, as Discord's signed URLs). */
+  readonly say: (m: {
+    readonly channel: string
+    readonly user: string
+    readonly text: string
+    readonly mentionBot?: boolean
+    readonly bot?: boolean
+    readonly files?: ReadonlyArray<{ readonly name: string; readonly type: string; readonly bytes: Buffer }>
+  }) => string
+  /** Every attachment download: its id and the Authorization header it carried ("" for none). */
+  readonly downloads: Array<{ readonly id: string; readonly authorization: string }>
+  /** The URL of every attachment said so far, in order. */
+  readonly attachmentUrls: Array<string>
   readonly drop: () => void
   readonly close: () => Promise<void>
 }
@@ -46,6 +58,9 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
   const marks: Array<string> = []
   const said: Array<{ readonly id: string; readonly channel: string; readonly user: string; readonly content: string; readonly timestamp: string }> = []
   const threads = new Map<string, string>()
+  const attachments = new Map<string, Buffer>()
+  const downloads: Array<{ id: string; authorization: string }> = []
+  const attachmentUrls: Array<string> = []
   const sockets = new Set<WebSocket>()
   let identified = 0
   let ids = 1_000_000_000_000_000n
@@ -60,6 +75,12 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
     req.on("end", () => {
       const answer = (status: number, o: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(o))
       const auth = String(req.headers.authorization ?? "")
+      const attachment = /^\/attachments\/\d+\/(\d+)\//.exec(req.url ?? "")?.[1]
+      if (attachment !== undefined) {
+        downloads.push({ id: attachment, authorization: auth })
+        const bytes = attachments.get(attachment)
+        return bytes ? res.writeHead(200, { "content-type": "application/octet-stream" }).end(bytes) : answer(404, { message: "404: Not Found" })
+      }
       if (auth !== `Bot ${token}`) return answer(401, { message: "401: Unauthorized", code: 0 })
       const url = (req.url ?? "").replace(/^\/api\/v10/, "").split("?")[0] ?? ""
       if (req.method === "GET" && url === "/gateway/bot") {
@@ -140,6 +161,8 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
     apiUrl: `http://127.0.0.1:${port}/api/`,
     posts,
     marks,
+    downloads,
+    attachmentUrls,
     identified: () => identified,
     connected: () => sockets.size > 0,
     thread: (parent) => {
@@ -153,7 +176,14 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
       const d = {
         id, channel_id: m.channel, guild_id: "800000000000000001", type: 0, content, timestamp: new Date().toISOString(),
         author: { id: m.user, username: `user-${m.user}`, discriminator: "0", ...(m.bot ? { bot: true } : {}) },
-        mentions: m.mentionBot === false ? [] : [{ id: DISCORD_BOT_ID, username: "roster" }]
+        mentions: m.mentionBot === false ? [] : [{ id: DISCORD_BOT_ID, username: "roster" }],
+        attachments: (m.files ?? []).map((f) => {
+          const aid = nextId()
+          attachments.set(aid, f.bytes)
+          const url = `http://127.0.0.1:${port}/attachments/${m.channel}/${aid}/${encodeURIComponent(f.name)}`
+          attachmentUrls.push(url)
+          return { id: aid, filename: f.name, content_type: f.type, size: f.bytes.length, url }
+        })
       }
       if (!m.bot) said.push({ id, channel: m.channel, user: m.user, content, timestamp: d.timestamp })
       for (const s of sockets) send(s, 0, d, "MESSAGE_CREATE")

@@ -31,8 +31,23 @@ export interface SlackStandIn {
   /** Sockets opened so far (a reconnect opens another). */
   readonly connections: () => number
   readonly connected: () => boolean
-  /** A message event from a user in a channel (in a thread when `thread_ts` is given); its ts. */
-  readonly say: (m: { readonly channel: string; readonly user: string; readonly text: string; readonly thread_ts?: string; readonly bot_id?: string }) => string
+  /**
+   * A message event from a user in a channel (in a thread when `thread_ts` is given); its ts. Its
+   * files are served as Slack serves them: at url_private_download, to the bot token only (anyone
+   * else gets a sign-in page, as from Slack).
+   */
+  readonly say: (m: {
+    readonly channel: string
+    readonly user: string
+    readonly text: string
+    readonly thread_ts?: string
+    readonly bot_id?: string
+    readonly files?: ReadonlyArray<{ readonly name: string; readonly mimetype: string; readonly bytes: Buffer; readonly size?: number }>
+  }) => string
+  /** Every file download: the file's id and the token it carried. */
+  readonly downloads: Array<{ readonly id: string; readonly token: string }>
+  /** Every file said so far, as its event lists it (id and url_private_download), in order. */
+  readonly shared: Array<{ readonly id: string; readonly url: string }>
   /**
    * How long chat.postMessage takes to answer once it has posted (a slow Slack), or "never": the
    * message is in the channel and the answer never comes (its caller killed with the post in flight).
@@ -72,6 +87,10 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
   /** What people said, as the channel's past (a history lists them beside the bot's posts). */
   const said: Array<{ readonly channel: string; readonly user: string; readonly text: string; readonly ts: string; readonly thread_ts: string | undefined }> = []
   const reacted = new Set<string>()
+  const files = new Map<string, Buffer>()
+  const downloads: Array<{ id: string; token: string }> = []
+  let fileIds = 0
+  const sharedFiles: Array<{ id: string; url: string }> = []
   const sockets = new Set<WebSocket>()
   let opened = 0
   let clock = 1_700_000_000
@@ -81,6 +100,13 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
   const server = http.createServer(async (req, res) => {
     const method = /^\/api\/([\w.]+)/.exec(req.url ?? "")?.[1] ?? ""
     const token = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ""))?.[1] ?? ""
+    const file = /^\/files-pri\/(F\w+)\//.exec(req.url ?? "")?.[1]
+    if (file !== undefined) {
+      downloads.push({ id: file, token })
+      const bytes = files.get(file)
+      if (token !== tokens.bot || !bytes) return res.writeHead(200, { "content-type": "text/html" }).end("<html>sign in to Slack</html>")
+      return res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(bytes.length) }).end(bytes)
+    }
     const body = await bodyOf(req)
     calls.push({ method, token })
     const answer = (o: Record<string, unknown>) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(o))
@@ -169,6 +195,8 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
     apiUrl: `http://127.0.0.1:${port}/api/`,
     posts,
     calls,
+    downloads,
+    shared: sharedFiles,
     acks,
     reactions,
     connections: () => opened,
@@ -176,7 +204,21 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
     say: (m) => {
       const ts = nextTs()
       said.push({ channel: m.channel, user: m.user, text: m.text, ts, thread_ts: m.thread_ts })
-      const event = { type: "message", channel: m.channel, user: m.user, text: m.text, ts, ...(m.thread_ts ? { thread_ts: m.thread_ts } : {}), ...(m.bot_id ? { bot_id: m.bot_id } : {}), channel_type: "channel" }
+      const shared = (m.files ?? []).map((f) => {
+        const id = `F0${++fileIds}`
+        files.set(id, f.bytes)
+        sharedFiles.push({ id, url: `http://127.0.0.1:${port}/files-pri/${id}/download/${encodeURIComponent(f.name)}` })
+        return {
+          id, name: f.name, mimetype: f.mimetype, size: f.size ?? f.bytes.length,
+          url_private: `http://127.0.0.1:${port}/files-pri/${id}/${encodeURIComponent(f.name)}`,
+          url_private_download: `http://127.0.0.1:${port}/files-pri/${id}/download/${encodeURIComponent(f.name)}`
+        }
+      })
+      const event = {
+        type: "message", channel: m.channel, user: m.user, text: m.text, ts, ...(m.thread_ts ? { thread_ts: m.thread_ts } : {}), ...(m.bot_id ? { bot_id: m.bot_id } : {}),
+        ...(shared.length > 0 ? { subtype: "file_share", files: shared } : {}),
+        channel_type: "channel"
+      }
       const envelope = {
         envelope_id: `env-${++envelopes}`,
         type: "events_api",

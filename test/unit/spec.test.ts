@@ -88,6 +88,10 @@ describe("the box's create spec", () => {
       expect(binds).toContain(`${path.join(runDir, "home")}:/pihome`)
       expect(fs.readFileSync(path.join(runDir, "home", ".gitconfig"), "utf8")).toBe("[safe]\n\tdirectory = *\n")
       expect(binds).toContain(`${path.join(paths.data, "stores", "alice")}:/pihome/store`)
+      // What people send the run (a chat message's files): the host writes it, the box only reads it.
+      expect(binds).toContain(`${path.join(runDir, "inbox")}:/pihome/inbox:ro`)
+      expect(binds.indexOf(`${path.join(runDir, "inbox")}:/pihome/inbox:ro`)).toBeGreaterThan(binds.indexOf(`${path.join(runDir, "home")}:/pihome`))
+      expect(fs.statSync(path.join(runDir, "inbox", "files")).isDirectory()).toBe(true)
       expect(binds).toContain("/srv/notes:/pihome/mnt/notes:ro")
       expect(binds).toContain("/srv/scratch:/pihome/mnt/scratch")
       expect(binds).toContain("/srv/code:/pihome/mnt/code:ro")
@@ -177,7 +181,7 @@ describe("the box's create spec", () => {
     const plan: BoxPlan = {
       runId: "2026-01-01-00-00-00-abcdef01", worker: "alice", kind: "box", taskId: "t1", image: "img", runtime: "runsc", policy: org.box,
       user: { uid: 1000, gid: 1000 }, network: "roster-locked-test", gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
-      dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
+      dirs: { pihome: "/h", inbox: "/in", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
       mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: null, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 2,
       engine: { kind: "mounted", hostDir: "/src/roster", entry: "/opt/roster/checkout/node_modules/pi/cli.js", extensions: ["/opt/roster/checkout/box/extensions/a.ts", "/opt/roster/checkout/box/extensions/b.ts"] },
       mode: "rpc", piArgs: ["--session-id", "k"], chatSend: "slack", termSend: false
@@ -203,7 +207,7 @@ describe("the box's create spec", () => {
     const plan: BoxPlan = {
       runId: "2026-01-01-00-00-00-abcdef02", worker: "alice", kind: "box", taskId: null, image: "img", runtime: "runc", policy: defaults.box,
       user: { uid: 1000, gid: 1000 }, network: "roster-locked-test", gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
-      dirs: { pihome: "/h", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
+      dirs: { pihome: "/h", inbox: "/in", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
       mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: 30, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 6,
       engine: { kind: "baked" }, mode: "json", piArgs: [], chatSend: null, termSend: false
     }

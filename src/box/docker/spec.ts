@@ -18,7 +18,8 @@ const binds = (plan: BoxPlan): Array<string> => {
   const out = [
     // The home first, then what nests inside it (the reading order matches the mount order).
     `${d.pihome}:${C.PIHOME}`,
-    `${d.store}:${C.STORE}`
+    `${d.store}:${C.STORE}`,
+    `${d.inbox}:${C.INBOX}:ro`
   ]
   for (const m of plan.mounts) {
     const target = `${C.MNT}/${m.name}`
