@@ -18,9 +18,11 @@ export default function (pi: ExtensionAPI) {
     description:
       `Post a message to the ${service} conversation you are in (the thread of the message you are answering). ` +
       "This is the only way the people there see what you say: text you write without it is not delivered. " +
-      `Text and code blocks; a long message is split for ${service}. At most 12000 characters.`,
+      `Text and code blocks; a long message is split for ${service}. At most 12000 characters. ` +
+      "To hand back files (a patch, a log, a chart), name them in files: paths under /pihome, at most 10, each at most the chat's file size limit.",
     text: `the message, as ${service} should show it`,
     action: `${provider}_send`,
-    done: "posted"
+    done: "posted",
+    files: "files to attach after the text, as paths in this box under /pihome (e.g. /pihome/workspace/report.md); the run's own folders only"
   })
 }

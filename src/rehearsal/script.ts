@@ -45,6 +45,9 @@ export const REHEARSAL_MESSAGE_USER_ASK = "tell us with message_user"
 const CHAT_SEND_TOOLS = ["slack_send", "discord_send"]
 /** "what is in the files": the rehearsal hashes the files the message brought (their box paths in the input) with bash, and answers with the sums. */
 export const REHEARSAL_FILES_ASK = "what is in the files"
+/** "send me a file" in a chat session: the rehearsal writes REHEARSAL_FILE_OUT with bash, then sends it with the send tool's files. */
+export const REHEARSAL_FILE_OUT_ASK = "send me a file"
+export const REHEARSAL_FILE_OUT = "/pihome/workspace/rehearsal-report.txt"
 const FILE_PATH = /: (\/pihome\/inbox\/files\/[^\n]+)$/gm
 
 interface Block {
@@ -96,6 +99,15 @@ export const nextStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<
     )
   if (current?.text.toLowerCase().includes(REHEARSAL_MESSAGE_USER_ASK) && tools.includes("message_user") && !ranThisTurn("toolu_rehearsal_msg")) {
     return { kind: "tool", intro: "Telling you first.", id: `toolu_rehearsal_msg_${Date.now()}`, name: "message_user", input: { text: REHEARSAL_MESSAGE } }
+  }
+  if (current?.text.toLowerCase().includes(REHEARSAL_FILE_OUT_ASK)) {
+    if (!ranThisTurn("toolu_rehearsal_write")) {
+      const command = `mkdir -p /pihome/workspace && { echo 'a report from the rehearsal model'; seq 1 50000; } > ${REHEARSAL_FILE_OUT}`
+      return { kind: "tool", intro: "Writing the file.", id: `toolu_rehearsal_write_${Date.now()}`, name: "bash", input: { command } }
+    }
+    return ranThisTurn("toolu_rehearsal_send")
+      ? { kind: "final", text: "Sent." }
+      : { kind: "tool", intro: "Sending it.", id: `toolu_rehearsal_send_${Date.now()}`, name: send, input: { text: "Rehearsal answer: here is the file.", files: [REHEARSAL_FILE_OUT] } }
   }
   const step = answerStep(messages, tools.filter((t) => t !== "message_user"))
   if (step.kind !== "final" || current?.text.toLowerCase().includes(REHEARSAL_UNSENT_ASK)) return step

@@ -5,7 +5,7 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { REHEARSAL_FILES_ASK, REHEARSAL_MESSAGE, REHEARSAL_MESSAGE_USER_ASK, REHEARSAL_OWN_PAST_ASK, REHEARSAL_UNSENT_ASK } from "../../src/rehearsal/script.js"
+import { REHEARSAL_FILE_OUT_ASK, REHEARSAL_FILES_ASK, REHEARSAL_MESSAGE, REHEARSAL_MESSAGE_USER_ASK, REHEARSAL_OWN_PAST_ASK, REHEARSAL_UNSENT_ASK } from "../../src/rehearsal/script.js"
 import { serveRehearsal } from "../../src/rehearsal/server.js"
 import { collect, type Deployment, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 import { PI_IMAGE } from "../support/images.js"
@@ -202,6 +202,19 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     expect(sha256(fs.readFileSync(d.file("data", "runs", "alice", session, "inbox", "files", asked, "data.bin")))).toBe(sha256(small))
   }, 180_000)
 
+  it("a file the worker writes is uploaded to the thread with slack_send's files: Slack's external upload flow, its bytes the file's", async () => {
+    const before = slack.uploads.length
+    slack.say({ channel: "C0TEAM", user: "U0ANNA", text: `<@${BOT_USER}> ${REHEARSAL_FILE_OUT_ASK}`, thread_ts: thread })
+    await postWhere("with the text of the send that carries the file", (p) => p.text === "Rehearsal answer: here is the file.")
+    await until("the file is uploaded", () => slack.uploads.length > before, () => slack.uploads.map((u) => u.name))
+    const up = slack.uploads[before]!
+    expect(up).toMatchObject({ channel: "C0TEAM", thread_ts: thread, name: "rehearsal-report.txt", token: BOT })
+    const session = (await chatStatus())[0]?.channels[0]?.session ?? ""
+    const written = fs.readFileSync(d.file("data", "runs", "alice", session, "home", "workspace", "rehearsal-report.txt"))
+    expect(sha256(up.bytes)).toBe(sha256(written))
+    expect(up.bytes.toString("utf8").startsWith("a report from the rehearsal model\n1\n2\n")).toBe(true)
+  }, 180_000)
+
   it("a message from a user not in allow_users reaches no box and gets no post; it is counted", async () => {
     const before = slack.posts.length
     const boxesBefore = (await boxes()).map((b) => b.Id)
@@ -304,7 +317,9 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
 
   it("neither chat token is anywhere a box, a run folder or a log could see it", async () => {
     expect(inspected.length).toBeGreaterThan(0)
-    const seen = [inspected.join("\n"), allText(d.file("data", "runs")), allText(d.file("state")), allText(d.file("data", "contexts"))].join("\n")
+    const uploaded = slack.uploads.map((u) => u.bytes.toString("latin1")).join("\n")
+    expect(uploaded).not.toBe("")
+    const seen = [inspected.join("\n"), allText(d.file("data", "runs")), allText(d.file("state")), allText(d.file("data", "contexts")), uploaded].join("\n")
     for (const token of [BOT, APP, DISCORD_TOKEN, MODEL_KEY]) expect(seen).not.toContain(token)
     const logs = fs.readdirSync(d.file("state")).filter((f) => f.endsWith(".log"))
     expect(logs.length).toBeGreaterThan(0)

@@ -356,7 +356,7 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
       expect(team.total.usd).toBe(2.75)
       expect(team.channel).toEqual({ key: "slack:c0team", budget_usd_day: null, spent_today_usd: 0.75, day: today })
       const text = await roster("usage", "--channel", "slack:C0TEAM", "--worker", "alice")
-      expect(text.stdout).toContain(`slack channel c0team: $0.7500 (est.) spent today (${today}, UTC), no budget_usd_day`)
+      expect(text.stdout).toContain(`slack channel C0TEAM: $0.7500 (est.) spent today (${today}, UTC), no budget_usd_day`)
       expect(text.stdout).toMatch(/alice +2 +2 +200 +20 +0 +0 +2\.5000/)
       const none = await roster("usage", "--channel", "slack:C0NONE")
       expect(none.stdout).toContain("no model answers recorded for this channel")

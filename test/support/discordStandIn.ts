@@ -6,10 +6,13 @@
  * Records every post; a post whose `nonce` is enforced and already seen is the same message
  * again, as Discord answers it; GET `/channels/:id/messages` lists what was posted there.
  * PUT/DELETE `/channels/:id/messages/:id/reactions/:emoji/@me` (204, as Discord answers either
- * way) and POST `/channels/:id/typing` are recorded in order.
+ * way) and POST `/channels/:id/typing` are recorded in order. A message with files is read as
+ * Discord reads it (multipart: payload_json and files[n]); attachments of said messages are served
+ * at a CDN-like path without a token, as Discord's signed attachment URLs are.
  */
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
+import { multipart } from "./multipart.js"
 import { WebSocketServer, type WebSocket } from "ws"
 
 export interface DiscordPost {
@@ -21,7 +24,10 @@ export interface DiscordPost {
   readonly id: string
   readonly nonce: string | undefined
   readonly timestamp: string
+  /** A multipart message's files, as uploaded. */
+  readonly files?: ReadonlyArray<{ readonly name: string; readonly bytes: Buffer }>
 }
+
 
 export interface DiscordStandIn {
   /** The REST base to put in `[[chat]] api_url`. */
@@ -69,10 +75,15 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
   let port = 0
 
   const server = http.createServer((req, res) => {
-    let raw = ""
-    req.setEncoding("utf8")
-    req.on("data", (c: string) => (raw += c))
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
     req.on("end", () => {
+      const whole = Buffer.concat(chunks)
+      const type = String(req.headers["content-type"] ?? "")
+      const parts = type.startsWith("multipart/form-data") ? multipart(whole, type) : []
+      // A message with files carries its JSON in payload_json, beside files[n].
+      const raw = parts.length > 0 ? parts.find((p) => p.name === "payload_json")?.bytes.toString("utf8") ?? "" : whole.toString("utf8")
+      const uploaded = parts.filter((p) => p.filename !== undefined).map((p) => ({ name: p.filename ?? "", bytes: Buffer.from(p.bytes) }))
       const answer = (status: number, o: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(o))
       const auth = String(req.headers.authorization ?? "")
       const attachment = /^\/attachments\/\d+\/(\d+)\//.exec(req.url ?? "")?.[1]
@@ -112,7 +123,7 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
         const id = nextId()
         posts.push({
           channel: target, content: body.content ?? "", reply_to: body.message_reference?.message_id, allowed_mentions: body.allowed_mentions, token,
-          id, nonce: body.nonce, timestamp: new Date().toISOString()
+          id, nonce: body.nonce, timestamp: new Date().toISOString(), ...(uploaded.length > 0 ? { files: uploaded } : {})
         })
         return answer(200, { id, channel_id: target, content: body.content, ...(body.nonce ? { nonce: body.nonce } : {}) })
       }

@@ -2,12 +2,14 @@
  * A stand-in for Slack (not Slack): a local server speaking the parts of Slack's Web API
  * (`auth.test`, `apps.connections.open`, `chat.postMessage` with message metadata,
  * `conversations.replies` / `conversations.history` with `include_all_metadata`, `reactions.add` / `reactions.remove`
- * with Slack's `already_reacted` / `no_reaction`) and the Socket Mode websocket that
+ * with Slack's `already_reacted` / `no_reaction`, file downloads that need the bot token, the external upload flow
+ * `files.getUploadURLExternal` / upload URL / `files.completeUploadExternal`) and the Socket Mode websocket that
  * the real @slack/web-api and @slack/socket-mode clients use, with their base URL pointed here.
  * Records every post; pushes events as Socket Mode envelopes and records their acks.
  */
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
+import { multipart } from "./multipart.js"
 import { WebSocketServer, type WebSocket } from "ws"
 
 export interface SlackPost {
@@ -48,6 +50,8 @@ export interface SlackStandIn {
   readonly downloads: Array<{ readonly id: string; readonly token: string }>
   /** Every file said so far, as its event lists it (id and url_private_download), in order. */
   readonly shared: Array<{ readonly id: string; readonly url: string }>
+  /** Files uploaded through the external flow and completed into a channel: where, their bytes, the token that completed them. */
+  readonly uploads: Array<{ readonly channel: string; readonly thread_ts: string | undefined; readonly name: string; readonly bytes: Buffer; readonly token: string }>
   /**
    * How long chat.postMessage takes to answer once it has posted (a slow Slack), or "never": the
    * message is in the channel and the answer never comes (its caller killed with the post in flight).
@@ -91,6 +95,9 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
   const downloads: Array<{ id: string; token: string }> = []
   let fileIds = 0
   const sharedFiles: Array<{ id: string; url: string }> = []
+  /** Bytes sent to an upload URL, by file id, until completeUploadExternal puts them in a channel. */
+  const pending = new Map<string, { name: string; length: number; bytes?: Buffer }>()
+  const uploads: SlackStandIn["uploads"] = []
   const sockets = new Set<WebSocket>()
   let opened = 0
   let clock = 1_700_000_000
@@ -100,6 +107,23 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
   const server = http.createServer(async (req, res) => {
     const method = /^\/api\/([\w.]+)/.exec(req.url ?? "")?.[1] ?? ""
     const token = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ""))?.[1] ?? ""
+    const upload = /^\/upload\/v1\/(F\w+)$/.exec(req.url ?? "")?.[1]
+    if (upload !== undefined) {
+      // The bytes of getUploadURLExternal's file, exactly as many as it was told.
+      const chunks: Array<Buffer> = []
+      req.on("data", (c: Buffer) => chunks.push(c))
+      req.on("end", () => {
+        const job = pending.get(upload)
+        const raw = Buffer.concat(chunks)
+        // The SDK sends the bytes as a multipart form (its one field the file); a raw body is read as is.
+        const type = String(req.headers["content-type"] ?? "")
+        const bytes = type.startsWith("multipart/form-data") ? multipart(raw, type)[0]?.bytes ?? Buffer.alloc(0) : raw
+        if (!job || bytes.length !== job.length) return res.writeHead(400).end("bad upload")
+        job.bytes = bytes
+        res.writeHead(200, { "content-type": "text/plain" }).end(`OK - ${bytes.length}`)
+      })
+      return
+    }
     const file = /^\/files-pri\/(F\w+)\//.exec(req.url ?? "")?.[1]
     if (file !== undefined) {
       downloads.push({ id: file, token })
@@ -127,6 +151,22 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
         const delay = self.postDelay
         if (delay === "never") return
         return void setTimeout(() => answer({ ok: true, channel: body.channel, ts }), delay)
+      }
+      case "files.getUploadURLExternal": {
+        if (token !== tokens.bot) return answer({ ok: false, error: "invalid_auth" })
+        const id = `F0UP${++fileIds}`
+        pending.set(id, { name: String(body.filename ?? ""), length: Number(body.length) })
+        return answer({ ok: true, upload_url: `http://127.0.0.1:${port}/upload/v1/${id}`, file_id: id })
+      }
+      case "files.completeUploadExternal": {
+        if (token !== tokens.bot) return answer({ ok: false, error: "invalid_auth" })
+        const listed = (typeof body.files === "string" ? JSON.parse(body.files) : body.files) as Array<{ id: string; title?: string }>
+        for (const f of listed) {
+          const job = pending.get(f.id)
+          if (!job?.bytes) return answer({ ok: false, error: "file_not_found" })
+          uploads.push({ channel: String(body.channel_id ?? ""), thread_ts: body.thread_ts === undefined ? undefined : String(body.thread_ts), name: job.name, bytes: job.bytes, token })
+        }
+        return answer({ ok: true, files: listed.map((f) => ({ id: f.id })) })
       }
       case "reactions.add":
       case "reactions.remove": {
@@ -197,6 +237,7 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
     calls,
     downloads,
     shared: sharedFiles,
+    uploads,
     acks,
     reactions,
     connections: () => opened,

@@ -15,6 +15,8 @@ export interface SayTool {
   readonly action: string
   /** The tool's answer once the gateway took it. */
   readonly done: string
+  /** What the optional files parameter is, as the model reads it; absent: the tool takes text only. */
+  readonly files?: string
 }
 
 export const registerSayTool = (pi: ExtensionAPI, tool: SayTool) =>
@@ -22,9 +24,13 @@ export const registerSayTool = (pi: ExtensionAPI, tool: SayTool) =>
     name: tool.name,
     label: tool.label,
     description: tool.description,
-    parameters: Type.Object({ text: Type.String({ description: tool.text }) }),
+    parameters: Type.Object({
+      text: Type.String({ description: tool.text }),
+      ...(tool.files ? { files: Type.Optional(Type.Array(Type.String(), { description: tool.files, maxItems: 10 })) } : {})
+    }),
     async execute(_toolCallId, params, signal) {
-      await postAction(tool.action, { text: params.text }, signal)
+      const files = (params as { readonly files?: ReadonlyArray<string> }).files
+      await postAction(tool.action, { text: params.text, ...(files && files.length > 0 ? { files } : {}) }, signal)
       return { content: [{ type: "text", text: tool.done }], details: {} }
     }
   })

@@ -1,0 +1,113 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { uploadChat } from "../../src/chat/uploadChat.js"
+import { layout } from "../../src/config/Paths.js"
+import { readBoxFile } from "../../src/gateway/actions/chat/boxFile.js"
+import { chatSend } from "../../src/gateway/actions/chat/sendAction.js"
+import { saveRunContext } from "../../src/run/runContext.js"
+import { startDiscordStandIn } from "../support/discordStandIn.js"
+import { startSlackStandIn } from "../support/slackStandIn.js"
+import { tempPaths, unitLayer, writeFixture } from "../support/harness.js"
+
+const BOT = "xoxb-unit-bot-token-0005"
+const APP = "xapp-unit-app-token-0005"
+const DISCORD = "discord-unit-bot-token-0005"
+const DISCORD_CHANNEL = "700000000000000002"
+const RUN = "2026-12-05-10-00-00-0000f11e"
+const sha = (b: Uint8Array) => crypto.createHash("sha256").update(b).digest("hex")
+
+const deployment = (chat: string) => {
+  const paths = tempPaths()
+  writeFixture({ paths, orgToml: chat, workers: ["alice"] })
+  return { paths, layer: unitLayer(paths, { vault: { slack: { type: "slack", bot_token: BOT, app_token: APP }, discord: { type: "discord", bot_token: DISCORD } } }) }
+}
+
+/** A run folder with a home and an inbox, as provisioning leaves them. */
+const runFolder = (paths: ReturnType<typeof tempPaths>) => {
+  const runDir = layout(paths).runDir("alice", RUN)
+  fs.mkdirSync(path.join(runDir, "home", "workspace"), { recursive: true })
+  fs.mkdirSync(path.join(runDir, "inbox", "files"), { recursive: true })
+  return runDir
+}
+
+describe("a worker hands files back in chat: read host-side from its run's own folders, uploaded by the daemon (the real SDKs against the stand-ins)", () => {
+  it.effect("only a regular file of the run's own folders, within file_max, never through a symlink", () => {
+    const { layer, paths } = deployment("")
+    return Effect.gen(function*() {
+      const runDir = runFolder(paths)
+      const home = path.join(runDir, "home")
+      fs.writeFileSync(path.join(home, "workspace", "ok.txt"), "fine\n")
+      fs.writeFileSync(path.join(runDir, "inbox", "files", "in.txt"), "sent to it\n")
+      fs.symlinkSync("/etc/passwd", path.join(home, "workspace", "link.txt"))
+      fs.mkdirSync(path.join(runDir, "outside"))
+      fs.writeFileSync(path.join(runDir, "outside", "secret.txt"), "not the box's\n")
+      // A folder the box made a symlink to a host folder: the file is reached through it, and refused.
+      fs.symlinkSync(path.join(runDir, "outside"), path.join(home, "workspace", "dir"))
+      fs.writeFileSync(path.join(home, "workspace", "big.bin"), Buffer.alloc(2000))
+      const read = (p: string) => readBoxFile(runDir, p, 1000)
+      expect(yield* read("/pihome/workspace/ok.txt")).toMatchObject({ name: "ok.txt" })
+      expect(yield* read("/pihome/inbox/files/in.txt")).toMatchObject({ name: "in.txt" })
+      expect(yield* read("/pihome/workspace/link.txt")).toBe("/pihome/workspace/link.txt is a symlink: send the file itself")
+      expect(yield* read("/pihome/workspace/dir/secret.txt")).toBe("/pihome/workspace/dir/secret.txt leads outside this run's folders: send a file of its own")
+      expect(yield* read("/pihome/../etc/passwd")).toMatch(/name a file under \/pihome/)
+      expect(yield* read("/etc/passwd")).toMatch(/name a file under \/pihome/)
+      expect(yield* read("/pihome/store/notes.md")).toMatch(/only files of this run's own folders can be sent \(not \/pihome\/store\)/)
+      expect(yield* read("/pihome/workspace/big.bin")).toBe("/pihome/workspace/big.bin is 2000 bytes; a file sent to chat is at most 1000 ([[chat]] file_max)")
+      expect(yield* read("/pihome/workspace")).toBe("/pihome/workspace is not a regular file")
+      expect(yield* read("/pihome/workspace/none.txt")).toBe("/pihome/workspace/none.txt: no such file")
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.live("Slack: slack_send with files posts the text, then uploads them to the thread through the external upload flow", () =>
+    Effect.gen(function*() {
+      const slack = yield* Effect.acquireRelease(Effect.promise(() => startSlackStandIn({ bot: BOT, app: APP })), (s) => Effect.promise(() => s.close()))
+      const { layer, paths } = deployment([
+        "[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${slack.apiUrl}"`, "file_max = 1",
+        "[[chat.channel]]", `id = "C0ALICE"`, `worker = "alice"`
+      ].join("\n"))
+      yield* Effect.gen(function*() {
+        const runDir = runFolder(paths)
+        const bytes = crypto.randomBytes(700_000)
+        fs.writeFileSync(path.join(runDir, "home", "workspace", "chart.png"), bytes)
+        fs.writeFileSync(path.join(runDir, "home", "workspace", "too-big.bin"), Buffer.alloc(2 * 1024 * 1024))
+        yield* saveRunContext({
+          run_id: RUN, worker: "alice", surface: "chat-session", chat: { provider: "slack", channel: "C0ALICE", thread: "1.5" },
+          origin: { _tag: "chat", provider: "slack", channel: "C0ALICE", thread: "1.5", author: "U0ANNA" },
+          task_id: null, channel: null, reply_to: null, continues: null, taints: [], memory_briefed: [], turns: 1, saved_at: new Date().toISOString()
+        })
+        const caller = { subject: "org/alice", runId: RUN, worker: "alice", taskId: null }
+        const send = chatSend("slack")
+        // A file over file_max refuses the whole send: nothing is posted.
+        const refused = yield* send(caller, JSON.stringify({ text: "here", files: ["/pihome/workspace/chart.png", "/pihome/workspace/too-big.bin"] }))
+        expect(refused.status).toBe(400)
+        expect(JSON.stringify(refused.body)).toContain("too-big.bin is 2097152 bytes")
+        expect(slack.posts).toEqual([])
+        const sent = yield* send(caller, JSON.stringify({ text: "the chart", files: ["/pihome/workspace/chart.png"] }))
+        expect(sent).toEqual({ status: 200, body: { ok: true, messages: 1, files: 1 } })
+        expect(slack.posts.map((p) => [p.channel, p.thread_ts, p.text])).toEqual([["C0ALICE", "1.5", "the chart"]])
+        expect(slack.uploads).toHaveLength(1)
+        expect(slack.uploads[0]).toMatchObject({ channel: "C0ALICE", thread_ts: "1.5", name: "chart.png", token: BOT })
+        expect(sha(slack.uploads[0]!.bytes)).toBe(sha(bytes))
+        expect(slack.calls.map((c) => c.method)).toEqual(expect.arrayContaining(["files.getUploadURLExternal", "files.completeUploadExternal"]))
+      }).pipe(Effect.provide(layer))
+    }).pipe(Effect.scoped))
+
+  it.live("Discord: files go as one multipart message in the place the answer goes", () =>
+    Effect.gen(function*() {
+      const discord = yield* Effect.acquireRelease(Effect.promise(() => startDiscordStandIn(DISCORD)), (s) => Effect.promise(() => s.close()))
+      const { layer } = deployment([
+        "[[chat]]", `provider = "discord"`, `connection = "discord"`, `api_url = "${discord.apiUrl}"`,
+        "[[chat.channel]]", `id = "${DISCORD_CHANNEL}"`, `worker = "alice"`
+      ].join("\n"))
+      const a = crypto.randomBytes(100_000)
+      const b = Buffer.from("a patch\n")
+      const n = yield* uploadChat({ provider: "discord", channel: DISCORD_CHANNEL, message: "555" }, [{ name: "a.bin", bytes: a }, { name: "fix.patch", bytes: b }]).pipe(Effect.provide(layer))
+      expect(n).toBe(2)
+      const post = discord.posts.at(-1)
+      expect(post).toMatchObject({ channel: DISCORD_CHANNEL, reply_to: "555", allowed_mentions: { parse: [] }, token: DISCORD })
+      expect(post?.files?.map((f) => [f.name, sha(f.bytes)])).toEqual([["a.bin", sha(a)], ["fix.patch", sha(b)]])
+    }).pipe(Effect.scoped))
+})
