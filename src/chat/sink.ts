@@ -1,10 +1,13 @@
 import { Effect, Schedule } from "effect"
 import type { ChatListenerStatus } from "../contract/chatStatus.js"
 import type { ChatEvent } from "./admit.js"
+import type { CardPress } from "./cardPress.js"
 
 /** Where a listener hands what it hears: each message (with the bot's own id), and how its connection stands. */
 export interface ListenerSink {
   readonly event: (e: ChatEvent, botId: string) => Effect.Effect<void>
+  /** A button pressed on one of roster's cards (a held request's Approve / Deny). */
+  readonly press?: (p: CardPress) => Effect.Effect<void>
   readonly state: (state: ChatListenerStatus["state"], detail: string | null) => Effect.Effect<void>
 }
 

@@ -5,6 +5,7 @@ import { slackWeb, slackWho } from "./slackWeb.js"
 import type { SlackTokens } from "../vault/chatTokens.js"
 import type { ChatEvent } from "./admit.js"
 import { keepConnected, type ListenerSink } from "./sink.js"
+import { slackPress } from "./cardPress.js"
 
 /** The parts of a Slack message event roster reads; anything else in it is ignored. */
 const SlackMessage = Schema.Struct({
@@ -102,6 +103,12 @@ export const slackListener = (chat: ChatRule, readTokens: Effect.Effect<SlackTok
         const e = slackEvent(args.event, who.userId)
         if (e && once(e)) run(sink.event(e, who.userId))
       }
+      // A press of a held request's button: acknowledged at once (Slack shows an error after 3 s), then decided.
+      client.on("interactive", async (args: { readonly body?: unknown; readonly ack?: () => Promise<void> }) => {
+        await args.ack?.().catch(() => undefined)
+        const press = slackPress(args.body)
+        if (press && sink.press) run(sink.press(press))
+      })
       client.on("message", onEvent)
       client.on("app_mention", onEvent)
       client.on("connected", () => void run(sink.state("connected", null)))

@@ -1,6 +1,6 @@
-import { Clock, Context, Effect, Layer, Ref, Scope } from "effect"
+import { Clock, Context, Effect, Layer, Option, Ref, Scope } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
-import type { ChatChannel, ChatRule } from "../config/schema.js"
+import { type ChatChannel, chatChannelOf, type ChatRule } from "../config/schema.js"
 import type { ChatListenerStatus } from "../contract/chatStatus.js"
 import { chatChannelName, type ChatPlace } from "../contract/origin.js"
 import { postChat } from "../chat/postChat.js"
@@ -9,6 +9,9 @@ import { Vault } from "../vault/Vault.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { placePast } from "../chat/placePast.js"
 import { fetchChatFile } from "../chat/fetchFile.js"
+import { tellPresser } from "../chat/approvalCard.js"
+import type { CardPress } from "../chat/cardPress.js"
+import { Gateway } from "../gateway/egress/Gateway.js"
 import { chatTokens } from "../vault/chatTokens.js"
 import { type TurnMarks, turnMarks } from "./turnMarks.js"
 import { admit, type ChatEvent, takeTurn } from "../chat/admit.js"
@@ -88,6 +91,30 @@ export const deskEnv = (
   onFail: (message, last) => say(last, failedNotice(channel.worker, message)).pipe(Effect.provide(ctx))
 })
 
+/**
+ * A held request's button pressed in a thread: decided for the presser when they are one of the
+ * channel's approvers (`approvers`, else `allow_users`), the audit naming them `slack:<user-id>`;
+ * anyone else — and a press on a request no longer waiting — is told so only they see it. The
+ * card itself is edited by the hold as it ends, whoever decided.
+ */
+const pressed = (s: Surface, p: CardPress, approvals: Gateway["Type"]["approvals"]) =>
+  Effect.gen(function*() {
+    const channel = chatChannelOf(s.chat, p.channel)
+    if (!channel) return
+    const place: ChatPlace = { provider: p.provider, channel: channel.id, ...(p.thread ? { thread: p.thread } : {}) }
+    const approvers = channel.approvers ?? channel.allow_users
+    if (!approvers.includes(p.user)) {
+      yield* Effect.logWarning(`chat ${s.chat.provider}:${channel.id}: ${p.user} (not an approver) pressed ${p.decision} on ${p.approvalId}: refused`)
+      return yield* tellPresser(place, p.user, `[roster] not yours to decide: only this channel's approvers can ([[chat.channel]] approvers in org.toml).`)
+    }
+    const by = `${p.provider}:${p.user}`
+    const done = yield* approvals.decide(p.approvalId, { decision: p.decision, by })
+    if (Option.isNone(done)) {
+      return yield* tellPresser(place, p.user, `[roster] ${p.approvalId} is no longer waiting: it was already decided, ran out of time, or its run ended.`)
+    }
+    yield* Effect.logInfo(`gateway: ${by} decided ${p.decision} on ${done.value.method} ${done.value.host}:${done.value.port} for run ${done.value.run_id} (${done.value.worker}), in ${s.chat.provider}`)
+  }).pipe(Effect.catchAll((e) => Effect.logWarning(`chat ${s.chat.provider}:${p.channel}: a press on ${p.approvalId} could not be answered: ${e.message}`)))
+
 /** One message through the gate: counted and dropped, refused for its rate, or a turn of the channel's desk. */
 const hear = (s: Surface, starts: Map<string, ReadonlyArray<number>>, e: ChatEvent, botId: string) =>
   Effect.gen(function*() {
@@ -125,6 +152,7 @@ const make = Effect.gen(function*() {
   const org = yield* (yield* OrgConfig).snapshot
   const supervisor = yield* Supervisor
   const runner = yield* Runner
+  const approvals = (yield* Gateway).approvals
   // Without the layer's own Scope: a session's finalizers belong to the session, not to the daemon's end.
   const ctx = Context.omit(Scope.Scope)(yield* Effect.context<HubEnv>()) as Context.Context<HubEnv>
   const surfaces: Array<Surface> = []
@@ -146,6 +174,11 @@ const make = Effect.gen(function*() {
         hear(surface, starts, e, botId).pipe(
           Effect.provide(ctx),
           Effect.catchAllCause((c) => Effect.logError(`chat ${chat.provider}:${e.channel}: a message could not be handled`, c))
+        ),
+      press: (p) =>
+        pressed(surface, p, approvals).pipe(
+          Effect.provide(ctx),
+          Effect.catchAllCause((c) => Effect.logError(`chat ${chat.provider}:${p.channel}: a button press could not be handled`, c))
         ),
       state: (state, detail) =>
         Effect.gen(function*() {

@@ -232,6 +232,8 @@ export const ChatChannel = Schema.Struct({
   worker: Schema.String.pipe(Schema.pattern(/^[a-z][a-z0-9-]{0,31}$/, { message: () => "worker is a worker name (e.g. \"alice\")" })),
   /** The service's user ids who may drive the worker; everyone else is ignored and counted, and never reaches a box. */
   allow_users: Schema.optionalWith(Schema.Array(ChatId), { default: () => [] }),
+  /** Who may decide a held request of the channel's runs with its card's buttons (default: allow_users). */
+  approvers: Schema.optional(Schema.Array(ChatId)),
   /** Minutes the channel's session waits for the next message before it ends. */
   idle_min: Schema.optionalWith(Minutes, { default: () => 30 }),
   /** The channel session's whole-session ceiling (default: [box] session_ceiling_min). */

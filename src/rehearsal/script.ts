@@ -48,6 +48,9 @@ export const REHEARSAL_FILES_ASK = "what is in the files"
 /** "send me a file" in a chat session: the rehearsal writes REHEARSAL_FILE_OUT with bash, then sends it with the send tool's files. */
 export const REHEARSAL_FILE_OUT_ASK = "send me a file"
 export const REHEARSAL_FILE_OUT = "/pihome/workspace/rehearsal-report.txt"
+/** "fetch the held page": the rehearsal asks for a page the policy refuses (a TEST-NET address), and answers with what its proxy said. */
+export const REHEARSAL_HELD_ASK = "fetch the held page"
+export const REHEARSAL_HELD_HOST = "198.51.100.9"
 const FILE_PATH = /: (\/pihome\/inbox\/files\/[^\n]+)$/gm
 
 interface Block {
@@ -125,6 +128,8 @@ const answerStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<strin
   }
   const files = filesStep(messages, current)
   if (files) return files
+  const held = heldStep(messages, current)
+  if (held) return held
   if (asked.length >= 2 && current) {
     return {
       kind: "final",
@@ -185,6 +190,28 @@ const answerStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<strin
     kind: "final",
     text: `Rehearsal answer: I looked at my box with bash. It says ${pretty}; ${who}; ${egress}. Done.`
   }
+}
+
+/** A turn asked to fetch a page the policy refuses: curl through the gateway, and what the proxy answered (a held request waits for a person). */
+const heldStep = (messages: ReadonlyArray<Message>, current: { readonly i: number; readonly text: string } | undefined): Step | undefined => {
+  if (!current?.text.toLowerCase().includes(REHEARSAL_HELD_ASK)) return undefined
+  const done = messages.slice(current.i)
+    .filter((m) => m.role === "user" && Array.isArray(m.content))
+    .flatMap((m) => (m.content as ReadonlyArray<Block>).filter((b) => b.type === "tool_result" && b.tool_use_id?.startsWith("toolu_rehearsal_held")))
+    .at(0)
+  if (!done) {
+    // The box has node, not curl, and its node may proxy http.request itself: the CONNECT is written by hand, as a client's would be.
+    const script = [
+      `const u = new URL(process.env.HTTPS_PROXY)`,
+      `const auth = Buffer.from(decodeURIComponent(u.username) + ":" + decodeURIComponent(u.password)).toString("base64")`,
+      `const s = require("net").connect(Number(u.port), u.hostname, () => s.write("CONNECT ${REHEARSAL_HELD_HOST}:9443 HTTP/1.1\\r\\nHost: ${REHEARSAL_HELD_HOST}:9443\\r\\nProxy-Authorization: Basic " + auth + "\\r\\n\\r\\n"))`,
+      `s.once("data", (d) => { console.log("proxy " + d.toString().split(" ")[1]); s.destroy() })`,
+      `s.on("error", (e) => console.log("error " + e.message))`
+    ].join("; ")
+    const command = `node -e '${script}'`
+    return { kind: "tool", intro: "Fetching it.", id: `toolu_rehearsal_held_${Date.now()}`, name: "bash", input: { command } }
+  }
+  return { kind: "final", text: `Rehearsal answer: the held page: ${resultText(done).trim()}` }
 }
 
 /** A turn asked about the files it brought: their sha256 sums, read in the box. */

@@ -5,7 +5,7 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { REHEARSAL_FILE_OUT_ASK, REHEARSAL_FILES_ASK, REHEARSAL_MESSAGE, REHEARSAL_MESSAGE_USER_ASK, REHEARSAL_OWN_PAST_ASK, REHEARSAL_UNSENT_ASK } from "../../src/rehearsal/script.js"
+import { REHEARSAL_FILE_OUT_ASK, REHEARSAL_FILES_ASK, REHEARSAL_HELD_ASK, REHEARSAL_HELD_HOST, REHEARSAL_MESSAGE, REHEARSAL_MESSAGE_USER_ASK, REHEARSAL_OWN_PAST_ASK, REHEARSAL_UNSENT_ASK } from "../../src/rehearsal/script.js"
 import { serveRehearsal } from "../../src/rehearsal/server.js"
 import { collect, type Deployment, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 import { PI_IMAGE } from "../support/images.js"
@@ -85,13 +85,16 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     slack = await startSlackStandIn({ bot: BOT, app: APP })
     discord = await startDiscordStandIn(DISCORD_TOKEN)
     d = await makeDeployment([
+      // A request the policy refuses is held for a person: in a chat session, a card in its thread.
+      "[gateway]", `approvals = "ask"`, "approval_wait_s = 90",
       // Two chat sessions and a task at once.
       "[supervisor]", "concurrency = 3",
       "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
       "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`,
       // Files of up to 4 MB reach a box: the test's 5 MB one is named, not fetched.
-      "[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${slack.apiUrl}"`, "file_max = 4",
-      "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`, `allow_users = ["U0ANNA"]`,
+      "[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${slack.apiUrl}"`, "file_max = 4", "turns_per_min = 30",
+      // U0BEN may talk to alice but not decide what she may reach.
+      "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`, `allow_users = ["U0ANNA", "U0BEN"]`, `approvers = ["U0ANNA"]`,
       // A channel whose day's budget the first answer's 12 tokens in ($0.000036) already pass.
       "[[chat.channel]]", `id = "C0THRIFT"`, `worker = "dora"`, `allow_users = ["U0ANNA"]`, "budget_usd_day = 0.00001",
       // Three turns a minute: the test's fourth message in that minute is refused.
@@ -213,6 +216,33 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     const written = fs.readFileSync(d.file("data", "runs", "alice", session, "home", "workspace", "rehearsal-report.txt"))
     expect(sha256(up.bytes)).toBe(sha256(written))
     expect(up.bytes.toString("utf8").startsWith("a report from the rehearsal model\n1\n2\n")).toBe(true)
+  }, 180_000)
+
+  it("a held request is decided in the thread: a card with buttons, a non-approver's press refused to them alone, Deny gives the box its 403, the audit names the approver", async () => {
+    slack.say({ channel: "C0TEAM", user: "U0ANNA", text: `<@${BOT_USER}> ${REHEARSAL_HELD_ASK}`, thread_ts: thread })
+    const card = await postWhere("with the held request's card", (p) => p.text.includes(`asks for CONNECT ${REHEARSAL_HELD_HOST}:9443`))
+    expect(card.thread_ts).toBe(thread)
+    const id = /\((ap-[0-9a-f]{8});/.exec(card.text)?.[1] ?? ""
+    const buttons = card.blocks?.find((b) => b.type === "actions")?.elements ?? []
+    expect(buttons.map((b) => [b.action_id, b.value])).toEqual([
+      ["roster_approval_once", id], ["roster_approval_run", id], ["roster_approval_deny", id]
+    ])
+    // Someone who may talk to the worker but not decide: told so (only they see it), and the request still waits.
+    const benPress = slack.press({ user: "U0BEN", post: card, action_id: "roster_approval_once", value: id })
+    await until("the non-approver is told", () => slack.ephemerals.some((e) => e.user === "U0BEN" && e.text.includes("not yours to decide")), () => slack.ephemerals)
+    expect(slack.acks.has(benPress)).toBe(true)
+    const waiting = JSON.parse((await d.roster(["approvals", "--json"])).stdout) as Array<{ id: string }>
+    expect(waiting.map((a) => a.id)).toContain(id)
+    slack.press({ user: "U0ANNA", post: card, action_id: "roster_approval_deny", value: id })
+    const answer = await postWhere("with what the proxy said", (p) => p.text.startsWith("Rehearsal answer: the held page"))
+    expect(answer.text).toContain("proxy 403")
+    await until("the card says who decided", () => slack.updates.some((u) => u.ts === card.ts), () => slack.updates)
+    expect(slack.updates.find((u) => u.ts === card.ts)?.text).toBe(`[roster] CONNECT ${REHEARSAL_HELD_HOST}:9443 for alice: denied (403) by slack:U0ANNA.`)
+    // A press after the decision: the first one stands, and the presser is told.
+    slack.press({ user: "U0ANNA", post: card, action_id: "roster_approval_once", value: id })
+    await until("a late press is told it is too late", () => slack.ephemerals.some((e) => e.user === "U0ANNA" && e.text.includes(`${id} is no longer waiting`)), () => slack.ephemerals)
+    const audit = allText(d.file("state", "audit"))
+    expect(audit).toContain("slack:U0ANNA denied it")
   }, 180_000)
 
   it("a message from a user not in allow_users reaches no box and gets no post; it is counted", async () => {

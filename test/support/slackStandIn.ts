@@ -3,7 +3,8 @@
  * (`auth.test`, `apps.connections.open`, `chat.postMessage` with message metadata,
  * `conversations.replies` / `conversations.history` with `include_all_metadata`, `reactions.add` / `reactions.remove`
  * with Slack's `already_reacted` / `no_reaction`, file downloads that need the bot token, the external upload flow
- * `files.getUploadURLExternal` / upload URL / `files.completeUploadExternal`) and the Socket Mode websocket that
+ * `files.getUploadURLExternal` / upload URL / `files.completeUploadExternal`, `chat.update`, `chat.postEphemeral`) and the
+ * Socket Mode websocket (events and `interactive` block_actions envelopes, with their acks) that
  * the real @slack/web-api and @slack/socket-mode clients use, with their base URL pointed here.
  * Records every post; pushes events as Socket Mode envelopes and records their acks.
  */
@@ -19,6 +20,8 @@ export interface SlackPost {
   readonly ts: string
   readonly token: string
   readonly metadata?: { readonly event_type: string; readonly event_payload: Record<string, unknown> }
+  /** Block Kit blocks, as posted (a held request's card carries its buttons here). */
+  readonly blocks?: ReadonlyArray<{ readonly type: string; readonly elements?: ReadonlyArray<{ readonly action_id?: string; readonly value?: string }> }>
 }
 
 export interface SlackStandIn {
@@ -57,6 +60,12 @@ export interface SlackStandIn {
    * message is in the channel and the answer never comes (its caller killed with the post in flight).
    */
   postDelay: number | "never"
+  /** A person pressing a button of a posted message: a `block_actions` payload in a Socket Mode `interactive` envelope; its envelope id. */
+  readonly press: (p: { readonly user: string; readonly post: SlackPost; readonly action_id: string; readonly value: string }) => string
+  /** chat.update calls, in order: the message and its new text. */
+  readonly updates: Array<{ readonly channel: string; readonly ts: string; readonly text: string }>
+  /** chat.postEphemeral calls: who alone sees it, and what. */
+  readonly ephemerals: Array<{ readonly channel: string; readonly user: string; readonly text: string }>
   /** Drops every open socket, as Slack does when it rotates connections. */
   readonly drop: () => void
   readonly close: () => Promise<void>
@@ -98,6 +107,8 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
   /** Bytes sent to an upload URL, by file id, until completeUploadExternal puts them in a channel. */
   const pending = new Map<string, { name: string; length: number; bytes?: Buffer }>()
   const uploads: SlackStandIn["uploads"] = []
+  const updates: SlackStandIn["updates"] = []
+  const ephemerals: SlackStandIn["ephemerals"] = []
   const sockets = new Set<WebSocket>()
   let opened = 0
   let clock = 1_700_000_000
@@ -144,9 +155,11 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
         const ts = nextTs()
         // The SDK sends an object argument form-encoded, as a JSON string.
         const metadata = typeof body.metadata === "string" ? JSON.parse(body.metadata) : body.metadata
+        const blocks = typeof body.blocks === "string" ? JSON.parse(body.blocks) : body.blocks
         posts.push({
           channel: String(body.channel ?? ""), thread_ts: body.thread_ts === undefined ? undefined : String(body.thread_ts), text: String(body.text ?? ""), ts, token,
-          ...(metadata ? { metadata } : {})
+          ...(metadata ? { metadata } : {}),
+          ...(blocks ? { blocks } : {})
         })
         const delay = self.postDelay
         if (delay === "never") return
@@ -168,6 +181,14 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
         }
         return answer({ ok: true, files: listed.map((f) => ({ id: f.id })) })
       }
+      case "chat.update":
+        if (token !== tokens.bot) return answer({ ok: false, error: "invalid_auth" })
+        updates.push({ channel: String(body.channel), ts: String(body.ts), text: String(body.text ?? "") })
+        return answer({ ok: true, channel: body.channel, ts: body.ts })
+      case "chat.postEphemeral":
+        if (token !== tokens.bot) return answer({ ok: false, error: "invalid_auth" })
+        ephemerals.push({ channel: String(body.channel), user: String(body.user), text: String(body.text ?? "") })
+        return answer({ ok: true, message_ts: nextTs() })
       case "reactions.add":
       case "reactions.remove": {
         if (token !== tokens.bot) return answer({ ok: false, error: "invalid_auth" })
@@ -270,6 +291,27 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
       }
       for (const s of sockets) s.send(JSON.stringify(envelope))
       return ts
+    },
+    updates,
+    ephemerals,
+    press: (p) => {
+      const envelope = {
+        envelope_id: `env-${++envelopes}`,
+        type: "interactive",
+        accepts_response_payload: false,
+        payload: {
+          type: "block_actions",
+          user: { id: p.user },
+          team: { id: "T0STANDIN" },
+          channel: { id: p.post.channel },
+          container: { type: "message", message_ts: p.post.ts, channel_id: p.post.channel },
+          message: { ts: p.post.ts, ...(p.post.thread_ts ? { thread_ts: p.post.thread_ts } : {}), text: p.post.text },
+          actions: [{ type: "button", action_id: p.action_id, block_id: "roster_approval", value: p.value, action_ts: nextTs() }],
+          response_url: `http://127.0.0.1:${port}/respond`
+        }
+      }
+      for (const s of sockets) s.send(JSON.stringify(envelope))
+      return envelope.envelope_id
     },
     drop: () => sockets.forEach((s) => s.terminate()),
     close: async () => {

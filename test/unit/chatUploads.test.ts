@@ -1,9 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber, Option } from "effect"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { uploadChat } from "../../src/chat/uploadChat.js"
+import { slackPress } from "../../src/chat/cardPress.js"
+import { makeApprovals } from "../../src/gateway/base/approvals.js"
 import { layout } from "../../src/config/Paths.js"
 import { readBoxFile } from "../../src/gateway/actions/chat/boxFile.js"
 import { chatSend } from "../../src/gateway/actions/chat/sendAction.js"
@@ -110,4 +112,39 @@ describe("a worker hands files back in chat: read host-side from its run's own f
       expect(post).toMatchObject({ channel: DISCORD_CHANNEL, reply_to: "555", allowed_mentions: { parse: [] }, token: DISCORD })
       expect(post?.files?.map((f) => [f.name, sha(f.bytes)])).toEqual([["a.bin", sha(a)], ["fix.patch", sha(b)]])
     }).pipe(Effect.scoped))
+})
+
+describe("a held request's card in Slack: its buttons' presses, and the first decision wins", () => {
+  it("a block_actions payload of a card's button is a press; another app's is none", () => {
+    const body = (action_id: string, value?: string) => ({
+      type: "block_actions", user: { id: "U0ANNA" }, channel: { id: "C0TEAM" }, message: { ts: "9.9", thread_ts: "1.1" },
+      actions: [{ action_id, ...(value ? { value } : {}) }]
+    })
+    expect(slackPress(body("roster_approval_deny", "ap-0123abcd"))).toEqual({
+      provider: "slack", channel: "C0TEAM", thread: "1.1", user: "U0ANNA", approvalId: "ap-0123abcd", decision: "deny"
+    })
+    expect(slackPress(body("roster_approval_always", "ap-0123abcd"))).toBeUndefined()
+    expect(slackPress(body("someone_elses_button", "x"))).toBeUndefined()
+    expect(slackPress(body("roster_approval_once"))).toBeUndefined()
+    expect(slackPress({ type: "view_submission" })).toBeUndefined()
+  })
+
+  it.live("a second decision finds the request taken: the first one stands", () =>
+    Effect.gen(function*() {
+      const approvals = makeApprovals()
+      const seen: Array<string> = []
+      const held = yield* Effect.fork(approvals.ask(
+        { run_id: RUN, worker: "alice", subject: "org/alice", method: "CONNECT", host: "198.51.100.9", port: 443, path: null },
+        Date.now(), 60_000, { perRun: 8, total: 64 }, Effect.never, (view) => Effect.sync(() => void seen.push(view.id))
+      ))
+      let id = ""
+      while (id === "") id = (yield* approvals.list)[0]?.id ?? (yield* Effect.sleep("5 millis").pipe(Effect.as("")))
+      expect(Option.isSome(yield* approvals.decide(id, { decision: "deny", by: "root (cli)" }))).toBe(true)
+      expect(Option.isNone(yield* approvals.decide(id, { decision: "run", by: "slack:U0ANNA" }))).toBe(true)
+      const end = yield* Fiber.join(held)
+      expect(end).toEqual({ _tag: "decided", decided: { decision: "deny", by: "root (cli)" } })
+      expect(seen).toEqual([id])
+      // The losing "run" left nothing behind for the run.
+      expect(approvals.allowedForRun(RUN, "198.51.100.9", 443)).toBe(false)
+    }))
 })

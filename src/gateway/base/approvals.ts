@@ -44,12 +44,13 @@ export const makeApprovals = (board?: Board) => {
     Effect.gen(function*() {
       const held = pending.get(id)
       if (!held) return Option.none<PendingApproval>()
+      // The first decision wins: a second (a button pressed as the CLI decided) finds it taken.
+      if (!(yield* Deferred.succeed(held.answer, decided))) return Option.none<PendingApproval>()
       if (decided.decision === "run") {
         const set = forRun.get(held.view.run_id) ?? new Set<string>()
         set.add(key(held.view.host, held.view.port))
         forRun.set(held.view.run_id, set)
       }
-      yield* Deferred.succeed(held.answer, decided)
       return Option.some(held.view)
     })
   return {
@@ -58,7 +59,15 @@ export const makeApprovals = (board?: Board) => {
      * connection closed, its run ended): the pending entry goes however it ends. Past `limits`
      * it is not held at all.
      */
-    ask: <R>(ask: Ask, now: number, waitMs: number, limits: HoldLimits, gone: Effect.Effect<string, never, R>) =>
+    ask: <R, R2 = never>(
+      ask: Ask,
+      now: number,
+      waitMs: number,
+      limits: HoldLimits,
+      gone: Effect.Effect<string, never, R>,
+      /** Told once it is held (its id known): a chat thread's card with buttons, say. */
+      onHeld?: (view: PendingApproval) => Effect.Effect<void, never, R2>
+    ) =>
       Effect.gen(function*() {
         const ofRun = [...pending.values()].filter((p) => p.view.run_id === ask.run_id).length
         if (ofRun >= limits.perRun) {
@@ -75,7 +84,9 @@ export const makeApprovals = (board?: Board) => {
         pending.set(id, { view, answer })
         // The board it is on, if it could be posted: a decision made there reaches it, and it leaves the board with it.
         const on = board && (yield* postTo(board, view)) ? board : undefined
-        const decided = Deferred.await(answer).pipe(
+        // Told inside the hold's own race and time: a slow chat post neither outlives it nor leaves it listed.
+        const decided = (onHeld ? onHeld(view) : Effect.void).pipe(
+          Effect.zipRight(Deferred.await(answer)),
           Effect.race(on ? decidedElsewhere(on, id, (d) => decide(id, d)) : Effect.never),
           Effect.map((d): HoldEnd => ({ _tag: "decided", decided: d }))
         )

@@ -1,4 +1,8 @@
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Ref } from "effect"
+import { type ApprovalCard, closeApprovalCard, postApprovalCard } from "../../chat/approvalCard.js"
+import { type ChatPlace, parseReplyTo } from "../../contract/origin.js"
+import { readRunContext } from "../../run/runContext.js"
+import type { HoldEnd } from "../base/approvals.js"
 import type { Duplex } from "node:stream"
 import * as net from "node:net"
 import { OrgConfig } from "../../config/OrgConfig.js"
@@ -70,13 +74,27 @@ const askFor = (caller: Caller, rawHost: string, port: number, asked: AskedFor, 
     // A held request is owned by its connection and its run: either's end takes it off the list.
     const gone = Effect.race(Effect.as(closed, "the box closed its connection"), runEnded(runId))
     const limits = { perRun: org.gateway.approvals_max_per_run, total: org.gateway.approvals_max }
+    // A chat session's run (or a task answering in a chat thread) is decided where its people are: a card in that thread.
+    const place = yield* approvalPlace(caller.worker, runId)
+    const card = yield* Ref.make<ApprovalCard | undefined>(undefined)
     const answer = yield* approvals.ask(
       { run_id: caller.runId, worker: caller.worker, subject: caller.subject, method: asked.method, host, port, path: asked.path },
       yield* Clock.currentTimeMillis,
       wait * 1000,
       limits,
-      gone
+      gone,
+      place ? (view) => postApprovalCard(place, view).pipe(
+        Effect.timeout("10 seconds"),
+        Effect.flatMap((c) => Ref.set(card, c)),
+        Effect.catchAllCause((c) => Effect.logWarning(`gateway: held request ${view.id} could not be posted to its chat thread (roster approvals still decides it)`, c))
+      ) : undefined
     )
+    const posted = yield* Ref.get(card)
+    if (posted) {
+      yield* closeApprovalCard(posted, cardEnd(asked, host, port, caller.worker, wait, answer)).pipe(
+        Effect.catchAll((e) => Effect.logWarning(`gateway: a held request's card in ${e.where} could not be updated: ${e.detail}`))
+      )
+    }
     if (answer._tag === "full") return yield* Effect.fail(new Refusal(429, `${refusal.reason} — not held for a decision: ${answer.why}`, refusal.detail))
     if (answer._tag === "gone") return yield* Effect.fail(new Refusal(403, `${refusal.reason} — it was held for a decision until ${answer.why}`, refusal.detail))
     if (answer._tag === "timeout") {
@@ -86,6 +104,34 @@ const askFor = (caller: Caller, rawHost: string, port: number, asked: AskedFor, 
     if (decision === "deny") return yield* Effect.fail(new Refusal(403, `${refusal.reason} — ${by} denied it`, refusal.detail))
     return approved(org, caller, host, port, `${by} (${decision})`)
   })
+
+/** The chat thread a run's held requests are decided in: its chat session's, or the chat place its task answers to. */
+const approvalPlace = (worker: string, runId: string) =>
+  readRunContext(worker, runId).pipe(
+    Effect.map((ctx): ChatPlace | undefined => {
+      if (ctx?.surface === "chat-session" && ctx.chat) return ctx.chat
+      const to = ctx?.reply_to ? parseReplyTo(ctx.reply_to) : undefined
+      return to?._tag === "chat" ? { provider: to.provider, channel: to.channel, ...(to.thread ? { thread: to.thread } : {}) } : undefined
+    }),
+    Effect.orElseSucceed(() => undefined)
+  )
+
+const DECIDED = { once: "approved once", run: "approved for the rest of the run", always: "approved for good ([[allow]] in org.toml)", deny: "denied (403)" } as const
+
+/** The card's last words: how the hold ended, and who decided (where: slack:<user>, a CLI user, the web). */
+const cardEnd = (asked: AskedFor, host: string, port: number, worker: string, wait: number, end: HoldEnd) => {
+  const what = `[roster] ${asked.method} ${host}:${port}${asked.path ?? ""} for ${worker}`
+  switch (end._tag) {
+    case "decided":
+      return `${what}: ${DECIDED[end.decided.decision]} by ${end.decided.by}.`
+    case "timeout":
+      return `${what}: no one decided within ${wait} s, so it was refused (403).`
+    case "gone":
+      return `${what}: not decided — it was held until ${end.why}.`
+    case "full":
+      return `${what}: not held (${end.why}).`
+  }
+}
 
 /** `authorize`, with a refusal by policy held for a person's decision where `[gateway] approvals = "ask"`. */
 export const authorizeOrAsk = (caller: Caller, host: string, port: number, asked: AskedFor, closed: Effect.Effect<void>) =>
