@@ -3,18 +3,17 @@ import type { PendingApproval } from "../contract/approval.js"
 import type { ChatPlace } from "../contract/origin.js"
 import { chatClient } from "./chatClient.js"
 import { ChatPostError } from "./ChatPostError.js"
+import { APPROVAL_ACTION, type CardDecision, type CardPress } from "./cardPress.js"
 
 /** Where a held request's card was posted: the message to edit once it is decided. */
 export interface ApprovalCard {
   readonly place: ChatPlace
+  /** The channel the card's message is in (Discord: the thread, when it is in one). */
   readonly channel: string
+  /** The card's message: Slack's ts, Discord's id. */
   readonly ts: string
 }
 
-/** The buttons' action ids: the decision is the part after the prefix, the held request's id the value. */
-export const APPROVAL_ACTION = "roster_approval_"
-export const CardDecision = Schema.Literal("once", "run", "deny")
-export type CardDecision = typeof CardDecision.Type
 
 /** `<`, `>` and `&` as Slack's mrkdwn needs them: a host or path cannot become a mention or a link. */
 const escape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
@@ -31,16 +30,42 @@ const button = (text: string, decision: CardDecision, id: string, style?: "prima
   ...(style ? { style } : {})
 })
 
+const Created = Schema.Struct({ id: Schema.String })
+
+/** Discord's buttons (message components): success, primary, danger; the custom id carries the decision and the request. */
+const discordButtons = (id: string) => [{
+  type: 1,
+  components: ([["Approve once", "once", 3], ["Approve for this run", "run", 1], ["Deny", "deny", 4]] as const).map(([label, decision, style]) => ({
+    type: 2, style, label, custom_id: `${APPROVAL_ACTION}${decision}:${id}`
+  }))
+}]
+
 /**
  * A held request posted in the thread its run answers in, with Approve once / Approve for this
- * run / Deny buttons (Slack Block Kit; the presses come back over Socket Mode). Slack only: a
- * Discord place gets none yet (its people decide with the CLI or the web).
+ * run / Deny buttons: Slack Block Kit (the presses come back over Socket Mode), Discord message
+ * components (the presses come back as interactions on its gateway). No public URL either way.
  */
 export const postApprovalCard = (place: ChatPlace, v: PendingApproval) =>
   Effect.gen(function*() {
     const c = yield* chatClient(place)
-    if (c.provider !== "slack") return undefined
     const text = cardText(v)
+    if (c.provider === "discord") {
+      const channel = place.thread ?? c.channel
+      const posted = yield* Effect.tryPromise({
+        try: () =>
+          c.rest.post(`/channels/${channel}/messages`, {
+            body: {
+              content: text,
+              allowed_mentions: { parse: [] },
+              components: discordButtons(v.id),
+              ...(place.message && !place.thread ? { message_reference: { message_id: place.message, fail_if_not_exists: false } } : {})
+            }
+          }),
+        catch: (e) => new ChatPostError({ where: `discord channel ${channel}`, detail: e instanceof Error ? e.message : String(e) })
+      })
+      const id = Schema.decodeUnknownOption(Created)(posted)
+      return id._tag === "Some" ? { place, channel, ts: id.value.id } satisfies ApprovalCard : undefined
+    }
     const r = yield* Effect.tryPromise({
       try: () =>
         c.client.chat.postMessage({
@@ -67,18 +92,38 @@ export const postApprovalCard = (place: ChatPlace, v: PendingApproval) =>
 export const closeApprovalCard = (card: ApprovalCard, text: string) =>
   Effect.gen(function*() {
     const c = yield* chatClient(card.place)
-    if (c.provider !== "slack") return
+    if (c.provider === "discord") {
+      return yield* Effect.tryPromise({
+        try: () => c.rest.patch(`/channels/${card.channel}/messages/${card.ts}`, { body: { content: text, components: [] } }),
+        catch: (e) => new ChatPostError({ where: `discord channel ${card.channel}`, detail: e instanceof Error ? e.message : String(e) })
+      }).pipe(Effect.asVoid)
+    }
     yield* Effect.tryPromise({
       try: () => c.client.chat.update({ channel: card.channel, ts: card.ts, text, blocks: [{ type: "section" as const, text: { type: "mrkdwn" as const, text: escape(text) } }] }),
       catch: (e) => new ChatPostError({ where: `slack channel ${card.channel}`, detail: e instanceof Error ? e.message : String(e) })
     })
   })
 
-/** A word only the pressing person sees (Slack's ephemeral message): a press that is not theirs to make, or too late. */
-export const tellPresser = (place: ChatPlace, user: string, text: string) =>
+/**
+ * The answer to a press: a word only the presser sees (a press not theirs to make, or too late),
+ * or, with no text, a silent acknowledgement (Discord wants one within 3 s; the card is edited
+ * by the hold itself as it ends). Slack: an ephemeral message; Discord: the interaction's reply.
+ */
+export const answerPress = (place: ChatPlace, p: CardPress, text?: string) =>
   Effect.gen(function*() {
     const c = yield* chatClient(place)
-    if (c.provider !== "slack") return
+    if (c.provider === "discord") {
+      const i = p.interaction
+      if (!i) return
+      // 4: a message in reply, 64: only the presser sees it; 6: acknowledged, the message left as it is.
+      const body = text === undefined ? { type: 6 } : { type: 4, data: { content: text, flags: 64, allowed_mentions: { parse: [] } } }
+      return yield* Effect.tryPromise({
+        try: () => c.rest.post(`/interactions/${i.id}/${i.token}/callback`, { body, auth: false }),
+        catch: (e) => new ChatPostError({ where: `discord interaction ${i.id}`, detail: e instanceof Error ? e.message : String(e) })
+      }).pipe(Effect.asVoid)
+    }
+    if (text === undefined) return
+    const user = p.user
     yield* Effect.tryPromise({
       try: () => c.client.chat.postEphemeral({ channel: c.channel, user, text, ...(place.thread ? { thread_ts: place.thread } : {}) }),
       catch: (e) => new ChatPostError({ where: `slack channel ${c.channel}`, detail: e instanceof Error ? e.message : String(e) })

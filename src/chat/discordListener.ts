@@ -4,6 +4,7 @@ import { discordRest, discordWhere, discordWho } from "./discordRest.js"
 import type { DiscordTokens } from "../vault/chatTokens.js"
 import type { ChatEvent } from "./admit.js"
 import { keepConnected, type ListenerSink } from "./sink.js"
+import { discordPress, interactionChannel } from "./cardPress.js"
 
 const decodeChannelOf = Schema.decodeUnknownOption(Schema.Struct({ channel_id: Schema.String }))
 
@@ -83,6 +84,18 @@ export const discordListener = (chat: ChatRule, readTokens: Effect.Effect<Discor
         (m) => Effect.promise(async () => m.destroy()).pipe(Effect.timeout("5 seconds"), Effect.ignore)
       )
       manager.on(WebSocketShardEvents.Dispatch, (payload) => {
+        if (payload.t === "INTERACTION_CREATE") {
+          // A press of a held request's button, its channel mapped as a message's is.
+          const at = interactionChannel(payload.d)
+          if (at !== undefined && sink.press) {
+            const press = sink.press
+            run(whereOf(at).pipe(Effect.flatMap((where) => {
+              const p = discordPress(payload.d, where)
+              return p ? press(p) : Effect.void
+            })))
+          }
+          return
+        }
         if (payload.t !== "MESSAGE_CREATE") return
         const channelId = Option.getOrUndefined(decodeChannelOf(payload.d))?.channel_id
         if (channelId === undefined) return

@@ -9,7 +9,7 @@ import { Vault } from "../vault/Vault.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { placePast } from "../chat/placePast.js"
 import { fetchChatFile } from "../chat/fetchFile.js"
-import { tellPresser } from "../chat/approvalCard.js"
+import { answerPress } from "../chat/approvalCard.js"
 import type { CardPress } from "../chat/cardPress.js"
 import { Gateway } from "../gateway/egress/Gateway.js"
 import { chatTokens } from "../vault/chatTokens.js"
@@ -105,13 +105,14 @@ const pressed = (s: Surface, p: CardPress, approvals: Gateway["Type"]["approvals
     const approvers = channel.approvers ?? channel.allow_users
     if (!approvers.includes(p.user)) {
       yield* Effect.logWarning(`chat ${s.chat.provider}:${channel.id}: ${p.user} (not an approver) pressed ${p.decision} on ${p.approvalId}: refused`)
-      return yield* tellPresser(place, p.user, `[roster] not yours to decide: only this channel's approvers can ([[chat.channel]] approvers in org.toml).`)
+      return yield* answerPress(place, p, `[roster] not yours to decide: only this channel's approvers can ([[chat.channel]] approvers in org.toml).`)
     }
     const by = `${p.provider}:${p.user}`
     const done = yield* approvals.decide(p.approvalId, { decision: p.decision, by })
     if (Option.isNone(done)) {
-      return yield* tellPresser(place, p.user, `[roster] ${p.approvalId} is no longer waiting: it was already decided, ran out of time, or its run ended.`)
+      return yield* answerPress(place, p, `[roster] ${p.approvalId} is no longer waiting: it was already decided, ran out of time, or its run ended.`)
     }
+    yield* answerPress(place, p)
     yield* Effect.logInfo(`gateway: ${by} decided ${p.decision} on ${done.value.method} ${done.value.host}:${done.value.port} for run ${done.value.run_id} (${done.value.worker}), in ${s.chat.provider}`)
   }).pipe(Effect.catchAll((e) => Effect.logWarning(`chat ${s.chat.provider}:${p.channel}: a press on ${p.approvalId} could not be answered: ${e.message}`)))
 

@@ -18,6 +18,8 @@ const MODEL_KEY = "sk-ant-chat-e2e-REAL-vault-key-0a9b8c"
 const DISCORD_TOKEN = "discord-e2e-REAL-bot-token-3c2b1a0f9e8d"
 const DISCORD_CHANNEL = "700000000000000001"
 const DISCORD_USER = "600000000000000001"
+/** A second Discord channel (erin's): its held request is decided with its card's buttons. */
+const DISCORD_HELD = "700000000000000003"
 const docker = new Dockerode()
 
 const sha256 = (b: Buffer) => crypto.createHash("sha256").update(b).digest("hex")
@@ -100,11 +102,12 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
       // Three turns a minute: the test's fourth message in that minute is refused.
       "[[chat]]", `provider = "discord"`, `connection = "discord"`, `api_url = "${discord.apiUrl}"`, "turns_per_min = 3",
       // A short idle timeout: the session ends between the test's messages and says so.
-      "[[chat.channel]]", `id = "${DISCORD_CHANNEL}"`, `worker = "carl"`, `allow_users = ["${DISCORD_USER}"]`, "idle_min = 0.25"
+      "[[chat.channel]]", `id = "${DISCORD_CHANNEL}"`, `worker = "carl"`, `allow_users = ["${DISCORD_USER}"]`, "idle_min = 0.25",
+      "[[chat.channel]]", `id = "${DISCORD_HELD}"`, `worker = "erin"`, `allow_users = ["${DISCORD_USER}"]`
     ].join("\n"), PI_IMAGE)
     label = `roster.deployment=${d.file("config")}`
     fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
-    for (const w of ["bea", "carl", "dora"]) {
+    for (const w of ["bea", "carl", "dora", "erin"]) {
       expect((await d.roster(["worker", "add", w])).code).toBe(0)
       fs.writeFileSync(d.file("config", "workers", w, "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
     }
@@ -343,6 +346,28 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     const refused = await discordPostWhere("refusing the fourth turn of the minute", (p) => p.content.includes("takes at most 3 messages a minute"), 30_000)
     expect(refused.reply_to).toBe(over)
     expect((await chatStatus())[1]).toMatchObject({ limited: 1, turns: 3 })
+  }, 180_000)
+
+  it("Discord: a held request's card has buttons; a stranger's press is answered to them alone, an approver's Deny gives the box its 403 and edits the card", async () => {
+    const asked = discord.say({ channel: DISCORD_HELD, user: DISCORD_USER, text: REHEARSAL_HELD_ASK })
+    const card = await discordPostWhere("with the held request's card", (p) => p.channel === DISCORD_HELD && p.content.includes(`asks for CONNECT ${REHEARSAL_HELD_HOST}:9443`))
+    expect(card).toMatchObject({ reply_to: asked, allowed_mentions: { parse: [] } })
+    const id = /\((ap-[0-9a-f]{8});/.exec(card.content)?.[1] ?? ""
+    expect(card.components?.[0]?.components?.map((c) => c.custom_id)).toEqual([`roster_approval_once:${id}`, `roster_approval_run:${id}`, `roster_approval_deny:${id}`])
+    const stranger = discord.press({ user: "600000000000000999", post: card, custom_id: `roster_approval_once:${id}` })
+    await until(
+      "the stranger is answered, only they see it",
+      () => discord.callbacks.some((c) => c.id === stranger && c.body.type === 4 && c.body.data?.flags === 64 && (c.body.data.content ?? "").includes("not yours to decide")),
+      () => discord.callbacks
+    )
+    const deny = discord.press({ user: DISCORD_USER, post: card, custom_id: `roster_approval_deny:${id}` })
+    await until("the approver's press is acknowledged", () => discord.callbacks.some((c) => c.id === deny && c.body.type === 6), () => discord.callbacks)
+    const answer = await discordPostWhere("with what the proxy said", (p) => p.channel === DISCORD_HELD && p.content.startsWith("Rehearsal answer: the held page"))
+    expect(answer.content).toContain("proxy 403")
+    await until("the card is edited to the decision", () => discord.edits.some((e) => e.id === card.id), () => discord.edits)
+    expect(discord.edits.find((e) => e.id === card.id)).toEqual({
+      channel: DISCORD_HELD, id: card.id, content: `[roster] CONNECT ${REHEARSAL_HELD_HOST}:9443 for erin: denied (403) by discord:${DISCORD_USER}.`, components: []
+    })
   }, 180_000)
 
   it("neither chat token is anywhere a box, a run folder or a log could see it", async () => {

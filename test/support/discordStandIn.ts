@@ -8,7 +8,9 @@
  * PUT/DELETE `/channels/:id/messages/:id/reactions/:emoji/@me` (204, as Discord answers either
  * way) and POST `/channels/:id/typing` are recorded in order. A message with files is read as
  * Discord reads it (multipart: payload_json and files[n]); attachments of said messages are served
- * at a CDN-like path without a token, as Discord's signed attachment URLs are.
+ * at a CDN-like path without a token, as Discord's signed attachment URLs are. A button press is an
+ * INTERACTION_CREATE; its answer (POST /interactions/:id/:token/callback) and message edits (PATCH)
+ * are recorded.
  */
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -26,6 +28,8 @@ export interface DiscordPost {
   readonly timestamp: string
   /** A multipart message's files, as uploaded. */
   readonly files?: ReadonlyArray<{ readonly name: string; readonly bytes: Buffer }>
+  /** Message components (a held request's card carries its buttons here). */
+  readonly components?: ReadonlyArray<{ readonly type: number; readonly components?: ReadonlyArray<{ readonly custom_id?: string; readonly label?: string }> }>
 }
 
 
@@ -53,6 +57,12 @@ export interface DiscordStandIn {
   readonly downloads: Array<{ readonly id: string; readonly authorization: string }>
   /** The URL of every attachment said so far, in order. */
   readonly attachmentUrls: Array<string>
+  /** A person pressing a button of a posted message: an INTERACTION_CREATE on the gateway; the interaction's id. */
+  readonly press: (p: { readonly user: string; readonly post: DiscordPost; readonly custom_id: string }) => string
+  /** Interaction callbacks, in order: which interaction, and the answer (type, and data when it has some). */
+  readonly callbacks: Array<{ readonly id: string; readonly token: string; readonly body: { readonly type: number; readonly data?: { readonly content?: string; readonly flags?: number } } }>
+  /** Message edits (PATCH), in order. */
+  readonly edits: Array<{ readonly channel: string; readonly id: string; readonly content: string; readonly components: unknown }>
   readonly drop: () => void
   readonly close: () => Promise<void>
 }
@@ -67,6 +77,8 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
   const attachments = new Map<string, Buffer>()
   const downloads: Array<{ id: string; authorization: string }> = []
   const attachmentUrls: Array<string> = []
+  const callbacks: DiscordStandIn["callbacks"] = []
+  const edits: DiscordStandIn["edits"] = []
   const sockets = new Set<WebSocket>()
   let identified = 0
   let ids = 1_000_000_000_000_000n
@@ -91,6 +103,12 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
         downloads.push({ id: attachment, authorization: auth })
         const bytes = attachments.get(attachment)
         return bytes ? res.writeHead(200, { "content-type": "application/octet-stream" }).end(bytes) : answer(404, { message: "404: Not Found" })
+      }
+      // An interaction's answer is authorised by its token, not the bot's.
+      const callback = /^\/api\/v10\/interactions\/(\d+)\/([^/]+)\/callback$/.exec((req.url ?? "").split("?")[0] ?? "")
+      if (callback && req.method === "POST") {
+        callbacks.push({ id: callback[1] ?? "", token: callback[2] ?? "", body: JSON.parse(raw || "{}") })
+        return res.writeHead(204).end()
       }
       if (auth !== `Bot ${token}`) return answer(401, { message: "401: Unauthorized", code: 0 })
       const url = (req.url ?? "").replace(/^\/api\/v10/, "").split("?")[0] ?? ""
@@ -117,15 +135,23 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
       if (req.method === "POST" && target) {
         const body = JSON.parse(raw || "{}") as {
           content?: string; message_reference?: { message_id?: string }; allowed_mentions?: unknown; nonce?: string; enforce_nonce?: boolean
+          components?: DiscordPost["components"]
         }
         const again = body.enforce_nonce && body.nonce !== undefined ? posts.find((p) => p.nonce === body.nonce) : undefined
         if (again) return answer(200, { id: again.id, channel_id: again.channel, content: again.content, nonce: again.nonce })
         const id = nextId()
         posts.push({
           channel: target, content: body.content ?? "", reply_to: body.message_reference?.message_id, allowed_mentions: body.allowed_mentions, token,
-          id, nonce: body.nonce, timestamp: new Date().toISOString(), ...(uploaded.length > 0 ? { files: uploaded } : {})
+          id, nonce: body.nonce, timestamp: new Date().toISOString(), ...(uploaded.length > 0 ? { files: uploaded } : {}),
+          ...(body.components ? { components: body.components } : {})
         })
         return answer(200, { id, channel_id: target, content: body.content, ...(body.nonce ? { nonce: body.nonce } : {}) })
+      }
+      const edited = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(url)
+      if (req.method === "PATCH" && edited) {
+        const body = JSON.parse(raw || "{}") as { content?: string; components?: unknown }
+        edits.push({ channel: edited[1] ?? "", id: edited[2] ?? "", content: body.content ?? "", components: body.components })
+        return answer(200, { id: edited[2], channel_id: edited[1], content: body.content })
       }
       if (req.method === "GET" && target) {
         // Newest first, as Discord lists them, people's messages beside the bot's; a stored message keeps no nonce.
@@ -174,6 +200,20 @@ export const startDiscordStandIn = async (token: string): Promise<DiscordStandIn
     marks,
     downloads,
     attachmentUrls,
+    callbacks,
+    edits,
+    press: (p) => {
+      const id = nextId()
+      const d = {
+        id, application_id: "900000000000000009", type: 3, token: `interaction-token-${id}`, version: 1,
+        channel_id: p.post.channel, guild_id: "800000000000000001",
+        member: { user: { id: p.user, username: `user-${p.user}` } },
+        message: { id: p.post.id, channel_id: p.post.channel, content: p.post.content },
+        data: { custom_id: p.custom_id, component_type: 2 }
+      }
+      for (const s of sockets) send(s, 0, d, "INTERACTION_CREATE")
+      return id
+    },
     identified: () => identified,
     connected: () => sockets.size > 0,
     thread: (parent) => {
