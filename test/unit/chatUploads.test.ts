@@ -4,7 +4,7 @@ import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { uploadChat } from "../../src/chat/uploadChat.js"
-import { slackPress } from "../../src/chat/cardPress.js"
+import { discordPress, slackPress } from "../../src/chat/cardPress.js"
 import { makeApprovals } from "../../src/gateway/base/approvals.js"
 import { layout } from "../../src/config/Paths.js"
 import { readBoxFile } from "../../src/gateway/actions/chat/boxFile.js"
@@ -127,6 +127,18 @@ describe("a held request's card in Slack: its buttons' presses, and the first de
     expect(slackPress(body("someone_elses_button", "x"))).toBeUndefined()
     expect(slackPress(body("roster_approval_once"))).toBeUndefined()
     expect(slackPress({ type: "view_submission" })).toBeUndefined()
+    // Discord: a button interaction (type 3), its channel resolved to the mapped one; the custom id carries both parts.
+    const interaction = (custom_id: string, who: Record<string, unknown> = { member: { user: { id: "600" } } }) => ({
+      id: "77", token: "tok", type: 3, channel_id: "701", data: { custom_id, component_type: 2 }, ...who
+    })
+    const where = { channel: "700", thread: "701" }
+    expect(discordPress(interaction("roster_approval_run:ap-0123abcd"), where)).toEqual({
+      provider: "discord", channel: "700", thread: "701", user: "600", approvalId: "ap-0123abcd", decision: "run", interaction: { id: "77", token: "tok" }
+    })
+    expect(discordPress(interaction("roster_approval_once:ap-0123abcd", { user: { id: "601" } }), where)?.user).toBe("601")
+    expect(discordPress(interaction("roster_approval_always:ap-0123abcd"), where)).toBeUndefined()
+    expect(discordPress(interaction("roster_approval_deny:../x"), where)).toBeUndefined()
+    expect(discordPress({ ...interaction("roster_approval_deny:ap-0123abcd"), type: 2 }, where)).toBeUndefined()
   })
 
   it.live("a second decision finds the request taken: the first one stands", () =>
