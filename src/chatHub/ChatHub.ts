@@ -12,6 +12,9 @@ import { fetchChatFile } from "../chat/fetchFile.js"
 import { answerPress } from "../chat/approvalCard.js"
 import type { CardPress } from "../chat/cardPress.js"
 import { Gateway } from "../gateway/egress/Gateway.js"
+import { ApprovalBoard } from "../contract/ApprovalBoard.js"
+import type { PendingApproval } from "../contract/approval.js"
+import { FleetMember } from "../fleet/FleetMember.js"
 import { chatTokens } from "../vault/chatTokens.js"
 import { type TurnMarks, turnMarks } from "./turnMarks.js"
 import { admit, type ChatEvent, takeTurn } from "../chat/admit.js"
@@ -108,13 +111,30 @@ const pressed = (s: Surface, p: CardPress, approvals: Gateway["Type"]["approvals
       return yield* answerPress(place, p, `[roster] not yours to decide: only this channel's approvers can ([[chat.channel]] approvers in org.toml).`)
     }
     const by = `${p.provider}:${p.user}`
-    const done = yield* approvals.decide(p.approvalId, { decision: p.decision, by })
+    const decided = { decision: p.decision, by }
+    // Held here, or (a fleet) by another node's gateway: decided on the fleet's board, that node told at once.
+    const here = yield* approvals.decide(p.approvalId, decided)
+    const done = Option.isSome(here) ? here : yield* onTheBoard(p.approvalId, decided)
     if (Option.isNone(done)) {
       return yield* answerPress(place, p, `[roster] ${p.approvalId} is no longer waiting: it was already decided, ran out of time, or its run ended.`)
     }
     yield* answerPress(place, p)
     yield* Effect.logInfo(`gateway: ${by} decided ${p.decision} on ${done.value.method} ${done.value.host}:${done.value.port} for run ${done.value.run_id} (${done.value.worker}), in ${s.chat.provider}`)
   }).pipe(Effect.catchAll((e) => Effect.logWarning(`chat ${s.chat.provider}:${p.channel}: a press on ${p.approvalId} could not be answered: ${e.message}`)))
+
+/** A request held on another node of a fleet, decided on its board (none on a machine on its own, or when the board is silent). */
+const onTheBoard = (id: string, decided: { readonly decision: CardPress["decision"]; readonly by: string }) =>
+  Effect.gen(function*() {
+    const board = yield* Effect.serviceOption(ApprovalBoard)
+    if (Option.isNone(board)) return Option.none<PendingApproval>()
+    const done = yield* board.value.decide(id, decided).pipe(
+      Effect.catchAll((e) => Effect.logWarning(`chat: ${id} could not be decided on the fleet's board: ${e.message}`).pipe(Effect.as(Option.none<PendingApproval>())))
+    )
+    const member = yield* Effect.serviceOption(FleetMember)
+    const node = Option.getOrUndefined(done)?.node
+    if (node && Option.isSome(member)) yield* member.value.nudgeApprovals(node)
+    return done
+  })
 
 /** One message through the gate: counted and dropped, refused for its rate, or a turn of the channel's desk. */
 const hear = (s: Surface, starts: Map<string, ReadonlyArray<number>>, e: ChatEvent, botId: string) =>
