@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer, Option, Ref, Scope } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { type ChatChannel, chatChannelOf, type ChatRule } from "../config/schema.js"
 import type { ChatListenerStatus } from "../contract/chatStatus.js"
-import { chatChannelName, type ChatPlace } from "../contract/origin.js"
+import { chatChannelKey, chatChannelName, type ChatPlace } from "../contract/origin.js"
 import { postChat } from "../chat/postChat.js"
 import { Runner } from "../runner/Runner.js"
 import { Vault } from "../vault/Vault.js"
@@ -50,6 +50,23 @@ const wrongKind = (chat: ChatRule) => `the connection "${chat.connection}" does 
 
 const now = Effect.map(Clock.currentTimeMillis, (t) => new Date(t).toISOString())
 
+/**
+ * A channel whose day's budget is spent starts no box: the message is answered with what was
+ * spent and when it starts again (the gateway would refuse the session's first model call anyway).
+ */
+const budgetLeft = (chat: ChatRule, channel: ChatChannel, spentToday: ((key: string) => Effect.Effect<number>) | undefined) =>
+  Effect.gen(function*() {
+    if (channel.budget_usd_day === undefined || !spentToday) return
+    const spent = yield* spentToday(chatChannelKey({ provider: chat.provider, channel: channel.id }))
+    const over = channelSpent(chat.provider, channel.id, channel.budget_usd_day, spent)
+    if (over) return yield* Effect.fail({ message: over })
+  })
+
+/** In words, when a channel's spending today has reached its budget_usd_day; undefined while some is left. */
+export const channelSpent = (provider: string, id: string, budget: number, spent: number) =>
+  spent < budget ? undefined : `${provider} channel ${id} has spent $${spent.toFixed(4)} (estimated) of its budget_usd_day of $${budget.toFixed(4)} today; ` +
+    "it starts again at 00:00 UTC — to allow more, raise budget_usd_day of its [[chat.channel]] in org.toml"
+
 /** The desk's way into the daemon for one channel: its session (the Runner's, holding a box slot), and its lines in the thread. */
 export const deskEnv = (
   chat: ChatRule,
@@ -57,10 +74,12 @@ export const deskEnv = (
   supervisor: Supervisor["Type"],
   runner: Runner["Type"],
   marks: TurnMarks,
-  ctx: Context.Context<HubEnv>
+  ctx: Context.Context<HubEnv>,
+  /** What the channel's runs spent this UTC day (its `budget_usd_day` is checked before a session starts a box). */
+  spentToday?: (chatChannel: string) => Effect.Effect<number>
 ): DeskEnv => ({
   runSession: (inbox, first, onReady) =>
-    Effect.scoped(supervisor.holdSlot(channel.worker, `chat:${chat.provider}:${channel.id}`).pipe(
+    budgetLeft(chat, channel, spentToday).pipe(Effect.zipRight(Effect.scoped(supervisor.holdSlot(channel.worker, `chat:${chat.provider}:${channel.id}`).pipe(
       Effect.zipRight(runner.session({
         worker: channel.worker,
         inbox,
@@ -80,7 +99,7 @@ export const deskEnv = (
         },
         limits: { idleSecs: channel.idle_min * 60, ceilingMin: channel.ceiling_min }
       }))
-    )).pipe(Effect.mapError((e) => ({ message: e.message }))),
+    )))).pipe(Effect.mapError((e) => ({ message: e.message }))),
   onReady: (runId, first) => say(first, startedNotice(channel.worker, runId)).pipe(Effect.provide(ctx)),
   past: (first) =>
     placePast(first.place, first.messageId, { messages: channel.history_max, chars: HISTORY_CHARS, people: channel.allow_users }).pipe(
@@ -173,7 +192,8 @@ const make = Effect.gen(function*() {
   const org = yield* (yield* OrgConfig).snapshot
   const supervisor = yield* Supervisor
   const runner = yield* Runner
-  const approvals = (yield* Gateway).approvals
+  const gateway = yield* Gateway
+  const approvals = gateway.approvals
   // Without the layer's own Scope: a session's finalizers belong to the session, not to the daemon's end.
   const ctx = Context.omit(Scope.Scope)(yield* Effect.context<HubEnv>()) as Context.Context<HubEnv>
   const surfaces: Array<Surface> = []
@@ -184,7 +204,9 @@ const make = Effect.gen(function*() {
     })
     const desks = new Map<string, { readonly channel: ChatChannel; readonly desk: Desk }>()
     for (const channel of chat.channel) {
-      const desk = yield* makeDesk(deskEnv(chat, channel, supervisor, runner, yield* turnMarks(chat), ctx))
+      const spentToday = (key: string) =>
+        Effect.flatMap(now, (iso) => gateway.ledger.spent(channel.worker, "", iso, key)).pipe(Effect.map((s) => s.channelDayUsd))
+      const desk = yield* makeDesk(deskEnv(chat, channel, supervisor, runner, yield* turnMarks(chat), ctx, spentToday))
       desks.set(channel.id.toLowerCase(), { channel, desk })
     }
     const surface: Surface = { chat, status, desks }

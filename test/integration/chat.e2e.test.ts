@@ -296,6 +296,11 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     expect(usage.channel.spent_today_usd).toBeGreaterThan(0.00001)
     expect(Object.keys(usage.workers)).toEqual(["dora"])
     expect(usage.workers.dora).toMatchObject({ runs: 1, answers: 1 })
+    // The channel's next message starts no box until the day is over: it is told why at once.
+    const again = slack.say({ channel: "C0THRIFT", user: "U0ANNA", text: `<@${BOT_USER}> and now?` })
+    const refused = await postWhere("refusing a session for the spent budget", (p) => p.thread_ts === again && p.text.includes("could not start"))
+    expect(refused.text).toMatch(/\[roster\] dora's session could not start: slack channel C0THRIFT has spent \$0\.\d{4} \(estimated\) of its budget_usd_day of \$0\.0000 today; it starts again at 00:00 UTC/)
+    expect(fs.readdirSync(d.file("data", "runs", "dora"))).toEqual([runId])
   }, 180_000)
 
   it("a task with --reply-to chat:slack:<channel>/<thread> posts its final answer in that thread", async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Logger, Mailbox, Ref, Schema } from "effect"
 import type { TurnMarks } from "../../src/chatHub/turnMarks.js"
-import { deskEnv, type HubEnv } from "../../src/chatHub/ChatHub.js"
+import { channelSpent, deskEnv, type HubEnv } from "../../src/chatHub/ChatHub.js"
 import { Chat } from "../../src/config/schema.js"
 import { Runner } from "../../src/runner/Runner.js"
 import type { Supervisor } from "../../src/supervisor/Supervisor.js"
@@ -96,6 +96,31 @@ describe("a chat channel's sessions through the Runner (its test layer: no engin
       // Each message is marked heard as its turn starts and answered as it ends, in turn order.
       yield* settle(() => marked.length === 4)
       expect(marked).toEqual(["heard 1.1 after U0BEN,UROSTERBOT(you)", "answered 1.1", "heard 1.2", "answered 1.2"])
+    }).pipe(Effect.scoped, Effect.provide(Runner.layerTest()))
+  })
+
+  it.live("a channel whose day's budget is spent starts no box: the message is answered with what was spent and when it starts again", () => {
+    const held: Array<string> = []
+    const supervisor = { holdSlot: (worker: string) => Effect.sync(() => void held.push(worker)) } as unknown as Supervisor["Type"]
+    const chat = Schema.decodeUnknownSync(Chat)({ provider: "slack", connection: "slack", channel: [{ id: "C0TEAM", worker: "alice", budget_usd_day: 2 }] })
+    const channel = chat.channel[0]!
+    const asked: Array<string> = []
+    const marks: TurnMarks = { start: () => Effect.void, end: () => Effect.void }
+    return Effect.gen(function*() {
+      const runner = yield* Runner
+      const spent = (key: string) => Effect.sync(() => (asked.push(key), 2.5))
+      const env = deskEnv(chat, channel, supervisor, runner, marks, Context.empty() as Context.Context<HubEnv>, spent)
+      const failed: Array<string> = []
+      const desk = yield* makeDesk({ ...env, past: () => Effect.succeed(undefined), onFail: (message) => Effect.sync(() => void failed.push(message)), onEnd: () => Effect.void })
+      yield* desk.offer({ text: "hello", author: "U0ANNA", provider: "slack", messageId: "1.1", place: { provider: "slack", channel: "C0TEAM", thread: "1.1" } })
+      yield* settle(() => failed.length > 0)
+      expect(failed).toEqual([
+        "slack channel C0TEAM has spent $2.5000 (estimated) of its budget_usd_day of $2.0000 today; it starts again at 00:00 UTC — to allow more, raise budget_usd_day of its [[chat.channel]] in org.toml"
+      ])
+      expect(asked).toEqual(["slack:c0team"])
+      expect(held).toEqual([])
+      expect(yield* Ref.get(yield* RunnerCalls)).toEqual([])
+      expect(channelSpent("slack", "C0TEAM", 2, 1.99)).toBeUndefined()
     }).pipe(Effect.scoped, Effect.provide(Runner.layerTest()))
   })
 })
