@@ -71,7 +71,8 @@ export const postApprovalCard = (place: ChatPlace, v: PendingApproval) =>
         c.client.chat.postMessage({
           channel: c.channel,
           ...(place.thread ? { thread_ts: place.thread } : {}),
-          text,
+          // The host and path are the box's words: escaped in the notification text as in the blocks (no <!channel> from a path).
+          text: escape(text),
           blocks: [
             { type: "section" as const, text: { type: "mrkdwn" as const, text: escape(text) } },
             {
@@ -99,7 +100,7 @@ export const closeApprovalCard = (card: ApprovalCard, text: string) =>
       }).pipe(Effect.asVoid)
     }
     yield* Effect.tryPromise({
-      try: () => c.client.chat.update({ channel: card.channel, ts: card.ts, text, blocks: [{ type: "section" as const, text: { type: "mrkdwn" as const, text: escape(text) } }] }),
+      try: () => c.client.chat.update({ channel: card.channel, ts: card.ts, text: escape(text), blocks: [{ type: "section" as const, text: { type: "mrkdwn" as const, text: escape(text) } }] }),
       catch: (e) => new ChatPostError({ where: `slack channel ${card.channel}`, detail: e instanceof Error ? e.message : String(e) })
     })
   })

@@ -5,6 +5,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { uploadChat } from "../../src/chat/uploadChat.js"
 import { discordPress, slackPress } from "../../src/chat/cardPress.js"
+import { closeApprovalCard, postApprovalCard } from "../../src/chat/approvalCard.js"
 import { makeApprovals } from "../../src/gateway/base/approvals.js"
 import { layout } from "../../src/config/Paths.js"
 import { readBoxFile } from "../../src/gateway/actions/chat/boxFile.js"
@@ -159,4 +160,23 @@ describe("a held request's card in Slack: its buttons' presses, and the first de
       // The losing "run" left nothing behind for the run.
       expect(approvals.allowedForRun(RUN, "198.51.100.9", 443)).toBe(false)
     }))
+})
+
+describe("a held request's card says the box's words as words", () => {
+  it.live("a path with Slack's mention markup reaches the thread escaped, in the text and the blocks", () =>
+    Effect.gen(function*() {
+      const slack = yield* Effect.acquireRelease(Effect.promise(() => startSlackStandIn({ bot: BOT, app: APP })), (s) => Effect.promise(() => s.close()))
+      const { layer } = deployment(["[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${slack.apiUrl}"`, "[[chat.channel]]", `id = "C0ALICE"`, `worker = "alice"`].join("\n"))
+      const view = {
+        id: "ap-0123abcd", run_id: RUN, worker: "alice", subject: "org/alice", method: "GET", host: "example.test", port: 443, path: "/<!channel>&x",
+        asked_at: "2026-12-05T10:00:00.000Z", expires_at: "2026-12-05T10:02:00.000Z"
+      }
+      const card = yield* postApprovalCard({ provider: "slack", channel: "C0ALICE", thread: "1.5" }, view).pipe(Effect.provide(layer))
+      const post = slack.posts.at(-1)!
+      expect(post.text).toContain("GET example.test:443/&lt;!channel&gt;&amp;x")
+      expect(post.text).not.toContain("<!channel>")
+      expect(JSON.stringify(post.blocks)).not.toContain("<!channel>")
+      yield* closeApprovalCard(card!, "[roster] GET example.test:443/<!channel> for alice: denied (403) by slack:U1.").pipe(Effect.provide(layer))
+      expect(slack.updates.at(-1)?.text).toBe("[roster] GET example.test:443/&lt;!channel&gt; for alice: denied (403) by slack:U1.")
+    }).pipe(Effect.scoped))
 })
