@@ -2,7 +2,7 @@ import { Clock, Effect, Ref } from "effect"
 import { type ApprovalCard, closeApprovalCard, postApprovalCard } from "../../chat/approvalCard.js"
 import { type ChatPlace, parseReplyTo } from "../../contract/origin.js"
 import { readRunContext } from "../../run/runContext.js"
-import type { HoldEnd } from "../base/approvals.js"
+import type { HoldEnd, PendingApproval } from "../base/approvals.js"
 import type { Duplex } from "node:stream"
 import * as net from "node:net"
 import { OrgConfig } from "../../config/OrgConfig.js"
@@ -38,12 +38,6 @@ const reachesPrivate = (host: string) =>
       Effect.orElseSucceed(() => true)
     )
 
-/**
- * A refusal by policy held for a person (`[gateway] approvals = "ask"`): the request waits up to
- * `approval_wait_s` as a pending approval; `once`, `run` and `always` let it through as a
- * tunnel (`run` remembers host:port for the rest of the run), `deny` or no decision in time is
- * the 403 it would have had, saying which.
- */
 /** Completes when the run's box is gone: its held requests have no one to answer. */
 const runEnded = (runId: string) =>
   Effect.gen(function*() {
@@ -55,6 +49,12 @@ const runEnded = (runId: string) =>
 /** How often a held request looks whether its run is still live. */
 const RUN_LOOK = "1 second"
 
+/**
+ * A refusal by policy held for a person (`[gateway] approvals = "ask"`): the request waits up to
+ * `approval_wait_s` as a pending approval; `once`, `run` and `always` let it through as a
+ * tunnel (`run` remembers host:port for the rest of the run), `deny` or no decision in time is
+ * the 403 it would have had, saying which.
+ */
 const askFor = (caller: Caller, rawHost: string, port: number, asked: AskedFor, refusal: Refusal, closed: Effect.Effect<void>) =>
   Effect.gen(function*() {
     const why = refusal.detail.why
@@ -62,6 +62,7 @@ const askFor = (caller: Caller, rawHost: string, port: number, asked: AskedFor, 
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.mapError(() => refusal))
     if (org.gateway.approvals !== "ask" || !caller.runId || !caller.worker) return yield* Effect.fail(refusal)
     const runId = caller.runId
+    const worker = caller.worker
     const host = normalizeHost(rawHost)
     const approvals = (yield* Gateway).approvals
     if (approvals.allowedForRun(caller.runId, host, port)) return approved(org, caller, host, port, "an earlier --run approval")
@@ -74,27 +75,16 @@ const askFor = (caller: Caller, rawHost: string, port: number, asked: AskedFor, 
     // A held request is owned by its connection and its run: either's end takes it off the list.
     const gone = Effect.race(Effect.as(closed, "the box closed its connection"), runEnded(runId))
     const limits = { perRun: org.gateway.approvals_max_per_run, total: org.gateway.approvals_max }
-    // A chat session's run (or a task answering in a chat thread) is decided where its people are: a card in that thread.
-    const place = yield* approvalPlace(caller.worker, runId)
-    const card = yield* Ref.make<ApprovalCard | undefined>(undefined)
-    const answer = yield* approvals.ask(
-      { run_id: caller.runId, worker: caller.worker, subject: caller.subject, method: asked.method, host, port, path: asked.path },
-      yield* Clock.currentTimeMillis,
-      wait * 1000,
-      limits,
-      gone,
-      place ? (view) => postApprovalCard(place, view).pipe(
-        Effect.timeout("10 seconds"),
-        Effect.flatMap((c) => Ref.set(card, c)),
-        Effect.catchAllCause((c) => Effect.logWarning(`gateway: held request ${view.id} could not be posted to its chat thread (roster approvals still decides it)`, c))
-      ) : undefined
-    )
-    const posted = yield* Ref.get(card)
-    if (posted) {
-      yield* closeApprovalCard(posted, cardEnd(asked, host, port, caller.worker, wait, answer)).pipe(
-        Effect.catchAll((e) => Effect.logWarning(`gateway: a held request's card in ${e.where} could not be updated: ${e.detail}`))
-      )
-    }
+    const now = yield* Clock.currentTimeMillis
+    const answer = yield* withCard(worker, runId, (onHeld) =>
+      approvals.ask(
+        { run_id: runId, worker, subject: caller.subject, method: asked.method, host, port, path: asked.path },
+        now,
+        wait * 1000,
+        limits,
+        gone,
+        onHeld
+      ), (end) => cardEnd(asked, host, port, worker, wait, end))
     if (answer._tag === "full") return yield* Effect.fail(new Refusal(429, `${refusal.reason} — not held for a decision: ${answer.why}`, refusal.detail))
     if (answer._tag === "gone") return yield* Effect.fail(new Refusal(403, `${refusal.reason} — it was held for a decision until ${answer.why}`, refusal.detail))
     if (answer._tag === "timeout") {
@@ -115,6 +105,39 @@ const approvalPlace = (worker: string, runId: string) =>
     }),
     Effect.orElseSucceed(() => undefined)
   )
+
+/**
+ * A hold decided where a chat session's people are (or a task's, answering in a chat thread): a
+ * card in that thread once it is held, edited to how it ended. A card that cannot be posted is
+ * said; the request still waits for `roster approvals` and the web.
+ */
+type CardEnv = Effect.Effect.Context<ReturnType<typeof postApprovalCard>>
+
+const withCard = <R>(
+  worker: string,
+  runId: string,
+  hold: (onHeld: ((view: PendingApproval) => Effect.Effect<void, never, CardEnv>) | undefined) => Effect.Effect<HoldEnd, never, R>,
+  lastWords: (end: HoldEnd) => string
+) =>
+  Effect.gen(function*() {
+    const place = yield* approvalPlace(worker, runId)
+    if (!place) return yield* hold(undefined)
+    const card = yield* Ref.make<ApprovalCard | undefined>(undefined)
+    const end = yield* hold((view) =>
+      postApprovalCard(place, view).pipe(
+        Effect.timeout("10 seconds"),
+        Effect.flatMap((c) => Ref.set(card, c)),
+        Effect.catchAllCause((c) => Effect.logWarning(`gateway: held request ${view.id} could not be posted to its chat thread (roster approvals still decides it)`, c))
+      )
+    )
+    const posted = yield* Ref.get(card)
+    if (posted) {
+      yield* closeApprovalCard(posted, lastWords(end)).pipe(
+        Effect.catchAll((e) => Effect.logWarning(`gateway: a held request's card in ${e.where} could not be updated: ${e.detail}`))
+      )
+    }
+    return end
+  })
 
 const DECIDED = { once: "approved once", run: "approved for the rest of the run", always: "approved for good ([[allow]] in org.toml)", deny: "denied (403)" } as const
 
