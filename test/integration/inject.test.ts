@@ -186,6 +186,12 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       fs.readFileSync(path.join(auditDir, "..", "ledger", f), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { run_id: string; input: number; output: number }))
       .filter((e) => e.run_id === runId)
 
+  /** A run's ledger lines once there are some (written just after its answer ends, by the usage notes), or none after two seconds. */
+  const ledgerLines = async (runId: string) => {
+    for (let i = 0; i < 40 && ledgerOf(runId).length === 0; i++) await new Promise((r) => setTimeout(r, 50))
+    return ledgerOf(runId)
+  }
+
   /** A run's record once `ready` holds of it (usage and stops are written after the answer), or as it is after two seconds. */
   const runOnce = async (worker: string, runId: string, ready: (r: RunRecord | undefined) => boolean) => {
     let run = await readRun(worker, runId)
@@ -573,7 +579,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     const run = await runOnce("gil", GIL_RUN, (r) => r?.stopped !== undefined)
     expect(run?.stopped).toMatchObject({ by: "budget" })
     // The answer is the channel's in the ledger (what `roster usage --channel` sums).
-    expect(ledgerOf(GIL_RUN)).toEqual([expect.objectContaining({ worker: "gil", input: 12, chat_channel: "slack:c0budget" })])
+    expect(await ledgerLines(GIL_RUN)).toEqual([expect.objectContaining({ worker: "gil", input: 12, chat_channel: "slack:c0budget" })])
     // Another run of the channel (its next session, or a task one queued) starts past the budget: refused, not retried.
     const next = await ask(GIL_TOO)
     expect(next.status).toBe(402)
@@ -583,7 +589,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     const solo = await ask(GIL_SOLO)
     expect(solo.status).toBe(200)
     expect(solo.body).toContain("message_stop")
-    expect(ledgerOf(GIL_SOLO_RUN)).toEqual([expect.not.objectContaining({ chat_channel: expect.anything() })])
+    expect(await ledgerLines(GIL_SOLO_RUN)).toEqual([expect.not.objectContaining({ chat_channel: expect.anything() })])
   })
 
   it("requests after the first on a kept-alive connection are each injected, scrubbed and audited; a sentinel in a streamed body warns the run", async () => {
