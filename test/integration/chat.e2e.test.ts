@@ -318,6 +318,21 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     expect(t.delivery).toMatchObject({ target: `chat:slack:C0TEAM/${thread}`, ok: true })
   }, 180_000)
 
+  it("a task answering in a thread has its held request decided there too: the card in that thread, the approver's Deny its 403", async () => {
+    const before = slack.posts.length
+    const added = await d.roster(["task", "add", "bea", "--reply-to", `chat:slack:C0TEAM/${thread}`, REHEARSAL_HELD_ASK])
+    expect(added.code, added.stderr).toBe(0)
+    const card = await postWhere("with the task's held request", (p) => slack.posts.indexOf(p) >= before && p.text.includes("[roster] bea's run") && p.text.includes("asks for CONNECT"))
+    expect(card.thread_ts).toBe(thread)
+    const id = /\((ap-[0-9a-f]{8});/.exec(card.text)?.[1] ?? ""
+    slack.press({ user: "U0ANNA", post: card, action_id: "roster_approval_deny", value: id })
+    const answer = await postWhere("with the task's answer", (p) => slack.posts.indexOf(p) >= before && p.text.startsWith("Rehearsal answer: the held page"))
+    expect(answer).toMatchObject({ thread_ts: thread })
+    expect(answer.text).toContain("proxy 403")
+    await until("the card says who decided", () => slack.updates.some((u) => u.ts === card.ts), () => slack.updates)
+    expect(slack.updates.find((u) => u.ts === card.ts)?.text).toBe(`[roster] CONNECT ${REHEARSAL_HELD_HOST}:9443 for bea: denied (403) by slack:U0ANNA.`)
+  }, 180_000)
+
   it("Discord: a mention is answered with discord_send as a reply to it; a second message recalls the first; a stranger gets nothing", async () => {
     const asked = discord.say({ channel: DISCORD_CHANNEL, user: DISCORD_USER, text: "What system is your box running?" })
     const answer = await discordPostWhere("with carl's answer", (p) => p.content.startsWith("Rehearsal answer"))
