@@ -3,6 +3,7 @@ import type { PendingApproval } from "../contract/approval.js"
 import type { ChatPlace } from "../contract/origin.js"
 import { chatClient } from "./chatClient.js"
 import { ChatPostError } from "./ChatPostError.js"
+import { slackEscape } from "./slackWeb.js"
 import { APPROVAL_ACTION, type CardDecision, type CardPress } from "./cardPress.js"
 
 /** Where a held request's card was posted: the message to edit once it is decided. */
@@ -15,8 +16,6 @@ export interface ApprovalCard {
 }
 
 
-/** `<`, `>` and `&` as Slack's mrkdwn needs them: a host or path cannot become a mention or a link. */
-const escape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
 
 export const cardText = (v: PendingApproval) =>
   `[roster] ${v.worker}'s run ${v.run_id} asks for ${v.method} ${v.host}:${v.port}${v.path ?? ""}, which the policy refuses. ` +
@@ -72,9 +71,9 @@ export const postApprovalCard = (place: ChatPlace, v: PendingApproval) =>
           channel: c.channel,
           ...(place.thread ? { thread_ts: place.thread } : {}),
           // The host and path are the box's words: escaped in the notification text as in the blocks (no <!channel> from a path).
-          text: escape(text),
+          text: slackEscape(text),
           blocks: [
-            { type: "section" as const, text: { type: "mrkdwn" as const, text: escape(text) } },
+            { type: "section" as const, text: { type: "mrkdwn" as const, text: slackEscape(text) } },
             {
               type: "actions" as const,
               block_id: "roster_approval",
@@ -100,7 +99,7 @@ export const closeApprovalCard = (card: ApprovalCard, text: string) =>
       }).pipe(Effect.asVoid)
     }
     yield* Effect.tryPromise({
-      try: () => c.client.chat.update({ channel: card.channel, ts: card.ts, text: escape(text), blocks: [{ type: "section" as const, text: { type: "mrkdwn" as const, text: escape(text) } }] }),
+      try: () => c.client.chat.update({ channel: card.channel, ts: card.ts, text: slackEscape(text), blocks: [{ type: "section" as const, text: { type: "mrkdwn" as const, text: slackEscape(text) } }] }),
       catch: (e) => new ChatPostError({ where: `slack channel ${card.channel}`, detail: e instanceof Error ? e.message : String(e) })
     })
   })
