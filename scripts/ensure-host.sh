@@ -57,12 +57,32 @@ if ! engine_up; then
     echo "the Docker engine is not running — start it: sudo systemctl start docker (or sudo dockerd &)" >&2
     exit 1
   fi
-  echo "starting dockerd (log: /var/log/roster-dockerd.log) …" >&2
-  nohup dockerd > /var/log/roster-dockerd.log 2>&1 &
-  for _ in $(seq 1 120); do
-    engine_up && break
-    sleep 0.5
-  done
+  start_engine() {
+    echo "starting dockerd (log: /var/log/roster-dockerd.log) …" >&2
+    nohup dockerd > /var/log/roster-dockerd.log 2>&1 &
+    local pid=$!
+    for _ in $(seq 1 120); do
+      engine_up && return 0
+      kill -0 "$pid" 2>/dev/null || return 1
+      sleep 0.5
+    done
+    return 1
+  }
+  # Docker 20.10 (Debian's) panics at start in libnetwork's reservePools when a network's deletion was cut short
+  # (the machine stopped mid `docker network rm`): its network store keeps a network with no IPAM config
+  # (moby/moby#45057, fixed upstream in 24.0). The store holds only network definitions — the engine rebuilds its
+  # default ones — so it is moved aside (kept, named) and the engine started once more.
+  if ! start_engine && grep -q 'reservePools' /var/log/roster-dockerd.log 2>/dev/null; then
+    store=/var/lib/docker/network/files/local-kv.db
+    if [ -f "$store" ]; then
+      aside="$store.broken-$(date -u +%Y%m%dT%H%M%SZ)"
+      echo "dockerd panicked restoring its networks (moby/moby#45057: a network deletion was interrupted);" \
+        "moving its network store aside to $aside and starting it again" >&2
+      pkill -f /var/run/docker/containerd/containerd.toml 2>/dev/null || true  # the panicked engine's own containerd
+      mv "$store" "$aside"
+      start_engine || true
+    fi
+  fi
   if ! engine_up; then
     echo "dockerd did not come up in 60 s; its log:" >&2
     tail -n 30 /var/log/roster-dockerd.log >&2 || true
