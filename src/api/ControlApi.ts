@@ -55,6 +55,8 @@ export const ServerStatus = Schema.Struct({
   started_at: Schema.String,
   queue: Schema.Record({ key: Schema.String, value: Schema.Number }),
   boxes: Schema.Array(BoxView),
+  /** Of those, the warm ones: made ready for a worker's next run, no run has taken yet (kind "warm"). */
+  warm: Schema.optional(Schema.Number),
   adopted: Schema.Number,
   reaped: Schema.Number,
   held_reason: Schema.NullOr(Schema.String),

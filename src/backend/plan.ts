@@ -34,7 +34,8 @@ export interface HostDirs {
 export interface BoxPlan {
   readonly runId: string
   readonly worker: string
-  readonly kind: "box" | "task" | "session"
+  /** "warm": a box made ready for its worker's next run, no run has claimed yet (labelled so; its claim cannot relabel it). */
+  readonly kind: "box" | "task" | "session" | "warm"
   readonly taskId: string | null
   readonly image: string
   /** The OCI runtime the engine starts it under (resolved from `[box] runtime`). */

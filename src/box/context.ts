@@ -108,6 +108,10 @@ export const briefing = (mounts: ReadonlyArray<MountRule>, repos: ReadonlyArray<
     "- Time: a run has a ceiling (minutes in $ROSTER_CEILING_MIN) after which the box is stopped; save work as you go."
   ].join("\n")
 
+/** The system prompt: the worker's identity, then its box. The same text for a warm box and the run that claims it. */
+export const systemPromptOf = (identity: string, mounts: ReadonlyArray<MountRule>, repos: ReadonlyArray<BriefedRepo> = [], channel: string | null = null) =>
+  `${identity.trim()}\n\n${briefing(mounts, repos, channel)}`
+
 /**
  * A stable key for the provider's prompt cache and pi's session id: the same worker with the
  * same system prompt routes to the same cache, whatever the run.
@@ -125,7 +129,7 @@ export const compileContext = Effect.fn("context.compile")(function*(req: Contex
   const identity = yield* readIdentity(req.worker)
   const repos: Array<BriefedRepo> = []
   for (const r of yield* repoNotes(req.worker, req.mounts)) repos.push({ ...r, tainted: yield* taintedRefs(req.worker, r.unlanded) })
-  const system = `${identity.trim()}\n\n${briefing(req.mounts, repos, req.channel ?? null)}`
+  const system = systemPromptOf(identity, req.mounts, repos, req.channel ?? null)
   const entries = yield* (yield* MemoryStore).list(req.worker).pipe(
     Effect.catchAll((e) => Effect.logWarning(`run ${req.runId}: the memory of ${req.worker} could not be read (${e.message}); briefed without it`).pipe(Effect.as([])))
   )

@@ -8,6 +8,7 @@ import { RunLog } from "../run/RunLog.js"
 import { printRunWarnings } from "../run/runWarnings.js"
 import { liveLine } from "./liveLine.js"
 import { cliExitCode, runOnce } from "./runOnce.js"
+import type { WarmBox } from "./warmBox.js"
 
 /** `roster worker run`'s arguments. */
 export interface DirectRun {
@@ -38,9 +39,10 @@ const closingLinesOfInterrupted = (worker: string, runId: string) =>
  * ended and where its outputs are. The same lines whether the CLI runs it or the daemon runs it
  * for a CLI that handed it over; the exit code the CLI exits with.
  */
-export const directRun = Effect.fn("box.directRun")(function*(req: DirectRun, view: DirectRunView) {
-  const runId = yield* newRunId
+export const directRun = Effect.fn("box.directRun")(function*(req: DirectRun, view: DirectRunView, warm?: WarmBox) {
+  const runId = warm?.runId ?? (yield* newRunId)
   const outcome = yield* runOnce({
+    ...(warm ? { warm } : {}),
     worker: req.worker,
     prompt: req.prompt,
     ...(req.ceilingMin !== undefined ? { ceilingMin: req.ceilingMin } : {}),

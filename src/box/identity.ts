@@ -15,23 +15,31 @@ export interface Identity {
  * The run's gateway credential: a 0600 file under state/identity, removed when the scope
  * closes — on success, failure, ceiling and interrupt alike.
  */
-export const mintIdentity = (worker: string, runId: string, taskId: string | null, chatChannel?: string) =>
+export const mintIdentity = (worker: string, runId: string, taskId: string | null, chatChannel?: string, warm = false) =>
   Effect.acquireRelease(
     Effect.gen(function*() {
       const token = crypto.randomBytes(32).toString("hex")
       const file = identityFile(layout(yield* Paths).identityDir, token)
-      const record: IdentityRecord = {
-        subject: workerSubject(worker),
-        run_id: runId,
-        worker,
-        task_id: taskId,
-        ...(chatChannel ? { chat_channel: chatChannel } : {})
-      }
-      yield* writeJson(file, record, 0o600)
+      yield* writeJson(file, { ...identityRecord(worker, runId, taskId, chatChannel), ...(warm ? { warm: true as const } : {}) }, 0o600)
       return { token, file } satisfies Identity
     }),
     ({ file }) => Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(file)).pipe(Effect.ignore)
   )
+
+const identityRecord = (worker: string, runId: string, taskId: string | null, chatChannel?: string): IdentityRecord => ({
+  subject: workerSubject(worker),
+  run_id: runId,
+  worker,
+  task_id: taskId,
+  ...(chatChannel ? { chat_channel: chatChannel } : {})
+})
+
+/**
+ * A warm box's token bound to the run that claimed it: its record rewritten (atomically) with the
+ * run's task and channel and without the warm mark — from now on the gateway serves it as the run's.
+ */
+export const bindIdentity = (identity: Identity, worker: string, runId: string, taskId: string | null, chatChannel?: string) =>
+  writeJson(identity.file, identityRecord(worker, runId, taskId, chatChannel), 0o600)
 
 /**
  * Removes every token of a run whose owner is gone (a killed CLI, a daemon killed mid-task):

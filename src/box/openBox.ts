@@ -161,6 +161,7 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
     runtime: plan.runtime,
     owner: plan.owner,
     deadline: new Date(plan.deadline).toISOString(),
+    warm: false,
     ...(req.ceilingMin !== null ? { ceiling_min: req.ceilingMin } : {})
   })
   // Made and attached, not started: its output is read from its first byte before it runs.

@@ -38,6 +38,8 @@ export interface PreparedRun {
   readonly mounts: ReadonlyArray<MountRule>
   /** How long its ceiling gives it (a one-shot's `[box] ceiling_min`, a session's `session_ceiling_min`), counted from its box's making. */
   readonly ceiling: Duration.Duration
+  /** The worker's identity.md as read for this run (the head of its system prompt). */
+  readonly identity: string
 }
 
 const withLimits = (org: Org, limits: RunLimits): Org => ({
@@ -83,6 +85,7 @@ export const prepareRun = Effect.fn("run.prepare")(function*(req: PrepareRequest
     org,
     settings,
     mounts: mountsFor(org, req.worker),
-    ceiling
+    ceiling,
+    identity: identityText
   } satisfies PreparedRun
 })

@@ -11,6 +11,8 @@ import { openBox, type OpenBox } from "./openBox.js"
 import { PREFLIGHT_EXIT, preflightError } from "./preflight.js"
 import type { Interruption } from "../contract/interruption.js"
 import type { DockerError } from "../docker/Docker.js"
+import type { WarmBox } from "./warmBox.js"
+import { claimWarm } from "./warmClaim.js"
 
 /** A run was asked for with an empty prompt (refused before anything is written). */
 export class BlankPrompt extends Schema.TaggedError<BlankPrompt>()("BlankPrompt", {}) {
@@ -44,6 +46,11 @@ export interface RunRequest {
   readonly continues?: { readonly task_id: string | null; readonly run_id: string } | null
   /** The run a stop, a crash or a reboot ended, which this one carries on from (said in the Start input). */
   readonly interrupted?: Interruption | null
+  /**
+   * A warm box of this worker its caller took (and checked with warmFits): the run is the box's run
+   * (its id), and the box its box. Its caller closes the box's scope whatever happens here.
+   */
+  readonly warm?: WarmBox
 }
 
 /** How a one-shot run ended: its id and folder, who ended it, the box's exit code, pi's final answer. */
@@ -127,10 +134,12 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
   const { ceiling, runId, org, settings, mounts, channel } = yield* prepareRun({
     worker: req.worker,
     channel: req.channel,
-    runId: req.runId,
+    runId: req.warm?.runId ?? req.runId,
     limits: { ceilingMin: req.ceilingMin },
     kind: "one-shot"
   })
+  // From here the warm box's folder is this run's: its record goes there, whether or not the box is reached.
+  if (req.warm) yield* Ref.set(req.warm.claimed, true)
   const ceilingMin = org.box.ceiling_min
   const taskId = req.taskId ?? null
 
@@ -151,7 +160,10 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       org
     })
     const summary = yield* Ref.make(emptySummary)
-    const box = yield* openBox({
+    const onLine = (line: string) => Ref.update(summary, (s) => summaryStep(s, readEvent(line))).pipe(Effect.zipRight(req.onLine ? req.onLine(line) : Effect.void))
+    const box = req.warm ? yield* claimWarm(req.warm, {
+      record, taskId, chatChannel, ceiling, ceilingMin, prompt: context.input_prompt ?? req.prompt, onLine, linesWanted: worthReading
+    }) : yield* openBox({
       record,
       kind: taskId ? "task" : "box",
       taskId,
@@ -167,7 +179,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       ...(resumeFrom ? { resumeFrom } : {}),
       // The summary and the live view read pi's known events only: a box's other output is not handed on line by line.
       linesWanted: worthReading,
-      onLine: (line) => Ref.update(summary, (s) => summaryStep(s, readEvent(line))).pipe(Effect.zipRight(req.onLine ? req.onLine(line) : Effect.void)),
+      onLine,
       ...(req.onStderr ? { onStderr: req.onStderr } : {})
     })
     // The ceiling is the deadline the box is labelled with, not a second clock started now.

@@ -211,7 +211,8 @@ const status = Command.make("status", { json }, ({ json }) =>
     const v = supervisor.value
     yield* Console.log(`queue: ${Object.entries(v.queue).map(([k, n]) => `${n} ${k}`).join(", ")}`)
     if (v.held_reason) yield* Console.log(`held: ${v.held_reason}`)
-    yield* Console.log(`boxes: ${v.boxes.length === 0 ? "none" : v.boxes.length}`)
+    const warm = v.warm ?? 0
+    yield* Console.log(`boxes: ${v.boxes.length === 0 ? "none" : v.boxes.length}${warm > 0 ? ` (${warm} warm: ready for the next run of their worker)` : ""}`)
     for (const b of v.boxes) {
       yield* Console.log(
         `  ${b.run_id}  ${b.worker}  ${b.task_id ? `task ${b.task_id}` : b.kind}  ${b.held_by}  age ${minutes(b.age_s)}` +

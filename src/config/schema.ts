@@ -59,7 +59,16 @@ const BoxFields = Schema.Struct({
    */
   preflight_probe: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9.-]+:\d{1,5}$/, {
     message: () => `preflight_probe is "host:port", e.g. "192.0.2.1:443"`
-  })), { default: () => "192.0.2.1:443" })
+  })), { default: () => "192.0.2.1:443" }),
+  /**
+   * Warm boxes: after a worker's run, the daemon makes its next box ready (started, pi waiting for its first
+   * prompt, its token bound to no run) so the next run of that worker skips the engine's start and pi's load.
+   */
+  warm: Schema.optionalWith(Schema.Literal("recent", "off"), { default: () => "recent" as const }),
+  /** Warm boxes at once on this node (each holds a started box's memory: docs/PERFORMANCE.md measures it). */
+  warm_max: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 64)), { default: () => 2 }),
+  /** How long a warm box waits for a run before it is recycled, in minutes. */
+  warm_idle_min: Schema.optionalWith(Minutes, { default: () => 30 })
 })
 
 // /tmp is a tmpfs: RAM counted against the box's memory. Bigger than the limit, a full /tmp

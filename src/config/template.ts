@@ -24,6 +24,10 @@ transcript_max = "256m"         # stdout.jsonl cap (a marker line ends a cut tra
 line_max = "1m"                 # longest line shown or summarised (longer ones are cut, with a mark)
 preflight_probe = "192.0.2.1:443" # a box checks it cannot reach this directly as pi starts; an address
                                 # that answers from this host makes the check bite (TEST-NET-1 answers nowhere)
+warm = "recent"                 # after a worker's run the daemon readies its next box (pi waiting, its token bound
+                                # to no run) so the next run starts at once; "off": every run starts its box when asked
+warm_max = 2                    # warm boxes at once on this node (each holds a started box's memory)
+warm_idle_min = 30              # a warm box no run took within this is recycled
 
 [gateway]
 port = 7300

@@ -9,7 +9,12 @@ export const IdentityRecord = Schema.Struct({
   worker: WorkerName,
   task_id: Schema.NullOr(TaskId),
   /** The chat channel the run's spending is charged to (`slack:<id>`), for its budget. */
-  chat_channel: Schema.optional(Schema.String)
+  chat_channel: Schema.optional(Schema.String),
+  /**
+   * A warm box's token, bound to no run yet: the gateway takes only the box's preflight report under it.
+   * A claim rewrites the record without it (and with the run's task and channel).
+   */
+  warm: Schema.optional(Schema.Literal(true))
 })
 export type IdentityRecord = typeof IdentityRecord.Type
 

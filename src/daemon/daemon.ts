@@ -17,6 +17,7 @@ import { GatewayLive } from "../gateway/server.js"
 import { readGatewayState, writeGatewayState } from "../contract/gatewayState.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { Runner } from "../runner/Runner.js"
+import { WarmPool } from "../runner/WarmPool.js"
 import { ChatHub } from "../chatHub/ChatHub.js"
 import { serveControl } from "./controlServer.js"
 import { holdDaemonLock } from "./lock.js"
@@ -180,7 +181,7 @@ const ImagePull = Layer.scopedDiscard(Effect.gen(function*() {
  * before the queue moves; the chat listeners (a chat session's box takes a supervisor slot);
  * then the control API, the sweeps and the image pull. Stopping unwinds the same order back.
  */
-export const DaemonLive = Layer.mergeAll(Control, Sweeps, ImagePull).pipe(
+export const DaemonLive = Layer.mergeAll(Control, Sweeps, ImagePull, WarmPool.closeFirst).pipe(
   Layer.provide(ChatHub.layer),
   Layer.provideMerge(Supervisor.layer),
   Layer.provide(GatewayUp),
@@ -188,6 +189,8 @@ export const DaemonLive = Layer.mergeAll(Control, Sweeps, ImagePull).pipe(
   // The daemon's own Runner: over its fleet stores, and holding a handed-over run's box row in a fleet
   // (fresh: never the edge's, which RosterLive built over the machine's files without FleetMember).
   Layer.provideMerge(Layer.fresh(Runner.layer)),
+  // Its warm boxes: made after a worker's run, taken by the next; recycled when the daemon stops.
+  Layer.provideMerge(WarmPool.layer),
   Layer.provideMerge(Fleet),
   Layer.provide(Start)
 )

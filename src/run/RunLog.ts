@@ -42,6 +42,8 @@ export const RunRecord = Schema.Struct({
   /** The OCI runtime the box ran under: runsc (gVisor) or runc. */
   runtime: Schema.optional(Schema.Literal("runsc", "runc")),
   ceiling_min: Schema.optional(Schema.Number),
+  /** Whether the run took a warm box (made ready before it was asked for) or started its own. */
+  warm: Schema.optional(Schema.Boolean),
   /** The engine refused the kill at its ceiling (or stop), with what it said: the box may have outlived it until the reaper found it. */
   kill_error: Schema.optional(Schema.String),
   /** When its ceiling ends it: the box's deadline label and its runner's timer, one moment (read just before the box was made). */

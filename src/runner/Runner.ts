@@ -1,4 +1,6 @@
-import { Context, Effect, Layer, Option, Ref, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
+import type { WarmBox } from "../box/warmBox.js"
+import { type WarmLimits, WarmPool } from "./WarmPool.js"
 import { type DirectRun, directRun, type DirectRunView } from "../box/directRun.js"
 import { type RunOutcome, type RunRequest, runOnce } from "../box/runOnce.js"
 import * as crypto from "node:crypto"
@@ -45,18 +47,30 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
       // A fleet node's: a person's run holds its worker's box row, as a task's claim and a chat session do.
       const member = yield* Effect.serviceOption(FleetMember)
       const fleet = Option.match(member, { onNone: () => Context.empty(), onSome: (m) => Context.make(FleetMember, m) })
+      // The daemon's warm boxes (none where the layer is not given: a CLI's own runs start their own box).
+      const pool = Option.getOrUndefined(yield* Effect.serviceOption(WarmPool))
+      const refill = (worker: string) => (pool ? pool.refill(worker) : Effect.void)
+      /** The worker's warm box for a one-shot with these limits, closed after `run` whatever happens (a claim made it the run's). */
+      const withWarm = <A, E, R>(worker: string, limits: WarmLimits, run: (warm: WarmBox | undefined) => Effect.Effect<A, E, R>) =>
+        Effect.gen(function*() {
+          const warm = pool ? Option.getOrUndefined(yield* pool.take(worker, limits)) : undefined
+          return yield* run(warm).pipe(Effect.ensuring(warm ? Scope.close(warm.scope, Exit.void) : Effect.void))
+        })
       return Runner.of({
-        once: (req) => Effect.provide(runOnce(req), env),
+        once: (req) => Effect.provide(runOnce(req), env).pipe(Effect.ensuring(refill(req.worker))),
         session: (req) => Effect.provide(runSession(req), env),
         direct: (req, view) =>
           Effect.gen(function*() {
             const say = (text: string) => report(notice(text))
             yield* holdBoxRow(req.worker, `direct:${crypto.randomBytes(6).toString("hex")}`, say).pipe(Effect.provide(fleet))
-            return yield* directRun(req, view)
+            // A run with its own channel is not the run a warm box was made for.
+            if (req.channel !== null) return yield* directRun(req, view)
+            return yield* withWarm(req.worker, { ceilingMin: req.ceilingMin }, (warm) => directRun(req, view, warm))
           }).pipe(
             Effect.scoped,
             (run) => (view.reporter ? Effect.provideService(run, Reporter, view.reporter) : run),
-            Effect.provide(env)
+            Effect.provide(env),
+            Effect.ensuring(refill(req.worker))
           )
       })
     })

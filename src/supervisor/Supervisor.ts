@@ -247,11 +247,13 @@ const make = Effect.gen(function*() {
       const queue: Record<string, number> = { queued: 0, held: 0, running: 0, done: 0, failed: 0, cancelled: 0 }
       for (const t of tasks) queue[t.status] = (queue[t.status] ?? 0) + 1
       const counts = yield* Ref.get(st.counts)
+      const boxes = yield* boxView(st, self).pipe(
+        Effect.catchAll((e) => Effect.logWarning(`status: the boxes could not be listed: ${e.message}`).pipe(Effect.as([])))
+      )
       return {
         queue,
-        boxes: yield* boxView(st, self).pipe(
-          Effect.catchAll((e) => Effect.logWarning(`status: the boxes could not be listed: ${e.message}`).pipe(Effect.as([])))
-        ),
+        boxes,
+        warm: boxes.filter((b) => b.kind === "warm").length,
         adopted: counts.adopted,
         reaped: counts.reaped,
         held_reason: (queue.held ?? 0) > 0 ? HOLD_REASON : null

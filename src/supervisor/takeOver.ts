@@ -4,6 +4,7 @@ import { revokeRunTokens } from "../box/identity.js"
 import { reposOnClose, snapshotOnClose } from "../box/openBox.js"
 import { drainTo, outputCaps } from "../box/output.js"
 import { OrgConfig } from "../config/OrgConfig.js"
+import { Paths, layout } from "../config/Paths.js"
 import { foldFileLines } from "../fs/lines.js"
 import { runFiles } from "../contract/runFiles.js"
 import { emptySummary, summaryLine } from "../contract/transcript.js"
@@ -91,6 +92,15 @@ const settleFrom = (record: OpenRecord, end: { readonly endedBy: EndedBy; readon
     return said.finalText
   })
 
+const removeWarmFolder = (box: FoundBox) =>
+  Effect.gen(function*() {
+    const dir = layout(yield* Paths).runDir(box.worker, box.runId)
+    const fs = yield* FileSystem.FileSystem
+    // Only a folder that never became a run's: one with a run.json is a record, kept whatever its box was.
+    if (yield* fs.exists(runFiles(dir).record)) return
+    yield* fs.remove(dir, { recursive: true })
+  }).pipe(Effect.catchAll((e) => Effect.logWarning(`warm box ${box.name}: its folder could not be removed (${e.message})`)))
+
 /**
  * Finishes a box its owner left: the run record is held again and finished from this scope's
  * Exit (marked adopted), the store snapshotted, the run's tokens revoked and the box removed —
@@ -113,7 +123,9 @@ export const takeOver = Effect.fn("supervisor.takeOver")(function*(box: FoundBox
     yield* Effect.addFinalizer(() => revokeRunTokens(box.runId).pipe(Effect.ignore))
     if (Either.isLeft(held)) {
       yield* killAndRemove(box.id)
-      return { ...unknown, found: false }
+      // A warm box no run took (its daemon was killed): nothing of a run is in its folder, so it goes too.
+      if (box.kind === "warm") yield* removeWarmFolder(box)
+      return { ...unknown, found: false, ...(box.kind === "warm" ? { error: "a warm box no run took: removed" } : {}) }
     }
     const record = held.right.open
     const keep = yield* readWorkerSettings(box.worker).pipe(Effect.map((s) => s.store.snapshots), Effect.orElseSucceed(() => 5))

@@ -30,7 +30,7 @@ export const nowFragment = (d: NowData) => {
   const queue = Object.entries(s.queue).filter(([, n]) => n > 0)
   return html`<p role="status">Server: <strong>running</strong> (pid ${s.pid}, version ${s.version}, since ${s.started_at}); adopted ${s.adopted}, reaped ${s.reaped}.</p>
 ${s.held_reason ? html`<p class="warn" role="alert">The queue is held: ${s.held_reason}</p>` : ""}
-<h2>Live boxes (${s.boxes.length})</h2>
+<h2>Live boxes (${s.boxes.length}${(s.warm ?? 0) > 0 ? `, ${s.warm} warm` : ""})</h2>
 ${s.boxes.length === 0 ? html`<p>No box is running.</p>` : html`<table>
 <thead><tr><th scope="col">Worker</th><th scope="col">Run</th><th scope="col">Kind</th><th scope="col">Task</th><th scope="col">Held by</th><th scope="col">Age</th><th scope="col">Ceiling left</th><th scope="col">CPU</th><th scope="col">Memory</th></tr></thead>
 <tbody>${s.boxes.map((b) => {

@@ -70,8 +70,12 @@ export interface Deployment {
  * table of its own. Test deployments pin one so that what a test measures does not change with
  * what the host has registered (the runsc suite asks for gVisor, the rest run under runc).
  */
-export const withRuntime = (toml: string, runtime: string) =>
-  /^\[box\]$/m.test(toml) ? toml.replace(/^\[box\]$/m, `[box]\nruntime = "${runtime}"`) : `${toml}\n[box]\nruntime = "${runtime}"\n`
+export const withRuntime = (toml: string, runtime: string) => {
+  // Warm boxes (on by default) are off in a test deployment unless it says so: a suite that counts its
+  // boxes and tokens after a run would otherwise find the worker's next box, ready for a run it never asks for.
+  const lines = `runtime = "${runtime}"${/^\s*warm\s*=/m.test(toml) ? "" : `\nwarm = "off"`}`
+  return /^\[box\]$/m.test(toml) ? toml.replace(/^\[box\]$/m, `[box]\n${lines}`) : `${toml}\n[box]\n${lines}\n`
+}
 
 /** What a deployment's processes get besides the defaults, and whether its daemon starts at once. */
 export interface DeploymentOptions {

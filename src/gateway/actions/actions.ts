@@ -65,9 +65,10 @@ const LANDING: ReadonlySet<string> = new Set([
 export const handleAction = (req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace) =>
   Effect.gen(function*() {
     const token = /^Bearer\s+(\S+)$/i.exec(String(req.headers.authorization ?? ""))?.[1] ?? ""
-    const who = yield* lookupToken(token)
+    // A warm box (its token bound to no run) may report its preflight, so a claim never waits for it; nothing else.
+    const who = yield* lookupToken(token, undefined, trace.path === PREFLIGHT_PATH)
     if (!who.ok || !who.caller.runId || !who.caller.worker) {
-      const status = !who.ok && who.why === "cut_off" ? 503 : 401
+      const status = !who.ok && who.why === "cut_off" ? 503 : !who.ok && who.why === "warm" ? 403 : 401
       yield* answer(res, status, { ok: false, error: who.ok ? "a run token is required" : who.reason })
       return yield* auditTrace(trace, { status })
     }

@@ -24,6 +24,12 @@ export type Identification =
   | { readonly ok: false; readonly reason: string; readonly why: "no_token" | "run_ended" }
   /** A known run whose node stands down (cut off from its fleet's database): answered 503, not 407. */
   | { readonly ok: false; readonly reason: string; readonly why: "cut_off" }
+  /** A warm box's token, bound to no run yet: refused (403) for everything but its preflight report. */
+  | { readonly ok: false; readonly reason: string; readonly why: "warm" }
+
+/** The status an egress refusal of an unidentified caller gets: a node cut off 503, a warm box 403, else 407 (send a token). */
+export const refusalStatus = (why: Exclude<Identification, { ok: true }>["why"]) =>
+  why === "cut_off" ? 503 : why === "warm" ? 403 : 407
 
 /** The run token from `Proxy-Authorization: Basic base64(<token>:x)`; the password is never read. */
 export const tokenFrom = (headers: IncomingHttpHeaders): string | undefined => {
@@ -72,8 +78,12 @@ export const identify = Effect.fnUntraced(function*(headers: IncomingHttpHeaders
   return yield* lookupToken(token, cache)
 })
 
-/** A run token's identity, honoured only while its run is live. Untraced, as identify. */
-export const lookupToken = Effect.fnUntraced(function*(token: string, cache?: IdentityCache) {
+/**
+ * A run token's identity, honoured only while its run is live. Untraced, as identify. A warm box's
+ * token (bound to no run) is honoured only where `warmAllowed` (its preflight report), and never
+ * cached: its claim rewrites the record, and the run's first request must see the bound one.
+ */
+export const lookupToken = Effect.fnUntraced(function*(token: string, cache?: IdentityCache, warmAllowed = false) {
   if (!TOKEN_PATTERN.test(token)) return { ok: false, reason: "malformed run token", why: "no_token" } satisfies Identification
   const fs = yield* FileSystem.FileSystem
   const file = identityFile(layout(yield* Paths).identityDir, token)
@@ -85,8 +95,11 @@ export const lookupToken = Effect.fnUntraced(function*(token: string, cache?: Id
     Effect.option
   )
   if (record._tag === "None") return { ok: false, reason: "unknown run token", why: "no_token" } satisfies Identification
-  if (!cached) cache?.set(file, record.value, now)
   const r = record.value
+  if (r.warm === true && !warmAllowed) {
+    return { ok: false, reason: "this box is warm: no run has claimed it yet, and until one does nothing of it leaves the box", why: "warm" } satisfies Identification
+  }
+  if (!cached && r.warm !== true) cache?.set(file, r, now)
   if (!(yield* (yield* LiveRuns).isLive(r.run_id))) return { ok: false, reason: "the run of this token has ended", why: "run_ended" } satisfies Identification
   // A node that may soon see its tasks re-run elsewhere lets none of its boxes act: not a model call, not an action.
   const down = yield* (yield* RunFence).standsDown

@@ -6,6 +6,7 @@
 export type RefusalWhy =
   | "no_token" // no or unknown run token (407)
   | "run_ended" // the token's run is over (407)
+  | "warm" // a warm box's token, no run has claimed it yet: nothing but its preflight report (403)
   | "cut_off" // the run's fleet node is cut off from the fleet's database: its boxes stand down (503)
   | "malformed" // not a request the gateway parses
   | "no_rule" // no [[grant]] or [[allow]] covers host:port for this subject

@@ -9,7 +9,7 @@ import { Gateway } from "./Gateway.js"
 import { awaitPreflight } from "./preflightGate.js"
 import { Refusal } from "../base/refusal.js"
 import type { Caller } from "../base/identify.js"
-import { identify } from "../base/identify.js"
+import { identify, refusalStatus } from "../base/identify.js"
 import { upstreamFor } from "../base/policy.js"
 import { refuseSocket } from "../base/refuse.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
@@ -79,7 +79,7 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
       trace.port = target.port
     }
     const who = yield* identify(req.headers, req.socket.remoteAddress, self.identities)
-    if (!who.ok) return yield* refuse(new Refusal(who.why === "cut_off" ? 503 : 407, who.reason, { why: who.why }))
+    if (!who.ok) return yield* refuse(new Refusal(refusalStatus(who.why), who.reason, { why: who.why }))
     const caller = who.caller
     trace.run_id = caller.runId
     trace.subject = caller.subject

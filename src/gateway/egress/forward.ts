@@ -8,7 +8,7 @@ import { Gateway } from "./Gateway.js"
 import { awaitPreflight } from "./preflightGate.js"
 import { Refusal } from "../base/refusal.js"
 import { forwardable, responsePairs } from "../base/headers.js"
-import { identify } from "../base/identify.js"
+import { identify, refusalStatus } from "../base/identify.js"
 import { taintSentinel } from "../base/taint.js"
 import { upstreamFor } from "../base/policy.js"
 import { refuseResponse } from "../base/refuse.js"
@@ -64,7 +64,7 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     // A refusal of egress taints the caller's run (known once the token is read).
     const refuse = refuseTraced(self.taints, trace, (r) => refuseResponse(res, r))
     const who = yield* identify(req.headers, req.socket.remoteAddress, self.identities)
-    if (!who.ok) return yield* refuse(new Refusal(who.why === "cut_off" ? 503 : 407, who.reason, { why: who.why }))
+    if (!who.ok) return yield* refuse(new Refusal(refusalStatus(who.why), who.reason, { why: who.why }))
     trace.run_id = who.caller.runId
     trace.subject = who.caller.subject
     if (url.protocol !== "http:" || url.username || url.password || !isValidHost(normalizeHost(url.hostname))) {

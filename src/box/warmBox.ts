@@ -1,0 +1,138 @@
+import { FileSystem } from "@effect/platform"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Ref, Schema, Scope } from "effect"
+import * as crypto from "node:crypto"
+import { BoxBackend } from "../backend/BoxBackend.js"
+import type { BoxPlan } from "../backend/plan.js"
+import { Paths, layout } from "../config/Paths.js"
+import type { WorkerSettings } from "../config/schema.js"
+import { runFiles } from "../contract/runFiles.js"
+import type { DockerError } from "../docker/Docker.js"
+import { routeKey, systemPromptOf } from "./context.js"
+import { type Identity, mintIdentity } from "./identity.js"
+import { drainTo, outputCaps } from "./output.js"
+import { PreflightLine } from "./preflight.js"
+import { type PreparedRun, prepareRun } from "./prepareRun.js"
+import { provisionBox } from "./provision.js"
+import { provisionStore } from "./store.js"
+
+/**
+ * A box made ready for its worker's next one-shot run before any run asked for it: started, pi
+ * waiting in rpc mode for its first prompt, its token bound to no run (the gateway takes only its
+ * preflight report under it). Its scope holds the box, the token and the folder; whoever takes
+ * it closes that scope — a claim at its run's end, a recycle at once.
+ */
+export interface WarmBox {
+  /** The run id the box was made under (its name, labels and folder): the run that claims it is that run. */
+  readonly runId: string
+  readonly worker: string
+  /** A digest of what it was made from: a claim takes it only while the run would be made from the same. */
+  readonly madeFrom: string
+  readonly preparedAt: number
+  readonly scope: Scope.CloseableScope
+  readonly identity: Identity
+  readonly plan: BoxPlan
+  readonly settings: WorkerSettings
+  readonly box: {
+    readonly id: string
+    readonly exited: Effect.Effect<number, DockerError>
+    readonly write: (chunk: string) => Effect.Effect<void, DockerError>
+    readonly closeStdin: Effect.Effect<void>
+    readonly kill: Effect.Effect<void, DockerError>
+  }
+  /** Where each line of pi's stdout goes from now on (nowhere until a claim says). */
+  readonly lines: Ref.Ref<(line: string) => Effect.Effect<void>>
+  readonly stdoutEnded: Effect.Effect<void>
+  readonly drained: Effect.Effect<void>
+  /** Set by a claim: the folder is then the run's, not removed with the box. */
+  readonly claimed: Ref.Ref<boolean>
+  /** Why it can serve no run (it exited, or its preflight failed), once it cannot. */
+  readonly spent: Effect.Effect<Option.Option<string>>
+}
+
+/** What a warm box is made from — the org snapshot, the worker's settings, grants and system prompt — as one digest. */
+export const warmDigest = (run: Pick<PreparedRun, "org" | "settings" | "mounts" | "identity">) =>
+  crypto.createHash("sha256")
+    .update(JSON.stringify({ org: run.org, settings: run.settings, mounts: run.mounts, system: systemPromptOf(run.identity, run.mounts) }))
+    .digest("hex")
+
+/** Why a worker gets no warm box: a gated repo is cloned per run, under the run's own branch. */
+export const warmRefusal = (run: Pick<PreparedRun, "mounts">): string | undefined =>
+  run.mounts.some((m) => m.kind === "repo" && m.gated) ? "it has a gated repo (cloned per run)" : undefined
+
+/**
+ * Makes a warm box for `worker`, as a one-shot run's box would be made (the same plan, under a new
+ * run id) but in rpc mode and labelled `warm`; its label deadline is its idle time plus a run's
+ * ceiling, the most it could live. None when the worker cannot have one (see {@link warmRefusal}).
+ */
+export const prepareWarm = Effect.fn("warm.prepare")(function*(worker: string) {
+  const run = yield* prepareRun({ worker, kind: "one-shot" })
+  if (warmRefusal(run) !== undefined) return Option.none<WarmBox>()
+  const scope = yield* Scope.make()
+  return yield* makeWarm(run).pipe(
+    Scope.extend(scope),
+    Effect.map((made) => Option.some<WarmBox>({ ...made, scope })),
+    Effect.onExit((exit) => (Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void))
+  )
+})
+
+const makeWarm = (run: PreparedRun) =>
+  Effect.gen(function*() {
+    const { org, settings, mounts, runId, worker } = run
+    const runDir = layout(yield* Paths).runDir(worker, runId)
+    const claimed = yield* Ref.make(false)
+    // First, so it runs last: a box no run claimed leaves no folder (no run ever had it).
+    yield* Effect.addFinalizer(() =>
+      Ref.get(claimed).pipe(Effect.flatMap((c) =>
+        c ? Effect.void : Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(runDir, { recursive: true })).pipe(Effect.ignore)
+      )))
+    const store = yield* provisionStore(worker)
+    const identity = yield* mintIdentity(worker, runId, null, undefined, true)
+    const system = systemPromptOf(run.identity, mounts)
+    const plan = yield* provisionBox({
+      worker, runId, runDir, taskId: null, kind: "warm", ceilingMin: org.box.ceiling_min,
+      ceiling: Duration.sum(Duration.minutes(org.box.warm_idle_min), run.ceiling),
+      token: identity.token, mode: "rpc", org, settings, mounts,
+      piArgs: ["--session-id", routeKey(worker, system), "--append-system-prompt", system]
+    }, store, [])
+    const box = yield* (yield* BoxBackend).open(plan)
+    const lines = yield* Ref.make<(line: string) => Effect.Effect<void>>(() => Effect.void)
+    const failed = yield* Deferred.make<string>()
+    // A failed check the box prints stops it: no run will take a box whose way out is not the gateway's.
+    const preflight = (line: string) =>
+      Schema.decodeUnknownOption(PreflightLine)(line).pipe(Option.match({
+        onNone: () => Effect.void,
+        onSome: ({ ok, check, detail }) =>
+          ok ? Effect.void : Deferred.succeed(failed, `its preflight failed (${check}: ${detail})`).pipe(Effect.zipRight(box.kill.pipe(Effect.ignore)))
+      }))
+    const onLine = (line: string) =>
+      line.startsWith(`{"type":"roster_preflight"`) ? preflight(line) : Effect.flatMap(Ref.get(lines), (f) => f(line))
+    const files = runFiles(runDir)
+    const caps = outputCaps(org.box)
+    const out = yield* Effect.forkScoped(drainTo(box.stdout, files.transcript, { onLine, ...caps }))
+    const err = yield* Effect.forkScoped(drainTo(box.stderr, files.stderr, caps))
+    yield* box.start
+    const exit = yield* Effect.forkScoped(box.exited.pipe(Effect.either))
+    const spent = Effect.gen(function*() {
+      const why = yield* Deferred.poll(failed)
+      if (Option.isSome(why)) return Option.some(yield* why.value)
+      const exited = yield* Fiber.poll(exit)
+      return Option.isSome(exited) ? Option.some("its box exited before a run took it") : Option.none<string>()
+    })
+    return {
+      runId, worker, madeFrom: warmDigest(run), preparedAt: yield* Clock.currentTimeMillis, identity, plan, settings,
+      box: { id: box.id, exited: box.exited, write: box.write, closeStdin: box.closeStdin, kill: box.kill },
+      // Awaited, never joined: a join would merge the drains' fiber refs (the console and logger of whatever made
+      // the box) into the run that claims it, and its closing lines would go to another run's reader.
+      lines, stdoutEnded: Fiber.await(out).pipe(Effect.asVoid), drained: Fiber.await(out).pipe(Effect.zipRight(Fiber.await(err)), Effect.asVoid), claimed, spent
+    }
+  })
+
+/**
+ * Whether `warm` can serve a one-shot run of its worker with these limits now: it can still serve,
+ * and the run would be made from exactly what it was (org.toml, worker.toml, identity, grants).
+ */
+export const warmFits = Effect.fn("warm.fits")(function*(warm: WarmBox, limits: { readonly ceilingMin?: number | undefined }) {
+  if (Option.isSome(yield* warm.spent)) return false
+  const run = yield* prepareRun({ worker: warm.worker, kind: "one-shot", limits })
+  return warmRefusal(run) === undefined && warmDigest(run) === warm.madeFrom
+})

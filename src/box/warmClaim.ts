@@ -1,0 +1,72 @@
+import { Clock, Duration, Effect, Ref, Scope } from "effect"
+import { containerName } from "../backend/plan.js"
+import { readEvent } from "../contract/piEvents.js"
+import type { OpenRecord } from "../run/record.js"
+import { RunLog } from "../run/RunLog.js"
+import { bindIdentity } from "./identity.js"
+import { type OpenBox, snapshotOnClose } from "./openBox.js"
+import type { WarmBox } from "./warmBox.js"
+
+/** The run that takes a warm box: its record, task and channel, its ceiling, its first prompt, who reads its lines. */
+export interface WarmClaim {
+  readonly record: OpenRecord
+  readonly taskId: string | null
+  readonly chatChannel?: string | undefined
+  readonly ceiling: Duration.Duration
+  readonly ceilingMin: number
+  /** The Start input: pi's first (and a one-shot's only) prompt. */
+  readonly prompt: string
+  readonly onLine: (line: string) => Effect.Effect<void>
+  readonly linesWanted: (line: string) => boolean
+}
+
+/**
+ * A warm box taken by a one-shot run, as the run's own box: the box's scope becomes the run's (its
+ * close — the box killed, the token revoked — runs before the store's snapshot, as a cold box's),
+ * the token bound to the run, its ceiling starting now, the Start input sent as pi's first prompt,
+ * and the conversation closed after that one turn so the box exits as a one-shot box does.
+ */
+export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim: WarmClaim) {
+  const { record } = claim
+  yield* snapshotOnClose(record, warm.settings.store.snapshots)
+  yield* Effect.addFinalizer((exit) => Scope.close(warm.scope, exit))
+  yield* Ref.set(warm.claimed, true)
+  yield* bindIdentity(warm.identity, record.worker, record.runId, claim.taskId, claim.chatChannel)
+  const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(claim.ceiling)
+  const plan = { ...warm.plan, kind: claim.taskId ? "task" as const : "box" as const, taskId: claim.taskId, deadline }
+  yield* record.note({
+    container: containerName(plan.runId),
+    image: plan.image,
+    runtime: plan.runtime,
+    owner: plan.owner,
+    deadline: new Date(deadline).toISOString(),
+    ceiling_min: claim.ceilingMin,
+    warm: true
+  })
+  const runLog = yield* RunLog
+  const closed = yield* Ref.make(false)
+  // One turn: its end (or pi refusing the prompt) closes pi's stdin, and pi exits 0 as json mode does.
+  const closeOnce = Ref.getAndSet(closed, true).pipe(Effect.flatMap((was) => (was ? Effect.void : warm.box.closeStdin)))
+  yield* Ref.set(warm.lines, (line) => {
+    if (!claim.linesWanted(line)) return Effect.void
+    const kind = readEvent(line).kind
+    const ends = kind === "turn-end" || kind === "settled" || kind === "prompt-refused"
+    return claim.onLine(line).pipe(Effect.zipRight(ends ? closeOnce : Effect.void))
+  })
+  yield* warm.box.write(`${JSON.stringify({ type: "prompt", message: claim.prompt })}\n`)
+  return {
+    id: warm.box.id,
+    plan,
+    exited: warm.box.exited,
+    stdoutEnded: warm.stdoutEnded,
+    drained: warm.drained,
+    write: warm.box.write,
+    closeStdin: closeOnce,
+    kill: warm.box.kill,
+    // The box reported its preflight to the gateway while it waited; the gateway's decision is in the run's events.
+    preflight: runLog.read(record.worker, record.runId).pipe(
+      Effect.map((r) => r?.preflight),
+      Effect.orElseSucceed(() => undefined)
+    )
+  } satisfies OpenBox
+})

@@ -1,0 +1,131 @@
+import { Context, Duration, Effect, Exit, Layer, Option, Queue, Ref, Scope } from "effect"
+import { OrgConfig } from "../config/OrgConfig.js"
+import { prepareWarm, type WarmBox, warmFits } from "../box/warmBox.js"
+
+/** What making and checking a warm box needs of roster (the engine, the files, the org). */
+export type WarmEnv = Effect.Effect.Context<ReturnType<typeof prepareWarm>> | Effect.Effect.Context<ReturnType<typeof warmFits>>
+
+/** A one-shot run's limits, as far as a warm box cares: its own ceiling makes it another box. */
+export interface WarmLimits {
+  readonly ceilingMin?: number | undefined
+}
+
+/**
+ * This node's warm boxes: at most one per worker, at most `[box] warm_max` at once, each recycled
+ * when idle past `[box] warm_idle_min`, when what it was made from changed (found at its claim),
+ * and when the daemon stops. A warm box never serves two runs: a take removes it.
+ */
+export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
+  /** The worker's warm box when it fits a run with these limits, taken out of the pool (the taker closes its scope). */
+  readonly take: (worker: string, limits: WarmLimits) => Effect.Effect<Option.Option<WarmBox>>
+  /** A run of the worker ended: its next box is made ready in the background (when warm boxes are on). */
+  readonly refill: (worker: string) => Effect.Effect<void>
+  /** The workers with a warm box ready now. */
+  readonly ready: Effect.Effect<ReadonlyArray<string>>
+  /** The daemon stops: every warm box is recycled now and none is made after. */
+  readonly close: Effect.Effect<void>
+}>() {
+  /**
+   * Closes the pool when its own layer's scope closes — placed above the locked network's layer, so the
+   * boxes are gone before the network is removed (a box still attached would keep it).
+   */
+  static readonly closeFirst = Layer.scopedDiscard(Effect.flatMap(WarmPool, (pool) => Effect.addFinalizer(() => pool.close)))
+
+  /** Warm boxes in the daemon's scope: closing it recycles every one left. */
+  static readonly layer: Layer.Layer<WarmPool, never, WarmEnv> = Layer.scoped(WarmPool, Effect.gen(function*() {
+    const env = Context.omit(Scope.Scope)(yield* Effect.context<WarmEnv>()) as Context.Context<WarmEnv>
+    const scope = yield* Effect.scope
+    const boxes = yield* Ref.make<ReadonlyMap<string, WarmBox>>(new Map())
+    const making = yield* Ref.make<ReadonlySet<string>>(new Set())
+    const recycle = (warm: WarmBox, why: string) =>
+      Effect.logInfo(`warm box ${warm.runId} of ${warm.worker} recycled: ${why}`).pipe(Effect.zipRight(Scope.close(warm.scope, Exit.void)))
+    /** Out of the pool, if it is still the one there. */
+    const remove = (warm: WarmBox) =>
+      Ref.modify(boxes, (m) => {
+        if (m.get(warm.worker) !== warm) return [false, m] as const
+        const next = new Map(m)
+        next.delete(warm.worker)
+        return [true, next] as const
+      })
+    const closed = yield* Ref.make(false)
+    const close = Ref.set(closed, true).pipe(
+      Effect.zipRight(Ref.getAndSet(boxes, new Map())),
+      Effect.flatMap((m) => Effect.forEach(m.values(), (w) => recycle(w, "the daemon stops"), { discard: true }))
+    )
+    yield* Effect.addFinalizer(() => close)
+
+    const idleOut = (warm: WarmBox, idle: Duration.Duration) =>
+      Effect.sleep(idle).pipe(
+        Effect.zipRight(remove(warm)),
+        Effect.flatMap((was) => (was ? recycle(warm, `no run took it in ${Duration.format(idle)}`) : Effect.void))
+      )
+
+    const make = (worker: string) =>
+      Effect.gen(function*() {
+        const org = yield* (yield* OrgConfig).snapshot
+        if (org.box.warm === "off" || org.box.warm_max === 0 || (yield* Ref.get(closed))) return
+        // Room first: the oldest warm box gives its place to the worker that ran last.
+        const held = yield* Ref.get(boxes)
+        if (held.has(worker)) return
+        // `making` holds this worker too: the others being made count against the room.
+        if (held.size + (yield* Ref.get(making)).size - 1 >= org.box.warm_max) {
+          const oldest = [...held.values()].sort((a, b) => a.preparedAt - b.preparedAt)[0]
+          if (oldest === undefined) return
+          if (yield* remove(oldest)) yield* recycle(oldest, `room for ${worker}'s ([box] warm_max = ${org.box.warm_max})`)
+        }
+        const made = yield* prepareWarm(worker)
+        if (Option.isNone(made)) return
+        const warm = made.value
+        const stopping = yield* Ref.get(closed)
+        const placed = !stopping && (yield* Ref.modify(boxes, (m) => (m.has(worker) ? [false, m] as const : [true, new Map(m).set(worker, warm)] as const)))
+        if (!placed) return yield* recycle(warm, stopping ? "the daemon stops" : "another was made first")
+        yield* Effect.logInfo(`warm box ${warm.runId} of ${worker} ready`)
+        yield* Effect.forkIn(idleOut(warm, Duration.minutes(org.box.warm_idle_min)), scope)
+      }).pipe(Effect.provide(env))
+
+    // The boxes are made by the pool's own fiber, never the asking run's: a fiber forked from a run would
+    // carry that run's console and logger (a handed-over run's are its CLI's stream) into every box it made.
+    const asks = yield* Queue.unbounded<string>()
+    const makeAsked = (worker: string) =>
+      make(worker).pipe(
+        Effect.catchAll((e) => Effect.logWarning(`warm box of ${worker} could not be made (${e.message}); its next run starts its own box`)),
+        Effect.catchAllDefect((d) => Effect.logError(`warm box of ${worker}: unexpected failure`, d)),
+        Effect.ensuring(Ref.update(making, (s) => {
+          const next = new Set(s)
+          next.delete(worker)
+          return next
+        }))
+      )
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(asks), makeAsked)))
+
+    return WarmPool.of({
+      take: (worker, limits) =>
+        Effect.gen(function*() {
+          const warm = (yield* Ref.get(boxes)).get(worker)
+          if (warm === undefined || !(yield* remove(warm))) return Option.none()
+          const fits = yield* warmFits(warm, limits).pipe(
+            Effect.provide(env),
+            Effect.catchAll((e) => Effect.logWarning(`warm box ${warm.runId} of ${worker} could not be checked: ${e.message}`).pipe(Effect.as(false)))
+          )
+          if (fits) return Option.some(warm)
+          yield* recycle(warm, "what it was made from changed (org.toml, the worker's settings, identity or grants), or it cannot serve")
+          return Option.none()
+        }),
+      refill: (worker) =>
+        Ref.modify(making, (s) => (s.has(worker) ? [false, s] as const : [true, new Set(s).add(worker)] as const)).pipe(
+          Effect.flatMap((asked) => (asked ? Queue.offer(asks, worker) : Effect.void)),
+          Effect.asVoid
+        ),
+      ready: Effect.map(Ref.get(boxes), (m) => [...m.keys()]),
+      close
+    })
+  }))
+
+  /** No warm boxes (a CLI running its own runs, and tests that do not test them): every run starts its own box. */
+  static readonly off: Layer.Layer<WarmPool> = Layer.succeed(WarmPool, {
+    take: () => Effect.succeedNone,
+    refill: () => Effect.void,
+    ready: Effect.succeed([]),
+    close: Effect.void
+  })
+}
