@@ -37,6 +37,11 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
   readonly session: (req: SessionRequest) => Effect.Effect<SessionOutcome, SessionError>
   /** A person's one-shot run as `roster worker run` shows it, line by line; the exit code the CLI exits with. */
   readonly direct: (req: DirectRun, view: DirectView) => Effect.Effect<number, RunError>
+  /**
+   * The worker's warm box for a one-shot with these limits, when this node has one that fits (a queued
+   * task's claim takes it before its run id is written). Its taker passes it to `once`, which closes it.
+   */
+  readonly takeWarm: (worker: string, limits: WarmLimits) => Effect.Effect<Option.Option<WarmBox>>
 }>() {
   /** Over the services of the context it is built in (the CLI's RosterLive, or the daemon's own fleet stores). */
   static readonly layer: Layer.Layer<Runner, never, RunEnv> = Layer.effect(
@@ -57,7 +62,12 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
           return yield* run(warm).pipe(Effect.ensuring(warm ? Scope.close(warm.scope, Exit.void) : Effect.void))
         })
       return Runner.of({
-        once: (req) => Effect.provide(runOnce(req), env).pipe(Effect.ensuring(refill(req.worker))),
+        once: (req) =>
+          Effect.provide(runOnce(req), env).pipe(
+            Effect.ensuring(req.warm ? Scope.close(req.warm.scope, Exit.void) : Effect.void),
+            Effect.ensuring(refill(req.worker))
+          ),
+        takeWarm: (worker, limits) => (pool ? pool.take(worker, limits) : Effect.succeedNone),
         session: (req) => Effect.provide(runSession(req), env),
         direct: (req, view) =>
           Effect.gen(function*() {
@@ -144,7 +154,8 @@ const runnerTest = (script: RunnerScript = {}): Layer.Layer<Runner | RunnerCalls
     const runner = Runner.of({
       once: (req) => Effect.flatMap(called({ _tag: "once", req }), (n) => script.once ? script.once(req, n) : Effect.succeed(exitedOk(req, n))),
       session: (req) => Effect.flatMap(called({ _tag: "session", req }), (n) => script.session ? script.session(req, n) : echoSession(req, n)),
-      direct: (req, view) => Effect.flatMap(called({ _tag: "direct", req }), () => script.direct ? script.direct(req, view) : Effect.succeed(0))
+      direct: (req, view) => Effect.flatMap(called({ _tag: "direct", req }), () => script.direct ? script.direct(req, view) : Effect.succeed(0)),
+      takeWarm: () => Effect.succeedNone
     })
     return Context.make(Runner, runner).pipe(Context.add(RunnerCalls, calls))
   }))

@@ -83,9 +83,11 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
         yield* Effect.forkIn(idleOut(warm, Duration.minutes(org.box.warm_idle_min)), scope)
       }).pipe(Effect.provide(env))
 
-    // The boxes are made by the pool's own fiber, never the asking run's: a fiber forked from a run would
-    // carry that run's console and logger (a handed-over run's are its CLI's stream) into every box it made.
+    // The boxes are made and recycled by the pool's own fiber, never the asking run's: a run's fiber
+    // carries its console and logger (a handed-over run's are its CLI's stream), which are not the daemon's.
     const asks = yield* Queue.unbounded<string>()
+    const jobs = yield* Queue.unbounded<Effect.Effect<void>>()
+    yield* Effect.forkScoped(Effect.forever(Effect.flatten(Queue.take(jobs))))
     const makeAsked = (worker: string) =>
       make(worker).pipe(
         Effect.catchAll((e) => Effect.logWarning(`warm box of ${worker} could not be made (${e.message}); its next run starts its own box`)),
@@ -103,12 +105,12 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
         Effect.gen(function*() {
           const warm = (yield* Ref.get(boxes)).get(worker)
           if (warm === undefined || !(yield* remove(warm))) return Option.none()
-          const fits = yield* warmFits(warm, limits).pipe(
-            Effect.provide(env),
-            Effect.catchAll((e) => Effect.logWarning(`warm box ${warm.runId} of ${worker} could not be checked: ${e.message}`).pipe(Effect.as(false)))
-          )
-          if (fits) return Option.some(warm)
-          yield* recycle(warm, "what it was made from changed (org.toml, the worker's settings, identity or grants), or it cannot serve")
+          const fits = yield* warmFits(warm, limits).pipe(Effect.provide(env), Effect.either)
+          if (fits._tag === "Right" && fits.right) return Option.some(warm)
+          // Said in the daemon's log (by the pool's fiber), not to the person whose run now starts its own box.
+          yield* Queue.offer(jobs, recycle(warm, fits._tag === "Left"
+            ? `it could not be checked (${fits.left.message})`
+            : "the run would not be made from what it was (org.toml, the worker's settings, identity or grants, or the run's own limits), or it cannot serve"))
           return Option.none()
         }),
       refill: (worker) =>

@@ -1,5 +1,6 @@
 import { FileSystem } from "@effect/platform"
-import { Cause, Clock, type Context, Deferred, Effect, Exit, FiberMap, Option, Queue, Ref, Schedule } from "effect"
+import { Cause, Clock, type Context, Deferred, Effect, Exit, FiberMap, Option, Queue, Ref, Schedule, Scope } from "effect"
+import type { WarmBox } from "../box/warmBox.js"
 import { Paths, layout } from "../config/Paths.js"
 import { runFiles } from "../contract/runFiles.js"
 import { modelCredentialAvailable } from "../box/pihome.js"
@@ -115,9 +116,11 @@ const runTask = (
   t: TaskRecord,
   runId: string,
   stop: Deferred.Deferred<void>,
-  continues: { readonly task_id: string | null; readonly run_id: string } | null
+  continues: { readonly task_id: string | null; readonly run_id: string } | null,
+  warm: WarmBox | undefined
 ) =>
   Effect.flatMap(Runner, (runner) => runner.once({
+    ...(warm ? { warm } : {}),
     worker: t.worker,
     prompt: t.prompt,
     ...(t.ceiling_min !== null ? { ceilingMin: t.ceiling_min } : {}),
@@ -175,11 +178,17 @@ const runTask = (
   )
 
 /** Starts a claimed task's run as a fiber keyed by the task id. */
-const launch = (st: SupervisorState, t: TaskRecord, runId: string, continues: { readonly task_id: string | null; readonly run_id: string } | null) =>
+const launch = (
+  st: SupervisorState,
+  t: TaskRecord,
+  runId: string,
+  continues: { readonly task_id: string | null; readonly run_id: string } | null,
+  warm?: WarmBox
+) =>
   Effect.gen(function*() {
     const stop = yield* Deferred.make<void>()
     yield* Ref.update(st.live, (m) => withKey(m, t.task_id, { taskId: t.task_id, worker: t.worker, runId, stop }))
-    yield* FiberMap.run(st.runs, t.task_id, runTask(st, t, runId, stop, continues))
+    yield* FiberMap.run(st.runs, t.task_id, runTask(st, t, runId, stop, continues, warm))
     yield* Effect.logInfo(`task ${t.task_id} (${t.worker}) started: run ${runId}`)
   })
 
@@ -190,11 +199,20 @@ const launch = (st: SupervisorState, t: TaskRecord, runId: string, continues: { 
  */
 const start = (st: SupervisorState, t: TaskRecord, continues: { readonly task_id: string | null; readonly run_id: string } | null) =>
   Effect.gen(function*() {
-    const runId = yield* newRunId
+    // A fresh run of the worker's own kind (not a continuation, not on a channel) takes its warm box: its run id is the box's.
+    const warm = continues === null && (t.channel ?? null) === null
+      ? Option.getOrUndefined(yield* (yield* Runner).takeWarm(t.worker, { ceilingMin: t.ceiling_min ?? undefined }))
+      : undefined
+    const runId = warm?.runId ?? (yield* newRunId)
     const claimed = yield* (yield* TaskStore).update(t.task_id, (x, now) =>
-      x.status === "queued" ? { ...x, status: "running", reason: null, started_at: now, run_ids: [...x.run_ids, runId] } : x)
-    if (claimed.status !== "running" || claimed.run_ids.at(-1) !== runId) return false
-    yield* launch(st, t, runId, continues)
+      x.status === "queued" ? { ...x, status: "running", reason: null, started_at: now, run_ids: [...x.run_ids, runId] } : x).pipe(
+        Effect.tapError(() => (warm ? Scope.close(warm.scope, Exit.void) : Effect.void))
+      )
+    if (claimed.status !== "running" || claimed.run_ids.at(-1) !== runId) {
+      if (warm) yield* Scope.close(warm.scope, Exit.void)
+      return false
+    }
+    yield* launch(st, t, runId, continues, warm)
     return true
   })
 

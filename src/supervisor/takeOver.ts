@@ -146,8 +146,10 @@ export const takeOver = Effect.fn("supervisor.takeOver")(function*(box: FoundBox
       error: end.error,
       finalText,
       ceilingMin: held.right.record.ceiling_min ?? null,
-      found: true
-    } satisfies RunEnded & { readonly found: boolean }
+      found: true,
+      // A warm box's labels name no task (it was made before any run took it): its record does.
+      taskId: box.taskId ?? held.right.record.task_id
+    } satisfies RunEnded & { readonly found: boolean; readonly taskId: string | null }
   }))
 })
 

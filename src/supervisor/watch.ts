@@ -25,9 +25,10 @@ const takeOverBox = (st: SupervisorState, box: FoundBox, how: TakeOver) =>
       `${how.how === "adopt" && end.found ? "adopted" : "reaped"} box ${box.name} of ${box.worker || "?"}: ${end.endedBy}` +
         (end.exitCode !== null ? ` (exit ${end.exitCode})` : "") + (end.error ? ` — ${end.error}` : "")
     )
-    if (box.taskId === null) return
-    const cancelled = (yield* Ref.get(st.cancelRequested)).has(box.taskId)
-    yield* (yield* TaskStore).update(box.taskId, (t, now) =>
+    const taskId = ("taskId" in end ? end.taskId : undefined) ?? box.taskId
+    if (taskId === null) return
+    const cancelled = (yield* Ref.get(st.cancelRequested)).has(taskId)
+    yield* (yield* TaskStore).update(taskId, (t, now) =>
       t.status === "running" && t.run_ids.at(-1) === box.runId ? { ...taskEnd(end, cancelled)(t, now), adopted: true } : t).pipe(
         Effect.catchTag("NoSuchTask", () => Effect.void)
       )

@@ -1,0 +1,216 @@
+import Dockerode from "dockerode"
+import { execFileSync, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { auditedOnce } from "../support/audit.js"
+import { collect, type Deployment, makeDeployment, ROSTER_BIN, TEST_IMAGE } from "../support/deployment.js"
+import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
+import { latestRunId } from "../support/runs.js"
+
+const docker = new Dockerode()
+
+/** CONNECT through the gateway from inside a box, with the token of its HTTP_PROXY: prints the answer. */
+const CONNECT = `T=\${HTTP_PROXY#http://}; T=\${T%%:*}; P=\${HTTP_PROXY##*:}; ` +
+  `A=$(printf '%s:x' "$T" | base64 | tr -d '\\n'); ` +
+  `connect() { (printf 'CONNECT %s HTTP/1.1\\r\\nProxy-Authorization: Basic %s\\r\\n\\r\\n' "$1" "$A"; sleep 1) | nc -w 3 host.docker.internal "$P"; }; `
+
+/** A box action from inside a box, with its token (busybox nc through a fifo): prints the answer's status line. */
+const ACT = `act() { tok=\${HTTP_PROXY#*://}; tok=\${tok%%:*}; rm -f /tmp/.q /tmp/.a; mkfifo /tmp/.q; ` +
+  `nc -w 10 host.docker.internal \${ROSTER_GATEWAY##*:} </tmp/.q >/tmp/.a & p=$!; ` +
+  `{ printf 'POST /v1/actions/%s HTTP/1.0\\r\\nAuthorization: Bearer %s\\r\\nContent-Length: %s\\r\\n\\r\\n%s' "$1" "$tok" "\${#2}" "$2"; ` +
+  `while kill -0 $p 2>/dev/null; do usleep 10000; done; } >/tmp/.q; head -n 1 /tmp/.a | tr -d '\\r'; }; `
+
+const until = async <A>(what: string, probe: () => Promise<A | undefined> | A | undefined, ms = 30_000): Promise<A> => {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const found = await probe()
+    if (found !== undefined) return found
+    if (Date.now() > deadline) throw new Error(`waited ${ms / 1000} s for ${what}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode)", () => {
+  let d: Deployment
+  let outside: OutsideHost
+  let deployment: string
+
+  const boxesOf = async (kind?: string) =>
+    (await docker.listContainers({ all: true, filters: { label: [`roster.deployment=${deployment}`, ...(kind ? [`roster.kind=${kind}`] : [])] } }))
+      .filter((c) => c.State === "running")
+  /** The worker's warm box, once the daemon has made it: its run id and container. */
+  const warmBox = () =>
+    until("a warm box", async () => {
+      const [c] = await boxesOf("warm")
+      return c ? { id: c.Id, runId: c.Labels["roster.run-id"] ?? "" } : undefined
+    })
+  const runDir = (runId: string) => d.file("data", "runs", "alice", runId)
+  const record = (runId: string) => JSON.parse(fs.readFileSync(path.join(runDir(runId), "run.json"), "utf8"))
+  const tokens = () => (fs.existsSync(d.file("state", "identity")) ? fs.readdirSync(d.file("state", "identity")) : [])
+  const workerRun = (prompt: string) => collect(spawn(ROSTER_BIN, ["worker", "run", "alice", prompt], { env: d.env, stdio: ["ignore", "pipe", "pipe"] }))
+  const allow = (extra = "") => `[box]\nwarm = "recent"\n${extra}\n[[allow]]\nhosts = ["198.51.100.7"]\nports = [9099]\nscope = ["org/*"]\n`
+
+  beforeAll(async () => {
+    outside = await makeOutsideHost()
+    d = await makeDeployment(allow(), TEST_IMAGE, "runc")
+    deployment = d.file("config")
+  })
+
+  afterAll(async () => {
+    await d?.stop()
+    outside?.close()
+  })
+
+  it("a run leaves its worker a warm box whose token opens nothing but its preflight report (403, audited); its preflight is in before any run takes it", async () => {
+    const first = await workerRun("!exit 0")
+    expect(first.code, first.stderr).toBe(0)
+    const warm = await warmBox()
+    expect(record(latestRunId(d.file("data", "runs", "alice"))).warm).toBe(false)
+    // Its token is bound to no run, and says so.
+    const held = tokens().map((f) => JSON.parse(fs.readFileSync(d.file("state", "identity", f), "utf8")))
+    expect(held).toEqual([expect.objectContaining({ run_id: warm.runId, warm: true })])
+    // The box reported its preflight while it waited: the gateway's decision is in its run's events already.
+    await until("the warm box's preflight", () => {
+      const file = path.join(runDir(warm.runId), "events.jsonl")
+      return fs.existsSync(file) && fs.readFileSync(file, "utf8").includes(`"kind":"preflight","result":{"ok":true`) ? true : undefined
+    })
+    expect(fs.existsSync(path.join(runDir(warm.runId), "run.json"))).toBe(false)
+    // Anything else under its token is refused: egress and box actions alike.
+    const exec = await docker.getContainer(warm.id).exec({
+      Cmd: ["sh", "-c", `${CONNECT}${ACT}connect 198.51.100.7:9099; echo ---; act remember '{"text":"x"}'`],
+      AttachStdout: true, AttachStderr: true
+    })
+    const out = await new Promise<string>((resolve, reject) => {
+      void exec.start({}).then((stream) => {
+        let text = ""
+        stream.on("data", (c: Buffer) => (text += c.toString("latin1")))
+        stream.on("end", () => resolve(text))
+        stream.on("error", reject)
+      }, reject)
+    })
+    const [egress, action] = out.split("---")
+    expect(egress).toContain("HTTP/1.1 403")
+    expect(egress).not.toContain(outside.greeting)
+    expect(action).toMatch(/HTTP\/1\.[01] 403/)
+    const audited = await auditedOnce(d.file("state", "audit"), (lines) => lines.filter((l) => l.status === 403 && l.host === "198.51.100.7").length >= 1)
+    expect(audited.filter((l) => l.host === "198.51.100.7" && l.status === 403)).toHaveLength(1)
+  })
+
+  it("the next worker run takes it: the run is the warm box's run, its first request is served under that run id, the box's env names it", async () => {
+    const warm = await warmBox()
+    const r = await workerRun(`!${CONNECT}connect 198.51.100.7:9099; echo; echo "run=$ROSTER_RUN_ID"`)
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toContain(`box ${warm.runId} ended by exit (exit code 0)`)
+    const rec = record(warm.runId)
+    expect(rec).toMatchObject({ run_id: warm.runId, kind: "box", warm: true, ended_by: "exit", exit_code: 0, preflight: { ok: true } })
+    // Its ceiling starts at the claim, not when the box was made.
+    expect(Date.parse(rec.deadline) - Date.parse(rec.started_at)).toBeGreaterThan(29 * 60_000)
+    expect(Date.parse(rec.deadline) - Date.parse(rec.started_at)).toBeLessThan(31 * 60_000)
+    const transcript = fs.readFileSync(path.join(runDir(warm.runId), "stdout.jsonl"), "utf8")
+    expect(transcript).toContain("HTTP/1.1 200 Connection Established")
+    expect(transcript).toContain(outside.greeting)
+    expect(transcript).toContain(`run=${warm.runId}`)
+    const audited = await auditedOnce(d.file("state", "audit"), (lines) => lines.some((l) => l.run_id === warm.runId && l.status === 200))
+    expect(audited.filter((l) => l.run_id === warm.runId && l.host === "198.51.100.7").map((l) => l.status)).toEqual([200])
+    // And it is gone with its run: the next warm box is another, under a new run id and token.
+    const next = await warmBox()
+    expect(next.runId).not.toBe(warm.runId)
+    expect(tokens()).toHaveLength(1)
+  })
+
+  it("a warm box made before identity.md changed is recycled, not taken: the run starts its own (warm: false) and prints byte for byte what a warm run prints", async () => {
+    const events = [
+      `{"type":"tool_execution_start","toolName":"bash","args":{"command":"ls"}}`,
+      `{"type":"tool_execution_end","toolName":"bash","result":{"content":[{"type":"text","text":"a\\nb\\nc\\nd\\ne"}]}}`,
+      `{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"done \\u001b[2J here"}],"stopReason":"stop"}}`
+    ].map((e) => `echo '${e}'`).join("; ")
+    const prompt = `!${events}; ${ACT}act message_user '{"text":"a note"}' >/dev/null; echo 'to stderr' >&2; exit 5`
+    const stale = await warmBox()
+    const identity = d.file("config", "workers", "alice", "identity.md")
+    fs.appendFileSync(identity, "\nYou keep your notes short.\n")
+    const cold = await workerRun(prompt)
+    const coldId = latestRunId(d.file("data", "runs", "alice"))
+    expect(coldId).not.toBe(stale.runId)
+    expect(record(coldId)).toMatchObject({ warm: false, exit_code: 5 })
+    // The stale box is gone, its folder with it (no run ever had it).
+    expect((await boxesOf()).map((c) => c.Labels["roster.run-id"])).not.toContain(stale.runId)
+    expect(fs.existsSync(runDir(stale.runId))).toBe(false)
+    const fresh = await warmBox()
+    const warm = await workerRun(prompt)
+    expect(record(fresh.runId)).toMatchObject({ warm: true, exit_code: 5 })
+    const same = (s: string, runId: string) => s.replaceAll(runId, "RUN")
+    expect(warm.code).toBe(5)
+    expect(cold.code).toBe(5)
+    expect(same(warm.stdout, fresh.runId)).toBe(same(cold.stdout, coldId))
+    expect(same(warm.stderr, fresh.runId)).toBe(same(cold.stderr, coldId))
+    expect(warm.stdout).toContain("  -> bash {\"command\":\"ls\"}\n     | a\n     | b\n     | c\n     | … 2 more lines\nalice: done ␛[2J here\n")
+    expect(warm.stdout).toContain("message from alice: a note\n")
+    expect(warm.stderr).toContain("to stderr")
+  })
+
+  it("a queued task takes its worker's warm box: the task's run is the box's run, kind task, its token bound to the task", async () => {
+    const warm = await warmBox()
+    const added = await d.roster(["task", "add", "alice", `!${ACT}act remember '{"text":"from the task"}'`, "--json"])
+    expect(added.code, added.stderr).toBe(0)
+    const taskId = (JSON.parse(added.stdout) as { task_id: string }).task_id
+    const task = await until("the task's end", async () => {
+      const shown = JSON.parse((await d.roster(["task", "show", taskId, "--json"])).stdout) as { status: string; run_ids: Array<string> }
+      return shown.status === "done" || shown.status === "failed" ? shown : undefined
+    })
+    expect(task).toMatchObject({ status: "done", run_ids: [warm.runId] })
+    expect(record(warm.runId)).toMatchObject({ kind: "task", task_id: taskId, warm: true, ended_by: "exit", exit_code: 0 })
+    // The gateway took the task from the bound token: the memory entry it wrote names the task's run.
+    expect(fs.readFileSync(path.join(runDir(warm.runId), "stdout.jsonl"), "utf8")).toMatch(/HTTP\/1\.[01] 200/)
+    const memory = JSON.parse((await d.roster(["memory", "list", "alice", "--json"])).stdout) as Array<{ text: string; run_id?: string }>
+    expect(memory.find((m) => m.text === "from the task")).toMatchObject({ run_id: warm.runId })
+  })
+
+  it("a warm box no run takes within warm_idle_min is recycled: no box, no token, no folder", async () => {
+    d.writeOrg(allow("warm_idle_min = 0.05"))
+    // The daemon looks at org.toml at most twice a second: the box made after this run must be made from the new one.
+    await new Promise((r) => setTimeout(r, 1_000))
+    try {
+      // The org changed: the warm box there is not the one this run would make, so the run starts its own; the next is made under 3 s of idle.
+      expect((await workerRun("!exit 0")).code).toBe(0)
+      const warm = await warmBox()
+      await until("the idle warm box's recycling", async () => ((await boxesOf()).length === 0 ? true : undefined), 20_000)
+      await until("its token's removal", () => (tokens().length === 0 ? true : undefined), 5_000)
+      expect(fs.existsSync(runDir(warm.runId))).toBe(false)
+    } finally {
+      d.writeOrg(allow())
+    }
+  })
+
+  it("a daemon killed with -9 leaves its warm box to the next, which removes it, its token and its folder; server stop leaves no box, token or network", async () => {
+    expect((await workerRun("!exit 0")).code).toBe(0)
+    const warm = await warmBox()
+    const status = JSON.parse((await d.roster(["server", "status", "--json"])).stdout) as { pid: number; supervisor: { warm: number } }
+    expect(status.supervisor.warm).toBe(1)
+    process.kill(status.pid, "SIGKILL")
+    await until("the killed daemon's end", () => {
+      try {
+        process.kill(status.pid, 0)
+        return undefined
+      } catch {
+        return true
+      }
+    })
+    const started = await d.roster(["server", "start"])
+    expect(started.code, started.stderr).toBe(0)
+    await until("the orphaned warm box's removal", async () =>
+      (await boxesOf()).some((c) => c.Labels["roster.run-id"] === warm.runId) ? undefined : true, 20_000)
+    await until("its token's and folder's removal", () => (tokens().length === 0 && !fs.existsSync(runDir(warm.runId)) ? true : undefined), 10_000)
+    // The next run's warm box, then a stop: nothing of it is left, and the deployment's network is gone.
+    expect((await workerRun("!exit 0")).code).toBe(0)
+    await warmBox()
+    const stopped = await d.roster(["server", "stop"])
+    expect(stopped.code, stopped.stderr).toBe(0)
+    expect(await boxesOf()).toEqual([])
+    expect(tokens()).toEqual([])
+    const networks = execFileSync("docker", ["network", "ls", "--filter", `label=roster.deployment=${deployment}`, "--format", "{{.Name}}"], { encoding: "utf8" })
+    expect(networks.trim()).toBe("")
+    const again = await d.roster(["server", "start"])
+    expect(again.code, again.stderr).toBe(0)
+  })
+})
