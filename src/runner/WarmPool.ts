@@ -32,8 +32,29 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
   static readonly closeFirst = Layer.scopedDiscard(Effect.flatMap(WarmPool, (pool) => Effect.addFinalizer(() => pool.close)))
 
   /** Warm boxes in the daemon's scope: closing it recycles every one left. */
-  static readonly layer: Layer.Layer<WarmPool, never, WarmEnv> = Layer.scoped(WarmPool, Effect.gen(function*() {
-    const env = Context.omit(Scope.Scope)(yield* Effect.context<WarmEnv>()) as Context.Context<WarmEnv>
+  static readonly layer: Layer.Layer<WarmPool, never, WarmEnv> = Layer.scoped(WarmPool, makePool({ prepare: prepareWarm, fits: warmFits }))
+
+  /** The pool over boxes a test makes (its own `prepare` and `fits`): its timing, room and recycling, without an engine. */
+  static readonly layerTest = <R>(ops: PoolOps<R>): Layer.Layer<WarmPool, never, R | OrgConfig> => Layer.scoped(WarmPool, makePool(ops))
+
+  /** No warm boxes (a CLI running its own runs, and tests that do not test them): every run starts its own box. */
+  static readonly off: Layer.Layer<WarmPool> = Layer.succeed(WarmPool, {
+    take: () => Effect.succeedNone,
+    refill: () => Effect.void,
+    ready: Effect.succeed([]),
+    close: Effect.void
+  })
+}
+
+/** How the pool makes a warm box and checks one against a run (the box layer's, or a test's). */
+export interface PoolOps<R> {
+  readonly prepare: (worker: string) => Effect.Effect<Option.Option<WarmBox>, { readonly message: string }, R>
+  readonly fits: (warm: WarmBox, limits: WarmLimits) => Effect.Effect<boolean, { readonly message: string }, R>
+}
+
+function makePool<R>(ops: PoolOps<R>) {
+  return Effect.gen(function*() {
+    const env = Context.omit(Scope.Scope)(yield* Effect.context<R | OrgConfig>()) as Context.Context<R | OrgConfig>
     const scope = yield* Effect.scope
     const boxes = yield* Ref.make<ReadonlyMap<string, WarmBox>>(new Map())
     const making = yield* Ref.make<ReadonlySet<string>>(new Set())
@@ -73,7 +94,7 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
           if (oldest === undefined) return
           if (yield* remove(oldest)) yield* recycle(oldest, `room for ${worker}'s ([box] warm_max = ${org.box.warm_max})`)
         }
-        const made = yield* prepareWarm(worker)
+        const made = yield* ops.prepare(worker)
         if (Option.isNone(made)) return
         const warm = made.value
         const stopping = yield* Ref.get(closed)
@@ -105,7 +126,7 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
         Effect.gen(function*() {
           const warm = (yield* Ref.get(boxes)).get(worker)
           if (warm === undefined || !(yield* remove(warm))) return Option.none()
-          const fits = yield* warmFits(warm, limits).pipe(Effect.provide(env), Effect.either)
+          const fits = yield* ops.fits(warm, limits).pipe(Effect.provide(env), Effect.either)
           if (fits._tag === "Right" && fits.right) return Option.some(warm)
           // Said in the daemon's log (by the pool's fiber), not to the person whose run now starts its own box.
           yield* Queue.offer(jobs, recycle(warm, fits._tag === "Left"
@@ -121,13 +142,5 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
       ready: Effect.map(Ref.get(boxes), (m) => [...m.keys()]),
       close
     })
-  }))
-
-  /** No warm boxes (a CLI running its own runs, and tests that do not test them): every run starts its own box. */
-  static readonly off: Layer.Layer<WarmPool> = Layer.succeed(WarmPool, {
-    take: () => Effect.succeedNone,
-    refill: () => Effect.void,
-    ready: Effect.succeed([]),
-    close: Effect.void
   })
 }

@@ -1,0 +1,104 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer, Option, Ref, Scope, TestClock } from "effect"
+import type { WarmBox } from "../../src/box/warmBox.js"
+import { OrgConfig } from "../../src/config/OrgConfig.js"
+import { WarmPool } from "../../src/runner/WarmPool.js"
+
+/** A warm box as the pool sees it (no engine): its run id, worker, when it was made, and whether its scope was closed. */
+const fakeBox = (worker: string, n: number, closed: Ref.Ref<ReadonlyArray<string>>) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const runId = `2026-12-05-00-00-00-${n.toString(16).padStart(8, "0")}`
+    yield* Scope.addFinalizer(scope, Ref.update(closed, (c) => [...c, runId]))
+    return { runId, worker, madeFrom: "digest", preparedAt: n, scope } as unknown as WarmBox
+  })
+
+/** The pool over fake boxes: `fits` answers what the test says; every close is kept in `closed`. */
+const pool = (box: { readonly warm_max?: number; readonly warm_idle_min?: number; readonly warm?: "recent" | "off" }, fits: Ref.Ref<boolean>) =>
+  Effect.gen(function*() {
+    const closed = yield* Ref.make<ReadonlyArray<string>>([])
+    const made = yield* Ref.make(0)
+    const layer = WarmPool.layerTest({
+      prepare: (worker) => Ref.updateAndGet(made, (n) => n + 1).pipe(Effect.flatMap((n) => fakeBox(worker, n, closed)), Effect.map(Option.some)),
+      fits: () => Ref.get(fits)
+    }).pipe(Layer.provide(OrgConfig.layerTest({ box: box as never })))
+    return { layer, closed }
+  })
+
+/** Lets the pool's own fibers run what was asked of them (the pool is built in the test's scope, with `Layer.build`: it lives as long as the test). */
+const settle = Effect.repeatN(Effect.yieldNow(), 50)
+
+describe("the warm pool (its timing, room and recycling, over fake boxes and the TestClock)", () => {
+  it.scoped("a warm box no run takes within warm_idle_min is recycled: out of the pool, its scope closed", () =>
+    Effect.gen(function*() {
+      const fits = yield* Ref.make(true)
+      const { closed, layer } = yield* pool({ warm_idle_min: 10 }, fits)
+      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      yield* p.refill("alice")
+      yield* settle
+      expect(yield* p.ready).toEqual(["alice"])
+      yield* TestClock.adjust("9 minutes")
+      yield* settle
+      expect(yield* p.ready).toEqual(["alice"])
+      expect(yield* Ref.get(closed)).toEqual([])
+      yield* TestClock.adjust("1 minute")
+      yield* settle
+      expect(yield* p.ready).toEqual([])
+      expect(yield* Ref.get(closed)).toHaveLength(1)
+    }))
+
+  it.scoped("a take gives the box once; one that does not fit the run is recycled and not given", () =>
+    Effect.gen(function*() {
+      const fits = yield* Ref.make(true)
+      const { closed, layer } = yield* pool({}, fits)
+      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      yield* p.refill("alice")
+      yield* settle
+      const taken = yield* p.take("alice", {})
+      expect(Option.isSome(taken)).toBe(true)
+      expect(Option.isNone(yield* p.take("alice", {}))).toBe(true)
+      yield* p.refill("alice")
+      yield* settle
+      yield* Ref.set(fits, false)
+      expect(Option.isNone(yield* p.take("alice", {}))).toBe(true)
+      yield* settle
+      // The misfit's scope is closed; the taken one's is its taker's to close.
+      expect(yield* Ref.get(closed)).toHaveLength(1)
+      expect(yield* p.ready).toEqual([])
+    }))
+
+  it.scoped("at warm_max the oldest gives its place to the worker that ran last; warm = off makes none", () =>
+    Effect.gen(function*() {
+      const fits = yield* Ref.make(true)
+      const { closed, layer } = yield* pool({ warm_max: 1 }, fits)
+      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      yield* p.refill("alice")
+      yield* settle
+      yield* p.refill("bob")
+      yield* settle
+      expect(yield* p.ready).toEqual(["bob"])
+      expect(yield* Ref.get(closed)).toHaveLength(1)
+      const off = yield* pool({ warm: "off" }, fits)
+      const q = Context.get(yield* Layer.build(off.layer), WarmPool)
+      yield* q.refill("alice")
+      yield* settle
+      expect(yield* q.ready).toEqual([])
+    }))
+
+  it.scoped("closing the pool (the daemon stops) recycles every warm box, and none is made after", () =>
+    Effect.gen(function*() {
+      const fits = yield* Ref.make(true)
+      const { closed, layer } = yield* pool({}, fits)
+      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      yield* p.refill("alice")
+      yield* p.refill("bob")
+      yield* settle
+      expect([...(yield* p.ready)].sort()).toEqual(["alice", "bob"])
+      yield* p.close
+      expect(yield* Ref.get(closed)).toHaveLength(2)
+      yield* p.refill("carol")
+      yield* settle
+      expect(yield* p.ready).toEqual([])
+      expect(yield* Ref.get(closed)).toHaveLength(2)
+    }))
+})
