@@ -11,12 +11,26 @@ import { routeKey, systemPromptOf } from "./context.js"
 import { type Identity, mintIdentity } from "./identity.js"
 import { drainTo, outputCaps } from "./output.js"
 import { PreflightLine } from "./preflight.js"
-import { type PreparedRun, prepareRun } from "./prepareRun.js"
+import { type PreparedRun, prepareRun, type RunLimits } from "./prepareRun.js"
 import { provisionBox } from "./provision.js"
 import { provisionStore } from "./store.js"
 
 /**
- * A box made ready for its worker's next one-shot run before any run asked for it: started, pi
+ * What kind of run a warm box is made for — what its container cannot change once started: a one-shot
+ * (a worker run, a task) or a session, its send tool (a chat session's, a talk's term_send), its channel.
+ */
+export interface WarmShape {
+  readonly kind: "one-shot" | "session"
+  readonly chatSend: "slack" | "discord" | null
+  readonly termSend: boolean
+  readonly channel: string | null
+}
+
+/** A worker run's or a queued task's shape. */
+export const ONE_SHOT: WarmShape = { kind: "one-shot", chatSend: null, termSend: false, channel: null }
+
+/**
+ * A box made ready for its worker's next run before any run asked for it: started, pi
  * waiting in rpc mode for its first prompt, its token bound to no run (the gateway takes only its
  * preflight report under it). Its scope holds the box, the token and the folder; whoever takes
  * it closes that scope — a claim at its run's end, a recycle at once.
@@ -25,6 +39,7 @@ export interface WarmBox {
   /** The run id the box was made under (its name, labels and folder): the run that claims it is that run. */
   readonly runId: string
   readonly worker: string
+  readonly shape: WarmShape
   /** A digest of what it was made from: a claim takes it only while the run would be made from the same. */
   readonly madeFrom: string
   readonly preparedAt: number
@@ -49,10 +64,12 @@ export interface WarmBox {
   readonly spent: Effect.Effect<Option.Option<string>>
 }
 
-/** What a warm box is made from — the org snapshot, the worker's settings, grants and system prompt — as one digest. */
-export const warmDigest = (run: Pick<PreparedRun, "org" | "settings" | "mounts" | "identity">) =>
+/** What a warm box is made from — its shape, the org snapshot, the worker's settings, grants and system prompt — as one digest. */
+export const warmDigest = (run: Pick<PreparedRun, "org" | "settings" | "mounts" | "identity" | "channel">, shape: WarmShape) =>
   crypto.createHash("sha256")
-    .update(JSON.stringify({ org: run.org, settings: run.settings, mounts: run.mounts, system: systemPromptOf(run.identity, run.mounts) }))
+    .update(JSON.stringify({
+      shape, org: run.org, settings: run.settings, mounts: run.mounts, system: systemPromptOf(run.identity, run.mounts, [], run.channel)
+    }))
     .digest("hex")
 
 /** Why a worker gets no warm box: a gated repo is cloned per run, under the run's own branch. */
@@ -64,18 +81,18 @@ export const warmRefusal = (run: Pick<PreparedRun, "mounts">): string | undefine
  * run id) but in rpc mode and labelled `warm`; its label deadline is its idle time plus a run's
  * ceiling, the most it could live. None when the worker cannot have one (see {@link warmRefusal}).
  */
-export const prepareWarm = Effect.fn("warm.prepare")(function*(worker: string) {
-  const run = yield* prepareRun({ worker, kind: "one-shot" })
+export const prepareWarm = Effect.fn("warm.prepare")(function*(worker: string, shape: WarmShape = ONE_SHOT) {
+  const run = yield* prepareRun({ worker, kind: shape.kind, channel: shape.channel })
   if (warmRefusal(run) !== undefined) return Option.none<WarmBox>()
   const scope = yield* Scope.make()
-  return yield* makeWarm(run).pipe(
+  return yield* makeWarm(run, shape).pipe(
     Scope.extend(scope),
     Effect.map((made) => Option.some<WarmBox>({ ...made, scope })),
     Effect.onExit((exit) => (Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void))
   )
 })
 
-const makeWarm = (run: PreparedRun) =>
+const makeWarm = (run: PreparedRun, shape: WarmShape) =>
   Effect.gen(function*() {
     const { org, settings, mounts, runId, worker } = run
     const runDir = layout(yield* Paths).runDir(worker, runId)
@@ -87,11 +104,12 @@ const makeWarm = (run: PreparedRun) =>
       )))
     const store = yield* provisionStore(worker)
     const identity = yield* mintIdentity(worker, runId, null, undefined, true)
-    const system = systemPromptOf(run.identity, mounts)
+    const system = systemPromptOf(run.identity, mounts, [], run.channel)
     const plan = yield* provisionBox({
-      worker, runId, runDir, taskId: null, kind: "warm", ceilingMin: org.box.ceiling_min,
+      worker, runId, runDir, taskId: null, kind: "warm", ceilingMin: shape.kind === "one-shot" ? org.box.ceiling_min : null,
       ceiling: Duration.sum(Duration.minutes(org.box.warm_idle_min), run.ceiling),
-      token: identity.token, mode: "rpc", org, settings, mounts,
+      token: identity.token, mode: "rpc", org, settings, mounts, channel: run.channel,
+      chatSend: shape.chatSend ?? undefined, termSend: shape.termSend,
       piArgs: ["--session-id", routeKey(worker, system), "--append-system-prompt", system]
     }, store, [])
     const box = yield* (yield* BoxBackend).open(plan)
@@ -119,7 +137,7 @@ const makeWarm = (run: PreparedRun) =>
       return Option.isSome(exited) ? Option.some("its box exited before a run took it") : Option.none<string>()
     })
     return {
-      runId, worker, madeFrom: warmDigest(run), preparedAt: yield* Clock.currentTimeMillis, identity, plan, settings,
+      runId, worker, shape, madeFrom: warmDigest(run, shape), preparedAt: yield* Clock.currentTimeMillis, identity, plan, settings,
       box: { id: box.id, exited: box.exited, write: box.write, closeStdin: box.closeStdin, kill: box.kill },
       // Awaited, never joined: a join would merge the drains' fiber refs (the console and logger of whatever made
       // the box) into the run that claims it, and its closing lines would go to another run's reader.
@@ -127,12 +145,16 @@ const makeWarm = (run: PreparedRun) =>
     }
   })
 
+/** Two shapes are one (a warm box of one serves a run of the other). */
+export const sameShape = (a: WarmShape, b: WarmShape) =>
+  a.kind === b.kind && a.chatSend === b.chatSend && a.termSend === b.termSend && a.channel === b.channel
+
 /**
- * Whether `warm` can serve a one-shot run of its worker with these limits now: it can still serve,
- * and the run would be made from exactly what it was (org.toml, worker.toml, identity, grants).
+ * Whether `warm` can serve a run of this shape and these limits of its worker now: it can still serve,
+ * and the run would be made from exactly what it was (its shape, org.toml, worker.toml, identity, grants).
  */
-export const warmFits = Effect.fn("warm.fits")(function*(warm: WarmBox, limits: { readonly ceilingMin?: number | undefined }) {
-  if (Option.isSome(yield* warm.spent)) return false
-  const run = yield* prepareRun({ worker: warm.worker, kind: "one-shot", limits })
-  return warmRefusal(run) === undefined && warmDigest(run) === warm.madeFrom
+export const warmFits = Effect.fn("warm.fits")(function*(warm: WarmBox, shape: WarmShape, limits: RunLimits) {
+  if (!sameShape(warm.shape, shape) || Option.isSome(yield* warm.spent)) return false
+  const run = yield* prepareRun({ worker: warm.worker, kind: shape.kind, channel: shape.channel, limits })
+  return warmRefusal(run) === undefined && warmDigest(run, shape) === warm.madeFrom
 })

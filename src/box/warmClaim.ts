@@ -13,18 +13,22 @@ export interface WarmClaim {
   readonly taskId: string | null
   readonly chatChannel?: string | undefined
   readonly ceiling: Duration.Duration
-  readonly ceilingMin: number
-  /** The Start input: pi's first (and a one-shot's only) prompt. */
-  readonly prompt: string
+  /** A one-shot's ceiling in minutes (null for a session, whose turns and whole have their own). */
+  readonly ceilingMin: number | null
+  /**
+   * A one-shot's Start input: pi's first and only prompt, the conversation closed after its turn. A
+   * session sends none here (its first message is its first turn, prompted by its own runner).
+   */
+  readonly prompt?: string
   readonly onLine: (line: string) => Effect.Effect<void>
-  readonly linesWanted: (line: string) => boolean
+  readonly linesWanted?: (line: string) => boolean
 }
 
 /**
- * A warm box taken by a one-shot run, as the run's own box: the box's scope becomes the run's (its
- * close — the box killed, the token revoked — runs before the store's snapshot, as a cold box's),
- * the token bound to the run, its ceiling starting now, the Start input sent as pi's first prompt,
- * and the conversation closed after that one turn so the box exits as a one-shot box does.
+ * A warm box taken by a run, as the run's own box: the box's scope becomes the run's (its close —
+ * the box killed, the token revoked — runs before the store's snapshot, as a cold box's), the token
+ * bound to the run, its ceiling starting now. A one-shot's Start input goes as pi's first prompt and
+ * the conversation is closed after that one turn, so the box exits as a one-shot box does.
  */
 export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim: WarmClaim) {
   const { record } = claim
@@ -33,27 +37,30 @@ export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim:
   yield* Ref.set(warm.claimed, true)
   yield* bindIdentity(warm.identity, record.worker, record.runId, claim.taskId, claim.chatChannel)
   const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(claim.ceiling)
-  const plan = { ...warm.plan, kind: claim.taskId ? "task" as const : "box" as const, taskId: claim.taskId, deadline }
+  const kind = claim.taskId ? "task" as const : warm.shape.kind === "session" ? "session" as const : "box" as const
+  const plan = { ...warm.plan, kind, taskId: claim.taskId, deadline }
   yield* record.note({
     container: containerName(plan.runId),
     image: plan.image,
     runtime: plan.runtime,
     owner: plan.owner,
     deadline: new Date(deadline).toISOString(),
-    ceiling_min: claim.ceilingMin,
+    ...(claim.ceilingMin !== null ? { ceiling_min: claim.ceilingMin } : {}),
     warm: true
   })
   const runLog = yield* RunLog
   const closed = yield* Ref.make(false)
   // One turn: its end (or pi refusing the prompt) closes pi's stdin, and pi exits 0 as json mode does.
   const closeOnce = Ref.getAndSet(closed, true).pipe(Effect.flatMap((was) => (was ? Effect.void : warm.box.closeStdin)))
+  const { prompt } = claim
   yield* Ref.set(warm.lines, (line) => {
-    if (!claim.linesWanted(line)) return Effect.void
-    const kind = readEvent(line).kind
-    const ends = kind === "turn-end" || kind === "settled" || kind === "prompt-refused"
+    if (claim.linesWanted && !claim.linesWanted(line)) return Effect.void
+    if (prompt === undefined) return claim.onLine(line)
+    const event = readEvent(line).kind
+    const ends = event === "turn-end" || event === "settled" || event === "prompt-refused"
     return claim.onLine(line).pipe(Effect.zipRight(ends ? closeOnce : Effect.void))
   })
-  yield* warm.box.write(`${JSON.stringify({ type: "prompt", message: claim.prompt })}\n`)
+  if (prompt !== undefined) yield* warm.box.write(`${JSON.stringify({ type: "prompt", message: prompt })}\n`)
   return {
     id: warm.box.id,
     plan,

@@ -181,7 +181,7 @@ const ImagePull = Layer.scopedDiscard(Effect.gen(function*() {
  * before the queue moves; the chat listeners (a chat session's box takes a supervisor slot);
  * then the control API, the sweeps and the image pull. Stopping unwinds the same order back.
  */
-export const DaemonLive = Layer.mergeAll(Control, Sweeps, ImagePull, WarmPool.closeFirst).pipe(
+export const DaemonLive = Layer.mergeAll(Control, Sweeps, ImagePull, WarmPool.daemonHooks).pipe(
   Layer.provide(ChatHub.layer),
   Layer.provideMerge(Supervisor.layer),
   Layer.provide(GatewayUp),

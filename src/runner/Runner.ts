@@ -1,5 +1,5 @@
 import { Context, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
-import type { WarmBox } from "../box/warmBox.js"
+import type { WarmBox, WarmShape } from "../box/warmBox.js"
 import { type WarmLimits, WarmPool } from "./WarmPool.js"
 import { type DirectRun, directRun, type DirectRunView } from "../box/directRun.js"
 import { type RunOutcome, type RunRequest, runOnce } from "../box/runOnce.js"
@@ -38,10 +38,11 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
   /** A person's one-shot run as `roster worker run` shows it, line by line; the exit code the CLI exits with. */
   readonly direct: (req: DirectRun, view: DirectView) => Effect.Effect<number, RunError>
   /**
-   * The worker's warm box for a one-shot with these limits, when this node has one that fits (a queued
-   * task's claim takes it before its run id is written). Its taker passes it to `once`, which closes it.
+   * The worker's warm box for a one-shot on this channel (or none) with these limits, when this node has
+   * one that fits (a queued task's claim takes it before its run id is written). Its taker passes it to
+   * `once`, which closes it.
    */
-  readonly takeWarm: (worker: string, limits: WarmLimits) => Effect.Effect<Option.Option<WarmBox>>
+  readonly takeWarm: (worker: string, channel: string | null, limits: WarmLimits) => Effect.Effect<Option.Option<WarmBox>>
 }>() {
   /** Over the services of the context it is built in (the CLI's RosterLive, or the daemon's own fleet stores). */
   static readonly layer: Layer.Layer<Runner, never, RunEnv> = Layer.effect(
@@ -54,33 +55,37 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
       const fleet = Option.match(member, { onNone: () => Context.empty(), onSome: (m) => Context.make(FleetMember, m) })
       // The daemon's warm boxes (none where the layer is not given: a CLI's own runs start their own box).
       const pool = Option.getOrUndefined(yield* Effect.serviceOption(WarmPool))
-      const refill = (worker: string) => (pool ? pool.refill(worker) : Effect.void)
-      /** The worker's warm box for a one-shot with these limits, closed after `run` whatever happens (a claim made it the run's). */
-      const withWarm = <A, E, R>(worker: string, limits: WarmLimits, run: (warm: WarmBox | undefined) => Effect.Effect<A, E, R>) =>
+      // After a run of a worker, its next box is made of that run's shape.
+      const refill = (worker: string, shape: WarmShape) => (pool ? pool.refill(worker, shape) : Effect.void)
+      const take = (worker: string, shape: WarmShape, limits: WarmLimits) => (pool ? pool.take(worker, shape, limits) : Effect.succeedNone)
+      /** The worker's warm box for a run of this shape and limits, closed after `run` whatever happens (a claim made it the run's). */
+      const withWarm = <A, E, R>(worker: string, shape: WarmShape, limits: WarmLimits, run: (warm: WarmBox | undefined) => Effect.Effect<A, E, R>) =>
         Effect.gen(function*() {
-          const warm = pool ? Option.getOrUndefined(yield* pool.take(worker, limits)) : undefined
+          const warm = Option.getOrUndefined(yield* take(worker, shape, limits))
           return yield* run(warm).pipe(Effect.ensuring(warm ? Scope.close(warm.scope, Exit.void) : Effect.void))
         })
       return Runner.of({
         once: (req) =>
           Effect.provide(runOnce(req), env).pipe(
             Effect.ensuring(req.warm ? Scope.close(req.warm.scope, Exit.void) : Effect.void),
-            Effect.ensuring(refill(req.worker))
+            Effect.ensuring(refill(req.worker, oneShot(req.channel ?? null)))
           ),
-        takeWarm: (worker, limits) => (pool ? pool.take(worker, limits) : Effect.succeedNone),
-        session: (req) => Effect.provide(runSession(req), env),
+        takeWarm: (worker, channel, limits) => take(worker, oneShot(channel), limits),
+        session: (req) => {
+          const shape = sessionShape(req)
+          return withWarm(req.worker, shape, { idleSecs: req.limits?.idleSecs, sessionCeilingMin: req.limits?.ceilingMin }, (warm) =>
+            runSession(warm ? { ...req, warm } : req)).pipe(Effect.provide(env), Effect.ensuring(refill(req.worker, shape)))
+        },
         direct: (req, view) =>
           Effect.gen(function*() {
             const say = (text: string) => report(notice(text))
             yield* holdBoxRow(req.worker, `direct:${crypto.randomBytes(6).toString("hex")}`, say).pipe(Effect.provide(fleet))
-            // A run with its own channel is not the run a warm box was made for.
-            if (req.channel !== null) return yield* directRun(req, view)
-            return yield* withWarm(req.worker, { ceilingMin: req.ceilingMin }, (warm) => directRun(req, view, warm))
+            return yield* withWarm(req.worker, oneShot(req.channel), { ceilingMin: req.ceilingMin }, (warm) => directRun(req, view, warm))
           }).pipe(
             Effect.scoped,
             (run) => (view.reporter ? Effect.provideService(run, Reporter, view.reporter) : run),
             Effect.provide(env),
-            Effect.ensuring(refill(req.worker))
+            Effect.ensuring(refill(req.worker, oneShot(req.channel)))
           )
       })
     })
@@ -90,6 +95,16 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
   static readonly layerTest = (script: RunnerScript = {}) => runnerTest(script)
 }
 
+
+const oneShot = (channel: string | null): WarmShape => ({ kind: "one-shot", chatSend: null, termSend: false, channel })
+
+/** A session's shape: its send tool (a chat session's service, a talk's term_send) and its channel. */
+const sessionShape = (req: SessionRequest): WarmShape => ({
+  kind: "session",
+  chatSend: req.surface === "chat-session" ? req.chat?.provider ?? null : null,
+  termSend: req.surface === "term-session" || req.surface === "web-session",
+  channel: req.channel ?? null
+})
 
 /** A run the test layer was asked for, in the order asked. */
 export type RunnerCall =

@@ -1,14 +1,14 @@
 import { Context, Duration, Effect, Exit, Layer, Option, Queue, Ref, Scope } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
-import { prepareWarm, type WarmBox, warmFits } from "../box/warmBox.js"
+import { recentWorkers } from "../box/recentWorkers.js"
+import type { RunLimits } from "../box/prepareRun.js"
+import { ONE_SHOT, prepareWarm, type WarmBox, warmFits, type WarmShape } from "../box/warmBox.js"
 
 /** What making and checking a warm box needs of roster (the engine, the files, the org). */
 export type WarmEnv = Effect.Effect.Context<ReturnType<typeof prepareWarm>> | Effect.Effect.Context<ReturnType<typeof warmFits>>
 
-/** A one-shot run's limits, as far as a warm box cares: its own ceiling makes it another box. */
-export interface WarmLimits {
-  readonly ceilingMin?: number | undefined
-}
+/** A run's own limits, as far as a warm box cares: its own ceiling or idle time makes it another box. */
+export type WarmLimits = RunLimits
 
 /**
  * This node's warm boxes: at most one per worker, at most `[box] warm_max` at once, each recycled
@@ -16,20 +16,29 @@ export interface WarmLimits {
  * and when the daemon stops. A warm box never serves two runs: a take removes it.
  */
 export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
-  /** The worker's warm box when it fits a run with these limits, taken out of the pool (the taker closes its scope). */
-  readonly take: (worker: string, limits: WarmLimits) => Effect.Effect<Option.Option<WarmBox>>
-  /** A run of the worker ended: its next box is made ready in the background (when warm boxes are on). */
-  readonly refill: (worker: string) => Effect.Effect<void>
-  /** The workers with a warm box ready now. */
-  readonly ready: Effect.Effect<ReadonlyArray<string>>
+  /** The worker's warm box when it fits a run of this shape and limits, taken out of the pool (the taker closes its scope). */
+  readonly take: (worker: string, shape: WarmShape, limits: WarmLimits) => Effect.Effect<Option.Option<WarmBox>>
+  /** A run of the worker ended: its next box, of the shape of that run, is made ready in the background (when warm boxes are on). */
+  readonly refill: (worker: string, shape: WarmShape) => Effect.Effect<void>
+  /** The warm boxes ready now (no run has taken them), by worker and run id. */
+  readonly ready: Effect.Effect<ReadonlyArray<{ readonly worker: string; readonly runId: string }>>
   /** The daemon stops: every warm box is recycled now and none is made after. */
   readonly close: Effect.Effect<void>
 }>() {
   /**
-   * Closes the pool when its own layer's scope closes — placed above the locked network's layer, so the
-   * boxes are gone before the network is removed (a box still attached would keep it).
+   * The pool's part in the daemon's start and stop, placed above the gateway's and the locked network's
+   * layers: once the gateway listens (a box's preflight needs it), the workers that ran within `[box]
+   * warm_idle_min` get their warm box; and the boxes are gone before the network is removed (a box still
+   * attached would keep it).
    */
-  static readonly closeFirst = Layer.scopedDiscard(Effect.flatMap(WarmPool, (pool) => Effect.addFinalizer(() => pool.close)))
+  static readonly daemonHooks = Layer.scopedDiscard(Effect.gen(function*() {
+    const pool = yield* WarmPool
+    yield* Effect.addFinalizer(() => pool.close)
+    const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.option)
+    if (Option.isNone(org) || org.value.box.warm === "off") return
+    // Their next run is taken to be a one-shot (a worker run, a task): the commonest, and a session's box of another shape is recycled at its claim.
+    yield* Effect.forEach(yield* recentWorkers(org.value.box.warm_idle_min, org.value.box.warm_max), (w) => pool.refill(w, ONE_SHOT), { discard: true })
+  }))
 
   /** Warm boxes in the daemon's scope: closing it recycles every one left. */
   static readonly layer: Layer.Layer<WarmPool, never, WarmEnv> = Layer.scoped(WarmPool, makePool({ prepare: prepareWarm, fits: warmFits }))
@@ -48,8 +57,8 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
 
 /** How the pool makes a warm box and checks one against a run (the box layer's, or a test's). */
 export interface PoolOps<R> {
-  readonly prepare: (worker: string) => Effect.Effect<Option.Option<WarmBox>, { readonly message: string }, R>
-  readonly fits: (warm: WarmBox, limits: WarmLimits) => Effect.Effect<boolean, { readonly message: string }, R>
+  readonly prepare: (worker: string, shape: WarmShape) => Effect.Effect<Option.Option<WarmBox>, { readonly message: string }, R>
+  readonly fits: (warm: WarmBox, shape: WarmShape, limits: WarmLimits) => Effect.Effect<boolean, { readonly message: string }, R>
 }
 
 function makePool<R>(ops: PoolOps<R>) {
@@ -81,7 +90,7 @@ function makePool<R>(ops: PoolOps<R>) {
         Effect.flatMap((was) => (was ? recycle(warm, `no run took it in ${Duration.format(idle)}`) : Effect.void))
       )
 
-    const make = (worker: string) =>
+    const make = (worker: string, shape: WarmShape) =>
       Effect.gen(function*() {
         const org = yield* (yield* OrgConfig).snapshot
         if (org.box.warm === "off" || org.box.warm_max === 0 || (yield* Ref.get(closed))) return
@@ -94,7 +103,7 @@ function makePool<R>(ops: PoolOps<R>) {
           if (oldest === undefined) return
           if (yield* remove(oldest)) yield* recycle(oldest, `room for ${worker}'s ([box] warm_max = ${org.box.warm_max})`)
         }
-        const made = yield* ops.prepare(worker)
+        const made = yield* ops.prepare(worker, shape)
         if (Option.isNone(made)) return
         const warm = made.value
         const stopping = yield* Ref.get(closed)
@@ -106,11 +115,11 @@ function makePool<R>(ops: PoolOps<R>) {
 
     // The boxes are made and recycled by the pool's own fiber, never the asking run's: a run's fiber
     // carries its console and logger (a handed-over run's are its CLI's stream), which are not the daemon's.
-    const asks = yield* Queue.unbounded<string>()
+    const asks = yield* Queue.unbounded<{ readonly worker: string; readonly shape: WarmShape }>()
     const jobs = yield* Queue.unbounded<Effect.Effect<void>>()
     yield* Effect.forkScoped(Effect.forever(Effect.flatten(Queue.take(jobs))))
-    const makeAsked = (worker: string) =>
-      make(worker).pipe(
+    const makeAsked = ({ shape, worker }: { readonly worker: string; readonly shape: WarmShape }) =>
+      make(worker, shape).pipe(
         Effect.catchAll((e) => Effect.logWarning(`warm box of ${worker} could not be made (${e.message}); its next run starts its own box`)),
         Effect.catchAllDefect((d) => Effect.logError(`warm box of ${worker}: unexpected failure`, d)),
         Effect.ensuring(Ref.update(making, (s) => {
@@ -122,24 +131,24 @@ function makePool<R>(ops: PoolOps<R>) {
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(asks), makeAsked)))
 
     return WarmPool.of({
-      take: (worker, limits) =>
+      take: (worker, shape, limits) =>
         Effect.gen(function*() {
           const warm = (yield* Ref.get(boxes)).get(worker)
           if (warm === undefined || !(yield* remove(warm))) return Option.none()
-          const fits = yield* ops.fits(warm, limits).pipe(Effect.provide(env), Effect.either)
+          const fits = yield* ops.fits(warm, shape, limits).pipe(Effect.provide(env), Effect.either)
           if (fits._tag === "Right" && fits.right) return Option.some(warm)
           // Said in the daemon's log (by the pool's fiber), not to the person whose run now starts its own box.
           yield* Queue.offer(jobs, recycle(warm, fits._tag === "Left"
             ? `it could not be checked (${fits.left.message})`
-            : "the run would not be made from what it was (org.toml, the worker's settings, identity or grants, or the run's own limits), or it cannot serve"))
+            : "the run would not be made from what it was (its kind, org.toml, the worker's settings, identity or grants, or the run's own limits), or it cannot serve"))
           return Option.none()
         }),
-      refill: (worker) =>
+      refill: (worker, shape) =>
         Ref.modify(making, (s) => (s.has(worker) ? [false, s] as const : [true, new Set(s).add(worker)] as const)).pipe(
-          Effect.flatMap((asked) => (asked ? Queue.offer(asks, worker) : Effect.void)),
+          Effect.flatMap((asked) => (asked ? Queue.offer(asks, { worker, shape }) : Effect.void)),
           Effect.asVoid
         ),
-      ready: Effect.map(Ref.get(boxes), (m) => [...m.keys()]),
+      ready: Effect.map(Ref.get(boxes), (m) => [...m.values()].map((w) => ({ worker: w.worker, runId: w.runId }))),
       close
     })
   })

@@ -1,4 +1,5 @@
-import { Chunk, Effect, Fiber, Queue } from "effect"
+import { Chunk, Effect, Fiber, Queue, Ref } from "effect"
+import { claimWarm } from "../box/warmClaim.js"
 import { preflightError } from "../box/preflight.js"
 import { openBox } from "../box/openBox.js"
 import { prepareRun } from "../box/prepareRun.js"
@@ -23,8 +24,11 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     worker: req.worker,
     channel: req.channel,
     limits: { idleSecs: req.limits?.idleSecs, sessionCeilingMin: req.limits?.ceilingMin },
-    kind: "session"
+    kind: "session",
+    ...(req.warm ? { runId: req.warm.runId } : {})
   })
+  // From here the warm box's folder is this session's: its record goes there, whether or not the box is reached.
+  if (req.warm) yield* Ref.set(req.warm.claimed, true)
 
   const outcome = yield* Effect.gen(function*() {
     const { context: start, record, runContext, chatChannel } = yield* startRun({
@@ -44,12 +48,13 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
     })
     const note = req.onNote ?? ((t: string) => Effect.logInfo(`session ${runId}: ${t}`))
     const inputs = yield* Queue.unbounded<RunnerInput>()
-    const box = yield* openBox({
+    const onLine = (line: string) => inputs.offer({ _tag: "line", line })
+    const box = req.warm ? yield* claimWarm(req.warm, { record, taskId: null, chatChannel, ceiling, ceilingMin: null, onLine }) : yield* openBox({
       record, kind: "session", taskId: null, ceilingMin: null, ceiling, mode: "rpc", org, settings, mounts, channel, chatChannel,
       piArgs: ["--session-id", start.cache.route_key, "--append-system-prompt", start.system_prompt],
       chatSend: req.surface === "chat-session" ? req.chat?.provider : undefined,
       termSend: req.surface === "term-session" || req.surface === "web-session",
-      onLine: (line) => inputs.offer({ _tag: "line", line })
+      onLine
     })
     const reader = yield* feedInputs(req, runId, box.stdoutEnded, inputs, note)
     if (req.onReady) yield* req.onReady(runId)

@@ -6,6 +6,7 @@ import { currentOwner, type Owner } from "../contract/owner.js"
 import { Paths, layout } from "../config/Paths.js"
 import { BoxBackend } from "../backend/BoxBackend.js"
 import { Files } from "../fs/Files.js"
+import { WarmPool } from "../runner/WarmPool.js"
 import { RunLog } from "../run/RunLog.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { type AddedTask, isFinal, NoSuchTask, type TaskRecord, TaskRefused, type TaskStatus, type TaskStoreError } from "../task/TaskRecord.js"
@@ -161,13 +162,21 @@ const boxView = (st: SupervisorState, self: Owner) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const held = yield* Ref.get(st.held)
-    return (yield* deploymentBoxes).map((b): BoxView => {
+    // A warm box's label says "warm" for good (labels cannot change): once a run took it, its kind is its run's.
+    const pool = yield* Effect.serviceOption(WarmPool)
+    const ready = new Set(Option.isSome(pool) ? (yield* pool.value.ready).map((r) => r.runId) : [])
+    const runLog = yield* RunLog
+    const views: Array<BoxView> = []
+    for (const b of yield* deploymentBoxes) {
       const h = held.get(b.id)
-      return {
+      const taken = b.kind === "warm" && !ready.has(b.runId) ? yield* runLog.read(b.worker, b.runId).pipe(Effect.orElseSucceed(() => undefined)) : undefined
+      views.push({
         ...boxFacts(b, now),
+        ...(taken ? { kind: taken.kind, task_id: taken.task_id } : {}),
         held_by: h ? (h.how === "adopt" ? "adopted" : "reaping") : b.owner?.pid === self.pid && b.owner.start === self.start ? "daemon" : "owner"
-      }
-    })
+      })
+    }
+    return views
   })
 
 /** What the API's calls need, captured when the supervisor starts. */

@@ -199,9 +199,9 @@ const launch = (
  */
 const start = (st: SupervisorState, t: TaskRecord, continues: { readonly task_id: string | null; readonly run_id: string } | null) =>
   Effect.gen(function*() {
-    // A fresh run of the worker's own kind (not a continuation, not on a channel) takes its warm box: its run id is the box's.
-    const warm = continues === null && (t.channel ?? null) === null
-      ? Option.getOrUndefined(yield* (yield* Runner).takeWarm(t.worker, { ceilingMin: t.ceiling_min ?? undefined }))
+    // A fresh run (not a continuation: its box gets the session it resumes) takes its worker's warm box: its run id is the box's.
+    const warm = continues === null
+      ? Option.getOrUndefined(yield* (yield* Runner).takeWarm(t.worker, t.channel ?? null, { ceilingMin: t.ceiling_min ?? undefined }))
       : undefined
     const runId = warm?.runId ?? (yield* newRunId)
     const claimed = yield* (yield* TaskStore).update(t.task_id, (x, now) =>

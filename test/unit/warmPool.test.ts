@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Ref, Scope, TestClock } from "effect"
-import type { WarmBox } from "../../src/box/warmBox.js"
+import { ONE_SHOT, type WarmBox } from "../../src/box/warmBox.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { WarmPool } from "../../src/runner/WarmPool.js"
 
@@ -10,7 +10,7 @@ const fakeBox = (worker: string, n: number, closed: Ref.Ref<ReadonlyArray<string
     const scope = yield* Scope.make()
     const runId = `2026-12-05-00-00-00-${n.toString(16).padStart(8, "0")}`
     yield* Scope.addFinalizer(scope, Ref.update(closed, (c) => [...c, runId]))
-    return { runId, worker, madeFrom: "digest", preparedAt: n, scope } as unknown as WarmBox
+    return { runId, worker, shape: ONE_SHOT, madeFrom: "digest", preparedAt: n, scope } as unknown as WarmBox
   })
 
 /** The pool over fake boxes: `fits` answers what the test says; every close is kept in `closed`. */
@@ -25,6 +25,8 @@ const pool = (box: { readonly warm_max?: number; readonly warm_idle_min?: number
     return { layer, closed }
   })
 
+const workersOf = (ready: ReadonlyArray<{ readonly worker: string }>) => ready.map((r) => r.worker)
+
 /** Lets the pool's own fibers run what was asked of them (the pool is built in the test's scope, with `Layer.build`: it lives as long as the test). */
 const settle = Effect.repeatN(Effect.yieldNow(), 50)
 
@@ -34,16 +36,16 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
       const fits = yield* Ref.make(true)
       const { closed, layer } = yield* pool({ warm_idle_min: 10 }, fits)
       const p = Context.get(yield* Layer.build(layer), WarmPool)
-      yield* p.refill("alice")
+      yield* p.refill("alice", ONE_SHOT)
       yield* settle
-      expect(yield* p.ready).toEqual(["alice"])
+      expect(workersOf(yield* p.ready)).toEqual(["alice"])
       yield* TestClock.adjust("9 minutes")
       yield* settle
-      expect(yield* p.ready).toEqual(["alice"])
+      expect(workersOf(yield* p.ready)).toEqual(["alice"])
       expect(yield* Ref.get(closed)).toEqual([])
       yield* TestClock.adjust("1 minute")
       yield* settle
-      expect(yield* p.ready).toEqual([])
+      expect(workersOf(yield* p.ready)).toEqual([])
       expect(yield* Ref.get(closed)).toHaveLength(1)
     }))
 
@@ -52,19 +54,19 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
       const fits = yield* Ref.make(true)
       const { closed, layer } = yield* pool({}, fits)
       const p = Context.get(yield* Layer.build(layer), WarmPool)
-      yield* p.refill("alice")
+      yield* p.refill("alice", ONE_SHOT)
       yield* settle
-      const taken = yield* p.take("alice", {})
+      const taken = yield* p.take("alice", ONE_SHOT, {})
       expect(Option.isSome(taken)).toBe(true)
-      expect(Option.isNone(yield* p.take("alice", {}))).toBe(true)
-      yield* p.refill("alice")
+      expect(Option.isNone(yield* p.take("alice", ONE_SHOT, {}))).toBe(true)
+      yield* p.refill("alice", ONE_SHOT)
       yield* settle
       yield* Ref.set(fits, false)
-      expect(Option.isNone(yield* p.take("alice", {}))).toBe(true)
+      expect(Option.isNone(yield* p.take("alice", ONE_SHOT, {}))).toBe(true)
       yield* settle
       // The misfit's scope is closed; the taken one's is its taker's to close.
       expect(yield* Ref.get(closed)).toHaveLength(1)
-      expect(yield* p.ready).toEqual([])
+      expect(workersOf(yield* p.ready)).toEqual([])
     }))
 
   it.scoped("at warm_max the oldest gives its place to the worker that ran last; warm = off makes none", () =>
@@ -72,17 +74,17 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
       const fits = yield* Ref.make(true)
       const { closed, layer } = yield* pool({ warm_max: 1 }, fits)
       const p = Context.get(yield* Layer.build(layer), WarmPool)
-      yield* p.refill("alice")
+      yield* p.refill("alice", ONE_SHOT)
       yield* settle
-      yield* p.refill("bob")
+      yield* p.refill("bob", ONE_SHOT)
       yield* settle
-      expect(yield* p.ready).toEqual(["bob"])
+      expect(workersOf(yield* p.ready)).toEqual(["bob"])
       expect(yield* Ref.get(closed)).toHaveLength(1)
       const off = yield* pool({ warm: "off" }, fits)
       const q = Context.get(yield* Layer.build(off.layer), WarmPool)
-      yield* q.refill("alice")
+      yield* q.refill("alice", ONE_SHOT)
       yield* settle
-      expect(yield* q.ready).toEqual([])
+      expect(workersOf(yield* q.ready)).toEqual([])
     }))
 
   it.scoped("closing the pool (the daemon stops) recycles every warm box, and none is made after", () =>
@@ -90,15 +92,15 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
       const fits = yield* Ref.make(true)
       const { closed, layer } = yield* pool({}, fits)
       const p = Context.get(yield* Layer.build(layer), WarmPool)
-      yield* p.refill("alice")
-      yield* p.refill("bob")
+      yield* p.refill("alice", ONE_SHOT)
+      yield* p.refill("bob", ONE_SHOT)
       yield* settle
-      expect([...(yield* p.ready)].sort()).toEqual(["alice", "bob"])
+      expect([...(workersOf(yield* p.ready))].sort()).toEqual(["alice", "bob"])
       yield* p.close
       expect(yield* Ref.get(closed)).toHaveLength(2)
-      yield* p.refill("carol")
+      yield* p.refill("carol", ONE_SHOT)
       yield* settle
-      expect(yield* p.ready).toEqual([])
+      expect(workersOf(yield* p.ready)).toEqual([])
       expect(yield* Ref.get(closed)).toHaveLength(2)
     }))
 })
