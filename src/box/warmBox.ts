@@ -64,13 +64,24 @@ export interface WarmBox {
   readonly spent: Effect.Effect<Option.Option<string>>
 }
 
-/** What a warm box is made from — its shape, the org snapshot, the worker's settings, grants and system prompt — as one digest. */
-export const warmDigest = (run: Pick<PreparedRun, "org" | "settings" | "mounts" | "identity" | "channel">, shape: WarmShape) =>
-  crypto.createHash("sha256")
+/**
+ * What a warm box is made from — its shape, the org snapshot, the worker's settings, grants and system
+ * prompt — as one digest. Limits the box never sees are left out (its runner keeps them: a session's
+ * idle time and ceilings, how warm boxes are kept), so a channel's own `idle_min` does not make its
+ * sessions' boxes misfit; a one-shot's ceiling is in its box's environment, so it counts.
+ */
+export const warmDigest = (run: Pick<PreparedRun, "org" | "settings" | "mounts" | "identity" | "channel">, shape: WarmShape) => {
+  const { idle_secs: _i, session_ceiling_min: _s, turn_ceiling_min: _t, warm: _w, warm_max: _m, warm_idle_min: _d, ceiling_min, ...box } = run.org.box
+  return crypto.createHash("sha256")
     .update(JSON.stringify({
-      shape, org: run.org, settings: run.settings, mounts: run.mounts, system: systemPromptOf(run.identity, run.mounts, [], run.channel)
+      shape,
+      org: { ...run.org, box: { ...box, ...(shape.kind === "one-shot" ? { ceiling_min } : {}) } },
+      settings: run.settings,
+      mounts: run.mounts,
+      system: systemPromptOf(run.identity, run.mounts, [], run.channel)
     }))
     .digest("hex")
+}
 
 /** Why a worker gets no warm box: a gated repo is cloned per run, under the run's own branch. */
 export const warmRefusal = (run: Pick<PreparedRun, "mounts">): string | undefined =>

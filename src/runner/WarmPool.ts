@@ -1,5 +1,6 @@
 import { Context, Duration, Effect, Exit, Layer, Option, Queue, Ref, Scope } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
+import { FleetMember } from "../fleet/FleetMember.js"
 import { recentWorkers } from "../box/recentWorkers.js"
 import type { RunLimits } from "../box/prepareRun.js"
 import { ONE_SHOT, prepareWarm, type WarmBox, warmFits, type WarmShape } from "../box/warmBox.js"
@@ -22,6 +23,8 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
   readonly refill: (worker: string, shape: WarmShape) => Effect.Effect<void>
   /** The warm boxes ready now (no run has taken them), by worker and run id. */
   readonly ready: Effect.Effect<ReadonlyArray<{ readonly worker: string; readonly runId: string }>>
+  /** The worker's warm box, if any, recycled now (its store is about to be replaced, say): gone when this returns. */
+  readonly discard: (worker: string, why: string) => Effect.Effect<void>
   /** The daemon stops: every warm box is recycled now and none is made after. */
   readonly close: Effect.Effect<void>
 }>() {
@@ -41,7 +44,19 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
   }))
 
   /** Warm boxes in the daemon's scope: closing it recycles every one left. */
-  static readonly layer: Layer.Layer<WarmPool, never, WarmEnv> = Layer.scoped(WarmPool, makePool({ prepare: prepareWarm, fits: warmFits }))
+  static readonly layer: Layer.Layer<WarmPool, never, WarmEnv> = Layer.scoped(
+    WarmPool,
+    Effect.flatMap(Effect.serviceOption(FleetMember), (member) =>
+      makePool({
+        prepare: prepareWarm,
+        fits: warmFits,
+        // A fleet node the fleet fenced, or one cut off from its database, makes none: it must put its boxes down, not raise more.
+        paused: Option.match(member, {
+          onNone: () => Effect.succeed(false),
+          onSome: (m) => Effect.zipWith(m.fenced, m.cutOff, (fenced, cut) => fenced || cut)
+        })
+      }))
+  )
 
   /** The pool over boxes a test makes (its own `prepare` and `fits`): its timing, room and recycling, without an engine. */
   static readonly layerTest = <R>(ops: PoolOps<R>): Layer.Layer<WarmPool, never, R | OrgConfig> => Layer.scoped(WarmPool, makePool(ops))
@@ -51,6 +66,7 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
     take: () => Effect.succeedNone,
     refill: () => Effect.void,
     ready: Effect.succeed([]),
+    discard: () => Effect.void,
     close: Effect.void
   })
 }
@@ -59,6 +75,8 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
 export interface PoolOps<R> {
   readonly prepare: (worker: string, shape: WarmShape) => Effect.Effect<Option.Option<WarmBox>, { readonly message: string }, R>
   readonly fits: (warm: WarmBox, shape: WarmShape, limits: WarmLimits) => Effect.Effect<boolean, { readonly message: string }, R>
+  /** While true, no warm box is made. */
+  readonly paused?: Effect.Effect<boolean>
 }
 
 function makePool<R>(ops: PoolOps<R>) {
@@ -93,7 +111,7 @@ function makePool<R>(ops: PoolOps<R>) {
     const make = (worker: string, shape: WarmShape) =>
       Effect.gen(function*() {
         const org = yield* (yield* OrgConfig).snapshot
-        if (org.box.warm === "off" || org.box.warm_max === 0 || (yield* Ref.get(closed))) return
+        if (org.box.warm === "off" || org.box.warm_max === 0 || (yield* Ref.get(closed)) || (ops.paused && (yield* ops.paused))) return
         // Room first: the oldest warm box gives its place to the worker that ran last.
         const held = yield* Ref.get(boxes)
         if (held.has(worker)) return
@@ -149,6 +167,11 @@ function makePool<R>(ops: PoolOps<R>) {
           Effect.asVoid
         ),
       ready: Effect.map(Ref.get(boxes), (m) => [...m.values()].map((w) => ({ worker: w.worker, runId: w.runId }))),
+      discard: (worker, why) =>
+        Effect.gen(function*() {
+          const warm = (yield* Ref.get(boxes)).get(worker)
+          if (warm !== undefined && (yield* remove(warm))) yield* recycle(warm, why)
+        }),
       close
     })
   })

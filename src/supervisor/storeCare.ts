@@ -1,5 +1,6 @@
 import { FileSystem } from "@effect/platform"
-import { Duration, Effect, Schedule, Schema } from "effect"
+import { Duration, Effect, Option, Schedule, Schema } from "effect"
+import { WarmPool } from "../runner/WarmPool.js"
 import { hostUser } from "../box/provision.js"
 import { restoreSnapshot, snapshotIdAt, snapshotInfos, snapshotStore } from "../box/store.js"
 import { validateWorkerName } from "../config/names.js"
@@ -14,9 +15,13 @@ export class StoreRefused extends Schema.TaggedError<StoreRefused>()("StoreRefus
   }
 }
 
-/** The worker's runs in a box right now (a store must not change under one). */
+/** The worker's runs in a box right now (a store must not change under one); a warm box no run has taken is none. */
 const liveRunsOf = (worker: string) =>
-  deploymentBoxes.pipe(Effect.map((boxes) => boxes.filter((b) => b.worker === worker).map((b) => b.runId)))
+  Effect.gen(function*() {
+    const pool = yield* Effect.serviceOption(WarmPool)
+    const idle = new Set(Option.isSome(pool) ? (yield* pool.value.ready).map((r) => r.runId) : [])
+    return (yield* deploymentBoxes).filter((b) => b.worker === worker && !idle.has(b.runId)).map((b) => b.runId)
+  })
 
 /**
  * `roster store restore`: the snapshot becomes the worker's store. Refused while a box of the
@@ -33,6 +38,9 @@ export const restoreStore = Effect.fn("store.restoreStore")(function*(worker: st
   if (live.length > 0) {
     return yield* new StoreRefused({ detail: `${worker} has a box running (run ${live.join(", ")}): restore once it ended (roster server status lists live boxes)` })
   }
+  // A warm box has the store it was made with mounted: it goes before the store changes (the next run makes another).
+  const pool = yield* Effect.serviceOption(WarmPool)
+  if (Option.isSome(pool)) yield* pool.value.discard(worker, "its worker's store is being restored")
   const keep = (yield* readWorkerSettings(worker)).store.snapshots
   const saved = yield* snapshotStore(worker, yield* snapshotIdAt(worker, "restore"), keep + 1)
   const user = hostUser()

@@ -5,7 +5,9 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { REHEARSAL_MESSAGE } from "../../src/rehearsal/script.js"
 import { type Received, serveRehearsal } from "../../src/rehearsal/server.js"
-import { type Deployment, makeDeployment } from "../support/deployment.js"
+import { spawn } from "node:child_process"
+import { collect, type Deployment, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
+import { BOT_USER, type SlackStandIn, startSlackStandIn } from "../support/slackStandIn.js"
 import { latestRunId } from "../support/runs.js"
 
 const PI_IMAGE = "roster-box:test"
@@ -22,22 +24,70 @@ describe("a warm box with real pi in the real box image, through the real gatewa
   let d: Deployment
   let scope: Scope.CloseableScope
   let model: { port: number; received: Array<Received> }
+  let slack: SlackStandIn
+  const BOT = "xoxb-warm-e2e-bot-token-0f1e2d3c4b5a"
 
   beforeAll(async () => {
     scope = Effect.runSync(Scope.make())
     model = await Effect.runPromise(serveRehearsal({ port: 0 }).pipe(Scope.extend(scope)))
+    slack = await startSlackStandIn({ bot: BOT, app: "xapp-warm-e2e-app-token-9a8b7c6d5e4f" })
     d = await makeDeployment([
       "[box]", `warm = "recent"`,
       "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
-      "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`
+      "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`,
+      // bob's channel (the Slack stand-in): a session ends 6 s after its last turn, so the next message starts another.
+      "[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${slack.apiUrl}"`,
+      "[[chat.channel]]", `id = "C0WARM"`, `worker = "bob"`, `allow_users = ["U0ANNA"]`, "idle_min = 0.1"
     ].join("\n"), PI_IMAGE)
-    fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
-  })
+    expect((await d.roster(["worker", "add", "bob"])).code).toBe(0)
+    for (const w of ["alice", "bob"]) fs.writeFileSync(d.file("config", "workers", w, "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
+    const stored = await collect(spawn(ROSTER_BIN, ["connection", "add", "slack", "--from-env", "BOT", "--app-from-env", "APP"], {
+      env: { ...d.env, BOT, APP: "xapp-warm-e2e-app-token-9a8b7c6d5e4f" }, stdio: ["ignore", "pipe", "pipe"]
+    }))
+    expect(stored.code, stored.stderr).toBe(0)
+  }, 120_000)
 
   afterAll(async () => {
     await d?.stop()
+    await slack?.close()
     await Effect.runPromise(Scope.close(scope, Exit.void))
   })
+
+  /** The run id of the deployment's warm box of `worker`, once there is one. */
+  const warmOf = async (worker: string) => {
+    const deadline = Date.now() + 60_000
+    for (;;) {
+      const [c] = await docker.listContainers({ filters: { label: [`roster.deployment=${d.file("config")}`, "roster.kind=warm", `roster.worker=${worker}`] } })
+      if (c) return c.Labels["roster.run-id"] ?? ""
+      if (Date.now() > deadline) return ""
+      await new Promise((r) => setTimeout(r, 200))
+    }
+  }
+
+  it("a chat channel's next session takes the warm box its last one left: answered in its thread, its record warm: true", async () => {
+    const answered = async (thread: string) => {
+      const deadline = Date.now() + 120_000
+      for (;;) {
+        const post = slack.posts.find((p) => p.thread_ts === thread && p.text.startsWith("Rehearsal answer"))
+        if (post) return post
+        if (Date.now() > deadline) return expect.fail(`no answer in thread ${thread}; posts: ${slack.posts.map((p) => p.text.slice(0, 80)).join(" | ")}`)
+        await new Promise((r) => setTimeout(r, 250))
+      }
+    }
+    const sessionOf = (thread: string) =>
+      /is here \(session (\S+?)\)/.exec(slack.posts.find((p) => p.thread_ts === thread && p.text.includes("is here"))?.text ?? "")?.[1] ?? ""
+    const first = slack.say({ channel: "C0WARM", user: "U0ANNA", text: `<@${BOT_USER}> What system is your box running?` })
+    expect((await answered(first)).text).toMatch(/uid=65532/)
+    // The session ends when idle; its worker's next box is made of its shape (a Slack session's, with slack_send).
+    const warmId = await warmOf("bob")
+    expect(warmId).not.toBe("")
+    const second = slack.say({ channel: "C0WARM", user: "U0ANNA", text: `<@${BOT_USER}> What system is your box running?` })
+    expect((await answered(second)).text).toMatch(/uid=65532/)
+    expect(sessionOf(second)).toBe(warmId)
+    const [c, w] = [sessionOf(first), warmId].map((id) => JSON.parse(fs.readFileSync(d.file("data", "runs", "bob", id, "run.json"), "utf8")))
+    expect(c).toMatchObject({ kind: "session", warm: false })
+    expect(w).toMatchObject({ kind: "session", warm: true, channel: c.channel, preflight: { ok: true } })
+  }, 240_000)
 
   it("a warm run and a cold run of the same prompt: the same transcript shape, messages, answer and record fields (warm: true|false)", async () => {
     const runs = d.file("data", "runs", "alice")

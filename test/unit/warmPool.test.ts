@@ -14,13 +14,18 @@ const fakeBox = (worker: string, n: number, closed: Ref.Ref<ReadonlyArray<string
   })
 
 /** The pool over fake boxes: `fits` answers what the test says; every close is kept in `closed`. */
-const pool = (box: { readonly warm_max?: number; readonly warm_idle_min?: number; readonly warm?: "recent" | "off" }, fits: Ref.Ref<boolean>) =>
+const pool = (
+  box: { readonly warm_max?: number; readonly warm_idle_min?: number; readonly warm?: "recent" | "off" },
+  fits: Ref.Ref<boolean>,
+  paused: Ref.Ref<boolean> | undefined = undefined
+) =>
   Effect.gen(function*() {
     const closed = yield* Ref.make<ReadonlyArray<string>>([])
     const made = yield* Ref.make(0)
     const layer = WarmPool.layerTest({
       prepare: (worker) => Ref.updateAndGet(made, (n) => n + 1).pipe(Effect.flatMap((n) => fakeBox(worker, n, closed)), Effect.map(Option.some)),
-      fits: () => Ref.get(fits)
+      fits: () => Ref.get(fits),
+      ...(paused ? { paused: Ref.get(paused) } : {})
     }).pipe(Layer.provide(OrgConfig.layerTest({ box: box as never })))
     return { layer, closed }
   })
@@ -85,6 +90,24 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
       yield* q.refill("alice", ONE_SHOT)
       yield* settle
       expect(workersOf(yield* q.ready)).toEqual([])
+    }))
+
+  it.scoped("a fenced or cut-off fleet node makes none; a discard (a store restore) recycles the worker's box at once", () =>
+    Effect.gen(function*() {
+      const fits = yield* Ref.make(true)
+      const paused = yield* Ref.make(true)
+      const { closed, layer } = yield* pool({}, fits, paused)
+      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      yield* p.refill("alice", ONE_SHOT)
+      yield* settle
+      expect(workersOf(yield* p.ready)).toEqual([])
+      yield* Ref.set(paused, false)
+      yield* p.refill("alice", ONE_SHOT)
+      yield* settle
+      expect(workersOf(yield* p.ready)).toEqual(["alice"])
+      yield* p.discard("alice", "its store is being restored")
+      expect(workersOf(yield* p.ready)).toEqual([])
+      expect(yield* Ref.get(closed)).toHaveLength(1)
     }))
 
   it.scoped("closing the pool (the daemon stops) recycles every warm box, and none is made after", () =>
