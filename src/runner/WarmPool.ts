@@ -3,7 +3,7 @@ import { OrgConfig } from "../config/OrgConfig.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { recentWorkers } from "../box/recentWorkers.js"
 import type { RunLimits } from "../box/prepareRun.js"
-import { ONE_SHOT, prepareWarm, type WarmBox, warmFits, type WarmShape } from "../box/warmBox.js"
+import { ONE_SHOT, prepareWarm, sameShape, type WarmBox, warmFits, type WarmShape } from "../box/warmBox.js"
 
 /** What making and checking a warm box needs of roster (the engine, the files, the org). */
 export type WarmEnv = Effect.Effect.Context<ReturnType<typeof prepareWarm>> | Effect.Effect.Context<ReturnType<typeof warmFits>>
@@ -23,8 +23,6 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
   readonly refill: (worker: string, shape: WarmShape) => Effect.Effect<void>
   /** The warm boxes ready now (no run has taken them), by worker and run id. */
   readonly ready: Effect.Effect<ReadonlyArray<{ readonly worker: string; readonly runId: string }>>
-  /** The worker's warm box, if any, recycled now (its store is about to be replaced, say): gone when this returns. */
-  readonly discard: (worker: string, why: string) => Effect.Effect<void>
   /** The daemon stops: every warm box is recycled now and none is made after. */
   readonly close: Effect.Effect<void>
 }>() {
@@ -66,7 +64,6 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
     take: () => Effect.succeedNone,
     refill: () => Effect.void,
     ready: Effect.succeed([]),
-    discard: () => Effect.void,
     close: Effect.void
   })
 }
@@ -112,9 +109,12 @@ function makePool<R>(ops: PoolOps<R>) {
       Effect.gen(function*() {
         const org = yield* (yield* OrgConfig).snapshot
         if (org.box.warm === "off" || org.box.warm_max === 0 || (yield* Ref.get(closed)) || (ops.paused && (yield* ops.paused))) return
-        // Room first: the oldest warm box gives its place to the worker that ran last.
+        // The worker's box is of its last run's kind: one of another kind gives way.
+        const had = (yield* Ref.get(boxes)).get(worker)
+        if (had && sameShape(had.shape, shape)) return
+        if (had && (yield* remove(had))) yield* recycle(had, "its worker's last run was of another kind")
+        // Room next: the oldest warm box gives its place to the worker that ran last.
         const held = yield* Ref.get(boxes)
-        if (held.has(worker)) return
         // `making` holds this worker too: the others being made count against the room.
         if (held.size + (yield* Ref.get(making)).size - 1 >= org.box.warm_max) {
           const oldest = [...held.values()].sort((a, b) => a.preparedAt - b.preparedAt)[0]
@@ -135,7 +135,9 @@ function makePool<R>(ops: PoolOps<R>) {
     // carries its console and logger (a handed-over run's are its CLI's stream), which are not the daemon's.
     const asks = yield* Queue.unbounded<{ readonly worker: string; readonly shape: WarmShape }>()
     const jobs = yield* Queue.unbounded<Effect.Effect<void>>()
-    yield* Effect.forkScoped(Effect.forever(Effect.flatten(Queue.take(jobs))))
+    yield* Effect.forkScoped(Effect.forever(Effect.flatten(Queue.take(jobs)).pipe(
+      Effect.catchAllCause((c) => Effect.logError("warm boxes: a recycling failed", c))
+    )))
     const makeAsked = ({ shape, worker }: { readonly worker: string; readonly shape: WarmShape }) =>
       make(worker, shape).pipe(
         Effect.catchAll((e) => Effect.logWarning(`warm box of ${worker} could not be made (${e.message}); its next run starts its own box`)),
@@ -167,11 +169,6 @@ function makePool<R>(ops: PoolOps<R>) {
           Effect.asVoid
         ),
       ready: Effect.map(Ref.get(boxes), (m) => [...m.values()].map((w) => ({ worker: w.worker, runId: w.runId }))),
-      discard: (worker, why) =>
-        Effect.gen(function*() {
-          const warm = (yield* Ref.get(boxes)).get(worker)
-          if (warm !== undefined && (yield* remove(warm))) yield* recycle(warm, why)
-        }),
       close
     })
   })

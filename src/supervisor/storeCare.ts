@@ -1,6 +1,8 @@
 import { FileSystem } from "@effect/platform"
-import { Duration, Effect, Option, Schedule, Schema } from "effect"
-import { WarmPool } from "../runner/WarmPool.js"
+import { Duration, Effect, Schedule, Schema } from "effect"
+import { BoxBackend } from "../backend/BoxBackend.js"
+import type { FoundBox } from "../backend/foundBox.js"
+import { runFiles } from "../contract/runFiles.js"
 import { hostUser } from "../box/provision.js"
 import { restoreSnapshot, snapshotIdAt, snapshotInfos, snapshotStore } from "../box/store.js"
 import { validateWorkerName } from "../config/names.js"
@@ -15,13 +17,21 @@ export class StoreRefused extends Schema.TaggedError<StoreRefused>()("StoreRefus
   }
 }
 
-/** The worker's runs in a box right now (a store must not change under one); a warm box no run has taken is none. */
-const liveRunsOf = (worker: string) =>
+/** The worker's boxes now, each with whether a run is in it: a warm box no run has taken (no run record yet) is not a run. */
+const boxesOf = (worker: string) =>
   Effect.gen(function*() {
-    const pool = yield* Effect.serviceOption(WarmPool)
-    const idle = new Set(Option.isSome(pool) ? (yield* pool.value.ready).map((r) => r.runId) : [])
-    return (yield* deploymentBoxes).filter((b) => b.worker === worker && !idle.has(b.runId)).map((b) => b.runId)
+    const fs = yield* FileSystem.FileSystem
+    const files = layout(yield* Paths)
+    const out: Array<{ readonly box: FoundBox; readonly run: boolean }> = []
+    for (const box of (yield* deploymentBoxes).filter((b) => b.worker === worker)) {
+      const taken = box.kind !== "warm" || (yield* fs.exists(runFiles(files.runDir(worker, box.runId)).record).pipe(Effect.orElseSucceed(() => true)))
+      out.push({ box, run: taken })
+    }
+    return out
   })
+
+/** The worker's runs in a box right now (a store must not change under one). */
+const liveRunsOf = (worker: string) => Effect.map(boxesOf(worker), (bs) => bs.filter((b) => b.run).map((b) => b.box.runId))
 
 /**
  * `roster store restore`: the snapshot becomes the worker's store. Refused while a box of the
@@ -34,13 +44,15 @@ export const restoreStore = Effect.fn("store.restoreStore")(function*(worker: st
   if (!infos.some((s) => s.id === snapshot)) {
     return yield* new StoreRefused({ detail: `${worker} has no snapshot "${snapshot}": list them with roster store list ${worker}` })
   }
-  const live = yield* liveRunsOf(worker)
+  const boxes = yield* boxesOf(worker)
+  const live = boxes.filter((b) => b.run).map((b) => b.box.runId)
   if (live.length > 0) {
     return yield* new StoreRefused({ detail: `${worker} has a box running (run ${live.join(", ")}): restore once it ended (roster server status lists live boxes)` })
   }
-  // A warm box has the store it was made with mounted: it goes before the store changes (the next run makes another).
-  const pool = yield* Effect.serviceOption(WarmPool)
-  if (Option.isSome(pool)) yield* pool.value.discard(worker, "its worker's store is being restored")
+  // A warm box has the store it was made with mounted: it goes before the store changes (its daemon finds it
+  // gone when a run would take it, and makes another after the next run).
+  const backend = yield* BoxBackend
+  for (const { box } of boxes) yield* backend.remove(box.id).pipe(Effect.catchAll((e) => Effect.logWarning(`warm box ${box.name}: ${e.message}`)))
   const keep = (yield* readWorkerSettings(worker)).store.snapshots
   const saved = yield* snapshotStore(worker, yield* snapshotIdAt(worker, "restore"), keep + 1)
   const user = hostUser()

@@ -166,6 +166,22 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     expect(memory.find((m) => m.text === "from the task")).toMatchObject({ run_id: warm.runId })
   })
 
+  it("a store restore is not refused for a warm box: the box (with the old store mounted) goes, and the next run starts its own", async () => {
+    expect((await workerRun("!echo one > /pihome/store/note.txt")).code).toBe(0)
+    const warm = await warmBox()
+    const listed = JSON.parse((await d.roster(["store", "list", "alice", "--json"])).stdout) as Array<{ id: string }>
+    expect(listed.length).toBeGreaterThan(0)
+    const restored = await d.roster(["store", "restore", "alice", listed[0]?.id ?? ""])
+    expect(restored.code, restored.stderr).toBe(0)
+    expect((await boxesOf()).map((c) => c.Labels["roster.run-id"])).not.toContain(warm.runId)
+    const next = await workerRun("!cat /pihome/store/note.txt")
+    expect(next.code, next.stderr).toBe(0)
+    const id = latestRunId(d.file("data", "runs", "alice"))
+    expect(id).not.toBe(warm.runId)
+    expect(record(id).warm).toBe(false)
+    await warmBox()
+  })
+
   it("a warm box no run takes within warm_idle_min is recycled: no box, no token, no folder", async () => {
     d.writeOrg(allow("warm_idle_min = 0.05"))
     // The daemon looks at org.toml at most twice a second: the box made after this run must be made from the new one.

@@ -1,16 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Ref, Scope, TestClock } from "effect"
-import { ONE_SHOT, type WarmBox } from "../../src/box/warmBox.js"
+import { ONE_SHOT, type WarmBox, type WarmShape } from "../../src/box/warmBox.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { WarmPool } from "../../src/runner/WarmPool.js"
 
 /** A warm box as the pool sees it (no engine): its run id, worker, when it was made, and whether its scope was closed. */
-const fakeBox = (worker: string, n: number, closed: Ref.Ref<ReadonlyArray<string>>) =>
+const fakeBox = (worker: string, shape: WarmShape, n: number, closed: Ref.Ref<ReadonlyArray<string>>) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const runId = `2026-12-05-00-00-00-${n.toString(16).padStart(8, "0")}`
     yield* Scope.addFinalizer(scope, Ref.update(closed, (c) => [...c, runId]))
-    return { runId, worker, shape: ONE_SHOT, madeFrom: "digest", preparedAt: n, scope } as unknown as WarmBox
+    return { runId, worker, shape, madeFrom: "digest", preparedAt: n, scope } as unknown as WarmBox
   })
 
 /** The pool over fake boxes: `fits` answers what the test says; every close is kept in `closed`. */
@@ -23,7 +23,7 @@ const pool = (
     const closed = yield* Ref.make<ReadonlyArray<string>>([])
     const made = yield* Ref.make(0)
     const layer = WarmPool.layerTest({
-      prepare: (worker) => Ref.updateAndGet(made, (n) => n + 1).pipe(Effect.flatMap((n) => fakeBox(worker, n, closed)), Effect.map(Option.some)),
+      prepare: (worker, shape) => Ref.updateAndGet(made, (n) => n + 1).pipe(Effect.flatMap((n) => fakeBox(worker, shape, n, closed)), Effect.map(Option.some)),
       fits: () => Ref.get(fits),
       ...(paused ? { paused: Ref.get(paused) } : {})
     }).pipe(Layer.provide(OrgConfig.layerTest({ box: box as never })))
@@ -92,7 +92,7 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
       expect(workersOf(yield* q.ready)).toEqual([])
     }))
 
-  it.scoped("a fenced or cut-off fleet node makes none; a discard (a store restore) recycles the worker's box at once", () =>
+  it.scoped("a fenced or cut-off fleet node makes none; once it may again, it does", () =>
     Effect.gen(function*() {
       const fits = yield* Ref.make(true)
       const paused = yield* Ref.make(true)
@@ -105,9 +105,23 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
       yield* p.refill("alice", ONE_SHOT)
       yield* settle
       expect(workersOf(yield* p.ready)).toEqual(["alice"])
-      yield* p.discard("alice", "its store is being restored")
-      expect(workersOf(yield* p.ready)).toEqual([])
+      expect(yield* Ref.get(closed)).toEqual([])
+    }))
+
+  it.scoped("a worker's box is of its last run's kind: a run of another kind has the old box recycled and one of its own made", () =>
+    Effect.gen(function*() {
+      const fits = yield* Ref.make(true)
+      const { closed, layer } = yield* pool({}, fits)
+      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      yield* p.refill("alice", ONE_SHOT)
+      yield* settle
+      yield* p.refill("alice", ONE_SHOT)
+      yield* settle
+      expect(yield* Ref.get(closed)).toEqual([])
+      yield* p.refill("alice", { kind: "session", chatSend: "slack", termSend: false, channel: "slack-c0team" })
+      yield* settle
       expect(yield* Ref.get(closed)).toHaveLength(1)
+      expect(workersOf(yield* p.ready)).toEqual(["alice"])
     }))
 
   it.scoped("closing the pool (the daemon stops) recycles every warm box, and none is made after", () =>
