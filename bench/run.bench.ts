@@ -89,6 +89,17 @@ describe("a run", () => {
     return { roster, docker, rss, dockerRss }
   }
 
+  /** Warm runs under `runtime` against docker run of it: their p50 at most half of docker run's (the cold p50 beside it). */
+  const warmRow = (runtime: "runc" | "runsc", n: number, coldP50: number, metric: string, goal: string) => {
+    const warm = alternate(runtime, n, "recent")
+    const p50 = percentile(warm.roster, 50)
+    const base = percentile(warm.docker, 50)
+    emit({
+      metric, roster: p50, baseline: base, unit: "ms", compare: "ratio", goal, pass: p50 / base <= 0.5,
+      spread: `min ${Math.min(...warm.roster).toFixed(0)} max ${Math.max(...warm.roster).toFixed(0)}, n=${n}; cold ${coldP50.toFixed(0)} ms`
+    })
+  }
+
   it("worker run of an engine that exits at once, against docker run --rm with the same hardening", () => {
     const n = smoke ? 1 : quick ? 3 : 9
     const { docker, roster, rss, dockerRss } = alternate("runc", n)
@@ -102,14 +113,7 @@ describe("a run", () => {
       metric: "CLI peak RSS during a run", roster: Math.max(...rss), baseline: Math.max(...dockerRss), unit: "MB", compare: "absolute",
       goal: "<= 100 MB", pass: Math.max(...rss) <= 100
     })
-    const warm = alternate("runc", n, "recent")
-    const wp50 = percentile(warm.roster, 50)
-    const wbase = percentile(warm.docker, 50)
-    emit({
-      metric: "worker run with a warm box, engine exits at once", roster: wp50, baseline: wbase, unit: "ms", compare: "ratio",
-      goal: "<= 0.5x docker run", pass: wp50 / wbase <= 0.5,
-      spread: `min ${Math.min(...warm.roster).toFixed(0)} max ${Math.max(...warm.roster).toFixed(0)}, n=${n}; cold ${p50.toFixed(0)} ms`
-    })
+    warmRow("runc", n, p50, "worker run with a warm box, engine exits at once", "<= 0.5x docker run")
     // What one warm box holds while it waits (the engine's own count): what [box] warm_max multiplies.
     const stats = spawnSync("docker", ["stats", "--no-stream", "--format", "{{.MemUsage}}", warmBoxReady()], { encoding: "utf8" }).stdout.trim()
     const used = /^([\d.]+)\s*([KMG]i?B)/.exec(stats)
@@ -128,13 +132,6 @@ describe("a run", () => {
       goal: "<= 1.5x docker run --runtime runsc", pass: gp50 / gbase <= 1.5,
       spread: `min ${Math.min(...gvisor.roster).toFixed(0)} max ${Math.max(...gvisor.roster).toFixed(0)}, n=${n}; runsc costs ${(gp50 - p50).toFixed(0)} ms over runc`
     })
-    const gwarm = alternate("runsc", n, "recent")
-    const gwp50 = percentile(gwarm.roster, 50)
-    const gwbase = percentile(gwarm.docker, 50)
-    emit({
-      metric: "worker run under gVisor with a warm box, engine exits at once", roster: gwp50, baseline: gwbase, unit: "ms", compare: "ratio",
-      goal: "<= 0.5x docker run --runtime runsc", pass: gwp50 / gwbase <= 0.5,
-      spread: `min ${Math.min(...gwarm.roster).toFixed(0)} max ${Math.max(...gwarm.roster).toFixed(0)}, n=${n}; cold ${gp50.toFixed(0)} ms`
-    })
+    warmRow("runsc", n, gp50, "worker run under gVisor with a warm box, engine exits at once", "<= 0.5x docker run --runtime runsc")
   }, 600_000)
 })

@@ -1,4 +1,4 @@
-import { Effect, Fiber, Option, Ref, Schema } from "effect"
+import { Effect, Fiber, Option, Ref } from "effect"
 import type { WorkerSettings } from "../config/schema.js"
 import { runFiles } from "../contract/runFiles.js"
 import type { DockerError } from "../docker/Docker.js"
@@ -9,7 +9,7 @@ import type { OpenRecord } from "../run/record.js"
 import { RunLog } from "../run/RunLog.js"
 import { mintIdentity } from "./identity.js"
 import { drainTo, outputCaps } from "./output.js"
-import { PreflightLine, type PreflightResult } from "./preflight.js"
+import { failedPreflightLine, type PreflightResult } from "./preflight.js"
 import { finishRepos } from "../knowledge/backstop.js"
 import { knowledgeLine } from "../contract/knowledge.js"
 import { provisionRepos } from "../knowledge/provision.js"
@@ -47,6 +47,18 @@ export interface OpenBox {
   /** The box's egress self-test, once it reported (undefined if the box never got that far). Read after the box is gone. */
   readonly preflight: Effect.Effect<PreflightResult | undefined>
 }
+
+/** What the run's record says of its box: its container, image, runtime, owner, deadline, ceiling and whether it was warm. */
+export const noteBox = (record: OpenRecord, plan: BoxPlan, ceilingMin: number | null, warm: boolean) =>
+  record.note({
+    container: containerName(plan.runId),
+    image: plan.image,
+    runtime: plan.runtime,
+    owner: plan.owner,
+    deadline: new Date(plan.deadline).toISOString(),
+    warm,
+    ...(ceilingMin !== null ? { ceiling_min: ceilingMin } : {})
+  })
 
 /** How long a store snapshot may take at a run's end before it is cut (a second Ctrl-C cuts it sooner). */
 export const SNAPSHOT_LIMIT = "10 minutes"
@@ -121,14 +133,10 @@ const watchPreflight = (record: OpenRecord, kill: Effect.Effect<void>) =>
     const printed = yield* Ref.make<PreflightResult | undefined>(undefined)
     return {
       line: (line: string) =>
-        Schema.decodeUnknownOption(PreflightLine)(line).pipe(Option.match({
+        Option.match(failedPreflightLine(line), {
           onNone: () => Effect.void,
-          onSome: ({ check, detail, ok }) =>
-            ok ? Effect.void : Ref.set(printed, { ok, check, detail }).pipe(
-              Effect.zipRight(record.note({ preflight: { ok, check, detail } })),
-              Effect.zipRight(kill)
-            )
-        })),
+          onSome: (failed) => Ref.set(printed, failed).pipe(Effect.zipRight(record.note({ preflight: failed })), Effect.zipRight(kill))
+        }),
       result: Ref.get(printed).pipe(Effect.flatMap((p) =>
         p ? Effect.succeed(p) : runLog.read(record.worker, record.runId).pipe(Effect.map((r) => r?.preflight))
       ))
@@ -155,15 +163,7 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
   // The token first, so the plan is made whole in one place: until a box holds it, it opens nothing.
   const identity = yield* mintIdentity(record.worker, record.runId, req.taskId, req.chatChannel)
   const plan = yield* provisionBox({ ...req, worker: record.worker, runId: record.runId, runDir: record.runDir, token: identity.token }, store, checkouts)
-  yield* record.note({
-    container: containerName(plan.runId),
-    image: plan.image,
-    runtime: plan.runtime,
-    owner: plan.owner,
-    deadline: new Date(plan.deadline).toISOString(),
-    warm: false,
-    ...(req.ceilingMin !== null ? { ceiling_min: req.ceilingMin } : {})
-  })
+  yield* noteBox(record, plan, req.ceilingMin, false)
   // Made and attached, not started: its output is read from its first byte before it runs.
   const box = yield* backend.open(plan)
   const files = runFiles(record.runDir)

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Option, Schema } from "effect"
 import { PREFLIGHT_EXIT, PREFLIGHT_PATH, PreflightResult } from "../contract/preflight.js"
 
 export { PREFLIGHT_EXIT }
@@ -108,6 +108,10 @@ export const PreflightLine = Schema.parseJson(Schema.Struct({
   type: Schema.Literal("roster_preflight"),
   ...PreflightResult.fields
 }))
+
+/** The failed check a preflight line of the box's output says, if it says one (a passing line is not the box's to say). */
+export const failedPreflightLine = (line: string): Option.Option<PreflightResult> =>
+  Schema.decodeUnknownOption(PreflightLine)(line).pipe(Option.filter((p) => !p.ok), Option.map(({ check, detail, ok }) => ({ ok, check, detail })))
 
 /** The fix for a failed self-test, by what failed. */
 export const preflightFix = (check: string, network: string) =>

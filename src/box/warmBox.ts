@@ -1,5 +1,5 @@
 import { FileSystem } from "@effect/platform"
-import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Ref, Schema, Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Ref, Scope } from "effect"
 import * as crypto from "node:crypto"
 import { BoxBackend } from "../backend/BoxBackend.js"
 import type { BoxPlan } from "../backend/plan.js"
@@ -10,7 +10,7 @@ import type { DockerError } from "../docker/Docker.js"
 import { routeKey, systemPromptOf } from "./context.js"
 import { type Identity, mintIdentity } from "./identity.js"
 import { drainTo, outputCaps } from "./output.js"
-import { PreflightLine } from "./preflight.js"
+import { failedPreflightLine } from "./preflight.js"
 import { type PreparedRun, prepareRun, type RunLimits } from "./prepareRun.js"
 import { provisionBox } from "./provision.js"
 import { provisionStore } from "./store.js"
@@ -58,7 +58,7 @@ export interface WarmBox {
   readonly lines: Ref.Ref<(line: string) => Effect.Effect<void>>
   readonly stdoutEnded: Effect.Effect<void>
   readonly drained: Effect.Effect<void>
-  /** Set by a claim: the folder is then the run's, not removed with the box. */
+  /** Set by the run that takes it, before its record goes in: the folder is then the run's, not removed with the box. */
   readonly claimed: Ref.Ref<boolean>
   /** Why it can serve no run (it exited, or its preflight failed), once it cannot. */
   readonly spent: Effect.Effect<Option.Option<string>>
@@ -128,11 +128,10 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
     const failed = yield* Deferred.make<string>()
     // A failed check the box prints stops it: no run will take a box whose way out is not the gateway's.
     const preflight = (line: string) =>
-      Schema.decodeUnknownOption(PreflightLine)(line).pipe(Option.match({
+      Option.match(failedPreflightLine(line), {
         onNone: () => Effect.void,
-        onSome: ({ ok, check, detail }) =>
-          ok ? Effect.void : Deferred.succeed(failed, `its preflight failed (${check}: ${detail})`).pipe(Effect.zipRight(box.kill.pipe(Effect.ignore)))
-      }))
+        onSome: ({ check, detail }) => Deferred.succeed(failed, `its preflight failed (${check}: ${detail})`).pipe(Effect.zipRight(box.kill.pipe(Effect.ignore)))
+      })
     const onLine = (line: string) =>
       line.startsWith(`{"type":"roster_preflight"`) ? preflight(line) : Effect.flatMap(Ref.get(lines), (f) => f(line))
     const files = runFiles(runDir)

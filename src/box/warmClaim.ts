@@ -1,10 +1,9 @@
 import { Clock, Duration, Effect, Ref, Scope } from "effect"
-import { containerName } from "../backend/plan.js"
 import { readEvent } from "../contract/piEvents.js"
 import type { OpenRecord } from "../run/record.js"
 import { RunLog } from "../run/RunLog.js"
 import { bindIdentity } from "./identity.js"
-import { type OpenBox, snapshotOnClose } from "./openBox.js"
+import { noteBox, type OpenBox, snapshotOnClose } from "./openBox.js"
 import type { WarmBox } from "./warmBox.js"
 
 /** The run that takes a warm box: its record, task and channel, its ceiling, its first prompt, who reads its lines. */
@@ -34,20 +33,11 @@ export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim:
   const { record } = claim
   yield* snapshotOnClose(record, warm.settings.store.snapshots)
   yield* Effect.addFinalizer((exit) => Scope.close(warm.scope, exit))
-  yield* Ref.set(warm.claimed, true)
   yield* bindIdentity(warm.identity, record.worker, record.runId, claim.taskId, claim.chatChannel)
   const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(claim.ceiling)
   const kind = claim.taskId ? "task" as const : warm.shape.kind === "session" ? "session" as const : "box" as const
   const plan = { ...warm.plan, kind, taskId: claim.taskId, deadline }
-  yield* record.note({
-    container: containerName(plan.runId),
-    image: plan.image,
-    runtime: plan.runtime,
-    owner: plan.owner,
-    deadline: new Date(deadline).toISOString(),
-    ...(claim.ceilingMin !== null ? { ceiling_min: claim.ceilingMin } : {}),
-    warm: true
-  })
+  yield* noteBox(record, plan, claim.ceilingMin, true)
   const runLog = yield* RunLog
   const closed = yield* Ref.make(false)
   // One turn: its end (or pi refusing the prompt) closes pi's stdin, and pi exits 0 as json mode does.

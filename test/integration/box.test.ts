@@ -12,6 +12,7 @@ import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { removeLockdownRules } from "../support/lockdownRules.js"
 import { auditedOnce } from "../support/audit.js"
 import { engineGate } from "../support/engineGate.js"
+import { ACT, SHOWN_LINES, SHOWN_PROMPT } from "../support/boxScripts.js"
 
 const docker = new Dockerode()
 /** The boxes of the deployment under test (never another suite's on the same engine). */
@@ -60,14 +61,8 @@ const identityFiles = (d: Deployment) => {
   return fs.existsSync(dir) ? fs.readdirSync(dir) : []
 }
 
-// CONNECT through the gateway from inside the box, with the run's own token from HTTP_PROXY.
-// A box action from inside the box (busybox nc, the request through a fifo held open until the
-// answer is in), with the run token: prints the answer's status line.
-const ACT = `act() { tok=\${HTTP_PROXY#*://}; tok=\${tok%%:*}; rm -f /tmp/.q /tmp/.a; mkfifo /tmp/.q; ` +
-  `nc -w 10 host.docker.internal \${ROSTER_GATEWAY##*:} </tmp/.q >/tmp/.a & p=$!; ` +
-  `{ printf 'POST /v1/actions/%s HTTP/1.0\\r\\nAuthorization: Bearer %s\\r\\nContent-Length: %s\\r\\n\\r\\n%s' "$1" "$tok" "\${#2}" "$2"; ` +
-  `while kill -0 $p 2>/dev/null; do usleep 10000; done; } >/tmp/.q; head -n 1 /tmp/.a | tr -d '\\r'; }; `
 
+// CONNECT through the gateway from inside the box, with the run's own token from HTTP_PROXY.
 const CONNECT = `T=\${HTTP_PROXY#http://}; T=\${T%%:*}; P=\${HTTP_PROXY##*:}
 A=$(printf '%s:x' "$T" | base64 | tr -d '\\n')
 connect() { (printf 'CONNECT %s HTTP/1.1\\r\\nProxy-Authorization: Basic %s\\r\\n\\r\\n' "$1" "$A"; sleep 1) | nc -w 3 host.docker.internal "$P"; }
@@ -262,12 +257,7 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
   )
 
   ownIt("worker run is handed to the running daemon: the same lines, on the same streams, and the same exit code as the CLI running it itself", async () => {
-    const events = [
-      `{"type":"tool_execution_start","toolName":"bash","args":{"command":"ls"}}`,
-      `{"type":"tool_execution_end","toolName":"bash","result":{"content":[{"type":"text","text":"a\\nb\\nc\\nd\\ne"}]}}`,
-      `{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"done \\u001b[2J here"}],"stopReason":"stop"}}`
-    ].map((e) => `echo '${e}'`).join("; ")
-    const prompt = `!${events}; ${ACT}act message_user '{"text":"a note"}' >/dev/null; echo 'to stderr' >&2; exit 5`
+    const prompt = SHOWN_PROMPT
     const runWith = (handoff: "0" | "1") =>
       collect(spawn(ROSTER_BIN, ["worker", "run", "alice", "--ceiling", "5", prompt], { env: { ...d.env, ROSTER_HANDOFF: handoff }, stdio: ["ignore", "pipe", "pipe"] }))
     const itself = await runWith("0")
@@ -284,7 +274,7 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     expect(same(handed.stdout, handedRun.record.run_id)).toBe(same(itself.stdout, itselfRun.record.run_id))
     expect(same(handed.stderr, handedRun.record.run_id)).toBe(same(itself.stderr, itselfRun.record.run_id))
     // What both printed: the live lines (box text escaped), the message, the stderr tail, the two closing lines.
-    expect(handed.stdout).toContain("  -> bash {\"command\":\"ls\"}\n     | a\n     | b\n     | c\n     | … 2 more lines\nalice: done ␛[2J here\n")
+    expect(handed.stdout).toContain(SHOWN_LINES)
     expect(handed.stdout).toContain("message from alice: a note\n")
     expect(handed.stdout).toContain(`box ${handedRun.record.run_id} ended by exit (exit code 5)\n`)
     expect(handed.stderr).toContain("to stderr")

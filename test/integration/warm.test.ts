@@ -7,6 +7,7 @@ import { auditedOnce } from "../support/audit.js"
 import { collect, type Deployment, makeDeployment, ROSTER_BIN, TEST_IMAGE } from "../support/deployment.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { latestRunId } from "../support/runs.js"
+import { ACT, SHOWN_LINES, SHOWN_PROMPT } from "../support/boxScripts.js"
 
 const docker = new Dockerode()
 
@@ -14,12 +15,6 @@ const docker = new Dockerode()
 const CONNECT = `T=\${HTTP_PROXY#http://}; T=\${T%%:*}; P=\${HTTP_PROXY##*:}; ` +
   `A=$(printf '%s:x' "$T" | base64 | tr -d '\\n'); ` +
   `connect() { (printf 'CONNECT %s HTTP/1.1\\r\\nProxy-Authorization: Basic %s\\r\\n\\r\\n' "$1" "$A"; sleep 1) | nc -w 3 host.docker.internal "$P"; }; `
-
-/** A box action from inside a box, with its token (busybox nc through a fifo): prints the answer's status line. */
-const ACT = `act() { tok=\${HTTP_PROXY#*://}; tok=\${tok%%:*}; rm -f /tmp/.q /tmp/.a; mkfifo /tmp/.q; ` +
-  `nc -w 10 host.docker.internal \${ROSTER_GATEWAY##*:} </tmp/.q >/tmp/.a & p=$!; ` +
-  `{ printf 'POST /v1/actions/%s HTTP/1.0\\r\\nAuthorization: Bearer %s\\r\\nContent-Length: %s\\r\\n\\r\\n%s' "$1" "$tok" "\${#2}" "$2"; ` +
-  `while kill -0 $p 2>/dev/null; do usleep 10000; done; } >/tmp/.q; head -n 1 /tmp/.a | tr -d '\\r'; }; `
 
 const until = async <A>(what: string, probe: () => Promise<A | undefined> | A | undefined, ms = 30_000): Promise<A> => {
   const deadline = Date.now() + ms
@@ -120,12 +115,7 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
   })
 
   it("a warm box made before identity.md changed is recycled, not taken: the run starts its own (warm: false) and prints byte for byte what a warm run prints", async () => {
-    const events = [
-      `{"type":"tool_execution_start","toolName":"bash","args":{"command":"ls"}}`,
-      `{"type":"tool_execution_end","toolName":"bash","result":{"content":[{"type":"text","text":"a\\nb\\nc\\nd\\ne"}]}}`,
-      `{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"done \\u001b[2J here"}],"stopReason":"stop"}}`
-    ].map((e) => `echo '${e}'`).join("; ")
-    const prompt = `!${events}; ${ACT}act message_user '{"text":"a note"}' >/dev/null; echo 'to stderr' >&2; exit 5`
+    const prompt = SHOWN_PROMPT
     const stale = await warmBox()
     const identity = d.file("config", "workers", "alice", "identity.md")
     fs.appendFileSync(identity, "\nYou keep your notes short.\n")
@@ -144,7 +134,7 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     expect(cold.code).toBe(5)
     expect(same(warm.stdout, fresh.runId)).toBe(same(cold.stdout, coldId))
     expect(same(warm.stderr, fresh.runId)).toBe(same(cold.stderr, coldId))
-    expect(warm.stdout).toContain("  -> bash {\"command\":\"ls\"}\n     | a\n     | b\n     | c\n     | … 2 more lines\nalice: done ␛[2J here\n")
+    expect(warm.stdout).toContain(SHOWN_LINES)
     expect(warm.stdout).toContain("message from alice: a note\n")
     expect(warm.stderr).toContain("to stderr")
   })

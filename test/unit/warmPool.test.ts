@@ -32,15 +32,21 @@ const pool = (
 
 const workersOf = (ready: ReadonlyArray<{ readonly worker: string }>) => ready.map((r) => r.worker)
 
-/** Lets the pool's own fibers run what was asked of them (the pool is built in the test's scope, with `Layer.build`: it lives as long as the test). */
+/** The pool built in the test's scope (with `Layer.build`: it lives as long as the test), and what it closed. */
+const started = (box: Parameters<typeof pool>[0], fits: Ref.Ref<boolean>, paused?: Ref.Ref<boolean>) =>
+  Effect.gen(function*() {
+    const { closed, layer } = yield* pool(box, fits, paused)
+    return { closed, p: Context.get(yield* Layer.build(layer), WarmPool) }
+  })
+
+/** Lets the pool's own fibers run what was asked of them . */
 const settle = Effect.repeatN(Effect.yieldNow(), 50)
 
 describe("the warm pool (its timing, room and recycling, over fake boxes and the TestClock)", () => {
   it.scoped("a warm box no run takes within warm_idle_min is recycled: out of the pool, its scope closed", () =>
     Effect.gen(function*() {
       const fits = yield* Ref.make(true)
-      const { closed, layer } = yield* pool({ warm_idle_min: 10 }, fits)
-      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      const { closed, p } = yield* started({ warm_idle_min: 10 }, fits)
       yield* p.refill("alice", ONE_SHOT)
       yield* settle
       expect(workersOf(yield* p.ready)).toEqual(["alice"])
@@ -57,8 +63,7 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
   it.scoped("a take gives the box once; one that does not fit the run is recycled and not given", () =>
     Effect.gen(function*() {
       const fits = yield* Ref.make(true)
-      const { closed, layer } = yield* pool({}, fits)
-      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      const { closed, p } = yield* started({}, fits)
       yield* p.refill("alice", ONE_SHOT)
       yield* settle
       const taken = yield* p.take("alice", ONE_SHOT, {})
@@ -77,16 +82,14 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
   it.scoped("at warm_max the oldest gives its place to the worker that ran last; warm = off makes none", () =>
     Effect.gen(function*() {
       const fits = yield* Ref.make(true)
-      const { closed, layer } = yield* pool({ warm_max: 1 }, fits)
-      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      const { closed, p } = yield* started({ warm_max: 1 }, fits)
       yield* p.refill("alice", ONE_SHOT)
       yield* settle
       yield* p.refill("bob", ONE_SHOT)
       yield* settle
       expect(workersOf(yield* p.ready)).toEqual(["bob"])
       expect(yield* Ref.get(closed)).toHaveLength(1)
-      const off = yield* pool({ warm: "off" }, fits)
-      const q = Context.get(yield* Layer.build(off.layer), WarmPool)
+      const { p: q } = yield* started({ warm: "off" }, fits)
       yield* q.refill("alice", ONE_SHOT)
       yield* settle
       expect(workersOf(yield* q.ready)).toEqual([])
@@ -96,8 +99,7 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
     Effect.gen(function*() {
       const fits = yield* Ref.make(true)
       const paused = yield* Ref.make(true)
-      const { closed, layer } = yield* pool({}, fits, paused)
-      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      const { closed, p } = yield* started({}, fits, paused)
       yield* p.refill("alice", ONE_SHOT)
       yield* settle
       expect(workersOf(yield* p.ready)).toEqual([])
@@ -111,8 +113,7 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
   it.scoped("a worker's box is of its last run's kind: a run of another kind has the old box recycled and one of its own made", () =>
     Effect.gen(function*() {
       const fits = yield* Ref.make(true)
-      const { closed, layer } = yield* pool({}, fits)
-      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      const { closed, p } = yield* started({}, fits)
       yield* p.refill("alice", ONE_SHOT)
       yield* settle
       yield* p.refill("alice", ONE_SHOT)
@@ -127,8 +128,7 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
   it.scoped("closing the pool (the daemon stops) recycles every warm box, and none is made after", () =>
     Effect.gen(function*() {
       const fits = yield* Ref.make(true)
-      const { closed, layer } = yield* pool({}, fits)
-      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      const { closed, p } = yield* started({}, fits)
       yield* p.refill("alice", ONE_SHOT)
       yield* p.refill("bob", ONE_SHOT)
       yield* settle
