@@ -1,4 +1,5 @@
 import * as Migrator from "@effect/sql/Migrator"
+import { CLAIM_NEXT, WRITE_TASK } from "./taskFunctions.js"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { FleetSchemaError } from "./errors.js"
@@ -226,7 +227,10 @@ const MIGRATIONS = {
     Effect.all([
       sql`ALTER TABLE roster_spend ADD COLUMN chat_channel text`,
       sql`CREATE INDEX roster_spend_by_channel ON roster_spend (day, chat_channel) WHERE chat_channel IS NOT NULL`
-    ], { discard: true }))
+    ], { discard: true })),
+  /** The claim and a task's write as functions of the database: planned once a connection, not at every call (see taskFunctions.ts). */
+  "15_task_functions": Effect.flatMap(SqlClient, (sql) =>
+    Effect.all([sql.unsafe(CLAIM_NEXT), sql.unsafe(WRITE_TASK)], { discard: true }))
 }
 
 /** The newest schema this roster knows. */

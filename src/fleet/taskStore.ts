@@ -1,28 +1,57 @@
 import { SqlError } from "@effect/sql/SqlError"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Clock, Context, Effect, Layer, Queue, Ref, Schema } from "effect"
+import { Clock, Context, Effect, Fiber, Layer, Queue, Ref, Schema } from "effect"
 import { answerWithin } from "../contract/answerWithin.js"
 import * as crypto from "node:crypto"
 import { captureHostFiles } from "../config/Paths.js"
 import { Files } from "../fs/Files.js"
 import { appendJournalLines } from "../journal/journal.js"
-import { NoSuchTask, TaskRecord, TaskStoreError } from "../task/TaskRecord.js"
+import { isFinal, NoSuchTask, TaskRecord, TaskStoreError } from "../task/TaskRecord.js"
 import { type NewTask, TaskStore, type TaskStoreEnv } from "../task/TaskStore.js"
 import { newTaskRecord } from "../task/newRecord.js"
-import { writeTasksView } from "../task/view.js"
+import { viewEntry, ViewEntry, writeTasksView, writeViewEntries } from "../task/view.js"
 
-import { LIVE_BOX_ROW } from "./boxRows.js"
 import { TASKS_CHANNEL } from "./channels.js"
 import { sqlDetail } from "./sqlDetail.js"
 
 const decode = Schema.decodeUnknown(TaskRecord)
 const encode = Schema.encode(TaskRecord)
 
+const decodeView = Schema.decodeUnknown(Schema.Array(ViewEntry))
+
+/**
+ * A change to paint: the task, and its worker's view as its statement found it (before the
+ * change) when it gave one — decoded only by the paint, and only the last of a worker's in a batch.
+ */
+interface Picture {
+  readonly task: TaskRecord
+  readonly viewBefore?: unknown
+}
+
+/** The view a statement found, with its own change put in: none when the task was not in it and now waits (its place unknown). */
+const viewAfter = (before: ReadonlyArray<ViewEntry>, task: TaskRecord): ReadonlyArray<ViewEntry> | undefined => {
+  const at = before.findIndex((e) => e.task_id === task.task_id)
+  if (isFinal(task.status)) return at < 0 ? before : before.filter((_, i) => i !== at)
+  return at < 0 ? undefined : before.map((e, i) => (i === at ? viewEntry(task) : e))
+}
+
+/** The view a statement gave back, after `task`'s change; none if it gave none or it does not read (an unreadable task of the worker): the paint then reads it. */
+const viewOf = ({ task, viewBefore }: Picture) =>
+  viewBefore === undefined
+    ? Effect.succeed(undefined)
+    : decodeView(viewBefore).pipe(Effect.map((before) => viewAfter(before, task)), Effect.orElseSucceed(() => undefined))
+
 const isUniqueViolation = (e: SqlError) => (e.cause as { readonly code?: string } | undefined)?.code === "23505"
 
 
 const storeError = (where: string) => (e: SqlError) =>
   new TaskStoreError({ file: `in the fleet's database ${where}`, detail: sqlDetail(e), fix: "check that the database answers: roster doctor" })
+
+/** How many of its tasks' last writes a node keeps (those it has in hand: a few, but bounded). */
+const KEPT_WRITES = 1000
+
+/** How long a paint of the journals and views waits for more changes to paint with its first. */
+const PAINT_GATHER = "20 millis"
 
 /** How long a read of the queue waits for the database before it gives the queue as last seen. */
 const READ_WAIT = "3 seconds"
@@ -92,67 +121,85 @@ const writes = (
       return task
     })
 
-  const change = (taskId: string, f: (task: TaskRecord, now: string) => TaskRecord) =>
-    sql.withTransaction(Effect.gen(function*() {
-      const found = yield* rows(sql`SELECT record FROM roster_tasks WHERE task_id = ${taskId} FOR UPDATE`)
-      const current = found[0]
-      if (!current) return yield* new NoSuchTask({ taskId })
-      if (current.unreadable) return { current, next: current }
-      const time = yield* now
-      const next = f(current, time)
-      if (next === current) return { current, next }
-      const claiming = next.status === "running" && current.status !== "running"
-      if (claiming && (yield* fencedHere(sql, node, instance))) return { current, next: current }
-      const attempt = (current.attempt ?? 0) + (claiming ? 1 : 0)
-      const stamped: TaskRecord = { ...next, updated_at: time, ...(claiming ? { node, attempt } : {}) }
-      const record = yield* encode(stamped).pipe(Effect.orDie)
-      yield* sql`UPDATE roster_tasks SET status = ${stamped.status}, record = ${JSON.stringify(record)}::jsonb,
-          node = ${stamped.node ?? null}, attempt = ${attempt}, updated_at = now(), version = version + 1
-        WHERE task_id = ${taskId}`
-      return { current, next: stamped }
-    }))
+  // What this node last wrote of the tasks it has in hand (claimed, running): the next change of
+  // one starts from it, unread, and a row someone else wrote since is read when the write misses.
+  const lastWritten = new Map<string, { readonly version: string; readonly task: TaskRecord }>()
+  const remember = (task: TaskRecord, version: string) => {
+    lastWritten.delete(task.task_id)
+    if (isFinal(task.status)) return
+    lastWritten.set(task.task_id, { version, task })
+    if (lastWritten.size > KEPT_WRITES) lastWritten.delete(lastWritten.keys().next().value!)
+  }
+  const read = (taskId: string) =>
+    sql<{ readonly record: unknown; readonly version: string }>`SELECT record, version::text AS version FROM roster_tasks WHERE task_id = ${taskId}`.pipe(
+      Effect.flatMap((found) =>
+        found[0] ? Effect.map(decode(found[0].record).pipe(Effect.orDie), (task) => ({ version: found[0]!.version, task })) : Effect.succeed(undefined)
+      )
+    )
+
   /**
-   * The next runnable task, claimed in one statement: the first queued task by seq whose worker
-   * runs nothing anywhere in the fleet — no running task, no live box row (a chat session's) —
-   * nor here (`busy`), whose `after` is done, and whose
-   * continuation has its run to resume — locked with SKIP LOCKED, so a node that holds a row
-   * (stuck, stopped) is stepped over, never waited for. The row is stamped running with this
-   * node, the next attempt and `runId`; none when nothing is runnable, or this instance is fenced.
+   * A change of one task: its row (as this node last wrote it, or read) with its version, `f`
+   * applied, and the row written only if no one wrote it since (else read again and `f` again) —
+   * one or two round trips and no lock held while `f` runs, where a transaction holding the row
+   * took five. A claim (queued → running) is written only while this instance is not fenced, in
+   * the same statement, and announced by it. An answer is never given from memory alone: what
+   * `f` leaves unchanged there is read again.
+   */
+  const change = (taskId: string, f: (task: TaskRecord, now: string) => TaskRecord) =>
+    Effect.gen(function*() {
+      let known = lastWritten.get(taskId)
+      for (;;) {
+        const fromMemory = known !== undefined
+        const row = known ?? (yield* read(taskId))
+        known = undefined
+        if (!row) return yield* new NoSuchTask({ taskId })
+        const current = row.task
+        const time = yield* now
+        const next = current.unreadable ? current : f(current, time)
+        if (next === current) {
+          if (fromMemory) continue
+          return { current, next, viewBefore: undefined }
+        }
+        const claiming = next.status === "running" && current.status !== "running"
+        const mine = claiming ? yield* instance : null
+        const attempt = (current.attempt ?? 0) + (claiming ? 1 : 0)
+        const stamped: TaskRecord = { ...next, updated_at: time, ...(claiming ? { node, attempt } : {}) }
+        const record = yield* encode(stamped).pipe(Effect.orDie)
+        const moved = stamped.status !== current.status
+        // A change of status is announced, and its worker's view comes back with it, by the write itself.
+        const written = yield* sql<{ readonly view: unknown; readonly version: string }>`
+          SELECT o_version AS version, o_view AS view FROM roster_write_task(${taskId}, ${row.version}::bigint, ${stamped.status},
+            ${JSON.stringify(record)}::jsonb, ${stamped.node ?? null}, ${attempt}, ${node}, ${mine}, ${moved})`
+        const done = written[0]
+        if (done) {
+          remember(stamped, done.version)
+          return { current, next: stamped, viewBefore: moved ? done.view : undefined }
+        }
+        // Not written: another wrote the row first (its change is the one `f` now sees), or this
+        // instance is fenced (a claim that lost).
+        if (claiming && !fromMemory && (yield* fencedHere(sql, node, mine))) return { current, next: current, viewBefore: undefined }
+      }
+    })
+  /**
+   * The next runnable task, claimed in one call of `roster_claim_next` (taskFunctions.ts, where
+   * the rule is: the first queued task by seq whose worker runs nothing anywhere in the fleet nor
+   * here (`busy`), SKIP LOCKED); none when nothing is runnable, or this instance is fenced.
    * Two nodes claiming two tasks of one worker at once: the unique index on running rows refuses
    * the second, and that claim is none (its node passes again at the next change).
    */
   const claimNext = (busy: ReadonlyArray<string>, runId: string, instanceId: string | null) =>
     Effect.gen(function*() {
       const time = yield* now
-      const claimed = yield* sql<{ readonly record: unknown }>`
-        WITH claimed AS (UPDATE roster_tasks t SET status = 'running', node = ${node}, attempt = t.attempt + 1, updated_at = now(), version = t.version + 1,
-          record = t.record || jsonb_build_object(
-            'status', 'running', 'reason', NULL::text, 'started_at', ${time}::text, 'updated_at', ${time}::text,
-            'run_ids', coalesce(t.record->'run_ids', '[]'::jsonb) || to_jsonb(${runId}::text), 'node', ${node}::text, 'attempt', t.attempt + 1)
-        WHERE t.task_id = (
-          SELECT q.task_id FROM roster_tasks q
-          WHERE q.status = 'queued'
-            AND (q.record->>'not_before' IS NULL OR (q.record->>'not_before')::timestamptz <= ${time}::timestamptz)
-            AND NOT (q.worker = ANY(${`{${busy.join(",")}}`}::text[]))
-            AND NOT EXISTS (SELECT 1 FROM roster_tasks r WHERE r.worker = q.worker AND r.status = 'running')
-            AND NOT EXISTS (SELECT 1 FROM roster_boxes b WHERE b.worker = q.worker AND ${sql.literal(LIVE_BOX_ROW)})
-            AND (q.after_id IS NULL OR EXISTS (SELECT 1 FROM roster_tasks a WHERE a.task_id = q.after_id AND a.status = 'done'))
-            AND (q.record->'continues' IS NULL OR q.record->'continues' = 'null'::jsonb
-              OR (q.record->'continues'->>'task_id' = q.task_id)
-              OR EXISTS (SELECT 1 FROM roster_tasks c WHERE c.task_id = q.record->'continues'->>'task_id' AND c.status IN ('done', 'failed', 'cancelled'))
-              OR (q.record->'continues'->>'task_id' IS NULL AND EXISTS (
-                SELECT 1 FROM roster_runs u WHERE u.run_id = q.record->'continues'->>'run_id' AND u.finished_at IS NOT NULL)))
-            AND NOT EXISTS (SELECT 1 FROM roster_nodes f WHERE f.name = ${node} AND f.instance = ${instanceId} AND f.fenced_at IS NOT NULL)
-          ORDER BY q.seq
-          FOR UPDATE SKIP LOCKED
-          LIMIT 1)
-        RETURNING t.task_id, t.record)
-        -- The claim announced in the same round trip (the other nodes pass their queues at once).
-        SELECT record, pg_notify(${TASKS_CHANNEL}, task_id) FROM claimed`.pipe(
-        Effect.catchIf((e) => isUniqueViolation(e), () => Effect.succeed([] as ReadonlyArray<{ readonly record: unknown }>))
+      const claimed = yield* sql<{ readonly record: unknown; readonly version: string; readonly view: unknown }>`
+        SELECT o_record AS record, o_version AS version, o_view AS view
+        FROM roster_claim_next(${node}, ${`{${busy.join(",")}}`}::text[], ${runId}, ${instanceId}, ${time})`.pipe(
+        Effect.catchIf((e) => isUniqueViolation(e), () => Effect.succeed([] as ReadonlyArray<{ readonly record: unknown; readonly version: string; readonly view: unknown }>))
       )
       const row = claimed[0]
-      return row ? yield* decode(row.record).pipe(Effect.orDie) : undefined
+      if (!row) return undefined
+      const task = yield* decode(row.record).pipe(Effect.orDie)
+      remember(task, row.version)
+      return { task, viewBefore: row.view } satisfies Picture
     })
 
   /** Queued tasks that can never run (what they wait for failed or was cancelled), failed in one statement: found by index, not a read of the table. */
@@ -188,24 +235,21 @@ const writes = (
 }
 
 /** A batch's changes grouped by worker, each worker's in the batch's order. */
-const byWorker = (batch: ReadonlyArray<TaskRecord>) => {
-  const out = new Map<string, Array<TaskRecord>>()
-  for (const t of batch) out.set(t.worker, [...(out.get(t.worker) ?? []), t])
+const byWorker = (batch: ReadonlyArray<Picture>) => {
+  const out = new Map<string, Array<Picture>>()
+  for (const p of batch) out.set(p.task.worker, [...(out.get(p.task.worker) ?? []), p])
   return out
 }
 
-const fencedHere = (sql: SqlClient, node: string, instance: Effect.Effect<string | null>) =>
-  Effect.gen(function*() {
-    const mine = yield* instance
-    if (mine === null) return false
-    const rows = yield* sql`SELECT 1 FROM roster_nodes WHERE name = ${node} AND instance = ${mine} AND fenced_at IS NOT NULL`
-    return rows.length > 0
-  })
+const fencedHere = (sql: SqlClient, node: string, mine: string | null) =>
+  mine === null
+    ? Effect.succeed(false)
+    : sql`SELECT 1 FROM roster_nodes WHERE name = ${node} AND instance = ${mine} AND fenced_at IS NOT NULL`.pipe(Effect.map((rows) => rows.length > 0))
 
 /**
  * The task store of a fleet's node: the same interface as the data dir's files, over the fleet's
- * database. A change is one transaction on the task's row (`FOR UPDATE`), so two nodes changing
- * one task take turns; claiming a task (queued → running) stamps this node and the next attempt
+ * database. A change is written only over the version it was made from (two nodes changing one
+ * task: the second reads the first's and makes its change again); claiming a task (queued → running) stamps this node and the next attempt
  * number, and the unique index on running rows refuses a second running task of one worker —
  * such a claim returns the task unchanged, as a claim that lost. Every change is announced on
  * {@link TASKS_CHANNEL}; the journal and the worker's queue view are still this node's files.
@@ -224,24 +268,37 @@ export const fleetTaskStore = (node: string, where: string, instance: Effect.Eff
       // The journal and the worker's view follow the record in the background, in order, a batch at
       // a time (a worker's view written once a batch): never on a claim's path, which is the
       // statement and its NOTIFY alone. What is queued when the store closes is written first.
-      const pictures = yield* Queue.unbounded<TaskRecord>()
+      const pictures = yield* Queue.unbounded<Picture>()
       // A batch's changes, a worker at a time (a few at once): its journal lines in one append, in
       // order, then its view from what waits or runs — its finished tasks (most, over time) never read for it.
-      const paint = (batch: ReadonlyArray<TaskRecord>) =>
+      // The view is the one the batch's last change came back with, read only when it came with none.
+      const paint = (batch: ReadonlyArray<Picture>) =>
         Effect.forEach(byWorker(batch), ([worker, changed]) =>
           Effect.gen(function*() {
-            yield* own(appendJournalLines(worker, changed.map((task) => ({
+            yield* own(appendJournalLines(worker, changed.map(({ task }) => ({
               kind: "task" as const, task_id: task.task_id, status: task.status, run_id: task.run_ids.at(-1) ?? null, reason: task.reason
             }))))
-            yield* rows(sql`SELECT record FROM roster_tasks WHERE worker = ${worker} AND status NOT IN ('done', 'failed', 'cancelled') ORDER BY seq`).pipe(
-              Effect.flatMap((mine) => own(writeTasksView(worker, mine))),
-              Effect.catchAllCause((c) => Effect.logWarning(`the task view of ${worker} could not be written`, c))
-            )
+            const given = yield* viewOf(changed.at(-1)!)
+            yield* (given
+              ? own(writeViewEntries(worker, given))
+              : rows(sql`SELECT record FROM roster_tasks WHERE worker = ${worker} AND status NOT IN ('done', 'failed', 'cancelled') ORDER BY seq`).pipe(
+                Effect.flatMap((mine) => own(writeTasksView(worker, mine)))
+              )).pipe(Effect.catchAllCause((c) => Effect.logWarning(`the task view of ${worker} could not be written`, c)))
           }), { concurrency: 4, discard: true })
-      yield* Effect.forkScoped(Queue.takeBetween(pictures, 1, 500).pipe(Effect.flatMap((b) => paint([...b])), Effect.forever))
-      yield* Effect.addFinalizer(() => Queue.takeAll(pictures).pipe(Effect.flatMap((b) => paint([...b]))))
+      // A batch gathers for a moment after its first change: a task claimed and ended at once (or
+      // two of one worker's) is one paint of its worker, not two.
+      // What the painter has taken is painted even when the store closes meanwhile (the close waits
+      // for it), and before what is left in the queue: a view is never painted over by an older one.
+      const painter = yield* Effect.forkScoped(Effect.forever(Effect.uninterruptibleMask((restore) =>
+        restore(Queue.take(pictures)).pipe(
+          Effect.zipLeft(Effect.sleep(PAINT_GATHER)),
+          Effect.flatMap((first) => Effect.map(Queue.takeAll(pictures), (rest) => [first, ...rest])),
+          Effect.flatMap(paint)
+        ))))
+      yield* Effect.addFinalizer(() =>
+        Fiber.interrupt(painter).pipe(Effect.zipRight(Queue.takeAll(pictures)), Effect.flatMap((b) => paint([...b]))))
       const announce = (task: TaskRecord) =>
-        sql`SELECT pg_notify(${TASKS_CHANNEL}, ${task.task_id})`.pipe(Effect.ignore, Effect.zipRight(Queue.offer(pictures, task)), Effect.asVoid)
+        sql`SELECT pg_notify(${TASKS_CHANNEL}, ${task.task_id})`.pipe(Effect.ignore, Effect.zipRight(Queue.offer(pictures, { task })), Effect.asVoid)
 
       const { archive, change, claimNext, failStuck, insert } = writes(sql, rows, node, instance)
 
@@ -261,7 +318,8 @@ export const fleetTaskStore = (node: string, where: string, instance: Effect.Eff
         claimNext: ({ busy, runId }) =>
           Effect.flatMap(instance, (mine) => claimNext(busy, runId, mine)).pipe(
             // Notified by the statement itself: only the journal and the view are left to follow it.
-            Effect.tap((t) => (t ? Queue.offer(pictures, t) : Effect.void)),
+            Effect.tap((claimed) => (claimed ? Queue.offer(pictures, claimed) : Effect.void)),
+            Effect.map((claimed) => claimed?.task),
             Effect.mapError(fail)
           ),
         undelivered: rows(sql`SELECT record FROM roster_tasks
@@ -291,7 +349,8 @@ export const fleetTaskStore = (node: string, where: string, instance: Effect.Eff
           ),
         update: (taskId, f) =>
           change(taskId, f).pipe(
-            Effect.tap(({ current, next }) => (next !== current && next.status !== current.status ? announce(next) : Effect.void)),
+            // Announced by its own statement: only the journal and the view are left to follow it.
+            Effect.tap(({ current, next, viewBefore }) => (next !== current && next.status !== current.status ? Queue.offer(pictures, { task: next, viewBefore }) : Effect.void)),
             Effect.map(({ next }) => next),
             // Another task of this worker runs somewhere in the fleet: this claim lost, the task is as it was.
             Effect.catchTag("SqlError", (e): Effect.Effect<TaskRecord, NoSuchTask | TaskStoreError> =>

@@ -1,6 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Effect } from "effect"
 import { Paths, layout } from "../config/Paths.js"
+import { orMakeParent } from "../fs/orMakeParent.js"
 import { Files } from "../fs/Files.js"
 
 /** One line of a worker's journal: a run started or ended, or one of its tasks changed state. */
@@ -41,8 +42,7 @@ export const appendJournalLines = (worker: string, entries: ReadonlyArray<Journa
   Effect.gen(function*() {
     const file = layout(yield* Paths).journalFile(worker)
     const time = new Date(yield* Clock.currentTimeMillis).toISOString()
-    yield* (yield* FileSystem.FileSystem).makeDirectory((yield* Path.Path).dirname(file), { recursive: true })
-    yield* (yield* Files).append(file, entries.map((entry) => `${JSON.stringify({ time, worker, ...entry })}\n`).join(""), 0o644)
+    yield* orMakeParent(file, (yield* Files).append(file, entries.map((entry) => `${JSON.stringify({ time, worker, ...entry })}\n`).join(""), 0o644))
   }).pipe(Effect.catchAll((e) => Effect.logWarning(`the journal of ${worker} could not be written: ${e.message}`)))
 
 /** Makes sure the journal exists so every box mounts it (an empty journal is still the worker's view). */

@@ -1,33 +1,54 @@
-import { FileSystem, Path } from "@effect/platform"
-import { Clock, Effect } from "effect"
+import { FileSystem } from "@effect/platform"
+import { Clock, Effect, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
-import { isFinal, type TaskRecord } from "./TaskRecord.js"
+import { orMakeParent } from "../fs/orMakeParent.js"
+import { isFinal, type TaskRecord, TaskOrigin, TaskStatus } from "./TaskRecord.js"
+
+/** One task as its worker sees it in its queue. */
+export const ViewEntry = Schema.Struct({
+  task_id: Schema.String,
+  status: TaskStatus,
+  prompt: Schema.String,
+  after: Schema.NullOr(Schema.String),
+  ceiling_min: Schema.NullOr(Schema.Number),
+  origin: TaskOrigin.fields.by,
+  created_at: Schema.String,
+  run_id: Schema.NullOr(Schema.String)
+})
+export type ViewEntry = typeof ViewEntry.Type
+
+/** A task's entry in its worker's view (the fleet's store builds the same in SQL: keep the two alike). */
+export const viewEntry = (t: TaskRecord): ViewEntry => ({
+  task_id: t.task_id,
+  status: t.status,
+  prompt: t.prompt,
+  after: t.after,
+  ceiling_min: t.ceiling_min,
+  origin: t.origin.by,
+  created_at: t.created_at,
+  run_id: t.run_ids.at(-1) ?? null
+})
 
 /** What a worker sees of its queue: its tasks not yet ended, in order. */
 export const tasksViewOf = (worker: string, all: ReadonlyArray<TaskRecord>, time: string) => ({
   worker,
   updated_at: time,
-  tasks: all.filter((t) => t.worker === worker && !isFinal(t.status)).map((t) => ({
-    task_id: t.task_id,
-    status: t.status,
-    prompt: t.prompt,
-    after: t.after,
-    ceiling_min: t.ceiling_min,
-    origin: t.origin.by,
-    created_at: t.created_at,
-    run_id: t.run_ids.at(-1) ?? null
-  }))
+  tasks: viewEntriesOf(worker, all)
 })
+
+export const viewEntriesOf = (worker: string, all: ReadonlyArray<TaskRecord>) =>
+  all.filter((t) => t.worker === worker && !isFinal(t.status)).map(viewEntry)
 
 /**
  * Rewrites `data/tasks/views/<worker>.json` in place: it is bind-mounted read-only at
  * /pihome/self/schedule.json, and a rename would leave a running box reading the old file.
  */
-export const writeTasksView = (worker: string, all: ReadonlyArray<TaskRecord>) =>
+export const writeViewEntries = (worker: string, tasks: ReadonlyArray<ViewEntry>) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const file = layout(yield* Paths).tasksView(worker)
     const time = new Date(yield* Clock.currentTimeMillis).toISOString()
-    yield* fs.makeDirectory((yield* Path.Path).dirname(file), { recursive: true })
-    yield* fs.writeFileString(file, `${JSON.stringify(tasksViewOf(worker, all, time), null, 2)}\n`)
+    yield* orMakeParent(file, fs.writeFileString(file, `${JSON.stringify({ worker, updated_at: time, tasks }, null, 2)}\n`))
   }).pipe(Effect.catchAll((e) => Effect.logWarning(`the task view of ${worker} could not be written: ${e.message}`)))
+
+export const writeTasksView = (worker: string, all: ReadonlyArray<TaskRecord>) => writeViewEntries(worker, viewEntriesOf(worker, all))

@@ -26,6 +26,7 @@ import { SqlClient } from "@effect/sql/SqlClient"
 import { Files } from "../../src/fs/Files.js"
 import type { TaskRecord } from "../../src/task/TaskRecord.js"
 import { type NewTask, TaskStore } from "../../src/task/TaskStore.js"
+import { viewEntriesOf } from "../../src/task/view.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { fleetRunIndex, indexRunsOf } from "../../src/fleet/runIndex.js"
 import { auditOf, findRun, pageOfRuns } from "../../src/run/query.js"
@@ -90,7 +91,7 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
       ))))
     expect(results.flatMap((r) => r.applied).sort((x, y) => parseInt(x) - parseInt(y))).toEqual([
-      "1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals", "10_rpc_key", "11_claims", "12_boxes", "13_archive", "14_spend_channel"
+      "1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals", "10_rpc_key", "11_claims", "12_boxes", "13_archive", "14_spend_channel", "15_task_functions"
     ])
     expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1).join(","))
     // The runner RPC's key: three nodes asking at once get one key, made once.
@@ -147,6 +148,27 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
       const order = intervals.filter((i) => i.worker === w).sort((x, y) => x.from - y.from).map((i) => i.task)
       expect(order).toEqual(mine.map((t) => t.task_id))
     }
+  })
+
+  it("a node paints a worker's view from what its claim and its end statements gave back (no read of the queue), and it is the records' own view; a change that gave none is read", async () => {
+    pg.sql("DELETE FROM roster_tasks WHERE status IN ('queued', 'running')")
+    const [a, b, c] = await onNode("n1", Effect.flatMap(TaskStore, (s) => Effect.forEach(["one", "two", "three"], (p) => s.add(newTask("viewer", p)))))
+    const viewFile = path.join(home, "n2", "data", "tasks", "views", "viewer.json")
+    const painted = () => (JSON.parse(fs.readFileSync(viewFile, "utf8")) as { tasks: ReadonlyArray<unknown> }).tasks
+    const records = () => onNode("n3", Effect.flatMap(TaskStore, (s) => s.list)).then((all) => viewEntriesOf("viewer", all))
+    // The store closes at the end of each call: what it had to paint is painted by then.
+    const claimed = await onNode("n2", Effect.flatMap(TaskStore, (s) => s.claimNext!({ busy: [], runId: runIdOf() })))
+    expect(claimed?.task_id).toBe(a?.task_id)
+    expect(painted()).toEqual(await records())
+    expect(painted()).toMatchObject([{ task_id: a?.task_id, status: "running", run_id: claimed?.run_ids.at(-1) }, { task_id: b?.task_id, status: "queued" }, { task_id: c?.task_id }])
+    await onNode("n2", Effect.flatMap(TaskStore, (s) => s.update(a!.task_id, (x) => ({ ...x, status: "done" }))))
+    expect(painted()).toEqual(await records())
+    expect(painted()).toHaveLength(2)
+    // A task added on n2 (its statement gives no view): n2 reads the worker's queue to paint it.
+    const d = await onNode("n2", Effect.flatMap(TaskStore, (s) => s.add(newTask("viewer", "four"))))
+    expect(painted()).toEqual(await records())
+    expect(painted()).toMatchObject([{ task_id: b?.task_id }, { task_id: c?.task_id }, { task_id: d.task_id, status: "queued" }])
+    pg.sql("DELETE FROM roster_tasks WHERE worker = 'viewer'")
   })
 
   it("two nodes claiming two tasks of one worker at the same moment: the database lets one run, the other's claim comes back unchanged", async () => {

@@ -64,7 +64,8 @@ export const startPostgres = async (): Promise<Postgres> => {
   // rule on that address drops one node's packets and no other's).
   fs.appendFileSync(path.join(data, "pg_hba.conf"), `host all all ${SECOND_ADDRESS}/32 scram-sha-256\n`)
   const port = await freePort()
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1,${SECOND_ADDRESS} -c fsync=off -c max_connections=200`
+  // PG_EXTRA_OPTS: more server settings for a profiling run (bench/spikes/claimProfile.ts reads pg_stat_statements).
+  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1,${SECOND_ADDRESS} -c fsync=off -c max_connections=200 ${process.env.PG_EXTRA_OPTS ?? ""}`
   const start = () => {
     asPostgres(path.join(bin, "pg_ctl"), ["-D", data, "-o", opts, "-l", path.join(dir, "log"), "-w", "-t", "60", "start"])
   }
