@@ -3,6 +3,7 @@ import { Effect, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { Paths, layout } from "../config/Paths.js"
 import { identityFile, IdentityRecord } from "../contract/identity.js"
+import { currentOwner } from "../contract/owner.js"
 import { workerSubject } from "../contract/scope.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
 
@@ -20,7 +21,8 @@ export const mintIdentity = (worker: string, runId: string, taskId: string | nul
     Effect.gen(function*() {
       const token = crypto.randomBytes(32).toString("hex")
       const file = identityFile(layout(yield* Paths).identityDir, token)
-      yield* writeJson(file, { ...identityRecord(worker, runId, taskId, chatChannel), ...(warm ? { warm: true as const } : {}) }, 0o600)
+      const record: IdentityRecord = { ...identityRecord(worker, runId, taskId, chatChannel), ...(warm ? { warm: true as const, maker: yield* currentOwner } : {}) }
+      yield* writeJson(file, record, 0o600)
       return { token, file } satisfies Identity
     }),
     ({ file }) => Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(file)).pipe(Effect.ignore)

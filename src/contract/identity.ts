@@ -14,7 +14,12 @@ export const IdentityRecord = Schema.Struct({
    * A warm box's token, bound to no run yet: the gateway takes only the box's preflight report under it.
    * A claim rewrites the record without it (and with the run's task and channel).
    */
-  warm: Schema.optional(Schema.Literal(true))
+  warm: Schema.optional(Schema.Literal(true)),
+  /**
+   * A warm box's maker (the daemon: pid and start time): its token is written before its box exists,
+   * so while the maker lives a warm token with no box is one still being made, never a stray.
+   */
+  maker: Schema.optional(Schema.Struct({ pid: Schema.Number, start: Schema.String }))
 })
 export type IdentityRecord = typeof IdentityRecord.Type
 

@@ -60,6 +60,8 @@ export const sweepStrays = (st: SupervisorState) =>
       const file = path.join(files.identityDir, name)
       const token = Schema.decodeUnknownOption(IdentityRecord)(yield* readJsonOptional(file))
       if (token._tag === "Some" && (busy(token.value.run_id) || unfinished.has(token.value.run_id))) continue
+      // A warm box still being made (its token comes before its box) by a daemon that lives.
+      if (token._tag === "Some" && token.value.warm === true && token.value.maker && (yield* ownerAlive(token.value.maker))) continue
       if (token._tag === "Some" && !settled.has(token.value.run_id)) {
         const record = yield* readRunDir(files.runDir(token.value.worker, token.value.run_id))
         if (record && record.finished_at === null) continue

@@ -632,11 +632,11 @@ describe("adoption and the reaper (Docker test layer)", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.scoped("a run killed before its box existed: record finished orphaned, token removed; a run still starting is left alone", () => {
+  it.scoped("a run killed before its box existed: record finished orphaned, token removed; a run still starting is left alone, and so is a warm box its living daemon is still making", () => {
     const { paths, layer } = deployment()
-    const token = (name: string, runId: string) => {
+    const token = (name: string, runId: string, warm?: { readonly maker: { readonly pid: number; readonly start: string } }) => {
       fs.mkdirSync(layout(paths).identityDir, { recursive: true })
-      fs.writeFileSync(`${layout(paths).identityDir}/${name.repeat(64)}.json`, JSON.stringify({ subject: "org/alice", run_id: runId, worker: "alice", task_id: null }))
+      fs.writeFileSync(`${layout(paths).identityDir}/${name.repeat(64)}.json`, JSON.stringify({ subject: "org/alice", run_id: runId, worker: "alice", task_id: null, ...(warm ? { warm: true, ...warm } : {}) }))
     }
     return Effect.gen(function*() {
       const runLog = yield* RunLog
@@ -658,11 +658,20 @@ describe("adoption and the reaper (Docker test layer)", () => {
       token("f", over)
       // An identity file that is not one (a stray write): no run can use it.
       fs.writeFileSync(`${layout(paths).identityDir}/${"9".repeat(64)}.json`, "{")
+      // Warm boxes' tokens, written before their boxes exist (no box, no record): one whose maker lives
+      // is a box still being made (under gVisor that takes seconds); one whose maker died is a stray, its folder too.
+      const making = "2026-11-29-10-00-00-000000c5"
+      const orphanedWarm = "2026-11-29-10-00-00-000000c6"
+      token("a", making, { maker: { pid: cli.pid, start: yield* processStart(cli.pid) } })
+      token("b", orphanedWarm, { maker: { pid: deadPid(), start: "" } })
+      for (const id of [making, orphanedWarm]) fs.mkdirSync(layout(paths).runDir("alice", id), { recursive: true })
       yield* startSupervisor
       expect(yield* runLog.read("alice", killed)).toMatchObject({ ended_by: "orphaned", error: expect.stringContaining("died before the run's box was started") })
       expect(yield* runLog.read("alice", recordOnly)).toMatchObject({ ended_by: "orphaned" })
       expect((yield* runLog.read("alice", starting))?.finished_at).toBeNull()
-      expect(tokens(paths)).toEqual([`${"e".repeat(64)}.json`])
+      expect(tokens(paths).sort()).toEqual([`${"a".repeat(64)}.json`, `${"e".repeat(64)}.json`])
+      expect(fs.existsSync(layout(paths).runDir("alice", making))).toBe(true)
+      expect(fs.existsSync(layout(paths).runDir("alice", orphanedWarm))).toBe(false)
       expect((yield* Effect.flatMap(DockerFake, (f) => Effect.succeed([...f.containers.values()])))).toEqual([])
     }).pipe(Effect.provide(layer))
   })
