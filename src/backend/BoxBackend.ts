@@ -75,6 +75,8 @@ export class BoxBackend extends Context.Tag("roster/BoxBackend")<BoxBackend, {
   readonly kill: (box: string) => Effect.Effect<boolean, DockerError>
   /** Removes a box by id or name, killed first; one already gone is no error. */
   readonly remove: (box: string) => Effect.Effect<void, DockerError>
+  /** The image a name stands for now (its content's id): a box made from an older build under the same name is told apart. Undefined when there is none. */
+  readonly imageId: (image: string) => Effect.Effect<string | undefined, DockerError>
   /** A live box's CPU and memory; undefined for one gone. */
   readonly stats: (id: string) => Effect.Effect<BoxStats | undefined, DockerError>
 }>() {}

@@ -42,6 +42,8 @@ export interface WarmBox {
   readonly shape: WarmShape
   /** A digest of what it was made from: a claim takes it only while the run would be made from the same. */
   readonly madeFrom: string
+  /** The id of the image it was made from: the same name rebuilt since is another image. */
+  readonly imageId: string | undefined
   readonly preparedAt: number
   readonly scope: Scope.CloseableScope
   readonly identity: Identity
@@ -123,7 +125,9 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
       chatSend: shape.chatSend ?? undefined, termSend: shape.termSend,
       piArgs: ["--session-id", routeKey(worker, system), "--append-system-prompt", system]
     }, store, [])
-    const box = yield* (yield* BoxBackend).open(plan)
+    const backend = yield* BoxBackend
+    const imageId = yield* backend.imageId(plan.image)
+    const box = yield* backend.open(plan)
     const lines = yield* Ref.make<(line: string) => Effect.Effect<void>>(() => Effect.void)
     const failed = yield* Deferred.make<string>()
     // A failed check the box prints stops it: no run will take a box whose way out is not the gateway's.
@@ -147,7 +151,7 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
       return Option.isSome(exited) ? Option.some("its box exited before a run took it") : Option.none<string>()
     })
     return {
-      runId, worker, shape, madeFrom: warmDigest(run, shape), preparedAt: yield* Clock.currentTimeMillis, identity, plan, settings,
+      runId, worker, shape, madeFrom: warmDigest(run, shape), imageId, preparedAt: yield* Clock.currentTimeMillis, identity, plan, settings,
       box: { id: box.id, exited: box.exited, write: box.write, closeStdin: box.closeStdin, kill: box.kill },
       // Awaited, never joined: a join would merge the drains' fiber refs (the console and logger of whatever made
       // the box) into the run that claims it, and its closing lines would go to another run's reader.
@@ -165,6 +169,12 @@ export const sameShape = (a: WarmShape, b: WarmShape) =>
  */
 export const warmFits = Effect.fn("warm.fits")(function*(warm: WarmBox, shape: WarmShape, limits: RunLimits) {
   if (!sameShape(warm.shape, shape) || Option.isSome(yield* warm.spent)) return false
+  // Its token and folder still there (nothing else took them for a stray's).
+  const fs = yield* FileSystem.FileSystem
+  const intact = yield* Effect.all([fs.exists(warm.identity.file), fs.exists(warm.plan.dirs.pihome)]).pipe(Effect.orElseSucceed(() => [false, false]))
+  if (!intact.every(Boolean)) return false
+  const image = yield* (yield* BoxBackend).imageId(warm.plan.image).pipe(Effect.orElseSucceed(() => undefined))
+  if (image === undefined || image !== warm.imageId) return false
   const run = yield* prepareRun({ worker: warm.worker, kind: shape.kind, channel: shape.channel, limits })
   return warmRefusal(run) === undefined && warmDigest(run, shape) === warm.madeFrom
 })

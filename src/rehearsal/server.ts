@@ -28,6 +28,8 @@ export interface RehearsalOptions {
 }
 
 export interface Received {
+  /** When its headers arrived (ms since the epoch). */
+  readonly at: number
   readonly path: string
   readonly apiKey: string | undefined
   readonly authorization: string | undefined
@@ -86,12 +88,14 @@ export const serveRehearsal = (options: RehearsalOptions) =>
       const threads = new Map<string, { readonly tools: ReadonlyArray<string>; readonly messages: ReadonlyArray<RequestMessage> }>()
       let counter = 0
       const server = http.createServer((req, res) => {
+        const at = Date.now()
         let body = ""
         req.setEncoding("utf8")
         req.on("data", (c: string) => (body += c))
         req.on("end", () => {
           const key = req.headers["x-api-key"]
           received.push({
+            at,
             path: req.url ?? "",
             apiKey: typeof key === "string" ? key : undefined,
             authorization: req.headers.authorization

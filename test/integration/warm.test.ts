@@ -42,19 +42,30 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     })
   const runDir = (runId: string) => d.file("data", "runs", "alice", runId)
   const record = (runId: string) => JSON.parse(fs.readFileSync(path.join(runDir(runId), "run.json"), "utf8"))
-  const tokens = () => (fs.existsSync(d.file("state", "identity")) ? fs.readdirSync(d.file("state", "identity")) : [])
+  const tokens = () =>
+    // A token file, never the temp file one is written through (a daemon may be minting one as the test looks).
+    (fs.existsSync(d.file("state", "identity")) ? fs.readdirSync(d.file("state", "identity")).filter((f) => f.endsWith(".json")) : [])
   const workerRun = (prompt: string) => collect(spawn(ROSTER_BIN, ["worker", "run", "alice", prompt], { env: d.env, stdio: ["ignore", "pipe", "pipe"] }))
   const allow = (extra = "") => `[box]\nwarm = "recent"\n${extra}\n[[allow]]\nhosts = ["198.51.100.7"]\nports = [9099]\nscope = ["org/*"]\n`
 
+  // The deployment's own name for the test image, so a test can rebuild it under that name.
+  const image = `roster-scripted:warm-${process.pid}`
+
   beforeAll(async () => {
     outside = await makeOutsideHost()
-    d = await makeDeployment(allow(), TEST_IMAGE, "runc")
+    execFileSync("docker", ["tag", TEST_IMAGE, image])
+    d = await makeDeployment(allow(), image, "runc")
     deployment = d.file("config")
   })
 
   afterAll(async () => {
     await d?.stop()
     outside?.close()
+    try {
+      execFileSync("docker", ["rmi", image], { stdio: "ignore" })
+    } catch {
+      // gone already
+    }
   })
 
   it("a run leaves its worker a warm box whose token opens nothing but its preflight report (403, audited); its preflight is in before any run takes it", async () => {
@@ -137,6 +148,22 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     expect(warm.stdout).toContain(SHOWN_LINES)
     expect(warm.stdout).toContain("message from alice: a note\n")
     expect(warm.stderr).toContain("to stderr")
+  })
+
+  it("a warm box made from an image since rebuilt under the same name is recycled, not taken: the run starts its own box of the new image", async () => {
+    const stale = await warmBox()
+    // The same name, another image: a build on top of it that changes nothing but a label.
+    execFileSync("docker", ["build", "-q", "-t", image, "-"], { input: `FROM ${TEST_IMAGE}\nLABEL roster.test.rebuilt="${Date.now()}"\n`, env: { ...process.env, DOCKER_BUILDKIT: "0" } })
+    const rebuilt = (await docker.getImage(image).inspect()).Id
+    const run = await workerRun("!exit 0")
+    expect(run.code, run.stderr).toBe(0)
+    const id = latestRunId(d.file("data", "runs", "alice"))
+    expect(id).not.toBe(stale.runId)
+    expect(record(id).warm).toBe(false)
+    expect((await boxesOf()).map((c) => c.Labels["roster.run-id"])).not.toContain(stale.runId)
+    // The next warm box is of the new image.
+    const fresh = await warmBox()
+    expect((await docker.getContainer(fresh.id).inspect()).Image).toBe(rebuilt)
   })
 
   it("a queued task takes its worker's warm box: the task's run is the box's run, kind task, its token bound to the task", async () => {

@@ -103,6 +103,7 @@ export const DockerBackend = Layer.effect(
         ),
       kill: (box) => docker.containerKill(box),
       remove: (box) => docker.containerKill(box).pipe(Effect.zipRight(docker.containerRemove(box))),
+      imageId: (image) => Effect.map(docker.imageInspect(image), (found) => found?.id),
       stats: (id) => docker.containerStats(id)
     })
   })
