@@ -6,6 +6,8 @@ import { lookAgainNow } from "../fs/stamp.js"
 import { Runner } from "../runner/Runner.js"
 import { CeilingMinutes } from "../config/ceiling.js"
 import { renderReport } from "../report/renderReport.js"
+import { notice, type Reporter } from "../report/Reporter.js"
+import { Supervisor } from "../supervisor/Supervisor.js"
 import { visible } from "../report/terminal.js"
 import { errorMessage, plainLogLine } from "../report/plainLog.js"
 
@@ -67,13 +69,17 @@ const declined = (ask: Ask, build: string | undefined, paths: RosterPaths) =>
     : undefined
 
 /** The run in a fiber of the stream's scope, saying everything through `say`; its exit code last. */
-const runFor = (ask: Ask, say: (s: Said) => void, runs: Runs, runner: Runner["Type"]) =>
+const runFor = (ask: Ask, say: (s: Said) => void, runs: Runs, runner: Runner["Type"], supervisor: Supervisor["Type"]) =>
   Effect.gen(function*() {
     const signalled = yield* Ref.make<"SIGINT" | "SIGTERM" | undefined>(undefined)
     // The files of the moment the person typed the command: an org.toml edit (lockdown on) or a connection removed just before it counts.
     yield* lookAgainNow
     const line = (...args: ReadonlyArray<unknown>) => `${args.map(String).join(" ")}\n`
-    const run = runner.direct({
+    const reporter: Reporter["Type"] = {
+      report: (r) => Effect.sync(() => renderReport(r, { isTTY: ask.stderr_tty, ...(ask.columns ? { columns: ask.columns } : {}), write: (e) => say({ e }) }))
+    }
+    // One box per worker on this node: a person's run waits while its worker has one (a task, a chat session, another run).
+    const run = supervisor.holdWorker(ask.worker, `direct:${ask.token}`, (text) => reporter.report(notice(text))).pipe(Effect.zipRight(runner.direct({
       worker: ask.worker,
       prompt: ask.prompt,
       ...(ask.ceiling_min !== undefined ? { ceilingMin: ask.ceiling_min } : {}),
@@ -81,10 +87,8 @@ const runFor = (ask: Ask, say: (s: Said) => void, runs: Runs, runner: Runner["Ty
     }, {
       say: (o) => Effect.sync(() => o !== "" && say({ o })),
       colour: ask.stdout_colour,
-      reporter: {
-        report: (r) => Effect.sync(() => renderReport(r, { isTTY: ask.stderr_tty, ...(ask.columns ? { columns: ask.columns } : {}), write: (e) => say({ e }) }))
-      }
-    }).pipe(
+      reporter
+    })), Effect.scoped).pipe(
       // What the CLI's edge (src/bin.ts) says of a failure.
       Effect.catchAll((e) => Effect.sync(() => say({ e: `roster: ${visible(errorMessage(e))}\n` })).pipe(Effect.as(1))),
       (effect) =>
@@ -130,7 +134,7 @@ const badRequest = {
 }
 
 /** `POST /runs/direct`: the run, its lines streamed as they come (one JSON object a line), its exit code last. */
-const startRun = (build: string | undefined, paths: RosterPaths, runs: Runs, runner: Runner["Type"]) =>
+const startRun = (build: string | undefined, paths: RosterPaths, runs: Runs, runner: Runner["Type"], supervisor: Supervisor["Type"]) =>
   Effect.gen(function*() {
     const ask = yield* HttpServerRequest.schemaBodyJson(Ask)
     const why = declined(ask, build, paths)
@@ -141,7 +145,7 @@ const startRun = (build: string | undefined, paths: RosterPaths, runs: Runs, run
       const out = yield* Mailbox.make<Said>()
       // A first, empty line: the answer's head goes out now, so the CLI knows the run is the daemon's (and its Ctrl-C has a run to reach).
       yield* out.offer({})
-      yield* runFor(ask, (s) => void out.unsafeOffer(s), runs, runner).pipe(
+      yield* runFor(ask, (s) => void out.unsafeOffer(s), runs, runner, supervisor).pipe(
         Effect.flatMap((x) => Effect.zipRight(out.offer({ x }), out.end)),
         Effect.forkScoped
       )
@@ -172,7 +176,7 @@ export const directRunRoutes = (paths: RosterPaths, runs: Runs) =>
   HttpApiBuilder.Router.use((router) =>
     Effect.gen(function*() {
       // The daemon's Runner holds what a run needs (the engine, the files, the gateway's state).
-      yield* router.post("/runs/direct", startRun(yield* ownBuild, paths, runs, yield* Runner))
+      yield* router.post("/runs/direct", startRun(yield* ownBuild, paths, runs, yield* Runner, yield* Supervisor))
       yield* router.post("/runs/direct/interrupt", interruptRun(runs))
     })
   )

@@ -22,9 +22,10 @@ export const holdBoxRow = <R>(worker: string, key: string, waiting: (text: strin
           if (taken) return
           if (!said) yield* waiting(`${worker} has a box running in the fleet (one box per worker): this run starts when it ends`)
           said = true
-          yield* Effect.sleep("1 second")
+          // Only the wait is interruptible (a person's Ctrl-C): a row taken is always given back.
+          yield* Effect.interruptible(Effect.sleep("1 second"))
         }
-      }).pipe(Effect.interruptible),
+      }),
       () => m.giveBox(worker, key)
     )
   })

@@ -12,7 +12,7 @@ import { FleetMember } from "../fleet/FleetMember.js"
 import { type AddedTask, isFinal, NoSuchTask, type TaskRecord, TaskRefused, type TaskStatus, type TaskStoreError } from "../task/TaskRecord.js"
 import { byQueueOrder, TaskStore } from "../task/TaskStore.js"
 import { logDefects } from "../report/defects.js"
-import { dispatchLoop, hasSession, holdSlot, HOLD_REASON } from "./dispatch.js"
+import { dispatchLoop, hasSession, holdSlot, holdWorker, HOLD_REASON } from "./dispatch.js"
 import { cancelInPlace, cancelQueued, PERSON, queueTask, retryTask, type TaskRequest } from "./queueTask.js"
 import { makeState, type SupervisorState } from "./state.js"
 import { deliverPending } from "./deliver.js"
@@ -44,6 +44,11 @@ export interface SupervisorApi {
    * waits for `[supervisor] concurrency` and for the worker's other box, and counts toward both.
    */
   readonly holdSlot: (worker: string, key: string) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * A person's handed-over run's place as its worker's one box on this node, held until the scope
+   * closes: waits (said once through `waiting`) while the worker has a box here; takes no slot.
+   */
+  readonly holdWorker: (worker: string, key: string, waiting: (text: string) => Effect.Effect<void>) => Effect.Effect<void, never, Scope.Scope>
   /** Queue counts, live boxes, adopted/reaped since start (pid, version and config root are the daemon's to add). */
   readonly status: Effect.Effect<Omit<ServerStatus, "pid" | "version" | "config_root" | "started_at">>
 }
@@ -229,6 +234,7 @@ const make = Effect.gen(function*() {
   return {
     add: ({ via, ...req }) => use(queueTask(req, { ...PERSON, via: via ?? "api" })).pipe(Effect.tap(() => wake)),
     holdSlot: (worker, key) => holdSlot(st, worker, key).pipe(Effect.provideService(OrgConfig, org)),
+    holdWorker: (worker, key, waiting) => holdWorker(st, worker, key, waiting).pipe(Effect.provideService(OrgConfig, org)),
     list: (filter) =>
       use(Effect.gen(function*() {
         const live = yield* store.list

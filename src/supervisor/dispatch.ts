@@ -286,14 +286,15 @@ export const dispatchPass = (st: SupervisorState) =>
     const live = [...(yield* Ref.get(st.live)).values()]
     const adopted = [...(yield* Ref.get(st.held)).values()].filter((h) => h.taskId !== null)
     const sessions = [...(yield* Ref.get(st.sessions)).values()]
+    const slotted = sessions.filter((s) => s.counts).length
     if (store.claimNext) {
-      const free = org.supervisor.concurrency - live.length - adopted.length - sessions.length
+      const free = org.supervisor.concurrency - live.length - adopted.length - slotted
       return yield* fleetPass(st, store.claimNext, free, new Set([...live, ...adopted, ...sessions].map((x) => x.worker)))
     }
     const all = yield* store.list
     // A worker whose task runs anywhere (another node of a fleet included) is busy here too.
     const busy = new Set([...live, ...adopted, ...sessions].map((x) => x.worker).concat(all.filter((t) => t.status === "running").map((t) => t.worker)))
-    let free = org.supervisor.concurrency - live.length - adopted.length - sessions.length
+    let free = org.supervisor.concurrency - live.length - adopted.length - slotted
     const now = yield* Clock.currentTimeMillis
     for (const t of all) {
       if (free <= 0) break
@@ -321,16 +322,29 @@ export const dispatchPass = (st: SupervisorState) =>
  * waits while `[supervisor] concurrency` boxes run or the worker already has one, then counts
  * toward both rules, so a task of that worker waits until the session ends.
  */
-export const holdSlot = (st: SupervisorState, worker: string, runKey: string) =>
+export const holdSlot = (st: SupervisorState, worker: string, runKey: string) => holdOtherBox(st, worker, runKey, true, () => Effect.void)
+
+/**
+ * Holds a person's handed-over run's place as its worker's one box on this node until the scope
+ * closes: waits, saying so once through `waiting`, while the worker has a box here (a task, a chat
+ * session, another such run); takes no concurrency slot (a person's run is not queued work), but
+ * keeps the worker's tasks and sessions waiting. The fleet's side is the run's own (its box row).
+ */
+export const holdWorker = (st: SupervisorState, worker: string, runKey: string, waiting: (text: string) => Effect.Effect<void>) =>
+  holdOtherBox(st, worker, runKey, false, waiting)
+
+const holdOtherBox = (st: SupervisorState, worker: string, runKey: string, counts: boolean, waiting: (text: string) => Effect.Effect<void>) =>
   Effect.gen(function*() {
     const member = yield* Effect.serviceOption(FleetMember)
-    // In a fleet the worker's box row too, taken after this node's slot: a task of that worker
-    // running on another node keeps the session waiting, and the session keeps its tasks waiting everywhere.
-    const fleetRow = Option.match(member, {
+    // In a fleet a session's box row too, taken after this node's slot: a task of that worker
+    // running on another node keeps the session waiting, and the session keeps its tasks waiting
+    // everywhere. (A person's run takes its row itself, in the Runner.)
+    const fleetRow = Option.match(counts ? member : Option.none(), {
       onNone: () => Effect.succeed(true),
       onSome: (m) =>
         m.takeBox(worker, runKey).pipe(Effect.catchAllCause((c) => Effect.logWarning(`fleet: ${worker}'s box row could not be taken (tried again)`, c).pipe(Effect.as(false))))
     })
+    let said = false
     yield* Effect.acquireRelease(
       Effect.gen(function*() {
         for (;;) {
@@ -340,19 +354,23 @@ export const holdSlot = (st: SupervisorState, worker: string, runKey: string) =>
             const adopted = [...(yield* Ref.get(st.held)).values()].filter((h) => h.taskId !== null)
             const sessions = [...(yield* Ref.get(st.sessions)).values()]
             const all = [...live, ...adopted, ...sessions]
-            if (all.length >= (org?.supervisor.concurrency ?? 1) || all.some((x) => x.worker === worker)) return false
-            if (!(yield* fleetRow)) return false
-            yield* Ref.update(st.sessions, (m) => withKey(m, runKey, { worker }))
-            return true
+            if (all.some((x) => x.worker === worker)) return "worker" as const
+            if (counts && [...live, ...adopted, ...sessions.filter((s) => s.counts)].length >= (org?.supervisor.concurrency ?? 1)) return "full" as const
+            if (!(yield* fleetRow)) return "fleet" as const
+            yield* Ref.update(st.sessions, (m) => withKey(m, runKey, { worker, counts }))
+            return "taken" as const
           }))
-          if (taken) return
-          yield* Effect.sleep("1 second")
+          if (taken === "taken") return
+          if (taken === "worker" && !said) yield* waiting(`${worker} has a box running (one box per worker): this run starts when it ends`)
+          said ||= taken === "worker"
+          // The wait is interruptible (a person's Ctrl-C, the daemon's stop), the taking is not: a place taken is given back.
+          yield* Effect.interruptible(Effect.sleep("1 second"))
         }
       }),
       () =>
         Ref.update(st.sessions, (m) => withoutKey(m, runKey)).pipe(
           Effect.zipRight(Queue.offer(st.wake, undefined)),
-          Effect.zipRight(Option.match(member, { onNone: () => Effect.void, onSome: (m) => m.giveBox(worker, runKey) }))
+          Effect.zipRight(Option.match(counts ? member : Option.none(), { onNone: () => Effect.void, onSome: (m) => m.giveBox(worker, runKey) }))
         )
     )
   })

@@ -32,10 +32,19 @@ export interface SupervisorState {
   readonly startedAt: number
   /** Runs whose record the reaper has seen finished (it never reads them again). */
   readonly settled: Set<string>
-  /** Boxes of this daemon that are not tasks' (a chat session's), by run id: they count toward concurrency and one box per worker. */
-  readonly sessions: Ref.Ref<ReadonlyMap<string, { readonly worker: string }>>
+  /**
+   * Boxes of this daemon that are not tasks', by key: a chat session's counts toward concurrency and
+   * one box per worker; a person's handed-over run only toward one box per worker (`counts` false).
+   */
+  readonly sessions: Ref.Ref<ReadonlyMap<string, OtherBox>>
   /** Taken by a dispatch pass and by a session taking a slot, so the two never both take the last one. */
   readonly slots: Semaphore
+}
+
+/** A box of this daemon that is not a task's: its worker, and whether it takes a `[supervisor] concurrency` slot. */
+export interface OtherBox {
+  readonly worker: string
+  readonly counts: boolean
 }
 
 export const makeState = (startedAt: number) =>
@@ -50,7 +59,7 @@ export const makeState = (startedAt: number) =>
       wake: yield* Queue.sliding<void>(1),
       startedAt,
       settled: new Set<string>(),
-      sessions: yield* Ref.make<ReadonlyMap<string, { readonly worker: string }>>(new Map()),
+      sessions: yield* Ref.make<ReadonlyMap<string, OtherBox>>(new Map()),
       slots: yield* Effect.makeSemaphore(1)
     } satisfies SupervisorState
   })

@@ -125,6 +125,25 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     expect(tokens()).toHaveLength(1)
   })
 
+  it("two worker runs of one worker at once: one takes the warm box, the other waits (saying so) until it has ended, then runs", async () => {
+    const warm = await warmBox()
+    const before = new Set(fs.readdirSync(d.file("data", "runs", "alice")))
+    const [one, two] = await Promise.all([workerRun("!sleep 1; echo one"), workerRun("!sleep 1; echo two")])
+    expect(one.code, one.stderr).toBe(0)
+    expect(two.code, two.stderr).toBe(0)
+    // The runs' folders (a warm box made since has one too, with no record yet).
+    const ran = fs.readdirSync(d.file("data", "runs", "alice")).filter((id) => (!before.has(id) || id === warm.runId) && fs.existsSync(path.join(runDir(id), "run.json")))
+      .map((id) => record(id) as { run_id: string; warm: boolean; started_at: string; finished_at: string })
+      .sort((a, b) => Date.parse(a.started_at) - Date.parse(b.started_at))
+    expect(ran).toHaveLength(2)
+    expect(ran[0]).toMatchObject({ run_id: warm.runId, warm: true })
+    // Never two boxes of alice at once: the second started after the first had ended.
+    expect(Date.parse(ran[1]!.started_at)).toBeGreaterThanOrEqual(Date.parse(ran[0]!.finished_at))
+    const waited = [one, two].filter((r) => r.stderr.includes("alice has a box running (one box per worker): this run starts when it ends"))
+    expect(waited).toHaveLength(1)
+    await warmBox()
+  })
+
   it("a warm box made before identity.md changed is recycled, not taken: the run starts its own (warm: false) and prints byte for byte what a warm run prints", async () => {
     const prompt = SHOWN_PROMPT
     const stale = await warmBox()

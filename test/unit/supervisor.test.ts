@@ -1,6 +1,6 @@
 import { SystemError } from "@effect/platform/Error"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Ref, Scope, Stream, TestClock } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Ref, Scope, Stream, TestClock } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import { layout } from "../../src/config/Paths.js"
@@ -252,6 +252,43 @@ describe("the supervisor (Docker test layer)", () => {
       yield* waitStatus(b.task_id, "done")
       yield* eventually(Effect.sync(() => waiting.unsafePoll() !== null), "carol's session to get a slot", 15_000)
       yield* Scope.close(carol, Exit.void)
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, 30_000)
+
+  it.live("a person's handed-over run holds its worker's one box on this node without a slot: it waits (said once) while the worker's task runs, then keeps the worker's next task waiting, and other workers' tasks still take the slots", () => {
+    const { layer } = deployment()
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const a = yield* sup.add({ worker: "alice", prompt: "HANG" })
+      const first = yield* boxOf(a.task_id)
+      const said: Array<string> = []
+      const run = yield* Scope.make()
+      const waiting = yield* sup.holdWorker("alice", "direct:one", (text) => Effect.sync(() => void said.push(text))).pipe(Scope.extend(run), Effect.fork)
+      yield* Effect.sleep("2500 millis")
+      expect(waiting.unsafePoll()).toBeNull()
+      expect(said).toEqual(["alice has a box running (one box per worker): this run starts when it ends"])
+      yield* (yield* DockerFake).exit(first.id, 0)
+      yield* waitStatus(a.task_id, "done")
+      yield* eventually(Effect.sync(() => waiting.unsafePoll() !== null), "the person's run to get its place", 10_000)
+      // While it runs: alice's next task waits; bob's and carol's take both slots (concurrency 2) — the run took none.
+      const next = yield* sup.add({ worker: "alice", prompt: "HANG" })
+      const b = yield* sup.add({ worker: "bob", prompt: "HANG" })
+      const c = yield* sup.add({ worker: "carol", prompt: "HANG" })
+      yield* waitStatus(b.task_id, "running")
+      yield* waitStatus(c.task_id, "running")
+      yield* Effect.sleep("2500 millis")
+      expect(yield* statusOf(next.task_id)).toBe("queued")
+      // A second run of alice waits; its person's Ctrl-C ends the wait.
+      const second = yield* sup.holdWorker("alice", "direct:two", () => Effect.void).pipe(Effect.scoped, Effect.forkDaemon)
+      yield* Effect.sleep("1500 millis")
+      yield* Fiber.interruptFork(second)
+      yield* Effect.sleep("1500 millis")
+      const ended = second.unsafePoll()
+      expect(ended !== null && Exit.isInterrupted(ended)).toBe(true)
+      yield* Scope.close(run, Exit.void)
+      // Its place given back, alice's task waits only for a free slot now.
+      yield* (yield* DockerFake).exit((yield* boxOf(b.task_id)).id, 0)
+      yield* waitStatus(next.task_id, "running")
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, 30_000)
 
