@@ -155,7 +155,7 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     expect(record(coldId)).toMatchObject({ warm: false, exit_code: 5 })
     // The stale box is gone, its folder with it (no run ever had it).
     expect((await boxesOf()).map((c) => c.Labels["roster.run-id"])).not.toContain(stale.runId)
-    expect(fs.existsSync(runDir(stale.runId))).toBe(false)
+    await until("the stale box's folder's removal (last of its recycling)", () => (!fs.existsSync(runDir(stale.runId)) ? true : undefined), 5_000)
     const fresh = await warmBox()
     const warm = await workerRun(prompt)
     expect(record(fresh.runId)).toMatchObject({ warm: true, exit_code: 5 })
@@ -228,7 +228,8 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
       const warm = await warmBox()
       await until("the idle warm box's recycling", async () => ((await boxesOf()).length === 0 ? true : undefined), 20_000)
       await until("its token's removal", () => (tokens().length === 0 ? true : undefined), 5_000)
-      expect(fs.existsSync(runDir(warm.runId))).toBe(false)
+      // Its folder goes last of all (after the box and the token): looked for until then.
+      await until("its folder's removal", () => (!fs.existsSync(runDir(warm.runId)) ? true : undefined), 5_000)
     } finally {
       d.writeOrg(allow())
     }
