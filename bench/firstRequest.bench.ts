@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, it } from "vitest"
 import { type Received, serveRehearsal } from "../src/rehearsal/server.js"
 import { freePort } from "../test/support/deployment.js"
 import { buildPiImage, PI_IMAGE } from "../test/support/images.js"
-import { emit, percentile, quick, smoke } from "./support.js"
+import { emit, percentile, quick, smoke, warmBoxes } from "./support.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(root, "bin/roster.js")
@@ -39,7 +39,7 @@ describe("a run's first model request", () => {
   const warmBoxReady = async () => {
     const until = Date.now() + 60_000
     for (;;) {
-      const runId = spawnSync("docker", ["ps", "--format", "{{.Label \"roster.run-id\"}}", "--filter", "label=roster.kind=warm", "--filter", `label=roster.deployment=${path.join(home, "config")}`], { encoding: "utf8" }).stdout.trim().split("\n")[0] ?? ""
+      const runId = warmBoxes(path.join(home, "config"))[0]?.runId ?? ""
       const events = path.join(home, "data", "runs", "alice", runId, "events.jsonl")
       if (runId !== "" && fs.existsSync(events) && fs.readFileSync(events, "utf8").includes(`"preflight"`)) return sleep(PI_LOADS_MS)
       if (Date.now() > until) throw new Error("no warm box was made in 60 s (see state/gateway.log)")

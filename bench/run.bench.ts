@@ -10,7 +10,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, it } from "vitest"
 import { freePort } from "../test/support/deployment.js"
-import { emit, percentile, quick, smoke } from "./support.js"
+import { emit, percentile, quick, smoke, warmBoxes } from "./support.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(root, "bin/roster.js")
@@ -37,8 +37,8 @@ describe("a run", () => {
   const warmBoxReady = () => {
     const until = Date.now() + 30_000
     for (;;) {
-      const ids = spawnSync("docker", ["ps", "-q", "--filter", "label=roster.kind=warm", "--filter", `label=roster.deployment=${path.join(env.ROSTER_HOME ?? "", "config")}`], { encoding: "utf8" }).stdout.trim()
-      if (ids !== "") return ids.split("\n")[0] ?? ""
+      const [box] = warmBoxes(path.join(env.ROSTER_HOME ?? "", "config"))
+      if (box) return box.id
       if (Date.now() > until) throw new Error("no warm box was made in 30 s (see state/gateway.log)")
       spawnSync("sleep", ["0.1"])
     }

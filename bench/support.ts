@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import type * as net from "node:net"
@@ -22,6 +23,14 @@ export interface Row {
 /** A smoke pass (CI): every bench runs once, with the smallest counts and runc only — it shows they run, not how fast. */
 export const smoke = process.env.BENCH_SMOKE === "1"
 export const quick = smoke || process.env.BENCH_QUICK === "1"
+
+/** The warm boxes the engine runs for the deployment whose config folder is `config`: container id and run id. */
+export const warmBoxes = (config: string) =>
+  spawnSync("docker", ["ps", "--format", "{{.ID}} {{.Label \"roster.run-id\"}}", "--filter", "label=roster.kind=warm", "--filter", `label=roster.deployment=${config}`], { encoding: "utf8" })
+    .stdout.trim().split("\n").filter(Boolean).map((l) => {
+      const [id = "", runId = ""] = l.split(" ")
+      return { id, runId }
+    })
 
 /** Appends a row for scripts/bench.mjs to print (or prints it when run alone). */
 export const emit = (row: Row) => {

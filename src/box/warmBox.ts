@@ -62,7 +62,7 @@ export interface WarmBox {
   readonly drained: Effect.Effect<void>
   /** Set by the run that takes it, before its record goes in: the folder is then the run's, not removed with the box. */
   readonly claimed: Ref.Ref<boolean>
-  /** Why it can serve no run (it exited, or its preflight failed), once it cannot. */
+  /** Why it can serve no run (it exited, its preflight failed, its token or folder is gone), once it cannot. */
   readonly spent: Effect.Effect<Option.Option<string>>
 }
 
@@ -144,11 +144,15 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
     const err = yield* Effect.forkScoped(drainTo(box.stderr, files.stderr, caps))
     yield* box.start
     const exit = yield* Effect.forkScoped(box.exited.pipe(Effect.either))
+    const fs = yield* FileSystem.FileSystem
     const spent = Effect.gen(function*() {
       const why = yield* Deferred.poll(failed)
       if (Option.isSome(why)) return Option.some(yield* why.value)
       const exited = yield* Fiber.poll(exit)
-      return Option.isSome(exited) ? Option.some("its box exited before a run took it") : Option.none<string>()
+      if (Option.isSome(exited)) return Option.some("its box exited before a run took it")
+      // Nothing else may have taken its token or its folder (for a stray's): a box without them cannot serve.
+      const intact = yield* Effect.all([fs.exists(identity.file), fs.exists(plan.dirs.pihome)]).pipe(Effect.orElseSucceed(() => [false, false]))
+      return intact.every(Boolean) ? Option.none<string>() : Option.some("its token or its folder is gone")
     })
     return {
       runId, worker, shape, madeFrom: warmDigest(run, shape), imageId, preparedAt: yield* Clock.currentTimeMillis, identity, plan, settings,
@@ -169,10 +173,6 @@ export const sameShape = (a: WarmShape, b: WarmShape) =>
  */
 export const warmFits = Effect.fn("warm.fits")(function*(warm: WarmBox, shape: WarmShape, limits: RunLimits) {
   if (!sameShape(warm.shape, shape) || Option.isSome(yield* warm.spent)) return false
-  // Its token and folder still there (nothing else took them for a stray's).
-  const fs = yield* FileSystem.FileSystem
-  const intact = yield* Effect.all([fs.exists(warm.identity.file), fs.exists(warm.plan.dirs.pihome)]).pipe(Effect.orElseSucceed(() => [false, false]))
-  if (!intact.every(Boolean)) return false
   const image = yield* (yield* BoxBackend).imageId(warm.plan.image).pipe(Effect.orElseSucceed(() => undefined))
   if (image === undefined || image !== warm.imageId) return false
   const run = yield* prepareRun({ worker: warm.worker, kind: shape.kind, channel: shape.channel, limits })

@@ -283,18 +283,12 @@ export const dispatchPass = (st: SupervisorState) =>
       }
     }
     if (!credential) return
-    const live = [...(yield* Ref.get(st.live)).values()]
-    const adopted = [...(yield* Ref.get(st.held)).values()].filter((h) => h.taskId !== null)
-    const sessions = [...(yield* Ref.get(st.sessions)).values()]
-    const slotted = sessions.filter((s) => s.counts).length
-    if (store.claimNext) {
-      const free = org.supervisor.concurrency - live.length - adopted.length - slotted
-      return yield* fleetPass(st, store.claimNext, free, new Set([...live, ...adopted, ...sessions].map((x) => x.worker)))
-    }
+    const here = yield* boxesHere(st)
+    if (store.claimNext) return yield* fleetPass(st, store.claimNext, org.supervisor.concurrency - here.slots, here.workers)
     const all = yield* store.list
     // A worker whose task runs anywhere (another node of a fleet included) is busy here too.
-    const busy = new Set([...live, ...adopted, ...sessions].map((x) => x.worker).concat(all.filter((t) => t.status === "running").map((t) => t.worker)))
-    let free = org.supervisor.concurrency - live.length - adopted.length - slotted
+    const busy = new Set([...here.workers, ...all.filter((t) => t.status === "running").map((t) => t.worker)])
+    let free = org.supervisor.concurrency - here.slots
     const now = yield* Clock.currentTimeMillis
     for (const t of all) {
       if (free <= 0) break
@@ -318,6 +312,21 @@ export const dispatchPass = (st: SupervisorState) =>
   })
 
 /**
+ * This node's boxes: the workers that have one (a task's, adopted or live; a chat session's; a
+ * person's run), and how many `[supervisor] concurrency` slots they take (a person's run takes none).
+ */
+const boxesHere = (st: SupervisorState) =>
+  Effect.gen(function*() {
+    const live = [...(yield* Ref.get(st.live)).values()]
+    const adopted = [...(yield* Ref.get(st.held)).values()].filter((h) => h.taskId !== null)
+    const others = [...(yield* Ref.get(st.sessions)).values()]
+    return {
+      workers: new Set([...live, ...adopted, ...others].map((x) => x.worker)),
+      slots: live.length + adopted.length + others.filter((o) => o.counts).length
+    }
+  })
+
+/**
  * Holds a box slot for a box that is not a task's (a chat session's) until the scope closes:
  * waits while `[supervisor] concurrency` boxes run or the worker already has one, then counts
  * toward both rules, so a task of that worker waits until the session ends.
@@ -335,11 +344,11 @@ export const holdWorker = (st: SupervisorState, worker: string, runKey: string, 
 
 const holdOtherBox = (st: SupervisorState, worker: string, runKey: string, counts: boolean, waiting: (text: string) => Effect.Effect<void>) =>
   Effect.gen(function*() {
-    const member = yield* Effect.serviceOption(FleetMember)
     // In a fleet a session's box row too, taken after this node's slot: a task of that worker
     // running on another node keeps the session waiting, and the session keeps its tasks waiting
     // everywhere. (A person's run takes its row itself, in the Runner.)
-    const fleetRow = Option.match(counts ? member : Option.none(), {
+    const member = counts ? yield* Effect.serviceOption(FleetMember) : Option.none()
+    const fleetRow = Option.match(member, {
       onNone: () => Effect.succeed(true),
       onSome: (m) =>
         m.takeBox(worker, runKey).pipe(Effect.catchAllCause((c) => Effect.logWarning(`fleet: ${worker}'s box row could not be taken (tried again)`, c).pipe(Effect.as(false))))
@@ -350,12 +359,9 @@ const holdOtherBox = (st: SupervisorState, worker: string, runKey: string, count
         for (;;) {
           const taken = yield* st.slots.withPermits(1)(Effect.gen(function*() {
             const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.orElseSucceed(() => undefined))
-            const live = [...(yield* Ref.get(st.live)).values()]
-            const adopted = [...(yield* Ref.get(st.held)).values()].filter((h) => h.taskId !== null)
-            const sessions = [...(yield* Ref.get(st.sessions)).values()]
-            const all = [...live, ...adopted, ...sessions]
-            if (all.some((x) => x.worker === worker)) return "worker" as const
-            if (counts && [...live, ...adopted, ...sessions.filter((s) => s.counts)].length >= (org?.supervisor.concurrency ?? 1)) return "full" as const
+            const here = yield* boxesHere(st)
+            if (here.workers.has(worker)) return "worker" as const
+            if (counts && here.slots >= (org?.supervisor.concurrency ?? 1)) return "full" as const
             if (!(yield* fleetRow)) return "fleet" as const
             yield* Ref.update(st.sessions, (m) => withKey(m, runKey, { worker, counts }))
             return "taken" as const
@@ -370,7 +376,7 @@ const holdOtherBox = (st: SupervisorState, worker: string, runKey: string, count
       () =>
         Ref.update(st.sessions, (m) => withoutKey(m, runKey)).pipe(
           Effect.zipRight(Queue.offer(st.wake, undefined)),
-          Effect.zipRight(Option.match(counts ? member : Option.none(), { onNone: () => Effect.void, onSome: (m) => m.giveBox(worker, runKey) }))
+          Effect.zipRight(Option.match(member, { onNone: () => Effect.void, onSome: (m) => m.giveBox(worker, runKey) }))
         )
     )
   })
