@@ -1,4 +1,6 @@
+import { FileSystem, Path } from "@effect/platform"
 import { Clock, Duration, Effect, Ref, Scope } from "effect"
+import { RUN_ENV_NAME } from "../contract/constants.js"
 import { readEvent } from "../contract/piEvents.js"
 import type { OpenRecord } from "../run/record.js"
 import { RunLog } from "../run/RunLog.js"
@@ -38,6 +40,7 @@ export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim:
   const kind = claim.taskId ? "task" as const : warm.shape.kind === "session" ? "session" as const : "box" as const
   const plan = { ...warm.plan, kind, taskId: claim.taskId, deadline }
   yield* noteBox(record, plan, claim.ceilingMin, true)
+  if (claim.taskId) yield* writeRunEnv(warm.plan.dirs.pihome, { ROSTER_TASK_ID: claim.taskId })
   const runLog = yield* RunLog
   const closed = yield* Ref.make(false)
   // One turn: its end (or pi refusing the prompt) closes pi's stdin, and pi exits 0 as json mode does.
@@ -66,4 +69,15 @@ export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim:
       Effect.orElseSucceed(() => undefined)
     )
   } satisfies OpenBox
+})
+
+/**
+ * What a cold box of the run has in its environment and a warm one could not (it started before
+ * its run was known): written before the first prompt, read by the box's run_env extension. A
+ * failure to write it fails the claim, so a task never runs without its id.
+ */
+const writeRunEnv = Effect.fn("warm.runEnv")(function*(pihome: string, env: Record<string, string>) {
+  const fs = yield* FileSystem.FileSystem
+  const file = (yield* Path.Path).join(pihome, RUN_ENV_NAME)
+  yield* fs.writeFileString(file, JSON.stringify(env), { mode: 0o644 })
 })

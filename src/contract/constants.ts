@@ -31,6 +31,11 @@ export const CHANNEL = "/pihome/channel"
 /** What people sent the run (a chat message's files), written host-side, read-only in the box. */
 export const INBOX = "/pihome/inbox"
 export const TASKS_FILE = "/pihome/self/schedule.json"
+/**
+ * The run's own variables for a warm box, which was started before its run was known (the box's
+ * run_env extension puts them in pi's environment at each agent start): its name in /pihome.
+ */
+export const RUN_ENV_NAME = ".roster-run-env.json"
 export const BOX_CA = "/opt/roster/ca.crt"
 export const BOX_CA_BUNDLE = "/opt/roster/ca-bundle.crt"
 export const BAKED_RUN_PI = "/opt/roster/engine/run-pi"

@@ -166,6 +166,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     const runId = (first.run_ids as Array<string>)[0] ?? ""
     const run = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", runId, "run.json"), "utf8"))
     expect(run).toMatchObject({ kind: "task", task_id: id, queued_tasks: followUps })
+    expect(run.final_text).toContain(`task=${id}`)
     const next = await until(followUps[0] ?? "")
     expect(next).toMatchObject({ status: "done", prompt: REHEARSAL_FOLLOW_UP, origin: { by: "self", run_id: runId, task_id: id } })
     expect(await boxes()).toEqual([])

@@ -122,4 +122,26 @@ describe("a warm box with real pi in the real box image, through the real gatewa
     // The warm box's model calls went out under the run, after its claim: none while it waited.
     expect(model.received.length).toBeGreaterThan(callsBefore)
   })
+
+  it("a queued task in a warm box has ROSTER_TASK_ID for its commands, as a cold task's box has it in its environment", async () => {
+    const runs = d.file("data", "runs", "alice")
+    // alice's last run left her a warm box (the test before this one, or the run below).
+    if ((await warmOf("alice")) === "") expect((await d.roster(["worker", "run", "alice", "hello"])).code).toBe(0)
+    const warmId = await warmOf("alice")
+    expect(warmId).not.toBe("")
+    const added = await d.roster(["task", "add", "alice", "look at your box", "--json"])
+    expect(added.code, added.stderr).toBe(0)
+    const taskId = (JSON.parse(added.stdout) as { task_id: string }).task_id
+    const deadline = Date.now() + 120_000
+    let task: { status: string; run_ids: Array<string> } = { status: "queued", run_ids: [] }
+    while (["queued", "running"].includes(task.status) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 300))
+      task = JSON.parse((await d.roster(["task", "show", taskId, "--json"])).stdout)
+    }
+    expect(task).toMatchObject({ status: "done", run_ids: [warmId] })
+    const record = JSON.parse(fs.readFileSync(path.join(runs, warmId, "run.json"), "utf8"))
+    expect(record).toMatchObject({ kind: "task", task_id: taskId, warm: true, exit_code: 0 })
+    // The rehearsal's bash call printed the variable as the box's commands see it.
+    expect(record.final_text).toContain(`task=${taskId}`)
+  })
 })
