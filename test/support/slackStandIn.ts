@@ -19,6 +19,8 @@ export interface SlackPost {
   readonly text: string
   readonly ts: string
   readonly token: string
+  /** When it arrived (ms since the epoch). */
+  readonly at: number
   readonly metadata?: { readonly event_type: string; readonly event_payload: Record<string, unknown> }
   /** Block Kit blocks, as posted (a held request's card carries its buttons here). */
   readonly blocks?: ReadonlyArray<{ readonly type: string; readonly elements?: ReadonlyArray<{ readonly action_id?: string; readonly value?: string }> }>
@@ -157,7 +159,7 @@ export const startSlackStandIn = async (tokens: { readonly bot: string; readonly
         const metadata = typeof body.metadata === "string" ? JSON.parse(body.metadata) : body.metadata
         const blocks = typeof body.blocks === "string" ? JSON.parse(body.blocks) : body.blocks
         posts.push({
-          channel: String(body.channel ?? ""), thread_ts: body.thread_ts === undefined ? undefined : String(body.thread_ts), text: String(body.text ?? ""), ts, token,
+          channel: String(body.channel ?? ""), thread_ts: body.thread_ts === undefined ? undefined : String(body.thread_ts), text: String(body.text ?? ""), ts, token, at: Date.now(),
           ...(metadata ? { metadata } : {}),
           ...(blocks ? { blocks } : {})
         })
