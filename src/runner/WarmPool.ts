@@ -93,6 +93,11 @@ function makePool<R>(ops: PoolOps<R>) {
         return [true, next] as const
       })
     const closed = yield* Ref.make(false)
+    const turnedOff = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
+      Effect.map((org) => org.box.warm === "off" || org.box.warm_max === 0),
+      Effect.orElseSucceed(() => false),
+      Effect.provide(env)
+    )
     const close = Ref.set(closed, true).pipe(
       Effect.zipRight(Ref.getAndSet(boxes, new Map())),
       Effect.flatMap((m) => Effect.forEach(m.values(), (w) => recycle(w, "the daemon stops"), { discard: true }))
@@ -155,6 +160,11 @@ function makePool<R>(ops: PoolOps<R>) {
         Effect.gen(function*() {
           const warm = (yield* Ref.get(boxes)).get(worker)
           if (warm === undefined || !(yield* remove(warm))) return Option.none()
+          // Turned off since it was made: no run takes it (the next take of each worker's recycles it).
+          if (yield* turnedOff) {
+            yield* Queue.offer(jobs, recycle(warm, "[box] warm is off (or warm_max is 0) in org.toml"))
+            return Option.none()
+          }
           const fits = yield* ops.fits(warm, shape, limits).pipe(Effect.provide(env), Effect.either)
           if (fits._tag === "Right" && fits.right) return Option.some(warm)
           // Said in the daemon's log (by the pool's fiber), not to the person whose run now starts its own box.

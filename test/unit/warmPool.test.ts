@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Ref, Scope, TestClock } from "effect"
+import { Context, Effect, Layer, Option, Ref, Schema, Scope, TestClock } from "effect"
 import { ONE_SHOT, type WarmBox, type WarmShape } from "../../src/box/warmBox.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
+import { OrgSchema } from "../../src/config/schema.js"
 import { WarmPool } from "../../src/runner/WarmPool.js"
 
 /** A warm box as the pool sees it (no engine): its run id, worker, when it was made, and whether its scope was closed. */
@@ -14,19 +15,26 @@ const fakeBox = (worker: string, shape: WarmShape, n: number, closed: Ref.Ref<Re
   })
 
 /** The pool over fake boxes: `fits` answers what the test says; every close is kept in `closed`. */
+type BoxKeys = { readonly warm_max?: number; readonly warm_idle_min?: number; readonly warm?: "recent" | "off" }
+
+/** An org.toml whose `[box]` the test can change while the pool runs (a person editing it). */
+const orgOf = (box: Ref.Ref<BoxKeys>) =>
+  Layer.succeed(OrgConfig, { snapshot: Effect.map(Ref.get(box), (b) => Schema.decodeUnknownSync(OrgSchema)({ box: b })) })
+
 const pool = (
-  box: { readonly warm_max?: number; readonly warm_idle_min?: number; readonly warm?: "recent" | "off" },
+  box: BoxKeys | Ref.Ref<BoxKeys>,
   fits: Ref.Ref<boolean>,
   paused: Ref.Ref<boolean> | undefined = undefined
 ) =>
   Effect.gen(function*() {
     const closed = yield* Ref.make<ReadonlyArray<string>>([])
     const made = yield* Ref.make(0)
+    const org = Ref.RefTypeId in box ? box : yield* Ref.make(box)
     const layer = WarmPool.layerTest({
       prepare: (worker, shape) => Ref.updateAndGet(made, (n) => n + 1).pipe(Effect.flatMap((n) => fakeBox(worker, shape, n, closed)), Effect.map(Option.some)),
       fits: () => Ref.get(fits),
       ...(paused ? { paused: Ref.get(paused) } : {})
-    }).pipe(Layer.provide(OrgConfig.layerTest({ box: box as never })))
+    }).pipe(Layer.provide(orgOf(org)))
     return { layer, closed }
   })
 
@@ -93,6 +101,21 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
       yield* q.refill("alice", ONE_SHOT)
       yield* settle
       expect(workersOf(yield* q.ready)).toEqual([])
+    }))
+
+  it.scoped("a warm box made before warm was turned off is not taken: the take recycles it and the run starts its own", () =>
+    Effect.gen(function*() {
+      const fits = yield* Ref.make(true)
+      const box = yield* Ref.make<BoxKeys>({ warm: "recent" })
+      const { closed, p } = yield* started(box, fits)
+      yield* p.refill("alice", ONE_SHOT)
+      yield* settle
+      expect(workersOf(yield* p.ready)).toEqual(["alice"])
+      yield* Ref.set(box, { warm: "off" })
+      expect(Option.isNone(yield* p.take("alice", ONE_SHOT, {}))).toBe(true)
+      yield* settle
+      expect(yield* Ref.get(closed)).toHaveLength(1)
+      expect(workersOf(yield* p.ready)).toEqual([])
     }))
 
   it.scoped("a fenced or cut-off fleet node makes none; once it may again, it does", () =>
