@@ -200,9 +200,7 @@ const launch = (
 const start = (st: SupervisorState, t: TaskRecord, continues: { readonly task_id: string | null; readonly run_id: string } | null) =>
   Effect.gen(function*() {
     // A fresh run (not a continuation: its box gets the session it resumes) takes its worker's warm box: its run id is the box's.
-    const warm = continues === null
-      ? Option.getOrUndefined(yield* (yield* Runner).takeWarm(t.worker, t.channel ?? null, { ceilingMin: t.ceiling_min ?? undefined }))
-      : undefined
+    const warm = continues === null ? yield* takeWarmFor(t) : undefined
     const runId = warm?.runId ?? (yield* newRunId)
     const claimed = yield* (yield* TaskStore).update(t.task_id, (x, now) =>
       x.status === "queued" ? { ...x, status: "running", reason: null, started_at: now, run_ids: [...x.run_ids, runId] } : x).pipe(
@@ -214,6 +212,29 @@ const start = (st: SupervisorState, t: TaskRecord, continues: { readonly task_id
     }
     yield* launch(st, t, runId, continues, warm)
     return true
+  })
+
+/** The worker's warm box on this node for a fresh run of `t`, when one fits it. */
+const takeWarmFor = (t: TaskRecord) =>
+  Effect.flatMap(Runner, (runner) => runner.takeWarm(t.worker, t.channel ?? null, { ceilingMin: t.ceiling_min ?? undefined })).pipe(
+    Effect.map(Option.getOrUndefined)
+  )
+
+/**
+ * A fleet claim's run id (written by its statement) swapped for the warm box's it takes; none when
+ * the task is no longer that claim's (cancelled meanwhile) — the box is then recycled, as it is when
+ * the write fails.
+ */
+const adoptRunId = (t: TaskRecord, runId: string, warm: WarmBox) =>
+  Effect.gen(function*() {
+    const store = yield* TaskStore
+    const after = yield* store.update(t.task_id, (x) =>
+      x.status === "running" && x.run_ids.at(-1) === runId ? { ...x, run_ids: [...x.run_ids.slice(0, -1), warm.runId] } : x).pipe(
+        Effect.tapError(() => Scope.close(warm.scope, Exit.void))
+      )
+    if (after.run_ids.at(-1) === warm.runId) return warm.runId
+    yield* Scope.close(warm.scope, Exit.void)
+    return undefined
   })
 
 /** A claim the statement made too early (a continuation whose run's end the fleet's index had not seen): the task goes back as it was. */
@@ -253,7 +274,11 @@ const fleetPass = (st: SupervisorState, claimNext: NonNullable<Context.Tag.Servi
         yield* store.update(t.task_id, (x, now) => (x.run_ids.at(-1) === runId ? taskFailed(resumes.fail ?? "it cannot start")(x, now) : x))
         continue
       }
-      yield* launch(st, t, runId, resumes.ready)
+      // A fresh run takes this node's warm box of its worker: the claim's run id becomes the box's.
+      const warm = resumes.ready === null ? yield* takeWarmFor(t) : undefined
+      const ranAs = warm ? yield* adoptRunId(t, runId, warm) : runId
+      if (ranAs === undefined) continue
+      yield* launch(st, t, ranAs, resumes.ready, warm)
       busy.add(t.worker)
       left--
     }

@@ -455,4 +455,30 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     const listed = JSON.parse((await b.roster(["task", "list", "--json"])).stdout) as Array<{ task_id: string; status: string }>
     expect(listed.find((t) => t.task_id === id)?.status).toBe("done")
   })
+
+  it("a task claimed on a node takes that node's warm box of its worker: the claim's run is the box's (warm: true)", async () => {
+    // b is stopped (the tests before): node-a alone claims, and its org.toml alone turns warm boxes on.
+    a.writeOrg(`${orgA()}[box]\nwarm = "recent"\n`)
+    const warmBox = async () => {
+      const by = Date.now() + 30_000
+      for (;;) {
+        const [c] = await docker.listContainers({ filters: { label: [`roster.deployment=${a.file("config")}`, "roster.kind=warm", "roster.worker=alice"] } })
+        if (c) return c.Labels["roster.run-id"] ?? ""
+        if (Date.now() > by) return ""
+        await new Promise((r) => setTimeout(r, 200))
+      }
+    }
+    if ((await warmBox()) === "") expect((await a.roster(["worker", "run", "alice", "!true"])).code).toBe(0)
+    const warmId = await warmBox()
+    expect(warmId).not.toBe("")
+    const added = await a.roster(["task", "add", "alice", "!true", "--json"])
+    expect(added.code, added.stderr).toBe(0)
+    const id = (JSON.parse(added.stdout) as { task_id: string }).task_id
+    const shown = async () => JSON.parse((await a.roster(["task", "show", id, "--json"])).stdout) as { status: string; node?: string; run_ids: Array<string> }
+    const by = Date.now() + 30_000
+    while (!["done", "failed"].includes((await shown()).status) && Date.now() < by) await new Promise((r) => setTimeout(r, 300))
+    expect(await shown()).toMatchObject({ status: "done", node: "node-a", run_ids: [warmId] })
+    const run = JSON.parse((await a.roster(["runs", "show", warmId, "--json"])).stdout) as Record<string, unknown>
+    expect(run).toMatchObject({ kind: "task", task_id: id, warm: true, exit_code: 0 })
+  })
 })
