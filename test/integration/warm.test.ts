@@ -125,6 +125,21 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     expect(tokens()).toHaveLength(1)
   })
 
+  it("a run with its own --ceiling starts its own box (warm: false): the warm box, made for the org's ceiling, is recycled, not taken", async () => {
+    // A run of alice leaves her one (when the tests before have not).
+    if ((await boxesOf("warm")).length === 0) expect((await workerRun("!true")).code).toBe(0)
+    const warm = await warmBox()
+    const r = await collect(spawn(ROSTER_BIN, ["worker", "run", "alice", "--ceiling", "7", "!echo run=$ROSTER_RUN_ID ceiling=$ROSTER_CEILING_MIN"], { env: d.env, stdio: ["ignore", "pipe", "pipe"] }))
+    expect(r.code, r.stderr).toBe(0)
+    const runId = latestRunId(d.file("data", "runs", "alice"))
+    expect(runId).not.toBe(warm.runId)
+    expect(record(runId)).toMatchObject({ warm: false, ceiling_min: 7, exit_code: 0 })
+    expect(fs.readFileSync(path.join(runDir(runId), "stdout.jsonl"), "utf8")).toContain(`run=${runId} ceiling=7`)
+    // The warm box is gone with its token and folder; the next one is another.
+    await until("the warm box's folder removed", () => (fs.existsSync(runDir(warm.runId)) ? undefined : true))
+    expect((await warmBox()).runId).not.toBe(warm.runId)
+  })
+
   it("two worker runs of one worker at once: one takes the warm box, the other waits (saying so) until it has ended, then runs", async () => {
     const warm = await warmBox()
     const before = new Set(fs.readdirSync(d.file("data", "runs", "alice")))
