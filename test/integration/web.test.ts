@@ -260,4 +260,21 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
     expect(run.stdout).toMatch(/^REFUSED/m)
     expect(run.stdout).not.toContain("REACHED")
   })
+
+  it("Now counts the warm boxes among the live ones: one after a run with warm boxes on, none once it is taken and no other is made", async () => {
+    d.writeOrg(`${grant}\n[box]\nwarm = "recent"\n`)
+    try {
+      const r = await d.roster(["worker", "run", "alice", "!true"])
+      expect(r.code, r.stderr).toBe(0)
+      await page.goto(loginUrl)
+      // Pushed by the page's live view once the daemon has made alice's next box (a live box, and of them one warm).
+      await page.getByRole("heading", { name: /^Live boxes \(1, 1 warm\)$/ }).waitFor({ timeout: 30_000 })
+      // The next run takes it; warm boxes then off, none is made after it.
+      d.writeOrg(`${grant}\n[box]\nwarm = "off"\n`)
+      expect((await d.roster(["worker", "run", "alice", "!true"])).code).toBe(0)
+      await page.getByRole("heading", { name: /^Live boxes \(0\)$/ }).waitFor({ timeout: 30_000 })
+    } finally {
+      d.writeOrg(grant)
+    }
+  })
 })
