@@ -1,5 +1,6 @@
 // roster box extension: run_env — a warm box is started before any run takes it, so what only its
-// run knows (ROSTER_TASK_ID, for a queued task) cannot be in the box's environment. The run that
+// run knows (ROSTER_TASK_ID for a queued task; its gated repos' base, when their canonical repo moved
+// since the box was made) cannot be in the box's environment. The run that
 // takes it writes those variables to /pihome/.roster-run-env.json before its first prompt; each
 // agent start puts them in pi's own environment, which the bash tool's commands inherit. Only the
 // names below: the file never changes the proxy or anything else pi was started with. A cold box
@@ -8,7 +9,14 @@ import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
 import { readFileSync } from "node:fs"
 
 const FILE = "/pihome/.roster-run-env.json"
-const NAMES = ["ROSTER_TASK_ID"]
+const NAMES = [
+  "ROSTER_TASK_ID",
+  "ROSTER_REPOS_JSON",
+  "ROSTER_KNOWLEDGE_DIR",
+  "ROSTER_KNOWLEDGE_BASE",
+  "ROSTER_KNOWLEDGE_MODE",
+  "ROSTER_KNOWLEDGE_BRANCH"
+]
 
 const readRunEnv = (): Record<string, unknown> | undefined => {
   try {
@@ -25,7 +33,7 @@ export default function (pi: ExtensionAPI) {
     if (env === undefined) return
     for (const name of NAMES) {
       const value = env[name]
-      if (typeof value === "string" && /^[\w.-]{1,128}$/.test(value)) process.env[name] = value
+      if (typeof value === "string" && value.length <= 65_536 && !value.includes("\0")) process.env[name] = value
     }
   })
 }

@@ -12,7 +12,9 @@ import { type Identity, mintIdentity } from "./identity.js"
 import { drainTo, outputCaps } from "./output.js"
 import { failedPreflightLine } from "./preflight.js"
 import { type PreparedRun, prepareRun, type RunLimits } from "./prepareRun.js"
-import { provisionBox } from "./provision.js"
+import { finishRepos } from "../knowledge/backstop.js"
+import { provisionRepos } from "../knowledge/provision.js"
+import { hostUser, provisionBox } from "./provision.js"
 import { provisionStore } from "./store.js"
 
 /**
@@ -85,18 +87,13 @@ export const warmDigest = (run: Pick<PreparedRun, "org" | "settings" | "mounts" 
     .digest("hex")
 }
 
-/** Why a worker gets no warm box: a gated repo is cloned per run, under the run's own branch. */
-export const warmRefusal = (run: Pick<PreparedRun, "mounts">): string | undefined =>
-  run.mounts.some((m) => m.kind === "repo" && m.gated) ? "it has a gated repo (cloned per run)" : undefined
-
 /**
  * Makes a warm box for `worker`, as a one-shot run's box would be made (the same plan, under a new
- * run id) but in rpc mode and labelled `warm`; its label deadline is its idle time plus a run's
- * ceiling, the most it could live. None when the worker cannot have one (see {@link warmRefusal}).
+ * run id; its gated repos cloned on that run's branch) but in rpc mode and labelled `warm`; its label
+ * deadline is its idle time plus a run's ceiling, the most it could live.
  */
 export const prepareWarm = Effect.fn("warm.prepare")(function*(worker: string, shape: WarmShape = ONE_SHOT) {
   const run = yield* prepareRun({ worker, kind: shape.kind, channel: shape.channel })
-  if (warmRefusal(run) !== undefined) return Option.none<WarmBox>()
   const scope = yield* Scope.make()
   return yield* makeWarm(run, shape).pipe(
     Scope.extend(scope),
@@ -116,6 +113,10 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
         c ? Effect.void : Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(runDir, { recursive: true })).pipe(Effect.ignore)
       )))
     const store = yield* provisionStore(worker)
+    // Its clones go with it unless a run took it (the run's own close then backstops them): nothing was done in them.
+    yield* Effect.addFinalizer(() =>
+      Ref.get(claimed).pipe(Effect.flatMap((c) => (c ? Effect.void : finishRepos(worker, runId).pipe(Effect.ignore)))))
+    const checkouts = yield* provisionRepos(worker, runId, mounts, hostUser())
     const identity = yield* mintIdentity(worker, runId, null, undefined, true)
     const system = systemPromptOf(run.identity, mounts, [], run.channel)
     const plan = yield* provisionBox({
@@ -124,7 +125,7 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
       token: identity.token, mode: "rpc", org, settings, mounts, channel: run.channel,
       chatSend: shape.chatSend ?? undefined, termSend: shape.termSend,
       piArgs: ["--session-id", routeKey(worker, system), "--append-system-prompt", system]
-    }, store, [])
+    }, store, checkouts)
     const backend = yield* BoxBackend
     const imageId = yield* backend.imageId(plan.image)
     const box = yield* backend.open(plan)
@@ -176,5 +177,5 @@ export const warmFits = Effect.fn("warm.fits")(function*(warm: WarmBox, shape: W
   const image = yield* (yield* BoxBackend).imageId(warm.plan.image).pipe(Effect.orElseSucceed(() => undefined))
   if (image === undefined || image !== warm.imageId) return false
   const run = yield* prepareRun({ worker: warm.worker, kind: shape.kind, channel: shape.channel, limits })
-  return warmRefusal(run) === undefined && warmDigest(run, shape) === warm.madeFrom
+  return warmDigest(run, shape) === warm.madeFrom
 })

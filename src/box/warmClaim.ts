@@ -5,7 +5,10 @@ import { readEvent } from "../contract/piEvents.js"
 import type { OpenRecord } from "../run/record.js"
 import { RunLog } from "../run/RunLog.js"
 import { bindIdentity } from "./identity.js"
-import { noteBox, type OpenBox, snapshotOnClose } from "./openBox.js"
+import { knowledgeEnv } from "../knowledge/Checkout.js"
+import { refreshCheckouts } from "../knowledge/refresh.js"
+import { noteBox, type OpenBox, reposOnClose, snapshotOnClose } from "./openBox.js"
+import { hostUser } from "./provision.js"
 import type { WarmBox } from "./warmBox.js"
 
 /** The run that takes a warm box: its record, task and channel, its ceiling, its first prompt, who reads its lines. */
@@ -34,13 +37,18 @@ export interface WarmClaim {
 export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim: WarmClaim) {
   const { record } = claim
   yield* snapshotOnClose(record, warm.settings.store.snapshots)
+  // After the box is gone, as a cold box's: the run's repo work backstopped, its clones removed.
+  yield* Effect.addFinalizer(() => reposOnClose(record))
   yield* Effect.addFinalizer((exit) => Scope.close(warm.scope, exit))
   yield* bindIdentity(warm.identity, record.worker, record.runId, claim.taskId, claim.chatChannel)
+  // Its clones, made when the box was, start the run from where their canonical repos are now.
+  const checkouts = warm.plan.checkouts.length === 0 ? [] : yield* refreshCheckouts(record.worker, record.runId, hostUser())
   const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(claim.ceiling)
   const kind = claim.taskId ? "task" as const : warm.shape.kind === "session" ? "session" as const : "box" as const
   const plan = { ...warm.plan, kind, taskId: claim.taskId, deadline }
   yield* noteBox(record, plan, claim.ceilingMin, true)
-  if (claim.taskId) yield* writeRunEnv(warm.plan.dirs.pihome, { ROSTER_TASK_ID: claim.taskId })
+  const runEnv = { ...(claim.taskId ? { ROSTER_TASK_ID: claim.taskId } : {}), ...envOf(knowledgeEnv(checkouts)) }
+  if (Object.keys(runEnv).length > 0) yield* writeRunEnv(warm.plan.dirs.pihome, runEnv)
   const runLog = yield* RunLog
   const closed = yield* Ref.make(false)
   // One turn: its end (or pi refusing the prompt) closes pi's stdin, and pi exits 0 as json mode does.
@@ -73,7 +81,7 @@ export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim:
 
 /**
  * What a cold box of the run has in its environment and a warm one could not (it started before
- * its run was known): written before the first prompt, read by the box's run_env extension. A
+ * its run was known: its task, its repos' base when they moved since): written before the first prompt, read by the box's run_env extension. A
  * failure to write it fails the claim, so a task never runs without its id.
  */
 const writeRunEnv = Effect.fn("warm.runEnv")(function*(pihome: string, env: Record<string, string>) {
@@ -81,3 +89,7 @@ const writeRunEnv = Effect.fn("warm.runEnv")(function*(pihome: string, env: Reco
   const file = (yield* Path.Path).join(pihome, RUN_ENV_NAME)
   yield* fs.writeFileString(file, JSON.stringify(env), { mode: 0o644 })
 })
+
+/** `NAME=value` lines as the run env file holds them. */
+const envOf = (lines: ReadonlyArray<string>): Record<string, string> =>
+  Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]))

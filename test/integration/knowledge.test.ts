@@ -265,4 +265,50 @@ touch /pihome/channel/planted 2>/dev/null && echo CHANNEL-WRITABLE || echo CHANN
     expect((await d.roster(["worker", "run", "alice", seen])).code).toBe(0)
     expect(lastRun(d).stdout).toContain("one")
   }, 180_000)
+
+  it("a warm box's clone, made before its canonical repo moved on, starts the run at the new head on the run's branch; its work is parked from there", async () => {
+    const mount = `[[mount]]\nname = "knowledge"\npath = "${canonical}"\nkind = "repo"\ngated = true\nrw = true\nprotect = ["policy"]\n`
+    d.writeOrg(`${mount}[box]\nwarm = "recent"\n`)
+    try {
+      expect((await d.roster(["worker", "run", "alice", "!true"])).code).toBe(0)
+      const warmId = async () => {
+        const by = Date.now() + 30_000
+        for (;;) {
+          const [c] = await docker.listContainers({ filters: { label: [`roster.deployment=${d.file("config")}`, "roster.kind=warm", "roster.worker=alice"] } })
+          if (c) return c.Labels["roster.run-id"] ?? ""
+          if (Date.now() > by) return ""
+          await new Promise((r) => setTimeout(r, 200))
+        }
+      }
+      const warm = await warmId()
+      expect(warm).not.toBe("")
+      // The default branch moves on after the box and its clone were made.
+      const elsewhere = path.join(fs.mkdtempSync(path.join(process.env.TMPDIR ?? "/tmp", "roster-it-later-")), "w")
+      sh(path.dirname(elsewhere), "clone", "--quiet", canonical, elsewhere)
+      fs.writeFileSync(path.join(elsewhere, "later.md"), "written after the warm box\n")
+      sh(elsewhere, "add", "-A")
+      sh(elsewhere, "commit", "--quiet", "-m", "later")
+      sh(elsewhere, "push", "--quiet", "origin", "HEAD:main")
+      const moved = sh(canonical, "rev-parse", "main")
+      const prompt = script(d, "warm.sh", `cd /pihome/mnt/knowledge || exit 3
+echo "HEAD $(git rev-parse HEAD)"
+echo "BRANCH $(git rev-parse --abbrev-ref HEAD)"
+cat later.md
+echo warm > warm.md && git add warm.md && git commit -qm "warm work" && echo COMMITTED
+`)
+      const r = await d.roster(["worker", "run", "alice", prompt])
+      expect(r.code, r.stderr).toBe(0)
+      const run = lastRun(d)
+      expect(run.id).toBe(warm)
+      expect(run.record).toMatchObject({ warm: true })
+      for (const mark of [`HEAD ${moved}`, `BRANCH roster/alice/${warm}`, "written after the warm box", "COMMITTED"]) expect(run.stdout).toContain(mark)
+      const ref = `refs/quarantine/run-${warm}`
+      expect(run.record.knowledge).toEqual([{ connection: "knowledge", base: moved, head: sh(canonical, "rev-parse", ref), quarantined_ref: ref }])
+      expect(sh(canonical, "rev-parse", `${ref}^`)).toBe(moved)
+      expect(sh(canonical, "rev-parse", "main")).toBe(moved)
+      expect(fs.existsSync(d.file("data", "repos", "alice", warm))).toBe(false)
+    } finally {
+      d.writeOrg(mount)
+    }
+  }, 180_000)
 })
