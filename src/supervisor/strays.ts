@@ -1,5 +1,6 @@
 import { runFiles } from "../contract/runFiles.js"
 import { FileSystem, Path } from "@effect/platform"
+import { finishRepos } from "../knowledge/backstop.js"
 import { Effect, Ref, Schema } from "effect"
 import { isRunId, isWorkerName } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
@@ -73,6 +74,7 @@ export const sweepStrays = (st: SupervisorState) =>
         const dir = files.runDir(token.value.worker, token.value.run_id)
         if (!(yield* fs.exists(runFiles(dir).record).pipe(Effect.orElseSucceed(() => true)))) {
           yield* fs.remove(dir, { recursive: true }).pipe(Effect.ignore)
+          yield* finishRepos(token.value.worker, token.value.run_id).pipe(Effect.ignore)
           yield* Effect.logInfo(`removed the folder of warm box ${token.value.run_id} of ${token.value.worker}: no run took it`)
         }
       }

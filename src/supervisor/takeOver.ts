@@ -1,5 +1,6 @@
 import { FileSystem } from "@effect/platform"
 import { Clock, Duration, Effect, Either, Fiber } from "effect"
+import { finishRepos } from "../knowledge/backstop.js"
 import { revokeRunTokens } from "../box/identity.js"
 import { reposOnClose, snapshotOnClose } from "../box/openBox.js"
 import { drainTo, outputCaps } from "../box/output.js"
@@ -99,6 +100,8 @@ const removeWarmFolder = (box: FoundBox) =>
     // Only a folder that never became a run's: one with a run.json is a record, kept whatever its box was.
     if (yield* fs.exists(runFiles(dir).record)) return
     yield* fs.remove(dir, { recursive: true })
+    // Its gated repos' clones, made with it: nothing was done in them.
+    yield* finishRepos(box.worker, box.runId)
   }).pipe(Effect.catchAll((e) => Effect.logWarning(`warm box ${box.name}: its folder could not be removed (${e.message})`)))
 
 /**

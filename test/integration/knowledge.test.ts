@@ -307,6 +307,28 @@ echo warm > warm.md && git add warm.md && git commit -qm "warm work" && echo COM
       expect(sh(canonical, "rev-parse", `${ref}^`)).toBe(moved)
       expect(sh(canonical, "rev-parse", "main")).toBe(moved)
       expect(fs.existsSync(d.file("data", "repos", "alice", warm))).toBe(false)
+      // The next warm box, with its own clone, left by a daemon killed with -9: the next daemon removes its clone too.
+      const next = await warmId()
+      expect(next).not.toBe("")
+      expect(fs.existsSync(d.file("data", "repos", "alice", next, "knowledge"))).toBe(true)
+      const { pid } = JSON.parse((await d.roster(["server", "status", "--json"])).stdout) as { pid: number }
+      process.kill(pid, "SIGKILL")
+      const by = Date.now() + 20_000
+      const alive = () => {
+        try {
+          process.kill(pid, 0)
+          return true
+        } catch {
+          return false
+        }
+      }
+      while (alive() && Date.now() < by) await new Promise((r) => setTimeout(r, 100))
+      d.writeOrg(mount)
+      const started = await d.roster(["server", "start"])
+      expect(started.code, started.stderr).toBe(0)
+      const gone = Date.now() + 20_000
+      while (fs.existsSync(d.file("data", "repos", "alice", next)) && Date.now() < gone) await new Promise((r) => setTimeout(r, 200))
+      expect(fs.existsSync(d.file("data", "repos", "alice", next))).toBe(false)
     } finally {
       d.writeOrg(mount)
     }
