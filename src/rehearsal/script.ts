@@ -9,8 +9,10 @@ const EGRESS_PROBE = "node -e \"const s=require('net').connect(443,'192.0.2.1');
   "s.on('connect',()=>{console.log('direct egress: CONNECTED');process.exit(0)});" +
   "s.on('error',e=>console.log('direct egress: refused ('+e.code+')'));" +
   "s.setTimeout(2000,()=>{console.log('direct egress: refused (no route out)');s.destroy()})\""
-// A queued task's box names its task (ROSTER_TASK_ID, in a warm box's environment only once its run took it).
-export const REHEARSAL_COMMAND = `head -n 2 /etc/os-release; echo "box: uid=$(id -u) host=$(hostname)\${ROSTER_TASK_ID:+ task=$ROSTER_TASK_ID}"; ${EGRESS_PROBE}`
+// A queued task's box names its task, a box with a gated knowledge repo that repo's base (in a warm box's
+// environment only once its run took it: ROSTER_TASK_ID, ROSTER_KNOWLEDGE_BASE).
+export const REHEARSAL_COMMAND = `head -n 2 /etc/os-release; echo "box: uid=$(id -u) host=$(hostname)` +
+  `\${ROSTER_TASK_ID:+ task=$ROSTER_TASK_ID}\${ROSTER_KNOWLEDGE_BASE:+ knowledge=$ROSTER_KNOWLEDGE_BASE}"; ${EGRESS_PROBE}`
 export const REHEARSAL_MESSAGE = "rehearsal: hello from inside the box (this is the rehearsal model, not Claude)"
 /** Asked for in a prompt, the rehearsal queues one follow-up for its worker with set_tasks. */
 export const REHEARSAL_FOLLOW_UP_ASK = "queue a follow-up task"

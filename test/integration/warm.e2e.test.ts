@@ -5,7 +5,8 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { REHEARSAL_MESSAGE } from "../../src/rehearsal/script.js"
 import { type Received, serveRehearsal } from "../../src/rehearsal/server.js"
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
+import * as os from "node:os"
 import { collect, type Deployment, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 import { BOT_USER, type SlackStandIn, startSlackStandIn } from "../support/slackStandIn.js"
 import { latestRunId } from "../support/runs.js"
@@ -22,6 +23,7 @@ const shape = (runDir: string) =>
 
 describe("a warm box with real pi in the real box image, through the real gateway, against the rehearsal model", () => {
   let d: Deployment
+  let orgText = ""
   let scope: Scope.CloseableScope
   let model: { port: number; received: Array<Received> }
   let slack: SlackStandIn
@@ -31,14 +33,15 @@ describe("a warm box with real pi in the real box image, through the real gatewa
     scope = Effect.runSync(Scope.make())
     model = await Effect.runPromise(serveRehearsal({ port: 0 }).pipe(Scope.extend(scope)))
     slack = await startSlackStandIn({ bot: BOT, app: "xapp-warm-e2e-app-token-9a8b7c6d5e4f" })
-    d = await makeDeployment([
+    orgText = [
       "[box]", `warm = "recent"`,
       "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
       "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`,
       // bob's channel (the Slack stand-in): a session ends 6 s after its last turn, so the next message starts another.
       "[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${slack.apiUrl}"`,
       "[[chat.channel]]", `id = "C0WARM"`, `worker = "bob"`, `allow_users = ["U0ANNA"]`, "idle_min = 0.1"
-    ].join("\n"), PI_IMAGE)
+    ].join("\n")
+    d = await makeDeployment(orgText, PI_IMAGE)
     expect((await d.roster(["worker", "add", "bob"])).code).toBe(0)
     for (const w of ["alice", "bob"]) fs.writeFileSync(d.file("config", "workers", w, "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
     const stored = await collect(spawn(ROSTER_BIN, ["connection", "add", "slack", "--from-env", "BOT", "--app-from-env", "APP"], {
@@ -143,5 +146,34 @@ describe("a warm box with real pi in the real box image, through the real gatewa
     expect(record).toMatchObject({ kind: "task", task_id: taskId, warm: true, exit_code: 0 })
     // The rehearsal's bash call printed the variable as the box's commands see it.
     expect(record.final_text).toContain(`task=${taskId}`)
+  })
+
+  it("a gated repo in a warm box: moved on since the box was made, the run's commands see the new base (ROSTER_KNOWLEDGE_BASE)", async () => {
+    const git = (cwd: string, ...args: Array<string>) =>
+      execFileSync("git", ["-c", "safe.directory=*", "-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd, encoding: "utf8" }).trim()
+    const repos = fs.mkdtempSync(path.join(os.tmpdir(), "roster-e2e-repos-"))
+    const seed = path.join(repos, "seed")
+    const canonical = path.join(repos, "knowledge.git")
+    git(repos, "init", "--quiet", "--initial-branch=main", seed)
+    fs.writeFileSync(path.join(seed, "README.md"), "notes\n")
+    git(seed, "add", "-A")
+    git(seed, "commit", "--quiet", "-m", "first")
+    git(repos, "clone", "--quiet", "--bare", seed, canonical)
+    d.writeOrg(`${orgText}\n[[mount]]\nname = "knowledge"\npath = "${canonical}"\nkind = "repo"\ngated = true\nworkers = ["dora"]\n`)
+    expect((await d.roster(["worker", "add", "dora"])).code).toBe(0)
+    fs.writeFileSync(d.file("config", "workers", "dora", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
+    expect((await d.roster(["worker", "run", "dora", "hello"])).code).toBe(0)
+    const warmId = await warmOf("dora")
+    expect(warmId).not.toBe("")
+    fs.writeFileSync(path.join(seed, "later.md"), "later\n")
+    git(seed, "add", "-A")
+    git(seed, "commit", "--quiet", "-m", "later")
+    git(seed, "push", "--quiet", canonical, "HEAD:main")
+    const moved = git(canonical, "rev-parse", "main")
+    const r = await d.roster(["worker", "run", "dora", "look at your box"])
+    expect(r.code, r.stderr).toBe(0)
+    const record = JSON.parse(fs.readFileSync(d.file("data", "runs", "dora", warmId, "run.json"), "utf8"))
+    expect(record).toMatchObject({ warm: true, exit_code: 0 })
+    expect(record.final_text).toContain(`knowledge=${moved}`)
   })
 })
