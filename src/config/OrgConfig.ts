@@ -1,7 +1,8 @@
+import { FileSystem } from "@effect/platform"
 import { Config, Context, Effect, Either, Layer, Option, Ref, Schema } from "effect"
 import { makeStampCache } from "../fs/stamp.js"
-import { ConfigError, readToml } from "./decode.js"
-import { captureHostFiles, Paths, layout } from "./Paths.js"
+import { ConfigError, readTomlIn } from "./decode.js"
+import { Paths, layout } from "./Paths.js"
 import { type Org, OrgSchema } from "./schema.js"
 
 interface Decoded {
@@ -44,9 +45,9 @@ export class OrgConfig extends Context.Tag("roster/OrgConfig")<OrgConfig, {
   static readonly layer = Layer.effect(
     OrgConfig,
     Effect.gen(function*() {
-      const env = yield* captureHostFiles
-      // The deployment is the one captured: its org.toml, and the last decode of it.
-      const file = layout(Context.get(env, Paths)).orgToml
+      // Its files are taken here, once: the deployment's org.toml and the file system it is read through.
+      const file = layout(yield* Paths).orgToml
+      const read = readTomlIn(yield* FileSystem.FileSystem)
       const decoded = yield* Ref.make<Decoded | undefined>(undefined)
       // Looked at twice a second at most: an edit takes effect within half a second.
       const stamps = makeStampCache(500)
@@ -56,14 +57,14 @@ export class OrgConfig extends Context.Tag("roster/OrgConfig")<OrgConfig, {
           if (Option.isNone(stamp)) return yield* Effect.fail(missing(file))
           const known = yield* Ref.get(decoded)
           if (known && known.stamp === stamp.value) return yield* known.result
-          const result = yield* readToml(OrgSchema, file, Effect.fail(missing(file))).pipe(
-            // Read with the file: the environment does not change under a running process.
+          const result = yield* read(OrgSchema, file, Effect.fail(missing(file))).pipe(
+            // The node's own port, read with the file (the caller's configuration: a test gives its own).
             Effect.flatMap((org) => Effect.flatMap(gatewayPortVar, (port) => perNode(org, port))),
             Effect.either
           )
           yield* Ref.set(decoded, { stamp: stamp.value, result })
           return yield* result
-        }).pipe(Effect.provide(env))
+        })
       }
     })
   )

@@ -55,9 +55,16 @@ export const readToml = <A, I>(
   schema: Schema.Schema<A, I>,
   file: string,
   onMissing: Effect.Effect<A, ConfigError>
+) => Effect.flatMap(FileSystem.FileSystem, (fs) => readTomlIn(fs)(schema, file, onMissing))
+
+/** {@link readToml} through a file system taken once (a reader's, when its layer is built): it needs nothing of its caller. */
+export const readTomlIn = (fs: FileSystem.FileSystem) =>
+<A, I>(
+  schema: Schema.Schema<A, I>,
+  file: string,
+  onMissing: Effect.Effect<A, ConfigError>
 ) =>
   Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
     if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false)))) return yield* onMissing
     const text = yield* fs.readFileString(file).pipe(
       Effect.mapError((e) => new ConfigError({ file, problems: [{ key: "", problem: `cannot be read: ${e.message}` }] }))

@@ -62,8 +62,12 @@ export const makeLineCutter = (max: number = LINE_MAX) => {
 
 /** Folds a file's lines from byte `from` on (each cut at `max`) without ever holding the file or a long line whole. */
 export const foldFileLines = <S>(file: string, initial: S, step: (s: S, line: string) => S, max: number = LINE_MAX, from: number = 0) =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => foldLinesIn(fs)(file, initial, step, max, from))
+
+/** {@link foldFileLines} through a file system taken once (a store's, when its layer is built): it needs nothing of its caller. */
+export const foldLinesIn = (fs: FileSystem.FileSystem) =>
+<S>(file: string, initial: S, step: (s: S, line: string) => S, max: number = LINE_MAX, from: number = 0) =>
   Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
     const cutter = makeLineCutter(max)
     let state = initial
     yield* Stream.runForEach(fs.stream(file, { chunkSize: 64 * 1024, ...(from > 0 ? { offset: FileSystem.Size(from) } : {}) }), (chunk) =>

@@ -1,10 +1,8 @@
-import type { FileSystem, Path } from "@effect/platform"
 import { Context, Effect, Layer, type Option } from "effect"
-import { captureHostFiles, layout, Paths } from "../config/Paths.js"
+import { layout, Paths } from "../config/Paths.js"
 import { makeDayFiles } from "../fs/dayFiles.js"
-import { Files } from "../fs/Files.js"
 import { dayOf, type LedgerEntry, type Spent, tokensOf, type UsageSum } from "./entry.js"
-import { readRecentDays, readUsage } from "./ledgerFiles.js"
+import { makeLedgerReader } from "./ledgerFiles.js"
 
 export { dayOf, LedgerEntry, type Spent, tokensOf, type UsageSum } from "./entry.js"
 
@@ -39,14 +37,14 @@ export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, 
   static readonly layer = Layer.scoped(
     SpendLedger,
     Effect.gen(function*() {
-      const env = Context.add(yield* captureHostFiles, Files, yield* Files)
-      const own = <A, E>(effect: Effect.Effect<A, E, Paths | FileSystem.FileSystem | Path.Path | Files>) => Effect.provide(effect, env)
+      // The file services are taken here, once: the reader's and the day files' calls need nothing of a caller.
+      const reader = yield* makeLedgerReader
       const sums = makeSums()
-      for (const e of yield* own(readRecentDays)) sums.add(e)
+      for (const e of yield* reader.recentDays) sums.add(e)
       const stopped = new Set<string>()
-      const dir = layout(Context.get(env, Paths)).ledgerDir
+      const dir = layout(yield* Paths).ledgerDir
       // The day's file stays open: a model answer's line is one write, not an open, a write and a close.
-      const days = yield* Effect.provide(makeDayFiles(dir), env)
+      const days = yield* makeDayFiles(dir)
       return {
         spent: (worker, runId, nowIso, chatChannel) => Effect.sync(() => sums.spent(worker, runId, nowIso, chatChannel)),
         spentNow: sums.spent,
@@ -57,7 +55,7 @@ export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, 
             Effect.asVoid
           ),
         stopOnce: (runId) => !stopped.has(runId) && stopped.add(runId).size > 0,
-        usage: (since, worker, chatChannel) => own(readUsage(since, worker, chatChannel))
+        usage: reader.usage
       }
     })
   )

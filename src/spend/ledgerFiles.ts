@@ -1,7 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
-import { foldFileLines } from "../fs/lines.js"
+import { foldLinesIn } from "../fs/lines.js"
 import { LedgerEntry, type UsageSum } from "./entry.js"
 
 /** How far back the ledger is read at start: a run's spending counts across days, a run lasts less than this. */
@@ -9,25 +9,50 @@ const DAYS_KEPT_IN_MEMORY = 7
 const decodeLine = Schema.decodeUnknownOption(Schema.parseJson(LedgerEntry))
 const DAY_FILE = /^\d{4}-\d{2}-\d{2}\.jsonl$/
 
-const dayFiles = Effect.gen(function*() {
+/**
+ * The ledger's day files, read through the file services taken once (the ledger's, when its layer is
+ * built): what it reads needs nothing of its caller.
+ */
+export const makeLedgerReader = Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const dir = layout(yield* Paths).ledgerDir
-  const names = yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed(() => [] as Array<string>))
-  return names.filter((f) => DAY_FILE.test(f)).sort().map((f) => ({ day: f.slice(0, 10), file: path.join(dir, f) }))
-})
+  const fold = foldLinesIn(fs)
+  const dayFiles = fs.readDirectory(dir).pipe(
+    Effect.orElseSucceed(() => [] as Array<string>),
+    Effect.map((names) => names.filter((f) => DAY_FILE.test(f)).sort().map((f) => ({ day: f.slice(0, 10), file: path.join(dir, f) })))
+  )
 
-/** The last week's entries, line by line (a torn or foreign line is skipped). */
-export const readRecentDays = Effect.gen(function*() {
-  const entries: Array<LedgerEntry> = []
-  for (const { file } of (yield* dayFiles).slice(-DAYS_KEPT_IN_MEMORY)) {
-    yield* foldFileLines(file, 0, (n, line) => {
-      const e = decodeLine(line)
-      if (e._tag === "Some") entries.push(e.value)
-      return n + 1
-    }).pipe(Effect.ignore)
-  }
-  return entries
+  /** The last week's entries, line by line (a torn or foreign line is skipped). */
+  const recentDays = Effect.gen(function*() {
+    const entries: Array<LedgerEntry> = []
+    for (const { file } of (yield* dayFiles).slice(-DAYS_KEPT_IN_MEMORY)) {
+      yield* fold(file, 0, (n, line) => {
+        const e = decodeLine(line)
+        if (e._tag === "Some") entries.push(e.value)
+        return n + 1
+      }).pipe(Effect.ignore)
+    }
+    return entries
+  })
+
+  /** The ledger's lines from `since` (a UTC day) on, one worker's or all (and one chat channel's, when given), summed per worker, read line by line. */
+  const usage = (since: string, worker: Option.Option<string>, chatChannel: Option.Option<string> = Option.none()) =>
+    Effect.gen(function*() {
+      const byWorker = new Map<string, Sum>()
+      for (const { day, file } of yield* dayFiles) {
+        if (day < since) continue
+        yield* fold(file, 0, (n, line) => {
+          const e = decodeLine(line)
+          if (e._tag === "None" || (Option.isSome(worker) && e.value.worker !== worker.value)) return n
+          if (Option.isSome(chatChannel) && e.value.chat_channel !== chatChannel.value) return n
+          addTo(byWorker, e.value)
+          return n + 1
+        }).pipe(Effect.ignore)
+      }
+      return new Map([...byWorker].map(([w, s]): [string, UsageSum] => [w, { ...s, runs: s.runs.size }]))
+    })
+  return { recentDays, usage }
 })
 
 interface Sum {
@@ -41,28 +66,15 @@ interface Sum {
   unpriced: number
 }
 
-/** The ledger's lines from `since` (a UTC day) on, one worker's or all (and one chat channel's, when given), summed per worker, read line by line. */
-export const readUsage = (since: string, worker: Option.Option<string>, chatChannel: Option.Option<string> = Option.none()) =>
-  Effect.gen(function*() {
-    const byWorker = new Map<string, Sum>()
-    for (const { day, file } of yield* dayFiles) {
-      if (day < since) continue
-      yield* foldFileLines(file, 0, (n, line) => {
-        const e = decodeLine(line)
-        if (e._tag === "None" || (Option.isSome(worker) && e.value.worker !== worker.value)) return n
-        if (Option.isSome(chatChannel) && e.value.chat_channel !== chatChannel.value) return n
-        const s = byWorker.get(e.value.worker) ?? { runs: new Set(), answers: 0, input: 0, output: 0, cache_read: 0, cache_write: 0, usd: 0, unpriced: 0 }
-        s.runs.add(e.value.run_id)
-        s.answers++
-        s.input += e.value.input
-        s.output += e.value.output
-        s.cache_read += e.value.cache_read
-        s.cache_write += e.value.cache_write
-        s.usd += e.value.usd
-        if (!e.value.priced) s.unpriced++
-        byWorker.set(e.value.worker, s)
-        return n + 1
-      }).pipe(Effect.ignore)
-    }
-    return new Map([...byWorker].map(([w, s]): [string, UsageSum] => [w, { ...s, runs: s.runs.size }]))
-  })
+const addTo = (byWorker: Map<string, Sum>, e: LedgerEntry) => {
+  const s = byWorker.get(e.worker) ?? { runs: new Set(), answers: 0, input: 0, output: 0, cache_read: 0, cache_write: 0, usd: 0, unpriced: 0 }
+  s.runs.add(e.run_id)
+  s.answers++
+  s.input += e.input
+  s.output += e.output
+  s.cache_read += e.cache_read
+  s.cache_write += e.cache_write
+  s.usd += e.usd
+  if (!e.priced) s.unpriced++
+  byWorker.set(e.worker, s)
+}

@@ -1,7 +1,7 @@
-import { FileSystem } from "@effect/platform"
+import { FileSystem, Path } from "@effect/platform"
 import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
-import { captureHostFiles, Paths, layout } from "../config/Paths.js"
-import { readJsonOptional, writeJson } from "../fs/atomic.js"
+import { Paths, layout } from "../config/Paths.js"
+import { atomicIn } from "../fs/atomic.js"
 import { makeStampCache } from "../fs/stamp.js"
 
 /** A vault write that failed, or a connection name it refuses. */
@@ -24,16 +24,6 @@ const decodeEntry = Schema.decodeUnknownOption(JsonObject)
 /** A JSON value as an object of fields, or `{}` when it is not one. */
 export const asJsonObject = (v: unknown): Readonly<Record<string, unknown>> => Option.getOrElse(decodeEntry(v), () => ({}))
 
-const vaultFile = (name: string) => Effect.map(Paths, (p) => `${layout(p).vaultDir}/${name}.json`)
-
-const getEntry = (name: string) =>
-  isConnectionName(name)
-    ? vaultFile(name).pipe(
-      Effect.flatMap(readJsonOptional),
-      Effect.map((v) => Option.getOrUndefined(decodeEntry(v)))
-    )
-    : Effect.succeed(undefined)
-
 /**
  * Stored credentials (data/vault: dir 0700, files 0600, written atomically). Only the host
  * side reads them: the gateway to inject, the provisioner to shape sentinels. Never a box.
@@ -49,15 +39,21 @@ export class Vault extends Context.Tag("roster/Vault")<Vault, {
    * changed (one stat): the gateway asks on every request it injects.
    */
   static readonly layer = Layer.effect(Vault, Effect.gen(function*() {
-    const env = yield* captureHostFiles
+    // What it reads and writes through is taken here, once: the vault folder and the file services.
+    const fs = yield* FileSystem.FileSystem
+    const files = atomicIn(fs, yield* Path.Path)
+    const dir = layout(yield* Paths).vaultDir
+    const vaultFile = (name: string) => `${dir}/${name}.json`
+    const getEntry = (name: string) => files.readJsonOptional(vaultFile(name)).pipe(Effect.map((v) => Option.getOrUndefined(decodeEntry(v))))
     const read = yield* Ref.make(new Map<string, { readonly stamp: string; readonly entry: VaultEntry | undefined }>())
     // Looked at twice a second at most (the gateway asks on every request it injects): another
     // process's edit is seen within half a second, this one's own at once.
     const stamps = makeStampCache(500)
+    const refused = (name: string) => new VaultError({ detail: `"${name}" is not a connection name (a-z, 0-9, ".", "_", "-")` })
     const get = (name: string) =>
       isConnectionName(name)
         ? Effect.gen(function*() {
-          const file = yield* vaultFile(name)
+          const file = vaultFile(name)
           const stamp = yield* stamps.stamp(file)
           if (Option.isNone(stamp)) return undefined
           const known = (yield* Ref.get(read)).get(file)
@@ -65,42 +61,39 @@ export class Vault extends Context.Tag("roster/Vault")<Vault, {
           const entry = yield* getEntry(name)
           yield* Ref.update(read, (m) => new Map(m).set(file, { stamp: stamp.value, entry }))
           return entry
-        }).pipe(Effect.provide(env))
+        })
         : Effect.succeed(undefined)
     return {
       get,
       put: (name, entry) =>
         isConnectionName(name)
           ? Effect.gen(function*() {
-            const fs = yield* FileSystem.FileSystem
-            const dir = layout(yield* Paths).vaultDir
             yield* fs.makeDirectory(dir, { recursive: true, mode: 0o700 })
             yield* fs.chmod(dir, 0o700)
-            yield* writeJson(yield* vaultFile(name), entry, 0o600)
-            yield* stamps.forget(yield* vaultFile(name))
-          }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })), Effect.provide(env))
-          : Effect.fail(new VaultError({ detail: `"${name}" is not a connection name (a-z, 0-9, ".", "_", "-")` })),
+            yield* files.writeJson(vaultFile(name), entry, 0o600)
+            yield* stamps.forget(vaultFile(name))
+          }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
+          : Effect.fail(refused(name)),
       remove: (name) =>
         isConnectionName(name)
           ? Effect.gen(function*() {
-            const fs = yield* FileSystem.FileSystem
-            const file = yield* vaultFile(name)
+            const file = vaultFile(name)
             if (!(yield* fs.exists(file))) return false
             yield* fs.remove(file)
             yield* stamps.forget(file)
             return true
-          }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })), Effect.provide(env))
+          }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
           : Effect.succeed(false),
       list: Effect.gen(function*() {
-        const fs = yield* FileSystem.FileSystem
-        const names = yield* fs.readDirectory(layout(yield* Paths).vaultDir).pipe(Effect.orElseSucceed(() => [] as Array<string>))
+        const names = yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed(() => [] as Array<string>))
         const out: Array<{ readonly name: string; readonly entry: VaultEntry }> = []
         for (const f of names.filter((n) => n.endsWith(".json")).sort()) {
-          const entry = yield* getEntry(f.slice(0, -5))
-          if (entry) out.push({ name: f.slice(0, -5), entry })
+          const name = f.slice(0, -5)
+          const entry = isConnectionName(name) ? yield* getEntry(name) : undefined
+          if (entry) out.push({ name, entry })
         }
         return out
-      }).pipe(Effect.provide(env))
+      })
     }
   }))
 

@@ -1,7 +1,6 @@
 import { Clock, Context, Effect, FiberSet, Layer, Ref, Schedule } from "effect"
-import { captureHostFiles, Paths, layout } from "../../config/Paths.js"
+import { Paths, layout } from "../../config/Paths.js"
 import { makeDayFiles } from "../../fs/dayFiles.js"
-import { Files } from "../../fs/Files.js"
 import { AuditIndex } from "../../run/AuditIndex.js"
 import { logDefects } from "../../report/defects.js"
 
@@ -95,9 +94,9 @@ const runStarts = (index: Context.Tag.Service<AuditIndex>, node: string) =>
 
 const makeAudit = (noted: (runId: string, day: string, offset: number) => void) =>
   Effect.gen(function*() {
-    const env = Context.add(yield* captureHostFiles, Files, yield* Files)
-    const dir = layout(Context.get(env, Paths)).auditDir
-    const days = yield* makeDayFiles(dir).pipe(Effect.provide(env))
+    // The day files take the file services once, here: their writes need nothing of a caller.
+    const dir = layout(yield* Paths).auditDir
+    const days = yield* makeDayFiles(dir)
     const lastWarned = yield* Ref.make(Number.NEGATIVE_INFINITY)
     const warn = (detail: string) =>
       Effect.gen(function*() {
