@@ -1,13 +1,14 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import * as crypto from "node:crypto"
-import { captureHostFiles, type HostFiles } from "../config/Paths.js"
+import { FileSystem, Path } from "@effect/platform"
+import { type HostFiles, layout, Paths } from "../config/Paths.js"
 import { Files } from "../fs/Files.js"
 import { foldMemory, type MemoryBounds, type MemoryEntry, MemoryError, type MemoryEvent, type MemoryLog, MemoryRefused, type NewMemory } from "./memoryEvents.js"
 import { makeMemoryFiles } from "./memoryFiles.js"
 
 export * from "./memoryEvents.js"
 
-/** What the store reads its files through (captured when its layer is built, like the task store's). */
+/** What the store's layer is built from: the files it reads, taken once when it is built. */
 export type MemoryEnv = HostFiles | Files
 
 /** An entry id the worker does not have yet. */
@@ -41,8 +42,9 @@ export class MemoryStore extends Context.Tag("roster/MemoryStore")<MemoryStore, 
    * lock, this process's and the machine's (a lock file), so the CLI and the daemon never interleave.
    */
   static readonly layer = Layer.effect(MemoryStore, Effect.gen(function*() {
-    const env = Context.add(yield* captureHostFiles, Files, yield* Files)
-    return memoryStoreOver(makeMemoryFiles(env))
+    // The files it works through are taken here, once: its calls need nothing of their caller.
+    const over = { fs: yield* FileSystem.FileSystem, path: yield* Path.Path, layout: layout(yield* Paths), files: yield* Files }
+    return memoryStoreOver(makeMemoryFiles(over))
   }))
 }
 

@@ -1,9 +1,9 @@
 import { FileSystem, Path } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
 import { Clock, Context, Effect } from "effect"
-import { type HostFiles, Paths, layout } from "../config/Paths.js"
-import { writeAtomic } from "../fs/atomic.js"
-import { Files } from "../fs/Files.js"
+import type { Layout } from "../config/Paths.js"
+import { atomicIn } from "../fs/atomic.js"
+import type { Files } from "../fs/Files.js"
 import { withFileLock } from "../fs/fileLock.js"
 import { decodeMemoryLine, foldMemory, MemoryError, type MemoryEvent, type MemoryLog } from "./memoryEvents.js"
 
@@ -31,9 +31,9 @@ const completeLines = (bytes: Uint8Array) => {
 }
 
 /** The bytes of `file` from `from` on (the part of the log this process has not read yet). */
-const bytesFrom = (file: string, from: number) =>
+const bytesFrom = (fs: FileSystem.FileSystem, file: string, from: number) =>
   Effect.scoped(Effect.gen(function*() {
-    const handle = yield* (yield* FileSystem.FileSystem).open(file, { flag: "r" })
+    const handle = yield* fs.open(file, { flag: "r" })
     const size = Number((yield* handle.stat).size)
     if (size <= from) return new Uint8Array(0)
     yield* handle.seek(from, "start")
@@ -50,7 +50,16 @@ const bytesFrom = (file: string, from: number) =>
  * atomically to what it holds now. Every change holds the worker's lock in this process and a
  * lock file between processes.
  */
-export const makeMemoryFiles = (env: Context.Context<HostFiles | Files>): MemoryLog => {
+/** What the logs are read and written through, taken once where the store is built. */
+export interface MemoryFilesOver {
+  readonly fs: FileSystem.FileSystem
+  readonly path: Path.Path
+  readonly layout: Layout
+  readonly files: Context.Tag.Service<Files>
+}
+
+export const makeMemoryFiles = ({ files, fs, layout, path }: MemoryFilesOver): MemoryLog => {
+  const { writeAtomic } = atomicIn(fs, path)
   const known = new Map<string, Read>()
   const locks = new Map<string, Effect.Semaphore>()
   const lockOf = (worker: string) => {
@@ -58,15 +67,14 @@ export const makeMemoryFiles = (env: Context.Context<HostFiles | Files>): Memory
     locks.set(worker, made)
     return made
   }
-  const fileOf = (worker: string) => Effect.map(Paths, (p) => layout(p).memoryFile(worker))
+  const fileOf = (worker: string) => layout.memoryFile(worker)
   const failed = (worker: string) => (e: PlatformError | { readonly message: string }) =>
-    Effect.flatMap(fileOf(worker), (file) => Effect.fail(new MemoryError({ file, detail: e.message })))
+    Effect.fail(new MemoryError({ file: fileOf(worker), detail: e.message }))
 
   /** The log as it is now: what was read before and the lines appended since (all of it again when the file was replaced). */
   const catchUp = (worker: string) =>
     Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const file = yield* fileOf(worker)
+      const file = fileOf(worker)
       const stat = yield* fs.stat(file).pipe(Effect.option)
       if (stat._tag === "None") {
         known.delete(worker)
@@ -77,7 +85,7 @@ export const makeMemoryFiles = (env: Context.Context<HostFiles | Files>): Memory
       const before = known.get(worker)
       const base = before && before.ino === ino && before.offset <= size ? before : { ino, offset: 0, events: [], lines: 0 }
       if (base.offset === size) return base
-      const { lines, used } = completeLines(yield* bytesFrom(file, base.offset))
+      const { lines, used } = completeLines(yield* bytesFrom(fs, file, base.offset))
       const events = [...base.events]
       for (const line of lines) {
         const e = decodeMemoryLine(line)
@@ -91,12 +99,10 @@ export const makeMemoryFiles = (env: Context.Context<HostFiles | Files>): Memory
   /** A torn last line is put aside (kept as it was, for a person) and cut off the log, so an append starts on a line of its own. */
   const setAsideTornTail = (worker: string, file: string) =>
     Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const path = yield* Path.Path
       const read = yield* catchUp(worker)
       const stat = yield* fs.stat(file).pipe(Effect.option)
       if (stat._tag === "None" || Number(stat.value.size) === read.offset) return
-      const torn = yield* bytesFrom(file, read.offset)
+      const torn = yield* bytesFrom(fs, file, read.offset)
       const aside = path.join(path.dirname(file), "unreadable", `${worker}.${yield* Clock.currentTimeMillis}.torn.jsonl`)
       yield* writeAtomic(aside, torn, 0o600)
       yield* fs.truncate(file, read.offset)
@@ -119,22 +125,20 @@ export const makeMemoryFiles = (env: Context.Context<HostFiles | Files>): Memory
   const append = (worker: string, events: ReadonlyArray<MemoryEvent>) =>
     Effect.gen(function*() {
       if (events.length === 0) return
-      const fs = yield* FileSystem.FileSystem
-      const file = yield* fileOf(worker)
-      yield* fs.makeDirectory((yield* Path.Path).dirname(file), { recursive: true, mode: 0o700 })
+      const file = fileOf(worker)
+      yield* fs.makeDirectory(path.dirname(file), { recursive: true, mode: 0o700 })
       yield* setAsideTornTail(worker, file)
-      yield* (yield* Files).append(file, events.map((e) => `${JSON.stringify(e)}\n`).join(""), 0o600)
+      yield* files.append(file, events.map((e) => `${JSON.stringify(e)}\n`).join(""), 0o600)
       const read = yield* catchUp(worker)
       const live = foldMemory(read.events).length
       if (read.lines >= COMPACT_MIN_LINES && read.lines - live > read.lines * COMPACT_DEAD_SHARE) yield* compact(worker, file, read)
     }).pipe(Effect.catchTag("SystemError", "BadArgument", failed(worker)))
 
-  const own = <A, E>(effect: Effect.Effect<A, E, HostFiles | Files>) => Effect.provide(effect, env)
   return {
-    read: (worker) => own(catchUp(worker).pipe(Effect.map((r) => r.events), Effect.catchTag("SystemError", "BadArgument", failed(worker)))),
-    append: (worker, events) => own(append(worker, events)),
+    read: (worker) => catchUp(worker).pipe(Effect.map((r) => r.events), Effect.catchTag("SystemError", "BadArgument", failed(worker))),
+    append,
     exclusive: (worker, change) => {
-      const file = layout(Context.get(env, Paths)).memoryFile(worker)
+      const file = fileOf(worker)
       const busy = (e: { readonly message: string }) => new MemoryError({ file, detail: e.message })
       return lockOf(worker).withPermits(1)(change.pipe(withFileLock(`${file}.lock`, busy)))
     }
