@@ -14,17 +14,13 @@ import { serveRehearsal } from "../src/rehearsal/server.js"
 import { freePort } from "../test/support/deployment.js"
 import { buildPiImage, PI_IMAGE } from "../test/support/images.js"
 import { BOT_USER, type SlackStandIn, startSlackStandIn } from "../test/support/slackStandIn.js"
-import { emit, percentile, quick, smoke, warmBoxes } from "./support.js"
+import { emit, percentile, quick, settledWarmBox, sleep, smoke } from "./support.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(root, "bin/roster.js")
 const RUNS = smoke ? 1 : quick ? 3 : 5
-/** How long pi takes to load in its box after the preflight, with room (as the first-request bench). */
-const PI_LOADS_MS = 3_000
 const CHANNEL = "C0BENCH"
 const TOKENS = { bot: "xoxb-bench-bot-token-5a4b3c2d1e0f", app: "xapp-bench-app-token-0f1e2d3c4b5a" }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 describe("a chat session's first answer", () => {
   let env: NodeJS.ProcessEnv
@@ -52,16 +48,6 @@ describe("a chat session's first answer", () => {
   /** The session that answers in `thread`, as its "is here" notice names it. */
   const sessionOf = (thread: string) =>
     /is here \(session (\S+?)\)/.exec(slack.posts.find((p) => p.thread_ts === thread && p.text.includes("is here"))?.text ?? "")?.[1] ?? ""
-  /** A warm box made, its preflight in, and pi given the seconds it takes to load. */
-  const warmBoxReady = async () => {
-    let events = ""
-    await until("a warm box for the channel's next session", () => {
-      const runId = warmBoxes(config())[0]?.runId ?? ""
-      events = path.join(home, "data", "runs", "alice", runId, "events.jsonl")
-      return runId !== "" && fs.existsSync(events) && fs.readFileSync(events, "utf8").includes(`"preflight"`)
-    })
-    await sleep(PI_LOADS_MS)
-  }
   /** One message opening a session: ms from its arrival to the answer in its thread; then the session ends (idle). */
   const firstAnswer = async () => {
     const t0 = Date.now()
@@ -117,7 +103,7 @@ describe("a chat session's first answer", () => {
       useWarm("recent")
       // The session after the switch starts its own box (none was made while off) and leaves one of its shape.
       await firstAnswer()
-      await warmBoxReady()
+      await settledWarmBox(home, "alice")
       warm.push(await firstAnswer())
     }
     const w = percentile(warm, 50)

@@ -12,15 +12,11 @@ import { afterAll, beforeAll, describe, it } from "vitest"
 import { type Received, serveRehearsal } from "../src/rehearsal/server.js"
 import { freePort } from "../test/support/deployment.js"
 import { buildPiImage, PI_IMAGE } from "../test/support/images.js"
-import { emit, percentile, quick, smoke, warmBoxes } from "./support.js"
+import { emit, percentile, quick, settledWarmBox, smoke } from "./support.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(root, "bin/roster.js")
 const RUNS = smoke ? 1 : quick ? 3 : 7
-/** How long pi takes to load in its box after the preflight, with room (~0.5 s under runc, ~1 s under gVisor here). */
-const PI_LOADS_MS = 3_000
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 describe("a run's first model request", () => {
   let env: NodeJS.ProcessEnv
@@ -31,21 +27,6 @@ describe("a run's first model request", () => {
 
   const useRuntime = (runtime: "runc" | "runsc", warm: "off" | "recent") =>
     fs.writeFileSync(path.join(home, "config", "org.toml"), `${orgToml}[box]\nruntime = "${runtime}"\nwarm = "${warm}"\n`)
-  /**
-   * The deployment's warm box, settled: its preflight reported (pi starts after it) and then the
-   * seconds pi takes to load — a warm box is one made before the run that takes it, as after a
-   * person's last run; taken while pi still loads, its start would be counted here.
-   */
-  const warmBoxReady = async () => {
-    const until = Date.now() + 60_000
-    for (;;) {
-      const runId = warmBoxes(path.join(home, "config"))[0]?.runId ?? ""
-      const events = path.join(home, "data", "runs", "alice", runId, "events.jsonl")
-      if (runId !== "" && fs.existsSync(events) && fs.readFileSync(events, "utf8").includes(`"preflight"`)) return sleep(PI_LOADS_MS)
-      if (Date.now() > until) throw new Error("no warm box was made in 60 s (see state/gateway.log)")
-      await sleep(100)
-    }
-  }
   /** One `worker run`: the ms from its start to its first model request at the model. */
   const firstRequest = async () => {
     const t0 = Date.now()
@@ -93,7 +74,7 @@ describe("a run's first model request", () => {
       useRuntime(runtime, "recent")
       // The run after a switch starts its own box (the warm one, if any, was made from other settings) and leaves one.
       await firstRequest()
-      await warmBoxReady()
+      await settledWarmBox(home, "alice")
       warm.push(await firstRequest())
     }
     const w = percentile(warm, 50)

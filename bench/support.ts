@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
+import * as path from "node:path"
 import type * as net from "node:net"
 import * as tls from "node:tls"
 import { SENTINEL } from "../src/contract/constants.js"
@@ -31,6 +32,27 @@ export const warmBoxes = (config: string) =>
       const [id = "", runId = ""] = l.split(" ")
       return { id, runId }
     })
+
+/** How long pi takes to load in its box after the preflight, with room (~0.5 s under runc, ~1 s under gVisor here). */
+export const PI_LOADS_MS = 3_000
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/**
+ * The warm box of `worker` of the deployment in `home`, settled: its preflight reported (pi starts
+ * after it) and then the seconds pi takes to load — a warm box is one made before the run that takes
+ * it, as after a person's last run; taken while pi still loads, its start would be counted.
+ */
+export const settledWarmBox = async (home: string, worker: string) => {
+  const until = Date.now() + 120_000
+  for (;;) {
+    const runId = warmBoxes(path.join(home, "config"))[0]?.runId ?? ""
+    const events = path.join(home, "data", "runs", worker, runId, "events.jsonl")
+    if (runId !== "" && fs.existsSync(events) && fs.readFileSync(events, "utf8").includes(`"preflight"`)) return sleep(PI_LOADS_MS)
+    if (Date.now() > until) throw new Error(`no warm box of ${worker} was made in 120 s (see ${home}/state/gateway.log)`)
+    await sleep(100)
+  }
+}
 
 /** Appends a row for scripts/bench.mjs to print (or prints it when run alone). */
 export const emit = (row: Row) => {

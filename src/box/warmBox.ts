@@ -179,3 +179,17 @@ export const warmFits = Effect.fn("warm.fits")(function*(warm: WarmBox, shape: W
   const run = yield* prepareRun({ worker: warm.worker, kind: shape.kind, channel: shape.channel, limits })
   return warmDigest(run, shape) === warm.madeFrom
 })
+
+/**
+ * What a warm box no run took leaves when its daemon was killed: its folder (unless it holds a run's
+ * record: then it was taken, and its folder is a record, kept) and its gated repos' clones, in which
+ * nothing was done. True when there was such a folder to remove.
+ */
+export const removeUntakenWarm = Effect.fn("warm.removeUntaken")(function*(worker: string, runId: string) {
+  const fs = yield* FileSystem.FileSystem
+  const dir = layout(yield* Paths).runDir(worker, runId)
+  if (yield* fs.exists(runFiles(dir).record)) return false
+  yield* fs.remove(dir, { recursive: true })
+  yield* finishRepos(worker, runId)
+  return true
+})

@@ -1,11 +1,12 @@
-import { FileSystem, Path } from "@effect/platform"
+import { Path } from "@effect/platform"
 import { Clock, Duration, Effect, Ref, Scope } from "effect"
 import { RUN_ENV_NAME } from "../contract/constants.js"
 import { readEvent } from "../contract/piEvents.js"
 import type { OpenRecord } from "../run/record.js"
 import { RunLog } from "../run/RunLog.js"
 import { bindIdentity } from "./identity.js"
-import { knowledgeEnv } from "../knowledge/Checkout.js"
+import { writeJson } from "../fs/atomic.js"
+import { knowledgeVars } from "../knowledge/Checkout.js"
 import { refreshCheckouts } from "../knowledge/refresh.js"
 import { noteBox, type OpenBox, reposOnClose, snapshotOnClose } from "./openBox.js"
 import { hostUser } from "./provision.js"
@@ -47,7 +48,7 @@ export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim:
   const kind = claim.taskId ? "task" as const : warm.shape.kind === "session" ? "session" as const : "box" as const
   const plan = { ...warm.plan, kind, taskId: claim.taskId, deadline }
   yield* noteBox(record, plan, claim.ceilingMin, true)
-  const runEnv = { ...(claim.taskId ? { ROSTER_TASK_ID: claim.taskId } : {}), ...envOf(knowledgeEnv(checkouts)) }
+  const runEnv = { ...(claim.taskId ? { ROSTER_TASK_ID: claim.taskId } : {}), ...knowledgeVars(checkouts) }
   if (Object.keys(runEnv).length > 0) yield* writeRunEnv(warm.plan.dirs.pihome, runEnv)
   const runLog = yield* RunLog
   const closed = yield* Ref.make(false)
@@ -81,15 +82,9 @@ export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim:
 
 /**
  * What a cold box of the run has in its environment and a warm one could not (it started before
- * its run was known: its task, its repos' base when they moved since): written before the first prompt, read by the box's run_env extension. A
- * failure to write it fails the claim, so a task never runs without its id.
+ * its run was known: its task, its repos' base when they moved since): written before the first
+ * prompt, read by the box's run_env extension. A failure to write it fails the claim, so a task
+ * never runs without its id.
  */
-const writeRunEnv = Effect.fn("warm.runEnv")(function*(pihome: string, env: Record<string, string>) {
-  const fs = yield* FileSystem.FileSystem
-  const file = (yield* Path.Path).join(pihome, RUN_ENV_NAME)
-  yield* fs.writeFileString(file, JSON.stringify(env), { mode: 0o644 })
-})
-
-/** `NAME=value` lines as the run env file holds them. */
-const envOf = (lines: ReadonlyArray<string>): Record<string, string> =>
-  Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]))
+const writeRunEnv = (pihome: string, env: Record<string, string>) =>
+  Effect.flatMap(Path.Path, (path) => writeJson(path.join(pihome, RUN_ENV_NAME), env, 0o644))

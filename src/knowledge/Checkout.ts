@@ -43,16 +43,21 @@ export const hostSide = (reposDir: string) => ({
 export const reposJson = (checkouts: ReadonlyArray<Checkout>) =>
   JSON.stringify(checkouts.map((c) => ({ connection: c.connection, dir: boxDir(c.connection), base: c.base, branch: c.branch, mode: c.mode })))
 
-/** The box's environment for its gated repos; ROSTER_KNOWLEDGE_* names the one called "knowledge". */
-export const knowledgeEnv = (checkouts: ReadonlyArray<Checkout>): Array<string> => {
-  if (checkouts.length === 0) return []
-  const env = [`ROSTER_REPOS_JSON=${reposJson(checkouts)}`]
+/** The box's variables for its gated repos, by name; ROSTER_KNOWLEDGE_* names the one called "knowledge". */
+export const knowledgeVars = (checkouts: ReadonlyArray<Checkout>): Record<string, string> => {
+  if (checkouts.length === 0) return {}
   const k = checkouts.find((c) => c.connection === "knowledge")
-  if (k) {
-    env.push(`ROSTER_KNOWLEDGE_DIR=${boxDir(k.connection)}`, `ROSTER_KNOWLEDGE_BASE=${k.base}`, `ROSTER_KNOWLEDGE_MODE=${k.mode}`, `ROSTER_KNOWLEDGE_BRANCH=${k.branch}`)
+  return {
+    ROSTER_REPOS_JSON: reposJson(checkouts),
+    ...(k
+      ? { ROSTER_KNOWLEDGE_DIR: boxDir(k.connection), ROSTER_KNOWLEDGE_BASE: k.base, ROSTER_KNOWLEDGE_MODE: k.mode, ROSTER_KNOWLEDGE_BRANCH: k.branch }
+      : {})
   }
-  return env
 }
+
+/** The box's environment for its gated repos, as `NAME=value` lines. */
+export const knowledgeEnv = (checkouts: ReadonlyArray<Checkout>): Array<string> =>
+  Object.entries(knowledgeVars(checkouts)).map(([name, value]) => `${name}=${value}`)
 
 /** A path the push changes falls under a protected one (the path itself, or a folder and all below it). */
 export const protectedHits = (changed: ReadonlyArray<string>, protect: ReadonlyArray<string>) => {

@@ -41,6 +41,14 @@ const bytesFrom = (fs: FileSystem.FileSystem, file: string, from: number) =>
     return got._tag === "Some" ? got.value : new Uint8Array(0)
   }))
 
+/** What the logs are read and written through, taken once where the store is built. */
+export interface MemoryFilesOver {
+  readonly fs: FileSystem.FileSystem
+  readonly path: Path.Path
+  readonly layout: Layout
+  readonly files: Context.Tag.Service<Files>
+}
+
 /**
  * One machine's memory logs (`data/memory/<worker>.jsonl`): each read once and after that only
  * what was appended since — by this process or another (the CLI beside the daemon) — so a call
@@ -50,14 +58,6 @@ const bytesFrom = (fs: FileSystem.FileSystem, file: string, from: number) =>
  * atomically to what it holds now. Every change holds the worker's lock in this process and a
  * lock file between processes.
  */
-/** What the logs are read and written through, taken once where the store is built. */
-export interface MemoryFilesOver {
-  readonly fs: FileSystem.FileSystem
-  readonly path: Path.Path
-  readonly layout: Layout
-  readonly files: Context.Tag.Service<Files>
-}
-
 export const makeMemoryFiles = ({ files, fs, layout, path }: MemoryFilesOver): MemoryLog => {
   const { writeAtomic } = atomicIn(fs, path)
   const known = new Map<string, Read>()

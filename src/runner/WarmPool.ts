@@ -1,5 +1,6 @@
 import { Context, Duration, Effect, Exit, Layer, Option, Queue, Ref, Scope } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
+import type { Org } from "../config/schema.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { recentWorkers } from "../box/recentWorkers.js"
 import type { RunLimits } from "../box/prepareRun.js"
@@ -7,6 +8,9 @@ import { ONE_SHOT, prepareWarm, sameShape, type WarmBox, warmFits, type WarmShap
 
 /** What making and checking a warm box needs of roster (the engine, the files, the org). */
 export type WarmEnv = Effect.Effect.Context<ReturnType<typeof prepareWarm>> | Effect.Effect.Context<ReturnType<typeof warmFits>>
+
+/** org.toml keeps no warm box: `[box] warm = "off"`, or room for none. */
+const warmOff = (org: Org) => org.box.warm === "off" || org.box.warm_max === 0
 
 /** A run's own limits, as far as a warm box cares: its own ceiling or idle time makes it another box. */
 export type WarmLimits = RunLimits
@@ -36,7 +40,7 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
     const pool = yield* WarmPool
     yield* Effect.addFinalizer(() => pool.close)
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.option)
-    if (Option.isNone(org) || org.value.box.warm === "off") return
+    if (Option.isNone(org) || warmOff(org.value)) return
     // Their next run is taken to be a one-shot (a worker run, a task): the commonest, and a session's box of another shape is recycled at its claim.
     yield* Effect.forEach(yield* recentWorkers(org.value.box.warm_idle_min, org.value.box.warm_max), (w) => pool.refill(w, ONE_SHOT), { discard: true })
   }))
@@ -94,7 +98,7 @@ function makePool<R>(ops: PoolOps<R>) {
       })
     const closed = yield* Ref.make(false)
     const turnedOff = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
-      Effect.map((org) => org.box.warm === "off" || org.box.warm_max === 0),
+      Effect.map(warmOff),
       Effect.orElseSucceed(() => false),
       Effect.provide(env)
     )
@@ -113,7 +117,7 @@ function makePool<R>(ops: PoolOps<R>) {
     const make = (worker: string, shape: WarmShape) =>
       Effect.gen(function*() {
         const org = yield* (yield* OrgConfig).snapshot
-        if (org.box.warm === "off" || org.box.warm_max === 0 || (yield* Ref.get(closed)) || (ops.paused && (yield* ops.paused))) return
+        if (warmOff(org) || (yield* Ref.get(closed)) || (ops.paused && (yield* ops.paused))) return
         // The worker's box is of its last run's kind: one of another kind gives way.
         const had = (yield* Ref.get(boxes)).get(worker)
         if (had && sameShape(had.shape, shape)) return

@@ -1,6 +1,5 @@
-import { runFiles } from "../contract/runFiles.js"
 import { FileSystem, Path } from "@effect/platform"
-import { finishRepos } from "../knowledge/backstop.js"
+import { removeUntakenWarm } from "../box/warmBox.js"
 import { Effect, Ref, Schema } from "effect"
 import { isRunId, isWorkerName } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
@@ -70,13 +69,8 @@ export const sweepStrays = (st: SupervisorState) =>
       yield* fs.remove(file).pipe(Effect.ignore)
       yield* Effect.logInfo(`removed the token of ${token._tag === "Some" ? `run ${token.value.run_id}, which is over` : `an unreadable identity file ${name}`}`)
       // A warm box's token whose box is gone and that no run took (its daemon was killed): its folder never held a run.
-      if (token._tag === "Some" && token.value.warm === true) {
-        const dir = files.runDir(token.value.worker, token.value.run_id)
-        if (!(yield* fs.exists(runFiles(dir).record).pipe(Effect.orElseSucceed(() => true)))) {
-          yield* fs.remove(dir, { recursive: true }).pipe(Effect.ignore)
-          yield* finishRepos(token.value.worker, token.value.run_id).pipe(Effect.ignore)
-          yield* Effect.logInfo(`removed the folder of warm box ${token.value.run_id} of ${token.value.worker}: no run took it`)
-        }
+      if (token._tag === "Some" && token.value.warm === true && (yield* removeUntakenWarm(token.value.worker, token.value.run_id).pipe(Effect.orElseSucceed(() => false)))) {
+        yield* Effect.logInfo(`removed the folder of warm box ${token.value.run_id} of ${token.value.worker}: no run took it`)
       }
     }
   })

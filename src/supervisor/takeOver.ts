@@ -1,11 +1,10 @@
 import { FileSystem } from "@effect/platform"
 import { Clock, Duration, Effect, Either, Fiber } from "effect"
-import { finishRepos } from "../knowledge/backstop.js"
 import { revokeRunTokens } from "../box/identity.js"
 import { reposOnClose, snapshotOnClose } from "../box/openBox.js"
+import { removeUntakenWarm } from "../box/warmBox.js"
 import { drainTo, outputCaps } from "../box/output.js"
 import { OrgConfig } from "../config/OrgConfig.js"
-import { Paths, layout } from "../config/Paths.js"
 import { foldFileLines } from "../fs/lines.js"
 import { runFiles } from "../contract/runFiles.js"
 import { emptySummary, summaryLine } from "../contract/transcript.js"
@@ -94,15 +93,9 @@ const settleFrom = (record: OpenRecord, end: { readonly endedBy: EndedBy; readon
   })
 
 const removeWarmFolder = (box: FoundBox) =>
-  Effect.gen(function*() {
-    const dir = layout(yield* Paths).runDir(box.worker, box.runId)
-    const fs = yield* FileSystem.FileSystem
-    // Only a folder that never became a run's: one with a run.json is a record, kept whatever its box was.
-    if (yield* fs.exists(runFiles(dir).record)) return
-    yield* fs.remove(dir, { recursive: true })
-    // Its gated repos' clones, made with it: nothing was done in them.
-    yield* finishRepos(box.worker, box.runId)
-  }).pipe(Effect.catchAll((e) => Effect.logWarning(`warm box ${box.name}: its folder could not be removed (${e.message})`)))
+  removeUntakenWarm(box.worker, box.runId).pipe(
+    Effect.catchAll((e) => Effect.logWarning(`warm box ${box.name}: its folder could not be removed (${e.message})`))
+  )
 
 /**
  * Finishes a box its owner left: the run record is held again and finished from this scope's

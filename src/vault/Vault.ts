@@ -49,7 +49,6 @@ export class Vault extends Context.Tag("roster/Vault")<Vault, {
     // Looked at twice a second at most (the gateway asks on every request it injects): another
     // process's edit is seen within half a second, this one's own at once.
     const stamps = makeStampCache(500)
-    const refused = (name: string) => new VaultError({ detail: `"${name}" is not a connection name (a-z, 0-9, ".", "_", "-")` })
     const get = (name: string) =>
       isConnectionName(name)
         ? Effect.gen(function*() {
@@ -73,7 +72,7 @@ export class Vault extends Context.Tag("roster/Vault")<Vault, {
             yield* files.writeJson(vaultFile(name), entry, 0o600)
             yield* stamps.forget(vaultFile(name))
           }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
-          : Effect.fail(refused(name)),
+          : Effect.fail(new VaultError({ detail: `"${name}" is not a connection name (a-z, 0-9, ".", "_", "-")` })),
       remove: (name) =>
         isConnectionName(name)
           ? Effect.gen(function*() {

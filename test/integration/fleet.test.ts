@@ -18,6 +18,7 @@ import * as net from "node:net"
 import { egressChainName } from "../../src/contract/deployment.js"
 import { signRequest } from "../../src/fleet/rpc/sign.js"
 import { removeLockdownRules } from "../support/lockdownRules.js"
+import { warmBoxOf } from "../support/warmBoxes.js"
 
 /**
  * An interface of this host the test makes (one end of a veth pair, the other end left on the host,
@@ -459,17 +460,9 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
   it("a task claimed on a node takes that node's warm box of its worker: the claim's run is the box's (warm: true)", async () => {
     // b is stopped (the tests before): node-a alone claims, and its org.toml alone turns warm boxes on.
     a.writeOrg(`${orgA()}[box]\nwarm = "recent"\n`)
-    const warmBox = async () => {
-      const by = Date.now() + 30_000
-      for (;;) {
-        const [c] = await docker.listContainers({ filters: { label: [`roster.deployment=${a.file("config")}`, "roster.kind=warm", "roster.worker=alice"] } })
-        if (c) return c.Labels["roster.run-id"] ?? ""
-        if (Date.now() > by) return ""
-        await new Promise((r) => setTimeout(r, 200))
-      }
-    }
-    if ((await warmBox()) === "") expect((await a.roster(["worker", "run", "alice", "!true"])).code).toBe(0)
-    const warmId = await warmBox()
+    // A run of alice leaves her one, when she has none now.
+    if ((await warmBoxOf(docker, a.file("config"), "alice", 0)) === "") expect((await a.roster(["worker", "run", "alice", "!true"])).code).toBe(0)
+    const warmId = await warmBoxOf(docker, a.file("config"), "alice")
     expect(warmId).not.toBe("")
     const added = await a.roster(["task", "add", "alice", "!true", "--json"])
     expect(added.code, added.stderr).toBe(0)

@@ -5,6 +5,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Deployment, makeDeployment } from "../support/deployment.js"
 import { latestRunId } from "../support/runs.js"
+import { warmBoxOf } from "../support/warmBoxes.js"
 import { GIT_IMAGE } from "./globalSetup.js"
 
 const docker = new Dockerode()
@@ -271,15 +272,7 @@ touch /pihome/channel/planted 2>/dev/null && echo CHANNEL-WRITABLE || echo CHANN
     d.writeOrg(`${mount}[box]\nwarm = "recent"\n`)
     try {
       expect((await d.roster(["worker", "run", "alice", "!true"])).code).toBe(0)
-      const warmId = async () => {
-        const by = Date.now() + 30_000
-        for (;;) {
-          const [c] = await docker.listContainers({ filters: { label: [`roster.deployment=${d.file("config")}`, "roster.kind=warm", "roster.worker=alice"] } })
-          if (c) return c.Labels["roster.run-id"] ?? ""
-          if (Date.now() > by) return ""
-          await new Promise((r) => setTimeout(r, 200))
-        }
-      }
+      const warmId = () => warmBoxOf(docker, d.file("config"), "alice")
       const warm = await warmId()
       expect(warm).not.toBe("")
       // The default branch moves on after the box and its clone were made.

@@ -10,6 +10,7 @@ import * as os from "node:os"
 import { collect, type Deployment, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 import { BOT_USER, type SlackStandIn, startSlackStandIn } from "../support/slackStandIn.js"
 import { latestRunId } from "../support/runs.js"
+import { warmBoxOf } from "../support/warmBoxes.js"
 
 const PI_IMAGE = "roster-box:test"
 const docker = new Dockerode()
@@ -64,15 +65,7 @@ describe("a warm box with real pi in the real box image, through the real gatewa
   })
 
   /** The run id of the deployment's warm box of `worker`, once there is one. */
-  const warmOf = async (worker: string) => {
-    const deadline = Date.now() + 60_000
-    for (;;) {
-      const [c] = await docker.listContainers({ filters: { label: [`roster.deployment=${d.file("config")}`, "roster.kind=warm", `roster.worker=${worker}`] } })
-      if (c) return c.Labels["roster.run-id"] ?? ""
-      if (Date.now() > deadline) return ""
-      await new Promise((r) => setTimeout(r, 200))
-    }
-  }
+  const warmOf = (worker: string) => warmBoxOf(docker, d.file("config"), worker, 60_000)
 
   it("a chat channel's next session takes the warm box its last one left: answered in its thread, its record warm: true", async () => {
     const answered = async (thread: string) => {
