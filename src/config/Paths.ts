@@ -141,10 +141,3 @@ export type Layout = ReturnType<typeof makeLayout>
 
 export const Layout = Effect.map(Paths, layout)
 
-/**
- * The host file services, as a service's layer captures them when it is built: its methods then
- * need nothing of their caller (R = never), and swapping the deployment or the file system is
- * providing one layer under it (`makeRosterLive`). Picked, never the whole context: a scoped
- * layer's context carries its own Scope, which a method must not inherit.
- */
-export const captureHostFiles = Effect.map(Effect.context<HostFiles>(), Context.pick(Paths, FileSystem.FileSystem, Path.Path))

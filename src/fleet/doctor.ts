@@ -1,7 +1,6 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Effect, Layer, Schema } from "effect"
 import type { ClusterSection } from "../config/cluster.js"
-import { captureHostFiles } from "../config/Paths.js"
 import type { Org } from "../config/schema.js"
 import { FleetNodeView } from "../contract/fleet.js"
 import { fleetSqlLayer, whereOf } from "./connect.js"
@@ -45,7 +44,6 @@ export const checkFleet = (org: Org, cluster: ClusterSection) =>
     if (built._tag === "Left") {
       return { node, database: base.database, connected: false, problem: built.left.message, schema: null, shared_data: base.shared, skew_ms: null, nodes: [] } satisfies FleetCheck
     }
-    const files = yield* captureHostFiles
     return yield* Effect.gen(function*() {
       const sql = yield* SqlClient
       const before = yield* Clock.currentTimeMillis
@@ -58,7 +56,7 @@ export const checkFleet = (org: Org, cluster: ClusterSection) =>
         Effect.catchTag("SharedDataError", (e) => Effect.succeed({ folder: cluster.shared_data, ok: false, fleet: null, detail: e.message })),
         Effect.catchTag("SqlError", () => Effect.succeed({ folder: cluster.shared_data, ok: true, fleet: null, detail: null }))
       )
-      const mine = yield* configFingerprint(org).pipe(Effect.provide(files))
+      const mine = yield* configFingerprint(org)
       const nodes = found >= 1 ? yield* listNodes : []
       const views = nodes.map((n) => nodeView(n, cluster.node_timeout_s, node, mine))
       // Each live node's runner RPC, asked as a node would: signed with the fleet's key.

@@ -1,5 +1,5 @@
 import { FileSystem } from "@effect/platform"
-import { Effect } from "effect"
+import { type Context, Effect } from "effect"
 import * as crypto from "node:crypto"
 import * as path from "node:path"
 import { layout, Paths } from "../config/Paths.js"
@@ -24,9 +24,8 @@ export const orgDigest = (org: Org) => {
 }
 
 /** Every file under workers/, by its path there, with its content's digest. */
-const workerFiles = Effect.gen(function*() {
-  const fs = yield* FileSystem.FileSystem
-  const root = layout(yield* Paths).workersDir
+const workerFiles = (fs: FileSystem.FileSystem, paths: Context.Tag.Service<Paths>) => Effect.gen(function*() {
+  const root = layout(paths).workersDir
   const names = yield* fs.readDirectory(root, { recursive: true }).pipe(Effect.orElseSucceed(() => [] as Array<string>))
   const out: Array<readonly [string, string]> = []
   for (const name of names.sort()) {
@@ -45,7 +44,11 @@ const workerFiles = Effect.gen(function*() {
  * `[gateway] port`.
  */
 export const configFingerprint = (org: Org) =>
-  Effect.map(workerFiles, (files) => Object.fromEntries([["org.toml", orgDigest(org)] as const, ...files]))
+  Effect.flatMap(Effect.zip(FileSystem.FileSystem, Paths), ([fs, paths]) => configFingerprintIn(fs, paths)(org))
+
+/** {@link configFingerprint} through a file system and folders taken once (a daemon's beat reads it every 10 s). */
+export const configFingerprintIn = (fs: FileSystem.FileSystem, paths: Context.Tag.Service<Paths>) => (org: Org) =>
+  Effect.map(workerFiles(fs, paths), (files) => Object.fromEntries([["org.toml", orgDigest(org)] as const, ...files]))
 
 /** The files whose digests differ between two fingerprints (present in one only included). */
 export const differingFiles = (a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>) =>

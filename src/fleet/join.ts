@@ -1,3 +1,4 @@
+import { FileSystem } from "@effect/platform"
 import { SqlClient } from "@effect/sql/SqlClient"
 import { Clock, Context, Duration, Effect, Layer, Ref, Schedule, Stream } from "effect"
 import { answerWithin } from "../contract/answerWithin.js"
@@ -6,13 +7,13 @@ import * as os from "node:os"
 import type { ClusterSection } from "../config/cluster.js"
 import { ConfigError } from "../config/decode.js"
 import { OrgConfig } from "../config/OrgConfig.js"
-import { captureHostFiles } from "../config/Paths.js"
+import { Paths } from "../config/Paths.js"
 import type { FleetBox, FleetNodeView, FleetStatus, NodeBoxes } from "../contract/fleet.js"
 import { VERSION } from "../contract/version.js"
 import { FleetNotify, fleetSqlLayer, whereOf } from "./connect.js"
 import type { FleetMember } from "./FleetMember.js"
 import { TASKS_CHANNEL } from "./channels.js"
-import { configFingerprint } from "./fingerprint.js"
+import { configFingerprintIn } from "./fingerprint.js"
 import { afterLanded, afterMissed, beatEvery, CUT_OFF, cutOffAfterMs, freshHealth, type Health } from "./lease.js"
 import { boxRowElsewhere, giveBoxRow, takeBoxRow } from "./boxRows.js"
 import { fenceLostNodes, type FencedNode } from "./loss.js"
@@ -68,7 +69,9 @@ export const joinFleet = (opts: JoinOptions) =>
     // Checked before the node is registered: a listen address a box could reach stops the start.
     const rpcAt = cluster.listen ? yield* listenAddress(cluster.listen) : undefined
     const orgConfig = yield* OrgConfig
-    const files = yield* captureHostFiles
+    // Taken once: the beat and a rejoin (a method of the member, R = never) read through them.
+    const fs = yield* FileSystem.FileSystem
+    const fingerprintOf = configFingerprintIn(fs, yield* Paths)
     // What a beat says of the node is looked up beside it, never in its way: a beat that waited on a
     // busy engine (listing containers can take seconds under load) or on reading every config file
     // would let the node look lost. The box count is the last the engine gave within half a second;
@@ -77,8 +80,7 @@ export const joinFleet = (opts: JoinOptions) =>
     const lastDigest = yield* Ref.make<Readonly<Record<string, string>>>({})
     const fingerprint = yield* Effect.cachedWithTTL(
       orgConfig.snapshot.pipe(
-        Effect.flatMap(configFingerprint),
-        Effect.provide(files),
+        Effect.flatMap(fingerprintOf),
         Effect.tap((d) => Ref.set(lastDigest, d)),
         Effect.orElse(() => Ref.get(lastDigest))
       ),
@@ -107,7 +109,10 @@ export const joinFleet = (opts: JoinOptions) =>
       } satisfies NodeBeat
     })
     const register = Effect.gen(function*() {
-      const fenced = yield* withSql(registerNode(yield* beatNow, yield* Clock.currentTimeMillis, cluster)).pipe(Effect.provide(files))
+      const fenced = yield* withSql(registerNode(yield* beatNow, yield* Clock.currentTimeMillis, cluster)).pipe(
+        // Whether a holder on this machine is still alive is read from /proc.
+        Effect.provideService(FileSystem.FileSystem, fs)
+      )
       if (fenced) yield* logFenced(fenced)
     })
     // Listening before the node is in the fleet: its advertised address answers from its first beat.

@@ -1,15 +1,14 @@
 import { SqlError } from "@effect/sql/SqlError"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Clock, Context, Effect, Fiber, Layer, Queue, Ref, Schema } from "effect"
+import { Clock, Effect, Fiber, Layer, Queue, Ref, Schema } from "effect"
 import { answerWithin } from "../contract/answerWithin.js"
 import * as crypto from "node:crypto"
-import { captureHostFiles } from "../config/Paths.js"
-import { Files } from "../fs/Files.js"
-import { appendJournalLines } from "../journal/journal.js"
+import { journalIn } from "../journal/journal.js"
+import { taskPlace } from "../task/place.js"
 import { isFinal, NoSuchTask, TaskRecord, TaskStoreError } from "../task/TaskRecord.js"
-import { type NewTask, TaskStore, type TaskStoreEnv } from "../task/TaskStore.js"
+import { type NewTask, TaskStore } from "../task/TaskStore.js"
 import { newTaskRecord } from "../task/newRecord.js"
-import { viewEntry, ViewEntry, writeTasksView, writeViewEntries } from "../task/view.js"
+import { viewEntry, ViewEntry, viewIn } from "../task/view.js"
 
 import { TASKS_CHANNEL } from "./channels.js"
 import { sqlDetail } from "./sqlDetail.js"
@@ -259,8 +258,9 @@ export const fleetTaskStore = (node: string, where: string, instance: Effect.Eff
     TaskStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const env = Context.add(yield* captureHostFiles, Files, yield* Files)
-      const own = <A, E>(effect: Effect.Effect<A, E, TaskStoreEnv>) => Effect.provide(effect, env)
+      const place = yield* taskPlace
+      const { appendJournalLines } = journalIn(place)
+      const { writeTasksView, writeViewEntries } = viewIn(place)
       const fail = storeError(where)
 
       const { fetch, get, list, rows } = yield* makeReads(sql)
@@ -275,14 +275,14 @@ export const fleetTaskStore = (node: string, where: string, instance: Effect.Eff
       const paint = (batch: ReadonlyArray<Picture>) =>
         Effect.forEach(byWorker(batch), ([worker, changed]) =>
           Effect.gen(function*() {
-            yield* own(appendJournalLines(worker, changed.map(({ task }) => ({
+            yield* appendJournalLines(worker, changed.map(({ task }) => ({
               kind: "task" as const, task_id: task.task_id, status: task.status, run_id: task.run_ids.at(-1) ?? null, reason: task.reason
-            }))))
+            })))
             const given = yield* viewOf(changed.at(-1)!)
             yield* (given
-              ? own(writeViewEntries(worker, given))
+              ? writeViewEntries(worker, given)
               : rows(sql`SELECT record FROM roster_tasks WHERE worker = ${worker} AND status NOT IN ('done', 'failed', 'cancelled') ORDER BY seq`).pipe(
-                Effect.flatMap((mine) => own(writeTasksView(worker, mine)))
+                Effect.flatMap((mine) => writeTasksView(worker, mine))
               )).pipe(Effect.catchAllCause((c) => Effect.logWarning(`the task view of ${worker} could not be written`, c)))
           }), { concurrency: 4, discard: true })
       // A batch gathers for a moment after its first change: a task claimed and ended at once (or

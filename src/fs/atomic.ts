@@ -29,7 +29,7 @@ export const atomicIn = (fs: FileSystem.FileSystem, path: Path.Path) => {
 }
 
 /** A JSON file's contents through a file system taken once, or undefined when it is missing or unreadable. */
-const readJsonIn = (fs: FileSystem.FileSystem) => (file: string) =>
+export const readJsonIn = (fs: FileSystem.FileSystem) => (file: string) =>
   fs.readFileString(file).pipe(
     Effect.flatMap((text) => Effect.try(() => JSON.parse(text) as unknown)),
     Effect.orElseSucceed(() => undefined)

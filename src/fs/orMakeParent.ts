@@ -9,11 +9,9 @@ const missing = (e: PlatformError) => e._tag === "SystemError" && e.reason === "
  * every change (a journal line, a queue view) costs its write alone, not a `mkdir` each time.
  */
 export const orMakeParent = <A, R>(file: string, write: Effect.Effect<A, PlatformError, R>) =>
-  write.pipe(
-    Effect.catchIf(missing, () =>
-      Effect.gen(function*() {
-        const path = yield* Path.Path
-        yield* (yield* FileSystem.FileSystem).makeDirectory(path.dirname(file), { recursive: true })
-        return yield* write
-      }))
-  )
+  Effect.flatMap(Effect.zip(FileSystem.FileSystem, Path.Path), ([fs, path]) => orMakeParentIn(fs, path)(file, write))
+
+/** {@link orMakeParent} through file services taken once (a store's, when its layer is built). */
+export const orMakeParentIn = (fs: FileSystem.FileSystem, path: Path.Path) =>
+<A, R>(file: string, write: Effect.Effect<A, PlatformError, R>) =>
+  write.pipe(Effect.catchIf(missing, () => Effect.zipRight(fs.makeDirectory(path.dirname(file), { recursive: true }), write)))

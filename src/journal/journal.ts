@@ -1,7 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
-import { Clock, Effect } from "effect"
+import { Clock, type Context, Effect } from "effect"
 import { Paths, layout } from "../config/Paths.js"
-import { orMakeParent } from "../fs/orMakeParent.js"
+import { orMakeParentIn } from "../fs/orMakeParent.js"
 import { Files } from "../fs/Files.js"
 
 /** One line of a worker's journal: a run started or ended, or one of its tasks changed state. */
@@ -39,11 +39,30 @@ export const appendJournal = (worker: string, entry: JournalEntry) => appendJour
 
 /** Several entries of one worker's journal in one append, in order (a store painting a batch of changes). */
 export const appendJournalLines = (worker: string, entries: ReadonlyArray<JournalEntry>) =>
-  Effect.gen(function*() {
-    const file = layout(yield* Paths).journalFile(worker)
-    const time = new Date(yield* Clock.currentTimeMillis).toISOString()
-    yield* orMakeParent(file, (yield* Files).append(file, entries.map((entry) => `${JSON.stringify({ time, worker, ...entry })}\n`).join(""), 0o644))
-  }).pipe(Effect.catchAll((e) => Effect.logWarning(`the journal of ${worker} could not be written: ${e.message}`)))
+  Effect.flatMap(journalOf, (j) => j.appendJournalLines(worker, entries))
+
+/** What a journal is written through: the deployment's folders and the file services. */
+export interface JournalPlace {
+  readonly fs: FileSystem.FileSystem
+  readonly path: Path.Path
+  readonly paths: Context.Tag.Service<Paths>
+  readonly files: Context.Tag.Service<Files>
+}
+
+/** The journal's appends through what a store took when its layer was built: each needs nothing of its caller. */
+export const journalIn = ({ files, fs, path, paths }: JournalPlace) => {
+  const where = layout(paths)
+  const orMakeParent = orMakeParentIn(fs, path)
+  const appendJournalLines = (worker: string, entries: ReadonlyArray<JournalEntry>) =>
+    Effect.gen(function*() {
+      const file = where.journalFile(worker)
+      const time = new Date(yield* Clock.currentTimeMillis).toISOString()
+      yield* orMakeParent(file, files.append(file, entries.map((entry) => `${JSON.stringify({ time, worker, ...entry })}\n`).join(""), 0o644))
+    }).pipe(Effect.catchAll((e) => Effect.logWarning(`the journal of ${worker} could not be written: ${e.message}`)))
+  return { appendJournalLines, appendJournal: (worker: string, entry: JournalEntry) => appendJournalLines(worker, [entry]) }
+}
+
+const journalOf = Effect.map(Effect.all({ files: Files, fs: FileSystem.FileSystem, path: Path.Path, paths: Paths }), journalIn)
 
 /** Makes sure the journal exists so every box mounts it (an empty journal is still the worker's view). */
 export const ensureJournal = (worker: string) =>

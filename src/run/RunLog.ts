@@ -1,13 +1,14 @@
 import { answerWithin } from "../contract/answerWithin.js"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { ChannelName, RunId, TaskId, WorkerName } from "../config/names.js"
-import { captureHostFiles, type HostFiles, Paths, layout } from "../config/Paths.js"
+import { FileSystem, Path } from "@effect/platform"
+import { Paths, layout } from "../config/Paths.js"
 import { KnowledgePush, KnowledgeResult } from "../contract/knowledge.js"
 import { PreflightResult } from "../contract/preflight.js"
 import { runFiles } from "../contract/runFiles.js"
 import { Taint, Untaint } from "../contract/taint.js"
-import { appendEvent, appendEvents, foldEvents, readRunEvents, type RunEvent, RunStopped, RunUsage } from "./events.js"
-import { readJsonOptional, writeJson } from "../fs/atomic.js"
+import { eventsIn, foldEvents, type RunEvent, RunStopped, RunUsage } from "./events.js"
+import { atomicIn, readJsonIn } from "../fs/atomic.js"
 import { RunIndex } from "./RunIndex.js"
 import { isTaintEvent, type TaintEvent, TaintLog, TaintLogError } from "./TaintLog.js"
 
@@ -107,33 +108,34 @@ export interface RunEnd {
   readonly extra?: Partial<RunRecord>
 }
 
-const recordFile = (worker: string, runId: string) => Effect.map(Paths, (p) => runFiles(layout(p).runDir(worker, runId)).record)
-/** Where this process appends a run's events: a fleet node to its own file (see runFiles). */
-const eventsFile = (worker: string, runId: string) =>
-  Effect.map(Paths, (p) => {
-    const files = runFiles(layout(p).runDir(worker, runId))
-    return p.fleet ? files.nodeEvents(p.fleet.node) : files.events
-  })
 const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
 
-const writeRecord = (file: string, record: RunRecord) =>
-  writeJson(file, record).pipe(Effect.mapError((e) => new RunLogError({ file, detail: e.message })))
+/** A run folder's reads through a file system taken once (a store's, when its layer is built). */
+const runReadsIn = (fs: FileSystem.FileSystem) => {
+  const readJson = readJsonIn(fs)
+  const { readRunEvents } = eventsIn(fs)
+  const readRunJson = (runDir: string) => Effect.map(readJson(runFiles(runDir).record), Schema.decodeUnknownOption(RunRecord))
+  const readRunDir = (runDir: string, shared: ReadonlyArray<TaintEvent> = []) =>
+    Effect.gen(function*() {
+      const decoded = yield* readRunJson(runDir)
+      if (decoded._tag === "None") return undefined
+      const events = yield* readRunEvents(runDir, decoded.value.node !== undefined)
+      return { ...decoded.value, ...foldEvents(withShared(events, shared)) } satisfies RunRecord
+    })
+  return { readRunJson, readRunDir }
+}
+
+const runReads = Effect.map(FileSystem.FileSystem, runReadsIn)
 
 /** A run folder's run.json alone, as written (none when missing or unreadable): its events not read. */
-export const readRunJson = (runDir: string) =>
-  Effect.map(readJsonOptional(runFiles(runDir).record), Schema.decodeUnknownOption(RunRecord))
+export const readRunJson = (runDir: string) => Effect.flatMap(runReads, (r) => r.readRunJson(runDir))
 
 /**
  * A run folder's record with what its events say (see events.ts), and a fleet run's taints and
  * untaints from the fleet's taint log (`shared`); undefined without a readable run.json.
  */
 export const readRunDir = (runDir: string, shared: ReadonlyArray<TaintEvent> = []) =>
-  Effect.gen(function*() {
-    const decoded = yield* readRunJson(runDir)
-    if (decoded._tag === "None") return undefined
-    const events = yield* readRunEvents(runDir, decoded.value.node !== undefined)
-    return { ...decoded.value, ...foldEvents(withShared(events, shared)) } satisfies RunRecord
-  })
+  Effect.flatMap(runReads, (r) => r.readRunDir(runDir, shared))
 
 /**
  * The folder's events with the taint log's: the decisions in the order they were made. A fleet
@@ -148,20 +150,16 @@ const withShared = (events: ReadonlyArray<RunEvent>, shared: ReadonlyArray<Taint
   return [...events.filter((e) => !isTaintEvent(e)), ...decisions.map((d) => d.e)]
 }
 
-const readRecord = (worker: string, runId: string, shared?: ReadonlyArray<TaintEvent>) =>
-  Effect.flatMap(Paths, (p) => readRunDir(layout(p).runDir(worker, runId), shared))
+/** What a run log works through, taken when its layer is built. */
+interface RunFiles {
+  readonly fs: FileSystem.FileSystem
+  readonly path: Path.Path
+  readonly paths: Context.Tag.Service<Paths>
+}
 
-const modifyRecord = (worker: string, runId: string, f: (r: RunRecord) => Effect.Effect<RunRecord>) =>
-  Effect.gen(function*() {
-    const file = yield* recordFile(worker, runId)
-    const current = yield* readRecord(worker, runId)
-    if (!current) return yield* Effect.fail(new RunLogError({ file, detail: "no run record to update" }))
-    const next = yield* f(current)
-    yield* writeRecord(file, next)
-    return next
-  })
+const runFilesOf = Effect.all({ fs: FileSystem.FileSystem, path: Path.Path, paths: Paths })
 
-/** `run.json` of each run: written at start, rewritten at the end, never lost to a half write. Its deployment and file system are captured when built. */
+/** `run.json` of each run: written at start, rewritten at the end, never lost to a half write. Its deployment and file system are taken when its layer is built. */
 export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
   readonly start: (run: RunStart) => Effect.Effect<RunRecord, RunLogError>
   readonly update: (worker: string, runId: string, patch: Partial<RunRecord>) => Effect.Effect<void, RunLogError>
@@ -182,21 +180,42 @@ export class RunLog extends Context.Tag("roster/RunLog")<RunLog, {
    * its taints and untaints to the fleet's {@link TaintLog}.
    */
   static readonly layerIndexed = Layer.effect(RunLog, Effect.gen(function*() {
-    const env = yield* captureHostFiles
-    return makeRunLog(env, (yield* RunIndex).put, yield* TaintLog)
+    return makeRunLog(yield* runFilesOf, (yield* RunIndex).put, yield* TaintLog)
   }))
 
   /** Run records in their folders, listed by reading them (a machine on its own). */
-  static readonly layer = Layer.effect(RunLog, Effect.map(captureHostFiles, (env) => makeRunLog(env, () => Effect.void, undefined)))
+  static readonly layer = Layer.effect(RunLog, Effect.map(runFilesOf, (files) => makeRunLog(files, () => Effect.void, undefined)))
 }
 
 const makeRunLog = (
-  env: Context.Context<HostFiles>,
+  { fs, path, paths }: RunFiles,
   indexed: (record: RunRecord) => Effect.Effect<void>,
   taintLog: Context.Tag.Service<TaintLog> | undefined
 ): Context.Tag.Service<RunLog> => {
-  const own = <A, E>(effect: Effect.Effect<A, E, HostFiles>) => Effect.provide(effect, env)
-  const node = Context.get(env, Paths).fleet?.node
+  const node = paths.fleet?.node
+  const where = layout(paths)
+  const { writeJson } = atomicIn(fs, path)
+  const { appendEvent, appendEvents } = eventsIn(fs)
+  const { readRunDir } = runReadsIn(fs)
+  const recordFile = (worker: string, runId: string) => runFiles(where.runDir(worker, runId)).record
+  /** Where this process appends a run's events: a fleet node to its own file (see runFiles). */
+  const eventsFile = (worker: string, runId: string) => {
+    const files = runFiles(where.runDir(worker, runId))
+    return node !== undefined ? files.nodeEvents(node) : files.events
+  }
+  const writeRecord = (file: string, record: RunRecord) =>
+    writeJson(file, record).pipe(Effect.mapError((e) => new RunLogError({ file, detail: e.message })))
+  const readRecord = (worker: string, runId: string, shared?: ReadonlyArray<TaintEvent>) =>
+    readRunDir(where.runDir(worker, runId), shared)
+  const modifyRecord = (worker: string, runId: string, f: (r: RunRecord) => Effect.Effect<RunRecord>) =>
+    Effect.gen(function*() {
+      const file = recordFile(worker, runId)
+      const current = yield* readRecord(worker, runId)
+      if (!current) return yield* Effect.fail(new RunLogError({ file, detail: "no run record to update" }))
+      const next = yield* f(current)
+      yield* writeRecord(file, next)
+      return next
+    })
   const shared = node !== undefined ? taintLog : undefined
   const readShared = (worker: string, runId: string) =>
     shared
@@ -215,7 +234,7 @@ const makeRunLog = (
       : appendEvent(file, event)
   const appendAll = (worker: string, runId: string, events: ReadonlyArray<RunEvent>) =>
     Effect.gen(function*() {
-      const file = yield* eventsFile(worker, runId)
+      const file = eventsFile(worker, runId)
       // Only whether the run is there, and only by the append itself: its folder is made with its
       // record, so a run that is not there fails the append (ENOENT). A full read (its record and
       // every event so far) made each of a long run's model answers cost as much as all the answers
@@ -227,7 +246,7 @@ const makeRunLog = (
         Effect.mapError((e) =>
           new RunLogError({ file, detail: e._tag === "SystemError" && e.reason === "NotFound" ? "no run record to add to" : e.message }))
       )
-    }).pipe(own)
+    })
   return {
     start: (run) =>
       Effect.gen(function*() {
@@ -244,11 +263,11 @@ const makeRunLog = (
           ...(run.owner ? { owner: run.owner } : {}),
           ...(node ? { node } : {})
         }
-        yield* writeRecord(yield* recordFile(run.worker, run.runId), record)
+        yield* writeRecord(recordFile(run.worker, run.runId), record)
         yield* indexed(record)
         return record
-      }).pipe(own),
-    update: (worker, runId, patch) => modifyRecord(worker, runId, (r) => Effect.succeed({ ...r, ...patch })).pipe(Effect.asVoid, own),
+      }),
+    update: (worker, runId, patch) => modifyRecord(worker, runId, (r) => Effect.succeed({ ...r, ...patch })).pipe(Effect.asVoid),
     finish: (worker, runId, end) =>
       modifyRecord(worker, runId, (r) =>
         now.pipe(Effect.map((finished_at) => ({
@@ -259,11 +278,11 @@ const makeRunLog = (
           ended_by: r.stopped?.by ?? end.endedBy,
           exit_code: end.exitCode,
           error: r.stopped?.detail ?? end.error ?? null
-        })))).pipe(Effect.tap(indexed), own),
+        })))).pipe(Effect.tap(indexed)),
     read: (worker, runId) =>
-      own(readShared(worker, runId).pipe(Effect.catchTag("TaintLogError", (e) =>
-        Effect.logWarning(`run ${runId}: shown without the fleet's taint log: ${e.message}`).pipe(Effect.zipRight(readRecord(worker, runId)))))),
-    readForDecision: (worker, runId) => own(readShared(worker, runId)),
+      readShared(worker, runId).pipe(Effect.catchTag("TaintLogError", (e) =>
+        Effect.logWarning(`run ${runId}: shown without the fleet's taint log: ${e.message}`).pipe(Effect.zipRight(readRecord(worker, runId))))),
+    readForDecision: (worker, runId) => readShared(worker, runId),
     append: (worker, runId, event) => appendAll(worker, runId, [event]),
     appendAll
   }

@@ -34,41 +34,44 @@ export type RunEvent = typeof RunEvent.Type
 
 const decodeLine = Schema.decodeUnknownOption(Schema.parseJson(RunEvent))
 
-/** Appends one event (a single write: whole lines, whatever else appends at once). */
-export const appendEvent = (file: string, event: RunEvent) => appendEvents(file, [event])
-
-/** Several events in one write, in order (one open and close for all of them). */
-export const appendEvents = (file: string, events: ReadonlyArray<RunEvent>) =>
-  Effect.flatMap(FileSystem.FileSystem, (fs) =>
-    fs.writeFileString(file, events.map((e) => `${JSON.stringify(e)}\n`).join(""), { flag: "a", mode: 0o644 }))
-
-/** The run's events in order; a torn or unknown line is skipped. */
-export const readEvents = (file: string) =>
-  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(file)).pipe(
-    Effect.map((text) => text.split("\n").flatMap((l) => {
-      const e = decodeLine(l)
-      return e._tag === "Some" ? [e.value] : []
-    })),
-    Effect.orElseSucceed((): Array<RunEvent> => [])
-  )
+/** The events file's reads and appends through a file system taken once (a store's, when its layer is built). */
+export const eventsIn = (fs: FileSystem.FileSystem) => {
+  /** Several events in one write, in order (one open and close for all of them). */
+  const appendEvents = (file: string, events: ReadonlyArray<RunEvent>) =>
+    fs.writeFileString(file, events.map((e) => `${JSON.stringify(e)}\n`).join(""), { flag: "a", mode: 0o644 })
+  /** The run's events in order; a torn or unknown line is skipped. */
+  const readEvents = (file: string) =>
+    fs.readFileString(file).pipe(
+      Effect.map((text) => text.split("\n").flatMap((l) => {
+        const e = decodeLine(l)
+        return e._tag === "Some" ? [e.value] : []
+      })),
+      Effect.orElseSucceed((): Array<RunEvent> => [])
+    )
+  /**
+   * Every event of a run folder: events.jsonl (one machine's, or an older run's), then each fleet
+   * node's own file in name order. Only a fleet run (its record names a node) has node files, so a
+   * single machine's read stays one file, no directory listing.
+   */
+  const readRunEvents = (runDir: string, fleetRun: boolean) =>
+    Effect.gen(function*() {
+      const own = yield* readEvents(runFiles(runDir).events)
+      if (!fleetRun) return own
+      const names = (yield* fs.readDirectory(runDir).pipe(Effect.orElseSucceed((): Array<string> => []))).filter((n) => NODE_EVENTS.test(n)).sort()
+      const others = yield* Effect.forEach(names, (n) => readEvents(path.join(runDir, n)))
+      return [...own, ...others.flat()]
+    })
+  return {
+    appendEvents,
+    /** Appends one event (a single write: whole lines, whatever else appends at once). */
+    appendEvent: (file: string, event: RunEvent) => appendEvents(file, [event]),
+    readEvents,
+    readRunEvents
+  }
+}
 
 /** A fleet node's own events file in a run folder: events.<node>.jsonl. */
 const NODE_EVENTS = /^events\.[^/]+\.jsonl$/
-
-/**
- * Every event of a run folder: events.jsonl (one machine's, or an older run's), then each fleet
- * node's own file in name order. Only a fleet run (its record names a node) has node files, so a
- * single machine's read stays one file, no directory listing.
- */
-export const readRunEvents = (runDir: string, fleetRun: boolean) =>
-  Effect.gen(function*() {
-    const own = yield* readEvents(runFiles(runDir).events)
-    if (!fleetRun) return own
-    const fs = yield* FileSystem.FileSystem
-    const names = (yield* fs.readDirectory(runDir).pipe(Effect.orElseSucceed((): Array<string> => []))).filter((n) => NODE_EVENTS.test(n)).sort()
-    const others = yield* Effect.forEach(names, (n) => readEvents(path.join(runDir, n)))
-    return [...own, ...others.flat()]
-  })
 
 /** A run's model usage: tokens in, out and through the cache, answers, and the estimated cost. */
 export const RunUsage = Schema.Struct({

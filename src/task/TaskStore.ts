@@ -1,20 +1,21 @@
-import { FileSystem, Path } from "@effect/platform"
+import type { FileSystem, Path } from "@effect/platform"
 import { Clock, Context, Effect, Layer } from "effect"
 import * as crypto from "node:crypto"
-import { captureHostFiles, type Paths } from "../config/Paths.js"
-import { writeJson } from "../fs/atomic.js"
-import { Files } from "../fs/Files.js"
-import { appendJournal } from "../journal/journal.js"
+import { layout, type Paths } from "../config/Paths.js"
+import type { Files } from "../fs/Files.js"
+import { atomicIn } from "../fs/atomic.js"
+import { journalIn } from "../journal/journal.js"
 import { type AddedTask, isFinal, NoSuchTask, type TaskRecord, type TaskRefused, TaskStoreError } from "./TaskRecord.js"
-import { archivable, localArchive } from "./archive.js"
+import { archivable, localArchive as archiveIn } from "./archive.js"
 import { makeListCache } from "./listCache.js"
 import { type NewTask, newTaskRecord } from "./newRecord.js"
 
 export type { NewTask } from "./newRecord.js"
-import { byQueueOrder, makeTaskReader, taskFiles } from "./readTasks.js"
-import { writeTasksView } from "./view.js"
+import { taskPlace } from "./place.js"
+import { byQueueOrder, makeTaskReader } from "./readTasks.js"
+import { viewIn } from "./view.js"
 
-/** What the store reads its files through (captured when its layer is built): the deployment's folders, the file system, the journal's appends. */
+/** What the store's layer reads its files through (taken when it is built): the deployment's folders, the file system, the journal's appends. */
 export type TaskStoreEnv = Paths | FileSystem.FileSystem | Path.Path | Files
 
 export { byQueueOrder }
@@ -67,21 +68,24 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
   static readonly layer = Layer.effect(
     TaskStore,
     Effect.gen(function*() {
-      const env = Context.add(yield* captureHostFiles, Files, yield* Files)
-      const own = <A, E>(effect: Effect.Effect<A, E, TaskStoreEnv>) => Effect.provide(effect, env)
+      const place = yield* taskPlace
+      const { fs } = place
+      const f = layout(place.paths)
+      const { writeJson } = atomicIn(fs, place.path)
+      const { appendJournal } = journalIn(place)
+      const { writeTasksView } = viewIn(place)
+      const localArchive = archiveIn(place)
       const lock = yield* Effect.makeSemaphore(1)
       const now = Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString()))
-      const { get, readAll } = makeTaskReader()
-      const { forget, list, remember } = yield* makeListCache(readAll)
-      const files = taskFiles
+      const { get, readAll } = makeTaskReader(place)
+      const { forget, list, remember } = yield* makeListCache(fs, f, readAll)
 
       const write = (task: TaskRecord) =>
-        Effect.flatMap(files, (f) =>
-          writeJson(f.taskFile(task.task_id), task).pipe(
-            Effect.zipRight(remember(task)),
-            Effect.tapError(() => forget),
-            Effect.mapError((e) => new TaskStoreError({ file: f.taskFile(task.task_id), detail: e.message }))
-          ))
+        writeJson(f.taskFile(task.task_id), task).pipe(
+          Effect.zipRight(remember(task)),
+          Effect.tapError(() => forget),
+          Effect.mapError((e) => new TaskStoreError({ file: f.taskFile(task.task_id), detail: e.message }))
+        )
 
       // The journal and the view are the worker's read-only picture; they follow the record and never fail it.
       const announce = (task: TaskRecord) =>
@@ -93,11 +97,9 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
           reason: task.reason
         }).pipe(Effect.zipRight(list.pipe(Effect.flatMap((all) => writeTasksView(task.worker, all)))))
 
-      const freshId: Effect.Effect<string, never, TaskStoreEnv> = Effect.gen(function*() {
+      const freshId: Effect.Effect<string> = Effect.gen(function*() {
         const id = `t-${crypto.randomBytes(4).toString("hex")}`
-        const f = yield* files
-        const taken = yield* Effect.flatMap(FileSystem.FileSystem, (fs) =>
-          Effect.all([fs.exists(f.taskFile(id)), fs.exists(`${f.tasksUnreadableDir}/${id}.json`)])).pipe(
+        const taken = yield* Effect.all([fs.exists(f.taskFile(id)), fs.exists(`${f.tasksUnreadableDir}/${id}.json`)]).pipe(
             Effect.map(([a, b]) => a || b),
             Effect.orElseSucceed(() => false)
           )
@@ -115,10 +117,10 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
           })
 
       return {
-        get: (taskId) => own(get(taskId)),
-        list: own(list),
+        get,
+        list,
         archive: (before) =>
-          own(lock.withPermits(1)(Effect.gen(function*() {
+          lock.withPermits(1)(Effect.gen(function*() {
             const leaving = archivable(yield* list, before)
             const moved = yield* localArchive.move(leaving).pipe(Effect.tapError(() => forget))
             if (moved === 0) return 0
@@ -127,34 +129,34 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
             const left = yield* list
             yield* Effect.forEach(new Set(leaving.map((t) => t.worker)), (w) => writeTasksView(w, left), { discard: true })
             return moved
-          }))),
-        getArchived: (taskId) => own(localArchive.get(taskId)),
-        listArchived: own(localArchive.list),
+          })),
+        getArchived: localArchive.get,
+        listArchived: localArchive.list,
         add: (t) =>
-          own(lock.withPermits(1)(Effect.gen(function*() {
+          lock.withPermits(1)(Effect.gen(function*() {
             const twin = t.key === undefined ? undefined : (yield* list).find((x) => x.key === t.key && !isFinal(x.status) && !x.unreadable)
             return twin ? { ...twin, existed: true } : yield* addUnlocked(t)
-          }))),
+          })),
         addAll: (ts, admit) =>
-          own(lock.withPermits(1)(Effect.gen(function*() {
+          lock.withPermits(1)(Effect.gen(function*() {
             const refused = admit(yield* list)
             if (refused) return yield* Effect.fail(refused)
             return yield* Effect.forEach(ts, addUnlocked)
-          }))),
-        update: (taskId, f) =>
-          own(lock.withPermits(1)(Effect.gen(function*() {
+          })),
+        update: (taskId, change) =>
+          lock.withPermits(1)(Effect.gen(function*() {
             const current = yield* get(taskId)
             if (!current) return yield* Effect.fail(new NoSuchTask({ taskId }))
             // A record put aside is never rewritten: what it holds is a person's to read.
             if (current.unreadable) return current
             const time = yield* now
-            const next = f(current, time)
+            const next = change(current, time)
             if (next === current) return current
             const stamped = { ...next, updated_at: time }
             yield* write(stamped)
             if (stamped.status !== current.status) yield* announce(stamped)
             return stamped
-          })))
+          }))
       }
     })
   )

@@ -1,6 +1,6 @@
-import { FileSystem, Path } from "@effect/platform"
 import { Effect } from "effect"
-import { layout, Paths } from "../config/Paths.js"
+import { layout } from "../config/Paths.js"
+import type { TaskPlace } from "./place.js"
 import { isFinal, isTaskId, type TaskRecord, TaskStoreError } from "./TaskRecord.js"
 import { readTaskFile } from "./unreadable.js"
 import { byQueueOrder } from "./readTasks.js"
@@ -31,13 +31,14 @@ const monthOf = (t: TaskRecord) => {
 const archiveError = (file: string) => (e: { readonly message: string }) => new TaskStoreError({ file, detail: e.message })
 
 /** The local archive: `data/tasks/archive/<month>/<id>.json`, each record moved there by a rename. */
-export const localArchive = {
+export const localArchive = ({ fs, path, paths }: Omit<TaskPlace, "files">) => {
+  const f = layout(paths)
+  const root = f.tasksArchiveDir
+  const read = readTaskFile(fs)
+  return {
   /** Moves each of `tasks` out of the records folder into its month's folder (a rename: never half a file). */
   move: (tasks: ReadonlyArray<TaskRecord>) =>
     Effect.gen(function*() {
-      const fs = yield* FileSystem.FileSystem
-      const path = yield* Path.Path
-      const f = layout(yield* Paths)
       for (const t of tasks) {
         const dir = path.join(f.tasksArchiveDir, monthOf(t))
         yield* fs.makeDirectory(dir, { recursive: true }).pipe(Effect.mapError(archiveError(dir)))
@@ -49,28 +50,23 @@ export const localArchive = {
   get: (taskId: string) =>
     Effect.gen(function*() {
       if (!isTaskId(taskId)) return undefined
-      const fs = yield* FileSystem.FileSystem
-      const path = yield* Path.Path
-      const root = layout(yield* Paths).tasksArchiveDir
       const months = yield* fs.readDirectory(root).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
       for (const m of [...months].sort().reverse()) {
-        const read = yield* readTaskFile(path.join(root, m, `${taskId}.json`))
-        if (read._tag === "Task") return { ...read.task, archived: true }
+        const got = yield* read(path.join(root, m, `${taskId}.json`))
+        if (got._tag === "Task") return { ...got.task, archived: true }
       }
       return undefined
     }),
   /** Every archived task, in queue order; a file that does not decode is skipped (the archive is never rewritten). */
   list: Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const path = yield* Path.Path
-    const root = layout(yield* Paths).tasksArchiveDir
     const months = yield* fs.readDirectory(root).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
     const out: Array<TaskRecord> = []
     for (const m of months) {
       const names = yield* fs.readDirectory(path.join(root, m)).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
-      const read = yield* Effect.forEach(names.filter((n) => n.endsWith(".json")), (n) => readTaskFile(path.join(root, m, n)), { concurrency: 16 })
-      for (const r of read) if (r._tag === "Task") out.push({ ...r.task, archived: true })
+      const got = yield* Effect.forEach(names.filter((n) => n.endsWith(".json")), (n) => read(path.join(root, m, n)), { concurrency: 16 })
+      for (const r of got) if (r._tag === "Task") out.push({ ...r.task, archived: true })
     }
     return out.sort(byQueueOrder)
   })
+  }
 }

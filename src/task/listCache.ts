@@ -1,7 +1,8 @@
-import { FileSystem } from "@effect/platform"
+import type { FileSystem } from "@effect/platform"
 import { Effect, Option, Ref } from "effect"
+import type { Layout } from "../config/Paths.js"
 import type { TaskRecord } from "./TaskRecord.js"
-import { byQueueOrder, taskFiles as files } from "./readTasks.js"
+import { byQueueOrder } from "./readTasks.js"
 
 /**
  * The task list, read again only when the records folder changed. The dispatch loop lists every
@@ -9,21 +10,24 @@ import { byQueueOrder, taskFiles as files } from "./readTasks.js"
  * its mtime; the store's own writes fold the record into the cache and take the new mtime (so the
  * view written after each change costs no re-read). An unchanged folder is the last list.
  */
-export const makeListCache = <R>(readAll: (dir: string) => Effect.Effect<ReadonlyArray<TaskRecord>, never, R>) =>
+export const makeListCache = (
+  fs: FileSystem.FileSystem,
+  f: Layout,
+  readAll: (dir: string) => Effect.Effect<ReadonlyArray<TaskRecord>>
+) =>
   Effect.gen(function*() {
     const cached = yield* Ref.make<{ readonly dir: string; readonly stamp: string; readonly tasks: ReadonlyArray<TaskRecord> } | undefined>(undefined)
     const mtimeOf = (dir: string) =>
-      Effect.flatMap(FileSystem.FileSystem, (fs) => fs.stat(dir)).pipe(
+      fs.stat(dir).pipe(
         Effect.map((info) => Option.getOrElse(Option.map(info.mtime, (d) => d.getTime()), () => -1)),
         Effect.orElseSucceed(() => -1)
       )
     const stamp = Effect.gen(function*() {
-      const f = yield* files
       const [records, aside] = [yield* mtimeOf(f.tasksDir), yield* mtimeOf(f.tasksUnreadableDir)]
       return records === -1 ? "" : `${records}/${aside}`
     })
     const list = Effect.gen(function*() {
-      const dir = (yield* files).tasksDir
+      const dir = f.tasksDir
       const at = yield* stamp
       const last = yield* Ref.get(cached)
       if (last && last.dir === dir && at !== "" && last.stamp === at) return last.tasks
@@ -35,7 +39,7 @@ export const makeListCache = <R>(readAll: (dir: string) => Effect.Effect<Readonl
     })
     const remember = (task: TaskRecord) =>
       Effect.gen(function*() {
-        const dir = (yield* files).tasksDir
+        const dir = f.tasksDir
         const last = yield* Ref.get(cached)
         if (!last || last.dir !== dir) return
         const tasks = [...last.tasks.filter((t) => t.task_id !== task.task_id || t.unreadable), task].sort(byQueueOrder)

@@ -1,20 +1,21 @@
-import { FileSystem, Path } from "@effect/platform"
 import { Effect } from "effect"
-import { Paths, layout } from "../config/Paths.js"
+import { layout } from "../config/Paths.js"
+import type { TaskPlace } from "./place.js"
 import { isTaskId, type TaskRecord } from "./TaskRecord.js"
 import { asideAsTask, putAside, readTaskFile } from "./unreadable.js"
 
 /** Queue order: by seq, then id (two CLIs adding at once while the daemon is down share a seq). */
 export const byQueueOrder = (a: TaskRecord, b: TaskRecord) => a.seq - b.seq || (a.task_id < b.task_id ? -1 : 1)
 
-export const taskFiles = Effect.map(Paths, layout)
-
 /**
  * Reading the records folder: one task by id, or all of them in queue order. A file that does
  * not decode is put aside and listed as failed (said once per reader).
  */
-export const makeTaskReader = () => {
-  const files = taskFiles
+export const makeTaskReader = ({ fs, path, paths }: Omit<TaskPlace, "files">) => {
+  const f = layout(paths)
+  const read = readTaskFile(fs)
+  const aside = putAside(fs, path)
+  const asTask = asideAsTask(fs, path)
   // Each unreadable record is said once per process (the daemon: once), beside its listing as failed.
   const reported = new Set<string>()
   const report = (task: TaskRecord) =>
@@ -25,18 +26,15 @@ export const makeTaskReader = () => {
   /** One records-folder file as a task: a file that does not decode is put aside and listed as failed. */
   const readOne = (name: string) =>
     Effect.gen(function*() {
-      const f = yield* files
-      const path = yield* Path.Path
       const file = path.join(f.tasksDir, name)
-      const read = yield* readTaskFile(file)
-      if (read._tag === "Task") {
+      const got = yield* read(file)
+      if (got._tag === "Task") {
         // A record under another id's name would be confused with that task: it is damaged too.
-        if (`${read.task.task_id}.json` === name) return read.task
-        const aside = yield* putAside(file, f.tasksUnreadableDir, `it names task ${read.task.task_id} but is filed as ${name}`, JSON.stringify(read.task))
-        return yield* asideAsTask(aside)
+        if (`${got.task.task_id}.json` === name) return got.task
+        return yield* asTask(yield* aside(file, f.tasksUnreadableDir, `it names task ${got.task.task_id} but is filed as ${name}`, JSON.stringify(got.task)))
       }
-      if (read._tag === "Gone") return undefined
-      return yield* asideAsTask(yield* putAside(file, f.tasksUnreadableDir, read.error, read.raw))
+      if (got._tag === "Gone") return undefined
+      return yield* asTask(yield* aside(file, f.tasksUnreadableDir, got.error, got.raw))
     }).pipe(
       // Another reader put it aside first: it is listed from there.
       Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "NotFound", () => Effect.succeed(undefined)),
@@ -44,12 +42,8 @@ export const makeTaskReader = () => {
     )
 
   const readAside = Effect.gen(function*() {
-    const f = yield* files
-    const path = yield* Path.Path
-    const names = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readDirectory(f.tasksUnreadableDir)).pipe(
-      Effect.orElseSucceed((): ReadonlyArray<string> => [])
-    )
-    return yield* Effect.forEach(names.filter((n) => n.endsWith(".json")), (n) => asideAsTask(path.join(f.tasksUnreadableDir, n)).pipe(Effect.option))
+    const names = yield* fs.readDirectory(f.tasksUnreadableDir).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
+    return yield* Effect.forEach(names.filter((n) => n.endsWith(".json")), (n) => asTask(path.join(f.tasksUnreadableDir, n)).pipe(Effect.option))
   })
 
   const get = (taskId: string) =>
@@ -60,19 +54,19 @@ export const makeTaskReader = () => {
         yield* report(found)
         return found
       }
-      const aside = (yield* readAside).flatMap((o) => (o._tag === "Some" && o.value.task_id === taskId ? [o.value] : []))[0]
-      if (aside) yield* report(aside)
-      return aside
+      const put = (yield* readAside).flatMap((o) => (o._tag === "Some" && o.value.task_id === taskId ? [o.value] : []))[0]
+      if (put) yield* report(put)
+      return put
     })
 
   const readAll = (dir: string) =>
     Effect.gen(function*() {
-      const names = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readDirectory(dir)).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
-      const read = yield* Effect.forEach(names.filter((n) => n.endsWith(".json")), readOne, { concurrency: 16 })
-      const aside = (yield* readAside).flatMap((o) => (o._tag === "Some" ? [o.value] : []))
+      const names = yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
+      const got = yield* Effect.forEach(names.filter((n) => n.endsWith(".json")), readOne, { concurrency: 16 })
+      const put = (yield* readAside).flatMap((o) => (o._tag === "Some" ? [o.value] : []))
       // Put aside just now and read back from the aside folder too: listed once.
       const seen = new Set<string>()
-      const all = [...read, ...aside].filter((t): t is TaskRecord => {
+      const all = [...got, ...put].filter((t): t is TaskRecord => {
         if (t === undefined) return false
         const key = t.unreadable?.file ?? t.task_id
         if (seen.has(key)) return false

@@ -13,8 +13,8 @@ export type TaskFile =
 const decode = Schema.decodeUnknownEither(Schema.parseJson(TaskRecordSchema), { errors: "first" })
 
 /** Reads one record file. Only a file that reads and does not decode is Undecodable: an I/O error is no verdict. */
-export const readTaskFile = (file: string) =>
-  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(file)).pipe(
+export const readTaskFile = (fs: FileSystem.FileSystem) => (file: string) =>
+  fs.readFileString(file).pipe(
     Effect.map((raw): TaskFile => {
       const decoded = decode(raw)
       if (Either.isRight(decoded)) return { _tag: "Task", task: decoded.right }
@@ -39,9 +39,7 @@ const salvagedWorker = (raw: string) => Option.getOrUndefined(Option.map(Schema.
  * rewritten or deleted); a second file of the same name gets a suffix. Its note file beside it
  * keeps what was wrong, so the listing can say it without reading it again.
  */
-export const putAside = Effect.fn("tasks.putAside")(function*(file: string, aside: string, error: string, raw: string) {
-  const fs = yield* FileSystem.FileSystem
-  const path = yield* Path.Path
+export const putAside = (fs: FileSystem.FileSystem, path: Path.Path) => Effect.fn("tasks.putAside")(function*(file: string, aside: string, error: string, raw: string) {
   yield* fs.makeDirectory(aside, { recursive: true })
   let target = path.join(aside, path.basename(file))
   for (let n = 2; yield* fs.exists(target); n++) target = path.join(aside, `${path.basename(file, ".json")}.${n}.json`)
@@ -57,9 +55,7 @@ const Why = Schema.parseJson(Schema.Struct({ error: Schema.String, worker: Schem
  * A file put aside, as the failed task it is listed as: never run, never waited for (a task
  * `--after` it fails), its reason saying what was wrong and where the file is.
  */
-export const asideAsTask = Effect.fn("tasks.asideAsTask")(function*(file: string) {
-  const fs = yield* FileSystem.FileSystem
-  const path = yield* Path.Path
+export const asideAsTask = (fs: FileSystem.FileSystem, path: Path.Path) => Effect.fn("tasks.asideAsTask")(function*(file: string) {
   const why = yield* fs.readFileString(`${file}.why`).pipe(Effect.flatMap(Schema.decode(Why)), Effect.orElseSucceed(() => ({ error: "does not decode", worker: undefined })))
   const info = yield* fs.stat(file).pipe(Effect.option)
   const time = info._tag === "Some" && info.value.mtime._tag === "Some" ? info.value.mtime.value.toISOString() : new Date(0).toISOString()

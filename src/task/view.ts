@@ -1,7 +1,7 @@
-import { FileSystem } from "@effect/platform"
 import { Clock, Effect, Schema } from "effect"
-import { Paths, layout } from "../config/Paths.js"
-import { orMakeParent } from "../fs/orMakeParent.js"
+import { layout } from "../config/Paths.js"
+import { orMakeParentIn } from "../fs/orMakeParent.js"
+import type { TaskPlace } from "./place.js"
 import { isFinal, type TaskRecord, TaskOrigin, TaskStatus } from "./TaskRecord.js"
 
 /** One task as its worker sees it in its queue. */
@@ -39,16 +39,22 @@ export const tasksViewOf = (worker: string, all: ReadonlyArray<TaskRecord>, time
 export const viewEntriesOf = (worker: string, all: ReadonlyArray<TaskRecord>) =>
   all.filter((t) => t.worker === worker && !isFinal(t.status)).map(viewEntry)
 
-/**
- * Rewrites `data/tasks/views/<worker>.json` in place: it is bind-mounted read-only at
- * /pihome/self/schedule.json, and a rename would leave a running box reading the old file.
- */
-export const writeViewEntries = (worker: string, tasks: ReadonlyArray<ViewEntry>) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const file = layout(yield* Paths).tasksView(worker)
-    const time = new Date(yield* Clock.currentTimeMillis).toISOString()
-    yield* orMakeParent(file, fs.writeFileString(file, `${JSON.stringify({ worker, updated_at: time, tasks }, null, 2)}\n`))
-  }).pipe(Effect.catchAll((e) => Effect.logWarning(`the task view of ${worker} could not be written: ${e.message}`)))
-
-export const writeTasksView = (worker: string, all: ReadonlyArray<TaskRecord>) => writeViewEntries(worker, viewEntriesOf(worker, all))
+/** A worker's queue view, written through what a store took when its layer was built. */
+export const viewIn = ({ fs, path, paths }: Omit<TaskPlace, "files">) => {
+  const where = layout(paths)
+  const orMakeParent = orMakeParentIn(fs, path)
+  /**
+   * Rewrites `data/tasks/views/<worker>.json` in place: it is bind-mounted read-only at
+   * /pihome/self/schedule.json, and a rename would leave a running box reading the old file.
+   */
+  const writeViewEntries = (worker: string, tasks: ReadonlyArray<ViewEntry>) =>
+    Effect.gen(function*() {
+      const file = where.tasksView(worker)
+      const time = new Date(yield* Clock.currentTimeMillis).toISOString()
+      yield* orMakeParent(file, fs.writeFileString(file, `${JSON.stringify({ worker, updated_at: time, tasks }, null, 2)}\n`))
+    }).pipe(Effect.catchAll((e) => Effect.logWarning(`the task view of ${worker} could not be written: ${e.message}`)))
+  return {
+    writeViewEntries,
+    writeTasksView: (worker: string, all: ReadonlyArray<TaskRecord>) => writeViewEntries(worker, viewEntriesOf(worker, all))
+  }
+}
