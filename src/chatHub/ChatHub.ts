@@ -1,21 +1,16 @@
-import { Clock, Context, Effect, Layer, Option, Ref, Scope } from "effect"
+import { Clock, Context, Effect, Layer, Option, Ref } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { type ChatChannel, chatChannelOf, type ChatRule } from "../config/schema.js"
 import type { ChatListenerStatus } from "../contract/chatStatus.js"
 import { chatChannelKey, chatChannelName, type ChatPlace } from "../contract/origin.js"
-import { postChat } from "../chat/postChat.js"
 import { Runner } from "../runner/Runner.js"
-import { Vault } from "../vault/Vault.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
-import { placePast } from "../chat/placePast.js"
-import { fetchChatFile } from "../chat/fetchFile.js"
-import { answerPress } from "../chat/approvalCard.js"
+import { ChatClients } from "../chat/ChatClients.js"
 import type { CardPress } from "../chat/cardPress.js"
 import { Gateway } from "../gateway/egress/Gateway.js"
 import { ApprovalBoard } from "../contract/ApprovalBoard.js"
 import type { PendingApproval } from "../contract/approval.js"
 import { FleetMember } from "../fleet/FleetMember.js"
-import { chatTokens } from "../vault/chatTokens.js"
 import { type TurnMarks, turnMarks } from "./turnMarks.js"
 import { admit, type ChatEvent, takeTurn } from "../chat/admit.js"
 import { type Desk, type DeskEnv, makeDesk } from "./desk.js"
@@ -24,8 +19,6 @@ import { handleUnsent, say } from "./say.js"
 import type { ListenerSink } from "../chat/sink.js"
 import { discordListener } from "../chat/discordListener.js"
 import { slackListener } from "../chat/slackListener.js"
-
-export type HubEnv = Effect.Effect.Context<ReturnType<typeof postChat>> | Effect.Effect.Context<ReturnType<typeof handleUnsent>> | Vault | OrgConfig
 
 /** The daemon's chat surfaces, as `server status` reads them. */
 export interface ChatHubApi {
@@ -41,10 +34,6 @@ interface Surface {
 
 /** The most characters of a place's past a session's first turn is given. */
 const HISTORY_CHARS = 12_000
-
-/** The bot token of a `[[chat]]`'s connection, read from the vault when it is needed. */
-const botToken = (chat: ChatRule) =>
-  chatTokens(chat.provider, chat.connection).pipe(Effect.map((t) => t.bot_token))
 
 const wrongKind = (chat: ChatRule) => `the connection "${chat.connection}" does not hold ${chat.provider} tokens: roster connection add ${chat.connection}`
 
@@ -74,7 +63,7 @@ export const deskEnv = (
   supervisor: Supervisor["Type"],
   runner: Runner["Type"],
   marks: TurnMarks,
-  ctx: Context.Context<HubEnv>,
+  clients: ChatClients["Type"],
   /** What the channel's runs spent this UTC day (its `budget_usd_day` is checked before a session starts a box). */
   spentToday?: (chatChannel: string) => Effect.Effect<number>
 ): DeskEnv => ({
@@ -90,27 +79,26 @@ export const deskEnv = (
         onReady,
         onTurnStart: marks.start,
         onTurnEnd: (_turn, end) => marks.end(end),
-        onUnsent: (_turn, text, message) => handleUnsent(chat, channel.worker, message?.place ?? first.place, text).pipe(Effect.provide(ctx)),
+        onUnsent: (_turn, text, message) => handleUnsent(clients, chat, channel.worker, message?.place ?? first.place, text),
         onNote: (text) => Effect.logInfo(`chat ${chat.provider}:${channel.id}: ${text}`),
         // A message's files, fetched by the daemon with the connection's token (the box never holds it).
         files: {
-          fetch: (file, dest, max) => fetchChatFile(chat, botToken(chat).pipe(Effect.provide(ctx)))(file, dest, max).pipe(Effect.provide(ctx)),
+          fetch: (file, dest, max) => clients.fetchFile(chat, file, dest, max),
           maxBytes: Math.floor(chat.file_max * 1024 * 1024)
         },
         limits: { idleSecs: channel.idle_min * 60, ceilingMin: channel.ceiling_min }
       }))
     )))).pipe(Effect.mapError((e) => ({ message: e.message }))),
-  onReady: (runId, first) => say(first, startedNotice(channel.worker, runId)).pipe(Effect.provide(ctx)),
+  onReady: (runId, first) => say(clients, first, startedNotice(channel.worker, runId)),
   past: (first) =>
-    placePast(first.place, first.messageId, { messages: channel.history_max, chars: HISTORY_CHARS, people: channel.allow_users }).pipe(
+    clients.past(first.place, first.messageId, { messages: channel.history_max, chars: HISTORY_CHARS, people: channel.allow_users }).pipe(
       Effect.map((lines) => lines.map((l) => ({ author: l.author, text: l.text, ...(l.own ? { speaker: "you" as const } : {}) }))),
       // Without the service's past the session starts from the roster channel's own history.
-      Effect.catchAll((e) => Effect.logWarning(`chat ${chat.provider}:${channel.id}: the thread's past could not be read: ${e.message}`).pipe(Effect.as(undefined))),
-      Effect.provide(ctx)
+      Effect.catchAll((e) => Effect.logWarning(`chat ${chat.provider}:${channel.id}: the thread's past could not be read: ${e.message}`).pipe(Effect.as(undefined)))
     ),
   // What the session ran under, from its own snapshot: the notice never reads org.toml a second time.
-  onEnd: (o, last) => say(last, endedNotice(channel.worker, o.runId, o.reason, channel.idle_min, o.ceilingMin, o.stopped)).pipe(Effect.provide(ctx)),
-  onFail: (message, last) => say(last, failedNotice(channel.worker, message)).pipe(Effect.provide(ctx))
+  onEnd: (o, last) => say(clients, last, endedNotice(channel.worker, o.runId, o.reason, channel.idle_min, o.ceilingMin, o.stopped)),
+  onFail: (message, last) => say(clients, last, failedNotice(channel.worker, message))
 })
 
 /**
@@ -119,7 +107,7 @@ export const deskEnv = (
  * anyone else — and a press on a request no longer waiting — is told so only they see it. The
  * card itself is edited by the hold as it ends, whoever decided.
  */
-const pressed = (s: Surface, p: CardPress, approvals: Gateway["Type"]["approvals"]) =>
+const pressed = (s: Surface, p: CardPress, approvals: Gateway["Type"]["approvals"], clients: ChatClients["Type"]) =>
   Effect.gen(function*() {
     const channel = chatChannelOf(s.chat, p.channel)
     if (!channel) return
@@ -127,7 +115,7 @@ const pressed = (s: Surface, p: CardPress, approvals: Gateway["Type"]["approvals
     const approvers = channel.approvers ?? channel.allow_users
     if (!approvers.includes(p.user)) {
       yield* Effect.logWarning(`chat ${s.chat.provider}:${channel.id}: ${p.user} (not an approver) pressed ${p.decision} on ${p.approvalId}: refused`)
-      return yield* answerPress(place, p, `[roster] not yours to decide: only this channel's approvers can ([[chat.channel]] approvers in org.toml).`)
+      return yield* clients.answerPress(place, p, `[roster] not yours to decide: only this channel's approvers can ([[chat.channel]] approvers in org.toml).`)
     }
     const by = `${p.provider}:${p.user}`
     const decided = { decision: p.decision, by }
@@ -135,9 +123,9 @@ const pressed = (s: Surface, p: CardPress, approvals: Gateway["Type"]["approvals
     const here = yield* approvals.decide(p.approvalId, decided)
     const done = Option.isSome(here) ? here : yield* onTheBoard(p.approvalId, decided)
     if (Option.isNone(done)) {
-      return yield* answerPress(place, p, `[roster] ${p.approvalId} is no longer waiting: it was already decided, ran out of time, or its run ended.`)
+      return yield* clients.answerPress(place, p, `[roster] ${p.approvalId} is no longer waiting: it was already decided, ran out of time, or its run ended.`)
     }
-    yield* answerPress(place, p)
+    yield* clients.answerPress(place, p)
     yield* Effect.logInfo(`gateway: ${by} decided ${p.decision} on ${done.value.method} ${done.value.host}:${done.value.port} for run ${done.value.run_id} (${done.value.worker}), in ${s.chat.provider}`)
   }).pipe(Effect.catchAll((e) => Effect.logWarning(`chat ${s.chat.provider}:${p.channel}: a press on ${p.approvalId} could not be answered: ${e.message}`)))
 
@@ -156,7 +144,7 @@ const onTheBoard = (id: string, decided: { readonly decision: CardPress["decisio
   })
 
 /** One message through the gate: counted and dropped, refused for its rate, or a turn of the channel's desk. */
-const hear = (s: Surface, starts: Map<string, ReadonlyArray<number>>, e: ChatEvent, botId: string) =>
+const hear = (s: Surface, clients: ChatClients["Type"], starts: Map<string, ReadonlyArray<number>>, e: ChatEvent, botId: string) =>
   Effect.gen(function*() {
     const a = admit(s.chat, e, botId)
     if (a._tag === "ignore") return
@@ -175,7 +163,7 @@ const hear = (s: Surface, starts: Map<string, ReadonlyArray<number>>, e: ChatEve
     starts.set(key, turn.starts)
     if (!turn.ok) {
       yield* Ref.update(s.status, (x) => ({ ...x, limited: x.limited + 1 }))
-      return yield* say(place, limitedNotice(a.channel.worker, s.chat.turns_per_min))
+      return yield* say(clients, place, limitedNotice(a.channel.worker, s.chat.turns_per_min))
     }
     yield* Ref.update(s.status, (x) => ({ ...x, turns: x.turns + 1 }))
     yield* desk.desk.offer({
@@ -194,8 +182,7 @@ const make = Effect.gen(function*() {
   const runner = yield* Runner
   const gateway = yield* Gateway
   const approvals = gateway.approvals
-  // Without the layer's own Scope: a session's finalizers belong to the session, not to the daemon's end.
-  const ctx = Context.omit(Scope.Scope)(yield* Effect.context<HubEnv>()) as Context.Context<HubEnv>
+  const clients = yield* ChatClients
   const surfaces: Array<Surface> = []
   for (const chat of org.chat) {
     const status = yield* Ref.make<ChatListenerStatus>({
@@ -206,7 +193,7 @@ const make = Effect.gen(function*() {
     for (const channel of chat.channel) {
       const spentToday = (key: string) =>
         Effect.flatMap(now, (iso) => gateway.ledger.spent(channel.worker, "", iso, key)).pipe(Effect.map((s) => s.channelDayUsd))
-      const desk = yield* makeDesk(deskEnv(chat, channel, supervisor, runner, yield* turnMarks(chat), ctx, spentToday))
+      const desk = yield* makeDesk(deskEnv(chat, channel, supervisor, runner, yield* turnMarks(chat, clients), clients, spentToday))
       desks.set(channel.id.toLowerCase(), { channel, desk })
     }
     const surface: Surface = { chat, status, desks }
@@ -214,13 +201,11 @@ const make = Effect.gen(function*() {
     const starts = new Map<string, ReadonlyArray<number>>()
     const sink: ListenerSink = {
       event: (e, botId) =>
-        hear(surface, starts, e, botId).pipe(
-          Effect.provide(ctx),
+        hear(surface, clients, starts, e, botId).pipe(
           Effect.catchAllCause((c) => Effect.logError(`chat ${chat.provider}:${e.channel}: a message could not be handled`, c))
         ),
       press: (p) =>
-        pressed(surface, p, approvals).pipe(
-          Effect.provide(ctx),
+        pressed(surface, p, approvals, clients).pipe(
           Effect.catchAllCause((c) => Effect.logError(`chat ${chat.provider}:${p.channel}: a button press could not be handled`, c))
         ),
       state: (state, detail) =>
@@ -233,7 +218,7 @@ const make = Effect.gen(function*() {
           )
         })
     }
-    const tokens = chatTokens(chat.provider, chat.connection).pipe(Effect.provide(ctx))
+    const tokens = clients.tokens(chat.provider, chat.connection)
     yield* Effect.forkScoped(
       chat.provider === "slack"
         ? slackListener(chat, tokens.pipe(Effect.flatMap((t) => (t.type === "slack" ? Effect.succeed(t) : Effect.fail(wrongKind(chat))))), sink)

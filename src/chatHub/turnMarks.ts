@@ -1,14 +1,10 @@
 import { Duration, Effect, FiberHandle, Queue, type Scope } from "effect"
-import type { OrgConfig } from "../config/OrgConfig.js"
-import type { HostFiles } from "../config/Paths.js"
+import type { ChatClients } from "../chat/ChatClients.js"
+import type { TurnMark } from "../chat/marks.js"
 import type { ChatRule } from "../config/schema.js"
-import { markMessage, type TurnMark, typingIn } from "../chat/marks.js"
 import type { ChatPlace } from "../contract/origin.js"
 import type { TurnEnd } from "../session/sessionRequest.js"
 import type { SessionMessage } from "../session/turnContext.js"
-import type { Vault } from "../vault/Vault.js"
-
-type MarkEnv = OrgConfig | Vault | HostFiles
 
 /** Discord shows typing for ten seconds after each call: renewed a little sooner. */
 const TYPING_EVERY = Duration.seconds(8)
@@ -29,21 +25,19 @@ const logged = (what: string, place: ChatPlace) => <E extends { readonly message
  * session never waits on a reaction, and a turn's last mark outlives its session — and a mark that
  * fails is logged: a reaction is never worth a turn.
  */
-export const turnMarks = (chat: ChatRule): Effect.Effect<TurnMarks, never, MarkEnv | Scope.Scope> =>
+export const turnMarks = (chat: ChatRule, clients: ChatClients["Type"]): Effect.Effect<TurnMarks, never, Scope.Scope> =>
   Effect.gen(function*() {
     if (!chat.reactions) return { start: () => Effect.void, end: () => Effect.void }
-    const ctx = yield* Effect.context<MarkEnv>()
-    const marks = yield* Queue.unbounded<Effect.Effect<void, never, MarkEnv>>()
+    const marks = yield* Queue.unbounded<Effect.Effect<void>>()
     yield* Effect.forkScoped(Effect.forever(Effect.flatten(Queue.take(marks))))
     const typing = yield* FiberHandle.make<void, never>()
     const mark = (m: SessionMessage, to: TurnMark, from?: TurnMark) =>
-      m.place === undefined ? Effect.void : Queue.offer(marks, markMessage(m.place, m.messageId, to, from).pipe(Effect.catchAll(logged(`marking message ${m.messageId} ${to}`, m.place))))
+      m.place === undefined ? Effect.void : Queue.offer(marks, clients.mark(m.place, m.messageId, to, from).pipe(Effect.catchAll(logged(`marking message ${m.messageId} ${to}`, m.place))))
     const typeIn = (place: ChatPlace) =>
-      typingIn(place).pipe(
+      clients.typing(place).pipe(
         Effect.zipRight(Effect.sleep(TYPING_EVERY)),
         Effect.forever,
-        Effect.catchAll(logged("the typing indicator", place)),
-        Effect.provide(ctx)
+        Effect.catchAll(logged("the typing indicator", place))
       )
     return {
       start: (m) =>

@@ -18,6 +18,7 @@ import { readGatewayState, writeGatewayState } from "../contract/gatewayState.js
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { Runner } from "../runner/Runner.js"
 import { WarmPool } from "../runner/WarmPool.js"
+import { ChatClients } from "../chat/ChatClients.js"
 import { ChatHub } from "../chatHub/ChatHub.js"
 import { serveControl } from "./controlServer.js"
 import { holdDaemonLock } from "./lock.js"
@@ -182,7 +183,7 @@ const ImagePull = Layer.scopedDiscard(Effect.gen(function*() {
  * then the control API, the sweeps and the image pull. Stopping unwinds the same order back.
  */
 export const DaemonLive = Layer.mergeAll(Control, Sweeps, ImagePull, WarmPool.daemonHooks).pipe(
-  Layer.provide(ChatHub.layer),
+  Layer.provide(Layer.provide(ChatHub.layer, ChatClients.layer)),
   Layer.provideMerge(Supervisor.layer),
   Layer.provide(GatewayUp),
   Layer.provide(Network),

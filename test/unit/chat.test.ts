@@ -1,8 +1,9 @@
 import { it as eff } from "@effect/vitest"
-import { Effect, Either, Exit, Ref, Schema, Scope } from "effect"
+import { Effect, Either, Exit, Layer, Ref, Schema, Scope } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { admit, type ChatEvent, takeTurn, withoutMention } from "../../src/chat/admit.js"
 import { handleUnsent } from "../../src/chatHub/say.js"
+import { ChatClients } from "../../src/chat/ChatClients.js"
 import type { ListenerSink } from "../../src/chat/sink.js"
 import { discordListener } from "../../src/chat/discordListener.js"
 import { slackEvent, slackListener } from "../../src/chat/slackListener.js"
@@ -194,12 +195,13 @@ describe("the real Slack SDK against the Slack stand-in", () => {
       const { layer, s } = yield* mappedSlack
       const place = { provider: "slack" as const, channel: "C0TEAM", thread: "9.9" }
       const answer = `The answer is ${"long ".repeat(100)}`
-      expect(yield* handleUnsent(chatRule({ unsent: "notice" }), "alice", place, answer).pipe(Effect.provide(layer))).toBe("notice")
+      const clients = yield* ChatClients.pipe(Effect.provide(Layer.provide(ChatClients.layer, layer)))
+      expect(yield* handleUnsent(clients, chatRule({ unsent: "notice" }), "alice", place, answer)).toBe("notice")
       expect(s.posts[0]?.text).toContain("[roster] alice answered without sending it here; its first 300 characters:\n&gt; The answer is long")
       expect(s.posts[0]?.text.length).toBeLessThan(420)
-      expect(yield* handleUnsent(chatRule({ unsent: "post" }), "alice", place, answer).pipe(Effect.provide(layer))).toBe("post")
+      expect(yield* handleUnsent(clients, chatRule({ unsent: "post" }), "alice", place, answer)).toBe("post")
       expect(s.posts[1]).toMatchObject({ thread_ts: "9.9", text: answer })
-      expect(yield* handleUnsent(chatRule({ unsent: "drop" }), "alice", place, answer).pipe(Effect.provide(layer))).toBe("drop")
+      expect(yield* handleUnsent(clients, chatRule({ unsent: "drop" }), "alice", place, answer)).toBe("drop")
       expect(s.posts).toHaveLength(2)
     }))
 

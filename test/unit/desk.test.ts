@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Logger, Mailbox, Ref, Schema } from "effect"
+import { Effect, Logger, Mailbox, Ref, Schema } from "effect"
 import type { TurnMarks } from "../../src/chatHub/turnMarks.js"
-import { channelSpent, deskEnv, type HubEnv } from "../../src/chatHub/ChatHub.js"
+import { channelSpent, deskEnv } from "../../src/chatHub/ChatHub.js"
+import { ChatClients } from "../../src/chat/ChatClients.js"
 import { Chat } from "../../src/config/schema.js"
 import { Runner } from "../../src/runner/Runner.js"
 import type { Supervisor } from "../../src/supervisor/Supervisor.js"
@@ -70,7 +71,7 @@ describe("a chat channel's sessions through the Runner (its test layer: no engin
     }
     return Effect.gen(function*() {
       const runner = yield* Runner
-      const env = deskEnv(chat, channel, supervisor, runner, marks, Context.empty() as Context.Context<HubEnv>)
+      const env = deskEnv(chat, channel, supervisor, runner, marks, yield* ChatClients.pipe(Effect.provide(ChatClients.layerTest([]))))
       const desk = yield* makeDesk({
         ...env,
         // The thread's past as the service gives it: the session's first message carries it, the next does not.
@@ -109,7 +110,7 @@ describe("a chat channel's sessions through the Runner (its test layer: no engin
     return Effect.gen(function*() {
       const runner = yield* Runner
       const spent = (key: string) => Effect.sync(() => (asked.push(key), 2.5))
-      const env = deskEnv(chat, channel, supervisor, runner, marks, Context.empty() as Context.Context<HubEnv>, spent)
+      const env = deskEnv(chat, channel, supervisor, runner, marks, yield* ChatClients.pipe(Effect.provide(ChatClients.layerTest([]))), spent)
       const failed: Array<string> = []
       const desk = yield* makeDesk({ ...env, past: () => Effect.succeed(undefined), onFail: (message) => Effect.sync(() => void failed.push(message)), onEnd: () => Effect.void })
       yield* desk.offer({ text: "hello", author: "U0ANNA", provider: "slack", messageId: "1.1", place: { provider: "slack", channel: "C0TEAM", thread: "1.1" } })

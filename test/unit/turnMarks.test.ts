@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { ChatClients } from "../../src/chat/ChatClients.js"
 import { turnMarks } from "../../src/chatHub/turnMarks.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import type { SessionMessage } from "../../src/session/turnContext.js"
@@ -18,6 +19,9 @@ const deployment = (chat: string) => {
   return unitLayer(paths, { vault: { slack: { type: "slack", bot_token: BOT, app_token: APP }, discord: { type: "discord", bot_token: DISCORD } } })
 }
 
+/** The chat services over the deployment's org.toml and vault, as the daemon builds them. */
+const clients = ChatClients.pipe(Effect.provide(ChatClients.layer))
+
 /** The `[[chat]]` of the deployment's org.toml, as the hub builds its marks from. */
 const firstChat = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(Effect.map((org) => org.chat[0]!))
 
@@ -28,7 +32,7 @@ describe("a chat message shows its turn (the real SDKs against the Slack and Dis
     Effect.gen(function*() {
       const slack = yield* Effect.acquireRelease(Effect.promise(() => startSlackStandIn({ bot: BOT, app: APP })), (s) => Effect.promise(() => s.close()))
       yield* Effect.gen(function*() {
-        const marks = yield* turnMarks(yield* firstChat)
+        const marks = yield* turnMarks(yield* firstChat, yield* clients)
         const answered = slackMessage("1700000000.000001")
         const failed = slackMessage("1700000000.000002")
         yield* marks.start(answered)
@@ -50,7 +54,7 @@ describe("a chat message shows its turn (the real SDKs against the Slack and Dis
     Effect.gen(function*() {
       const discord = yield* Effect.acquireRelease(Effect.promise(() => startDiscordStandIn(DISCORD)), (d) => Effect.promise(() => d.close()))
       yield* Effect.gen(function*() {
-        const marks = yield* turnMarks(yield* firstChat)
+        const marks = yield* turnMarks(yield* firstChat, yield* clients)
         const m: SessionMessage = { text: "hi", author: "600000000000000001", provider: "discord", messageId: "800000000000000001", place: { provider: "discord", channel: DISCORD_CHANNEL, message: "800000000000000001" } }
         yield* marks.start(m)
         yield* eventually(Effect.sync(() => discord.marks.includes(`typing ${DISCORD_CHANNEL}`)), "the typing indicator")
@@ -68,7 +72,7 @@ describe("a chat message shows its turn (the real SDKs against the Slack and Dis
     Effect.gen(function*() {
       const slack = yield* Effect.acquireRelease(Effect.promise(() => startSlackStandIn({ bot: BOT, app: APP })), (s) => Effect.promise(() => s.close()))
       yield* Effect.gen(function*() {
-        const marks = yield* turnMarks(yield* firstChat)
+        const marks = yield* turnMarks(yield* firstChat, yield* clients)
         const m = slackMessage("1700000000.000003")
         yield* marks.start(m)
         yield* marks.end({ delivered: true, failed: false, message: m })
