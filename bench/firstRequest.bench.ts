@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, it } from "vitest"
 import { type Received, serveRehearsal } from "../src/rehearsal/server.js"
 import { freePort } from "../test/support/deployment.js"
 import { buildPiImage, PI_IMAGE } from "../test/support/images.js"
-import { emit, percentile, quick, settledWarmBox, smoke } from "./support.js"
+import { boxMemoryMiB, emit, percentile, quick, settledWarmBox, smoke, warmBoxes } from "./support.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(root, "bin/roster.js")
@@ -68,6 +68,7 @@ describe("a run's first model request", () => {
   const compare = async (runtime: "runc" | "runsc") => {
     const cold: Array<number> = []
     const warm: Array<number> = []
+    const memory: Array<number> = []
     for (let i = 0; i < RUNS; i++) {
       useRuntime(runtime, "off")
       cold.push(await firstRequest())
@@ -75,6 +76,8 @@ describe("a run's first model request", () => {
       // The run after a switch starts its own box (the warm one, if any, was made from other settings) and leaves one.
       await firstRequest()
       await settledWarmBox(home, "alice")
+      // What the settled box holds while it waits (pi loaded, no prompt yet): what [box] warm_max multiplies.
+      memory.push(boxMemoryMiB(warmBoxes(path.join(home, "config"))[0]?.id ?? ""))
       warm.push(await firstRequest())
     }
     const w = percentile(warm, 50)
@@ -83,6 +86,12 @@ describe("a run's first model request", () => {
     emit({
       metric: `worker run to its first model request${label}, warm box, p50 (real pi)`, roster: w, baseline: c, unit: "ms", compare: "ratio",
       goal: "<= 150 ms", pass: w <= 150, spread: `min ${Math.min(...warm).toFixed(0)} max ${Math.max(...warm).toFixed(0)}, n=${RUNS}; baseline: the same run cold`
+    })
+    const m = percentile(memory, 50)
+    emit({
+      metric: `memory one warm box holds while it waits${label} (real pi, engine stats)`, roster: m, baseline: m, unit: "MB", compare: "absolute",
+      goal: "reported (warm_max multiplies it)", pass: Number.isFinite(m),
+      spread: `min ${Math.min(...memory).toFixed(0)} max ${Math.max(...memory).toFixed(0)}, n=${RUNS}`
     })
   }
 

@@ -33,6 +33,14 @@ export const warmBoxes = (config: string) =>
       return { id, runId }
     })
 
+/** What a running box holds in memory by the engine's own count (`docker stats`), in MiB; NaN when the engine does not say. */
+export const boxMemoryMiB = (id: string) => {
+  const stats = spawnSync("docker", ["stats", "--no-stream", "--format", "{{.MemUsage}}", id], { encoding: "utf8" }).stdout.trim()
+  const used = /^([\d.]+)\s*([KMG]i?B)/.exec(stats)
+  const unit: Record<string, number> = { KiB: 1 / 1024, KB: 1 / 1024, MiB: 1, MB: 1, GiB: 1024, GB: 1024 }
+  return used ? Number(used[1]) * (unit[used[2] ?? ""] ?? Number.NaN) : Number.NaN
+}
+
 /** How long pi takes to load in its box after the preflight, with room (~0.5 s under runc, ~1 s under gVisor here). */
 export const PI_LOADS_MS = 3_000
 
