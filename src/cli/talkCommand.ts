@@ -5,7 +5,37 @@ import * as readline from "node:readline"
 import { ExitCode } from "./exit.js"
 import { visible } from "./terminal.js"
 import { Runner } from "../runner/Runner.js"
+import type { SessionRequest } from "../session/sessionRequest.js"
 import type { SessionMessage } from "../session/turnContext.js"
+import type { TalkLine } from "../contract/talkWire.js"
+import { type TalkEnd, talkViaDaemon } from "./talkHandoff.js"
+
+/** What the session's callbacks would show, for a line of a session the daemon runs. */
+const showLine = (shown: Required<Pick<SessionRequest, "onReady" | "onReply" | "onMessage" | "onSend" | "onEvent" | "onTurnEnd" | "onNote">>) =>
+(line: TalkLine): Effect.Effect<void> => {
+  switch (line.kind) {
+    case "ready":
+      return shown.onReady(line.run_id)
+    case "reply":
+      return shown.onReply(line.text)
+    case "message":
+      return shown.onMessage(line.text)
+    case "send":
+      return shown.onSend(line.text)
+    case "event":
+      return shown.onEvent(line.text)
+    case "note":
+      return shown.onNote(line.text)
+    case "turn_end":
+      return shown.onTurnEnd(0, { delivered: true, failed: false, message: undefined })
+    case "out":
+      return Effect.sync(() => void process.stdout.write(line.text))
+    case "err":
+      return Effect.sync(() => void process.stderr.write(line.text))
+    default:
+      return Effect.void
+  }
+}
 
 const say = (text: string) => Effect.sync(() => void process.stdout.write(`${text}\n`))
 
@@ -55,40 +85,49 @@ export const talkCommand = Command.make("talk", {
       }
     })
 
-    const session = (yield* Runner).session({
-      worker,
-      inbox,
-      controls,
-      surface: "term-session",
-      channel: Option.getOrNull(channel),
+    const shown = {
       onReady: () =>
         Effect.gen(function*() {
           if (interactive) yield* Console.log(`talking to ${worker} in a box — Ctrl-D ends, Ctrl-C aborts a turn`)
           rl.resume()
           showPrompt()
         }),
-      onReply: (text) => (json ? Effect.void : say(`${interactive ? "\r\x1b[K" : ""}${worker}> ${visible(text)}`)),
-      onMessage: (text) => (json ? Effect.void : say(`${interactive ? "\r\x1b[K" : ""}${worker} (message)> ${visible(text)}`)),
+      onReply: (text: string) => (json ? Effect.void : say(`${interactive ? "\r\x1b[K" : ""}${worker}> ${visible(text)}`)),
+      onMessage: (text: string) => (json ? Effect.void : say(`${interactive ? "\r\x1b[K" : ""}${worker} (message)> ${visible(text)}`)),
       // The worker's own word to the person, between turns (term_send).
-      onSend: (text) => (json ? Effect.void : say(`${interactive ? "\r\x1b[K" : ""}${worker}: ${visible(text)}`)),
+      onSend: (text: string) => (json ? Effect.void : say(`${interactive ? "\r\x1b[K" : ""}${worker}: ${visible(text)}`)),
       // pi's events for scripts: JSON escapes C0 itself, but a raw control byte from the box must not reach a terminal either.
-      onEvent: (line) => (json ? say(visible(line)) : Effect.void),
+      onEvent: (line: string) => (json ? say(visible(line)) : Effect.void),
       onTurnEnd: () =>
         Effect.sync(() => {
           busy = false
           aborting = false
           showPrompt()
         }),
-      onNote: (text) => say(`(${visible(text)})`)
-    })
-    const ended = yield* Effect.raceFirst(session.pipe(Effect.map((o) => ({ _tag: "ended" as const, o }))), Deferred.await(quit).pipe(Effect.as({ _tag: "quit" as const })))
+      onNote: (text: string) => say(`(${visible(text)})`)
+    } satisfies Partial<SessionRequest>
+    // Through the running daemon when there is one (its worker's warm box is there), else in this process.
+    const handed = yield* talkViaDaemon({ worker, channel: Option.getOrNull(channel), json }, { inbox, controls, on: showLine(shown) })
+    const ended: TalkEnd | { readonly _tag: "quit" } = Option.isSome(handed)
+      ? yield* Effect.zipRight(
+        // A second Ctrl-C: the daemon ends the session, and its answer ends with the box gone.
+        Effect.forkScoped(Effect.zipRight(Deferred.await(quit), handed.value.quit)),
+        Effect.map(handed.value.ended, (end) => (end._tag === "failed" && end.code === 130 ? { _tag: "quit" as const } : end))
+      )
+      : yield* Effect.raceFirst(
+        (yield* Runner).session({ worker, inbox, controls, surface: "term-session", channel: Option.getOrNull(channel), ...shown }).pipe(
+          Effect.map((o): TalkEnd => ({ _tag: "ended", runId: o.runId, turns: o.turns, reason: o.reason, clean: o.clean }))
+        ),
+        Deferred.await(quit).pipe(Effect.as({ _tag: "quit" as const }))
+      )
     if (ended._tag === "quit") {
       if (interactive) yield* Console.log("\n(session ended)")
       return yield* Effect.fail(new ExitCode({ code: 130 }))
     }
-    yield* printRunWarnings(worker, ended.o.runId)
-    if (interactive) yield* Console.log(`\n(session ${ended.o.runId}: ${ended.o.turns} turn${ended.o.turns === 1 ? "" : "s"}, ended: ${ended.o.reason})`)
-    if (!ended.o.clean) return yield* Effect.fail(new ExitCode({ code: 1 }))
+    if (ended._tag === "failed") return yield* Effect.fail(new ExitCode({ code: ended.code }))
+    yield* printRunWarnings(worker, ended.runId)
+    if (interactive) yield* Console.log(`\n(session ${ended.runId}: ${ended.turns} turn${ended.turns === 1 ? "" : "s"}, ended: ${ended.reason})`)
+    if (!ended.clean) return yield* Effect.fail(new ExitCode({ code: 1 }))
   }).pipe(Effect.scoped)).pipe(Command.withDescription(
     "Talk with a worker in a warm box: each line is a turn of one conversation. Ctrl-D ends the session; " +
       "Ctrl-C aborts the turn in flight, a second Ctrl-C ends the session. --json prints pi's raw events for scripts. " +

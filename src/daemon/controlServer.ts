@@ -14,6 +14,7 @@ import { VERSION } from "../contract/version.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { ChatHub } from "../chatHub/ChatHub.js"
 import { directRunRoutes, endDirectRuns, makeDirectRuns } from "./directRuns.js"
+import { directTalkRoutes, endDirectTalks, makeDirectTalks } from "./directTalks.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { ApprovalBoard, type BoardSilent } from "../contract/ApprovalBoard.js"
 import type { PendingApproval } from "../contract/approval.js"
@@ -147,14 +148,16 @@ export const serveControl = Effect.fn("daemon.control")(function*() {
     Layer.provide(ApprovalsLive)
   )
   const directRuns = yield* makeDirectRuns
+  const directTalks = yield* makeDirectTalks
   const server = HttpApiBuilder.serve().pipe(
     Layer.provide(directRunRoutes(paths, directRuns)),
+    Layer.provide(directTalkRoutes(paths, directTalks)),
     Layer.provide(api),
     Layer.provide(NodeHttpServer.layer(() => http.createServer(), { path: bound }))
   )
   yield* Layer.buildWithScope(server, yield* Effect.scope)
   // Before the server closes (it waits for every answer to end): the runs held for CLIs end first.
-  yield* Effect.addFinalizer(() => endDirectRuns(directRuns))
+  yield* Effect.addFinalizer(() => Effect.zip(endDirectRuns(directRuns), endDirectTalks(directTalks)))
   yield* fs.chmod(bound, 0o600)
   yield* fs.rename(bound, socket)
   yield* fs.remove(privateDir, { recursive: true }).pipe(Effect.ignore)

@@ -1,5 +1,5 @@
 import { FileSystem, HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Console, Effect, Exit, Fiber, Logger, Mailbox, Option, type ParseResult, Ref, Schema, Stream } from "effect"
+import { Cause, Effect, Exit, Fiber, Mailbox, Option, type ParseResult, Ref, Schema, Stream } from "effect"
 import { fileURLToPath } from "node:url"
 import type { RosterPaths } from "../config/Paths.js"
 import { lookAgainNow } from "../fs/stamp.js"
@@ -9,7 +9,8 @@ import { renderReport } from "../report/renderReport.js"
 import { notice, type Reporter } from "../report/Reporter.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { visible } from "../report/terminal.js"
-import { errorMessage, plainLogLine } from "../report/plainLog.js"
+import { errorMessage } from "../report/plainLog.js"
+import { inCliVoice } from "./cliVoice.js"
 
 /**
  * `roster worker run` handed to the running daemon (bin/roster.js): the CLI starts in a tenth of
@@ -46,7 +47,7 @@ const Interrupt = Schema.Struct({ token: Schema.String, signal: Schema.Literal("
 type Said = { readonly o: string } | { readonly e: string } | { readonly x: number } | Record<string, never>
 
 /** The build this process runs, from the bundle's last line (scripts/bundle.mjs); none when not run from a bundle. */
-const ownBuild = Effect.gen(function*() {
+export const ownBuild = Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
   const file = fileURLToPath(import.meta.url)
   const size = Number((yield* fs.stat(file)).size)
@@ -56,8 +57,8 @@ const ownBuild = Effect.gen(function*() {
   return /\/\/# roster-build=([0-9a-f]+)\n$/.exec(Buffer.from(tail).toString("latin1"))?.[1]
 }).pipe(Effect.scoped, Effect.orElseSucceed(() => undefined))
 
-/** Why this daemon will not run it for the CLI (it then runs it itself), or undefined. */
-const declined = (ask: Ask, build: string | undefined, paths: RosterPaths) =>
+/** Why this daemon will not run it (or a talk) for the CLI (it then runs it itself), or undefined. */
+export const declined = (ask: Pick<Ask, "build" | "docker_host" | "home" | "config">, build: string | undefined, paths: RosterPaths) =>
   build === undefined || ask.build !== build
     ? `this daemon runs build ${build ?? "none"}, the CLI ${ask.build}`
     : ask.docker_host !== (process.env.DOCKER_HOST ?? null)
@@ -74,7 +75,6 @@ const runFor = (ask: Ask, say: (s: Said) => void, runs: Runs, runner: Runner["Ty
     const signalled = yield* Ref.make<"SIGINT" | "SIGTERM" | undefined>(undefined)
     // The files of the moment the person typed the command: an org.toml edit (lockdown on) or a connection removed just before it counts.
     yield* lookAgainNow
-    const line = (...args: ReadonlyArray<unknown>) => `${args.map(String).join(" ")}\n`
     const reporter: Reporter["Type"] = {
       report: (r) => Effect.sync(() => renderReport(r, { isTTY: ask.stderr_tty, ...(ask.columns ? { columns: ask.columns } : {}), write: (e) => say({ e }) }))
     }
@@ -91,18 +91,7 @@ const runFor = (ask: Ask, say: (s: Said) => void, runs: Runs, runner: Runner["Ty
     })), Effect.scoped).pipe(
       // What the CLI's edge (src/bin.ts) says of a failure.
       Effect.catchAll((e) => Effect.sync(() => say({ e: `roster: ${visible(errorMessage(e))}\n` })).pipe(Effect.as(1))),
-      (effect) =>
-        Console.consoleWith((c) =>
-          Console.withConsole(effect, {
-            ...c,
-            log: (...args) => Effect.sync(() => say({ o: line(...args) })),
-            info: (...args) => Effect.sync(() => say({ o: line(...args) })),
-            error: (...args) => Effect.sync(() => say({ e: line(...args) })),
-            warn: (...args) => Effect.sync(() => say({ e: line(...args) }))
-          })
-        ),
-      // The CLI prints the run's log lines on stderr, as its own logger does.
-      Effect.provide(Logger.replace(Logger.defaultLogger, Logger.make((entry) => say({ e: `${plainLogLine(entry)}\n` }))))
+      inCliVoice((o) => say({ o }), (e) => say({ e }))
     )
     const fiber = yield* Effect.forkScoped(run)
     yield* Effect.acquireRelease(

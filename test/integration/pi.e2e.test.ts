@@ -269,6 +269,8 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     }
     const run = lastRun(d)
     expect(run.record).toMatchObject({ kind: "session", ended_by: "closed", exit_code: 0 })
+    // The session was the daemon's (handed over, as `worker run` is): the terminal only kept the conversation.
+    expect(run.record.owner?.pid).toBe(JSON.parse((await d.roster(["server", "status", "--json"])).stdout).pid)
     expect(fs.readFileSync(path.join(run.dir, "turns.jsonl"), "utf8").trim().split("\n")).toHaveLength(2)
     expect(await boxes()).toEqual([])
     expect(fs.readdirSync(d.file("state", "identity"))).toEqual([])
@@ -348,6 +350,29 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     const run = lastRun(d)
     expect(run.record).toMatchObject({ kind: "session", ended_by: "signal" })
     expect(await boxes()).toEqual([])
+    expect(fs.readdirSync(d.file("state", "identity"))).toEqual([])
+  })
+
+  it("roster talk handed to the daemon: a CLI killed with -9 drops its connection, and the daemon ends the session and its box", async () => {
+    const cli = spawn(ROSTER_BIN, ["talk", "alice"], { env: d.env, stdio: ["pipe", "pipe", "pipe"] })
+    let out = ""
+    cli.stdout?.on("data", (c: Buffer) => (out += c.toString()))
+    const exited = collect(cli)
+    cli.stdin?.write("What system is your box running?\n")
+    const until = async (what: string, ok: () => Promise<boolean> | boolean, ms = 60_000) => {
+      const deadline = Date.now() + ms
+      while (!(await ok())) {
+        if (Date.now() > deadline) return expect.fail(`${what} within ${ms / 1000} s; the CLI printed: ${out}`)
+        await new Promise((r) => setTimeout(r, 200))
+      }
+    }
+    await until("an answer", () => out.includes("alice> Rehearsal answer"))
+    expect(await boxes()).toHaveLength(1)
+    cli.kill("SIGKILL")
+    await exited
+    await until("the box gone", async () => (await boxes()).length === 0, 30_000)
+    await until("the run finished", () => lastRun(d).record.finished_at !== null, 30_000)
+    expect(lastRun(d).record).toMatchObject({ kind: "session", ended_by: "signal" })
     expect(fs.readdirSync(d.file("state", "identity"))).toEqual([])
   })
 

@@ -119,6 +119,42 @@ describe("a warm box with real pi in the real box image, through the real gatewa
     expect(model.received.length).toBeGreaterThan(callsBefore)
   })
 
+  it("roster talk is handed to the daemon, which gives it the warm box a talk left: the same lines as a cold talk and as one the CLI runs itself, its record warm: true", async () => {
+    expect((await d.roster(["worker", "add", "erin"])).code).toBe(0)
+    fs.writeFileSync(d.file("config", "workers", "erin", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
+    const runs = d.file("data", "runs", "erin")
+    const talk = (env: NodeJS.ProcessEnv = d.env) => {
+      const child = spawn(ROSTER_BIN, ["talk", "erin"], { env, stdio: ["pipe", "pipe", "pipe"] })
+      child.stdin?.end("What system is your box running?\n")
+      return collect(child)
+    }
+    // erin has never run: her first talk starts its own box, in the daemon.
+    const cold = await talk()
+    expect(cold.code, cold.stderr).toBe(0)
+    const coldId = latestRunId(runs)
+    // Its end leaves her a warm box of a talk's shape (pi in rpc mode with term_send).
+    const warmId = await warmOf("erin")
+    expect(warmId).not.toBe("")
+    const warm = await talk()
+    expect(warm.code, warm.stderr).toBe(0)
+    expect(latestRunId(runs)).toBe(warmId)
+    // The CLI's own session (no handoff): no warm box in its process.
+    const own = await talk({ ...d.env, ROSTER_HANDOFF: "0" })
+    expect(own.code, own.stderr).toBe(0)
+    const ownId = latestRunId(runs)
+    const [c, w, o] = [coldId, warmId, ownId].map((id) => JSON.parse(fs.readFileSync(path.join(runs, id, "run.json"), "utf8")))
+    expect(c).toMatchObject({ kind: "session", warm: false, ended_by: "closed", exit_code: 0 })
+    expect(w).toMatchObject({ kind: "session", warm: true, ended_by: "closed", exit_code: 0, preflight: { ok: true } })
+    expect(o).toMatchObject({ kind: "session", warm: false, ended_by: "closed", exit_code: 0 })
+    // Whose box ran it: the daemon's for a handed-over talk, the CLI's own process for the last.
+    expect(c.owner.pid).toBe(w.owner.pid)
+    expect(o.owner.pid).not.toBe(c.owner.pid)
+    const same = (s: string, runId: string) => s.replaceAll(runId, "RUN").replace(/host=[0-9a-f]{12}/g, "host=BOX")
+    expect(warm.stdout).toMatch(/^erin> Rehearsal answer/m)
+    expect(same(warm.stdout, warmId)).toBe(same(cold.stdout, coldId))
+    expect(same(own.stdout, ownId)).toBe(same(cold.stdout, coldId))
+  }, 240_000)
+
   it("a queued task in a warm box has ROSTER_TASK_ID for its commands, as a cold task's box has it in its environment", async () => {
     const runs = d.file("data", "runs", "alice")
     // alice's last run left her a warm box (the test before this one, or the run below).

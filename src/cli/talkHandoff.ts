@@ -1,0 +1,98 @@
+import { FileSystem } from "@effect/platform"
+import { Console, Deferred, Effect, Mailbox, Option, Queue, Schema, Stream } from "effect"
+import * as crypto from "node:crypto"
+import * as http from "node:http"
+import { layout, Paths } from "../config/Paths.js"
+import { type TalkAsk, type TalkInput, TalkLine } from "../contract/talkWire.js"
+import { ownBuild } from "../daemon/directRuns.js"
+import type { SessionMessage } from "../session/turnContext.js"
+
+/** One POST to the control socket: its response, body unread. The request is dropped when the effect is interrupted. */
+const post = (socket: string, route: string, body: unknown) =>
+  Effect.async<http.IncomingMessage, Error>((resume) => {
+    const text = JSON.stringify(body)
+    const req = http.request(
+      { socketPath: socket, path: route, method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(text) } },
+      (res) => resume(Effect.succeed(res))
+    )
+    req.on("error", (e) => resume(Effect.fail(e)))
+    req.end(text)
+    return Effect.sync(() => req.destroy())
+  })
+
+/** How a handed-over talk ended: as a session does, or with the exit code of one that could not run (130: the person quit). */
+export type TalkEnd =
+  | { readonly _tag: "ended"; readonly runId: string; readonly turns: number; readonly reason: string; readonly clean: boolean }
+  | { readonly _tag: "failed"; readonly code: number }
+
+/** What the person does at the terminal (their lines, ending at Ctrl-D; Ctrl-C during a turn), and where the session's lines go. */
+export interface TalkIo {
+  readonly inbox: Mailbox.ReadonlyMailbox<SessionMessage>
+  readonly controls: Queue.Dequeue<"abort">
+  readonly on: (line: TalkLine) => Effect.Effect<void>
+}
+
+const decodeLine = Schema.decodeUnknownOption(Schema.parseJson(TalkLine))
+
+/**
+ * `roster talk` through the running daemon (src/daemon/directTalks.ts), where its worker's warm
+ * box is. None when there is none to hand it to — no daemon, a daemon of another build or
+ * deployment, or an older one without the route — and the CLI runs the session itself; nothing
+ * has started then. Else the session's end (every line it said given to `io.on` before), and
+ * `quit`, which ends it now (its box gone before the end comes back). Needs the caller's scope:
+ * closing it drops the connection, and the daemon ends the session.
+ */
+export const talkViaDaemon = (ask: Omit<TalkAsk, "token" | "build" | "docker_host" | "home" | "config">, io: TalkIo) =>
+  Effect.gen(function*() {
+    const build = yield* ownBuild
+    if (build === undefined || process.env.ROSTER_HANDOFF === "0" || process.env.ROSTER_TRACE) return Option.none()
+    const paths = yield* Paths
+    const socket = layout(paths).controlSocket
+    if (!(yield* (yield* FileSystem.FileSystem).exists(socket).pipe(Effect.orElseSucceed(() => false)))) return Option.none()
+    const token = crypto.randomBytes(12).toString("hex")
+    const full: TalkAsk = { ...ask, token, build, docker_host: process.env.DOCKER_HOST ?? null, home: paths.home, config: paths.config }
+    const answer = yield* Effect.acquireRelease(post(socket, "/talks/direct", full).pipe(Effect.option), (res) =>
+      Effect.sync(() => Option.map(res, (r) => r.destroy())))
+    if (Option.isNone(answer) || answer.value.statusCode !== 200) {
+      Option.map(answer, (r) => r.resume())
+      return Option.none()
+    }
+    const input = (kind: TalkInput["kind"], extra: Partial<TalkInput> = {}) =>
+      post(socket, "/talks/direct/input", { token, kind, ...extra } satisfies TalkInput).pipe(
+        Effect.map((r) => void r.resume()),
+        // A daemon that went away meanwhile ends the answer too: that is where it is said.
+        Effect.ignore
+      )
+    // The daemon takes inputs once its answer's head has come. In order: each line, then (Ctrl-D) the end of them.
+    const head = yield* Deferred.make<void>()
+    const afterHead = <A, E>(effect: Effect.Effect<A, E>) => Effect.forkScoped(Effect.zipRight(Deferred.await(head), effect))
+    yield* afterHead(Mailbox.toStream(io.inbox).pipe(
+      Stream.runForEach((m) => input("say", { text: m.text, author: m.author, id: m.messageId })),
+      Effect.zipRight(input("end"))
+    ))
+    yield* afterHead(Effect.forever(Effect.flatMap(Queue.take(io.controls), () => input("abort"))))
+    const lines = Stream.fromAsyncIterable(answer.value as AsyncIterable<Uint8Array>, (e) => new Error(String(e))).pipe(
+      Stream.decodeText(),
+      Stream.splitLines,
+      Stream.filterMap(decodeLine)
+    )
+    const ended = Stream.runFoldEffect(lines, undefined as TalkEnd | undefined, (end, line) =>
+      line.kind === "ended"
+        ? Effect.succeed<TalkEnd>({ _tag: "ended", runId: line.run_id, turns: line.turns, reason: line.reason, clean: line.clean })
+        : line.kind === "failed"
+        ? Effect.succeed<TalkEnd>({ _tag: "failed", code: line.code })
+        : line.kind === "head"
+        ? Effect.as(Deferred.succeed(head, undefined), end)
+        : Effect.as(io.on(line), end)).pipe(
+        Effect.catchAll(() => Effect.succeed(undefined)),
+        // An answer cut before its last line: the daemon stopped or died under it.
+        Effect.flatMap((end) =>
+          end
+            ? Effect.succeed(end)
+            : Effect.as(
+              Console.error("roster: the daemon went away while it ran this session: talk again once it is back (roster server start)"),
+              { _tag: "failed", code: 1 } satisfies TalkEnd
+            ))
+      )
+    return Option.some({ ended, quit: Effect.zipRight(Deferred.await(head), input("quit")) })
+  })
