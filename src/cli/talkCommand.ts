@@ -5,37 +5,8 @@ import * as readline from "node:readline"
 import { ExitCode } from "./exit.js"
 import { visible } from "./terminal.js"
 import { Runner } from "../runner/Runner.js"
-import type { SessionRequest } from "../session/sessionRequest.js"
 import type { SessionMessage } from "../session/turnContext.js"
-import type { TalkLine } from "../contract/talkWire.js"
-import { type TalkEnd, talkViaDaemon } from "./talkHandoff.js"
-
-/** What the session's callbacks would show, for a line of a session the daemon runs. */
-const showLine = (shown: Required<Pick<SessionRequest, "onReady" | "onReply" | "onMessage" | "onSend" | "onEvent" | "onTurnEnd" | "onNote">>) =>
-(line: TalkLine): Effect.Effect<void> => {
-  switch (line.kind) {
-    case "ready":
-      return shown.onReady(line.run_id)
-    case "reply":
-      return shown.onReply(line.text)
-    case "message":
-      return shown.onMessage(line.text)
-    case "send":
-      return shown.onSend(line.text)
-    case "event":
-      return shown.onEvent(line.text)
-    case "note":
-      return shown.onNote(line.text)
-    case "turn_end":
-      return shown.onTurnEnd(0, { delivered: true, failed: false, message: undefined })
-    case "out":
-      return Effect.sync(() => void process.stdout.write(line.text))
-    case "err":
-      return Effect.sync(() => void process.stderr.write(line.text))
-    default:
-      return Effect.void
-  }
-}
+import { type TalkCallbacks, type TalkEnd, talkLineTo, talkViaDaemon } from "../api/talkClient.js"
 
 const say = (text: string) => Effect.sync(() => void process.stdout.write(`${text}\n`))
 
@@ -105,9 +76,13 @@ export const talkCommand = Command.make("talk", {
           showPrompt()
         }),
       onNote: (text: string) => say(`(${visible(text)})`)
-    } satisfies Partial<SessionRequest>
+    } satisfies TalkCallbacks
     // Through the running daemon when there is one (its worker's warm box is there), else in this process.
-    const handed = yield* talkViaDaemon({ worker, channel: Option.getOrNull(channel), json }, { inbox, controls, on: showLine(shown) })
+    const handed = yield* talkViaDaemon({ worker, channel: Option.getOrNull(channel), json }, {
+      inbox,
+      controls,
+      on: talkLineTo(shown, (text) => Effect.sync(() => void process.stdout.write(text)), (text) => Effect.sync(() => void process.stderr.write(text)))
+    })
     const ended: TalkEnd | { readonly _tag: "quit" } = Option.isSome(handed)
       ? yield* Effect.zipRight(
         // A second Ctrl-C: the daemon ends the session, and its answer ends with the box gone.

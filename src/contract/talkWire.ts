@@ -1,8 +1,8 @@
 import { Schema } from "effect"
 
 /**
- * `roster talk` handed to the running daemon (src/daemon/directTalks.ts): the session runs there,
- * where its worker's warm box is, and the CLI keeps the terminal. The CLI asks once and reads
+ * A talk handed to the running daemon (src/daemon/directTalks.ts) by `roster talk` or `roster web`:
+ * the session runs there, where its worker's warm box is, and the asker keeps its person. The CLI asks once and reads
  * the session's lines as they come; what the person types goes as inputs beside it.
  */
 export const TalkAsk = Schema.Struct({
@@ -12,8 +12,10 @@ export const TalkAsk = Schema.Struct({
   token: Schema.String.pipe(Schema.minLength(16)),
   worker: Schema.String,
   channel: Schema.NullOr(Schema.String),
-  /** pi's raw events are wanted (`--json`). */
+  /** pi's raw events are wanted (`--json`; the web's Talk streams the reply's text from them). */
   json: Schema.Boolean,
+  /** Where the person is: a terminal (`roster talk`, the default) or the web's Talk page. */
+  surface: Schema.optional(Schema.Literal("term-session", "web-session")),
   /** The CLI's environment where it decides what the session reaches: another engine, home or config root, and the CLI runs it itself. */
   docker_host: Schema.NullOr(Schema.String),
   home: Schema.String,
@@ -48,7 +50,7 @@ export const TalkLine = Schema.Union(
   Schema.Struct({ kind: Schema.Literal("note"), ...text }),
   Schema.Struct({ kind: Schema.Literal("out"), ...text }),
   Schema.Struct({ kind: Schema.Literal("err"), ...text }),
-  Schema.Struct({ kind: Schema.Literal("turn_end") }),
+  Schema.Struct({ kind: Schema.Literal("turn_end"), turn: Schema.Number }),
   Schema.Struct({
     kind: Schema.Literal("ended"),
     run_id: Schema.String,

@@ -1,7 +1,7 @@
-import { FileSystem, HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, Exit, Fiber, Mailbox, Option, type ParseResult, Ref, Schema, Stream } from "effect"
-import { fileURLToPath } from "node:url"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, Exit, Fiber, Mailbox, type ParseResult, Ref, Schema, Stream } from "effect"
 import type { RosterPaths } from "../config/Paths.js"
+import { ownBuild } from "../contract/build.js"
 import { lookAgainNow } from "../fs/stamp.js"
 import { Runner } from "../runner/Runner.js"
 import { CeilingMinutes } from "../config/ceiling.js"
@@ -46,16 +46,6 @@ const Interrupt = Schema.Struct({ token: Schema.String, signal: Schema.Literal("
 /** One line of the answer: text for the CLI's stdout (o) or stderr (e), or its exit code (x), last; the first is empty. */
 type Said = { readonly o: string } | { readonly e: string } | { readonly x: number } | Record<string, never>
 
-/** The build this process runs, from the bundle's last line (scripts/bundle.mjs); none when not run from a bundle. */
-export const ownBuild = Effect.gen(function*() {
-  const fs = yield* FileSystem.FileSystem
-  const file = fileURLToPath(import.meta.url)
-  const size = Number((yield* fs.stat(file)).size)
-  const handle = yield* fs.open(file)
-  yield* handle.seek(Math.max(0, size - 64), "start")
-  const tail = Option.getOrElse(yield* handle.readAlloc(Math.min(64, size)), () => new Uint8Array())
-  return /\/\/# roster-build=([0-9a-f]+)\n$/.exec(Buffer.from(tail).toString("latin1"))?.[1]
-}).pipe(Effect.scoped, Effect.orElseSucceed(() => undefined))
 
 /** Why this daemon will not run it (or a talk) for the CLI (it then runs it itself), or undefined. */
 export const declined = (ask: Pick<Ask, "build" | "docker_host" | "home" | "config">, build: string | undefined, paths: RosterPaths) =>

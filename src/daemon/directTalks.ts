@@ -9,7 +9,8 @@ import { Runner } from "../runner/Runner.js"
 import type { SessionMessage } from "../session/turnContext.js"
 import { Supervisor } from "../supervisor/Supervisor.js"
 import { inCliVoice } from "./cliVoice.js"
-import { declined, ownBuild } from "./directRuns.js"
+import { ownBuild } from "../contract/build.js"
+import { declined } from "./directRuns.js"
 
 /**
  * `roster talk` handed to the running daemon: the session runs here, so it takes its worker's
@@ -22,6 +23,8 @@ interface HeldTalk {
   readonly inbox: Mailbox.Mailbox<SessionMessage>
   readonly controls: Queue.Queue<"abort">
   readonly quit: Deferred.Deferred<void>
+  /** Where its messages come from: the terminal or the web. */
+  readonly provider: "terminal" | "web"
   readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
 }
 export type Talks = Ref.Ref<ReadonlyMap<string, HeldTalk>>
@@ -41,7 +44,7 @@ const talkFor = (ask: typeof TalkAsk.Type, say: (l: TalkLine) => void, talks: Ta
         worker: ask.worker,
         inbox,
         controls,
-        surface: "term-session",
+        surface: ask.surface ?? "term-session",
         channel: ask.channel,
         onReady: (runId) => tell({ kind: "ready", run_id: runId }),
         onReply: (text) => tell({ kind: "reply", text }),
@@ -49,7 +52,7 @@ const talkFor = (ask: typeof TalkAsk.Type, say: (l: TalkLine) => void, talks: Ta
         onSend: (text) => tell({ kind: "send", text }),
         // pi's every event only when the person asked for them (`--json`).
         ...(ask.json ? { onEvent: (text: string) => tell({ kind: "event", text }) } : {}),
-        onTurnEnd: () => tell({ kind: "turn_end" }),
+        onTurnEnd: (turn) => tell({ kind: "turn_end", turn }),
         onNote: (text) => tell({ kind: "note", text })
       })),
       Effect.scoped,
@@ -62,7 +65,7 @@ const talkFor = (ask: typeof TalkAsk.Type, say: (l: TalkLine) => void, talks: Ta
       Effect.raceFirst(Effect.map(session, (o) => ({ _tag: "ended" as const, o })), Effect.as(Deferred.await(quit), { _tag: "quit" as const }))
     ))
     yield* Effect.acquireRelease(
-      Ref.update(talks, (m) => new Map(m).set(ask.token, { inbox, controls, quit, fiber })),
+      Ref.update(talks, (m) => new Map(m).set(ask.token, { inbox, controls, quit, fiber, provider: ask.surface === "web-session" ? "web" : "terminal" })),
       () => Ref.update(talks, (m) => new Map([...m].filter(([token]) => token !== ask.token)))
     )
     // The head, once its inputs have somewhere to go: the CLI sends none before it.
@@ -121,7 +124,7 @@ const inputTalk = (talks: Talks) =>
     if (!held) return HttpServerResponse.text("no such talk", { status: 404 })
     switch (input.kind) {
       case "say":
-        yield* held.inbox.offer({ text: input.text ?? "", author: input.author ?? "you", provider: "terminal", messageId: input.id ?? "" })
+        yield* held.inbox.offer({ text: input.text ?? "", author: input.author ?? "you", provider: held.provider, messageId: input.id ?? "" })
         break
       case "abort":
         yield* Queue.offer(held.controls, "abort")

@@ -1,4 +1,5 @@
-import { Cause, Effect, Exit, Mailbox, Queue } from "effect"
+import { Cause, Effect, Exit, Mailbox, Option, Queue } from "effect"
+import { type TalkCallbacks, talkLineTo, talkViaDaemon } from "../api/talkClient.js"
 import * as crypto from "node:crypto"
 import { Runner } from "../runner/Runner.js"
 import type { SessionMessage } from "../session/turnContext.js"
@@ -48,11 +49,7 @@ const sessionOf = (c: Conversation) => {
       c.said.push({ who, text, kind })
       changed(c)
     })
-  const session = Effect.flatMap(Runner, (runner) => runner.session({
-    worker,
-    inbox: c.inbox,
-    controls: c.controls,
-    surface: "web-session",
+  const shown: TalkCallbacks = {
     onReady: (runId) => Effect.sync(() => {
       c.runId = runId
       c.state = "ready"
@@ -71,7 +68,25 @@ const sessionOf = (c: Conversation) => {
       changed(c)
     }),
     onNote: (text) => note(text)
-  }))
+  }
+  // Through the running daemon when there is one (its worker's warm box is there), else in this process.
+  const session = Effect.gen(function*() {
+    const said: Array<string> = []
+    const handed = yield* talkViaDaemon({ worker, channel: null, json: true, surface: "web-session" }, {
+      inbox: c.inbox,
+      controls: c.controls,
+      on: talkLineTo(shown, () => Effect.void, (text) => Effect.sync(() => void said.push(text)))
+    })
+    if (Option.isNone(handed)) {
+      const o = yield* (yield* Runner).session({ worker, inbox: c.inbox, controls: c.controls, surface: "web-session", ...shown })
+      return { runId: o.runId, reason: o.reason }
+    }
+    const end = yield* handed.value.ended
+    if (end._tag === "ended") return { runId: end.runId, reason: end.reason }
+    // What the daemon said of it, as the CLI would have printed it.
+    const why = said.join("").trim().replace(/^roster: /, "")
+    return yield* Effect.fail({ message: why === "" ? `the daemon could not run it (exit ${end.code})` : why })
+  }).pipe(Effect.scoped)
   return session.pipe(
     Effect.tap((o) => Effect.sync(() => {
       c.runId = o.runId

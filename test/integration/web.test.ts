@@ -189,6 +189,10 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
     const runHref = await page.locator("#talk a[href^='/runs/']").getAttribute("href")
     await page.getByRole("button", { name: "End the conversation" }).click()
     await page.getByText(/ended \(closed\)/).waitFor({ timeout: 60_000 })
+    // The session was the daemon's (`roster web` handed it over, as `roster talk` does), so it could take a warm box.
+    const talkRun = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", (runHref ?? "").split("/").at(-1) ?? "", "run.json"), "utf8"))
+    expect(talkRun).toMatchObject({ kind: "session", ended_by: "closed" })
+    expect(talkRun.owner.pid).toBe(JSON.parse((await d.roster(["server", "status", "--json"])).stdout).pid)
     await page.goto(`http://127.0.0.1:${webPort}${runHref}`)
     expect(await page.locator("ol.timeline").innerText()).toContain(hostile)
     expect(await page.locator("ol.timeline script, ol.timeline img").count()).toBe(0)

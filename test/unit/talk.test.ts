@@ -1,9 +1,14 @@
+import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Logger, Ref } from "effect"
 import { Runner } from "../../src/runner/Runner.js"
 import { RunnerCalls } from "../../src/testing.js"
 import { makeConversations } from "../../src/web/talk.js"
-import { eventually } from "../support/harness.js"
+import { Paths } from "../../src/config/Paths.js"
+import { eventually, tempPaths } from "../support/harness.js"
+
+/** A deployment with no daemon running: the Talk page runs its sessions in its own process, through the Runner. */
+const noDaemon = Layer.merge(NodeContext.layer, Layer.suspend(() => Paths.layerAt(tempPaths())))
 
 describe("the Talk page's conversations (the Runner's test layer: no engine)", () => {
   it.effect("a session that dies of a bug is logged, and its conversation ends saying so, not silently", () => {
@@ -19,6 +24,7 @@ describe("the Talk page's conversations (the Runner's test layer: no engine)", (
       expect(logged.some((l) => l.includes("the Talk session with alice failed unexpectedly") && l.includes("engine exploded"))).toBe(true)
     }).pipe(
       Effect.provide(Runner.layerTest({ session: () => Effect.die(new Error("engine exploded")) })),
+      Effect.provide(noDaemon),
       Effect.provide(Logger.replace(Logger.defaultLogger, logger))
     )
   })
@@ -39,5 +45,5 @@ describe("the Talk page's conversations (the Runner's test layer: no engine)", (
       expect(calls.map((x) => x._tag === "session" ? [x.req.worker, x.req.surface] : x._tag)).toEqual([["alice", "web-session"]])
       // Said after the end: nothing is taken.
       expect(yield* talk.say(c, "anyone?", "web:admin")).toBe(false)
-    }).pipe(Effect.provide(Layer.fresh(Runner.layerTest()))))
+    }).pipe(Effect.provide(Layer.fresh(Runner.layerTest())), Effect.provide(noDaemon)))
 })

@@ -4,8 +4,7 @@ import * as crypto from "node:crypto"
 import * as http from "node:http"
 import { layout, Paths } from "../config/Paths.js"
 import { type TalkAsk, type TalkInput, TalkLine } from "../contract/talkWire.js"
-import { ownBuild } from "../daemon/directRuns.js"
-import type { SessionMessage } from "../session/turnContext.js"
+import { ownBuild } from "../contract/build.js"
 
 /** One POST to the control socket: its response, body unread. The request is dropped when the effect is interrupted. */
 const post = (socket: string, route: string, body: unknown) =>
@@ -25,17 +24,62 @@ export type TalkEnd =
   | { readonly _tag: "ended"; readonly runId: string; readonly turns: number; readonly reason: string; readonly clean: boolean }
   | { readonly _tag: "failed"; readonly code: number }
 
-/** What the person does at the terminal (their lines, ending at Ctrl-D; Ctrl-C during a turn), and where the session's lines go. */
+/** One message the person sends (a session's inbox holds these, and more). */
+interface Said {
+  readonly text: string
+  readonly author: string
+  readonly messageId: string
+}
+
+/** What the person does (their messages, ending at Ctrl-D or the page's End; an abort of the turn in flight), and where the session's lines go. */
 export interface TalkIo {
-  readonly inbox: Mailbox.ReadonlyMailbox<SessionMessage>
+  readonly inbox: Mailbox.ReadonlyMailbox<Said>
   readonly controls: Queue.Dequeue<"abort">
   readonly on: (line: TalkLine) => Effect.Effect<void>
+}
+
+/** A session's callbacks, as a talk shows what its session says (the CLI's terminal, the web's Talk page). */
+export interface TalkCallbacks {
+  readonly onReady: (runId: string) => Effect.Effect<void>
+  readonly onReply: (text: string) => Effect.Effect<void>
+  readonly onMessage: (text: string) => Effect.Effect<void>
+  readonly onSend: (text: string) => Effect.Effect<void>
+  readonly onEvent: (line: string) => Effect.Effect<void>
+  readonly onTurnEnd: (turn: number) => Effect.Effect<void>
+  readonly onNote: (text: string) => Effect.Effect<void>
+}
+
+/** Each line of a session the daemon runs, to the callback that would have shown it; roster's own text to `out` and `err`. */
+export const talkLineTo = (shown: TalkCallbacks, out: (text: string) => Effect.Effect<void>, err: (text: string) => Effect.Effect<void>) =>
+(line: TalkLine): Effect.Effect<void> => {
+  switch (line.kind) {
+    case "ready":
+      return shown.onReady(line.run_id)
+    case "reply":
+      return shown.onReply(line.text)
+    case "message":
+      return shown.onMessage(line.text)
+    case "send":
+      return shown.onSend(line.text)
+    case "event":
+      return shown.onEvent(line.text)
+    case "note":
+      return shown.onNote(line.text)
+    case "turn_end":
+      return shown.onTurnEnd(line.turn)
+    case "out":
+      return out(line.text)
+    case "err":
+      return err(line.text)
+    default:
+      return Effect.void
+  }
 }
 
 const decodeLine = Schema.decodeUnknownOption(Schema.parseJson(TalkLine))
 
 /**
- * `roster talk` through the running daemon (src/daemon/directTalks.ts), where its worker's warm
+ * A talk (`roster talk`, the web's Talk) through the running daemon (src/daemon/directTalks.ts), where its worker's warm
  * box is. None when there is none to hand it to — no daemon, a daemon of another build or
  * deployment, or an older one without the route — and the CLI runs the session itself; nothing
  * has started then. Else the session's end (every line it said given to `io.on` before), and

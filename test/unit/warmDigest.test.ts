@@ -1,0 +1,46 @@
+import { Schema } from "effect"
+import { describe, expect, it } from "vitest"
+import { ONE_SHOT, warmDigest } from "../../src/box/warmBox.js"
+import { OrgSchema, WorkerSchema } from "../../src/config/schema.js"
+
+/** What a warm box of alice is made from, as prepareRun reads it: org.toml, her worker.toml, her identity. */
+const made = (org: Record<string, unknown> = {}, worker: Record<string, unknown> = {}, identity = "You are alice.") => ({
+  org: Schema.decodeUnknownSync(OrgSchema)(org),
+  settings: Schema.decodeUnknownSync(WorkerSchema)(worker),
+  mounts: [],
+  identity,
+  channel: null
+})
+
+const grant = (scope: ReadonlyArray<string>) => ({ grant: [{ name: "docs", hosts: ["docs.example.com"], scope, credential: "docs" }] })
+const session = { kind: "session", chatSend: null, termSend: true, channel: null } as const
+
+describe("what a warm box was made from (its digest): a claim takes it only while a run would be made from the same", () => {
+  it("a change of the worker's grants, the runtime, the box's hardening, worker.toml or identity.md is another box", () => {
+    const base = warmDigest(made(grant(["org/*"])), ONE_SHOT)
+    expect(warmDigest(made(grant(["org/*"])), ONE_SHOT)).toBe(base)
+    const others = [
+      made(grant(["org/bob"])), // the grant no longer reaches alice
+      made({ ...grant(["org/*"]), box: { runtime: "runc" } }),
+      made({ ...grant(["org/*"]), box: { runtime: "runsc" } }),
+      made({ ...grant(["org/*"]), box: { memory: "2g" } }),
+      made(grant(["org/*"]), { model: "anthropic/claude-sonnet-4-5" }),
+      made(grant(["org/*"]), {}, "You are alice. You keep your notes short.")
+    ].map((m) => warmDigest(m, ONE_SHOT))
+    for (const d of others) expect(d).not.toBe(base)
+    expect(new Set(others).size).toBe(others.length)
+  })
+
+  it("how warm boxes are kept, and a session's own idle time and ceilings, are not what a box is made from; a one-shot's ceiling is", () => {
+    const base = made()
+    const kept = made({ box: { warm: "recent", warm_max: 5, warm_idle_min: 90, idle_secs: 60, session_ceiling_min: 30, turn_ceiling_min: 5 } })
+    expect(warmDigest(kept, ONE_SHOT)).toBe(warmDigest(base, ONE_SHOT))
+    expect(warmDigest(kept, session)).toBe(warmDigest(base, session))
+    // A one-shot's ceiling is in its box's environment (its deadline); a session's box does not see it.
+    const ceiling = made({ box: { ceiling_min: 5 } })
+    expect(warmDigest(ceiling, ONE_SHOT)).not.toBe(warmDigest(base, ONE_SHOT))
+    expect(warmDigest(ceiling, session)).toBe(warmDigest(base, session))
+    // A talk's box is not a one-shot's.
+    expect(warmDigest(base, session)).not.toBe(warmDigest(base, ONE_SHOT))
+  })
+})
