@@ -376,6 +376,27 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     expect(fs.readdirSync(d.file("state", "identity"))).toEqual([])
   })
 
+  it("roster talk handed to the daemon: server stop ends the session, its box gone, and the CLI says why and exits 1", async () => {
+    const cli = spawn(ROSTER_BIN, ["talk", "alice"], { env: d.env, stdio: ["pipe", "pipe", "pipe"] })
+    let out = ""
+    cli.stdout?.on("data", (c: Buffer) => (out += c.toString()))
+    const exited = collect(cli)
+    cli.stdin?.write("What system is your box running?\n")
+    const deadline = Date.now() + 60_000
+    while (!out.includes("alice> Rehearsal answer") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
+    expect(out).toContain("alice> Rehearsal answer")
+    try {
+      expect((await d.roster(["server", "stop"])).code).toBe(0)
+      const ended = await exited
+      expect(ended.code).toBe(1)
+      expect(ended.stderr).toContain("roster: the daemon stopped while it ran this session (its box was killed): talk again once it is back (roster server start)")
+      expect(await boxes()).toEqual([])
+      expect(lastRun(d).record).toMatchObject({ kind: "session", ended_by: "signal" })
+    } finally {
+      expect((await d.roster(["server", "start"])).code).toBe(0)
+    }
+  })
+
   /** The worker's tasks and memory as the CLI shows them (JSON), and a task waited for until it ends. */
   const taskOf = async (id: string) => JSON.parse((await d.roster(["task", "show", id, "--json"])).stdout) as Record<string, unknown>
   const untilEnded = async (id: string, ms = 120_000) => {
