@@ -50,7 +50,7 @@ export {
 export { FirewallLog } from "./box/Firewall.js"
 export { GitLog } from "./knowledge/HostGit.js"
 export { ReportLog } from "./report/Reporter.js"
-export { echoSession, exitedOk, type RunnerCall, RunnerCalls, type RunnerScript } from "./runner/Runner.js"
+export { echoSession, exitedOk, type RunnerCall, RunnerCalls, type RunnerScript, type WarmAsk, WarmAsks } from "./runner/Runner.js"
 
 /** How a test deployment behaves. Every field is optional. */
 export interface RosterTestOptions {

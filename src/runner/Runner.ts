@@ -122,6 +122,16 @@ export interface RunnerScript {
 /** The runs {@link runnerTest} was asked for, in order. */
 export class RunnerCalls extends Context.Tag("roster/RunnerCalls")<RunnerCalls, Ref.Ref<ReadonlyArray<RunnerCall>>>() {}
 
+/** A warm box {@link runnerTest} was asked for (it has none to give): the worker, the channel and the run's limits. */
+export interface WarmAsk {
+  readonly worker: string
+  readonly channel: string | null
+  readonly limits: WarmLimits
+}
+
+/** The warm boxes {@link runnerTest} was asked for, in order (which runs would have taken one). */
+export class WarmAsks extends Context.Tag("roster/WarmAsks")<WarmAsks, Ref.Ref<ReadonlyArray<WarmAsk>>>() {}
+
 const runIdOf = (n: number) => `2026-01-01-00-00-00-${n.toString(16).padStart(8, "0")}`
 
 /** A one-shot run whose box exited 0 with `finalText` as its answer. */
@@ -159,18 +169,19 @@ export const echoSession = (req: SessionRequest, n: number): Effect.Effect<Sessi
 /**
  * A Runner that starts no box: each run does what `script` says (by default a one-shot run exits
  * 0, a session echoes its inbox, a direct run exits 0), and every call is kept in
- * {@link RunnerCalls} — for the supervisor's, chat's and the web's unit tests, which test what
+ * {@link RunnerCalls} (every ask for a warm box, of which it has none, in {@link WarmAsks}) — for the supervisor's, chat's and the web's unit tests, which test what
  * they do with a run, not the run.
  */
-const runnerTest = (script: RunnerScript = {}): Layer.Layer<Runner | RunnerCalls> =>
+const runnerTest = (script: RunnerScript = {}): Layer.Layer<Runner | RunnerCalls | WarmAsks> =>
   Layer.effectContext(Effect.gen(function*() {
     const calls = yield* Ref.make<ReadonlyArray<RunnerCall>>([])
+    const asks = yield* Ref.make<ReadonlyArray<WarmAsk>>([])
     const called = (c: RunnerCall) => Ref.modify(calls, (all) => [all.length + 1, [...all, c]] as const)
     const runner = Runner.of({
       once: (req) => Effect.flatMap(called({ _tag: "once", req }), (n) => script.once ? script.once(req, n) : Effect.succeed(exitedOk(req, n))),
       session: (req) => Effect.flatMap(called({ _tag: "session", req }), (n) => script.session ? script.session(req, n) : echoSession(req, n)),
       direct: (req, view) => Effect.flatMap(called({ _tag: "direct", req }), () => script.direct ? script.direct(req, view) : Effect.succeed(0)),
-      takeWarm: () => Effect.succeedNone
+      takeWarm: (worker, channel, limits) => Ref.update(asks, (all) => [...all, { worker, channel, limits }]).pipe(Effect.as(Option.none()))
     })
-    return Context.make(Runner, runner).pipe(Context.add(RunnerCalls, calls))
+    return Context.make(Runner, runner).pipe(Context.add(RunnerCalls, calls), Context.add(WarmAsks, asks))
   }))

@@ -14,7 +14,7 @@ import { Supervisor } from "../../src/supervisor/Supervisor.js"
 import { TaskStore } from "../../src/task/TaskStore.js"
 import { Vault } from "../../src/vault/Vault.js"
 import { BlankPrompt, type RunOutcome, type RunRequest } from "../../src/box/runOnce.js"
-import { exitedOk, RunnerCalls } from "../../src/testing.js"
+import { exitedOk, RunnerCalls, WarmAsks } from "../../src/testing.js"
 import { Runner } from "../../src/runner/Runner.js"
 import { eventually, tempPaths, type UnitOptions, unitLayer, writeFixture } from "../support/harness.js"
 
@@ -574,6 +574,27 @@ describe("the supervisor over the Runner's test layer (no engine: what it does w
       expect(done.final_text).toBe("answered")
       expect(done.run_ids).toEqual((yield* Ref.get(calls)).map((c) => (c._tag === "once" ? c.req.runId : "")))
       expect(done.attempts?.map((a) => a.reason !== null)).toEqual([true, true, false])
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("a fresh task asks for its worker's warm box with its own limits; a task that continues another's conversation never does (it starts cold)", () => {
+    const { layer } = deployment(undefined, { runner: {} })
+    return Effect.gen(function*() {
+      const sup = yield* startSupervisor
+      const first = yield* sup.add({ worker: "alice", prompt: "start something", channel: "ops", ceiling_min: 7 })
+      yield* waitStatus(first.task_id, "done")
+      expect(yield* Ref.get(yield* WarmAsks)).toEqual([{ worker: "alice", channel: "ops", limits: { ceilingMin: 7 } }])
+      // The Runner's test layer writes no record: the run being continued gets one, finished, as a real run leaves it.
+      const runId = (yield* (yield* TaskStore).get(first.task_id))?.run_ids[0] ?? ""
+      const runLog = yield* RunLog
+      yield* runLog.start({ runId, worker: "alice", kind: "task", taskId: first.task_id })
+      yield* runLog.finish("alice", runId, { endedBy: "exit", exitCode: 0 })
+      const next = yield* sup.add({ worker: "alice", prompt: "carry on", channel: "ops", continue: first.task_id })
+      yield* waitStatus(next.task_id, "done")
+      const calls = yield* Ref.get(yield* RunnerCalls)
+      expect(calls.map((c) => c._tag === "once" && c.req.continues)).toEqual([null, { task_id: first.task_id, run_id: runId }])
+      // No second ask: the continuation's box must hold the session it resumes, which no warm box has.
+      expect(yield* Ref.get(yield* WarmAsks)).toHaveLength(1)
     }).pipe(Effect.provide(layer))
   })
 
