@@ -1,10 +1,12 @@
 import { FileSystem } from "@effect/platform"
-import { Console, Deferred, Effect, Mailbox, Option, Queue, Schema, Stream } from "effect"
+import * as NodeStream from "@effect/platform-node/NodeStream"
+import { Console, Deferred, Effect, Fiber, Mailbox, Option, Queue, Schema, Stream } from "effect"
 import * as crypto from "node:crypto"
 import * as http from "node:http"
 import { layout, Paths } from "../config/Paths.js"
 import { type TalkAsk, type TalkInput, TalkLine } from "../contract/talkWire.js"
 import { ownBuild } from "../contract/build.js"
+import { Hurry } from "../run/Hurry.js"
 
 /** One POST to the control socket: its response, body unread. The request is dropped when the effect is interrupted. */
 const post = (socket: string, route: string, body: unknown) =>
@@ -83,8 +85,9 @@ const decodeLine = Schema.decodeUnknownOption(Schema.parseJson(TalkLine))
  * box is. None when there is none to hand it to — no daemon, a daemon of another build or
  * deployment, or an older one without the route — and the CLI runs the session itself; nothing
  * has started then. Else the session's end (every line it said given to `io.on` before), and
- * `quit`, which ends it now (its box gone before the end comes back). Needs the caller's scope:
- * closing it drops the connection, and the daemon ends the session.
+ * `quit`, which ends it now (its box gone before the end comes back); a wait for the end that is
+ * interrupted quits and still waits for it. Needs the caller's scope: closing it drops the
+ * connection, and the daemon ends the session.
  */
 export const talkViaDaemon = (ask: Omit<TalkAsk, "token" | "build" | "docker_host" | "home" | "config">, io: TalkIo) =>
   Effect.gen(function*() {
@@ -115,7 +118,9 @@ export const talkViaDaemon = (ask: Omit<TalkAsk, "token" | "build" | "docker_hos
       Effect.zipRight(input("end"))
     ))
     yield* afterHead(Effect.forever(Effect.flatMap(Queue.take(io.controls), () => input("abort"))))
-    const lines = Stream.fromAsyncIterable(answer.value as AsyncIterable<Uint8Array>, (e) => new Error(String(e))).pipe(
+    // Read as a Node stream, destroyed when its reader is interrupted: an async iterator's return() waits
+    // for its pending next(), so a signal would hang until the daemon said another line.
+    const lines = NodeStream.fromReadable<Error, Uint8Array>(() => answer.value, (e) => new Error(String(e))).pipe(
       Stream.decodeText(),
       Stream.splitLines,
       Stream.filterMap(decodeLine)
@@ -138,5 +143,20 @@ export const talkViaDaemon = (ask: Omit<TalkAsk, "token" | "build" | "docker_hos
               { _tag: "failed", code: 1 } satisfies TalkEnd
             ))
       )
-    return Option.some({ ended, quit: Effect.zipRight(Deferred.await(head), input("quit")) })
+    const quit = Effect.zipRight(Deferred.await(head), input("quit"))
+    // Read from now on whatever its reader does, so that a reader interrupted (a SIGTERM, a Ctrl-C off a terminal, the
+    // web stopping) can ask the daemon to end the session and still hear its end, which comes once the box is gone — as
+    // a session the CLI runs itself ends before the CLI exits. A second signal (Hurry) stops waiting.
+    const reading = yield* Effect.forkScoped(ended)
+    const hurry = Option.match(yield* Effect.serviceOption(Hurry), { onNone: () => Effect.never, onSome: (h) => h.requested })
+    const heard = Fiber.join(reading).pipe(
+      // In a fiber of its own: the interrupted one's finalizer is uninterruptible and a fork inherits that, yet the race
+      // must stop its loser; made interruptible here, the interrupted fiber would be stopped at once.
+      Effect.onInterrupt(() =>
+        Effect.forkDaemon(Effect.interruptible(Effect.raceFirst(Effect.zipRight(quit, Fiber.await(reading)), hurry))).pipe(
+          Effect.flatMap(Fiber.await),
+          Effect.asVoid
+        ))
+    )
+    return Option.some({ ended: heard, quit })
   })

@@ -250,6 +250,28 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     }
   })
 
+  it("roster talk handed to the daemon, sent SIGTERM: the CLI asks the daemon to end the session and exits 143 only once its box and token are gone and its record is finished", async () => {
+    const cli = spawn(ROSTER_BIN, ["talk", "alice"], { env: d.env, stdio: ["pipe", "pipe", "pipe"] })
+    let out = ""
+    cli.stdout?.on("data", (c: Buffer) => (out += c.toString()))
+    const exited = collect(cli)
+    cli.stdin?.write("hello\n")
+    await until("the scripted engine's answer", () => (out.includes("alice> scripted engine") ? true : undefined), 30_000)
+    const runId = latestRunId(d.file("data", "runs", "alice"))
+    expect(record(runId)).toMatchObject({ kind: "session", finished_at: null })
+    cli.kill("SIGTERM")
+    const ended = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 30_000))])
+    if (ended === undefined) cli.kill("SIGKILL")
+    expect(ended, "the CLI still ran 30 s after its SIGTERM").toBeDefined()
+    if (ended === undefined) return
+    // Looked at the moment the CLI is gone, not waited for: the CLI's exit is the person's word that nothing is left.
+    const [boxes, held] = [await boxesOf(), tokens().map((f) => JSON.parse(fs.readFileSync(d.file("state", "identity", f), "utf8")).run_id)]
+    expect(ended.code, ended.stderr).toBe(143)
+    expect(boxes.filter((c) => c.Labels["roster.run-id"] === runId)).toEqual([])
+    expect(held).not.toContain(runId)
+    expect(record(runId)).toMatchObject({ kind: "session", ended_by: "signal", finished_at: expect.any(String) })
+  })
+
   it("a daemon killed with -9 leaves its warm box to the next, which removes it, its token and its folder; server stop leaves no box, token or network", async () => {
     expect((await workerRun("!exit 0")).code).toBe(0)
     const warm = await warmBox()
