@@ -6,7 +6,7 @@ import * as http from "node:http"
 import { layout, Paths } from "../config/Paths.js"
 import { type TalkAsk, type TalkInput, TalkLine } from "../contract/talkWire.js"
 import { ownBuild } from "../contract/build.js"
-import { Hurry } from "../run/Hurry.js"
+import { untilHurried } from "../run/Hurry.js"
 
 /** One POST to the control socket: its response, body unread. The request is dropped when the effect is interrupted. */
 const post = (socket: string, route: string, body: unknown) =>
@@ -148,15 +148,6 @@ export const talkViaDaemon = (ask: Omit<TalkAsk, "token" | "build" | "docker_hos
     // web stopping) can ask the daemon to end the session and still hear its end, which comes once the box is gone — as
     // a session the CLI runs itself ends before the CLI exits. A second signal (Hurry) stops waiting.
     const reading = yield* Effect.forkScoped(ended)
-    const hurry = Option.match(yield* Effect.serviceOption(Hurry), { onNone: () => Effect.never, onSome: (h) => h.requested })
-    const heard = Fiber.join(reading).pipe(
-      // In a fiber of its own: the interrupted one's finalizer is uninterruptible and a fork inherits that, yet the race
-      // must stop its loser; made interruptible here, the interrupted fiber would be stopped at once.
-      Effect.onInterrupt(() =>
-        Effect.forkDaemon(Effect.interruptible(Effect.raceFirst(Effect.zipRight(quit, Fiber.await(reading)), hurry))).pipe(
-          Effect.flatMap(Fiber.await),
-          Effect.asVoid
-        ))
-    )
+    const heard = Fiber.join(reading).pipe(Effect.onInterrupt(() => untilHurried(Effect.zipRight(quit, Fiber.await(reading)))))
     return Option.some({ ended: heard, quit })
   })

@@ -4,7 +4,7 @@ import { runFiles } from "../contract/runFiles.js"
 import type { DockerError } from "../docker/Docker.js"
 import { BoxBackend } from "../backend/BoxBackend.js"
 import { type BoxPlan, containerName } from "../backend/plan.js"
-import { Hurry } from "../run/Hurry.js"
+import { untilHurried } from "../run/Hurry.js"
 import type { OpenRecord } from "../run/record.js"
 import { RunLog } from "../run/RunLog.js"
 import { mintIdentity } from "./identity.js"
@@ -74,15 +74,11 @@ type SnapshotEnd =
   | { readonly _tag: "cut" }
 
 const snapshotEnd = (record: OpenRecord, keep: number) =>
-  Effect.flatMap(Hurry, (hurry) =>
-    Effect.raceFirst(
-      snapshotStore(record.worker, record.runId, keep).pipe(
-        Effect.map((o): SnapshotEnd => ({ _tag: "done", dir: o?.dir ?? null, changes: o?.changes ?? 0 })),
-        Effect.catchAll((e) => Effect.succeed<SnapshotEnd>({ _tag: "failed", message: e.message })),
-        Effect.timeoutTo({ duration: SNAPSHOT_LIMIT, onTimeout: (): SnapshotEnd => ({ _tag: "cut" }), onSuccess: (x) => x })
-      ),
-      hurry.requested.pipe(Effect.as<SnapshotEnd>({ _tag: "cut" }))
-    ))
+  snapshotStore(record.worker, record.runId, keep).pipe(
+    Effect.map((o): SnapshotEnd => ({ _tag: "done", dir: o?.dir ?? null, changes: o?.changes ?? 0 })),
+    Effect.catchAll((e) => Effect.succeed<SnapshotEnd>({ _tag: "failed", message: e.message })),
+    Effect.timeoutTo({ duration: SNAPSHOT_LIMIT, onTimeout: (): SnapshotEnd => ({ _tag: "cut" }), onSuccess: (x) => x })
+  )
 
 const noteSnapshot = (record: OpenRecord, end: SnapshotEnd) => {
   switch (end._tag) {
@@ -101,17 +97,13 @@ const noteSnapshot = (record: OpenRecord, end: SnapshotEnd) => {
   }
 }
 
-// The snapshot runs as a daemon fiber the finalizer joins: an interrupt signal reaches every
-// child of the interrupted fiber, even in a finalizer, so the first Ctrl-C would otherwise
-// cut the copy it is meant to let finish. Only Hurry (the second) or the time limit cut it.
+// The first Ctrl-C lets the copy finish; only Hurry (the second) or the time limit cut it.
 export const snapshotOnClose = (record: OpenRecord, keep: number) =>
   Effect.addFinalizer(() =>
-    // A finalizer is uninterruptible and a fork inherits that: the race inside must be able to stop its loser.
-    Effect.forkDaemon(Effect.interruptible(snapshotEnd(record, keep))).pipe(
-      Effect.flatMap(Fiber.join),
+    untilHurried(snapshotEnd(record, keep)).pipe(
+      Effect.map(Option.getOrElse((): SnapshotEnd => ({ _tag: "cut" }))),
       Effect.flatMap((end) => noteSnapshot(record, end))
-    )
-  )
+    ))
 
 /** The run's gated repos at its end: unlanded work quarantined, the result in the record, the clones removed. */
 export const reposOnClose = (record: Pick<OpenRecord, "worker" | "runId" | "note">) =>

@@ -1,4 +1,4 @@
-import { Context, Deferred, Effect, Layer } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Option } from "effect"
 
 /**
  * A person's second Ctrl-C. The first interrupts the run and its finalizers clean up; long
@@ -40,3 +40,15 @@ export class Hurry extends Context.Tag("roster/Hurry")<Hurry, {
   /** For tests: a Deferred the test completes to play the second Ctrl-C. */
   static readonly layerTest = (signal: Deferred.Deferred<void>) => Layer.succeed(Hurry, { requested: Deferred.await(signal) })
 }
+
+/**
+ * Clean-up a first signal must let finish and a second may cut: `effect` raced against Hurry (none
+ * when no signals are wired), in a daemon fiber the caller waits for. A fiber of its own because an
+ * interrupt reaches every child of the interrupted fiber, even in a finalizer; interruptible because a
+ * finalizer is not and a fork inherits that, yet the race must stop its loser. None when hurried.
+ */
+export const untilHurried = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(Effect.serviceOption(Hurry), (hurry) => {
+    const hurried = Option.match(hurry, { onNone: () => Effect.never, onSome: (h) => Effect.as(h.requested, Option.none<A>()) })
+    return Effect.forkDaemon(Effect.interruptible(Effect.raceFirst(Effect.asSome(effect), hurried))).pipe(Effect.flatMap(Fiber.join))
+  })

@@ -169,8 +169,8 @@ export const echoSession = (req: SessionRequest, n: number): Effect.Effect<Sessi
 /**
  * A Runner that starts no box: each run does what `script` says (by default a one-shot run exits
  * 0, a session echoes its inbox, a direct run exits 0), and every call is kept in
- * {@link RunnerCalls} (every ask for a warm box, of which it has none, in {@link WarmAsks}) — for the supervisor's, chat's and the web's unit tests, which test what
- * they do with a run, not the run.
+ * {@link RunnerCalls}, every ask for a warm box (it has none) in {@link WarmAsks} — for the
+ * supervisor's, chat's and the web's unit tests, which test what they do with a run, not the run.
  */
 const runnerTest = (script: RunnerScript = {}): Layer.Layer<Runner | RunnerCalls | WarmAsks> =>
   Layer.effectContext(Effect.gen(function*() {

@@ -9,7 +9,7 @@ import * as http from "node:http"
 import { REHEARSAL_FOLLOW_UP, REHEARSAL_FOLLOW_UP_ASK, REHEARSAL_MESSAGE, REHEARSAL_REMEMBER_ASK, REHEARSAL_TERM_SEND_ASK, REHEARSAL_TERM_SENT } from "../../src/rehearsal/script.js"
 import { type Received, serveRehearsal } from "../../src/rehearsal/server.js"
 import { latestRunId } from "../support/runs.js"
-import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
+import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN, talkTo } from "../support/deployment.js"
 
 const PI_IMAGE = "roster-box:test"
 const TEST_KEY = "sk-ant-e2e-REAL-vault-key-5a4b3c2d1e"
@@ -354,19 +354,16 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
   })
 
   it("roster talk handed to the daemon: a CLI killed with -9 drops its connection, and the daemon ends the session and its box", async () => {
-    const cli = spawn(ROSTER_BIN, ["talk", "alice"], { env: d.env, stdio: ["pipe", "pipe", "pipe"] })
-    let out = ""
-    cli.stdout?.on("data", (c: Buffer) => (out += c.toString()))
-    const exited = collect(cli)
+    const { child: cli, printed, exited } = talkTo("alice", d.env)
     cli.stdin?.write("What system is your box running?\n")
     const until = async (what: string, ok: () => Promise<boolean> | boolean, ms = 60_000) => {
       const deadline = Date.now() + ms
       while (!(await ok())) {
-        if (Date.now() > deadline) return expect.fail(`${what} within ${ms / 1000} s; the CLI printed: ${out}`)
+        if (Date.now() > deadline) return expect.fail(`${what} within ${ms / 1000} s; the CLI printed: ${printed()}`)
         await new Promise((r) => setTimeout(r, 200))
       }
     }
-    await until("an answer", () => out.includes("alice> Rehearsal answer"))
+    await until("an answer", () => printed().includes("alice> Rehearsal answer"))
     expect(await boxes()).toHaveLength(1)
     cli.kill("SIGKILL")
     await exited
@@ -377,14 +374,11 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
   })
 
   it("roster talk handed to the daemon: server stop ends the session, its box gone, and the CLI says why and exits 1", async () => {
-    const cli = spawn(ROSTER_BIN, ["talk", "alice"], { env: d.env, stdio: ["pipe", "pipe", "pipe"] })
-    let out = ""
-    cli.stdout?.on("data", (c: Buffer) => (out += c.toString()))
-    const exited = collect(cli)
+    const { child: cli, printed, exited } = talkTo("alice", d.env)
     cli.stdin?.write("What system is your box running?\n")
     const deadline = Date.now() + 60_000
-    while (!out.includes("alice> Rehearsal answer") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
-    expect(out).toContain("alice> Rehearsal answer")
+    while (!printed().includes("alice> Rehearsal answer") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
+    expect(printed()).toContain("alice> Rehearsal answer")
     try {
       expect((await d.roster(["server", "stop"])).code).toBe(0)
       const ended = await exited

@@ -4,7 +4,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { auditedOnce } from "../support/audit.js"
-import { collect, type Deployment, makeDeployment, ROSTER_BIN, TEST_IMAGE } from "../support/deployment.js"
+import { collect, type Deployment, makeDeployment, ROSTER_BIN, talkTo, TEST_IMAGE } from "../support/deployment.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { latestRunId } from "../support/runs.js"
 import { ACT, SHOWN_LINES, SHOWN_PROMPT } from "../support/boxScripts.js"
@@ -251,12 +251,9 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
   })
 
   it("roster talk handed to the daemon, sent SIGTERM: the CLI asks the daemon to end the session and exits 143 only once its box and token are gone and its record is finished", async () => {
-    const cli = spawn(ROSTER_BIN, ["talk", "alice"], { env: d.env, stdio: ["pipe", "pipe", "pipe"] })
-    let out = ""
-    cli.stdout?.on("data", (c: Buffer) => (out += c.toString()))
-    const exited = collect(cli)
+    const { child: cli, printed, exited } = talkTo("alice", d.env)
     cli.stdin?.write("hello\n")
-    await until("the scripted engine's answer", () => (out.includes("alice> scripted engine") ? true : undefined), 30_000)
+    await until("the scripted engine's answer", () => (printed().includes("alice> scripted engine") ? true : undefined), 30_000)
     const runId = latestRunId(d.file("data", "runs", "alice"))
     expect(record(runId)).toMatchObject({ kind: "session", finished_at: null })
     cli.kill("SIGTERM")

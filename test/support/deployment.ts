@@ -37,6 +37,14 @@ export const collect = (child: ChildProcess) =>
     child.once("close", (code, signal) => resolve({ code, signal, stdout, stderr }))
   })
 
+/** `roster talk <worker>` left running, its stdin open for what the test types: what it printed so far, and its end. */
+export const talkTo = (worker: string, env: NodeJS.ProcessEnv) => {
+  const child = spawn(ROSTER_BIN, ["talk", worker], { env, stdio: ["pipe", "pipe", "pipe"] })
+  let out = ""
+  child.stdout?.on("data", (c: Buffer) => (out += c.toString()))
+  return { child, printed: () => out, exited: collect(child) }
+}
+
 /** Longer than any one command of the suite takes, shorter than a test's own time limit. */
 const COMMAND_LIMIT_MS = 150_000
 
