@@ -8,7 +8,7 @@ import { RunLog } from "../run/RunLog.js"
 import { printRunWarnings } from "../run/runWarnings.js"
 import { liveLine } from "./liveLine.js"
 import { cliExitCode, runOnce } from "./runOnce.js"
-import type { WarmBox } from "./warmBox.js"
+import type { TakenWarm } from "./warmBox.js"
 
 /** `roster worker run`'s arguments. */
 export interface DirectRun {
@@ -39,7 +39,7 @@ const closingLinesOfInterrupted = (worker: string, runId: string) =>
  * ended and where its outputs are. The same lines whether the CLI runs it or the daemon runs it
  * for a CLI that handed it over; the exit code the CLI exits with.
  */
-export const directRun = Effect.fn("box.directRun")(function*(req: DirectRun, view: DirectRunView, warm?: WarmBox) {
+export const directRun = Effect.fn("box.directRun")(function*(req: DirectRun, view: DirectRunView, warm?: TakenWarm) {
   const runId = warm?.runId ?? (yield* newRunId)
   const outcome = yield* runOnce({
     ...(warm ? { warm } : {}),

@@ -11,7 +11,7 @@ import { openBox, type OpenBox } from "./openBox.js"
 import { PREFLIGHT_EXIT, preflightError } from "./preflight.js"
 import type { Interruption } from "../contract/interruption.js"
 import type { DockerError } from "../docker/Docker.js"
-import type { WarmBox } from "./warmBox.js"
+import type { TakenWarm } from "./warmBox.js"
 import { claimWarm } from "./warmClaim.js"
 
 /** A run was asked for with an empty prompt (refused before anything is written). */
@@ -48,9 +48,9 @@ export interface RunRequest {
   readonly interrupted?: Interruption | null
   /**
    * A warm box of this worker its caller took (and checked with warmFits): the run is the box's run
-   * (its id), and the box its box. Its caller closes the box's scope whatever happens here.
+   * (its id, prepared at the check), and the box its box. Its caller closes the box's scope whatever happens here.
    */
-  readonly warm?: WarmBox
+  readonly warm?: TakenWarm
 }
 
 /** How a one-shot run ended: its id and folder, who ended it, the box's exit code, pi's final answer. */
@@ -131,13 +131,14 @@ const runError = (box: OpenBox, end: { readonly endedBy: BoxEnd; readonly exitCo
  */
 export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
   if (req.prompt.trim() === "") return yield* Effect.fail(new BlankPrompt())
-  const { ceiling, runId, org, settings, mounts, channel } = yield* prepareRun({
+  // A warm box's run was prepared when the box was checked against it: the run is made from what was checked.
+  const { ceiling, runId, org, settings, mounts, channel } = req.warm?.run ?? (yield* prepareRun({
     worker: req.worker,
     channel: req.channel,
-    runId: req.warm?.runId ?? req.runId,
+    runId: req.runId,
     limits: { ceilingMin: req.ceilingMin },
     kind: "one-shot"
-  })
+  }))
   // From here the warm box's folder is this run's: its record goes there, whether or not the box is reached.
   if (req.warm) yield* Ref.set(req.warm.claimed, true)
   const ceilingMin = org.box.ceiling_min

@@ -168,16 +168,24 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
 export const sameShape = (a: WarmShape, b: WarmShape) =>
   a.kind === b.kind && a.chatSend === b.chatSend && a.termSend === b.termSend && a.channel === b.channel
 
+/** A warm box taken for a run, with that run as it was prepared for the check: the run is made from exactly what was checked. */
+export interface TakenWarm extends WarmBox {
+  readonly run: PreparedRun
+}
+
 /**
- * Whether `warm` can serve a run of this shape and these limits of its worker now: it can still serve,
- * and the run would be made from exactly what it was (its shape, org.toml, worker.toml, identity, grants).
+ * The run `warm` would serve, of this shape and these limits of its worker, prepared now under the box's
+ * run id — when the box can still serve and the run is made from exactly what the box was (its shape,
+ * org.toml, worker.toml, identity, grants, the image); none otherwise.
  */
 export const warmFits = Effect.fn("warm.fits")(function*(warm: WarmBox, shape: WarmShape, limits: RunLimits) {
-  if (!sameShape(warm.shape, shape) || Option.isSome(yield* warm.spent)) return false
-  const image = yield* (yield* BoxBackend).imageId(warm.plan.image).pipe(Effect.orElseSucceed(() => undefined))
-  if (image === undefined || image !== warm.imageId) return false
-  const run = yield* prepareRun({ worker: warm.worker, kind: shape.kind, channel: shape.channel, limits })
-  return warmDigest(run, shape) === warm.madeFrom
+  if (!sameShape(warm.shape, shape) || Option.isSome(yield* warm.spent)) return Option.none<PreparedRun>()
+  // At once: the image's id is a question to the engine, the run's prologue mostly file reads.
+  const [image, run] = yield* Effect.all([
+    (yield* BoxBackend).imageId(warm.plan.image).pipe(Effect.orElseSucceed(() => undefined)),
+    prepareRun({ worker: warm.worker, kind: shape.kind, channel: shape.channel, limits, runId: warm.runId })
+  ], { concurrency: "unbounded" })
+  return image !== undefined && image === warm.imageId && warmDigest(run, shape) === warm.madeFrom ? Option.some(run) : Option.none<PreparedRun>()
 })
 
 /**

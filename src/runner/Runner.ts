@@ -1,5 +1,5 @@
 import { Context, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
-import type { WarmBox, WarmShape } from "../box/warmBox.js"
+import type { TakenWarm, WarmShape } from "../box/warmBox.js"
 import { type WarmLimits, WarmPool } from "./WarmPool.js"
 import { type DirectRun, directRun, type DirectRunView } from "../box/directRun.js"
 import { type RunOutcome, type RunRequest, runOnce } from "../box/runOnce.js"
@@ -42,7 +42,7 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
    * one that fits (a queued task's claim takes it before its run id is written). Its taker passes it to
    * `once`, which closes it.
    */
-  readonly takeWarm: (worker: string, channel: string | null, limits: WarmLimits) => Effect.Effect<Option.Option<WarmBox>>
+  readonly takeWarm: (worker: string, channel: string | null, limits: WarmLimits) => Effect.Effect<Option.Option<TakenWarm>>
 }>() {
   /** Over the services of the context it is built in (the CLI's RosterLive, or the daemon's own fleet stores). */
   static readonly layer: Layer.Layer<Runner, never, RunEnv> = Layer.effect(
@@ -59,7 +59,7 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
       const refill = (worker: string, shape: WarmShape) => (pool ? pool.refill(worker, shape) : Effect.void)
       const take = (worker: string, shape: WarmShape, limits: WarmLimits) => (pool ? pool.take(worker, shape, limits) : Effect.succeedNone)
       /** The worker's warm box for a run of this shape and limits, closed after `run` whatever happens (a claim made it the run's). */
-      const withWarm = <A, E, R>(worker: string, shape: WarmShape, limits: WarmLimits, run: (warm: WarmBox | undefined) => Effect.Effect<A, E, R>) =>
+      const withWarm = <A, E, R>(worker: string, shape: WarmShape, limits: WarmLimits, run: (warm: TakenWarm | undefined) => Effect.Effect<A, E, R>) =>
         Effect.gen(function*() {
           const warm = Option.getOrUndefined(yield* take(worker, shape, limits))
           return yield* run(warm).pipe(Effect.ensuring(warm ? Scope.close(warm.scope, Exit.void) : Effect.void))

@@ -3,8 +3,8 @@ import { OrgConfig } from "../config/OrgConfig.js"
 import type { Org } from "../config/schema.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { recentWorkers } from "../box/recentWorkers.js"
-import type { RunLimits } from "../box/prepareRun.js"
-import { ONE_SHOT, prepareWarm, sameShape, type WarmBox, warmFits, type WarmShape } from "../box/warmBox.js"
+import type { PreparedRun, RunLimits } from "../box/prepareRun.js"
+import { ONE_SHOT, prepareWarm, sameShape, type TakenWarm, type WarmBox, warmFits, type WarmShape } from "../box/warmBox.js"
 
 /** What making and checking a warm box needs of roster (the engine, the files, the org). */
 export type WarmEnv = Effect.Effect.Context<ReturnType<typeof prepareWarm>> | Effect.Effect.Context<ReturnType<typeof warmFits>>
@@ -21,8 +21,11 @@ export type WarmLimits = RunLimits
  * and when the daemon stops. A warm box never serves two runs: a take removes it.
  */
 export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
-  /** The worker's warm box when it fits a run of this shape and limits, taken out of the pool (the taker closes its scope). */
-  readonly take: (worker: string, shape: WarmShape, limits: WarmLimits) => Effect.Effect<Option.Option<WarmBox>>
+  /**
+   * The worker's warm box when it fits a run of this shape and limits, taken out of the pool (the taker
+   * closes its scope), with that run prepared as it was checked.
+   */
+  readonly take: (worker: string, shape: WarmShape, limits: WarmLimits) => Effect.Effect<Option.Option<TakenWarm>>
   /** A run of the worker ended: its next box, of the shape of that run, is made ready in the background (when warm boxes are on). */
   readonly refill: (worker: string, shape: WarmShape) => Effect.Effect<void>
   /** The warm boxes ready now (no run has taken them), by worker and run id. */
@@ -75,7 +78,8 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
 /** How the pool makes a warm box and checks one against a run (the box layer's, or a test's). */
 export interface PoolOps<R> {
   readonly prepare: (worker: string, shape: WarmShape) => Effect.Effect<Option.Option<WarmBox>, { readonly message: string }, R>
-  readonly fits: (warm: WarmBox, shape: WarmShape, limits: WarmLimits) => Effect.Effect<boolean, { readonly message: string }, R>
+  /** The run the box would serve, prepared under its run id, when it fits one of this shape and limits. */
+  readonly fits: (warm: WarmBox, shape: WarmShape, limits: WarmLimits) => Effect.Effect<Option.Option<PreparedRun>, { readonly message: string }, R>
   /** While true, no warm box is made. */
   readonly paused?: Effect.Effect<boolean>
 }
@@ -170,7 +174,7 @@ function makePool<R>(ops: PoolOps<R>) {
             return Option.none()
           }
           const fits = yield* ops.fits(warm, shape, limits).pipe(Effect.provide(env), Effect.either)
-          if (fits._tag === "Right" && fits.right) return Option.some(warm)
+          if (fits._tag === "Right" && Option.isSome(fits.right)) return Option.some<TakenWarm>({ ...warm, run: fits.right.value })
           // Said in the daemon's log (by the pool's fiber), not to the person whose run now starts its own box.
           yield* Queue.offer(jobs, recycle(warm, fits._tag === "Left"
             ? `it could not be checked (${fits.left.message})`

@@ -20,13 +20,13 @@ export type { SessionOutcome, SessionRequest }
  * (idle between turns only, a per-turn ceiling, a whole-session ceiling) and I/O.
  */
 export const runSession = Effect.fn("session.run")(function*(req: SessionRequest) {
-  const { ceiling, runId, org, settings, mounts, channel } = yield* prepareRun({
+  // A warm box's run was prepared when the box was checked against it: the session is made from what was checked.
+  const { ceiling, runId, org, settings, mounts, channel } = req.warm?.run ?? (yield* prepareRun({
     worker: req.worker,
     channel: req.channel,
     limits: { idleSecs: req.limits?.idleSecs, sessionCeilingMin: req.limits?.ceilingMin },
-    kind: "session",
-    ...(req.warm ? { runId: req.warm.runId } : {})
-  })
+    kind: "session"
+  }))
   // From here the warm box's folder is this session's: its record goes there, whether or not the box is reached.
   if (req.warm) yield* Ref.set(req.warm.claimed, true)
 

@@ -1,4 +1,4 @@
-import type { WarmBox } from "../box/warmBox.js"
+import type { TakenWarm } from "../box/warmBox.js"
 import type { Effect, Mailbox, Queue } from "effect"
 import type { ChatPlace, RunOrigin } from "../contract/origin.js"
 import type { SessionMessage } from "./turnContext.js"
@@ -39,7 +39,7 @@ export interface SessionRequest {
   /** This session's own idle timeout and whole-session ceiling (a `[[chat.channel]]`'s), over `[box]`'s. */
   readonly limits?: { readonly idleSecs?: number | undefined; readonly ceilingMin?: number | undefined }
   /** A warm box of this worker, of this session's shape, its caller took (and checked): the session is its run. Its caller closes it. */
-  readonly warm?: WarmBox
+  readonly warm?: TakenWarm
 }
 
 /** How a turn ended: whether something of it reached its person, and whether it finished its work. */

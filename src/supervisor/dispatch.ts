@@ -1,6 +1,6 @@
 import { FileSystem } from "@effect/platform"
 import { Cause, Clock, type Context, Deferred, Effect, Exit, FiberMap, Option, Queue, Ref, Schedule, Scope } from "effect"
-import type { WarmBox } from "../box/warmBox.js"
+import type { TakenWarm } from "../box/warmBox.js"
 import { Paths, layout } from "../config/Paths.js"
 import { runFiles } from "../contract/runFiles.js"
 import { modelCredentialAvailable } from "../box/pihome.js"
@@ -117,7 +117,7 @@ const runTask = (
   runId: string,
   stop: Deferred.Deferred<void>,
   continues: { readonly task_id: string | null; readonly run_id: string } | null,
-  warm: WarmBox | undefined
+  warm: TakenWarm | undefined
 ) =>
   Effect.flatMap(Runner, (runner) => runner.once({
     ...(warm ? { warm } : {}),
@@ -183,7 +183,7 @@ const launch = (
   t: TaskRecord,
   runId: string,
   continues: { readonly task_id: string | null; readonly run_id: string } | null,
-  warm?: WarmBox
+  warm?: TakenWarm
 ) =>
   Effect.gen(function*() {
     const stop = yield* Deferred.make<void>()
@@ -225,7 +225,7 @@ const takeWarmFor = (t: TaskRecord) =>
  * the task is no longer that claim's (cancelled meanwhile) — the box is then recycled, as it is when
  * the write fails.
  */
-const adoptRunId = (t: TaskRecord, runId: string, warm: WarmBox) =>
+const adoptRunId = (t: TaskRecord, runId: string, warm: TakenWarm) =>
   Effect.gen(function*() {
     const store = yield* TaskStore
     const after = yield* store.update(t.task_id, (x) =>

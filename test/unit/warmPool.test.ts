@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Ref, Schema, Scope, TestClock } from "effect"
+import type { PreparedRun } from "../../src/box/prepareRun.js"
 import { ONE_SHOT, type WarmBox, type WarmShape } from "../../src/box/warmBox.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { OrgSchema } from "../../src/config/schema.js"
@@ -32,7 +33,8 @@ const pool = (
     const org = Ref.RefTypeId in box ? box : yield* Ref.make(box)
     const layer = WarmPool.layerTest({
       prepare: (worker, shape) => Ref.updateAndGet(made, (n) => n + 1).pipe(Effect.flatMap((n) => fakeBox(worker, shape, n, closed)), Effect.map(Option.some)),
-      fits: () => Ref.get(fits),
+      // A fitting box's run, as the pool hands it on: the pool only passes it, so its fields are not the test's.
+      fits: (warm) => Ref.get(fits).pipe(Effect.map((f) => (f ? Option.some({ runId: warm.runId } as PreparedRun) : Option.none()))),
       ...(paused ? { paused: Ref.get(paused) } : {})
     }).pipe(Layer.provide(orgOf(org)))
     return { layer, closed }
@@ -75,6 +77,8 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
       yield* p.refill("alice", ONE_SHOT)
       yield* settle
       const taken = yield* p.take("alice", ONE_SHOT, {})
+      // With the run its check prepared: the run is made from what was checked.
+      expect(Option.map(taken, (t) => t.run.runId)).toEqual(Option.map(taken, (t) => t.runId))
       expect(Option.isSome(taken)).toBe(true)
       expect(Option.isNone(yield* p.take("alice", ONE_SHOT, {}))).toBe(true)
       yield* p.refill("alice", ONE_SHOT)
