@@ -217,6 +217,40 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     expect(memory.find((m) => m.text === "from the task")).toMatchObject({ run_id: warm.runId })
   })
 
+  it("a warm box takes no [supervisor] concurrency slot: with one slot and alice's warm box waiting, a task of bob's runs at once", async () => {
+    d.writeOrg(`${allow()}[supervisor]\nconcurrency = 1\n`)
+    // The daemon looks at org.toml at most twice a second: the task's pass must see the one slot.
+    await new Promise((r) => setTimeout(r, 1_000))
+    try {
+      if ((await boxesOf("warm")).length === 0) expect((await workerRun("!true")).code).toBe(0)
+      const warm = await warmBox()
+      if (!fs.existsSync(d.file("config", "workers", "bob"))) expect((await d.roster(["worker", "add", "bob"])).code).toBe(0)
+      const added = await d.roster(["task", "add", "bob", "!echo from bob", "--json"])
+      expect(added.code, added.stderr).toBe(0)
+      const taskId = (JSON.parse(added.stdout) as { task_id: string }).task_id
+      // Its end, or where it stood after 15 s: a slot held by the warm box would leave it queued.
+      const deadline = Date.now() + 15_000
+      let shown = { status: "queued", reason: null as string | null }
+      while (Date.now() < deadline && (shown.status === "queued" || shown.status === "running")) {
+        await new Promise((r) => setTimeout(r, 200))
+        shown = JSON.parse((await d.roster(["task", "show", taskId, "--json"])).stdout) as typeof shown
+      }
+      expect(shown, "bob's task did not run while alice's warm box held the only slot").toMatchObject({ status: "done" })
+      // Alice's box waited all along, untaken.
+      expect((await boxesOf("warm")).map((c) => c.Id)).toContain(warm.id)
+    } finally {
+      // Bob's task left him a warm box: with room for one, alice's next run takes its place (the tests after count alice's alone).
+      d.writeOrg(allow("warm_max = 1"))
+      await new Promise((r) => setTimeout(r, 1_000))
+      expect((await workerRun("!true")).code).toBe(0)
+      await until("bob's warm box recycled for alice's", async () => {
+        const boxes = await boxesOf("warm")
+        return boxes.length === 1 && boxes[0]?.Labels["roster.worker"] === "alice" ? true : undefined
+      })
+      d.writeOrg(allow())
+    }
+  })
+
   it("a store restore is not refused for a warm box: the box (with the old store mounted) goes, and the next run starts its own", async () => {
     expect((await workerRun("!echo one > /pihome/store/note.txt")).code).toBe(0)
     const warm = await warmBox()
