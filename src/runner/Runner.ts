@@ -60,10 +60,13 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
       const take = (worker: string, shape: WarmShape, limits: WarmLimits) => (pool ? pool.take(worker, shape, limits) : Effect.succeedNone)
       /** The worker's warm box for a run of this shape and limits, closed after `run` whatever happens (a claim made it the run's). */
       const withWarm = <A, E, R>(worker: string, shape: WarmShape, limits: WarmLimits, run: (warm: TakenWarm | undefined) => Effect.Effect<A, E, R>) =>
-        Effect.gen(function*() {
-          const warm = Option.getOrUndefined(yield* take(worker, shape, limits))
-          return yield* run(warm).pipe(Effect.ensuring(warm ? Scope.close(warm.scope, Exit.void) : Effect.void))
-        })
+        // The box's close is armed before the run can be interrupted: a run stopped at its start leaves no box behind.
+        Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(take(worker, shape, limits), (taken) => {
+            const warm = Option.getOrUndefined(taken)
+            return restore(run(warm)).pipe(Effect.ensuring(warm ? Scope.close(warm.scope, Exit.void) : Effect.void))
+          })
+        )
       return Runner.of({
         once: (req) =>
           Effect.provide(runOnce(req), env).pipe(

@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, Exit, Layer, Option, Queue, Ref, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Ref, Scope } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import type { Org } from "../config/schema.js"
 import { FleetMember } from "../fleet/FleetMember.js"
@@ -23,7 +23,8 @@ export type WarmLimits = RunLimits
 export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
   /**
    * The worker's warm box when it fits a run of this shape and limits, taken out of the pool (the taker
-   * closes its scope), with that run prepared as it was checked.
+   * closes its scope), with that run prepared as it was checked. Not interruptible (a few ms): the taker
+   * takes it in an uninterruptible region too and arms the box's close before it lets go of that.
    */
   readonly take: (worker: string, shape: WarmShape, limits: WarmLimits) => Effect.Effect<Option.Option<TakenWarm>>
   /** A run of the worker ended: its next box, of the shape of that run, is made ready in the background (when warm boxes are on). */
@@ -101,21 +102,20 @@ function makePool<R>(ops: PoolOps<R>) {
         return [true, next] as const
       })
     const closed = yield* Ref.make(false)
+    // Recyclings the pool's own fiber runs (a take's misfit, an idle box), so that close can finish what is left of them.
+    const jobs = yield* Queue.unbounded<Effect.Effect<void>>()
     const turnedOff = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
       Effect.map(warmOff),
       Effect.orElseSucceed(() => false),
       Effect.provide(env)
     )
-    const close = Ref.set(closed, true).pipe(
-      Effect.zipRight(Ref.getAndSet(boxes, new Map())),
-      Effect.flatMap((m) => Effect.forEach(m.values(), (w) => recycle(w, "the daemon stops"), { discard: true }))
-    )
-    yield* Effect.addFinalizer(() => close)
-
+    /** Taken out and recycled, as one step: a box out of the pool is always on its way to being closed. */
+    const removeAndRecycle = (warm: WarmBox, why: string) =>
+      Effect.uninterruptible(Effect.flatMap(remove(warm), (was) => (was ? recycle(warm, why) : Effect.void)))
     const idleOut = (warm: WarmBox, idle: Duration.Duration) =>
       Effect.sleep(idle).pipe(
-        Effect.zipRight(remove(warm)),
-        Effect.flatMap((was) => (was ? recycle(warm, `no run took it in ${Duration.format(idle)}`) : Effect.void))
+        Effect.zipRight(Effect.uninterruptible(Effect.flatMap(remove(warm), (was) =>
+          was ? Queue.offer(jobs, recycle(warm, `no run took it in ${Duration.format(idle)}`)) : Effect.void)))
       )
 
     const make = (worker: string, shape: WarmShape) =>
@@ -125,32 +125,35 @@ function makePool<R>(ops: PoolOps<R>) {
         // The worker's box is of its last run's kind: one of another kind gives way.
         const had = (yield* Ref.get(boxes)).get(worker)
         if (had && sameShape(had.shape, shape)) return
-        if (had && (yield* remove(had))) yield* recycle(had, "its worker's last run was of another kind")
+        if (had) yield* removeAndRecycle(had, "its worker's last run was of another kind")
         // Room next: the oldest warm box gives its place to the worker that ran last.
         const held = yield* Ref.get(boxes)
         // `making` holds this worker too: the others being made count against the room.
         if (held.size + (yield* Ref.get(making)).size - 1 >= org.box.warm_max) {
           const oldest = [...held.values()].sort((a, b) => a.preparedAt - b.preparedAt)[0]
           if (oldest === undefined) return
-          if (yield* remove(oldest)) yield* recycle(oldest, `room for ${worker}'s ([box] warm_max = ${org.box.warm_max})`)
+          yield* removeAndRecycle(oldest, `room for ${worker}'s ([box] warm_max = ${org.box.warm_max})`)
         }
-        const made = yield* ops.prepare(worker, shape)
-        if (Option.isNone(made)) return
-        const warm = made.value
-        const stopping = yield* Ref.get(closed)
-        const placed = !stopping && (yield* Ref.modify(boxes, (m) => (m.has(worker) ? [false, m] as const : [true, new Map(m).set(worker, warm)] as const)))
-        if (!placed) return yield* recycle(warm, stopping ? "the daemon stops" : "another was made first")
-        yield* Effect.logInfo(`warm box ${warm.runId} of ${worker} ready`)
-        yield* Effect.forkIn(idleOut(warm, Duration.minutes(org.box.warm_idle_min)), scope)
+        // The making may be cut (the daemon stops: its box is removed with it); once made, the box is placed or recycled, never dropped.
+        yield* Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function*() {
+            const made = yield* restore(ops.prepare(worker, shape))
+            if (Option.isNone(made)) return
+            const warm = made.value
+            const stopping = yield* Ref.get(closed)
+            const placed = !stopping && (yield* Ref.modify(boxes, (m) => (m.has(worker) ? [false, m] as const : [true, new Map(m).set(worker, warm)] as const)))
+            if (!placed) return yield* recycle(warm, stopping ? "the daemon stops" : "another was made first")
+            yield* Effect.logInfo(`warm box ${warm.runId} of ${worker} ready`)
+            // restore: a fiber forked here would be as uninterruptible as this region, and its sleep would hold the pool's close.
+            yield* Effect.forkIn(restore(idleOut(warm, Duration.minutes(org.box.warm_idle_min))), scope)
+          }))
       }).pipe(Effect.provide(env))
 
     // The boxes are made and recycled by the pool's own fiber, never the asking run's: a run's fiber
     // carries its console and logger (a handed-over run's are its CLI's stream), which are not the daemon's.
     const asks = yield* Queue.unbounded<{ readonly worker: string; readonly shape: WarmShape }>()
-    const jobs = yield* Queue.unbounded<Effect.Effect<void>>()
-    yield* Effect.forkScoped(Effect.forever(Effect.flatten(Queue.take(jobs)).pipe(
-      Effect.catchAllCause((c) => Effect.logError("warm boxes: a recycling failed", c))
-    )))
+    const runJob = (job: Effect.Effect<void>) => job.pipe(Effect.catchAllCause((c) => Effect.logError("warm boxes: a recycling failed", c)))
+    const recycler = yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(jobs), runJob)))
     const makeAsked = ({ shape, worker }: { readonly worker: string; readonly shape: WarmShape }) =>
       make(worker, shape).pipe(
         Effect.catchAll((e) => Effect.logWarning(`warm box of ${worker} could not be made (${e.message}); its next run starts its own box`)),
@@ -161,7 +164,20 @@ function makePool<R>(ops: PoolOps<R>) {
           return next
         }))
       )
-    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(asks), makeAsked)))
+    const maker = yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(asks), makeAsked)))
+
+    // The pool's own fibers are this layer's, which the daemon releases after the network its boxes
+    // stand on: so a box being made or recycled when the daemon stops is done with here, before close
+    // returns (an interrupted making removes its box), else it would hold the network past its removal.
+    const close = Ref.set(closed, true).pipe(
+      Effect.zipRight(Fiber.interrupt(maker)),
+      Effect.zipRight(Fiber.interrupt(recycler)),
+      Effect.zipRight(Queue.takeAll(jobs)),
+      Effect.flatMap((left) => Effect.forEach(left, runJob, { discard: true })),
+      Effect.zipRight(Ref.getAndSet(boxes, new Map())),
+      Effect.flatMap((m) => Effect.forEach(m.values(), (w) => recycle(w, "the daemon stops"), { discard: true }))
+    )
+    yield* Effect.addFinalizer(() => close)
 
     return WarmPool.of({
       take: (worker, shape, limits) =>
@@ -180,7 +196,8 @@ function makePool<R>(ops: PoolOps<R>) {
             ? `it could not be checked (${fits.left.message})`
             : "the run would not be made from what it was (its kind, org.toml, the worker's settings, identity or grants, or the run's own limits), or it cannot serve"))
           return Option.none()
-        }),
+          // Whole: a box out of the pool is handed over or recycled, never dropped by a taker stopped halfway.
+        }).pipe(Effect.uninterruptible),
       refill: (worker, shape) =>
         Ref.modify(making, (s) => (s.has(worker) ? [false, s] as const : [true, new Set(s).add(worker)] as const)).pipe(
           Effect.flatMap((asked) => (asked ? Queue.offer(asks, { worker, shape }) : Effect.void)),

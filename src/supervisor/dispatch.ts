@@ -183,12 +183,17 @@ const launch = (
   t: TaskRecord,
   runId: string,
   continues: { readonly task_id: string | null; readonly run_id: string } | null,
-  warm?: TakenWarm
+  warm: TakenWarm | undefined,
+  /** The caller's interruptibility, given back to the run's fiber (launched from a region that is not). */
+  restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = (effect) => effect
 ) =>
   Effect.gen(function*() {
     const stop = yield* Deferred.make<void>()
     yield* Ref.update(st.live, (m) => withKey(m, t.task_id, { taskId: t.task_id, worker: t.worker, runId, stop }))
-    yield* FiberMap.run(st.runs, t.task_id, runTask(st, t, runId, stop, continues, warm))
+    // The warm box's close is armed before the fiber can be interrupted (the run arms its own too; a second close does nothing).
+    yield* FiberMap.run(st.runs, t.task_id, restore(runTask(st, t, runId, stop, continues, warm)).pipe(
+      Effect.ensuring(warm ? Scope.close(warm.scope, Exit.void) : Effect.void)
+    ))
     yield* Effect.logInfo(`task ${t.task_id} (${t.worker}) started: run ${runId}`)
   })
 
@@ -198,21 +203,26 @@ const launch = (
  * whose box is missing, which the next start puts back in the queue rather than running twice.
  */
 const start = (st: SupervisorState, t: TaskRecord, continues: { readonly task_id: string | null; readonly run_id: string } | null) =>
-  Effect.gen(function*() {
-    // A fresh run (not a continuation: its box gets the session it resumes) takes its worker's warm box: its run id is the box's.
-    const warm = continues === null ? yield* takeWarmFor(t) : undefined
-    const runId = warm?.runId ?? (yield* newRunId)
-    const claimed = yield* (yield* TaskStore).update(t.task_id, (x, now) =>
-      x.status === "queued" ? { ...x, status: "running", reason: null, started_at: now, run_ids: [...x.run_ids, runId] } : x).pipe(
-        Effect.tapError(() => (warm ? Scope.close(warm.scope, Exit.void) : Effect.void))
-      )
-    if (claimed.status !== "running" || claimed.run_ids.at(-1) !== runId) {
-      if (warm) yield* Scope.close(warm.scope, Exit.void)
-      return false
-    }
-    yield* launch(st, t, runId, continues, warm)
-    return true
-  })
+  // From the take to the launch, a warm box is always someone's: closed here if the claim fails or is cut, else the run's.
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      // A fresh run (not a continuation: its box gets the session it resumes) takes its worker's warm box: its run id is the box's.
+      const warm = continues === null ? yield* takeWarmFor(t) : undefined
+      const closeWarm = warm ? Scope.close(warm.scope, Exit.void) : Effect.void
+      const runId = warm?.runId ?? (yield* newRunId)
+      const store = yield* TaskStore
+      const claimed = yield* restore(store.update(t.task_id, (x, now) =>
+        x.status === "queued" ? { ...x, status: "running", reason: null, started_at: now, run_ids: [...x.run_ids, runId] } : x)).pipe(
+          Effect.onError(() => closeWarm)
+        )
+      if (claimed.status !== "running" || claimed.run_ids.at(-1) !== runId) {
+        yield* closeWarm
+        return false
+      }
+      yield* launch(st, t, runId, continues, warm, restore)
+      return true
+    })
+  )
 
 /** The worker's warm box on this node for a fresh run of `t`, when one fits it. */
 const takeWarmFor = (t: TaskRecord) =>
@@ -274,11 +284,18 @@ const fleetPass = (st: SupervisorState, claimNext: NonNullable<Context.Tag.Servi
         yield* store.update(t.task_id, (x, now) => (x.run_ids.at(-1) === runId ? taskFailed(resumes.fail ?? "it cannot start")(x, now) : x))
         continue
       }
-      // A fresh run takes this node's warm box of its worker: the claim's run id becomes the box's.
-      const warm = resumes.ready === null ? yield* takeWarmFor(t) : undefined
-      const ranAs = warm ? yield* adoptRunId(t, runId, warm) : runId
-      if (ranAs === undefined) continue
-      yield* launch(st, t, ranAs, resumes.ready, warm)
+      // A fresh run takes this node's warm box of its worker: the claim's run id becomes the box's. From the take
+      // to the launch the box is always someone's (adoptRunId closes it when the claim is gone).
+      const launched = yield* Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          const warm = resumes.ready === null ? yield* takeWarmFor(t) : undefined
+          const ranAs = warm ? yield* restore(adoptRunId(t, runId, warm)).pipe(Effect.onInterrupt(() => Scope.close(warm.scope, Exit.void))) : runId
+          if (ranAs === undefined) return false
+          yield* launch(st, t, ranAs, resumes.ready, warm, restore)
+          return true
+        })
+      )
+      if (!launched) continue
       busy.add(t.worker)
       left--
     }

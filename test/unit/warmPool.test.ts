@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Ref, Schema, Scope, TestClock } from "effect"
+import { Context, Deferred, Effect, Layer, Option, Ref, Schema, Scope, TestClock } from "effect"
 import type { PreparedRun } from "../../src/box/prepareRun.js"
 import { ONE_SHOT, type WarmBox, type WarmShape } from "../../src/box/warmBox.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
@@ -166,5 +166,26 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
       yield* settle
       expect(workersOf(yield* p.ready)).toEqual([])
       expect(yield* Ref.get(closed)).toHaveLength(2)
+    }))
+
+  it.scoped("closing the pool finishes a box still being made before it returns (its making cut, its box removed): the daemon removes the network next", () =>
+    Effect.gen(function*() {
+      const making = yield* Deferred.make<void>()
+      const removed = yield* Ref.make<ReadonlyArray<string>>([])
+      const layer = WarmPool.layerTest({
+        // A making that the engine has not finished: cut, it removes what it made (as prepareWarm's scope does).
+        prepare: (worker) =>
+          Deferred.succeed(making, undefined).pipe(
+            Effect.zipRight(Effect.never),
+            Effect.onInterrupt(() => Ref.update(removed, (r) => [...r, worker])),
+            Effect.as(Option.none<WarmBox>())
+          ),
+        fits: () => Effect.succeedNone
+      }).pipe(Layer.provide(orgOf(yield* Ref.make<BoxKeys>({}))))
+      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      yield* p.refill("alice", ONE_SHOT)
+      yield* Deferred.await(making)
+      yield* p.close
+      expect(yield* Ref.get(removed)).toEqual(["alice"])
     }))
 })

@@ -154,6 +154,9 @@ export const ensureLockdown = Effect.fn("lockdown.ensureLockdown")(function*(pol
 export const holdLockedNetwork = Effect.gen(function*() {
   const docker = yield* Docker
   const net = yield* ensureLockedNetwork()
-  yield* Effect.addFinalizer(() => docker.networkRemove(net.name).pipe(Effect.ignore))
+  yield* Effect.addFinalizer(() =>
+    docker.networkRemove(net.name).pipe(
+      Effect.catchAll((e) => Effect.logWarning(`the locked network ${net.name} was not removed (${e.message}); roster server start uses it again, or: docker network rm ${net.name}`))
+    ))
   return net
 })
