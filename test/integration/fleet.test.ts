@@ -474,4 +474,47 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     const run = JSON.parse((await a.roster(["runs", "show", warmId, "--json"])).stdout) as Record<string, unknown>
     expect(run).toMatchObject({ kind: "task", task_id: id, warm: true, exit_code: 0 })
   })
+
+  it("a claim on another node starts cold: node-b runs alice's task in a box of its own (warm: false) while node-a's warm box of alice stays node-a's, untaken; node-b then makes its own", async () => {
+    // Both nodes keep warm boxes; node-a has one slot, held by carol's long task, so node-b claims the next task.
+    a.writeOrg(`${orgA()}[box]\nwarm = "recent"\n[supervisor]\nconcurrency = 1\n`)
+    b.writeOrg(`${cluster(rpcB)}[box]\nwarm = "recent"\n`)
+    await new Promise((r) => setTimeout(r, 1_000))
+    if ((await warmBoxOf(docker, a.file("config"), "alice", 0)) === "") expect((await a.roster(["worker", "run", "alice", "!true"])).code).toBe(0)
+    const warmId = await warmBoxOf(docker, a.file("config"), "alice")
+    expect(warmId).not.toBe("")
+    const show = async (d: Deployment, id: string) =>
+      JSON.parse((await d.roster(["task", "show", id, "--json"])).stdout) as { status: string; node?: string; run_ids: Array<string> }
+    if (!fs.existsSync(a.file("config", "workers", "carol"))) expect((await a.roster(["worker", "add", "carol"])).code).toBe(0)
+    const hogAdded = await a.roster(["task", "add", "carol", "!sleep 30", "--json"])
+    expect(hogAdded.code, hogAdded.stderr).toBe(0)
+    const hog = (JSON.parse(hogAdded.stdout) as { task_id: string }).task_id
+    try {
+      let by = Date.now() + 20_000
+      while ((await show(a, hog)).status !== "running" && Date.now() < by) await new Promise((r) => setTimeout(r, 300))
+      expect(await show(a, hog)).toMatchObject({ status: "running", node: "node-a" })
+      const started = await b.roster(["server", "start"])
+      expect(started.code, started.stdout + started.stderr).toBe(0)
+      const added = await b.roster(["task", "add", "alice", "!true", "--json"])
+      expect(added.code, added.stderr).toBe(0)
+      const id = (JSON.parse(added.stdout) as { task_id: string }).task_id
+      by = Date.now() + 30_000
+      while (!["done", "failed"].includes((await show(b, id)).status) && Date.now() < by) await new Promise((r) => setTimeout(r, 300))
+      const task = await show(b, id)
+      expect(task).toMatchObject({ status: "done", node: "node-b" })
+      expect(task.run_ids).toHaveLength(1)
+      expect(task.run_ids[0]).not.toBe(warmId)
+      const run = JSON.parse((await b.roster(["runs", "show", task.run_ids[0] ?? "", "--json"])).stdout) as Record<string, unknown>
+      expect(run).toMatchObject({ kind: "task", task_id: id, warm: false, exit_code: 0 })
+      // node-a's box of alice was never another node's to take: it is still there, the same box; node-b's next is its own.
+      expect(await warmBoxOf(docker, a.file("config"), "alice", 0)).toBe(warmId)
+      const own = await warmBoxOf(docker, b.file("config"), "alice")
+      expect(own).not.toBe("")
+      expect(own).not.toBe(warmId)
+    } finally {
+      await a.roster(["task", "cancel", hog])
+      a.writeOrg(orgA())
+      b.writeOrg(cluster(rpcB))
+    }
+  })
 })
