@@ -25,8 +25,15 @@ export const mintIdentity = (worker: string, runId: string, taskId: string | nul
       yield* writeJson(file, record, 0o600)
       return { token, file } satisfies Identity
     }),
-    ({ file }) => Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(file)).pipe(Effect.ignore)
+    ({ file }) => Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(file)).pipe(Effect.catchAll((e) => tokenLeft(file, runId, e)))
   )
+
+/**
+ * A token file that could not be removed: said with the fix. The gateway still refuses it once its
+ * run has ended (checked on every request), so it opens nothing; the file is the only thing left.
+ */
+const tokenLeft = (file: string, runId: string, e: { readonly message: string }) =>
+  Effect.logWarning(`run ${runId}: its gateway token could not be removed (${e.message}); the gateway refuses it as the run has ended — remove it: rm ${file}`)
 
 const identityRecord = (worker: string, runId: string, taskId: string | null, chatChannel?: string): IdentityRecord => ({
   subject: workerSubject(worker),
@@ -56,8 +63,8 @@ export const revokeRunTokens = Effect.fn("identity.revokeRun")(function*(runId: 
     const file = `${dir}/${name}`
     const record = Schema.decodeUnknownOption(IdentityRecord)(yield* readJsonOptional(file))
     if (record._tag === "Some" && record.value.run_id === runId) {
-      yield* fs.remove(file).pipe(Effect.ignore)
-      removed++
+      const gone = yield* fs.remove(file).pipe(Effect.as(true), Effect.catchAll((e) => Effect.as(tokenLeft(file, runId, e), false)))
+      if (gone) removed++
     }
   }
   return removed
