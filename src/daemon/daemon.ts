@@ -150,7 +150,7 @@ const GatewayUp = Layer.scoped(Gateway, Effect.gen(function*() {
   // The lockdown before the state file: `server start` (and every run) reads the state file as
   // "the daemon is up", and a box started before the last rule is in would have a way out.
   yield* reconcileEgress(org.box, net, gateway.port())
-  yield* Effect.addFinalizer(() => removeEgressLockdown(egressChainName(paths.config)).pipe(Effect.ignore))
+  yield* Effect.addFinalizer(() => removeEgressLockdown(egressChainName(paths.config)))
   yield* recordGateway(gateway.port(), addrs, boxAddr)
   yield* report(notice(`roster gateway ${VERSION} listening on ${addrs.map((a) => `${a}:${gateway.port()}`).join(", ")} (config ${paths.config})`))
   return gateway

@@ -22,6 +22,7 @@ import { leaveFenced, standDown } from "./fenced.js"
 import { interruptedFail, requeueInterrupted, taskFailed } from "./taskEnd.js"
 import { deploymentBoxes, watchLoop, watchPass } from "./watch.js"
 import { boxFacts } from "../backend/foundBox.js"
+import { killOrSay } from "../backend/killOrSay.js"
 
 /** Which tasks `list` returns: one worker's, one status, or all. */
 export interface TaskFilter {
@@ -122,7 +123,7 @@ const cancelRunning = (st: SupervisorState, t: TaskRecord) =>
     }
     const held = [...(yield* Ref.get(st.held)).values()].find((h) => h.taskId === t.task_id)
     if (held) {
-      yield* (yield* BoxBackend).kill(held.containerId).pipe(Effect.ignore)
+      yield* killOrSay(held.containerId, `task ${t.task_id} (cancelled)`)
       const fiber = yield* FiberMap.get(st.takeovers, held.containerId).pipe(Effect.option)
       if (Option.isSome(fiber)) yield* Fiber.await(fiber.value).pipe(Effect.timeout(CANCEL_WAIT), Effect.ignore)
       return

@@ -1,7 +1,6 @@
 import { Clock, Effect, Schema } from "effect"
 import { validateCeiling } from "../box/ceiling.js"
 import { containerName } from "../backend/plan.js"
-import { BoxBackend } from "../backend/BoxBackend.js"
 import { validateChannelName, validateWorkerName } from "../config/names.js"
 import { linkContinuation } from "../task/links.js"
 import { checkReplyTo, PERSON_ASKS } from "../reply/replyTo.js"
@@ -10,6 +9,7 @@ import { isFinal, NoSuchTask, TaskKey, type TaskOrigin, type TaskRecord, TaskRef
 import { TaskStore } from "../task/TaskStore.js"
 import { CANCELLED } from "./taskEnd.js"
 import { readIdentity } from "../worker/workers.js"
+import { killOrSay } from "../backend/killOrSay.js"
 
 /** What queueing a task asks for: `roster task add`'s worker, prompt, ceiling, `--after`, `--channel`, `--continue` and `--reply-to`. */
 export interface TaskRequest {
@@ -154,7 +154,7 @@ export const cancelQueued = (t: TaskRecord, now: string): TaskRecord =>
  */
 export const cancelInPlace = Effect.fn("supervisor.cancelInPlace")(function*(t: TaskRecord) {
   const runId = t.run_ids.at(-1)
-  if (t.status === "running" && runId) yield* (yield* BoxBackend).kill(containerName(runId)).pipe(Effect.ignore)
+  if (t.status === "running" && runId) yield* killOrSay(containerName(runId), `task ${t.task_id} (cancelled)`)
   return yield* (yield* TaskStore).update(t.task_id, (x, now) =>
     x.status === "running" ? { ...x, status: "cancelled", reason: CANCELLED, finished_at: now } : cancelQueued(x, now))
 })

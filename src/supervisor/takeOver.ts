@@ -15,6 +15,7 @@ import type { EndedBy } from "../run/RunLog.js"
 import { readWorkerSettings } from "../worker/workers.js"
 import type { FoundBox } from "../backend/foundBox.js"
 import type { RunEnded } from "./taskEnd.js"
+import { killOrSay } from "../backend/killOrSay.js"
 
 /**
  * adopt: a task's box left running by a daemon that died — wait for it within what is left of
@@ -71,7 +72,7 @@ const awaitAdopted = (box: FoundBox, runDir: string) =>
         ? { endedBy: "exit" as const, exitCode: first.right, error: null }
         : { endedBy: "box-died" as const, exitCode: null, error: first.left.message }
     }
-    yield* backend.kill(box.id).pipe(Effect.ignore)
+    yield* killOrSay(box.id, `run ${box.runId} of ${box.worker} (past its ceiling)`)
     const code = yield* wait.pipe(Effect.timeout("10 seconds"), Effect.option)
     yield* whole
     return { endedBy: "ceiling" as const, exitCode: code._tag === "Some" ? code.value : null, error: null }

@@ -7,6 +7,7 @@ import { BoxBackend } from "../backend/BoxBackend.js"
 import { type HeldBox, type SupervisorState, withKey, withoutKey } from "./state.js"
 import { taskEnd } from "./taskEnd.js"
 import { type TakeOver, takeOver } from "./takeOver.js"
+import { killOrSay } from "../backend/killOrSay.js"
 
 /** How long past its deadline a box with a living owner gets, so the owner can record its own ceiling. */
 const OWNER_GRACE_MS = 5_000
@@ -68,7 +69,7 @@ export const watchPass = (st: SupervisorState, self: Owner) =>
       if (alive) {
         if (box.deadline !== null && now > box.deadline + OWNER_GRACE_MS) {
           yield* Effect.logWarning(`box ${box.name} of ${box.worker} is past its ceiling and its owner (pid ${box.owner?.pid}) did not stop it: killed`)
-          yield* (yield* BoxBackend).kill(box.id).pipe(Effect.ignore)
+          yield* killOrSay(box.id, `box ${box.name} of ${box.worker}`)
           yield* Ref.update(st.counts, (c) => ({ ...c, reaped: c.reaped + 1 }))
         }
         continue
