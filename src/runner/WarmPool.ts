@@ -109,14 +109,12 @@ function makePool<R>(ops: PoolOps<R>) {
       Effect.orElseSucceed(() => false),
       Effect.provide(env)
     )
-    /** Taken out and recycled, as one step: a box out of the pool is always on its way to being closed. */
-    const removeAndRecycle = (warm: WarmBox, why: string) =>
-      Effect.uninterruptible(Effect.flatMap(remove(warm), (was) => (was ? recycle(warm, why) : Effect.void)))
+    /** Taken out, then `then`, as one step: a box out of the pool is always on its way to being closed. */
+    const removeThen = (warm: WarmBox, then: Effect.Effect<void>) =>
+      Effect.uninterruptible(Effect.flatMap(remove(warm), (was) => (was ? then : Effect.void)))
+    const removeAndRecycle = (warm: WarmBox, why: string) => removeThen(warm, recycle(warm, why))
     const idleOut = (warm: WarmBox, idle: Duration.Duration) =>
-      Effect.sleep(idle).pipe(
-        Effect.zipRight(Effect.uninterruptible(Effect.flatMap(remove(warm), (was) =>
-          was ? Queue.offer(jobs, recycle(warm, `no run took it in ${Duration.format(idle)}`)) : Effect.void)))
-      )
+      Effect.sleep(idle).pipe(Effect.zipRight(removeThen(warm, Queue.offer(jobs, recycle(warm, `no run took it in ${Duration.format(idle)}`)))))
 
     const make = (worker: string, shape: WarmShape) =>
       Effect.gen(function*() {

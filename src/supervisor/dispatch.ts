@@ -232,16 +232,14 @@ const takeWarmFor = (t: TaskRecord) =>
 
 /**
  * A fleet claim's run id (written by its statement) swapped for the warm box's it takes; none when
- * the task is no longer that claim's (cancelled meanwhile) — the box is then recycled, as it is when
- * the write fails.
+ * the task is no longer that claim's (cancelled meanwhile) — the box is then recycled (its caller
+ * recycles it when the write fails or is cut).
  */
 const adoptRunId = (t: TaskRecord, runId: string, warm: TakenWarm) =>
   Effect.gen(function*() {
     const store = yield* TaskStore
     const after = yield* store.update(t.task_id, (x) =>
-      x.status === "running" && x.run_ids.at(-1) === runId ? { ...x, run_ids: [...x.run_ids.slice(0, -1), warm.runId] } : x).pipe(
-        Effect.tapError(() => Scope.close(warm.scope, Exit.void))
-      )
+      x.status === "running" && x.run_ids.at(-1) === runId ? { ...x, run_ids: [...x.run_ids.slice(0, -1), warm.runId] } : x)
     if (after.run_ids.at(-1) === warm.runId) return warm.runId
     yield* Scope.close(warm.scope, Exit.void)
     return undefined
@@ -285,11 +283,11 @@ const fleetPass = (st: SupervisorState, claimNext: NonNullable<Context.Tag.Servi
         continue
       }
       // A fresh run takes this node's warm box of its worker: the claim's run id becomes the box's. From the take
-      // to the launch the box is always someone's (adoptRunId closes it when the claim is gone).
+      // to the launch the box is always someone's: closed here if the swap fails or is cut, by adoptRunId when the claim is gone.
       const launched = yield* Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const warm = resumes.ready === null ? yield* takeWarmFor(t) : undefined
-          const ranAs = warm ? yield* restore(adoptRunId(t, runId, warm)).pipe(Effect.onInterrupt(() => Scope.close(warm.scope, Exit.void))) : runId
+          const ranAs = warm ? yield* restore(adoptRunId(t, runId, warm)).pipe(Effect.onError(() => Scope.close(warm.scope, Exit.void))) : runId
           if (ranAs === undefined) return false
           yield* launch(st, t, ranAs, resumes.ready, warm, restore)
           return true

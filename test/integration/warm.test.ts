@@ -47,6 +47,11 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     (fs.existsSync(d.file("state", "identity")) ? fs.readdirSync(d.file("state", "identity")).filter((f) => f.endsWith(".json")) : [])
   const workerRun = (prompt: string) => collect(spawn(ROSTER_BIN, ["worker", "run", "alice", prompt], { env: d.env, stdio: ["ignore", "pipe", "pipe"] }))
   const allow = (extra = "") => `[box]\nwarm = "recent"\n${extra}\n[[allow]]\nhosts = ["198.51.100.7"]\nports = [9099]\nscope = ["org/*"]\n`
+  /** org.toml rewritten, and time for the daemon to see it (it looks at most twice a second). */
+  const useOrg = async (text: string) => {
+    d.writeOrg(text)
+    await new Promise((r) => setTimeout(r, 1_000))
+  }
 
   // The deployment's own name for the test image, so a test can rebuild it under that name.
   const image = `roster-scripted:warm-${process.pid}`
@@ -218,9 +223,8 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
   })
 
   it("a warm box takes no [supervisor] concurrency slot: with one slot and alice's warm box waiting, a task of bob's runs at once", async () => {
-    d.writeOrg(`${allow()}[supervisor]\nconcurrency = 1\n`)
-    // The daemon looks at org.toml at most twice a second: the task's pass must see the one slot.
-    await new Promise((r) => setTimeout(r, 1_000))
+    // The task's pass must see the one slot.
+    await useOrg(`${allow()}[supervisor]\nconcurrency = 1\n`)
     try {
       if ((await boxesOf("warm")).length === 0) expect((await workerRun("!true")).code).toBe(0)
       const warm = await warmBox()
@@ -240,8 +244,7 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
       expect((await boxesOf("warm")).map((c) => c.Id)).toContain(warm.id)
     } finally {
       // Bob's task left him a warm box: with room for one, alice's next run takes its place (the tests after count alice's alone).
-      d.writeOrg(allow("warm_max = 1"))
-      await new Promise((r) => setTimeout(r, 1_000))
+      await useOrg(allow("warm_max = 1"))
       expect((await workerRun("!true")).code).toBe(0)
       await until("bob's warm box recycled for alice's", async () => {
         const boxes = await boxesOf("warm")
@@ -268,9 +271,8 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
   })
 
   it("a warm box no run takes within warm_idle_min is recycled: no box, no token, no folder", async () => {
-    d.writeOrg(allow("warm_idle_min = 0.05"))
-    // The daemon looks at org.toml at most twice a second: the box made after this run must be made from the new one.
-    await new Promise((r) => setTimeout(r, 1_000))
+    // The box made after this run must be made from the new one.
+    await useOrg(allow("warm_idle_min = 0.05"))
     try {
       // The org changed: the warm box there is not the one this run would make, so the run starts its own; the next is made under 3 s of idle.
       expect((await workerRun("!exit 0")).code).toBe(0)
