@@ -65,12 +65,17 @@ export class BoxBackend extends Context.Tag("roster/BoxBackend")<BoxBackend, {
   /** A box of this deployment found running (adopted after a restart): its exit armed, its output replayed. */
   readonly findAgain: (id: string) => Effect.Effect<FoundAgain, DockerError>
   /**
-   * This deployment's boxes that run or start, read from their labels; `runId` narrows to that
-   * run's (of any deployment); `ended` adds those that ended and are not yet removed.
+   * This deployment's boxes that run or start, read from their names and labels; `runId` narrows to
+   * that run's (of any deployment); `ended` adds those that ended and are not yet removed.
    */
   readonly list: (filter?: { readonly runId?: string; readonly ended?: boolean }) => Effect.Effect<ReadonlyArray<FoundBox>, DockerError>
   /** Kills every box of a run (the gateway's stop of a run that failed its preflight or its budget): how many it killed. */
   readonly killRun: (runId: string) => Effect.Effect<number, DockerError>
+  /**
+   * A running box given to another run: its name becomes `roster-box-<runId>`, which is how every
+   * later look (list, killRun, the gateway's) finds it — a warm box taken by a run becomes that run's.
+   */
+  readonly rename: (box: string, runId: string) => Effect.Effect<void, DockerError>
   /** Kills a box by id or name; one already gone is no error (false). */
   readonly kill: (box: string) => Effect.Effect<boolean, DockerError>
   /** Removes a box by id or name, killed first; one already gone is no error. */

@@ -154,7 +154,10 @@ export interface DockerApi {
   readonly containerKill: (id: string, signal?: string) => Effect.Effect<boolean, DockerError>
   /** Force-removes; a container already gone is not an error. */
   readonly containerRemove: (id: string) => Effect.Effect<void, DockerError>
-  readonly containerList: (labels: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ContainerSummary>, DockerError>
+  /** Containers (running or not) with every label given; `name` narrows to those whose name contains it. */
+  readonly containerList: (labels: ReadonlyArray<string>, name?: string) => Effect.Effect<ReadonlyArray<ContainerSummary>, DockerError>
+  /** Gives a container a new name (a running one too): its labels cannot change, its name can. */
+  readonly containerRename: (id: string, name: string) => Effect.Effect<void, DockerError>
   /** CPU (percent of one core, over the engine's last sample) and memory in use; undefined for a container gone. */
   readonly containerStats: (id: string) => Effect.Effect<ContainerStats | undefined, DockerError>
 }

@@ -20,6 +20,8 @@ export interface ContainerScript {
 export interface FakeContainer {
   readonly id: string
   readonly spec: ContainerSpec
+  /** Its name now (its spec's, until it is renamed). */
+  name: string
   state: "created" | "running" | "exited" | "removed"
   readonly exit: Deferred.Deferred<number>
   readonly stdout: Mailbox.Mailbox<Uint8Array>
@@ -49,6 +51,7 @@ export interface FakeCallArgs {
   readonly containerKill: { readonly id: string; readonly signal: string | undefined }
   readonly containerRemove: string
   readonly containerList: ReadonlyArray<string>
+  readonly containerRename: { readonly id: string; readonly name: string }
   readonly containerStats: string
 }
 
@@ -129,7 +132,7 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
     const callsOf = <K extends FakeOp>(op: K) =>
       Ref.get(calls).pipe(Effect.map((cs) => cs.filter((c) => c.op === op).map((c) => c.arg as FakeCallArgs[K])))
     // The engine takes a container's id or its name.
-    const lookup = (ref: string) => containers.get(ref) ?? [...containers.values()].find((c) => c.spec.name === ref && c.state !== "removed")
+    const lookup = (ref: string) => containers.get(ref) ?? [...containers.values()].find((c) => c.name === ref && c.state !== "removed")
     const find = (op: string, id: string) => {
       const c = lookup(id)
       return c && c.state !== "removed"
@@ -200,6 +203,7 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
           containers.set(id, {
             id,
             spec,
+            name: spec.name,
             state: "created",
             exit: yield* Deferred.make<number>(),
             stdout: yield* Mailbox.make<Uint8Array>(),
@@ -264,18 +268,27 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
             c.state = "removed"
           }
         }),
-      containerList: (labels) =>
+      containerList: (labels, name) =>
         record("containerList", labels).pipe(Effect.as(
           [...containers.values()]
-            .filter((c) => c.state !== "removed")
+            .filter((c) => c.state !== "removed" && (name === undefined || c.name.includes(name)))
             .filter((c) =>
               labels.every((l) => {
                 const [k, v] = l.split("=")
                 return k !== undefined && (v === undefined ? k in c.spec.Labels : c.spec.Labels[k] === v)
               })
             )
-            .map((c) => ({ id: c.id, names: [`/${c.spec.name}`], state: c.state, labels: c.spec.Labels, created: c.created }))
+            .map((c) => ({ id: c.id, names: [`/${c.name}`], state: c.state, labels: c.spec.Labels, created: c.created }))
         )),
+      containerRename: (id, name) =>
+        Effect.gen(function*() {
+          yield* record("containerRename", { id, name })
+          const c = yield* find("rename", id)
+          if ([...containers.values()].some((o) => o !== c && o.name === name && o.state !== "removed")) {
+            return yield* Effect.fail(new DockerError({ operation: "rename", detail: `the name ${name} is in use`, statusCode: 409 }))
+          }
+          c.name = name
+        }),
       containerStats: (id) =>
         record("containerStats", id).pipe(Effect.map(() => {
           const c = lookup(id)

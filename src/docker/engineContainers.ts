@@ -24,7 +24,7 @@ const removed = (call: EngineCall, id: string) =>
   )
 
 /** The engine's containers: create, start, kill (one not running is an answer) and remove (one gone is done), list by label, one stats sample. */
-export const containerCalls = (call: EngineCall): Pick<DockerApi, "containerCreate" | "containerStart" | "containerKill" | "containerRemove" | "containerList" | "containerStats"> => ({
+export const containerCalls = (call: EngineCall): Pick<DockerApi, "containerCreate" | "containerStart" | "containerKill" | "containerRemove" | "containerList" | "containerRename" | "containerStats"> => ({
   containerCreate: (spec: ContainerSpec) =>
     call("create", (engine) =>
       engine.createContainer(structuredClone(spec) as Dockerode.ContainerCreateOptions)).pipe(
@@ -48,13 +48,16 @@ export const containerCalls = (call: EngineCall): Pick<DockerApi, "containerCrea
       Effect.catchIf(gone, () => Effect.void)
     ),
 
-  containerList: (labels) =>
+  containerList: (labels, name) =>
     call("list", (engine, _modem, abortSignal) =>
-      engine.listContainers({ all: true, filters: { label: [...labels] }, abortSignal })).pipe(
+      engine.listContainers({ all: true, filters: { label: [...labels], ...(name !== undefined ? { name: [name] } : {}) }, abortSignal })).pipe(
         Effect.map((list) =>
           list.map((c) => ({ id: c.Id, names: c.Names, state: c.State, labels: c.Labels ?? {}, created: c.Created * 1000 }))
         )
       ),
+
+  containerRename: (id, name) =>
+    call("rename", (engine, _modem, abortSignal) => engine.getContainer(id).rename({ name, abortSignal })).pipe(Effect.asVoid),
 
   containerStats: (id) =>
     call("stats", (engine) => engine.getContainer(id).stats({ stream: false })).pipe(

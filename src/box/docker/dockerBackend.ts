@@ -10,19 +10,27 @@ import { ensureLockdown } from "./lockdown.js"
 import { resolveRuntime } from "./runtime.js"
 import { containerSpec } from "./spec.js"
 
+const BOX_PREFIX = containerName("")
+
 const number = (text: string | undefined) => {
   const n = Number(text)
   return text !== undefined && text !== "" && Number.isFinite(n) ? n : null
 }
 
-/** A container of this deployment as roster knows it: read from its labels. */
+/**
+ * A container of this deployment as roster knows it: read from its labels, and its run from its name
+ * (`roster-box-<run-id>`) — a warm box is made under a run id of its own and renamed to the run that
+ * takes it (a name can change, a label cannot); the label names the run it was made under.
+ */
 export const foundBox = (c: ContainerSummary): FoundBox => {
-  const runId = c.labels[C.LABEL_RUN_ID] ?? ""
+  const name = (c.names[0] ?? "").replace(/^\//, "")
+  const named = name.startsWith(BOX_PREFIX) ? name.slice(BOX_PREFIX.length) : ""
+  const runId = isRunId(named) ? named : c.labels[C.LABEL_RUN_ID] ?? ""
   const worker = c.labels[C.LABEL_WORKER] ?? ""
   const pid = number(c.labels[C.LABEL_OWNER_PID])
   return {
     id: c.id,
-    name: (c.names[0] ?? "").replace(/^\//, ""),
+    name,
     runId,
     worker,
     kind: c.labels[C.LABEL_KIND] ?? "",
@@ -80,9 +88,13 @@ export const DockerBackend = Layer.effect(
     const docker = yield* Docker
     const paths = yield* Paths
     const env = Context.omit(Scope.Scope)(yield* Effect.context<BackendEnv>()) as Context.Context<BackendEnv>
+    // A run's box by its name (the engine's filter matches a part of it; the exact one is kept).
     const list = (filter?: { readonly runId?: string; readonly ended?: boolean }) =>
-      docker.containerList(filter?.runId !== undefined ? [`${C.LABEL_RUN_ID}=${filter.runId}`] : [`${C.LABEL_DEPLOYMENT}=${paths.config}`]).pipe(
-        Effect.map((cs) => cs.filter((c) => filter?.ended || c.state === "running" || c.state === "created").map(foundBox))
+      (filter?.runId !== undefined ? docker.containerList([C.LABEL_RUN_ID], containerName(filter.runId)) : docker.containerList([`${C.LABEL_DEPLOYMENT}=${paths.config}`])).pipe(
+        Effect.map((cs) =>
+          cs.filter((c) => filter?.ended || c.state === "running" || c.state === "created").map(foundBox)
+            .filter((b) => filter?.runId === undefined || b.runId === filter.runId)
+        )
       )
     return BoxBackend.of({
       ping: docker.ping,
@@ -101,6 +113,7 @@ export const DockerBackend = Layer.effect(
           Effect.flatMap((boxes) => Effect.forEach(boxes, (b) => docker.containerKill(b.id))),
           Effect.map((killed) => killed.filter(Boolean).length)
         ),
+      rename: (box, runId) => docker.containerRename(box, containerName(runId)),
       kill: (box) => docker.containerKill(box),
       remove: (box) => docker.containerKill(box).pipe(Effect.zipRight(docker.containerRemove(box))),
       imageId: (image) => Effect.map(docker.imageInspect(image), (found) => found?.id),
