@@ -33,12 +33,16 @@ describe("a run", () => {
   /** org.toml with `[box] runtime` and `warm` set: the next run reads it. The cold rows keep warm boxes off. */
   const useRuntime = (runtime: "runc" | "runsc", warm: "off" | "recent" = "off") =>
     fs.writeFileSync(path.join(env.ROSTER_HOME ?? "", "config", "org.toml"), `${orgToml}[box]\nruntime = "${runtime}"\nwarm = "${warm}"\n`)
-  /** The deployment's warm box once the daemon has it ready (the premise of a warm run: made before it is asked for). */
+  /**
+   * The deployment's warm box once the daemon has it ready (the premise of a warm run: made before it is
+   * asked for): its preflight is in (a box taken sooner waits for the rest of it).
+   */
   const warmBoxReady = () => {
     const until = Date.now() + 30_000
     for (;;) {
       const [box] = warmBoxes(path.join(env.ROSTER_HOME ?? "", "config"))
-      if (box) return box.id
+      const events = box ? path.join(env.ROSTER_HOME ?? "", "data", "runs", "alice", box.runId, "events.jsonl") : ""
+      if (box && fs.existsSync(events) && fs.readFileSync(events, "utf8").includes(`"preflight"`)) return box.id
       if (Date.now() > until) throw new Error("no warm box was made in 30 s (see state/gateway.log)")
       spawnSync("sleep", ["0.1"])
     }

@@ -1,6 +1,6 @@
 // roster box extension: run_env — a warm box is started before any run takes it, so what only its
-// run knows (ROSTER_TASK_ID for a queued task; its gated repos' base, when their canonical repo moved
-// since the box was made) cannot be in the box's environment. The run that
+// run knows (its ROSTER_RUN_ID; ROSTER_TASK_ID for a queued task; its gated repos' branch, and their
+// base when their canonical repo moved since the box was made) cannot be in the box's environment. The run that
 // takes it writes those variables to /pihome/.roster-run-env.json before its first prompt; each
 // agent start puts them in pi's own environment, which the bash tool's commands inherit. Only the
 // names below: the file never changes the proxy or anything else pi was started with. A cold box
@@ -10,6 +10,7 @@ import { readFileSync } from "node:fs"
 
 const FILE = "/pihome/.roster-run-env.json"
 const NAMES = [
+  "ROSTER_RUN_ID",
   "ROSTER_TASK_ID",
   "ROSTER_REPOS_JSON",
   "ROSTER_KNOWLEDGE_DIR",

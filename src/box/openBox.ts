@@ -49,7 +49,7 @@ export interface OpenBox {
 }
 
 /** What the run's record says of its box: its container, image, runtime, owner, deadline, ceiling and whether it was warm. */
-export const noteBox = (record: OpenRecord, plan: BoxPlan, ceilingMin: number | null, warm: boolean) =>
+export const noteBox = (record: OpenRecord, plan: BoxPlan, ceilingMin: number | null, warm: boolean, warmBox?: string) =>
   record.note({
     container: containerName(plan.runId),
     image: plan.image,
@@ -57,6 +57,7 @@ export const noteBox = (record: OpenRecord, plan: BoxPlan, ceilingMin: number | 
     owner: plan.owner,
     deadline: new Date(plan.deadline).toISOString(),
     warm,
+    ...(warmBox !== undefined ? { warm_box: warmBox } : {}),
     ...(ceilingMin !== null ? { ceiling_min: ceilingMin } : {})
   })
 

@@ -11,6 +11,7 @@ import { routeKey, systemPromptOf } from "./context.js"
 import { type Identity, mintIdentity } from "./identity.js"
 import { drainTo, outputCaps } from "./output.js"
 import { failedPreflightLine } from "./preflight.js"
+import { preflightPassed, type WarmBoxUnready } from "./warmReady.js"
 import { type PreparedRun, prepareRun, type RunLimits } from "./prepareRun.js"
 import { finishRepos } from "../knowledge/backstop.js"
 import { provisionRepos } from "../knowledge/provision.js"
@@ -38,7 +39,10 @@ export const ONE_SHOT: WarmShape = { kind: "one-shot", chatSend: null, termSend:
  * it closes that scope — a claim at its run's end, a recycle at once.
  */
 export interface WarmBox {
-  /** The run id the box was made under (its name, labels and folder): the run that claims it is that run. */
+  /**
+   * The run id the box was made under (its labels; its name and folder until a run takes it). A run
+   * that takes it renames its box and folders to the run's own id (`handOverWarm`).
+   */
   readonly runId: string
   readonly worker: string
   readonly shape: WarmShape
@@ -64,8 +68,16 @@ export interface WarmBox {
   readonly drained: Effect.Effect<void>
   /** Set by the run that takes it, before its record goes in: the folder is then the run's, not removed with the box. */
   readonly claimed: Ref.Ref<boolean>
+  /** The run id its box and folders go by now: its own, until a run takes it under the run's. */
+  readonly goesBy: Ref.Ref<string>
   /** Why it can serve no run (it exited, its preflight failed, its token or folder is gone), once it cannot. */
   readonly spent: Effect.Effect<Option.Option<string>>
+  /**
+   * Once the gateway has the box's preflight, passed (at once for a box that waited long enough). A run
+   * takes the box under its own run id and the gateway finds a run's preflight in the run's folder, so a
+   * report still on its way under the box's old id would never reach the run.
+   */
+  readonly preflightIn: Effect.Effect<void, WarmBoxUnready>
 }
 
 /**
@@ -107,15 +119,17 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
     const { org, settings, mounts, runId, worker } = run
     const runDir = layout(yield* Paths).runDir(worker, runId)
     const claimed = yield* Ref.make(false)
+    const goesBy = yield* Ref.make(runId)
+    // Under both ids: a hand-over cut halfway leaves some of it under each.
+    const untaken = <R>(f: (id: string) => Effect.Effect<unknown, unknown, R>) =>
+      Effect.all([Ref.get(claimed), Ref.get(goesBy)]).pipe(Effect.flatMap(([c, now]) =>
+        c ? Effect.void : Effect.forEach(new Set([runId, now]), (id) => f(id).pipe(Effect.ignore), { discard: true })))
     // First, so it runs last: a box no run claimed leaves no folder (no run ever had it).
     yield* Effect.addFinalizer(() =>
-      Ref.get(claimed).pipe(Effect.flatMap((c) =>
-        c ? Effect.void : Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(runDir, { recursive: true })).pipe(Effect.ignore)
-      )))
+      untaken((id) => Effect.flatMap(Effect.zip(FileSystem.FileSystem, Paths), ([fs, paths]) => fs.remove(layout(paths).runDir(worker, id), { recursive: true }))))
     const store = yield* provisionStore(worker)
     // Its clones go with it unless a run took it (the run's own close then backstops them): nothing was done in them.
-    yield* Effect.addFinalizer(() =>
-      Ref.get(claimed).pipe(Effect.flatMap((c) => (c ? Effect.void : finishRepos(worker, runId).pipe(Effect.ignore)))))
+    yield* Effect.addFinalizer(() => untaken((id) => finishRepos(worker, id)))
     const checkouts = yield* provisionRepos(worker, runId, mounts, hostUser())
     const identity = yield* mintIdentity(worker, runId, null, undefined, true)
     const system = systemPromptOf(run.identity, mounts, [], run.channel)
@@ -145,10 +159,15 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
     const err = yield* Effect.forkScoped(drainTo(box.stderr, files.stderr, caps))
     yield* box.start
     const exit = yield* Effect.forkScoped(box.exited.pipe(Effect.either))
+    const checked = yield* Deferred.make<void, WarmBoxUnready>()
+    yield* Effect.forkScoped(preflightPassed(worker, runDir, failed, exit).pipe(Effect.exit, Effect.flatMap((done) => Deferred.done(checked, done))))
     const fs = yield* FileSystem.FileSystem
     const spent = Effect.gen(function*() {
       const why = yield* Deferred.poll(failed)
       if (Option.isSome(why)) return Option.some(yield* why.value)
+      const check = yield* Deferred.poll(checked)
+      const unready = Option.isSome(check) ? yield* Effect.flip(check.value).pipe(Effect.option) : Option.none<WarmBoxUnready>()
+      if (Option.isSome(unready)) return Option.some(unready.value.why)
       const exited = yield* Fiber.poll(exit)
       if (Option.isSome(exited)) return Option.some("its box exited before a run took it")
       // Nothing else may have taken its token or its folder (for a stray's): a box without them cannot serve.
@@ -160,7 +179,8 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
       box: { id: box.id, exited: box.exited, write: box.write, closeStdin: box.closeStdin, kill: box.kill },
       // Awaited, never joined: a join would merge the drains' fiber refs (the console and logger of whatever made
       // the box) into the run that claims it, and its closing lines would go to another run's reader.
-      lines, stdoutEnded: Fiber.await(out).pipe(Effect.asVoid), drained: Fiber.await(out).pipe(Effect.zipRight(Fiber.await(err)), Effect.asVoid), claimed, spent
+      lines, stdoutEnded: Fiber.await(out).pipe(Effect.asVoid), drained: Fiber.await(out).pipe(Effect.zipRight(Fiber.await(err)), Effect.asVoid), claimed, goesBy, spent,
+      preflightIn: Deferred.await(checked)
     }
   })
 
@@ -171,19 +191,27 @@ export const sameShape = (a: WarmShape, b: WarmShape) =>
 /** A warm box taken for a run, with that run as it was prepared for the check: the run is made from exactly what was checked. */
 export interface TakenWarm extends WarmBox {
   readonly run: PreparedRun
+  /** The run id the box was made under, before it was handed to the run (its `runId` now). */
+  readonly madeAs: string
+  /**
+   * Once the engine has the box under the run's name: the gateway finds a run's box by its name, so
+   * the claim awaits it before the first prompt (the engine takes 10–20 ms, done meanwhile).
+   */
+  readonly renamed: Effect.Effect<void, DockerError>
 }
 
 /**
- * The run `warm` would serve, of this shape and these limits of its worker, prepared now under the box's
- * run id — when the box can still serve and the run is made from exactly what the box was (its shape,
- * org.toml, worker.toml, identity, grants, the image); none otherwise.
+ * The run `warm` would serve, of this shape and these limits of its worker, prepared now under its own
+ * run id (`runId`, or a new one; the box is renamed to it when it is handed over) — when the box can still serve and the run
+ * is made from exactly what the box was (its shape, org.toml, worker.toml, identity, grants, the image);
+ * none otherwise.
  */
-export const warmFits = Effect.fn("warm.fits")(function*(warm: WarmBox, shape: WarmShape, limits: RunLimits) {
+export const warmFits = Effect.fn("warm.fits")(function*(warm: WarmBox, shape: WarmShape, limits: RunLimits, runId?: string) {
   if (!sameShape(warm.shape, shape) || Option.isSome(yield* warm.spent)) return Option.none<PreparedRun>()
   // At once: the image's id is a question to the engine, the run's prologue mostly file reads.
   const [image, run] = yield* Effect.all([
     (yield* BoxBackend).imageId(warm.plan.image).pipe(Effect.orElseSucceed(() => undefined)),
-    prepareRun({ worker: warm.worker, kind: shape.kind, channel: shape.channel, limits, runId: warm.runId })
+    prepareRun({ worker: warm.worker, kind: shape.kind, channel: shape.channel, limits, ...(runId !== undefined ? { runId } : {}) })
   ], { concurrency: "unbounded" })
   return image !== undefined && image === warm.imageId && warmDigest(run, shape) === warm.madeFrom ? Option.some(run) : Option.none<PreparedRun>()
 })
@@ -197,7 +225,9 @@ export const removeUntakenWarm = Effect.fn("warm.removeUntaken")(function*(worke
   const fs = yield* FileSystem.FileSystem
   const dir = layout(yield* Paths).runDir(worker, runId)
   if (yield* fs.exists(runFiles(dir).record)) return false
-  yield* fs.remove(dir, { recursive: true })
+  // None when the box was being handed over (its folder is under the run's id by now); its clones may still be here.
+  const had = yield* fs.exists(dir)
+  if (had) yield* fs.remove(dir, { recursive: true })
   yield* finishRepos(worker, runId)
-  return true
+  return had
 })

@@ -10,7 +10,7 @@ import { knowledgeVars } from "../knowledge/Checkout.js"
 import { refreshCheckouts } from "../knowledge/refresh.js"
 import { noteBox, type OpenBox, reposOnClose, snapshotOnClose } from "./openBox.js"
 import { hostUser } from "./provision.js"
-import type { WarmBox } from "./warmBox.js"
+import type { TakenWarm } from "./warmBox.js"
 
 /** The run that takes a warm box: its record, task and channel, its ceiling, its first prompt, who reads its lines. */
 export interface WarmClaim {
@@ -35,7 +35,7 @@ export interface WarmClaim {
  * bound to the run, its ceiling starting now. A one-shot's Start input goes as pi's first prompt and
  * the conversation is closed after that one turn, so the box exits as a one-shot box does.
  */
-export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim: WarmClaim) {
+export const claimWarm = Effect.fn("warm.claim")(function*(warm: TakenWarm, claim: WarmClaim) {
   const { record } = claim
   yield* snapshotOnClose(record, warm.settings.store.snapshots)
   // After the box is gone, as a cold box's: the run's repo work backstopped, its clones removed.
@@ -47,9 +47,10 @@ export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim:
   const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(claim.ceiling)
   const kind = claim.taskId ? "task" as const : warm.shape.kind === "session" ? "session" as const : "box" as const
   const plan = { ...warm.plan, kind, taskId: claim.taskId, deadline }
-  yield* noteBox(record, plan, claim.ceilingMin, true)
-  const runEnv = { ...(claim.taskId ? { ROSTER_TASK_ID: claim.taskId } : {}), ...knowledgeVars(checkouts) }
-  if (Object.keys(runEnv).length > 0) yield* writeRunEnv(warm.plan.dirs.pihome, runEnv)
+  yield* noteBox(record, plan, claim.ceilingMin, true, warm.madeAs)
+  // Its run id too: the box was started under an id of its own, and handed to the run under the run's.
+  const runEnv = { ROSTER_RUN_ID: record.runId, ...(claim.taskId ? { ROSTER_TASK_ID: claim.taskId } : {}), ...knowledgeVars(checkouts) }
+  yield* writeRunEnv(warm.plan.dirs.pihome, runEnv)
   const runLog = yield* RunLog
   const closed = yield* Ref.make(false)
   // One turn: its end (or pi refusing the prompt) closes pi's stdin, and pi exits 0 as json mode does.
@@ -62,6 +63,8 @@ export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim:
     const ends = event === "turn-end" || event === "settled" || event === "prompt-refused"
     return claim.onLine(line).pipe(Effect.zipRight(ends ? closeOnce : Effect.void))
   })
+  // The box goes by the run's name before pi is asked anything: the run's first request is served under that name.
+  yield* warm.renamed
   if (prompt !== undefined) yield* warm.box.write(`${JSON.stringify({ type: "prompt", message: prompt })}\n`)
   return {
     id: warm.box.id,
@@ -82,7 +85,7 @@ export const claimWarm = Effect.fn("warm.claim")(function*(warm: WarmBox, claim:
 
 /**
  * What a cold box of the run has in its environment and a warm one could not (it started before
- * its run was known: its task, its repos' base when they moved since): written before the first
+ * its run was known: its run id, its task, its repos' branch and base): written before the first
  * prompt, read by the box's run_env extension. A failure to write it fails the claim, so a task
  * never runs without its id.
  */

@@ -29,8 +29,8 @@ const refreshOne = (c: Checkout, user: { readonly uid: number; readonly gid: num
 /**
  * A warm box's gated repos at its claim: each clone at its canonical head (the one it was made at,
  * or the newer one it is moved to), and the host's record of them saying so — the push and the
- * backstop measure the run's work from that base. The run's branch is already the run's: a warm
- * box's run id is its run's.
+ * backstop measure the run's work from that base. The run's branch is already the run's: the box was
+ * handed over under the run's id (moveCheckouts).
  */
 export const refreshCheckouts = Effect.fn("knowledge.refresh")(function*(
   worker: string,

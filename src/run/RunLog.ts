@@ -45,6 +45,8 @@ export const RunRecord = Schema.Struct({
   ceiling_min: Schema.optional(Schema.Number),
   /** Whether the run took a warm box (made ready before it was asked for) or started its own. */
   warm: Schema.optional(Schema.Boolean),
+  /** The run id the warm box it took was made under: the box, its folder and its clones were renamed to this run's. */
+  warm_box: Schema.optional(Schema.String),
   /** The engine refused the kill at its ceiling (or stop), with what it said: the box may have outlived it until the reaper found it. */
   kill_error: Schema.optional(Schema.String),
   /** When its ceiling ends it: the box's deadline label and its runner's timer, one moment (read just before the box was made). */

@@ -39,10 +39,10 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
   readonly direct: (req: DirectRun, view: DirectView) => Effect.Effect<number, RunError>
   /**
    * The worker's warm box for a one-shot on this channel (or none) with these limits, when this node has
-   * one that fits (a queued task's claim takes it before its run id is written). Its taker passes it to
-   * `once`, which closes it.
+   * one that fits (a queued task's claim takes it before its run id is written), handed over under `runId`
+   * (a fleet claim's, written by its statement) or a new one. Its taker passes it to `once`, which closes it.
    */
-  readonly takeWarm: (worker: string, channel: string | null, limits: WarmLimits) => Effect.Effect<Option.Option<TakenWarm>>
+  readonly takeWarm: (worker: string, channel: string | null, limits: WarmLimits, runId?: string) => Effect.Effect<Option.Option<TakenWarm>>
 }>() {
   /** Over the services of the context it is built in (the CLI's RosterLive, or the daemon's own fleet stores). */
   static readonly layer: Layer.Layer<Runner, never, RunEnv> = Layer.effect(
@@ -57,7 +57,7 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
       const pool = Option.getOrUndefined(yield* Effect.serviceOption(WarmPool))
       // After a run of a worker, its next box is made of that run's shape.
       const refill = (worker: string, shape: WarmShape) => (pool ? pool.refill(worker, shape) : Effect.void)
-      const take = (worker: string, shape: WarmShape, limits: WarmLimits) => (pool ? pool.take(worker, shape, limits) : Effect.succeedNone)
+      const take = (worker: string, shape: WarmShape, limits: WarmLimits, runId?: string) => (pool ? pool.take(worker, shape, limits, runId) : Effect.succeedNone)
       /** The worker's warm box for a run of this shape and limits, closed after `run` whatever happens (a claim made it the run's). */
       const withWarm = <A, E, R>(worker: string, shape: WarmShape, limits: WarmLimits, run: (warm: TakenWarm | undefined) => Effect.Effect<A, E, R>) =>
         // The box's close is armed before the run can be interrupted: a run stopped at its start leaves no box behind.
@@ -73,7 +73,7 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
             Effect.ensuring(req.warm ? Scope.close(req.warm.scope, Exit.void) : Effect.void),
             Effect.ensuring(refill(req.worker, oneShot(req.channel ?? null)))
           ),
-        takeWarm: (worker, channel, limits) => take(worker, oneShot(channel), limits),
+        takeWarm: (worker, channel, limits, runId) => take(worker, oneShot(channel), limits, runId),
         session: (req) => {
           const shape = sessionShape(req)
           return withWarm(req.worker, shape, { idleSecs: req.limits?.idleSecs, sessionCeilingMin: req.limits?.ceilingMin }, (warm) =>

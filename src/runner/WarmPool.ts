@@ -4,10 +4,14 @@ import type { Org } from "../config/schema.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { recentWorkers } from "../box/recentWorkers.js"
 import type { PreparedRun, RunLimits } from "../box/prepareRun.js"
+import { handOverWarm } from "../box/warmHandOver.js"
 import { ONE_SHOT, prepareWarm, sameShape, type TakenWarm, type WarmBox, warmFits, type WarmShape } from "../box/warmBox.js"
 
 /** What making and checking a warm box needs of roster (the engine, the files, the org). */
-export type WarmEnv = Effect.Effect.Context<ReturnType<typeof prepareWarm>> | Effect.Effect.Context<ReturnType<typeof warmFits>>
+export type WarmEnv =
+  | Effect.Effect.Context<ReturnType<typeof prepareWarm>>
+  | Effect.Effect.Context<ReturnType<typeof warmFits>>
+  | Effect.Effect.Context<ReturnType<typeof handOverWarm>>
 
 /** org.toml keeps no warm box: `[box] warm = "off"`, or room for none. */
 const warmOff = (org: Org) => org.box.warm === "off" || org.box.warm_max === 0
@@ -23,10 +27,12 @@ export type WarmLimits = RunLimits
 export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
   /**
    * The worker's warm box when it fits a run of this shape and limits, taken out of the pool (the taker
-   * closes its scope), with that run prepared as it was checked. Not interruptible (a few ms): the taker
-   * takes it in an uninterruptible region too and arms the box's close before it lets go of that.
+   * closes its scope), with that run prepared as it was checked and the box handed to it under the run's
+   * id (`runId`, or a new one). Not interruptible (a few ms; a box taken as it was made waits for its
+   * preflight): the taker takes it in an uninterruptible region too and arms the box's close before it
+   * lets go of that.
    */
-  readonly take: (worker: string, shape: WarmShape, limits: WarmLimits) => Effect.Effect<Option.Option<TakenWarm>>
+  readonly take: (worker: string, shape: WarmShape, limits: WarmLimits, runId?: string) => Effect.Effect<Option.Option<TakenWarm>>
   /** A run of the worker ended: its next box, of the shape of that run, is made ready in the background (when warm boxes are on). */
   readonly refill: (worker: string, shape: WarmShape) => Effect.Effect<void>
   /** The warm boxes ready now (no run has taken them), by worker and run id. */
@@ -56,6 +62,7 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
       makePool({
         prepare: prepareWarm,
         fits: warmFits,
+        handOver: handOverWarm,
         // A fleet node the fleet fenced, or one cut off from its database, makes none: it must put its boxes down, not raise more.
         paused: Option.match(member, {
           onNone: () => Effect.succeed(false),
@@ -79,8 +86,10 @@ export class WarmPool extends Context.Tag("roster/WarmPool")<WarmPool, {
 /** How the pool makes a warm box and checks one against a run (the box layer's, or a test's). */
 export interface PoolOps<R> {
   readonly prepare: (worker: string, shape: WarmShape) => Effect.Effect<Option.Option<WarmBox>, { readonly message: string }, R>
-  /** The run the box would serve, prepared under its run id, when it fits one of this shape and limits. */
-  readonly fits: (warm: WarmBox, shape: WarmShape, limits: WarmLimits) => Effect.Effect<Option.Option<PreparedRun>, { readonly message: string }, R>
+  /** The run the box would serve, prepared under a run id of its own, when it fits one of this shape and limits. */
+  readonly fits: (warm: WarmBox, shape: WarmShape, limits: WarmLimits, runId?: string) => Effect.Effect<Option.Option<PreparedRun>, { readonly message: string }, R>
+  /** The box given to that run, under its run id (the box layer renames the box and its folders); as it is when absent. */
+  readonly handOver?: (warm: WarmBox, run: PreparedRun) => Effect.Effect<TakenWarm, { readonly message: string }, R>
   /** While true, no warm box is made. */
   readonly paused?: Effect.Effect<boolean>
 }
@@ -178,7 +187,7 @@ function makePool<R>(ops: PoolOps<R>) {
     yield* Effect.addFinalizer(() => close)
 
     return WarmPool.of({
-      take: (worker, shape, limits) =>
+      take: (worker, shape, limits, runId) =>
         Effect.gen(function*() {
           const warm = (yield* Ref.get(boxes)).get(worker)
           if (warm === undefined || !(yield* remove(warm))) return Option.none()
@@ -187,8 +196,14 @@ function makePool<R>(ops: PoolOps<R>) {
             yield* Queue.offer(jobs, recycle(warm, "[box] warm is off (or warm_max is 0) in org.toml"))
             return Option.none()
           }
-          const fits = yield* ops.fits(warm, shape, limits).pipe(Effect.provide(env), Effect.either)
-          if (fits._tag === "Right" && Option.isSome(fits.right)) return Option.some<TakenWarm>({ ...warm, run: fits.right.value })
+          const fits = yield* ops.fits(warm, shape, limits, runId).pipe(Effect.provide(env), Effect.either)
+          if (fits._tag === "Right" && Option.isSome(fits.right)) {
+            const run = fits.right.value
+            const handed = yield* (ops.handOver ? ops.handOver(warm, run) : Effect.succeed<TakenWarm>({ ...warm, run, madeAs: warm.runId, renamed: Effect.void })).pipe(Effect.provide(env), Effect.either)
+            if (handed._tag === "Right") return Option.some(handed.right)
+            yield* Queue.offer(jobs, recycle(warm, `it could not be handed to run ${run.runId} (${handed.left.message})`))
+            return Option.none()
+          }
           // Said in the daemon's log (by the pool's fiber), not to the person whose run now starts its own box.
           yield* Queue.offer(jobs, recycle(warm, fits._tag === "Left"
             ? `it could not be checked (${fits.left.message})`

@@ -224,26 +224,11 @@ const start = (st: SupervisorState, t: TaskRecord, continues: { readonly task_id
     })
   )
 
-/** The worker's warm box on this node for a fresh run of `t`, when one fits it. */
-const takeWarmFor = (t: TaskRecord) =>
-  Effect.flatMap(Runner, (runner) => runner.takeWarm(t.worker, t.channel ?? null, { ceilingMin: t.ceiling_min ?? undefined })).pipe(
+/** The worker's warm box on this node for a fresh run of `t`, when one fits it (handed over under `runId`, or a new one). */
+const takeWarmFor = (t: TaskRecord, runId?: string) =>
+  Effect.flatMap(Runner, (runner) => runner.takeWarm(t.worker, t.channel ?? null, { ceilingMin: t.ceiling_min ?? undefined }, runId)).pipe(
     Effect.map(Option.getOrUndefined)
   )
-
-/**
- * A fleet claim's run id (written by its statement) swapped for the warm box's it takes; none when
- * the task is no longer that claim's (cancelled meanwhile) — the box is then recycled (its caller
- * recycles it when the write fails or is cut).
- */
-const adoptRunId = (t: TaskRecord, runId: string, warm: TakenWarm) =>
-  Effect.gen(function*() {
-    const store = yield* TaskStore
-    const after = yield* store.update(t.task_id, (x) =>
-      x.status === "running" && x.run_ids.at(-1) === runId ? { ...x, run_ids: [...x.run_ids.slice(0, -1), warm.runId] } : x)
-    if (after.run_ids.at(-1) === warm.runId) return warm.runId
-    yield* Scope.close(warm.scope, Exit.void)
-    return undefined
-  })
 
 /** A claim the statement made too early (a continuation whose run's end the fleet's index had not seen): the task goes back as it was. */
 const unclaim = (t: TaskRecord, runId: string) =>
@@ -282,18 +267,14 @@ const fleetPass = (st: SupervisorState, claimNext: NonNullable<Context.Tag.Servi
         yield* store.update(t.task_id, (x, now) => (x.run_ids.at(-1) === runId ? taskFailed(resumes.fail ?? "it cannot start")(x, now) : x))
         continue
       }
-      // A fresh run takes this node's warm box of its worker: the claim's run id becomes the box's. From the take
-      // to the launch the box is always someone's: closed here if the swap fails or is cut, by adoptRunId when the claim is gone.
-      const launched = yield* Effect.uninterruptibleMask((restore) =>
+      // A fresh run takes this node's warm box of its worker, handed over under the claim's run id. From the take
+      // to the launch the box is always someone's (launch arms its close before anything can interrupt it).
+      yield* Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
-          const warm = resumes.ready === null ? yield* takeWarmFor(t) : undefined
-          const ranAs = warm ? yield* restore(adoptRunId(t, runId, warm)).pipe(Effect.onError(() => Scope.close(warm.scope, Exit.void))) : runId
-          if (ranAs === undefined) return false
-          yield* launch(st, t, ranAs, resumes.ready, warm, restore)
-          return true
+          const warm = resumes.ready === null ? yield* takeWarmFor(t, runId) : undefined
+          yield* launch(st, t, runId, resumes.ready, warm, restore).pipe(Effect.onError(() => (warm ? Scope.close(warm.scope, Exit.void) : Effect.void)))
         })
       )
-      if (!launched) continue
       busy.add(t.worker)
       left--
     }

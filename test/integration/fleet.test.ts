@@ -457,7 +457,7 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     expect(listed.find((t) => t.task_id === id)?.status).toBe("done")
   })
 
-  it("a task claimed on a node takes that node's warm box of its worker: the claim's run is the box's (warm: true)", async () => {
+  it("a task claimed on a node takes that node's warm box of its worker, handed over under the claim's run id (warm: true)", async () => {
     // b is stopped (the tests before): node-a alone claims, and its org.toml alone turns warm boxes on.
     a.writeOrg(`${orgA()}[box]\nwarm = "recent"\n`)
     // A run of alice leaves her one, when she has none now.
@@ -470,9 +470,12 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     const shown = async () => JSON.parse((await a.roster(["task", "show", id, "--json"])).stdout) as { status: string; node?: string; run_ids: Array<string> }
     const by = Date.now() + 30_000
     while (!["done", "failed"].includes((await shown()).status) && Date.now() < by) await new Promise((r) => setTimeout(r, 300))
-    expect(await shown()).toMatchObject({ status: "done", node: "node-a", run_ids: [warmId] })
-    const run = JSON.parse((await a.roster(["runs", "show", warmId, "--json"])).stdout) as Record<string, unknown>
-    expect(run).toMatchObject({ kind: "task", task_id: id, warm: true, exit_code: 0 })
+    // The box was handed over under the claim's own run id (the one its statement wrote), not the box's.
+    const task = await shown()
+    expect(task).toMatchObject({ status: "done", node: "node-a", run_ids: [expect.any(String)] })
+    expect(task.run_ids[0]).not.toBe(warmId)
+    const run = JSON.parse((await a.roster(["runs", "show", task.run_ids[0] ?? "", "--json"])).stdout) as Record<string, unknown>
+    expect(run).toMatchObject({ run_id: task.run_ids[0], kind: "task", task_id: id, warm: true, warm_box: warmId, exit_code: 0 })
   })
 
   it("a claim on another node starts cold: node-b runs alice's task in a box of its own (warm: false) while node-a's warm box of alice stays node-a's, untaken; node-b then makes its own", async () => {

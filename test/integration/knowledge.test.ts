@@ -291,15 +291,17 @@ echo warm > warm.md && git add warm.md && git commit -qm "warm work" && echo COM
 `)
       const r = await d.roster(["worker", "run", "alice", prompt])
       expect(r.code, r.stderr).toBe(0)
+      // The run took the box under its own id: its clones' folder and branch renamed to the run's.
       const run = lastRun(d)
-      expect(run.id).toBe(warm)
-      expect(run.record).toMatchObject({ warm: true })
-      for (const mark of [`HEAD ${moved}`, `BRANCH roster/alice/${warm}`, "written after the warm box", "COMMITTED"]) expect(run.stdout).toContain(mark)
-      const ref = `refs/quarantine/run-${warm}`
+      expect(run.id).not.toBe(warm)
+      expect(run.record).toMatchObject({ warm: true, warm_box: warm })
+      for (const mark of [`HEAD ${moved}`, `BRANCH roster/alice/${run.id}`, "written after the warm box", "COMMITTED"]) expect(run.stdout).toContain(mark)
+      const ref = `refs/quarantine/run-${run.id}`
       expect(run.record.knowledge).toEqual([{ connection: "knowledge", base: moved, head: sh(canonical, "rev-parse", ref), quarantined_ref: ref }])
       expect(sh(canonical, "rev-parse", `${ref}^`)).toBe(moved)
       expect(sh(canonical, "rev-parse", "main")).toBe(moved)
       expect(fs.existsSync(d.file("data", "repos", "alice", warm))).toBe(false)
+      expect(fs.existsSync(d.file("data", "repos", "alice", run.id))).toBe(false)
       // The next warm box, with its own clone, left by a daemon killed with -9: the next daemon removes its clone too.
       const next = await warmId()
       expect(next).not.toBe("")

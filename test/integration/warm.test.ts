@@ -16,6 +16,9 @@ const CONNECT = `T=\${HTTP_PROXY#http://}; T=\${T%%:*}; P=\${HTTP_PROXY##*:}; ` 
   `A=$(printf '%s:x' "$T" | base64 | tr -d '\\n'); ` +
   `connect() { (printf 'CONNECT %s HTTP/1.1\\r\\nProxy-Authorization: Basic %s\\r\\n\\r\\n' "$1" "$A"; sleep 1) | nc -w 3 host.docker.internal "$P"; }; `
 
+/** When a run id says its run started (its stamp, to the second). */
+const stampOf = (runId: string) => Date.parse(`${runId.slice(0, 10)}T${runId.slice(11, 19).replaceAll("-", ":")}Z`)
+
 const until = async <A>(what: string, probe: () => Promise<A | undefined> | A | undefined, ms = 30_000): Promise<A> => {
   const deadline = Date.now() + ms
   for (;;) {
@@ -108,22 +111,29 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     expect(audited.filter((l) => l.host === "198.51.100.7" && l.status === 403)).toHaveLength(1)
   })
 
-  it("the next worker run takes it: the run is the warm box's run, its first request is served under that run id, the box's env names it", async () => {
+  it("the next worker run takes it under a run id of its own (when it started, not when the box was made): the box and its folder renamed to it, its first request served under it, the box's env names it", async () => {
     const warm = await warmBox()
     const r = await workerRun(`!${CONNECT}connect 198.51.100.7:9099; echo; echo "run=$ROSTER_RUN_ID"`)
     expect(r.code, r.stderr).toBe(0)
-    expect(r.stdout).toContain(`box ${warm.runId} ended by exit (exit code 0)`)
-    const rec = record(warm.runId)
-    expect(rec).toMatchObject({ run_id: warm.runId, kind: "box", warm: true, ended_by: "exit", exit_code: 0, preflight: { ok: true } })
+    const runId = latestRunId(d.file("data", "runs", "alice"))
+    expect(runId).not.toBe(warm.runId)
+    expect(r.stdout).toContain(`box ${runId} ended by exit (exit code 0)`)
+    const rec = record(runId)
+    expect(rec).toMatchObject({ run_id: runId, kind: "box", warm: true, warm_box: warm.runId, ended_by: "exit", exit_code: 0, preflight: { ok: true } })
+    // Its id says when it started (ids are sortable by start), and the box's own folder is the run's now.
+    expect(Date.parse(rec.started_at) - stampOf(runId)).toBeGreaterThanOrEqual(0)
+    expect(Date.parse(rec.started_at) - stampOf(runId)).toBeLessThan(2_000)
+    expect(stampOf(runId)).toBeGreaterThanOrEqual(stampOf(warm.runId))
+    expect(fs.existsSync(runDir(warm.runId))).toBe(false)
     // Its ceiling starts at the claim, not when the box was made.
     expect(Date.parse(rec.deadline) - Date.parse(rec.started_at)).toBeGreaterThan(29 * 60_000)
     expect(Date.parse(rec.deadline) - Date.parse(rec.started_at)).toBeLessThan(31 * 60_000)
-    const transcript = fs.readFileSync(path.join(runDir(warm.runId), "stdout.jsonl"), "utf8")
+    const transcript = fs.readFileSync(path.join(runDir(runId), "stdout.jsonl"), "utf8")
     expect(transcript).toContain("HTTP/1.1 200 Connection Established")
     expect(transcript).toContain(outside.greeting)
-    expect(transcript).toContain(`run=${warm.runId}`)
-    const audited = await auditedOnce(d.file("state", "audit"), (lines) => lines.some((l) => l.run_id === warm.runId && l.status === 200))
-    expect(audited.filter((l) => l.run_id === warm.runId && l.host === "198.51.100.7").map((l) => l.status)).toEqual([200])
+    expect(transcript).toContain(`run=${runId}`)
+    const audited = await auditedOnce(d.file("state", "audit"), (lines) => lines.some((l) => l.run_id === runId && l.status === 200))
+    expect(audited.filter((l) => l.run_id === runId && l.host === "198.51.100.7").map((l) => l.status)).toEqual([200])
     // And it is gone with its run: the next warm box is another, under a new run id and token.
     const next = await warmBox()
     expect(next.runId).not.toBe(warm.runId)
@@ -152,11 +162,12 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     expect(one.code, one.stderr).toBe(0)
     expect(two.code, two.stderr).toBe(0)
     // The runs' folders (a warm box made since has one too, with no record yet).
-    const ran = fs.readdirSync(d.file("data", "runs", "alice")).filter((id) => (!before.has(id) || id === warm.runId) && fs.existsSync(path.join(runDir(id), "run.json")))
+    const ran = fs.readdirSync(d.file("data", "runs", "alice")).filter((id) => !before.has(id) && fs.existsSync(path.join(runDir(id), "run.json")))
       .map((id) => record(id) as { run_id: string; warm: boolean; started_at: string; finished_at: string })
       .sort((a, b) => Date.parse(a.started_at) - Date.parse(b.started_at))
     expect(ran).toHaveLength(2)
-    expect(ran[0]).toMatchObject({ run_id: warm.runId, warm: true })
+    expect(ran[0]).toMatchObject({ warm: true })
+    expect(fs.existsSync(runDir(warm.runId))).toBe(false)
     // Never two boxes of alice at once: the second started after the first had ended.
     expect(Date.parse(ran[1]!.started_at)).toBeGreaterThanOrEqual(Date.parse(ran[0]!.finished_at))
     const waited = [one, two].filter((r) => r.stderr.includes("alice has a box running (one box per worker): this run starts when it ends"))
@@ -176,14 +187,15 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     // The stale box is gone, its folder with it (no run ever had it).
     expect((await boxesOf()).map((c) => c.Labels["roster.run-id"])).not.toContain(stale.runId)
     await until("the stale box's folder's removal (last of its recycling)", () => (!fs.existsSync(runDir(stale.runId)) ? true : undefined), 5_000)
-    const fresh = await warmBox()
+    await warmBox()
     const warm = await workerRun(prompt)
-    expect(record(fresh.runId)).toMatchObject({ warm: true, exit_code: 5 })
+    const warmId = latestRunId(d.file("data", "runs", "alice"))
+    expect(record(warmId)).toMatchObject({ warm: true, exit_code: 5 })
     const same = (s: string, runId: string) => s.replaceAll(runId, "RUN")
     expect(warm.code).toBe(5)
     expect(cold.code).toBe(5)
-    expect(same(warm.stdout, fresh.runId)).toBe(same(cold.stdout, coldId))
-    expect(same(warm.stderr, fresh.runId)).toBe(same(cold.stderr, coldId))
+    expect(same(warm.stdout, warmId)).toBe(same(cold.stdout, coldId))
+    expect(same(warm.stderr, warmId)).toBe(same(cold.stderr, coldId))
     expect(warm.stdout).toContain(SHOWN_LINES)
     expect(warm.stdout).toContain("message from alice: a note\n")
     expect(warm.stderr).toContain("to stderr")
@@ -205,7 +217,7 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     expect((await docker.getContainer(fresh.id).inspect()).Image).toBe(rebuilt)
   })
 
-  it("a queued task takes its worker's warm box: the task's run is the box's run, kind task, its token bound to the task", async () => {
+  it("a queued task takes its worker's warm box: the task's run is the box's, renamed to the task's run, kind task, its token bound to the task", async () => {
     const warm = await warmBox()
     const added = await d.roster(["task", "add", "alice", `!${ACT}act remember '{"text":"from the task"}'`, "--json"])
     expect(added.code, added.stderr).toBe(0)
@@ -214,12 +226,15 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
       const shown = JSON.parse((await d.roster(["task", "show", taskId, "--json"])).stdout) as { status: string; run_ids: Array<string> }
       return shown.status === "done" || shown.status === "failed" ? shown : undefined
     })
-    expect(task).toMatchObject({ status: "done", run_ids: [warm.runId] })
-    expect(record(warm.runId)).toMatchObject({ kind: "task", task_id: taskId, warm: true, ended_by: "exit", exit_code: 0 })
+    expect(task).toMatchObject({ status: "done", run_ids: [expect.any(String)] })
+    const runId = task.run_ids[0]!
+    expect(runId).not.toBe(warm.runId)
+    expect(record(runId)).toMatchObject({ kind: "task", task_id: taskId, warm: true, warm_box: warm.runId, ended_by: "exit", exit_code: 0 })
+    expect(fs.existsSync(runDir(warm.runId))).toBe(false)
     // The gateway took the task from the bound token: the memory entry it wrote names the task's run.
-    expect(fs.readFileSync(path.join(runDir(warm.runId), "stdout.jsonl"), "utf8")).toMatch(/HTTP\/1\.[01] 200/)
+    expect(fs.readFileSync(path.join(runDir(runId), "stdout.jsonl"), "utf8")).toMatch(/HTTP\/1\.[01] 200/)
     const memory = JSON.parse((await d.roster(["memory", "list", "alice", "--json"])).stdout) as Array<{ text: string; run_id?: string }>
-    expect(memory.find((m) => m.text === "from the task")).toMatchObject({ run_id: warm.runId })
+    expect(memory.find((m) => m.text === "from the task")).toMatchObject({ run_id: runId })
   })
 
   it("a warm box takes no [supervisor] concurrency slot: with one slot and alice's warm box waiting, a task of bob's runs at once", async () => {

@@ -91,6 +91,39 @@ describe("the warm pool (its timing, room and recycling, over fake boxes and the
       expect(workersOf(yield* p.ready)).toEqual([])
     }))
 
+  it.scoped("a take hands the box over under the run id its taker gives (a fleet claim's), and one whose hand-over fails is recycled, not given", () =>
+    Effect.gen(function*() {
+      const closed = yield* Ref.make<ReadonlyArray<string>>([])
+      const made = yield* Ref.make(0)
+      const handing = yield* Ref.make(true)
+      const asked = yield* Ref.make<ReadonlyArray<string | undefined>>([])
+      const layer = WarmPool.layerTest({
+        prepare: (worker, shape) => Ref.updateAndGet(made, (n) => n + 1).pipe(Effect.flatMap((n) => fakeBox(worker, shape, n, closed)), Effect.map(Option.some)),
+        fits: (_warm, _shape, _limits, runId) =>
+          Ref.update(asked, (a) => [...a, runId]).pipe(Effect.as(Option.some({ runId: runId ?? "2026-12-06-22-00-00-0000ffff" } as PreparedRun))),
+        handOver: (warm, run) =>
+          Effect.flatMap(Ref.get(handing), (ok) =>
+            ok
+              ? Effect.succeed({ ...warm, run, runId: run.runId, madeAs: warm.runId, renamed: Effect.void })
+              : Effect.fail({ message: "the engine refused the rename" }))
+      }).pipe(Layer.provide(orgOf(yield* Ref.make<BoxKeys>({}))))
+      const p = Context.get(yield* Layer.build(layer), WarmPool)
+      yield* p.refill("alice", ONE_SHOT)
+      yield* settle
+      const claim = "2026-12-06-22-00-00-0000c1a1"
+      const taken = yield* p.take("alice", ONE_SHOT, {}, claim)
+      expect(Option.map(taken, (t) => [t.runId, t.run.runId, t.madeAs])).toEqual(Option.some([claim, claim, "2026-12-05-00-00-00-00000001"]))
+      expect(yield* Ref.get(asked)).toEqual([claim])
+      yield* p.refill("alice", ONE_SHOT)
+      yield* settle
+      yield* Ref.set(handing, false)
+      expect(Option.isNone(yield* p.take("alice", ONE_SHOT, {}))).toBe(true)
+      yield* settle
+      // The box that could not be handed over is closed (recycled), not left out of the pool unowned.
+      expect(yield* Ref.get(closed)).toEqual(["2026-12-05-00-00-00-00000002"])
+      expect(workersOf(yield* p.ready)).toEqual([])
+    }))
+
   it.scoped("at warm_max the oldest gives its place to the worker that ran last; warm = off makes none", () =>
     Effect.gen(function*() {
       const fits = yield* Ref.make(true)
