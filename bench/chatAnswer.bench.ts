@@ -43,7 +43,8 @@ describe("a chat session's first answer", () => {
   }
   /** The box of a run (a session's box, made warm or cold), while it runs. */
   const boxOf = (runId: string) =>
-    spawnSync("docker", ["ps", "-q", "--filter", `label=roster.deployment=${config()}`, "--filter", `label=roster.run-id=${runId}`], { encoding: "utf8" })
+    // By its name: a warm box keeps the label of the run id it was made under and is renamed to the run that takes it.
+    spawnSync("docker", ["ps", "-q", "--filter", `label=roster.deployment=${config()}`, "--filter", `name=^roster-box-${runId}$`], { encoding: "utf8" })
       .stdout.trim()
   /** The session that answers in `thread`, as its "is here" notice names it. */
   const sessionOf = (thread: string) =>
