@@ -1,21 +1,25 @@
 import { Clock, Effect, Option } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import { runDirs } from "../run/query.js"
-import { readRunDir } from "../run/RunLog.js"
+import { readRunDir, type RunRecord } from "../run/RunLog.js"
 
 /**
  * The workers whose last run ended within `withinMin` minutes, the most recent first, at most `max`:
- * who gets a warm box when the daemon starts. Run ids begin with their start time, so each worker's
- * newest folder is its last run; only that record is read.
+ * who gets a warm box when the daemon starts. Run ids begin with their start time (a warm box's run
+ * takes an id of its own when it takes the box), so each worker's newest folder with a record is its
+ * last run: a newer one without (a warm box a killed daemon left, not taken) is passed over, and no
+ * older record is read.
  */
 export const recentWorkers = Effect.fn("warm.recentWorkers")(function*(withinMin: number, max: number) {
   const files = layout(yield* Paths)
   const now = yield* Clock.currentTimeMillis
-  const newest = new Map<string, string>()
-  for (const ref of yield* runDirs(Option.none())) if (!newest.has(ref.worker)) newest.set(ref.worker, ref.run_id)
+  const last = new Map<string, RunRecord | undefined>()
+  for (const ref of yield* runDirs(Option.none())) {
+    if (last.get(ref.worker) !== undefined) continue
+    last.set(ref.worker, yield* readRunDir(files.runDir(ref.worker, ref.run_id)))
+  }
   const ended: Array<{ readonly worker: string; readonly at: number }> = []
-  for (const [worker, runId] of newest) {
-    const record = yield* readRunDir(files.runDir(worker, runId))
+  for (const [worker, record] of last) {
     const at = record?.finished_at ? Date.parse(record.finished_at) : Number.NaN
     if (Number.isFinite(at) && now - at <= withinMin * 60_000) ended.push({ worker, at })
   }
