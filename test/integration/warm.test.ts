@@ -90,6 +90,9 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
       return fs.existsSync(file) && fs.readFileSync(file, "utf8").includes(`"kind":"preflight","result":{"ok":true`) ? true : undefined
     })
     expect(fs.existsSync(path.join(runDir(warm.runId), "run.json"))).toBe(false)
+    // The daemon's status counts it, in words as in --json.
+    const status = await d.roster(["server", "status"])
+    expect(status.stdout).toContain("boxes: 1 (1 warm: ready for the next run of their worker)")
     // Anything else under its token is refused: egress and box actions alike.
     const exec = await docker.getContainer(warm.id).exec({
       Cmd: ["sh", "-c", `${CONNECT}${ACT}connect 198.51.100.7:9099; echo ---; act remember '{"text":"x"}'`],
