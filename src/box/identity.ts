@@ -57,7 +57,11 @@ export const bindIdentity = (identity: Identity, worker: string, runId: string, 
 export const revokeRunTokens = Effect.fn("identity.revokeRun")(function*(runId: string) {
   const fs = yield* FileSystem.FileSystem
   const dir = layout(yield* Paths).identityDir
-  const names = yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
+  // No folder: no token was ever minted. Any other failure is said: the tokens stay (the gateway refuses them once their run has ended).
+  const names = yield* fs.readDirectory(dir).pipe(Effect.catchAll((e) =>
+    (e._tag === "SystemError" && e.reason === "NotFound"
+      ? Effect.succeed<ReadonlyArray<string>>([])
+      : Effect.logWarning(`run ${runId}: its gateway tokens could not be looked for (${e.message}) — check ${dir}`).pipe(Effect.as<ReadonlyArray<string>>([])))))
   let removed = 0
   for (const name of names.filter((n) => n.endsWith(".json"))) {
     const file = `${dir}/${name}`

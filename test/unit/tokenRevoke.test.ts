@@ -34,4 +34,24 @@ describe("a run's gateway token that cannot be removed", () => {
       expect(path.dirname(identity.file)).toBe(layout(paths).identityDir)
     }).pipe(Effect.provide(Layer.mergeAll(refusingRemove, NodePath.layer, Paths.layerAt(paths))), Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
   })
+
+  it.effect("a token folder that cannot be read is said with the folder; no folder at all (no token yet) is nothing to say", () => {
+    const paths = tempPaths()
+    const logged: Array<string> = []
+    const logger = Logger.make(({ message }) => void logged.push(String(message)))
+    const refusingRead = Layer.effect(
+      FileSystem.FileSystem,
+      Effect.map(FileSystem.FileSystem, (real) => ({
+        ...real,
+        readDirectory: (p: string) => Effect.fail(new SystemError({ reason: "PermissionDenied", module: "FileSystem", method: "readDirectory", pathOrDescriptor: p }))
+      }))
+    ).pipe(Layer.provide(NodeFileSystem.layer))
+    const run = "2026-12-06-00-00-00-0000abcd"
+    return Effect.gen(function*() {
+      expect(yield* revokeRunTokens(run).pipe(Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, Paths.layerAt(paths))))).toBe(0)
+      expect(logged).toEqual([])
+      expect(yield* revokeRunTokens(run).pipe(Effect.provide(Layer.mergeAll(refusingRead, NodePath.layer, Paths.layerAt(paths))))).toBe(0)
+      expect(logged.filter((l) => l.includes(layout(paths).identityDir) && l.includes(run))).toHaveLength(1)
+    }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+  })
 })
