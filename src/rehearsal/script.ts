@@ -4,11 +4,13 @@
  * what the box printed. No intelligence, labelled as a rehearsal wherever it speaks.
  */
 // What the box is, who runs in it, and whether it can leave other than through the gateway
-// (192.0.2.1 is TEST-NET-1: never routed anywhere, and the box has no way out to try).
+// (192.0.2.1 is TEST-NET-1: never routed anywhere, and the box has no way out to try). A locked box's
+// packets are dropped, so "refused" is a timeout: half a second (the preflight's own probe takes 0.3),
+// not the 2 s it was — every rehearsal answer waited on it.
 const EGRESS_PROBE = "node -e \"const s=require('net').connect(443,'192.0.2.1');" +
   "s.on('connect',()=>{console.log('direct egress: CONNECTED');process.exit(0)});" +
   "s.on('error',e=>console.log('direct egress: refused ('+e.code+')'));" +
-  "s.setTimeout(2000,()=>{console.log('direct egress: refused (no route out)');s.destroy()})\""
+  "s.setTimeout(500,()=>{console.log('direct egress: refused (no route out)');s.destroy()})\""
 // A queued task's box names its task, a box with a gated knowledge repo that repo's base (in a warm box's
 // environment only once its run took it: ROSTER_TASK_ID, ROSTER_KNOWLEDGE_BASE).
 export const REHEARSAL_COMMAND = `head -n 2 /etc/os-release; echo "box: uid=$(id -u) host=$(hostname)` +
