@@ -8,10 +8,13 @@ import { readRunDir, type RunRecord } from "../run/RunLog.js"
  * who gets a warm box when the daemon starts. Run ids begin with their start time (a warm box's run
  * takes an id of its own when it takes the box), so each worker's newest folder with a record is its
  * last run: a newer one without (a warm box a killed daemon left, not taken) is passed over, and no
- * older record is read.
+ * older record is read. On a fleet only a worker whose last run was this node's: a warm box is its
+ * node's, and every node warming every worker of the shared folder would multiply the memory it holds.
  */
 export const recentWorkers = Effect.fn("warm.recentWorkers")(function*(withinMin: number, max: number) {
-  const files = layout(yield* Paths)
+  const paths = yield* Paths
+  const files = layout(paths)
+  const node = paths.fleet?.node
   const now = yield* Clock.currentTimeMillis
   const last = new Map<string, RunRecord | undefined>()
   for (const ref of yield* runDirs(Option.none())) {
@@ -21,7 +24,8 @@ export const recentWorkers = Effect.fn("warm.recentWorkers")(function*(withinMin
   const ended: Array<{ readonly worker: string; readonly at: number }> = []
   for (const [worker, record] of last) {
     const at = record?.finished_at ? Date.parse(record.finished_at) : Number.NaN
-    if (Number.isFinite(at) && now - at <= withinMin * 60_000) ended.push({ worker, at })
+    const ours = node === undefined || record?.node === undefined || record.node === node
+    if (ours && Number.isFinite(at) && now - at <= withinMin * 60_000) ended.push({ worker, at })
   }
   return ended.sort((a, b) => b.at - a.at).slice(0, max).map((e) => e.worker)
 })

@@ -42,4 +42,23 @@ describe("the workers that get a warm box at the daemon's start", () => {
       expect(yield* recentWorkers(60, 5)).toEqual(["carol", "erin", "alice", "bob"])
     }).pipe(Effect.provide(Layer.mergeAll(NodeContext.layer, Paths.layerAt(paths))))
   })
+
+  it.effect("on a fleet node, only the workers whose last run was this node's", () => {
+    const paths = tempPaths()
+    const run = (worker: string, node: string, tail: string) => {
+      const id = idAt(3, tail)
+      const dir = layout(paths).runDir(worker, id)
+      fs.mkdirSync(dir, { recursive: true })
+      fs.writeFileSync(path.join(dir, "run.json"), JSON.stringify({
+        run_id: id, worker, kind: "task", task_id: null, started_at: minutesAgo(3), finished_at: minutesAgo(2), ended_by: "exit", exit_code: 0, error: null, node
+      }))
+    }
+    run("alice", "node-a", "0000000a")
+    run("bob", "node-b", "0000000b")
+    const nodeB = { ...paths, fleet: { node: "node-b", shared: paths.data } }
+    return Effect.gen(function*() {
+      yield* TestClock.setTime(NOW)
+      expect(yield* recentWorkers(30, 5)).toEqual(["bob"])
+    }).pipe(Effect.provide(Layer.mergeAll(NodeContext.layer, Paths.layerAt(nodeB))))
+  })
 })
