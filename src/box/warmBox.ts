@@ -117,7 +117,9 @@ export const prepareWarm = Effect.fn("warm.prepare")(function*(worker: string, s
 const makeWarm = (run: PreparedRun, shape: WarmShape) =>
   Effect.gen(function*() {
     const { org, settings, mounts, runId, worker } = run
-    const runDir = layout(yield* Paths).runDir(worker, runId)
+    const fs = yield* FileSystem.FileSystem
+    const place = layout(yield* Paths)
+    const runDir = place.runDir(worker, runId)
     const claimed = yield* Ref.make(false)
     const goesBy = yield* Ref.make(runId)
     // Under both ids: a hand-over cut halfway leaves some of it under each.
@@ -125,8 +127,7 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
       Effect.all([Ref.get(claimed), Ref.get(goesBy)]).pipe(Effect.flatMap(([c, now]) =>
         c ? Effect.void : Effect.forEach(new Set([runId, now]), (id) => f(id).pipe(Effect.ignore), { discard: true })))
     // First, so it runs last: a box no run claimed leaves no folder (no run ever had it).
-    yield* Effect.addFinalizer(() =>
-      untaken((id) => Effect.flatMap(Effect.zip(FileSystem.FileSystem, Paths), ([fs, paths]) => fs.remove(layout(paths).runDir(worker, id), { recursive: true }))))
+    yield* Effect.addFinalizer(() => untaken((id) => fs.remove(place.runDir(worker, id), { recursive: true })))
     const store = yield* provisionStore(worker)
     // Its clones go with it unless a run took it (the run's own close then backstops them): nothing was done in them.
     yield* Effect.addFinalizer(() => untaken((id) => finishRepos(worker, id)))
@@ -161,7 +162,6 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
     const exit = yield* Effect.forkScoped(box.exited.pipe(Effect.either))
     const checked = yield* Deferred.make<void, WarmBoxUnready>()
     yield* Effect.forkScoped(preflightPassed(worker, runDir, failed, exit).pipe(Effect.exit, Effect.flatMap((done) => Deferred.done(checked, done))))
-    const fs = yield* FileSystem.FileSystem
     const spent = Effect.gen(function*() {
       const why = yield* Deferred.poll(failed)
       if (Option.isSome(why)) return Option.some(yield* why.value)

@@ -22,7 +22,6 @@ const PREFLIGHT_CLAIM_WAIT = "5 seconds"
  */
 export const handOverWarm = Effect.fn("warm.handOver")(function*(warm: WarmBox, run: PreparedRun) {
   const to = run.runId
-  if (to === warm.runId) return { ...warm, run, madeAs: warm.runId, renamed: Effect.void } satisfies TakenWarm
   // A box taken in its first moments waits for the rest of its preflight (well under a cold start); one whose preflight hangs is not taken.
   yield* warm.preflightIn.pipe(Effect.timeoutFail({
     duration: PREFLIGHT_CLAIM_WAIT,

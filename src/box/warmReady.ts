@@ -1,5 +1,7 @@
-import { FileSystem, Path } from "@effect/platform"
+import { FileSystem } from "@effect/platform"
 import { Deferred, Effect, Fiber, Option, Schema } from "effect"
+import { Paths } from "../config/Paths.js"
+import { eventsIn, foldEvents } from "../run/events.js"
 
 /** A warm box no run may take: its preflight failed or never came in. */
 export class WarmBoxUnready extends Schema.TaggedError<WarmBoxUnready>()("WarmBoxUnready", {
@@ -11,23 +13,12 @@ export class WarmBoxUnready extends Schema.TaggedError<WarmBoxUnready>()("WarmBo
   }
 }
 
-const PreflightEvent = Schema.parseJson(Schema.Struct({ kind: Schema.Literal("preflight"), result: Schema.Struct({ ok: Schema.Boolean }) }))
-const decodePreflight = Schema.decodeUnknownOption(PreflightEvent)
-
-/** The box's preflight as the gateway recorded it in the folder's events (this node's file or a fleet node's): passed or not, once it is in. */
+/** The box's preflight as the gateway recorded it in the folder's events (a fleet node's in its own file): passed or not, once it is in. */
 const preflightRecorded = (runDir: string) =>
   Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const path = yield* Path.Path
-    const names = yield* fs.readDirectory(runDir).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
-    for (const name of names.filter((n) => /^events(\.[^/]+)?\.jsonl$/.test(n))) {
-      const text = yield* fs.readFileString(path.join(runDir, name)).pipe(Effect.orElseSucceed(() => ""))
-      for (const line of text.split("\n")) {
-        const event = line.includes(`"preflight"`) ? decodePreflight(line) : Option.none()
-        if (Option.isSome(event)) return Option.some(event.value.result.ok)
-      }
-    }
-    return Option.none<boolean>()
+    const { readRunEvents } = eventsIn(yield* FileSystem.FileSystem)
+    const events = yield* readRunEvents(runDir, (yield* Paths).fleet !== undefined)
+    return Option.map(Option.fromNullable(foldEvents(events).preflight), (result) => result.ok)
   })
 
 /** How long a warm box's preflight may take (its own checks give up after 5 s each). */
