@@ -230,7 +230,17 @@ const MIGRATIONS = {
     ], { discard: true })),
   /** The claim and a task's write as functions of the database: planned once a connection, not at every call (see taskFunctions.ts). */
   "15_task_functions": Effect.flatMap(SqlClient, (sql) =>
-    Effect.all([sql.unsafe(CLAIM_NEXT), sql.unsafe(WRITE_TASK)], { discard: true }))
+    Effect.all([sql.unsafe(CLAIM_NEXT), sql.unsafe(WRITE_TASK)], { discard: true })),
+  /**
+   * A key is its worker's own: one unfinished task per worker and key (the fleet-wide index made one
+   * worker's key answer another's add with the other's task, and told a box that a key was in use).
+   */
+  "16_worker_keys": Effect.flatMap(SqlClient, (sql) =>
+    Effect.all([
+      sql`DROP INDEX roster_tasks_key`,
+      sql`CREATE UNIQUE INDEX roster_tasks_key ON roster_tasks (worker, (record->>'key'))
+        WHERE record->>'key' IS NOT NULL AND status IN ('queued', 'held', 'running')`
+    ], { discard: true }))
 }
 
 /** The newest schema this roster knows. */

@@ -331,7 +331,8 @@ export const fleetTaskStore = (node: string, where: string, instance: Effect.Eff
             Effect.tap(announce),
             // Its key is in use by a task that waits or runs: that task is the answer (a twin is never queued).
             Effect.catchIf((e) => t.key !== undefined && isUniqueViolation(e), () =>
-              rows(sql`SELECT record FROM roster_tasks WHERE record->>'key' = ${t.key ?? ""} AND status IN ('queued', 'held', 'running')`).pipe(
+              rows(sql`SELECT record FROM roster_tasks
+                WHERE worker = ${t.worker} AND record->>'key' = ${t.key ?? ""} AND status IN ('queued', 'held', 'running')`).pipe(
                 Effect.flatMap((found) => (found[0] ? Effect.succeed({ ...found[0], existed: true }) : insert(t)))
               )),
             Effect.mapError(fail)

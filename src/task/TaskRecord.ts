@@ -44,6 +44,13 @@ export type Reply = typeof Reply.Type
 /** An idempotency key: printable, at most 128 characters. */
 export const TaskKey = Schema.String.pipe(Schema.pattern(/^[\x21-\x7e]{1,128}$/, { message: () => "a key is 1 to 128 printable characters, no spaces" }))
 
+/**
+ * A task that holds `key` for `worker`: a key is its worker's own (one worker's key never names
+ * another's task), held while the task waits or runs.
+ */
+export const holdsKey = (t: { readonly worker: string; readonly key?: string | undefined; readonly status: TaskStatus }, worker: string, key: string | undefined) =>
+  key !== undefined && t.worker === worker && t.key === key && !isFinal(t.status)
+
 /** A task as `task add` answers it: the task, and whether it was already there (its key was in use). */
 export type AddedTask = TaskRecord & { readonly existed?: boolean }
 

@@ -5,7 +5,7 @@ import { layout, type Paths } from "../config/Paths.js"
 import type { Files } from "../fs/Files.js"
 import { atomicIn } from "../fs/atomic.js"
 import { journalIn } from "../journal/journal.js"
-import { type AddedTask, isFinal, NoSuchTask, type TaskRecord, type TaskRefused, TaskStoreError } from "./TaskRecord.js"
+import { type AddedTask, holdsKey, NoSuchTask, type TaskRecord, type TaskRefused, TaskStoreError } from "./TaskRecord.js"
 import { archivable, localArchive as archiveIn } from "./archive.js"
 import { makeListCache } from "./listCache.js"
 import { type NewTask, newTaskRecord } from "./newRecord.js"
@@ -134,7 +134,7 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
         listArchived: localArchive.list,
         add: (t) =>
           lock.withPermits(1)(Effect.gen(function*() {
-            const twin = t.key === undefined ? undefined : (yield* list).find((x) => x.key === t.key && !isFinal(x.status) && !x.unreadable)
+            const twin = t.key === undefined ? undefined : (yield* list).find((x) => holdsKey(x, t.worker, t.key) && !x.unreadable)
             return twin ? { ...twin, existed: true } : yield* addUnlocked(t)
           })),
         addAll: (ts, admit) =>

@@ -91,7 +91,7 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]])))
       ))))
     expect(results.flatMap((r) => r.applied).sort((x, y) => parseInt(x) - parseInt(y))).toEqual([
-      "1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals", "10_rpc_key", "11_claims", "12_boxes", "13_archive", "14_spend_channel", "15_task_functions"
+      "1_nodes", "2_tasks", "3_fences", "4_spend", "5_memory", "6_runs", "7_audit", "8_taints", "9_approvals", "10_rpc_key", "11_claims", "12_boxes", "13_archive", "14_spend_channel", "15_task_functions", "16_worker_keys"
     ])
     expect(pg.sql("SELECT string_agg(migration_id::text, ',' ORDER BY migration_id) FROM roster_migrations")).toBe(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1).join(","))
     // The runner RPC's key: three nodes asking at once get one key, made once.
@@ -262,6 +262,15 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(new Set(adds.map((t) => t.task_id)).size).toBe(1)
     expect(adds.filter((t) => !t.existed)).toHaveLength(1)
     expect(pg.sql("SELECT count(*) FROM roster_tasks WHERE record->>'key' = 'fleet-key-1'")).toBe("1")
+  })
+
+  it("a key is its worker's own: another worker's add under the same key queues its own task, from any node", async () => {
+    const kw = await onNode("n1", Effect.flatMap(TaskStore, (s) => s.add({ ...newTask("kw", "keyed"), key: "fleet-key-2" })))
+    const kx = await onNode("n2", Effect.flatMap(TaskStore, (s) => s.add({ ...newTask("kx", "mine"), key: "fleet-key-2" })))
+    expect(kx.existed).toBeFalsy()
+    expect(kx.task_id).not.toBe(kw.task_id)
+    expect(kx.worker).toBe("kx")
+    expect(pg.sql("SELECT string_agg(worker, ',' ORDER BY worker) FROM roster_tasks WHERE record->>'key' = 'fleet-key-2'")).toBe("kw,kx")
   })
 
   it("finished tasks past keep_days move to the archive table in one statement, by the same rule as the files: a task a queued one waits on stays; any node reads the archive", async () => {

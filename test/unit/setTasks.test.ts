@@ -103,6 +103,29 @@ describe("set_tasks: a worker queues follow-ups for itself (gateway action)", ()
     }).pipe(Effect.provide(layer))
   })
 
+  it.effect("a key is the worker's own: another worker's task under it neither answers the box nor is said to exist, and a person's add for that worker is its own", () => {
+    const { layer } = deployment()
+    return Effect.gen(function*() {
+      yield* (yield* RunLog).start({ runId: RUN, worker: "alice", kind: "box" })
+      const store = yield* TaskStore
+      const person = { by: "person" as const, run_id: null, task_id: null }
+      const bobs = yield* store.add({ worker: "bob", prompt: "bob's nightly", ceilingMin: null, after: null, origin: person, key: "nightly-12-08" })
+      // The box asks for the key bob holds: it queues its own task, and learns nothing of bob's.
+      const answer = yield* setTasks(alice, body([{ prompt: "alice's nightly", key: "nightly-12-08" }]))
+      expect(answer.status).toBe(200)
+      const [mine] = (answer.body as { queued: Array<string> }).queued
+      expect(mine).not.toBe(bobs.task_id)
+      expect((yield* store.get(mine!))?.worker).toBe("alice")
+      // A person's add for bob under the key alice's box now holds is bob's own task (bob's still waits: that one).
+      const again = yield* store.add({ worker: "bob", prompt: "bob's nightly", ceilingMin: null, after: null, origin: person, key: "nightly-12-08" })
+      expect(again.task_id).toBe(bobs.task_id)
+      const carol = yield* store.add({ worker: "carol", prompt: "carol's", ceilingMin: null, after: null, origin: person, key: "nightly-12-08" })
+      expect(carol.existed).toBeFalsy()
+      expect(carol.task_id).not.toBe(bobs.task_id)
+      expect(carol.task_id).not.toBe(mine)
+    }).pipe(Effect.provide(layer))
+  })
+
   it.effect("refuses a body that is not tasks", () => {
     const { layer } = deployment()
     return Effect.gen(function*() {

@@ -1,7 +1,7 @@
 import { Effect, Either, Schema } from "effect"
 import { OrgConfig } from "../../config/OrgConfig.js"
 import { RunLog } from "../../run/RunLog.js"
-import { isFinal, TaskKey, type TaskRecord, TaskRefused } from "../../task/TaskRecord.js"
+import { holdsKey, TaskKey, type TaskRecord, TaskRefused } from "../../task/TaskRecord.js"
 import { TaskStore } from "../../task/TaskStore.js"
 import { linkContinuation } from "../../task/links.js"
 import { checkReplyTo } from "../../reply/replyTo.js"
@@ -76,8 +76,9 @@ export const setTasks = (caller: BoxCaller, body: string) =>
       replies.push(checked.right)
     }
     // A keyed follow-up whose key a task of this worker's still waiting or running holds is that task.
-    const unfinished = (yield* store.list).filter((t) => t.worker === caller.worker && t.key !== undefined && !isFinal(t.status))
-    const twinOf = (key: string | undefined) => (key === undefined ? undefined : unfinished.find((t) => t.key === key))
+    // A key is the worker's own: another worker's task under the same key is neither found nor said to exist.
+    const mine = (yield* store.list).filter((t) => t.worker === caller.worker)
+    const twinOf = (key: string | undefined) => mine.find((t) => holdsKey(t, caller.worker, key))
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.either)
     if (Either.isLeft(org)) return refused(500, `the deployment's org.toml cannot be read: ${org.left.message}`)
     const max = org.right.supervisor.max_self_tasks
@@ -97,7 +98,7 @@ export const setTasks = (caller: BoxCaller, body: string) =>
         key: t.key
       })),
       (all) => {
-        const raced = fresh.find(({ t }) => t.key !== undefined && all.some((x) => x.key === t.key && !isFinal(x.status)))
+        const raced = fresh.find(({ t }) => all.some((x) => holdsKey(x, caller.worker, t.key)))
         if (raced) return new TaskRefused({ detail: `key ${raced.t.key} is in use by a task that waits or runs: set_tasks again to get it` })
         const waiting = waitingSelfTasks(all, caller.worker)
         return waiting + fresh.length > max
