@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import type { PendingApproval } from "../contract/approval.js"
+import type { CardPlace, PendingApproval } from "../contract/approval.js"
 import type { ChatPlace } from "../contract/origin.js"
 import { chatClient } from "./chatClient.js"
 import { ChatPostError } from "./ChatPostError.js"
@@ -13,9 +13,9 @@ export interface ApprovalCard {
   readonly channel: string
   /** The card's message: Slack's ts, Discord's id. */
   readonly ts: string
+  /** Where it is, as a press must come from to decide its request. */
+  readonly at: CardPlace
 }
-
-
 
 export const cardText = (v: PendingApproval) =>
   `[roster] ${v.worker}'s run ${v.run_id} asks for ${v.method} ${v.host}:${v.port}${v.path ?? ""}, which the policy refuses. ` +
@@ -63,7 +63,9 @@ export const postApprovalCard = (place: ChatPlace, v: PendingApproval) =>
         catch: (e) => new ChatPostError({ where: `discord channel ${channel}`, detail: e instanceof Error ? e.message : String(e) })
       })
       const id = Schema.decodeUnknownOption(Created)(posted)
-      return id._tag === "Some" ? { place, channel, ts: id.value.id } satisfies ApprovalCard : undefined
+      if (id._tag === "None") return undefined
+      const at: CardPlace = { provider: "discord", connection: c.connection, channel: c.channel, ...(place.thread ? { thread: place.thread } : {}), message: id.value.id }
+      return { place, channel, ts: id.value.id, at } satisfies ApprovalCard
     }
     const r = yield* Effect.tryPromise({
       try: () =>
@@ -85,7 +87,10 @@ export const postApprovalCard = (place: ChatPlace, v: PendingApproval) =>
         }),
       catch: (e) => new ChatPostError({ where: `slack channel ${c.channel}`, detail: e instanceof Error ? e.message : String(e) })
     })
-    return { place, channel: c.channel, ts: r.ts ?? "" } satisfies ApprovalCard
+    if (!r.ts) return undefined
+    // Slack: a card in a thread is pressed with its thread's ts; one at the top of the channel, with its own.
+    const at: CardPlace = { provider: "slack", connection: c.connection, channel: c.channel, thread: place.thread ?? r.ts, message: r.ts }
+    return { place, channel: c.channel, ts: r.ts, at } satisfies ApprovalCard
   })
 
 /** The card edited to how the hold ended (who decided, and where): its buttons gone. */

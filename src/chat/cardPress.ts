@@ -12,6 +12,8 @@ export interface CardPress {
   /** The card's thread (Slack: the thread_ts of the card's message), so a word to the presser lands beside it. */
   readonly thread: string | undefined
   readonly user: string
+  /** The message whose button was pressed (Slack: its ts; Discord: its id): the card must be the request's own. */
+  readonly message: string | undefined
   readonly approvalId: string
   readonly decision: CardDecision
   /** Discord: the interaction to answer (within 3 s, or the person sees "interaction failed"); its reply is the presser's alone. */
@@ -25,6 +27,7 @@ const ComponentInteraction = Schema.Struct({
   type: Schema.Literal(3),
   channel_id: Schema.String,
   data: Schema.Struct({ custom_id: Schema.String }),
+  message: Schema.optional(Schema.Struct({ id: Schema.String })),
   member: Schema.optional(Schema.Struct({ user: Schema.Struct({ id: Schema.String }) })),
   user: Schema.optional(Schema.Struct({ id: Schema.String }))
 })
@@ -37,7 +40,10 @@ export const discordPress = (raw: unknown, where: { readonly channel: string; re
   const m = new RegExp(`^${APPROVAL_ACTION}([a-z]+):(ap-[0-9a-f]{8})$`).exec(i.data.custom_id)
   const user = i.member?.user.id ?? i.user?.id
   if (!m || !Schema.is(CardDecision)(m[1]) || user === undefined) return undefined
-  return { provider: "discord", channel: where.channel, thread: where.thread, user, approvalId: m[2] as string, decision: m[1], interaction: { id: i.id, token: i.token } }
+  return {
+    provider: "discord", channel: where.channel, thread: where.thread, user, message: i.message?.id, approvalId: m[2] as string, decision: m[1],
+    interaction: { id: i.id, token: i.token }
+  }
 }
 
 /** The interaction's channel id, to resolve before {@link discordPress}. */
@@ -62,6 +68,7 @@ export const slackPress = (body: unknown): CardPress | undefined => {
   const decision = action.action_id.startsWith(APPROVAL_ACTION) ? action.action_id.slice(APPROVAL_ACTION.length) : ""
   if (!Schema.is(CardDecision)(decision) || action.value === undefined) return undefined
   return {
-    provider: "slack", channel: b.channel.id, thread: b.message?.thread_ts ?? b.message?.ts, user: b.user.id, approvalId: action.value, decision
+    provider: "slack", channel: b.channel.id, thread: b.message?.thread_ts ?? b.message?.ts, user: b.user.id, message: b.message?.ts, approvalId: action.value,
+    decision
   }
 }

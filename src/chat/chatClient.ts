@@ -13,8 +13,8 @@ import { slackWeb } from "./slackWeb.js"
 
 /** The service's client for a mapped place, with the channel id as org.toml spells it. */
 export type ChatClient =
-  | { readonly provider: "slack"; readonly client: WebClient; readonly channel: string }
-  | { readonly provider: "discord"; readonly rest: REST; readonly channel: string }
+  | { readonly provider: "slack"; readonly client: WebClient; readonly channel: string; readonly connection: string }
+  | { readonly provider: "discord"; readonly rest: REST; readonly channel: string; readonly connection: string }
 
 export const placeText = (p: ChatPlace) => `${p.provider} channel ${p.channel}${p.thread ? ` (thread ${p.thread})` : ""}`
 
@@ -30,6 +30,6 @@ export const chatClient = (place: ChatPlace): Effect.Effect<ChatClient, ChatPost
     if (!mapped) return yield* new ChatPostError({ where, detail: `org.toml maps no [[chat.channel]] with id = "${place.channel}" for ${place.provider}` })
     const tokens = yield* chatTokens(place.provider, mapped.chat.connection).pipe(Effect.mapError((detail) => new ChatPostError({ where, detail })))
     return tokens.type === "slack"
-      ? { provider: "slack" as const, client: yield* slackWeb(tokens.bot_token, mapped.chat.api_url), channel: mapped.channel.id }
-      : { provider: "discord" as const, rest: yield* discordRest(tokens.bot_token, mapped.chat.api_url), channel: mapped.channel.id }
+      ? { provider: "slack" as const, client: yield* slackWeb(tokens.bot_token, mapped.chat.api_url), channel: mapped.channel.id, connection: mapped.chat.connection }
+      : { provider: "discord" as const, rest: yield* discordRest(tokens.bot_token, mapped.chat.api_url), channel: mapped.channel.id, connection: mapped.chat.connection }
   })

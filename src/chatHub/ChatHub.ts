@@ -8,8 +8,8 @@ import { Supervisor } from "../supervisor/Supervisor.js"
 import { ChatClients } from "../chat/ChatClients.js"
 import type { CardPress } from "../chat/cardPress.js"
 import { Gateway } from "../gateway/egress/Gateway.js"
-import { ApprovalBoard } from "../contract/ApprovalBoard.js"
-import type { PendingApproval } from "../contract/approval.js"
+import { ApprovalBoard, type BoardDecision } from "../contract/ApprovalBoard.js"
+import { type CardPlace, cardPlaceText, type PendingApproval, pressRefusal } from "../contract/approval.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { type TurnMarks, turnMarks } from "./turnMarks.js"
 import { admit, type ChatEvent, takeTurn } from "../chat/admit.js"
@@ -102,39 +102,61 @@ export const deskEnv = (
 })
 
 /**
- * A held request's button pressed in a thread: decided for the presser when they are one of the
- * channel's approvers (`approvers`, else `allow_users`), the audit naming them `slack:<user-id>`;
- * anyone else — and a press on a request no longer waiting — is told so only they see it. The
- * card itself is edited by the hold as it ends, whoever decided.
+ * A held request's button pressed in a thread. It decides the request only when the button is on
+ * that request's own card — pressed on the connection, in the channel and thread the card was
+ * posted in — and the presser is one of that channel's approvers (`approvers`, else
+ * `allow_users`); the audit line names them (`slack:<user-id>`), the place and the card. Anyone
+ * else, a button of another card, and a request no longer waiting are told so (only they see it)
+ * and logged. The card itself is edited by the hold as it ends, whoever decided.
  */
 const pressed = (s: Surface, p: CardPress, approvals: Gateway["Type"]["approvals"], clients: ChatClients["Type"]) =>
   Effect.gen(function*() {
     const channel = chatChannelOf(s.chat, p.channel)
     if (!channel) return
     const place: ChatPlace = { provider: p.provider, channel: channel.id, ...(p.thread ? { thread: p.thread } : {}) }
+    const where = `chat ${s.chat.provider}:${channel.id}`
+    const refuse = (why: string) =>
+      Effect.logWarning(`${where}: ${p.user} pressed ${p.decision} on ${p.approvalId}: refused (${why})`).pipe(
+        Effect.zipRight(clients.answerPress(place, p, `[roster] ${why}.`))
+      )
+    const held = yield* heldRequest(approvals, p.approvalId)
+    if (Option.isNone(held)) return yield* refuse(`${p.approvalId} is no longer waiting: it was already decided, ran out of time, or its run ended`)
+    const card = held.value.view.card
+    const wrong = pressRefusal(card, { provider: p.provider, connection: s.chat.connection, channel: channel.id, thread: p.thread, message: p.message })
+    if (wrong !== undefined || card === undefined) return yield* refuse(wrong ?? "its request has no card")
+    // The approvers of the place the card is in (the press came from there, checked above).
     const approvers = channel.approvers ?? channel.allow_users
-    if (!approvers.includes(p.user)) {
-      yield* Effect.logWarning(`chat ${s.chat.provider}:${channel.id}: ${p.user} (not an approver) pressed ${p.decision} on ${p.approvalId}: refused`)
-      return yield* clients.answerPress(place, p, `[roster] not yours to decide: only this channel's approvers can ([[chat.channel]] approvers in org.toml).`)
-    }
+    if (!approvers.includes(p.user)) return yield* refuse("not yours to decide: only this channel's approvers can ([[chat.channel]] approvers in org.toml)")
     const by = `${p.provider}:${p.user}`
-    const decided = { decision: p.decision, by }
+    const decided = { decision: p.decision, by, where: cardPlaceText(card) }
     // Held here, or (a fleet) by another node's gateway: decided on the fleet's board, that node told at once.
-    const here = yield* approvals.decide(p.approvalId, decided)
-    const done = Option.isSome(here) ? here : yield* onTheBoard(p.approvalId, decided)
-    if (Option.isNone(done)) {
-      return yield* clients.answerPress(place, p, `[roster] ${p.approvalId} is no longer waiting: it was already decided, ran out of time, or its run ended.`)
-    }
+    const done = held.value.here ? yield* approvals.decide(p.approvalId, decided, card) : yield* onTheBoard(p.approvalId, decided, card)
+    if (Option.isNone(done)) return yield* refuse(`${p.approvalId} is no longer waiting: it was already decided, ran out of time, or its run ended`)
     yield* clients.answerPress(place, p)
-    yield* Effect.logInfo(`gateway: ${by} decided ${p.decision} on ${done.value.method} ${done.value.host}:${done.value.port} for run ${done.value.run_id} (${done.value.worker}), in ${s.chat.provider}`)
+    yield* Effect.logInfo(
+      `gateway: ${by} decided ${p.decision} on ${done.value.method} ${done.value.host}:${done.value.port} for run ${done.value.run_id} (${done.value.worker}), in ${decided.where}`
+    )
   }).pipe(Effect.catchAll((e) => Effect.logWarning(`chat ${s.chat.provider}:${p.channel}: a press on ${p.approvalId} could not be answered: ${e.message}`)))
 
-/** A request held on another node of a fleet, decided on its board (none on a machine on its own, or when the board is silent). */
-const onTheBoard = (id: string, decided: { readonly decision: CardPress["decision"]; readonly by: string }) =>
+/** A request still held: by this node's gateway, else (a fleet) on the board by another's. */
+const heldRequest = (approvals: Gateway["Type"]["approvals"], id: string) =>
+  Effect.gen(function*() {
+    const here = yield* approvals.find(id)
+    if (Option.isSome(here)) return Option.some({ view: here.value, here: true })
+    const board = yield* Effect.serviceOption(ApprovalBoard)
+    if (Option.isNone(board)) return Option.none()
+    const waiting = yield* board.value.waiting.pipe(
+      Effect.catchAll((e) => Effect.logWarning(`chat: the fleet's board could not be read for ${id}: ${e.message}`).pipe(Effect.as([])))
+    )
+    return Option.map(Option.fromNullable(waiting.find((v) => v.id === id)), (view) => ({ view, here: false }))
+  })
+
+/** A request held on another node of a fleet, decided on its board if its card is still `card` (none when the board is silent). */
+const onTheBoard = (id: string, decided: BoardDecision, card: CardPlace) =>
   Effect.gen(function*() {
     const board = yield* Effect.serviceOption(ApprovalBoard)
     if (Option.isNone(board)) return Option.none<PendingApproval>()
-    const done = yield* board.value.decide(id, decided).pipe(
+    const done = yield* board.value.decide(id, decided, card).pipe(
       Effect.catchAll((e) => Effect.logWarning(`chat: ${id} could not be decided on the fleet's board: ${e.message}`).pipe(Effect.as(Option.none<PendingApproval>())))
     )
     const member = yield* Effect.serviceOption(FleetMember)

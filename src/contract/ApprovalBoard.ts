@@ -1,10 +1,12 @@
 import { Context, type Effect, type Option, Schema } from "effect"
-import type { ApprovalDecision, PendingApproval } from "./approval.js"
+import type { ApprovalDecision, CardPlace, PendingApproval } from "./approval.js"
 
 /** A decision on a held request, and who made it. */
 export interface BoardDecision {
   readonly decision: ApprovalDecision
   readonly by: string
+  /** A chat card's place and card, when it was decided with its button. */
+  readonly where?: string | undefined
 }
 
 /** The fleet's board did not answer (its database). */
@@ -35,6 +37,11 @@ export class ApprovalBoard extends Context.Tag("roster/ApprovalBoard")<ApprovalB
    * runner RPC): the holding node looks at once instead of at its next look.
    */
   readonly nextNudge: Effect.Effect<Effect.Effect<void>>
-  /** Decides a request another node holds; none when none waits under that id. */
-  readonly decide: (id: string, decided: BoardDecision) => Effect.Effect<Option.Option<PendingApproval>, BoardSilent>
+  /** Notes where its card was posted (after `post`): a press decides it only from there. */
+  readonly placeCard: (id: string, card: CardPlace) => Effect.Effect<void, BoardSilent>
+  /**
+   * Decides a request another node holds; none when none waits under that id — or, with `card`,
+   * when its card is not that one (a press decides only the request on the card pressed).
+   */
+  readonly decide: (id: string, decided: BoardDecision, card?: CardPlace) => Effect.Effect<Option.Option<PendingApproval>, BoardSilent>
 }>() {}

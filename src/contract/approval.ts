@@ -5,6 +5,41 @@ export const isApprovalId = (id: string): boolean => APPROVAL_ID.test(id)
 /** A held request's id (`ap-` and 8 hex), the only form the control API's paths take. */
 export const ApprovalId = Schema.String.pipe(Schema.filter((s) => isApprovalId(s) || `"${s}" is not a held request's id`))
 
+/**
+ * Where a held request's card was posted: the connection (`[[chat]]`) it went through, the mapped
+ * channel, the thread, and the card's own message. A press decides the request only from there.
+ */
+export const CardPlace = Schema.Struct({
+  provider: Schema.Literal("slack", "discord"),
+  connection: Schema.String,
+  channel: Schema.String,
+  thread: Schema.optional(Schema.String),
+  /** The card's message: Slack's ts, Discord's message id. */
+  message: Schema.String
+})
+export type CardPlace = typeof CardPlace.Type
+
+/** Where a press came from, as the service said it: the connection it arrived on, the channel, thread and message pressed. */
+export interface PressPlace {
+  readonly provider: "slack" | "discord"
+  readonly connection: string
+  readonly channel: string
+  readonly thread: string | undefined
+  readonly message: string | undefined
+}
+
+/** Why a press does not decide a request whose card is at `card` (undefined when it does): it must be that card, pressed there. */
+export const pressRefusal = (card: CardPlace | undefined, press: PressPlace): string | undefined => {
+  if (card === undefined) return "its request has no card in a chat thread: decide it with roster approve or roster web"
+  const same = card.provider === press.provider && card.connection === press.connection && card.channel.toLowerCase() === press.channel.toLowerCase() &&
+    press.message === card.message && (card.thread === undefined || press.thread === undefined || press.thread === card.thread)
+  return same ? undefined : "that button is not on this request's card: a request is decided only from the thread its card was posted in"
+}
+
+/** The place and card in words, for the audit line and the log. */
+export const cardPlaceText = (c: CardPlace) =>
+  `${c.provider} channel ${c.channel}${c.thread ? ` thread ${c.thread}` : ""} (connection ${c.connection}), card ${c.message}`
+
 /** A request the gateway's policy refused, held while a person decides (`[gateway] approvals = "ask"`). */
 export const PendingApproval = Schema.Struct({
   id: Schema.String,
@@ -20,7 +55,9 @@ export const PendingApproval = Schema.Struct({
   /** When it gets its 403 if no one decides. */
   expires_at: Schema.String,
   /** The fleet node whose gateway holds it (under `[cluster]`). */
-  node: Schema.optional(Schema.String)
+  node: Schema.optional(Schema.String),
+  /** Its card in a chat thread, once posted: the only place a press decides it. */
+  card: Schema.optional(CardPlace)
 })
 export type PendingApproval = typeof PendingApproval.Type
 

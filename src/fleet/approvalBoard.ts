@@ -43,12 +43,13 @@ export const approvalBoardOver = (sql: SqlClient, node: string, nudges: Nudge = 
         Effect.mapError(silent)
       ),
     decisionOf: (id) =>
-      sql<{ readonly decision: string | null; readonly decided_by: string | null }>`
-        SELECT decision, decided_by FROM roster_approvals WHERE id = ${id} AND node = ${node}`.withoutTransform.pipe(
+      sql<{ readonly decision: string | null; readonly decided_by: string | null; readonly decided_where: string | null }>`
+        SELECT decision, decided_by, held->>'decided_where' AS decided_where FROM roster_approvals WHERE id = ${id} AND node = ${node}`.withoutTransform.pipe(
         Effect.map((rows) => {
           const row = rows[0]
           const decision = row?.decision == null ? Option.none() : decodeDecision(row.decision)
-          return Option.map(decision, (d) => ({ decision: d, by: row?.decided_by ?? "a person on another node" }))
+          const where = row?.decided_where ?? undefined
+          return Option.map(decision, (d) => ({ decision: d, by: row?.decided_by ?? "a person on another node", ...(where ? { where } : {}) }))
         }),
         Effect.mapError(silent)
       ),
@@ -59,10 +60,17 @@ export const approvalBoardOver = (sql: SqlClient, node: string, nudges: Nudge = 
       Effect.map(heldOf),
       Effect.mapError(silent)
     ),
-    decide: (id, decided) =>
+    placeCard: (id, card) =>
+      sql`UPDATE roster_approvals SET held = jsonb_set(held, '{card}', ${JSON.stringify(card)}::jsonb) WHERE id = ${id} AND node = ${node}`.pipe(
+        Effect.asVoid,
+        Effect.mapError(silent)
+      ),
+    decide: (id, decided, card) =>
       sql<{ readonly held: string }>`
-        UPDATE roster_approvals a SET decision = ${decided.decision}, decided_by = ${decided.by}, decided_at = now()
+        UPDATE roster_approvals a SET decision = ${decided.decision}, decided_by = ${decided.by}, decided_at = now(),
+          held = ${decided.where === undefined ? sql`held` : sql`jsonb_set(held, '{decided_where}', to_jsonb(${decided.where}::text))`}
         WHERE id = ${id} AND decision IS NULL AND expires_at > now() AND ${heldByLiveNode(sql)}
+          AND ${card === undefined ? sql`TRUE` : sql`held->'card' = ${JSON.stringify(card)}::jsonb`}
         RETURNING held::text AS held`.withoutTransform.pipe(
         Effect.map((rows) => Option.fromNullable(heldOf(rows)[0])),
         Effect.mapError(silent)

@@ -98,7 +98,8 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
       // U0BEN may talk to alice but not decide what she may reach.
       "[[chat.channel]]", `id = "C0TEAM"`, `worker = "alice"`, `allow_users = ["U0ANNA", "U0BEN"]`, `approvers = ["U0ANNA"]`,
       // A channel whose day's budget the first answer's 12 tokens in ($0.000036) already pass.
-      "[[chat.channel]]", `id = "C0THRIFT"`, `worker = "dora"`, `allow_users = ["U0ANNA"]`, "budget_usd_day = 0.00001",
+      // U0CARA decides in this channel, and only here: her press of alice's card in C0TEAM is not hers to make.
+      "[[chat.channel]]", `id = "C0THRIFT"`, `worker = "dora"`, `allow_users = ["U0ANNA", "U0CARA"]`, "budget_usd_day = 0.00001",
       // Three turns a minute: the test's fourth message in that minute is refused.
       "[[chat]]", `provider = "discord"`, `connection = "discord"`, `api_url = "${discord.apiUrl}"`, "turns_per_min = 3",
       // A short idle timeout: the session ends between the test's messages and says so.
@@ -234,8 +235,16 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     const benPress = slack.press({ user: "U0BEN", post: card, action_id: "roster_approval_once", value: id })
     await until("the non-approver is told", () => slack.ephemerals.some((e) => e.user === "U0BEN" && e.text.includes("not yours to decide")), () => slack.ephemerals)
     expect(slack.acks.has(benPress)).toBe(true)
-    const waiting = JSON.parse((await d.roster(["approvals", "--json"])).stdout) as Array<{ id: string }>
-    expect(waiting.map((a) => a.id)).toContain(id)
+    // An approver of another channel (C0THRIFT), pressing a button there that carries this request's id: refused, the request waits.
+    const elsewhere: SlackPost = { channel: "C0THRIFT", thread_ts: undefined, text: "a card of C0THRIFT's", ts: "1700000000.000999", token: BOT, at: Date.now() }
+    slack.press({ user: "U0CARA", post: elsewhere, action_id: "roster_approval_once", value: id })
+    await until("the other channel's approver is told", () => slack.ephemerals.some((e) => e.user === "U0CARA" && e.text.includes("not on this request's card")), () => slack.ephemerals)
+    // The card's own button, pressed by a channel's approver who is not this channel's: refused as well.
+    slack.press({ user: "U0CARA", post: card, action_id: "roster_approval_once", value: id })
+    await until("she is told it is not hers here", () => slack.ephemerals.filter((e) => e.user === "U0CARA").length === 2, () => slack.ephemerals)
+    expect(slack.ephemerals.filter((e) => e.user === "U0CARA")[1]?.text).toContain("not yours to decide")
+    const waiting = JSON.parse((await d.roster(["approvals", "--json"])).stdout) as Array<{ id: string; card?: { channel: string; message: string } }>
+    expect(waiting.find((a) => a.id === id)?.card).toMatchObject({ channel: "C0TEAM", message: card.ts })
     slack.press({ user: "U0ANNA", post: card, action_id: "roster_approval_deny", value: id })
     const answer = await postWhere("with what the proxy said", (p) => p.text.startsWith("Rehearsal answer: the held page"))
     expect(answer.text).toContain("proxy 403")
@@ -245,7 +254,8 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     slack.press({ user: "U0ANNA", post: card, action_id: "roster_approval_once", value: id })
     await until("a late press is told it is too late", () => slack.ephemerals.some((e) => e.user === "U0ANNA" && e.text.includes(`${id} is no longer waiting`)), () => slack.ephemerals)
     const audit = allText(d.file("state", "audit"))
-    expect(audit).toContain("slack:U0ANNA denied it")
+    // Who, where and on which card.
+    expect(audit).toContain(`slack:U0ANNA denied it in slack channel C0TEAM thread ${thread} (connection slack), card ${card.ts}`)
   }, 180_000)
 
   it("a message from a user not in allow_users reaches no box and gets no post; it is counted", async () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Option, TestClock } from "effect"
 import { ApprovalBoard, BoardSilent, type BoardDecision } from "../../src/contract/ApprovalBoard.js"
-import type { PendingApproval } from "../../src/contract/approval.js"
-import { makeApprovals } from "../../src/gateway/base/approvals.js"
+import { type CardPlace, type PendingApproval, pressRefusal } from "../../src/contract/approval.js"
+import { makeApprovals, sameCard } from "../../src/gateway/base/approvals.js"
 import { makeNudge, never, type Nudge } from "../../src/fleet/rpc/nudge.js"
 
 const LIMITS = { perRun: 8, total: 64 }
@@ -20,7 +20,13 @@ const boardInMemory = (down = false, nudges: Nudge = never) => {
     remove: (id) => answer(() => void posted.delete(id)),
     waiting: answer(() => [...posted.values()].filter((p) => !decided.has(p.id))),
     nextNudge: nudges.next,
-    decide: (id, d) => answer(() => (posted.has(id) && !decided.has(id) ? (decided.set(id, d), Option.some(posted.get(id)!)) : Option.none()))
+    placeCard: (id, card) => answer(() => void (posted.has(id) && posted.set(id, { ...posted.get(id)!, card }))),
+    decide: (id, d, card) =>
+      answer(() =>
+        posted.has(id) && !decided.has(id) && (card === undefined || sameCard(posted.get(id)?.card, card))
+          ? (decided.set(id, d), Option.some(posted.get(id)!))
+          : Option.none()
+      )
   })
   return { board, posted }
 }
@@ -85,5 +91,43 @@ describe("held requests on a fleet node", () => {
       yield* TestClock.adjust("6 seconds")
       expect(yield* Fiber.join(waiting)).toEqual({ _tag: "timeout" })
       expect(posted.size).toBe(0)
+    }))
+})
+
+describe("a held request is bound to its card: a press decides it only from there", () => {
+  const card: CardPlace = { provider: "slack", connection: "slack", channel: "C0B", thread: "10.1", message: "10.2" }
+  const press = { provider: "slack" as const, connection: "slack", channel: "C0B", thread: "10.1", message: "10.2" }
+
+  it("the card's own button, in its channel and thread, on its connection; anything else is refused with why", () => {
+    expect(pressRefusal(card, press)).toBeUndefined()
+    // Channel ids are the service's, compared as org.toml's channel lookups are.
+    expect(pressRefusal(card, { ...press, channel: "c0b" })).toBeUndefined()
+    for (const other of [
+      { ...press, channel: "C0A" }, // an approver of another channel, pressing with this request's id
+      { ...press, message: "11.1" }, // another card's button, the id in its value forged
+      { ...press, message: undefined },
+      { ...press, thread: "12.1" },
+      { ...press, connection: "slack-other" }, // the same channel id on another workspace's connection
+      { ...press, provider: "discord" as const }
+    ]) expect(pressRefusal(card, other), JSON.stringify(other)).toMatch(/not on this request's card/)
+    // A request whose card was never posted is decided only with roster approve or the web.
+    expect(pressRefusal(undefined, press)).toMatch(/no card/)
+  })
+
+  it.effect("its card, once posted, is on its view and the board's; a decision that names another card decides nothing", () =>
+    Effect.gen(function*() {
+      const { board, posted } = boardInMemory()
+      const approvals = makeApprovals(board)
+      const waiting = yield* Effect.fork(approvals.ask(ask, 0, 60_000, LIMITS, Effect.never, () => Effect.succeed(card)))
+      yield* TestClock.adjust("10 millis")
+      const [held] = yield* approvals.list
+      expect(held?.card).toEqual(card)
+      expect(posted.get(held!.id)?.card).toEqual(card)
+      const decided = { decision: "once" as const, by: "slack:U0B", where: "slack channel C0B" }
+      expect(Option.isNone(yield* approvals.decide(held!.id, decided, { ...card, channel: "C0A" }))).toBe(true)
+      expect(Option.isNone(yield* board.decide(held!.id, decided, { ...card, message: "11.1" }))).toBe(true)
+      expect(Option.isNone(yield* Fiber.poll(waiting))).toBe(true)
+      expect(Option.isSome(yield* approvals.decide(held!.id, decided, card))).toBe(true)
+      expect(yield* Fiber.join(waiting)).toEqual({ _tag: "decided", decided })
     }))
 })

@@ -122,7 +122,7 @@ describe("a held request's card in Slack: its buttons' presses, and the first de
       actions: [{ action_id, ...(value ? { value } : {}) }]
     })
     expect(slackPress(body("roster_approval_deny", "ap-0123abcd"))).toEqual({
-      provider: "slack", channel: "C0TEAM", thread: "1.1", user: "U0ANNA", approvalId: "ap-0123abcd", decision: "deny"
+      provider: "slack", channel: "C0TEAM", thread: "1.1", user: "U0ANNA", message: "9.9", approvalId: "ap-0123abcd", decision: "deny"
     })
     expect(slackPress(body("roster_approval_always", "ap-0123abcd"))).toBeUndefined()
     expect(slackPress(body("someone_elses_button", "x"))).toBeUndefined()
@@ -130,11 +130,11 @@ describe("a held request's card in Slack: its buttons' presses, and the first de
     expect(slackPress({ type: "view_submission" })).toBeUndefined()
     // Discord: a button interaction (type 3), its channel resolved to the mapped one; the custom id carries both parts.
     const interaction = (custom_id: string, who: Record<string, unknown> = { member: { user: { id: "600" } } }) => ({
-      id: "77", token: "tok", type: 3, channel_id: "701", data: { custom_id, component_type: 2 }, ...who
+      id: "77", token: "tok", type: 3, channel_id: "701", data: { custom_id, component_type: 2 }, message: { id: "880", channel_id: "701" }, ...who
     })
     const where = { channel: "700", thread: "701" }
     expect(discordPress(interaction("roster_approval_run:ap-0123abcd"), where)).toEqual({
-      provider: "discord", channel: "700", thread: "701", user: "600", approvalId: "ap-0123abcd", decision: "run", interaction: { id: "77", token: "tok" }
+      provider: "discord", channel: "700", thread: "701", user: "600", message: "880", approvalId: "ap-0123abcd", decision: "run", interaction: { id: "77", token: "tok" }
     })
     expect(discordPress(interaction("roster_approval_once:ap-0123abcd", { user: { id: "601" } }), where)?.user).toBe("601")
     expect(discordPress(interaction("roster_approval_always:ap-0123abcd"), where)).toBeUndefined()

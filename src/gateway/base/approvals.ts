@@ -1,17 +1,19 @@
 import { type Context, Deferred, Effect, Option, Ref } from "effect"
 import * as crypto from "node:crypto"
-import type { ApprovalDecision, PendingApproval } from "../../contract/approval.js"
+import type { ApprovalDecision, CardPlace, PendingApproval } from "../../contract/approval.js"
 import type { ApprovalBoard } from "../../contract/ApprovalBoard.js"
 
-export type { ApprovalDecision, PendingApproval }
+export type { ApprovalDecision, CardPlace, PendingApproval }
 
 export interface Decided {
   readonly decision: ApprovalDecision
   /** Who decided (an OS user from the CLI, the web's person), for the audit line. */
   readonly by: string
+  /** Where they decided it, when it was a chat card's button: its place and card, for the audit line. */
+  readonly where?: string | undefined
 }
 
-export type Ask = Omit<PendingApproval, "id" | "asked_at" | "expires_at" | "node">
+export type Ask = Omit<PendingApproval, "id" | "asked_at" | "expires_at" | "node" | "card">
 
 /** How many requests may be held at once: per run, and on this node in all. */
 export interface HoldLimits {
@@ -37,13 +39,15 @@ const BOARD_LOOK = "1 second"
  * posted to the fleet's board, so a person on any node sees it and decides it there.
  */
 export const makeApprovals = (board?: Board) => {
-  const pending = new Map<string, { readonly view: PendingApproval; readonly answer: Deferred.Deferred<Decided> }>()
+  const pending = new Map<string, { view: PendingApproval; readonly answer: Deferred.Deferred<Decided> }>()
   const forRun = new Map<string, Set<string>>()
   const key = (host: string, port: number) => `${host}:${port}`
-  const decide = (id: string, decided: Decided) =>
+  /** With `card`, only the request whose card that is: a press decides the request on the card pressed. */
+  const decide = (id: string, decided: Decided, card?: CardPlace) =>
     Effect.gen(function*() {
       const held = pending.get(id)
       if (!held) return Option.none<PendingApproval>()
+      if (card !== undefined && !sameCard(held.view.card, card)) return Option.none<PendingApproval>()
       // The first decision wins: a second (a button pressed as the CLI decided) finds it taken.
       if (!(yield* Deferred.succeed(held.answer, decided))) return Option.none<PendingApproval>()
       if (decided.decision === "run") {
@@ -65,8 +69,8 @@ export const makeApprovals = (board?: Board) => {
       waitMs: number,
       limits: HoldLimits,
       gone: Effect.Effect<string, never, R>,
-      /** Told once it is held (its id known): a chat thread's card with buttons, say. */
-      onHeld?: (view: PendingApproval) => Effect.Effect<void, never, R2>
+      /** Told once it is held (its id known): a chat thread's card with buttons, say — where it was posted, if it was. */
+      onHeld?: (view: PendingApproval) => Effect.Effect<CardPlace | undefined, never, R2>
     ) =>
       Effect.gen(function*() {
         const ofRun = [...pending.values()].filter((p) => p.view.run_id === ask.run_id).length
@@ -81,11 +85,17 @@ export const makeApprovals = (board?: Board) => {
         const view: PendingApproval = {
           ...ask, id, asked_at: new Date(now).toISOString(), expires_at: new Date(now + waitMs).toISOString(), ...(board ? { node: board.node } : {})
         }
-        pending.set(id, { view, answer })
+        const entry = { view, answer }
+        pending.set(id, entry)
         // The board it is on, if it could be posted: a decision made there reaches it, and it leaves the board with it.
         const on = board && (yield* postTo(board, view)) ? board : undefined
+        // Its card, once posted, is the one place a press decides it from (here and on the fleet's board).
+        const placed = (card: CardPlace | undefined) =>
+          card === undefined ? Effect.void : Effect.sync(() => {
+            entry.view = { ...entry.view, card }
+          }).pipe(Effect.zipRight(on ? placeOn(on, id, card) : Effect.void))
         // Told inside the hold's own race and time: a slow chat post neither outlives it nor leaves it listed.
-        const decided = (onHeld ? onHeld(view) : Effect.void).pipe(
+        const decided = (onHeld ? Effect.flatMap(onHeld(view), placed) : Effect.void).pipe(
           Effect.zipRight(Deferred.await(answer)),
           Effect.race(on ? decidedElsewhere(on, id, (d) => decide(id, d)) : Effect.never),
           Effect.map((d): HoldEnd => ({ _tag: "decided", decided: d }))
@@ -104,6 +114,17 @@ export const makeApprovals = (board?: Board) => {
   }
 }
 export type Approvals = ReturnType<typeof makeApprovals>
+
+/** The same card: the same connection, channel, thread and message. */
+export const sameCard = (a: CardPlace | undefined, b: CardPlace | undefined) =>
+  a !== undefined && b !== undefined && a.provider === b.provider && a.connection === b.connection && a.channel === b.channel &&
+  a.thread === b.thread && a.message === b.message
+
+/** Its card noted on the board, or said why not: a press on another node then finds no card and decides nothing. */
+const placeOn = (board: Board, id: string, card: CardPlace) =>
+  board.placeCard(id, card).pipe(
+    Effect.catchAll((e) => Effect.logWarning(`gateway: held request ${id}'s card is not on the fleet's board (${e.detail}): its buttons decide it only on this node`))
+  )
 
 /** Posted, or said why not: the request still waits for a decision made on this node. */
 const postTo = (board: Board, view: PendingApproval) =>

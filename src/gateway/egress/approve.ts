@@ -2,7 +2,7 @@ import { Clock, Effect, Ref } from "effect"
 import { type ApprovalCard, closeApprovalCard, postApprovalCard } from "../../chat/approvalCard.js"
 import { type ChatPlace, parseReplyTo } from "../../contract/origin.js"
 import { readRunContext } from "../../run/runContext.js"
-import type { HoldEnd, PendingApproval } from "../base/approvals.js"
+import type { CardPlace, HoldEnd, PendingApproval } from "../base/approvals.js"
 import type { Duplex } from "node:stream"
 import * as net from "node:net"
 import { OrgConfig } from "../../config/OrgConfig.js"
@@ -90,9 +90,10 @@ const askFor = (caller: Caller, rawHost: string, port: number, asked: AskedFor, 
     if (answer._tag === "timeout") {
       return yield* Effect.fail(new Refusal(403, `${refusal.reason} — it waited ${wait} s for an approval and no one approved it`, refusal.detail))
     }
-    const { by, decision } = answer.decided
-    if (decision === "deny") return yield* Effect.fail(new Refusal(403, `${refusal.reason} — ${by} denied it`, refusal.detail))
-    return approved(org, caller, host, port, `${by} (${decision})`)
+    const { by, decision, where } = answer.decided
+    const at = where ? ` in ${where}` : ""
+    if (decision === "deny") return yield* Effect.fail(new Refusal(403, `${refusal.reason} — ${by} denied it${at}`, refusal.detail))
+    return approved(org, caller, host, port, `${by} (${decision})${at}`)
   })
 
 /** The chat thread a run's held requests are decided in: its chat session's, or the chat place its task answers to. */
@@ -116,7 +117,7 @@ type CardEnv = Effect.Effect.Context<ReturnType<typeof postApprovalCard>>
 const withCard = <R>(
   worker: string,
   runId: string,
-  hold: (onHeld: ((view: PendingApproval) => Effect.Effect<void, never, CardEnv>) | undefined) => Effect.Effect<HoldEnd, never, R>,
+  hold: (onHeld: ((view: PendingApproval) => Effect.Effect<CardPlace | undefined, never, CardEnv>) | undefined) => Effect.Effect<HoldEnd, never, R>,
   lastWords: (end: HoldEnd) => string
 ) =>
   Effect.gen(function*() {
@@ -126,8 +127,11 @@ const withCard = <R>(
     const end = yield* hold((view) =>
       postApprovalCard(place, view).pipe(
         Effect.timeout("10 seconds"),
-        Effect.flatMap((c) => Ref.set(card, c)),
-        Effect.catchAllCause((c) => Effect.logWarning(`gateway: held request ${view.id} could not be posted to its chat thread (roster approvals still decides it)`, c))
+        Effect.tap((c) => Ref.set(card, c)),
+        Effect.map((c) => c?.at),
+        Effect.catchAllCause((c) =>
+          Effect.logWarning(`gateway: held request ${view.id} could not be posted to its chat thread (roster approvals still decides it)`, c).pipe(Effect.as(undefined))
+        )
       )
     )
     const posted = yield* Ref.get(card)
