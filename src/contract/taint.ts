@@ -2,10 +2,10 @@ import { Schema } from "effect"
 
 /**
  * Why a run is tainted: it asked for egress no rule allows, sent roster's placeholder upstream,
- * or ran into a spend budget. A tainted run's gated-repo work stays quarantined until a person
+ * ran into a spend budget, or sent a request for one host inside another's tunnel (misdirected). A tainted run's gated-repo work stays quarantined until a person
  * lands it (`roster runs untaint`).
  */
-export const TaintReason = Schema.Literal("egress_refused", "sentinel_upstream", "budget", "server_tools", "inherited")
+export const TaintReason = Schema.Literal("egress_refused", "sentinel_upstream", "budget", "server_tools", "inherited", "misdirected")
 export type TaintReason = typeof TaintReason.Type
 
 export const Taint = Schema.Struct({

@@ -50,6 +50,9 @@ const GIL_SOLO = "aa".repeat(32)
 const GIL_RUN = "2026-12-01-09-00-00-0000c6a1"
 const GIL_TOO_RUN = "2026-12-01-09-00-00-0000c6a2"
 const GIL_SOLO_RUN = "2026-12-01-09-00-00-0000c6a3"
+/** A run of hank's: a request for another host inside a tunnel taints it. */
+const HANK = "ab".repeat(32)
+const HANK_RUN = "2026-12-01-09-00-00-0000ba1c"
 const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex")
 
 describe("the gateway injects credentials in transit (real TLS upstream in a test network namespace)", () => {
@@ -63,7 +66,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   let franToml: string
   let org: Org
   let readRun: (worker: string, runId: string) => Promise<RunRecord | undefined>
-  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d", DAVE_RUN, ERIN_RUN, FRAN_RUN, GIL_RUN, GIL_TOO_RUN, GIL_SOLO_RUN])
+  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d", DAVE_RUN, ERIN_RUN, FRAN_RUN, GIL_RUN, GIL_TOO_RUN, GIL_SOLO_RUN, HANK_RUN])
   let rehearsal: { readonly port: number }
   /** Another gateway on the same deployment, as after a daemon restart; closed by the caller. */
   let startAnother: (scope: Scope.Scope) => Promise<number>
@@ -115,6 +118,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     fs.writeFileSync(path.join(identity, `${DAVE}.json`), JSON.stringify({ subject: "org/carol", run_id: DAVE_RUN, worker: "dave", task_id: null }))
     fs.writeFileSync(path.join(identity, `${ERIN}.json`), JSON.stringify({ subject: "org/carol", run_id: ERIN_RUN, worker: "erin", task_id: null }))
     fs.writeFileSync(path.join(identity, `${FRAN}.json`), JSON.stringify({ subject: "org/carol", run_id: FRAN_RUN, worker: "fran", task_id: null }))
+    fs.writeFileSync(path.join(identity, `${HANK}.json`), JSON.stringify({ subject: "org/alice", run_id: HANK_RUN, worker: "hank", task_id: null }))
     for (const [token, run, chat] of [[GIL, GIL_RUN, "slack:c0budget"], [GIL_TOO, GIL_TOO_RUN, "slack:c0budget"], [GIL_SOLO, GIL_SOLO_RUN, undefined]] as const) {
       fs.writeFileSync(path.join(identity, `${token}.json`), JSON.stringify({ subject: "org/carol", run_id: run, worker: "gil", task_id: null, ...(chat ? { chat_channel: chat } : {}) }))
     }
@@ -159,12 +163,12 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
         l.start({ runId: "2026-12-01-09-00-00-0000ca01", worker: "carol", kind: "box" }),
         l.start({ runId: "2026-12-01-09-00-00-0000a11d", worker: "alice", kind: "box" }),
         l.start({ runId: DAVE_RUN, worker: "dave", kind: "box" }), l.start({ runId: ERIN_RUN, worker: "erin", kind: "box" }),
-        l.start({ runId: FRAN_RUN, worker: "fran", kind: "box" }),
+        l.start({ runId: FRAN_RUN, worker: "fran", kind: "box" }), l.start({ runId: HANK_RUN, worker: "hank", kind: "box" }),
         ...[GIL_RUN, GIL_TOO_RUN, GIL_SOLO_RUN].map((runId) => l.start({ runId, worker: "gil", kind: "box" }))
       ])
     ).pipe(Effect.provide(services)))
     // Each run's box has passed its check (recorded: a second gateway finds it in the record).
-    for (const token of [ALICE, BOB, CAROL, ALICE_WS, DAVE, ERIN, FRAN, GIL, GIL_TOO, GIL_SOLO]) expect(await reportPreflight(port, token)).toBe(200)
+    for (const token of [ALICE, BOB, CAROL, ALICE_WS, DAVE, ERIN, FRAN, GIL, GIL_TOO, GIL_SOLO, HANK]) expect(await reportPreflight(port, token)).toBe(200)
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
   })
 
@@ -286,7 +290,41 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     const r = await viaGateway(port, ALICE, "api.example.com:8443", { path: "/v1/models", headers: { "x-api-key": SENTINEL } }, [rosterCa])
     expect(r.status).toBe(200)
     expect(echo(r).x_api_key_sha256).toBe(sha(REAL_KEY))
-    expect(echo(r).headers.host).toBe("api.example.com")
+    // The box's Host, as its client sent it (the port named: not https's own).
+    expect(echo(r).headers.host).toBe("api.example.com:8443")
+  })
+
+  it("inside a tunnel to a granted host, a request that names another host (Host, SNI) is refused before anything is injected or sent, audited, and taints the run", async () => {
+    // Host fronting: a shared front end routes by Host, so the grant's key would reach another tenant.
+    const fronted = await viaGateway(port, HANK, "api.example.com:8443", { path: "/front/host", headers: { host: "tenant-b.example.com", "x-api-key": SENTINEL } }, [rosterCa])
+    expect(fronted.status).toBe(421)
+    expect(JSON.parse(fronted.body).error.message).toContain(`the request names "tenant-b.example.com" (Host) inside a tunnel to api.example.com:8443`)
+    // The same host on another port is another origin; the SNI naming another host is refused too.
+    const port443 = await viaGateway(port, HANK, "api.example.com:8443", { path: "/front/port", headers: { host: "api.example.com", "x-api-key": SENTINEL } }, [rosterCa])
+    expect(port443.status).toBe(421)
+    const sni = await viaGateway(port, HANK, "api.example.com:8443", { path: "/front/sni", headers: { "x-api-key": SENTINEL }, servername: "tenant-b.example.com" }, [rosterCa])
+    expect(sni.status).toBe(421)
+    expect(sni.body).toContain("(SNI)")
+    // The canonical forms of the tunnel's own host are its own.
+    const same = await viaGateway(port, HANK, "api.example.com:8443", { path: "/front/same", headers: { host: "API.Example.com.:8443", "x-api-key": SENTINEL } }, [rosterCa])
+    expect(same.status).toBe(200)
+    expect(echo(same).x_api_key_sha256).toBe(sha(REAL_KEY))
+    // On a kept-alive connection (the fast path), the second request names another host: refused as well.
+    const c = await keptAlive(port, HANK, "api.example.com:8443", [rosterCa])
+    try {
+      expect((await c.request({ path: "/front/kept-1", headers: { "x-api-key": SENTINEL } })).status).toBe(200)
+      expect((await c.request({ path: "/front/kept-2", headers: { host: "tenant-b.example.com:8443", "x-api-key": SENTINEL } })).status).toBe(421)
+    } finally {
+      c.close()
+    }
+    const front = (x: AuditRecord) => x.path.startsWith("/front/")
+    const records = (await auditedOnce(auditDir, (lines) => lines.filter(front).length >= 6)).filter(front)
+    for (const p of ["/front/host", "/front/port", "/front/sni", "/front/kept-2"]) {
+      expect(records.find((x) => x.path === p), p).toMatchObject({ run_id: HANK_RUN, status: 421, injected: false, bytes_up: 0, bytes_down: 0 })
+    }
+    expect(records.find((x) => x.path === "/front/same")).toMatchObject({ status: 200, injected: true })
+    const hank = await runOnce("hank", HANK_RUN, (r) => (r?.tainted ?? []).length > 0)
+    expect(hank?.tainted).toContainEqual(expect.objectContaining({ reason: "misdirected", host: "api.example.com" }))
   })
 
   it("Bearer (a sentinel JWT) and Basic (git over HTTPS) are swapped in their own header only", async () => {

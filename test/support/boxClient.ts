@@ -10,6 +10,9 @@ export interface Reply {
   readonly arrivals: ReadonlyArray<number>
 }
 
+/** A target's Host header as clients send it: its port named unless it is https's own (443). */
+export const authority = (target: string) => (target.endsWith(":443") ? target.slice(0, -4) : target)
+
 /** The run token as a box's client sends it to the gateway (none: a host-side caller). */
 const proxyAuth = (token: string | undefined): Record<string, string> =>
   token ? { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` } : {}
@@ -19,7 +22,8 @@ export const viaGateway = (
   gatewayPort: number,
   token: string | undefined,
   target: string,
-  request: { method?: string; path: string; headers?: Record<string, string>; body?: string },
+  /** `servername`: the TLS SNI to send instead of the target's host. */
+  request: { method?: string; path: string; headers?: Record<string, string>; body?: string; servername?: string },
   ca: ReadonlyArray<string>
 ) =>
   new Promise<Reply>((resolve, reject) => {
@@ -37,10 +41,12 @@ export const viaGateway = (
         return
       }
       const host = target.slice(0, target.lastIndexOf(":"))
-      const secured = tls.connect({ socket, host, ca: [...ca], ...(net.isIP(host) ? {} : { servername: host }) })
+      const servername = request.servername ?? (net.isIP(host) ? undefined : host)
+      // The leaf is the tunnel's host's whatever SNI was sent: checked against it, not the SNI.
+      const secured = tls.connect({ socket, host, ca: [...ca], ...(servername ? { servername, checkServerIdentity: (_n, cert) => tls.checkServerIdentity(host, cert) } : {}) })
       secured.once("error", reject)
       const req = http.request({
-        method: request.method ?? "GET", path: request.path, headers: { host, ...request.headers }, createConnection: () => secured
+        method: request.method ?? "GET", path: request.path, headers: { host: authority(target), ...request.headers }, createConnection: () => secured
       }, (res) => {
         let body = ""
         const arrivals: Array<number> = []
@@ -87,7 +93,7 @@ export const keptAlive = async (gatewayPort: number, token: string, target: stri
     request: (request: { method?: string; path: string; headers?: Record<string, string>; body?: string }) =>
       new Promise<Reply>((resolve, reject) => {
         const started = Date.now()
-        const req = http.request({ method: request.method ?? "GET", path: request.path, headers: { host, ...request.headers }, agent }, (res) => {
+        const req = http.request({ method: request.method ?? "GET", path: request.path, headers: { host: authority(target), ...request.headers }, agent }, (res) => {
           let body = ""
           const arrivals: Array<number> = []
           res.on("data", (c: Buffer) => {

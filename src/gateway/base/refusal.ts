@@ -23,6 +23,7 @@ export type RefusalWhy =
   | "budget" // a spend budget is used up
   | "upstream" // the upstream could not be reached or failed
   | "encoding" // the upstream's answer is in a content-encoding the scrubber cannot undo
+  | "misdirected" // inside a tunnel to one host, a request (Host, SNI) names another: a credential must never reach another tenant
 
 export interface RefusalDetail {
   readonly why: RefusalWhy

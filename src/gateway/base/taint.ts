@@ -9,7 +9,10 @@ import type { Refusal, RefusalWhy } from "./refusal.js"
 const MAX_TAINTS = 20
 
 /** Refusals that taint the run: it asked for a way out no rule gives. */
-const TAINTING: ReadonlySet<RefusalWhy> = new Set(["no_rule", "wrong_port", "refused_address", "gateway_itself", "server_tools"])
+const TAINTING: ReadonlySet<RefusalWhy> = new Set(["no_rule", "wrong_port", "refused_address", "gateway_itself", "server_tools", "misdirected"])
+
+/** The taint a tainting refusal gives its run. */
+const taintReasonOf = (why: RefusalWhy): TaintReason => (why === "server_tools" ? "server_tools" : why === "misdirected" ? "misdirected" : "egress_refused")
 
 /**
  * Taints already written, remembered for a few seconds: a box hammering one refused host costs
@@ -60,5 +63,5 @@ export const taintSentinel = (memo: TaintMemo, caller: Caller, host: string, pla
 /** Taints the run when the refusal is one of egress no rule gives. */
 export const taintOnRefusal = (memo: TaintMemo, caller: Caller | undefined, r: Refusal) =>
   caller && TAINTING.has(r.detail.why)
-    ? taintRun(memo, caller, r.detail.why === "server_tools" ? "server_tools" : "egress_refused", r.detail.host ?? null, r.detail.why)
+    ? taintRun(memo, caller, taintReasonOf(r.detail.why), r.detail.host ?? null, r.detail.why === "misdirected" ? r.reason : r.detail.why)
     : Effect.void

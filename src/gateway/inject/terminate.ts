@@ -3,7 +3,6 @@ import * as http from "node:http"
 import type * as net from "node:net"
 import type { Duplex } from "node:stream"
 import * as tls from "node:tls"
-import type { GatewayContext } from "../egress/Gateway.js"
 import type { Caller } from "../base/identify.js"
 import type { Target } from "./granted.js"
 import { injectForward } from "./injectForward.js"
@@ -13,7 +12,10 @@ import { makeGrantCache, openGrant } from "./grantCache.js"
 import type { LeafIssuer } from "../certs/leafCerts.js"
 import { Refusal } from "../base/refusal.js"
 import { refuseResponse, refuseSocket, refuseUnlessHttp1 } from "../base/refuse.js"
-import { newTrace, supervised } from "../base/supervise.js"
+import { newTrace, type RequestTrace, supervised } from "../base/supervise.js"
+import { refuseTraced } from "../base/refuseTraced.js"
+import { Gateway, type GatewayContext } from "../egress/Gateway.js"
+import { misdirectedRefusal, misdirection, sniOf } from "./misdirected.js"
 
 /**
  * TLS termination for hosts with an injecting grant: the box gets a leaf certificate for the
@@ -32,17 +34,24 @@ export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(issu
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (refuseUnlessHttp1(req, req.socket)) return
     const target = targets.get(req.socket)
+    // A request for another host than the tunnel's is refused before anything is injected or sent.
+    const misdirected = target && misdirection(target, req.headers.host, sniOf(req.socket))
     // The common request without a fiber; the rest (and the first of each connection) as an Effect.
-    if (target && fast.tryForward(target, req, res)) return
+    if (target && !misdirected && fast.tryForward(target, req, res)) return
     void run(Effect.gen(function*() {
       const url = req.url ?? "/"
       const trace = yield* newTrace(req.method ?? "GET", target?.host ?? "?", target?.port ?? 0, url.split("?")[0] ?? "/")
       if (!target || !url.startsWith("/")) return refuseResponse(res, new Refusal(400, "bad request"))
       trace.run_id = target.caller.runId
       trace.subject = target.caller.subject
+      if (misdirected) return yield* refuseMisdirected(target, misdirected, trace, (r) => refuseResponse(res, r))
       yield* supervised(trace, injectForward(target, req, res, trace, grants), () => refuseResponse(res, new Refusal(500, "internal error")))
     }))
   }
+
+  /** Tainted first, then answered and audited, as every refusal (refuseTraced). */
+  const refuseMisdirected = (target: Target, why: string, trace: RequestTrace, answer: (r: Refusal) => void) =>
+    Effect.flatMap(Gateway, (self) => refuseTraced(self.taints, trace, answer)(misdirectedRefusal(target, why), target.caller))
 
   // A WebSocket handshake: the same checks, then frames both ways (injectUpgrade).
   const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
@@ -53,6 +62,8 @@ export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(issu
       if (!target || !url.startsWith("/") || req.method !== "GET") return refuseSocket(socket, new Refusal(400, "bad request"))
       trace.run_id = target.caller.runId
       trace.subject = target.caller.subject
+      const misdirected = misdirection(target, req.headers.host, sniOf(req.socket))
+      if (misdirected) return yield* refuseMisdirected(target, misdirected, trace, (r) => refuseSocket(socket, r))
       yield* supervised(trace, injectUpgrade(target, req, socket, head, trace, grants), () => socket.destroy())
     }))
 
