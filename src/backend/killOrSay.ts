@@ -12,3 +12,11 @@ export const killOrSay = (box: string, what: string) =>
     Effect.catchAll((e) =>
       Effect.logWarning(`${what}: the engine refused to kill its box ${box} (${e.message}); it may still run — the daemon's reaper tries again at its deadline, or kill it by hand: docker kill ${box}`))
   )
+
+/** Kills a run's box, if this deployment has one under the run's name, where nothing waits on the answer; a refusal is said. */
+export const killRunOrSay = (runId: string, what: string) =>
+  Effect.flatMap(BoxBackend, (backend) => backend.killRun(runId)).pipe(
+    Effect.asVoid,
+    Effect.catchAll((e) =>
+      Effect.logWarning(`${what}: the engine refused to kill the box of run ${runId} (${e.message}); it may still run — the daemon's reaper tries again at its deadline`))
+  )

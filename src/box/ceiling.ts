@@ -1,12 +1,12 @@
 import { Duration, Effect, Schema } from "effect"
-import { ceilingProblem } from "../config/ceiling.js"
+import { ceilingProblem, MAX_CEILING_MIN } from "../config/ceiling.js"
 
 /** A ceiling that is not a positive number of minutes (or absurdly long). */
 export class InvalidCeiling extends Schema.TaggedError<InvalidCeiling>()("InvalidCeiling", {
   value: Schema.String
 }) {
   override get message() {
-    return `--ceiling wants a positive number of minutes (got ${this.value}), e.g. --ceiling 30`
+    return `--ceiling wants a positive number of minutes, at most ${MAX_CEILING_MIN} (14 days) (got ${this.value}), e.g. --ceiling 30`
   }
 }
 

@@ -1,9 +1,12 @@
 import { Schema } from "effect"
 import { isIP } from "node:net"
+import { CeilingMinutes, Span } from "./ceiling.js"
 import { ClusterSection } from "./cluster.js"
 
 const Port = Schema.Int.pipe(Schema.between(1, 65535))
-const Minutes = Schema.Number.pipe(Schema.finite(), Schema.positive())
+// Ceilings by the one rule every surface uses; waits for a box or a message up to a week.
+const Minutes = CeilingMinutes
+const IdleMinutes = Span("minutes", 7 * 24 * 60, "7 days")
 const Scope = Schema.Array(Schema.String.pipe(Schema.pattern(/^org(\/(\*|[a-z][a-z0-9-]{0,31}))?$/, {
   message: () => `a scope entry is "org", "org/*" or "org/<worker>"`
 })))
@@ -45,7 +48,7 @@ const BoxFields = Schema.Struct({
   ceiling_min: Schema.optionalWith(Minutes, { default: () => 30 }),
   session_ceiling_min: Schema.optionalWith(Minutes, { default: () => 240 }),
   turn_ceiling_min: Schema.optionalWith(Minutes, { default: () => 30 }),
-  idle_secs: Schema.optionalWith(Schema.Number.pipe(Schema.finite(), Schema.positive()), { default: () => 600 }),
+  idle_secs: Schema.optionalWith(Span("seconds", 7 * 86_400, "7 days"), { default: () => 600 }),
   tmp_size: Schema.optionalWith(Size("tmp_size"), { default: () => "1g" }),
   /** stdout.jsonl (and stderr.log) stop here, with a marker line: a box cannot fill the disk through roster. */
   transcript_max: Schema.optionalWith(Size("transcript_max"), { default: () => "256m" }),
@@ -68,7 +71,7 @@ const BoxFields = Schema.Struct({
   /** Warm boxes at once on this node (each holds a started box's memory: docs/PERFORMANCE.md measures it). */
   warm_max: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 64)), { default: () => 2 }),
   /** How long a warm box waits for a run before it is recycled, in minutes. */
-  warm_idle_min: Schema.optionalWith(Minutes, { default: () => 30 })
+  warm_idle_min: Schema.optionalWith(IdleMinutes, { default: () => 30 })
 })
 
 // /tmp is a tmpfs: RAM counted against the box's memory. Bigger than the limit, a full /tmp
@@ -244,7 +247,7 @@ export const ChatChannel = Schema.Struct({
   /** Who may decide a held request of the channel's runs with its card's buttons (default: allow_users). */
   approvers: Schema.optional(Schema.Array(ChatId)),
   /** Minutes the channel's session waits for the next message before it ends. */
-  idle_min: Schema.optionalWith(Minutes, { default: () => 30 }),
+  idle_min: Schema.optionalWith(IdleMinutes, { default: () => 30 }),
   /** The channel session's whole-session ceiling (default: [box] session_ceiling_min). */
   ceiling_min: Schema.optional(Minutes),
   /** Messages of the thread (else the channel) a session's first turn is given from the service, newest kept (0: none). */

@@ -54,3 +54,21 @@ export const normalizeHost = (host: string): string => {
 export const isValidHost = (host: string): boolean =>
   host.length > 0 && host.length <= 253 && !/[\0\r\n@%/\\\s]/.test(host) &&
   (net.isIP(host) !== 0 || /^[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*$/.test(host))
+
+/**
+ * An address that is not one address but all of a kind: the unspecified ones (`0.0.0.0`, `::`,
+ * in any spelling), broadcast and multicast. A listener on it listens on every address of the
+ * machine, box networks among them.
+ */
+export const isWildcardAddress = (address: string): boolean => {
+  const a = address.trim().replace(/^\[(.*)\]$/, "$1")
+  if (a === "" || a === "*") return true
+  const family = net.isIP(a)
+  if (family === 4) return a.split(".").every((p) => Number(p) === 0) || a === "255.255.255.255" || Number(a.split(".")[0]) >= 224
+  if (family === 6) {
+    const v4 = mappedV4(a)
+    if (v4 !== undefined) return isWildcardAddress(v4)
+    return /^[0:]+$/.test(a) || a.toLowerCase().startsWith("ff")
+  }
+  return false
+}

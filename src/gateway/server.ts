@@ -6,6 +6,7 @@ import type { Duplex } from "node:stream"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths } from "../config/Paths.js"
 import { LLM_PROVIDERS } from "../contract/constants.js"
+import { isLoopback } from "../contract/addresses.js"
 import { deploymentId } from "../contract/deployment.js"
 import { PREFLIGHT_PATH } from "../contract/preflight.js"
 import { credentialFor } from "../vault/credentialFor.js"
@@ -36,9 +37,9 @@ export class GatewayListenError extends Schema.TaggedError<GatewayListenError>()
 }
 
 /**
- * `/healthz`: whose deployment this is, its version, and which connections have a credential
- * here and from where (never a value) — the daemon is the one owner of credentials, so a CLI
- * shapes a box's sentinels from this answer rather than from its own environment.
+ * `/healthz` on loopback: whose deployment this is, its version, and which connections have a
+ * credential here and from where (never a value) — the daemon is the one owner of credentials, so
+ * a CLI shapes a box's sentinels from this answer rather than from its own environment.
  */
 const healthAnswer = (configRoot: string) =>
   Effect.gen(function*() {
@@ -96,6 +97,12 @@ const makeGateway = Effect.fn("gateway.serve")(function*(options: GatewayOptions
     if (refuseUnlessHttp1(req, req.socket)) return
     const target = req.url ?? ""
     if (req.method === "GET" && target === "/healthz") {
+      // A box (any caller not on loopback) learns that the gateway is up and whose it is (an opaque
+      // id its preflight checks), nothing of the host: no paths, no version, no credentials.
+      if (!isLoopback(req.socket.remoteAddress)) {
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, deployment_id: deploymentId(paths.config) }))
+        return
+      }
       serve(healthAnswer(paths.config).pipe(
         Effect.flatMap((body) => Effect.sync(() => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body))))
       ))

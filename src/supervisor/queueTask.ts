@@ -1,6 +1,5 @@
 import { Clock, Effect, Schema } from "effect"
 import { validateCeiling } from "../box/ceiling.js"
-import { containerName } from "../backend/plan.js"
 import { validateChannelName, validateWorkerName } from "../config/names.js"
 import { linkContinuation } from "../task/links.js"
 import { checkReplyTo, PERSON_ASKS } from "../reply/replyTo.js"
@@ -9,7 +8,7 @@ import { isFinal, NoSuchTask, TaskKey, type TaskOrigin, type TaskRecord, TaskRef
 import { TaskStore } from "../task/TaskStore.js"
 import { CANCELLED } from "./taskEnd.js"
 import { readIdentity } from "../worker/workers.js"
-import { killOrSay } from "../backend/killOrSay.js"
+import { killRunOrSay } from "../backend/killOrSay.js"
 
 /** What queueing a task asks for: `roster task add`'s worker, prompt, ceiling, `--after`, `--channel`, `--continue` and `--reply-to`. */
 export interface TaskRequest {
@@ -29,12 +28,20 @@ export interface TaskRequest {
   readonly at?: string | undefined
 }
 
-/** `--at`: an ISO time, or a span from `now` (+30s, +30m, +2h, +1d); the time as ISO, or why not. */
+/** How far ahead `--at` may put a task: a year. */
+export const MAX_AT_DAYS = 365
+
+/** `--at`: an ISO time, or a span from `now` (+30s, +30m, +2h, +1d), at most a year ahead; the time as ISO, or why not. */
 export const runAt = (at: string, now: number): string | { readonly why: string } => {
+  const form = `--at ${JSON.stringify(at)}: a time (2026-12-24T09:00:00Z) or a span from now (+30m, +2h, +1d)`
   const span = /^\+(\d+(?:\.\d+)?)([smhd])$/.exec(at.trim())
-  if (span) return new Date(now + Number(span[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[span[2] as "s" | "m" | "h" | "d"]).toISOString()
-  const t = Date.parse(at)
-  return Number.isFinite(t) && /\d{4}-\d{2}-\d{2}/.test(at) ? new Date(t).toISOString() : { why: `--at ${JSON.stringify(at)}: a time (2026-12-24T09:00:00Z) or a span from now (+30m, +2h, +1d)` }
+  const t = span
+    ? now + Number(span[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[span[2] as "s" | "m" | "h" | "d"]
+    : /\d{4}-\d{2}-\d{2}/.test(at) ? Date.parse(at) : Number.NaN
+  if (!Number.isFinite(t)) return { why: form }
+  // Past a year (or past what a date can hold) is a typo, not a plan.
+  if (t > now + MAX_AT_DAYS * 86_400_000) return { why: `${form}, at most ${MAX_AT_DAYS} days ahead (+${MAX_AT_DAYS}d)` }
+  return new Date(t).toISOString()
 }
 
 /** A live task, else an archived one, else none: what a new task may name (`--continue`, `--after`). */
@@ -150,11 +157,11 @@ export const cancelQueued = (t: TaskRecord, now: string): TaskRecord =>
 
 /**
  * A task no live run holds (the daemon is down, or its box is already gone) is cancelled where it
- * stands: a box still running for its last run is killed by name, and the record says cancelled.
+ * stands: a box of this deployment still running for its last run is killed, and the record says cancelled.
  */
 export const cancelInPlace = Effect.fn("supervisor.cancelInPlace")(function*(t: TaskRecord) {
   const runId = t.run_ids.at(-1)
-  if (t.status === "running" && runId) yield* killOrSay(containerName(runId), `task ${t.task_id} (cancelled)`)
+  if (t.status === "running" && runId) yield* killRunOrSay(runId, `task ${t.task_id} (cancelled)`)
   return yield* (yield* TaskStore).update(t.task_id, (x, now) =>
     x.status === "running" ? { ...x, status: "cancelled", reason: CANCELLED, finished_at: now } : cancelQueued(x, now))
 })

@@ -44,7 +44,11 @@ export const signInUrl = (challenge: string, verifier: string) =>
     state: verifier
   }).toString()}`
 
-/** What the person pasted — `code#state`, the redirect URL, or the bare code — as its code and state; a state not ours is refused. */
+/**
+ * What the person pasted — `code#state` or the redirect URL — as its code and state. The state
+ * must be this sign-in's: a code without one (a bare code) could be from a sign-in this command did
+ * not start, and one with another state is; both are refused with what to paste instead.
+ */
 export const pastedCode = (input: string, verifier: string): { readonly code: string; readonly state: string } | { readonly problem: string } => {
   const value = input.trim()
   let code: string | null | undefined
@@ -57,8 +61,11 @@ export const pastedCode = (input: string, verifier: string): { readonly code: st
     ;[code, state] = value.includes("#") ? value.split("#", 2) : value.includes("code=") ? [new URLSearchParams(value).get("code"), new URLSearchParams(value).get("state")] : [value, undefined]
   }
   if (!code) return { problem: "nothing was pasted: paste the code Anthropic shows after you sign in (code#state)" }
-  if (state && state !== verifier) return { problem: "that code is from another sign-in (its state does not match this one): start again" }
-  return { code, state: state ?? verifier }
+  if (!state) {
+    return { problem: "that is a code without its state, so it cannot be told from another sign-in's: paste the whole of what Anthropic shows (code#state), or the URL it sent you to" }
+  }
+  if (state !== verifier) return { problem: "that code is from another sign-in (its state does not match this one): start again" }
+  return { code, state }
 }
 
 const TokenAnswer = Schema.parseJson(Schema.Struct({

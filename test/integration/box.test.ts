@@ -420,6 +420,21 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     expect(lastRun(d).stdout).not.toContain(outside.greeting)
   })
 
+  it("/healthz from a box says only that the gateway is up and whose it is (an opaque id): no path, version or credential of the host", async () => {
+    const r = await d.roster(["worker", "run", "alice", script(d, "healthz.sh", [
+      "P=${HTTP_PROXY##*:}",
+      `(printf 'GET /healthz HTTP/1.0\r\nHost: roster\r\n\r\n'; sleep 1) | nc -w 3 host.docker.internal "$P"`
+    ].join("\n"))])
+    expect(r.code, r.stderr).toBe(0)
+    const answer = lastRun(d).stdout
+    const line = answer.split("\n").find((l) => l.includes("deployment_id")) ?? ""
+    const body = JSON.parse(line.slice(line.indexOf("{"), line.lastIndexOf("}") + 1)) as Record<string, unknown>
+    expect(Object.keys(body).sort()).toEqual(["deployment_id", "ok"])
+    expect(body.ok).toBe(true)
+    expect(answer).not.toContain(d.file("config"))
+    expect(answer).not.toMatch(/config_root|version|credentials/)
+  })
+
   it("a vault credential and the host key exist nowhere in the box: not its env, docker inspect, or the run dir", async () => {
     const VAULT_KEY = "sk-ant-vault-REAL-9f8e7d6c5b4a"
     const added = await collect(d.spawn(["connection", "add", "anthropic", "--from-env", "VAULT_KEY_FOR_TEST"]))

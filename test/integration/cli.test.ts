@@ -151,6 +151,18 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
       expect(refused.code).toBe(1)
       expect(refused.stderr).toContain("that code is from another sign-in")
       expect(seen).toHaveLength(1)
+      // A bare code carries no state: it could be any sign-in's, so it is refused with what to paste.
+      const bare = spawn(ROSTER_BIN, ["connection", "login", "anthropic", "--token-url", tokenUrl], { env: { ...process.env, ROSTER_HOME: home, HOME: home }, stdio: ["pipe", "pipe", "pipe"] })
+      bare.stdin.end("CODE-FROM-ANTHROPIC\n")
+      const bareRefused = await collect(bare)
+      expect(bareRefused.code).toBe(1)
+      expect(bareRefused.stderr).toContain("a code without its state")
+      expect(bareRefused.stderr).toContain("code#state")
+      expect(seen).toHaveLength(1)
+      // The sign-in URL went to the person only: its state (the PKCE verifier) is in no file roster keeps.
+      const kept = (fs.readdirSync(home, { recursive: true }) as Array<string>).map((f) => path.join(home, f))
+        .filter((f) => fs.statSync(f).isFile()).map((f) => fs.readFileSync(f, "latin1")).join("\n")
+      expect(kept).not.toContain(url.searchParams.get("state") ?? "-")
       // Codex is pi's own sign-in: roster says what works instead.
       const codex = await roster("connection", "login", "openai-codex")
       expect(codex.code).toBe(1)
@@ -191,6 +203,28 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     }
     expect(fs.existsSync(path.join(home, "data", "runs"))).toBe(false)
     expect(JSON.parse((await roster("runs", "list", "--json")).stdout)).toEqual([])
+  })
+
+  it("a time out of bounds is refused with the bound, never a crash: --at, --ceiling, --retries (no daemon: the CLI queues itself)", async () => {
+    for (const [args, said] of [
+      [["--at", "+99999999999999d"], "at most 365 days ahead"],
+      [["--at", "+400d"], "at most 365 days ahead"],
+      [["--at", "99999-01-01T00:00:00Z"], "a time (2026-12-24T09:00:00Z) or a span from now"],
+      [["--ceiling", "1e300"], "at most 20160 (14 days)"],
+      [["--ceiling", "20161"], "at most 20160 (14 days)"],
+      [["--retries", "999999999"], "a whole number from 0 to 20"]
+    ] as const) {
+      const r = await roster("task", "add", "alice", ...args, "x")
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(1)
+      expect(r.stderr).toContain(said)
+      expect(r.stderr).not.toMatch(/RangeError|\n\s+at /)
+    }
+    for (const ceiling of ["1e300", "20161"]) {
+      const r = await roster("worker", "run", "alice", "--ceiling", ceiling, "x")
+      expect(r.code).toBe(1)
+      expect(r.stderr).toContain("at most 20160 (14 days)")
+    }
+    expect(JSON.parse((await roster("task", "list", "--json")).stdout)).toEqual([])
   })
 
   it("a usage error says what was wrong and the command's usage, exit 2 (never [object Object])", async () => {

@@ -182,6 +182,11 @@ describe("the supervisor in the real daemon, on a real Docker engine", () => {
     expect(listed.map((t) => t.task_id)).toEqual([all[0]!.task_id])
     // The human line says it was there already.
     expect(await roster(["task", "add", "carol", "--key", key, "keyed work"])).toBe(`task ${all[0]!.task_id} exists (key ${key})\n`)
+    // A time out of bounds, through the daemon: refused with the bound (it was an internal error dump).
+    const far = await d.roster(["task", "add", "carol", "--at", "+99999999999999d", "far off"])
+    expect(far.code, far.stderr).toBe(1)
+    expect(far.stderr).toContain("at most 365 days ahead")
+    expect(far.stderr).not.toMatch(/RangeError|internal error/i)
     await roster(["task", "cancel", all[0]!.task_id])
   })
 

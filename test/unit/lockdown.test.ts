@@ -232,5 +232,10 @@ describe("where the gateway listens (--addr, [gateway] listen)", () => {
     }
     expect(refused(["127.0.0.2"])).toContain("only loopback is named (127.0.0.2), which no box can reach: add the locked network's bridge address (172.30.7.1)")
     expect(refused(["10.0.0.5"])).toContain("boxes on roster-locked-x (172.30.7.0/24) reach only addresses in that subnet, and 10.0.0.5 is not")
+    // Every address at once, in any spelling, beside a good one or alone: refused for what it is, not for a port in use.
+    for (const listen of [["0.0.0.0"], ["172.30.7.1", "0.0.0.0"], ["::"], ["[::]"], ["0:0:0:0:0:0:0:0"], ["::ffff:0.0.0.0"], ["0.0.0.0"], ["255.255.255.255"], ["224.0.0.1"], ["ff02::1"]]) {
+      expect(refused(listen), listen.join(",")).toMatch(/is every address of this machine \(or none\).*roster server start --addr 172\.30\.7\.1/)
+    }
+    expect(refused(["172.30.7.1"])).toBe("accepted")
   })
 })

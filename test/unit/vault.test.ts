@@ -122,7 +122,11 @@ describe("the subscription sign-in's pieces (pi's /login, copy-code)", () => {
     })
     expect(pastedCode(`abc#${verifier}`, verifier)).toEqual({ code: "abc", state: verifier })
     expect(pastedCode(`${ANTHROPIC_SIGN_IN.redirectUri}?code=abc&state=${verifier}`, verifier)).toEqual({ code: "abc", state: verifier })
-    expect(pastedCode("  abc \n", verifier)).toEqual({ code: "abc", state: verifier })
+    expect(pastedCode(`  abc#${verifier} \n`, verifier)).toEqual({ code: "abc", state: verifier })
+    // A bare code could be any sign-in's: refused, saying what to paste.
+    for (const bare of ["abc", "  abc \n", "code=abc", `${ANTHROPIC_SIGN_IN.redirectUri}?code=abc`]) {
+      expect(pastedCode(bare, verifier), bare).toMatchObject({ problem: expect.stringContaining("paste the whole of what Anthropic shows (code#state)") })
+    }
     expect(pastedCode("abc#someone-else", verifier)).toMatchObject({ problem: expect.stringContaining("another sign-in") })
     expect(pastedCode("", verifier)).toMatchObject({ problem: expect.stringContaining("nothing was pasted") })
   })

@@ -88,9 +88,12 @@ export const DockerBackend = Layer.effect(
     const docker = yield* Docker
     const paths = yield* Paths
     const env = Context.omit(Scope.Scope)(yield* Effect.context<BackendEnv>()) as Context.Context<BackendEnv>
-    // A run's box by its name (the engine's filter matches a part of it; the exact one is kept).
+    // Only this deployment's boxes: a run's box by its name (the engine's filter matches a part of it;
+    // the exact one is kept) and its deployment's label — a container of another deployment (or none)
+    // named like one of this deployment's runs is never its box to the gateway, a kill or the reaper.
+    const ours = `${C.LABEL_DEPLOYMENT}=${paths.config}`
     const list = (filter?: { readonly runId?: string; readonly ended?: boolean }) =>
-      (filter?.runId !== undefined ? docker.containerList([C.LABEL_RUN_ID], containerName(filter.runId)) : docker.containerList([`${C.LABEL_DEPLOYMENT}=${paths.config}`])).pipe(
+      (filter?.runId !== undefined ? docker.containerList([C.LABEL_RUN_ID, ours], containerName(filter.runId)) : docker.containerList([ours])).pipe(
         Effect.map((cs) =>
           cs.filter((c) => filter?.ended || c.state === "running" || c.state === "created").map(foundBox)
             .filter((b) => filter?.runId === undefined || b.runId === filter.runId)

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { isIP } from "node:net"
 import type { NetworkInfo } from "../../docker/Docker.js"
+import { isWildcardAddress } from "../../contract/addresses.js"
 import { bridgeAddress } from "./lockdown.js"
 
 /** `--addr` / `[gateway] listen` that boxes could not reach the gateway at, with why and the fix. */
@@ -30,6 +31,13 @@ export const gatewayAddresses = (listen: ReadonlyArray<string> | undefined, net:
   const bridge = bridgeAddress(net)
   if (listen === undefined || listen.length === 0) return { addrs: ["127.0.0.1", bridge], boxAddr: bridge }
   const loopback = (a: string) => a === "::1" || a.startsWith("127.")
+  const wildcard = listen.filter(isWildcardAddress)
+  if (wildcard.length > 0) {
+    return new ListenRefused({
+      detail: `${wildcard.join(", ")} is every address of this machine (or none), so boxes and the whole network would reach the gateway: ` +
+        `name one address, the locked network's bridge (${bridge}) or another address of this machine in its subnet (roster server start --addr ${bridge})`
+    })
+  }
   const boxAddr = listen.find((a) => !loopback(a))
   const subnet = net.subnets[0]?.subnet ?? ""
   if (boxAddr === undefined) {

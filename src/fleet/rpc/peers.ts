@@ -1,12 +1,11 @@
 import * as net from "node:net"
 import type * as os from "node:os"
+import { isWildcardAddress } from "../../contract/addresses.js"
 
 export type Interfaces = NodeJS.Dict<ReadonlyArray<os.NetworkInterfaceInfo>>
 
 /** Interfaces an engine or a VM manager makes for its containers: boxes live behind them. */
 const CONTAINER_BRIDGE = /^(docker|br-|veth|virbr|cni|podman|flannel|cali|vxlan|weave)/
-
-const WILDCARD = new Set(["0.0.0.0", "::", "[::]", "*", ""])
 
 const bare = (address: string) => {
   const unbracketed = address.replace(/^\[(.*)\]$/, "$1")
@@ -36,7 +35,7 @@ export const interfaceOf = (address: string, interfaces: Interfaces): string | u
  */
 export const listenProblem = (address: string, interfaces: Interfaces): string | undefined => {
   const a = bare(address)
-  if (WILDCARD.has(a)) return "is every address of this machine, the box networks' among them"
+  if (isWildcardAddress(a)) return "is every address of this machine, the box networks' among them"
   const name = interfaceOf(a, interfaces)
   // An interface that is down is not listed either: nothing to listen on until it is up.
   if (name === undefined) return "is not an address of this machine (of an interface that is up)"
