@@ -3,34 +3,57 @@ import type { RunOrigin } from "../contract/origin.js"
 import { openTaints, type Taint, taintLine } from "../contract/taint.js"
 import { RunLog } from "../run/RunLog.js"
 
-/** The runs a new run carries on from: the one it continues, and the one that queued its task (set_tasks, a chat session's follow-up). */
-export const taintSources = (origin: RunOrigin, continues: { readonly run_id: string } | null): ReadonlyArray<string> => {
-  const sources = new Set<string>()
-  if (continues) sources.add(continues.run_id)
-  if (origin._tag === "queue" && origin.queued_by.by === "self" && origin.queued_by.run_id !== null) sources.add(origin.queued_by.run_id)
-  return [...sources]
+/** A run whose work or words a new run carries: which, whose, and how they reach it. */
+export interface TaintSource {
+  readonly worker: string
+  readonly runId: string
+  /** How its work reaches the new run, in words: "continues", "queued it", "the channel's history", … */
+  readonly via: "continues" | "queued" | "words"
+  /** Where its words are, for "words": the channel's history, a reply, … */
+  readonly where?: string
 }
 
+/** The runs a new run carries on from: the one it continues, and the one that queued its task (set_tasks, a chat session's follow-up). */
+export const taintSources = (worker: string, origin: RunOrigin, continues: { readonly run_id: string } | null): ReadonlyArray<TaintSource> => {
+  const sources: Array<TaintSource> = []
+  if (continues) sources.push({ worker, runId: continues.run_id, via: "continues" })
+  if (origin._tag === "queue" && origin.queued_by.by === "self" && origin.queued_by.run_id !== null && origin.queued_by.run_id !== continues?.run_id) {
+    sources.push({ worker, runId: origin.queued_by.run_id, via: "queued" })
+  }
+  return sources
+}
+
+const carried = (s: TaintSource) =>
+  s.via === "words" ? `its input carries the words of tainted run ${s.runId} of ${s.worker} (${s.where ?? "its input"})` : `carries on from tainted run ${s.runId}`
+
+/** The taint a run takes from a tainted source: its own, naming the source and how it came (null when the source is not tainted). */
+export const taintFrom = Effect.fn("run.taintFrom")(function*(source: TaintSource) {
+  const from = yield* (yield* RunLog).read(source.worker, source.runId)
+  const open = from ? openTaints(from) : []
+  if (open.length === 0) return null
+  return {
+    reason: "inherited",
+    host: null,
+    time: new Date(yield* Clock.currentTimeMillis).toISOString(),
+    detail: `${carried(source)} (${taintLine(open[0] as Taint)})`,
+    inherited_from: source.runId
+  } satisfies Taint
+})
+
 /**
- * Taint follows the work: a run that carries on from a tainted run (of the same worker) starts
- * tainted itself, its record saying from which run and why — written before its box exists, so
- * its knowledge_push is quarantined and its remember pending from its first request. Each is its
- * own decision: untainting the source later does not untaint it.
+ * Taint follows the work and the words: a run that carries on from a tainted run (of the same
+ * worker), or whose input carries a tainted run's words (a channel's history, a reply), starts
+ * tainted itself, its record saying from which run and how — written before its box exists, so its
+ * knowledge_push is quarantined and its remember pending from its first request. Each is its own
+ * decision: untainting the source later does not untaint it.
  */
-export const inheritTaints = Effect.fn("run.inheritTaints")(function*(worker: string, runId: string, sources: ReadonlyArray<string>) {
+export const inheritTaints = Effect.fn("run.inheritTaints")(function*(worker: string, runId: string, sources: ReadonlyArray<TaintSource>) {
   const runLog = yield* RunLog
   const inherited: Array<Taint> = []
   for (const source of sources) {
-    const from = yield* runLog.read(worker, source)
-    const open = from ? openTaints(from) : []
-    if (open.length === 0) continue
-    const taint: Taint = {
-      reason: "inherited",
-      host: null,
-      time: new Date(yield* Clock.currentTimeMillis).toISOString(),
-      detail: `carries on from tainted run ${source} (${taintLine(open[0] as Taint)})`,
-      inherited_from: source
-    }
+    if (source.runId === runId) continue
+    const taint = yield* taintFrom(source)
+    if (taint === null) continue
     yield* runLog.append(worker, runId, { kind: "taint", taint })
     inherited.push(taint)
   }

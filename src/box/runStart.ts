@@ -10,6 +10,7 @@ import { saveRunContext } from "../run/runContext.js"
 import type { RunRecord } from "../run/RunLog.js"
 import { compileContext } from "./context.js"
 import { inheritTaints, taintSources } from "./inheritTaint.js"
+import { channelSpeakers } from "../journal/channel.js"
 import type { Interruption } from "../contract/interruption.js"
 
 /** A run to continue that cannot be: its folder, its session or its record is missing. */
@@ -59,7 +60,9 @@ const sessionToResume = (worker: string, runId: string) =>
 export const startRun = Effect.fn("run.start")(function*(req: RunStartRequest) {
   const record = yield* openRunRecord({ runId: req.runId, worker: req.worker, kind: req.kind, ...(req.taskId ? { taskId: req.taskId } : {}) })
   const resume = req.continues ? yield* sessionToResume(req.worker, req.continues.run_id) : undefined
-  const taints = yield* inheritTaints(req.worker, req.runId, taintSources(req.origin, req.continues))
+  // The channel's history is the run's to read (its /pihome/channel, a chat session's first turn): its speakers' taint is the run's.
+  const heard = req.channel === null ? [] : (yield* channelSpeakers(req.channel)).map((s) => ({ ...s, via: "words" as const, where: `channel ${req.channel}'s history` }))
+  const taints = yield* inheritTaints(req.worker, req.runId, [...taintSources(req.worker, req.origin, req.continues), ...heard])
   const context = yield* compileContext({
     runId: req.runId,
     worker: req.worker,

@@ -51,3 +51,21 @@ export const recentChannel = (channel: string, n = 20) =>
     const text = yield* fs.readFileString(file).pipe(Effect.orElseSucceed(() => ""))
     return text.split("\n").filter((l) => l !== "").slice(-n).map((l) => decodeLine(l)).filter(Option.isSome).map((o) => o.value)
   })
+
+/**
+ * The runs whose words are in a channel's history (its worker lines), each with its worker: a run
+ * given the channel reads them (its /pihome/channel, a chat session's first turn), so their taint
+ * is its own (box/inheritTaint.ts). Oldest first; none when it has no history.
+ */
+export const channelSpeakers = (channel: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const text = yield* fs.readFileString(yield* channelHistoryFile(channel)).pipe(Effect.orElseSucceed(() => ""))
+    const seen = new Map<string, { readonly worker: string; readonly runId: string }>()
+    for (const l of text.split("\n")) {
+      if (l === "") continue
+      const e = decodeLine(l)
+      if (e._tag === "Some" && e.value.role === "worker" && e.value.run_id !== undefined) seen.set(e.value.run_id, { worker: e.value.author, runId: e.value.run_id })
+    }
+    return [...seen.values()]
+  })

@@ -3,7 +3,7 @@ import { Clock, Effect, Option } from "effect"
 import * as crypto from "node:crypto"
 import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import type { InboxLine } from "../contract/inbox.js"
-import { parseReplyTo, type ReplyTarget } from "../contract/origin.js"
+import { chatChannelName, parseReplyTo, type ReplyTarget } from "../contract/origin.js"
 import type { OrgConfig } from "../config/OrgConfig.js"
 import type { Vault } from "../vault/Vault.js"
 import { Files } from "../fs/Files.js"
@@ -11,6 +11,10 @@ import { FleetMember } from "../fleet/FleetMember.js"
 import { postChat } from "../chat/postChat.js"
 import type { PostMark } from "../chat/postMark.js"
 import { appendJournal } from "../journal/journal.js"
+import { appendChannel } from "../journal/channel.js"
+import { taintFrom } from "../box/inheritTaint.js"
+import { liveSession } from "../reply/liveSession.js"
+import { RunLog } from "../run/RunLog.js"
 import { readRunContext } from "../run/runContext.js"
 import { checkReplyTo, PERSON_ASKS, type ReplyAsker } from "../reply/replyTo.js"
 import { RunFence } from "../run/RunFence.js"
@@ -35,7 +39,17 @@ export const awaitsDelivery = (t: TaskRecord) =>
 /** A delivery begun and never recorded as done: its daemon died with the post in flight. */
 const cutShort = (t: TaskRecord) => t.delivery?.pending === true && !t.unreadable
 
-/** Appends the answer to another task's record (once per delivering task) and that worker's journal. */
+/** The taint the answer of `t` carries (its last run's, when that run is tainted), as a taint of the run it reaches through `where`. */
+const answerTaint = (t: TaskRecord, where: string) => {
+  const runId = t.run_ids.at(-1)
+  return runId === undefined ? Effect.succeed(null) : taintFrom({ worker: t.worker, runId, via: "words", where })
+}
+
+/**
+ * Appends the answer to another task's record (once per delivering task) and that worker's journal.
+ * The journal is every later run's to read (/pihome/self/journal): a tainted run's answer is kept on
+ * the record (host-side) and withheld from the journal, which says where it is.
+ */
 const toTask = (t: TaskRecord, targetId: string, text: string, at: string) =>
   Effect.gen(function*() {
     const store = yield* TaskStore
@@ -47,23 +61,37 @@ const toTask = (t: TaskRecord, targetId: string, text: string, at: string) =>
         ...x,
         replies: [...(x.replies ?? []), { from_task: t.task_id, worker: t.worker, at, status: t.status, text }]
       }).pipe(Effect.mapError((e) => e.message))
-    yield* appendJournal(target.worker, { kind: "reply", task_id: targetId, from_task: t.task_id, status: t.status, text })
+    const tainted = yield* answerTaint(t, `a reply to task ${targetId}`)
+    const journalText = tainted === null ? text :
+      `[roster] this answer is withheld here: it comes from run ${tainted.inherited_from}, which is tainted — a person reads it with roster task show ${t.task_id}, and passes such answers on with roster runs untaint ${tainted.inherited_from}`
+    yield* appendJournal(target.worker, { kind: "reply", task_id: targetId, from_task: t.task_id, status: t.status, text: journalText })
   })
 
-/** Hands the answer to a live warm session, as a message of its own (checked live just before, by checkReplyTo). */
+/**
+ * Hands the answer to a live warm session, as a message of its own (checked live just before, by
+ * checkReplyTo). A tainted run's answer taints the session first, naming it: its words are then the
+ * session's input.
+ */
 const toTalk = (t: TaskRecord, runId: string, text: string, at: string) =>
   Effect.gen(function*() {
+    const session = yield* liveSession(runId)
+    const tainted = yield* answerTaint(t, `a reply delivered to session ${runId}`)
+    if (tainted !== null && session.live) yield* (yield* RunLog).append(session.worker, runId, { kind: "taint", taint: tainted }).pipe(Effect.mapError((e) => e.message))
     const file = layout(yield* Paths).inboxFile(runId)
     yield* (yield* FileSystem.FileSystem).makeDirectory((yield* Path.Path).dirname(file), { recursive: true, mode: 0o700 }).pipe(Effect.mapError((e) => e.message))
     const line: InboxLine = { id: `reply-${t.task_id}`, from_task: t.task_id, worker: t.worker, status: t.status, text, at }
     yield* (yield* Files).append(file, `${JSON.stringify(line)}\n`, 0o600).pipe(Effect.mapError((e) => e.message))
   })
 
-/** Posts the answer in a chat thread org.toml maps (the daemon posts with the connection's token), carrying the delivery's mark. */
-const toChat = (target: Extract<ReplyTarget, { _tag: "chat" }>, text: string, mark: PostMark) =>
+/**
+ * Posts the answer in a chat thread org.toml maps (the daemon posts with the connection's token),
+ * carrying the delivery's mark, and keeps it in the channel's history as its run's words: the
+ * channel's next session reads both (and takes that run's taint with them).
+ */
+const toChat = (t: TaskRecord, target: Extract<ReplyTarget, { _tag: "chat" }>, text: string, mark: PostMark) =>
   postChat({ provider: target.provider, channel: target.channel, ...(target.thread ? { thread: target.thread } : {}) }, text, mark).pipe(
     Effect.mapError((e) => e.message),
-    Effect.asVoid
+    Effect.zipRight(appendChannel(chatChannelName(target), { author: t.worker, text, role: "worker", ...(t.run_ids.at(-1) ? { run_id: t.run_ids.at(-1) } : {}) }))
   )
 
 /**
@@ -109,10 +137,10 @@ const deliverOnce = (t: TaskRecord, resume: boolean) =>
     const asker: ReplyAsker = t.origin.by === "self" && t.origin.run_id !== null
       ? { _tag: "run", runId: t.origin.run_id, context: yield* readRunContext(t.worker, t.origin.run_id) }
       : PERSON_ASKS
-    const place: Effect.Effect<void, string, TaskStore | OrgConfig | Vault | Files | HostFiles> =
+    const place: Effect.Effect<void, string, TaskStore | OrgConfig | Vault | Files | HostFiles | RunLog> =
       target._tag === "task" ? toTask(t, target.taskId, text, since)
       : target._tag === "talk" ? toTalk(t, target.runId, text, since)
-      : target._tag === "chat" ? toChat(target, text, { id: mark, since, resume: resumed })
+      : target._tag === "chat" ? toChat(t, target, text, { id: mark, since, resume: resumed })
       : Effect.void
     const send = target._tag === "invalid" ? Effect.fail(target.why) : Effect.zipRight(checkReplyTo(replyTo, asker).pipe(Effect.mapError((e) => e.message)), place)
     const done = yield* Effect.either(send)

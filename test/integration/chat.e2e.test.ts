@@ -326,6 +326,9 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
       t = JSON.parse((await d.roster(["task", "show", id, "--json"])).stdout)
     }
     expect(t.delivery).toMatchObject({ target: `chat:slack:C0TEAM/${thread}`, ok: true })
+    // Kept in the channel's history as that run's words: the channel's next session reads them, and takes their taint.
+    const history = fs.readFileSync(d.file("data", "channels", "slack-c0team", "history.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(history.find((e) => e.text === post.text)).toMatchObject({ author: "bea", role: "worker", run_id: t.run_ids.at(-1) })
   }, 180_000)
 
   it("a task answering in a thread has its held request decided there too: the card in that thread, the approver's Deny its 403", async () => {
