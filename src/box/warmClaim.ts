@@ -3,6 +3,7 @@ import { Clock, Duration, Effect, Ref, Scope } from "effect"
 import { RUN_ENV_NAME } from "../contract/constants.js"
 import { readEvent } from "../contract/piEvents.js"
 import type { OpenRecord } from "../run/record.js"
+import { failpoint } from "../run/failpoint.js"
 import { RunLog } from "../run/RunLog.js"
 import { bindIdentity } from "./identity.js"
 import { writeJson } from "../fs/atomic.js"
@@ -37,11 +38,13 @@ export interface WarmClaim {
  */
 export const claimWarm = Effect.fn("warm.claim")(function*(warm: TakenWarm, claim: WarmClaim) {
   const { record } = claim
+  yield* failpoint("warm.claim.recorded")
   yield* snapshotOnClose(record, warm.settings.store.snapshots)
   // After the box is gone, as a cold box's: the run's repo work backstopped, its clones removed.
   yield* Effect.addFinalizer(() => reposOnClose(record))
   yield* Effect.addFinalizer((exit) => Scope.close(warm.scope, exit))
   yield* bindIdentity(warm.identity, record.worker, record.runId, claim.taskId, claim.chatChannel)
+  yield* failpoint("warm.claim.bound")
   // Its clones, made when the box was, start the run from where their canonical repos are now.
   const checkouts = warm.plan.checkouts.length === 0 ? [] : yield* refreshCheckouts(record.worker, record.runId, hostUser())
   const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(claim.ceiling)

@@ -1,5 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { removeUntakenWarm } from "../box/warmBox.js"
+import { HANDOVER_FILE, HandOverMark } from "../box/warmHandOver.js"
+import { finishRepos } from "../knowledge/backstop.js"
 import { Effect, Ref, Schema } from "effect"
 import { isRunId, isWorkerName } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
@@ -40,7 +42,10 @@ export const sweepStrays = (st: SupervisorState) =>
       for (const runId of yield* idsOf(files.workerRunsDir(worker), isRunId)) {
         if (settled.has(runId) || busy(runId)) continue
         const record = yield* readRunDir(files.runDir(worker, runId))
-        if (!record) continue
+        if (!record) {
+          yield* abandonedHandOver(worker, runId)
+          continue
+        }
         if (record.finished_at !== null) {
           settled.add(runId)
           continue
@@ -74,6 +79,21 @@ export const sweepStrays = (st: SupervisorState) =>
       }
     }
   })
+
+/**
+ * A warm box's folder its daemon was handing to a run when it was killed (before the run's record was
+ * in): under either id, with no record, marked by a daemon no longer alive. Nothing of a run is in it
+ * yet, so it goes, with the clones under either id (their box is the reaper's; their token, the sweep's).
+ */
+const abandonedHandOver = (worker: string, runId: string) =>
+  Effect.gen(function*() {
+    const dir = layout(yield* Paths).runDir(worker, runId)
+    const mark = Schema.decodeUnknownOption(HandOverMark)(yield* readJsonOptional((yield* Path.Path).join(dir, HANDOVER_FILE)))
+    if (mark._tag === "None" || (yield* ownerAlive(mark.value.maker))) return
+    yield* (yield* FileSystem.FileSystem).remove(dir, { recursive: true })
+    yield* Effect.forEach([mark.value.from, mark.value.to], (id) => finishRepos(worker, id), { discard: true })
+    yield* Effect.logInfo(`removed the folder of warm box ${mark.value.from} of ${worker}: its daemon (pid ${mark.value.maker.pid}) died handing it to run ${mark.value.to}, before the run began`)
+  }).pipe(Effect.catchAll((e) => Effect.logWarning(`run folder ${runId} of ${worker}: a hand-over its dead daemon left could not be cleared (${e.message}); remove it by hand`)))
 
 /** The same look every 3 s beside the reaper: a run killed before its box existed is finished within seconds. */
 export const strayLoop = (st: SupervisorState) =>
