@@ -8,6 +8,8 @@ import type { BoxPlan, BoxRuntime } from "./plan.js"
 /** Where a box of a policy runs: its locked network, the gateway's address and port on it, and which credentials the daemon has. */
 export interface Isolation {
   readonly network: string
+  /** The network's own id: one removed and made again under the same name is another network. */
+  readonly networkId: string
   readonly gatewayAddress: string
   readonly gatewayPort: number
   /** The daemon's word on which connections have a credential and from where (undefined from an older daemon). */

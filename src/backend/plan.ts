@@ -42,8 +42,12 @@ export interface BoxPlan {
   readonly runtime: BoxRuntime
   readonly policy: BoxPolicy
   readonly user: { readonly uid: number; readonly gid: number }
+  /** Where the box's preflight tries to connect directly (and must fail): org.toml's, or the one roster picked for this machine. */
+  readonly preflightProbe?: string
   /** The deployment's locked network. */
   readonly network: string
+  /** Its id when the box was planned (a warm box's claim checks it is still the network there is). */
+  readonly networkId?: string
   readonly gatewayAddress: string
   readonly gatewayPort: number
   readonly token: string

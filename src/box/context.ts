@@ -40,6 +40,8 @@ export interface ContextRequest {
   readonly interrupted?: Interruption | null
   /** `[memory] brief_max`: characters of memory the Start input may carry. */
   readonly briefMax?: number
+  /** The system prompt, when the run's box was made with it already (a warm box's): else compiled here. */
+  readonly system?: string | undefined
 }
 
 const mountLine = (m: MountRule) =>
@@ -113,6 +115,22 @@ export const systemPromptOf = (identity: string, mounts: ReadonlyArray<MountRule
   `${identity.trim()}\n\n${briefing(mounts, repos, channel)}`
 
 /**
+ * The system prompt a run of `worker` gets now: its identity and its box, with what waits in its
+ * gated repos (unlanded work, tainted work held for a person). A warm box is made with it and is
+ * taken only while a run would get the same (warmDigest), so the box and the run's context.json agree.
+ */
+export const systemPromptFor = Effect.fn("context.systemPrompt")(function*(
+  worker: string,
+  identity: string,
+  mounts: ReadonlyArray<MountRule>,
+  channel: string | null
+) {
+  const repos: Array<BriefedRepo> = []
+  for (const r of yield* repoNotes(worker, mounts)) repos.push({ ...r, tainted: yield* taintedRefs(worker, r.unlanded) })
+  return systemPromptOf(identity, mounts, repos, channel)
+})
+
+/**
  * A stable key for the provider's prompt cache and pi's session id: the same worker with the
  * same system prompt routes to the same cache, whatever the run.
  */
@@ -126,10 +144,8 @@ export const routeKey = (worker: string, systemPrompt: string) =>
  * beside run.json.
  */
 export const compileContext = Effect.fn("context.compile")(function*(req: ContextRequest, traceFile: string) {
-  const identity = yield* readIdentity(req.worker)
-  const repos: Array<BriefedRepo> = []
-  for (const r of yield* repoNotes(req.worker, req.mounts)) repos.push({ ...r, tainted: yield* taintedRefs(req.worker, r.unlanded) })
-  const system = systemPromptOf(identity, req.mounts, repos, req.channel ?? null)
+  // A warm box's run brings the one its box was made with (checked equal to what it would get now).
+  const system = req.system ?? (yield* systemPromptFor(req.worker, yield* readIdentity(req.worker), req.mounts, req.channel ?? null))
   const entries = yield* (yield* MemoryStore).list(req.worker).pipe(
     Effect.catchAll((e) => Effect.logWarning(`run ${req.runId}: the memory of ${req.worker} could not be read (${e.message}); briefed without it`).pipe(Effect.as([])))
   )

@@ -40,6 +40,8 @@ export interface PreparedRun {
   readonly ceiling: Duration.Duration
   /** The worker's identity.md as read for this run (the head of its system prompt). */
   readonly identity: string
+  /** Its whole system prompt, when a warm box was checked against it (the box's own): compiled at its start otherwise. */
+  readonly system?: string
 }
 
 const withLimits = (org: Org, limits: RunLimits): Org => ({

@@ -14,6 +14,7 @@ import { resolveMountedEngine } from "./engine.js"
 import { ImageStore } from "./docker/ImageStore.js"
 import { BoxBackend } from "../backend/BoxBackend.js"
 import { preparePiHome } from "./pihome.js"
+import { preflightProbe } from "./preflightProbe.js"
 import type { Checkout } from "../knowledge/Checkout.js"
 import type { BoxPlan, Engine, HostDirs } from "../backend/plan.js"
 
@@ -159,7 +160,9 @@ export const provisionBox = Effect.fn("provision.box")(function*(req: ProvisionR
     runtime,
     policy: org.box,
     user,
+    preflightProbe: preflightProbe(org.box.preflight_probe, os.networkInterfaces()).probe,
     network: lockdown.network,
+    networkId: lockdown.networkId,
     gatewayAddress: lockdown.gatewayAddress,
     gatewayPort: lockdown.gatewayPort,
     token: req.token,

@@ -38,6 +38,8 @@ export interface RunStartRequest {
   /** The run roster's own interruption ended, which this one carries on from. */
   readonly interrupted?: Interruption | null
   readonly org: Org
+  /** The system prompt its warm box was made with (checked to be what the run gets now). */
+  readonly system?: string | undefined
 }
 
 const TracedRoute = Schema.Struct({ cache: Schema.Struct({ route_key: Schema.String }) })
@@ -75,7 +77,8 @@ export const startRun = Effect.fn("run.start")(function*(req: RunStartRequest) {
     replyTo: req.replyTo,
     continues: req.continues,
     interrupted: req.interrupted ?? null,
-    briefMax: req.org.memory.brief_max
+    briefMax: req.org.memory.brief_max,
+    system: req.system
   }, runFiles(record.runDir).context)
   if (req.channel !== null) yield* record.note({ channel: req.channel })
   const chatChannel = chargedChannel(req.origin)

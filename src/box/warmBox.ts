@@ -1,13 +1,13 @@
 import { FileSystem } from "@effect/platform"
-import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Ref, Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, Either, Exit, Fiber, Option, Ref, Scope } from "effect"
 import * as crypto from "node:crypto"
-import { BoxBackend } from "../backend/BoxBackend.js"
+import { BoxBackend, type Isolation } from "../backend/BoxBackend.js"
 import type { BoxPlan } from "../backend/plan.js"
 import { Paths, layout } from "../config/Paths.js"
 import type { WorkerSettings } from "../config/schema.js"
 import { runFiles } from "../contract/runFiles.js"
 import type { DockerError } from "../docker/Docker.js"
-import { routeKey, systemPromptOf } from "./context.js"
+import { routeKey, systemPromptFor } from "./context.js"
 import { type Identity, mintIdentity } from "./identity.js"
 import { drainTo, outputCaps } from "./output.js"
 import { failedPreflightLine } from "./preflight.js"
@@ -82,11 +82,11 @@ export interface WarmBox {
 
 /**
  * What a warm box is made from — its shape, the org snapshot, the worker's settings, grants and system
- * prompt — as one digest. Limits the box never sees are left out (its runner keeps them: a session's
+ * prompt (its identity and its whole briefing: its gated repos' unlanded and held work among it) — as one digest. Limits the box never sees are left out (its runner keeps them: a session's
  * idle time and ceilings, how warm boxes are kept), so a channel's own `idle_min` does not make its
  * sessions' boxes misfit; a one-shot's ceiling is in its box's environment, so it counts.
  */
-export const warmDigest = (run: Pick<PreparedRun, "org" | "settings" | "mounts" | "identity" | "channel">, shape: WarmShape) => {
+export const warmDigest = (run: Pick<PreparedRun, "org" | "settings" | "mounts" | "channel">, shape: WarmShape, system: string) => {
   const { idle_secs: _i, session_ceiling_min: _s, turn_ceiling_min: _t, warm: _w, warm_max: _m, warm_idle_min: _d, ceiling_min, ...box } = run.org.box
   return crypto.createHash("sha256")
     .update(JSON.stringify({
@@ -94,7 +94,7 @@ export const warmDigest = (run: Pick<PreparedRun, "org" | "settings" | "mounts" 
       org: { ...run.org, box: { ...box, ...(shape.kind === "one-shot" ? { ceiling_min } : {}) } },
       settings: run.settings,
       mounts: run.mounts,
-      system: systemPromptOf(run.identity, run.mounts, [], run.channel)
+      system
     }))
     .digest("hex")
 }
@@ -133,7 +133,8 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
     yield* Effect.addFinalizer(() => untaken((id) => finishRepos(worker, id)))
     const checkouts = yield* provisionRepos(worker, runId, mounts, hostUser())
     const identity = yield* mintIdentity(worker, runId, null, undefined, true)
-    const system = systemPromptOf(run.identity, mounts, [], run.channel)
+    // Briefed as a cold run of the worker would be now: its gated repos' state included.
+    const system = yield* systemPromptFor(worker, run.identity, mounts, run.channel)
     const plan = yield* provisionBox({
       worker, runId, runDir, taskId: null, kind: "warm", ceilingMin: shape.kind === "one-shot" ? org.box.ceiling_min : null,
       ceiling: Duration.sum(Duration.minutes(org.box.warm_idle_min), run.ceiling),
@@ -175,7 +176,7 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
       return intact.every(Boolean) ? Option.none<string>() : Option.some("its token or its folder is gone")
     })
     return {
-      runId, worker, shape, madeFrom: warmDigest(run, shape), imageId, preparedAt: yield* Clock.currentTimeMillis, identity, plan, settings,
+      runId, worker, shape, madeFrom: warmDigest(run, shape, system), imageId, preparedAt: yield* Clock.currentTimeMillis, identity, plan, settings,
       box: { id: box.id, exited: box.exited, write: box.write, closeStdin: box.closeStdin, kill: box.kill },
       // Awaited, never joined: a join would merge the drains' fiber refs (the console and logger of whatever made
       // the box) into the run that claims it, and its closing lines would go to another run's reader.
@@ -208,13 +209,38 @@ export interface TakenWarm extends WarmBox {
  */
 export const warmFits = Effect.fn("warm.fits")(function*(warm: WarmBox, shape: WarmShape, limits: RunLimits, runId?: string) {
   if (!sameShape(warm.shape, shape) || Option.isSome(yield* warm.spent)) return Option.none<PreparedRun>()
-  // At once: the image's id is a question to the engine, the run's prologue mostly file reads.
-  const [image, run] = yield* Effect.all([
-    (yield* BoxBackend).imageId(warm.plan.image).pipe(Effect.orElseSucceed(() => undefined)),
-    prepareRun({ worker: warm.worker, kind: shape.kind, channel: shape.channel, limits, ...(runId !== undefined ? { runId } : {}) })
+  const backend = yield* BoxBackend
+  // At once: the image's id is a question to the engine, the run's prologue mostly file reads, the lockdown
+  // the engine's network and the host's rules — checked again at the claim, as a cold run checks it at its box's start.
+  const [image, run, lockdown] = yield* Effect.all([
+    backend.imageId(warm.plan.image).pipe(Effect.orElseSucceed(() => undefined)),
+    prepareRun({ worker: warm.worker, kind: shape.kind, channel: shape.channel, limits, ...(runId !== undefined ? { runId } : {}) }),
+    backend.isolation(warm.plan.policy).pipe(Effect.either)
   ], { concurrency: "unbounded" })
-  return image !== undefined && image === warm.imageId && warmDigest(run, shape) === warm.madeFrom ? Option.some(run) : Option.none<PreparedRun>()
+  const unlocked = lockdownLost(warm, lockdown)
+  if (unlocked !== undefined) {
+    yield* Effect.logWarning(`warm box ${warm.runId} of ${warm.worker}: ${unlocked}; it is recycled, and the run starts a box of its own`)
+    return Option.none<PreparedRun>()
+  }
+  // What the run would be briefed with now: a push landed, an untaint or a new quarantine since the box was made is another box.
+  const system = yield* systemPromptFor(run.worker, run.identity, run.mounts, run.channel)
+  return image !== undefined && image === warm.imageId && warmDigest(run, shape, system) === warm.madeFrom
+    ? Option.some({ ...run, system })
+    : Option.none<PreparedRun>()
 })
+
+/** Why a warm box's lockdown no longer holds at its claim (the check failed, or the network it is on is not the one there is), or undefined. */
+const lockdownLost = (warm: WarmBox, now: Either.Either<Isolation, { readonly message: string }>) => {
+  if (Either.isLeft(now)) return `its lockdown no longer holds (${now.left.message})`
+  const { plan } = warm
+  if (now.right.network !== plan.network || (plan.networkId !== undefined && now.right.networkId !== plan.networkId)) {
+    return `the locked network it is on (${plan.network}) is not the deployment's any more (made again since)`
+  }
+  if (now.right.gatewayAddress !== plan.gatewayAddress || now.right.gatewayPort !== plan.gatewayPort) {
+    return `its gateway moved (${plan.gatewayAddress}:${plan.gatewayPort}, now ${now.right.gatewayAddress}:${now.right.gatewayPort})`
+  }
+  return undefined
+}
 
 /**
  * What a warm box no run took leaves when its daemon was killed: its folder (unless it holds a run's

@@ -22,6 +22,8 @@ interface RunView {
     readonly channel?: string
     readonly store_snapshot?: string | null
     readonly tainted?: ReadonlyArray<Record<string, unknown>>
+    readonly warm?: boolean
+    readonly warm_box?: string
   }
   readonly stdout: string
 }
@@ -265,6 +267,45 @@ touch /pihome/channel/planted 2>/dev/null && echo CHANNEL-WRITABLE || echo CHANN
     const seen = script(d, "read.sh", "cat /pihome/store/value\n")
     expect((await d.roster(["worker", "run", "alice", seen])).code).toBe(0)
     expect(lastRun(d).stdout).toContain("one")
+  }, 180_000)
+
+  it("a warm run is briefed as a cold run would be: the system prompt its box got is its context.json's, its repo's unlanded and held work named; one whose briefing changed since (a ref taken) is another box", async () => {
+    const mount = `[[mount]]\nname = "knowledge"\npath = "${canonical}"\nkind = "repo"\ngated = true\nrw = true\nprotect = ["policy"]\n`
+    // The argument the box's pi was started with, read from inside the box.
+    const system = script(d, "system.sh", `node -e '
+const fs = require("fs")
+for (const p of fs.readdirSync("/proc").filter((n) => /^[0-9]+$/.test(n))) {
+  let a
+  try { a = fs.readFileSync("/proc/" + p + "/cmdline", "utf8").split("\\0") } catch { continue }
+  const i = a.indexOf("--append-system-prompt")
+  if (i >= 0) { console.log("SYSTEM " + JSON.stringify(a[i + 1])); break }
+}'
+`)
+    const systemOf = (run: ReturnType<typeof lastRun>) => JSON.parse(/^SYSTEM (.*)$/m.exec(run.stdout)?.[1] ?? "null") as string | null
+    const contextOf = (run: ReturnType<typeof lastRun>) => (JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", run.id, "context.json"), "utf8")) as { system_prompt: string }).system_prompt
+    d.writeOrg(`${mount}[box]\nwarm = "recent"\n`)
+    try {
+      expect((await d.roster(["worker", "run", "alice", "!true"])).code).toBe(0)
+      const warm = await warmBoxOf(docker, d.file("config"), "alice")
+      expect(warm).not.toBe("")
+      expect((await d.roster(["worker", "run", "alice", system])).code).toBe(0)
+      const run = lastRun(d)
+      expect(run.record).toMatchObject({ warm: true, warm_box: warm })
+      expect(systemOf(run)).toBe(contextOf(run))
+      expect(systemOf(run)).toContain("Held for a person's review, because the run that made it was tainted")
+      // A person takes one of the unlanded refs: the next run's briefing differs from what the waiting box was made with.
+      const next = await warmBoxOf(docker, d.file("config"), "alice")
+      expect(next).not.toBe("")
+      const ref = /refs\/quarantine\/run-[0-9a-f-]+/.exec(contextOf(run))?.[0] ?? ""
+      sh(canonical, "update-ref", "-d", ref)
+      expect((await d.roster(["worker", "run", "alice", system])).code).toBe(0)
+      const after = lastRun(d)
+      expect(after.record.warm).toBe(false)
+      expect(systemOf(after)).toBe(contextOf(after))
+      expect(contextOf(after)).not.toContain(ref)
+    } finally {
+      d.writeOrg(mount)
+    }
   }, 180_000)
 
   it("a warm box's clone, made before its canonical repo moved on, starts the run at the new head on the run's branch; its work is parked from there", async () => {

@@ -103,7 +103,9 @@ export const DockerBackend = Layer.effect(
       ping: docker.ping,
       isolation: (policy) =>
         ensureLockdown(policy).pipe(
-          Effect.map((l) => ({ network: l.network.name, gatewayAddress: l.gatewayAddress, gatewayPort: l.gatewayPort, credentials: l.credentials })),
+          Effect.map((l) => ({
+            network: l.network.name, networkId: l.network.id, gatewayAddress: l.gatewayAddress, gatewayPort: l.gatewayPort, credentials: l.credentials
+          })),
           Effect.provide(env)
         ),
       runtime: (policy) => Effect.provide(resolveRuntime(policy), env),
