@@ -15,6 +15,11 @@ export interface FoundBox {
   readonly state: string
   /** The labels name a run and worker roster could have made (else no record can be trusted for it). */
   readonly named: boolean
+  /**
+   * Made as a warm box (its labels say `warm` for life) and taken by the run whose name it goes by:
+   * its kind, task and deadline are that run's, from the run's record (the supervisor reads it).
+   */
+  readonly takenWarm?: boolean
 }
 
 /** What a box is as people see it at `now`: its run, worker, kind and task, how old, and how long its ceiling has left. */

@@ -42,7 +42,6 @@ const closingLinesOfInterrupted = (worker: string, runId: string) =>
 export const directRun = Effect.fn("box.directRun")(function*(req: DirectRun, view: DirectRunView, warm?: TakenWarm) {
   const runId = warm?.runId ?? (yield* newRunId)
   const outcome = yield* runOnce({
-    ...(warm ? { warm } : {}),
     worker: req.worker,
     prompt: req.prompt,
     ...(req.ceilingMin !== undefined ? { ceilingMin: req.ceilingMin } : {}),
@@ -50,7 +49,7 @@ export const directRun = Effect.fn("box.directRun")(function*(req: DirectRun, vi
     origin: { _tag: "person", via: "cli" },
     runId,
     onLine: liveLine(req.worker, view.say, view.colour)
-  }).pipe(
+  }, warm).pipe(
     // Ctrl-C / SIGTERM: the run's scope has killed the box and finished its record by now; its closing lines are still said.
     Effect.onInterrupt(() => closingLinesOfInterrupted(req.worker, runId))
   )

@@ -46,11 +46,6 @@ export interface RunRequest {
   readonly continues?: { readonly task_id: string | null; readonly run_id: string } | null
   /** The run a stop, a crash or a reboot ended, which this one carries on from (said in the Start input). */
   readonly interrupted?: Interruption | null
-  /**
-   * A warm box of this worker its caller took (and checked with warmFits): the run is the box's run
-   * (its id, prepared at the check), and the box its box. Its caller closes the box's scope whatever happens here.
-   */
-  readonly warm?: TakenWarm
 }
 
 /** How a one-shot run ended: its id and folder, who ended it, the box's exit code, pi's final answer. */
@@ -129,10 +124,17 @@ const runError = (box: OpenBox, end: { readonly endedBy: BoxEnd; readonly exitCo
  * ceiling. However it ends, the scope kills the box, revokes its token, snapshots the store
  * and finishes the record.
  */
-export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
+export const runOnce = Effect.fn("box.runOnce")(function*(
+  req: RunRequest,
+  /**
+   * A warm box of this worker the Runner took (and checked with warmFits): the run is the box's run
+   * (its id, prepared at the check), and the box its box. The Runner closes the box's scope whatever happens here.
+   */
+  warm?: TakenWarm
+) {
   if (req.prompt.trim() === "") return yield* Effect.fail(new BlankPrompt())
   // A warm box's run was prepared when the box was checked against it: the run is made from what was checked.
-  const { ceiling, runId, org, settings, mounts, channel } = req.warm?.run ?? (yield* prepareRun({
+  const { ceiling, runId, org, settings, mounts, channel } = warm?.run ?? (yield* prepareRun({
     worker: req.worker,
     channel: req.channel,
     runId: req.runId,
@@ -140,7 +142,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
     kind: "one-shot"
   }))
   // From here the warm box's folder is this run's: its record goes there, whether or not the box is reached.
-  if (req.warm) yield* Ref.set(req.warm.claimed, true)
+  if (warm) yield* Ref.set(warm.claimed, true)
   const ceilingMin = org.box.ceiling_min
   const taskId = req.taskId ?? null
 
@@ -158,11 +160,12 @@ export const runOnce = Effect.fn("box.runOnce")(function*(req: RunRequest) {
       replyTo: req.replyTo ?? null,
       continues: req.continues ?? null,
       interrupted: req.interrupted ?? null,
-      org
+      org,
+      system: warm?.run.system
     })
     const summary = yield* Ref.make(emptySummary)
     const onLine = (line: string) => Ref.update(summary, (s) => summaryStep(s, readEvent(line))).pipe(Effect.zipRight(req.onLine ? req.onLine(line) : Effect.void))
-    const box = req.warm ? yield* claimWarm(req.warm, {
+    const box = warm ? yield* claimWarm(warm, {
       record, taskId, chatChannel, ceiling, ceilingMin, prompt: context.input_prompt ?? req.prompt, onLine, linesWanted: worthReading
     }) : yield* openBox({
       record,

@@ -37,12 +37,6 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
   readonly session: (req: SessionRequest) => Effect.Effect<SessionOutcome, SessionError>
   /** A person's one-shot run as `roster worker run` shows it, line by line; the exit code the CLI exits with. */
   readonly direct: (req: DirectRun, view: DirectView) => Effect.Effect<number, RunError>
-  /**
-   * The worker's warm box for a one-shot on this channel (or none) with these limits, when this node has
-   * one that fits (a queued task's claim takes it before its run id is written), handed over under `runId`
-   * (a fleet claim's, written by its statement) or a new one. Its taker passes it to `once`, which closes it.
-   */
-  readonly takeWarm: (worker: string, channel: string | null, limits: WarmLimits, runId?: string) => Effect.Effect<Option.Option<TakenWarm>>
 }>() {
   /** Over the services of the context it is built in (the CLI's RosterLive, or the daemon's own fleet stores). */
   static readonly layer: Layer.Layer<Runner, never, RunEnv> = Layer.effect(
@@ -58,26 +52,29 @@ export class Runner extends Context.Tag("roster/Runner")<Runner, {
       // After a run of a worker, its next box is made of that run's shape.
       const refill = (worker: string, shape: WarmShape) => (pool ? pool.refill(worker, shape) : Effect.void)
       const take = (worker: string, shape: WarmShape, limits: WarmLimits, runId?: string) => (pool ? pool.take(worker, shape, limits, runId) : Effect.succeedNone)
-      /** The worker's warm box for a run of this shape and limits, closed after `run` whatever happens (a claim made it the run's). */
-      const withWarm = <A, E, R>(worker: string, shape: WarmShape, limits: WarmLimits, run: (warm: TakenWarm | undefined) => Effect.Effect<A, E, R>) =>
+      /**
+       * The worker's warm box for a run of this shape and limits (handed over under `runId`, when the caller
+       * recorded one already), closed after `run` whatever happens (a claim made it the run's).
+       */
+      const withWarm = <A, E, R>(worker: string, shape: WarmShape, limits: WarmLimits, run: (warm: TakenWarm | undefined) => Effect.Effect<A, E, R>, runId?: string) =>
         // The box's close is armed before the run can be interrupted: a run stopped at its start leaves no box behind.
         Effect.uninterruptibleMask((restore) =>
-          Effect.flatMap(take(worker, shape, limits), (taken) => {
+          Effect.flatMap(take(worker, shape, limits, runId), (taken) => {
             const warm = Option.getOrUndefined(taken)
             return restore(run(warm)).pipe(Effect.ensuring(warm ? Scope.close(warm.scope, Exit.void) : Effect.void))
           })
         )
       return Runner.of({
-        once: (req) =>
-          Effect.provide(runOnce(req), env).pipe(
-            Effect.ensuring(req.warm ? Scope.close(req.warm.scope, Exit.void) : Effect.void),
-            Effect.ensuring(refill(req.worker, oneShot(req.channel ?? null)))
-          ),
-        takeWarm: (worker, channel, limits, runId) => take(worker, oneShot(channel), limits, runId),
+        // A fresh run takes its worker's warm box (a continuation's box gets the session it resumes, so it starts its own).
+        once: (req) => {
+          const shape = oneShot(req.channel ?? null)
+          const run = req.continues ? runOnce(req) : withWarm(req.worker, shape, { ceilingMin: req.ceilingMin }, (warm) => runOnce(req, warm), req.runId)
+          return Effect.provide(run, env).pipe(Effect.ensuring(refill(req.worker, shape)))
+        },
         session: (req) => {
           const shape = sessionShape(req)
           return withWarm(req.worker, shape, { idleSecs: req.limits?.idleSecs, sessionCeilingMin: req.limits?.ceilingMin }, (warm) =>
-            runSession(warm ? { ...req, warm } : req)).pipe(Effect.provide(env), Effect.ensuring(refill(req.worker, shape)))
+            runSession(req, warm)).pipe(Effect.provide(env), Effect.ensuring(refill(req.worker, shape)))
         },
         direct: (req, view) =>
           Effect.gen(function*() {
@@ -181,10 +178,14 @@ const runnerTest = (script: RunnerScript = {}): Layer.Layer<Runner | RunnerCalls
     const asks = yield* Ref.make<ReadonlyArray<WarmAsk>>([])
     const called = (c: RunnerCall) => Ref.modify(calls, (all) => [all.length + 1, [...all, c]] as const)
     const runner = Runner.of({
-      once: (req) => Effect.flatMap(called({ _tag: "once", req }), (n) => script.once ? script.once(req, n) : Effect.succeed(exitedOk(req, n))),
+      // A fresh one-shot asks for its worker's warm box (this layer has none to give), as the live Runner's does.
+      once: (req) =>
+        (req.continues ? Effect.void : Ref.update(asks, (all) => [...all, { worker: req.worker, channel: req.channel ?? null, limits: { ceilingMin: req.ceilingMin } }])).pipe(
+          Effect.zipRight(called({ _tag: "once", req })),
+          Effect.flatMap((n) => script.once ? script.once(req, n) : Effect.succeed(exitedOk(req, n)))
+        ),
       session: (req) => Effect.flatMap(called({ _tag: "session", req }), (n) => script.session ? script.session(req, n) : echoSession(req, n)),
-      direct: (req, view) => Effect.flatMap(called({ _tag: "direct", req }), () => script.direct ? script.direct(req, view) : Effect.succeed(0)),
-      takeWarm: (worker, channel, limits) => Ref.update(asks, (all) => [...all, { worker, channel, limits }]).pipe(Effect.as(Option.none()))
+      direct: (req, view) => Effect.flatMap(called({ _tag: "direct", req }), () => script.direct ? script.direct(req, view) : Effect.succeed(0))
     })
     return Context.make(Runner, runner).pipe(Context.add(RunnerCalls, calls), Context.add(WarmAsks, asks))
   }))

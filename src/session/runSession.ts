@@ -1,4 +1,5 @@
 import { Chunk, Effect, Fiber, Queue, Ref } from "effect"
+import type { TakenWarm } from "../box/warmBox.js"
 import { claimWarm } from "../box/warmClaim.js"
 import { preflightError } from "../box/preflight.js"
 import { openBox } from "../box/openBox.js"
@@ -19,16 +20,20 @@ export type { SessionOutcome, SessionRequest }
  * one-shot run's; the turns are the pure state machine in turns.ts; this runner owns time
  * (idle between turns only, a per-turn ceiling, a whole-session ceiling) and I/O.
  */
-export const runSession = Effect.fn("session.run")(function*(req: SessionRequest) {
+export const runSession = Effect.fn("session.run")(function*(
+  req: SessionRequest,
+  /** A warm box of this worker, of this session's shape, the Runner took (and checked): the session is its run. The Runner closes it. */
+  warm?: TakenWarm
+) {
   // A warm box's run was prepared when the box was checked against it: the session is made from what was checked.
-  const { ceiling, runId, org, settings, mounts, channel } = req.warm?.run ?? (yield* prepareRun({
+  const { ceiling, runId, org, settings, mounts, channel } = warm?.run ?? (yield* prepareRun({
     worker: req.worker,
     channel: req.channel,
     limits: { idleSecs: req.limits?.idleSecs, sessionCeilingMin: req.limits?.ceilingMin },
     kind: "session"
   }))
   // From here the warm box's folder is this session's: its record goes there, whether or not the box is reached.
-  if (req.warm) yield* Ref.set(req.warm.claimed, true)
+  if (warm) yield* Ref.set(warm.claimed, true)
 
   const outcome = yield* Effect.gen(function*() {
     const { context: start, record, runContext, chatChannel } = yield* startRun({
@@ -44,12 +49,13 @@ export const runSession = Effect.fn("session.run")(function*(req: SessionRequest
       chat: req.chat,
       replyTo: null,
       continues: null,
-      org
+      org,
+      system: warm?.run.system
     })
     const note = req.onNote ?? ((t: string) => Effect.logInfo(`session ${runId}: ${t}`))
     const inputs = yield* Queue.unbounded<RunnerInput>()
     const onLine = (line: string) => inputs.offer({ _tag: "line", line })
-    const box = req.warm ? yield* claimWarm(req.warm, { record, taskId: null, chatChannel, ceiling, ceilingMin: null, onLine }) : yield* openBox({
+    const box = warm ? yield* claimWarm(warm, { record, taskId: null, chatChannel, ceiling, ceilingMin: null, onLine }) : yield* openBox({
       record, kind: "session", taskId: null, ceilingMin: null, ceiling, mode: "rpc", org, settings, mounts, channel, chatChannel,
       piArgs: ["--session-id", start.cache.route_key, "--append-system-prompt", start.system_prompt],
       chatSend: req.surface === "chat-session" ? req.chat?.provider : undefined,

@@ -1,4 +1,3 @@
-import type { TakenWarm } from "../box/warmBox.js"
 import type { Effect, Mailbox, Queue } from "effect"
 import type { ChatPlace, RunOrigin } from "../contract/origin.js"
 import type { SessionMessage } from "./turnContext.js"
@@ -24,6 +23,11 @@ export interface SessionRequest {
   /** A turn ended (or the session ended under it): what became of it, and the message it served. */
   readonly onTurnEnd?: (turn: number, end: TurnEnd) => Effect.Effect<void>
   readonly onNote?: (text: string) => Effect.Effect<void>
+  /**
+   * A message that could not become a turn (its context not saved, its trace not written, blank): said
+   * where its sender is (a chat thread), as well as in `onNote`.
+   */
+  readonly onSkipped?: (message: SessionMessage, why: string) => Effect.Effect<void>
   /** The box is up and the first message can be taken. */
   readonly onReady?: (runId: string) => Effect.Effect<void>
   /** The channel the session serves: its history mounted, each turn and reply appended to it, its recent past on the first turn. */
@@ -33,13 +37,11 @@ export interface SessionRequest {
   /** A chat session's service and channel. */
   readonly chat?: ChatPlace
   /** A chat turn that answered without the send tool: what was done with its text (`[[chat]] unsent`). */
-  readonly onUnsent?: (turn: number, text: string, message: SessionMessage | undefined) => Effect.Effect<"notice" | "post" | "drop">
+  readonly onUnsent?: (turn: number, text: string, message: SessionMessage | undefined) => Effect.Effect<UnsentOutcome>
   /** How a message's files are fetched into the run's inbox (a chat session's: host-side, with its service's token), and how big each may be. */
   readonly files?: { readonly fetch: FetchFile; readonly maxBytes: number }
   /** This session's own idle timeout and whole-session ceiling (a `[[chat.channel]]`'s), over `[box]`'s. */
   readonly limits?: { readonly idleSecs?: number | undefined; readonly ceilingMin?: number | undefined }
-  /** A warm box of this worker, of this session's shape, its caller took (and checked): the session is its run. Its caller closes it. */
-  readonly warm?: TakenWarm
 }
 
 /** How a turn ended: whether something of it reached its person, and whether it finished its work. */
@@ -66,3 +68,9 @@ export interface SessionOutcome {
   readonly stopped?: { readonly by: string; readonly detail: string } | undefined
 }
 
+
+/** How a chat turn's unsent answer was handled (`[[chat]] unsent`), and whether the post it called for went out. */
+export interface UnsentOutcome {
+  readonly handled: "notice" | "post" | "drop"
+  readonly posted: boolean
+}

@@ -1,6 +1,5 @@
 import { FileSystem } from "@effect/platform"
-import { Cause, Clock, type Context, Deferred, Effect, Exit, FiberMap, Option, Queue, Ref, Schedule, Scope } from "effect"
-import type { TakenWarm } from "../box/warmBox.js"
+import { Cause, Clock, type Context, Deferred, Effect, Exit, FiberMap, Option, Queue, Ref, Schedule } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import { runFiles } from "../contract/runFiles.js"
 import { modelCredentialAvailable } from "../box/pihome.js"
@@ -49,11 +48,11 @@ const continuesState = (t: TaskRecord, all: ReadonlyArray<TaskRecord>) =>
   })
 
 /**
- * A run the daemon's stop interrupted: the task is put back to carry on (`[supervisor]
- * on_interrupt = "resume"`, unless this stop is `roster server stop --fail-running`); undefined:
- * it fails, as before.
+ * A run the daemon's stop (or its death: "restart") interrupted: the task is put back to carry on
+ * (`[supervisor] on_interrupt = "resume"`, unless this stop is `roster server stop --fail-running`);
+ * undefined: it fails, as before.
  */
-const interruptedEnd = (worker: string, runId: string, by: "stop" | "cut-off" = "stop") =>
+export const interruptedEnd = (worker: string, runId: string, by: "stop" | "cut-off" | "restart" = "stop") =>
   Effect.gen(function*() {
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.option)
     if (Option.isSome(org) && org.value.supervisor.on_interrupt === "fail") return undefined
@@ -116,11 +115,10 @@ const runTask = (
   t: TaskRecord,
   runId: string,
   stop: Deferred.Deferred<void>,
-  continues: { readonly task_id: string | null; readonly run_id: string } | null,
-  warm: TakenWarm | undefined
+  continues: { readonly task_id: string | null; readonly run_id: string } | null
 ) =>
+  // A fresh run takes its worker's warm box on this node (the Runner hands it over under the claim's run id).
   Effect.flatMap(Runner, (runner) => runner.once({
-    ...(warm ? { warm } : {}),
     worker: t.worker,
     prompt: t.prompt,
     ...(t.ceiling_min !== null ? { ceilingMin: t.ceiling_min } : {}),
@@ -182,53 +180,30 @@ const launch = (
   st: SupervisorState,
   t: TaskRecord,
   runId: string,
-  continues: { readonly task_id: string | null; readonly run_id: string } | null,
-  warm: TakenWarm | undefined,
-  /** The caller's interruptibility, given back to the run's fiber (launched from a region that is not). */
-  restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = (effect) => effect
+  continues: { readonly task_id: string | null; readonly run_id: string } | null
 ) =>
   Effect.gen(function*() {
     const stop = yield* Deferred.make<void>()
     yield* Ref.update(st.live, (m) => withKey(m, t.task_id, { taskId: t.task_id, worker: t.worker, runId, stop }))
-    // The warm box's close is armed before the fiber can be interrupted (the run arms its own too; a second close does nothing).
-    yield* FiberMap.run(st.runs, t.task_id, restore(runTask(st, t, runId, stop, continues, warm)).pipe(
-      Effect.ensuring(warm ? Scope.close(warm.scope, Exit.void) : Effect.void)
-    ))
+    yield* FiberMap.run(st.runs, t.task_id, runTask(st, t, runId, stop, continues))
     yield* Effect.logInfo(`task ${t.task_id} (${t.worker}) started: run ${runId}`)
   })
 
 /**
- * Claims a queued task — written as running, with its run id, before any box exists — and
- * starts its run as a fiber keyed by the task id. A crash after the claim leaves a running task
- * whose box is missing, which the next start puts back in the queue rather than running twice.
+ * Claims a queued task — its run id minted and written as running before any box exists, as a fleet's
+ * claim writes it — and starts its run as a fiber keyed by the task id (a fresh run takes its worker's
+ * warm box there, under that id). A crash after the claim leaves a running task whose box is missing,
+ * which the next start puts back in the queue rather than running twice.
  */
 const start = (st: SupervisorState, t: TaskRecord, continues: { readonly task_id: string | null; readonly run_id: string } | null) =>
-  // From the take to the launch, a warm box is always someone's: closed here if the claim fails or is cut, else the run's.
-  Effect.uninterruptibleMask((restore) =>
-    Effect.gen(function*() {
-      // A fresh run (not a continuation: its box gets the session it resumes) takes its worker's warm box: its run id is the box's.
-      const warm = continues === null ? yield* takeWarmFor(t) : undefined
-      const closeWarm = warm ? Scope.close(warm.scope, Exit.void) : Effect.void
-      const runId = warm?.runId ?? (yield* newRunId)
-      const store = yield* TaskStore
-      const claimed = yield* restore(store.update(t.task_id, (x, now) =>
-        x.status === "queued" ? { ...x, status: "running", reason: null, started_at: now, run_ids: [...x.run_ids, runId] } : x)).pipe(
-          Effect.onError(() => closeWarm)
-        )
-      if (claimed.status !== "running" || claimed.run_ids.at(-1) !== runId) {
-        yield* closeWarm
-        return false
-      }
-      yield* launch(st, t, runId, continues, warm, restore)
-      return true
-    })
-  )
-
-/** The worker's warm box on this node for a fresh run of `t`, when one fits it (handed over under `runId`, or a new one). */
-const takeWarmFor = (t: TaskRecord, runId?: string) =>
-  Effect.flatMap(Runner, (runner) => runner.takeWarm(t.worker, t.channel ?? null, { ceilingMin: t.ceiling_min ?? undefined }, runId)).pipe(
-    Effect.map(Option.getOrUndefined)
-  )
+  Effect.gen(function*() {
+    const runId = yield* newRunId
+    const claimed = yield* (yield* TaskStore).update(t.task_id, (x, now) =>
+      x.status === "queued" ? { ...x, status: "running", reason: null, started_at: now, run_ids: [...x.run_ids, runId] } : x)
+    if (claimed.status !== "running" || claimed.run_ids.at(-1) !== runId) return false
+    yield* launch(st, t, runId, continues)
+    return true
+  })
 
 /** A claim the statement made too early (a continuation whose run's end the fleet's index had not seen): the task goes back as it was. */
 const unclaim = (t: TaskRecord, runId: string) =>
@@ -267,14 +242,8 @@ const fleetPass = (st: SupervisorState, claimNext: NonNullable<Context.Tag.Servi
         yield* store.update(t.task_id, (x, now) => (x.run_ids.at(-1) === runId ? taskFailed(resumes.fail ?? "it cannot start")(x, now) : x))
         continue
       }
-      // A fresh run takes this node's warm box of its worker, handed over under the claim's run id. From the take
-      // to the launch the box is always someone's (launch arms its close before anything can interrupt it).
-      yield* Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          const warm = resumes.ready === null ? yield* takeWarmFor(t, runId) : undefined
-          yield* launch(st, t, runId, resumes.ready, warm, restore).pipe(Effect.onError(() => (warm ? Scope.close(warm.scope, Exit.void) : Effect.void)))
-        })
-      )
+      // A fresh run takes this node's warm box of its worker in its run (the Runner's), under the claim's run id.
+      yield* launch(st, t, runId, resumes.ready)
       busy.add(t.worker)
       left--
     }

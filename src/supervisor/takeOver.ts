@@ -8,6 +8,7 @@ import { OrgConfig } from "../config/OrgConfig.js"
 import { foldFileLines } from "../fs/lines.js"
 import { runFiles } from "../contract/runFiles.js"
 import { emptySummary, summaryLine } from "../contract/transcript.js"
+import { readEvent } from "../contract/piEvents.js"
 import { BoxBackend, type FoundAgain } from "../backend/BoxBackend.js"
 import type { OpenRecord } from "../run/record.js"
 import { resumeRunRecord } from "../run/record.js"
@@ -93,6 +94,16 @@ const settleFrom = (record: OpenRecord, end: { readonly endedBy: EndedBy; readon
     return said.finalText
   })
 
+const CUT_BY_DAEMON = "its daemon stopped mid-turn, and the box's pi, whose input closed with it, ended before the turn did"
+
+/** Whether pi's transcript in `runDir` ends a turn (a taken warm box's one prompt answered). */
+const turnEnded = (runDir: string) =>
+  foldFileLines(runFiles(runDir).transcript, false, (ended, line) => {
+    if (ended) return true
+    const kind = readEvent(line).kind
+    return kind === "turn-end" || kind === "settled"
+  }).pipe(Effect.orElseSucceed(() => false))
+
 const removeWarmFolder = (box: FoundBox) =>
   removeUntakenWarm(box.worker, box.runId).pipe(
     Effect.catchAll((e) => Effect.logWarning(`warm box ${box.name}: its folder could not be removed (${e.message})`))
@@ -129,12 +140,16 @@ export const takeOver = Effect.fn("supervisor.takeOver")(function*(box: FoundBox
     yield* snapshotOnClose(record, keep)
     yield* Effect.addFinalizer(() => reposOnClose(record))
     yield* Effect.addFinalizer(() => killAndRemove(box.id))
-    const end = how.how === "adopt"
+    const adopted = how.how === "adopt"
       ? yield* awaitAdopted(box, record.runDir)
       : yield* Effect.flatMap(BoxBackend, (b) => b.kill(box.id)).pipe(
         Effect.ignore,
         Effect.as({ endedBy: how.as, exitCode: null, error: null })
       )
+    // A taken warm box's pi reads its prompts on stdin, which closed with its daemon: one that exited before its
+    // turn ended was cut by the crash, not done — its run ends as a run the daemon's death left, and its task carries on.
+    const cutByDaemon = box.takenWarm === true && adopted.endedBy === "exit" && !(yield* turnEnded(record.runDir))
+    const end = cutByDaemon ? { endedBy: "orphaned" as const, exitCode: adopted.exitCode, error: CUT_BY_DAEMON } : adopted
     const finalText = yield* settleFrom(record, end)
     return {
       runId: box.runId,
@@ -145,8 +160,9 @@ export const takeOver = Effect.fn("supervisor.takeOver")(function*(box: FoundBox
       ceilingMin: held.right.record.ceiling_min ?? null,
       found: true,
       // A warm box's labels name no task (it was made before any run took it): its record does.
-      taskId: box.taskId ?? held.right.record.task_id
-    } satisfies RunEnded & { readonly found: boolean; readonly taskId: string | null }
+      taskId: box.taskId ?? held.right.record.task_id,
+      cutByDaemon
+    } satisfies RunEnded & { readonly found: boolean; readonly taskId: string | null; readonly cutByDaemon: boolean }
   }))
 })
 

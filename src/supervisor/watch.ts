@@ -6,6 +6,8 @@ import type { FoundBox } from "../backend/foundBox.js"
 import { BoxBackend } from "../backend/BoxBackend.js"
 import { type HeldBox, type SupervisorState, withKey, withoutKey } from "./state.js"
 import { taskEnd } from "./taskEnd.js"
+import { interruptedEnd } from "./dispatch.js"
+import { RunLog } from "../run/RunLog.js"
 import { type TakeOver, takeOver } from "./takeOver.js"
 import { killOrSay } from "../backend/killOrSay.js"
 
@@ -14,6 +16,26 @@ const OWNER_GRACE_MS = 5_000
 
 /** The boxes of this deployment the backend knows, by their labels. */
 export const deploymentBoxes = Effect.flatMap(BoxBackend, (backend) => backend.list())
+
+/**
+ * A box as its run knows it. A warm box keeps its `warm` label for life, but once a run took it (its
+ * record is in the folder it goes by) it is that run's box: a task's box, with the task's id and the
+ * deadline its claim set — adopted after a daemon's crash as a cold task box is, not reaped.
+ */
+export const asItsRun = (box: FoundBox) =>
+  Effect.gen(function*() {
+    if (box.kind !== "warm" || !box.named) return box
+    const record = yield* (yield* RunLog).read(box.worker, box.runId).pipe(Effect.orElseSucceed(() => undefined))
+    if (!record) return box
+    const deadline = record.deadline ? Date.parse(record.deadline) : Number.NaN
+    return {
+      ...box,
+      kind: record.kind,
+      taskId: record.task_id ?? null,
+      deadline: Number.isFinite(deadline) ? deadline : box.deadline,
+      takenWarm: true
+    } satisfies FoundBox
+  })
 
 const sameOwner = (a: Owner | null, b: Owner) => a !== null && a.pid === b.pid && a.start === b.start
 
@@ -29,8 +51,14 @@ const takeOverBox = (st: SupervisorState, box: FoundBox, how: TakeOver) =>
     const taskId = ("taskId" in end ? end.taskId : undefined) ?? box.taskId
     if (taskId === null) return
     const cancelled = (yield* Ref.get(st.cancelRequested)).has(taskId)
+    // A run the dead daemon cut (a taken warm box's pi, its input closed with the daemon) carries on as a cold task box's would.
+    const carryOn = "cutByDaemon" in end && end.cutByDaemon && !cancelled ? yield* interruptedEnd(box.worker, box.runId, "restart") : undefined
     yield* (yield* TaskStore).update(taskId, (t, now) =>
-      t.status === "running" && t.run_ids.at(-1) === box.runId ? { ...taskEnd(end, cancelled)(t, now), adopted: true } : t).pipe(
+      t.status !== "running" || t.run_ids.at(-1) !== box.runId
+        ? t
+        : carryOn
+        ? { ...carryOn(t, now), adopted: true }
+        : { ...taskEnd(end, cancelled)(t, now), adopted: true }).pipe(
         Effect.catchTag("NoSuchTask", () => Effect.void)
       )
   }).pipe(
@@ -62,8 +90,9 @@ const fencedTaskBox = (box: FoundBox) =>
 export const watchPass = (st: SupervisorState, self: Owner) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    for (const box of yield* deploymentBoxes) {
-      if ((yield* Ref.get(st.held)).has(box.id) || sameOwner(box.owner, self)) continue
+    for (const found of yield* deploymentBoxes) {
+      if ((yield* Ref.get(st.held)).has(found.id) || sameOwner(found.owner, self)) continue
+      const box = yield* asItsRun(found)
       const pastDeadline = box.deadline !== null && now > box.deadline
       const alive = box.owner !== null && (yield* ownerAlive(box.owner))
       if (alive) {

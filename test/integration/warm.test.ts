@@ -242,6 +242,38 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     expect(memory.find((m) => m.text === "from the task")).toMatchObject({ run_id: runId })
   })
 
+  it("a daemon killed -9 while a task runs in a taken warm box: the next daemon adopts the box (not reaps it), and the task ends done, once", async () => {
+    const warm = await warmBox()
+    const pid = (JSON.parse((await d.roster(["server", "status", "--json"])).stdout) as { pid: number }).pid
+    const added = await d.roster(["task", "add", "alice", `!echo '{"type":"before"}'; sleep 6; echo '{"type":"after"}'`, "--json"])
+    expect(added.code, added.stderr).toBe(0)
+    const taskId = (JSON.parse(added.stdout) as { task_id: string }).task_id
+    const show = async () => JSON.parse((await d.roster(["task", "show", taskId, "--json"])).stdout) as { status: string; run_ids: Array<string>; adopted?: boolean; ended_by?: string }
+    const running = await until("the task in the warm box", async () => {
+      const t = await show()
+      return t.status === "running" && t.run_ids.length === 1 && fs.existsSync(path.join(runDir(t.run_ids[0]!), "run.json")) && record(t.run_ids[0]!).warm === true ? t : undefined
+    })
+    const runId = running.run_ids[0]!
+    expect(record(runId).warm_box).toBe(warm.runId)
+    await new Promise((r) => setTimeout(r, 500))
+    process.kill(pid, "SIGKILL")
+    const started = await d.roster(["server", "start"])
+    expect(started.code, started.stderr).toBe(0)
+    const ended = await until("the adopted task's end", async () => {
+      const t = await show()
+      return t.status !== "running" ? t : undefined
+    }, 30_000)
+    expect(ended).toMatchObject({ status: "done", ended_by: "exit", adopted: true, run_ids: [runId] })
+    expect(record(runId)).toMatchObject({ ended_by: "exit", exit_code: 0, adopted: true, warm: true })
+    const transcript = fs.readFileSync(path.join(runDir(runId), "stdout.jsonl"), "utf8")
+    expect(transcript).toContain(`{"type":"after"}`)
+    // Its box and token are gone (alice's next warm box holds its own).
+    await until("its box gone", async () => ((await boxesOf()).some((c) => c.Names.some((n) => n.endsWith(runId))) ? undefined : true), 15_000)
+    expect(tokens().map((f) => JSON.parse(fs.readFileSync(d.file("state", "identity", f), "utf8")).run_id)).not.toContain(runId)
+    const status = JSON.parse((await d.roster(["server", "status", "--json"])).stdout) as { supervisor: { adopted: number } }
+    expect(status.supervisor.adopted).toBe(1)
+  })
+
   it("a warm box takes no [supervisor] concurrency slot: with one slot and alice's warm box waiting, a task of bob's runs at once", async () => {
     // The task's pass must see the one slot.
     await useOrg(`${allow()}[supervisor]\nconcurrency = 1\n`)
