@@ -17,7 +17,8 @@ export class NoModelCredential extends Schema.TaggedError<NoModelCredential>()("
       ? "ANTHROPIC_API_KEY is set in this shell but not in the roster daemon's environment, and the daemon is what " +
         "injects it — restart the daemon with it exported (roster server stop && roster server start), " +
         "or store it: roster connection add anthropic"
-      : "no model credential — connect one: roster connection add anthropic (or openai-codex). " +
+      : "no model credential — connect one: an API key with roster connection add anthropic, or a Claude Pro/Max sign-in with " +
+        "roster connection login anthropic (a ChatGPT sign-in: pi's /login on this host, then roster connection add openai-codex --from-pi-login). " +
         "Also honoured: a host pi login (~/.pi/agent/auth.json) or ANTHROPIC_API_KEY in the daemon's environment"
   }
 }

@@ -14,7 +14,7 @@ import { FleetMember } from "../fleet/FleetMember.js"
 import { type TurnMarks, turnMarks } from "./turnMarks.js"
 import { admit, type ChatEvent, takeTurn } from "../chat/admit.js"
 import { type Desk, type DeskEnv, makeDesk } from "./desk.js"
-import { cutNote, endedNotice, failedNotice, limitedNotice, startedNotice } from "./notices.js"
+import { cutNote, endedNotice, failedNotice, limitedNotice, skippedNotice, startedNotice } from "./notices.js"
 import { handleUnsent, say } from "./say.js"
 import type { ListenerSink } from "../chat/sink.js"
 import { discordListener } from "../chat/discordListener.js"
@@ -81,6 +81,11 @@ export const deskEnv = (
         onTurnEnd: (_turn, end) => marks.end(end),
         onUnsent: (_turn, text, message) => handleUnsent(clients, chat, channel.worker, message?.place ?? first.place, text),
         onNote: (text) => Effect.logInfo(`chat ${chat.provider}:${channel.id}: ${text}`),
+        // Said in its thread too, and marked unanswered: its sender is the one who can send it again.
+        onSkipped: (message, why) =>
+          say(clients, message.place ?? first.place, skippedNotice(channel.worker, why)).pipe(
+            Effect.zipRight(marks.end({ delivered: false, failed: true, message }))
+          ),
         // A message's files, fetched by the daemon with the connection's token (the box never holds it).
         files: {
           fetch: (file, dest, max) => clients.fetchFile(chat, file, dest, max),

@@ -45,16 +45,23 @@ export const makeDesk = (env: DeskEnv): Effect.Effect<Desk, never, Scope.Scope> 
     const scope = yield* Effect.scope
     const lock = yield* Effect.makeSemaphore(1)
     const current = yield* Ref.make<Live | null>(null)
+    // Messages a failed session never served: kept for the next session (the next message starts it), never dropped.
+    const waiting = yield* Ref.make<ReadonlyArray<ChatMessage>>([])
 
     const ended = (live: Live, outcome: SessionOutcome | { readonly failed: string }) =>
       lock.withPermits(1)(Effect.gen(function*() {
         const left = [...("unserved" in outcome ? outcome.unserved : []), ...(yield* live.inbox.clear)]
         yield* Ref.set(current, null)
         const last = yield* Ref.get(live.last)
-        if ("failed" in outcome) return yield* env.onFail(outcome.failed, last)
+        const next = left.filter((m): m is ChatMessage => "place" in m && m.place !== undefined)
+        if ("failed" in outcome) {
+          // Not tried again on their own (a session that cannot start would fail again at once): the next message takes them.
+          yield* Ref.update(waiting, (w) => [...w, ...next])
+          const kept = next.length === 0 ? "" : ` — ${next.length} message${next.length === 1 ? "" : "s"} it had not answered wait${next.length === 1 ? "s" : ""} for the next session (your next message starts it)`
+          return yield* env.onFail(`${outcome.failed}${kept}`, last)
+        }
         yield* env.onEnd(outcome, last)
         // A session that served nothing is not tried again on its own: the next message starts one.
-        const next = left.filter((m): m is ChatMessage => "place" in m && m.place !== undefined)
         if (next.length > 0 && outcome.turns > 0) yield* start(next)
       }))
 
@@ -90,7 +97,7 @@ export const makeDesk = (env: DeskEnv): Effect.Effect<Desk, never, Scope.Scope> 
         lock.withPermits(1)(Effect.gen(function*() {
           const live = yield* Ref.get(current)
           if (live && (yield* live.inbox.offer(m))) return yield* Ref.set(live.last, m.place)
-          yield* start([m])
+          yield* start([...(yield* Ref.getAndSet(waiting, [])), m])
         })),
       session: Ref.get(current).pipe(Effect.flatMap((c) => (c ? Ref.get(c.runId) : Effect.succeed(null))))
     } satisfies Desk

@@ -42,3 +42,6 @@ export const unsentNotice = (worker: string, text: string) =>
   `[roster] ${worker} answered without sending it here; its first 300 characters:\n> ${text.slice(0, 300).replace(/\n/g, "\n> ")}`
 
 export const failedNotice = (worker: string, detail: string) => `[roster] ${worker}'s session could not start: ${detail}`
+
+/** A message the session could not take as a turn: said in its thread, so its sender knows to send it again. */
+export const skippedNotice = (worker: string, why: string) => `[roster] ${worker} could not take this message (${why}): send it again`

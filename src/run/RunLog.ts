@@ -79,7 +79,9 @@ export const RunRecord = Schema.Struct({
   undelivered: Schema.optional(Schema.Array(Schema.Struct({
     turn: Schema.Number,
     chars: Schema.Number,
-    handled: Schema.Literal("notice", "post", "drop")
+    handled: Schema.Literal("notice", "post", "drop"),
+    /** The post (the notice, or the text) did not go out: the message is marked unanswered. */
+    post_failed: Schema.optional(Schema.Literal(true))
   })))
 })
 export type RunRecord = typeof RunRecord.Type

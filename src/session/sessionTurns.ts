@@ -61,7 +61,7 @@ export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record,
     let turnStarted = 0
     let serving: SessionMessage | undefined
     let idleSince = openedAt
-    const undelivered: Array<{ readonly turn: number; readonly chars: number; readonly handled: "notice" | "post" | "drop" }> = []
+    const undelivered: Array<{ readonly turn: number; readonly chars: number; readonly handled: "notice" | "post" | "drop"; readonly post_failed?: true }> = []
     let unsentPosted = false
 
     /** Carries out what the state machine asked for; an `end` output is the session's reason. */
@@ -86,9 +86,11 @@ export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record,
               yield* note(o.text)
               break
             case "unsent": {
-              const handled = req.onUnsent ? yield* req.onUnsent(o.turn, o.text, serving) : "drop"
-              undelivered.push({ turn: o.turn, chars: o.text.length, handled })
-              unsentPosted = handled === "post"
+              const { handled, posted } = req.onUnsent ? yield* req.onUnsent(o.turn, o.text, serving) : { handled: "drop" as const, posted: true }
+              undelivered.push({ turn: o.turn, chars: o.text.length, handled, ...(posted ? {} : { post_failed: true }) })
+              // Posted, the answer is in the thread: the worker's words there, as a send's are (the channel's next session reads them).
+              unsentPosted = handled === "post" && posted
+              if (unsentPosted && channel !== null) yield* appendChannel(channel, { author: req.worker, text: o.text, run_id: runId, role: "worker" })
               yield* record.note({ undelivered: [...undelivered] })
               break
             }
@@ -131,10 +133,12 @@ export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record,
         ...(message.place ? { chat: message.place } : {}),
         saved_at: new Date(yield* Clock.currentTimeMillis).toISOString()
       }).pipe(Effect.either)
+      const skipped = (why: string) =>
+        note(`a message could not be delivered: ${why}`).pipe(Effect.zipRight(req.onSkipped ? req.onSkipped(message, why) : Effect.void))
       const input = saved._tag === "Left"
-        ? yield* note(`a message could not be delivered: ${saved.left.message}`).pipe(Effect.as(Option.none<string>()))
+        ? yield* skipped(`its run context could not be saved (${saved.left.message})`).pipe(Effect.as(Option.none<string>()))
         : yield* compileTurn(message, state.turns + 1, runFiles(record.runDir).turns, startPreamble).pipe(
-          Effect.tapError((e) => note(`a message could not be prepared and was not delivered: ${e.message}`)),
+          Effect.tapError((e) => skipped(e.message)),
           Effect.option
         )
       if (Option.isNone(input)) return (yield* feed({ _tag: "skipped" })) ?? (yield* promptNext)

@@ -71,14 +71,27 @@ export const sweepStrays = (st: SupervisorState) =>
         const record = yield* readRunDir(files.runDir(token.value.worker, token.value.run_id))
         if (record && record.finished_at === null) continue
       }
-      yield* fs.remove(file).pipe(Effect.ignore)
-      yield* Effect.logInfo(`removed the token of ${token._tag === "Some" ? `run ${token.value.run_id}, which is over` : `an unreadable identity file ${name}`}`)
-      // A warm box's token whose box is gone and that no run took (its daemon was killed): its folder never held a run.
-      if (token._tag === "Some" && token.value.warm === true && (yield* removeUntakenWarm(token.value.worker, token.value.run_id).pipe(Effect.orElseSucceed(() => false)))) {
-        yield* Effect.logInfo(`removed the folder of warm box ${token.value.run_id} of ${token.value.worker}: no run took it`)
+      const whose = token._tag === "Some" ? `run ${token.value.run_id}, which is over` : `an unreadable identity file ${name}`
+      const removed = yield* fs.remove(file).pipe(Effect.either)
+      if (removed._tag === "Left") {
+        // The gateway refuses it all the same once its run is over; said, with the command, and tried again at the next look.
+        yield* Effect.logWarning(`the token of ${whose} could not be removed (${removed.left.message}): remove it with: rm ${file}`)
+        continue
       }
+      yield* Effect.logInfo(`removed the token of ${whose}`)
+      // A warm box's token whose box is gone and that no run took (its daemon was killed): its folder never held a run.
+      if (token._tag === "Some" && token.value.warm === true) yield* removeWarmLeft(token.value.worker, token.value.run_id)
     }
   })
+
+/** The folder and clones of a warm box no run took, its box gone: removed, or said with what is left and how to remove it. */
+const removeWarmLeft = (worker: string, runId: string) =>
+  removeUntakenWarm(worker, runId).pipe(
+    Effect.flatMap((had) => (had ? Effect.logInfo(`removed the folder of warm box ${runId} of ${worker}: no run took it`) : Effect.void)),
+    Effect.catchAll((e) =>
+      Effect.flatMap(Paths, (paths) =>
+        Effect.logWarning(`the folder of warm box ${runId} of ${worker} (no run took it) could not be removed (${e.message}): remove it with: rm -rf ${layout(paths).runDir(worker, runId)}`)))
+  )
 
 /**
  * A warm box's folder its daemon was handing to a run when it was killed (before the run's record was

@@ -196,13 +196,16 @@ describe("the real Slack SDK against the Slack stand-in", () => {
       const place = { provider: "slack" as const, channel: "C0TEAM", thread: "9.9" }
       const answer = `The answer is ${"long ".repeat(100)}`
       const clients = yield* ChatClients.pipe(Effect.provide(Layer.provide(ChatClients.layer, layer)))
-      expect(yield* handleUnsent(clients, chatRule({ unsent: "notice" }), "alice", place, answer)).toBe("notice")
+      expect(yield* handleUnsent(clients, chatRule({ unsent: "notice" }), "alice", place, answer)).toEqual({ handled: "notice", posted: true })
       expect(s.posts[0]?.text).toContain("[roster] alice answered without sending it here; its first 300 characters:\n&gt; The answer is long")
       expect(s.posts[0]?.text.length).toBeLessThan(420)
-      expect(yield* handleUnsent(clients, chatRule({ unsent: "post" }), "alice", place, answer)).toBe("post")
+      expect(yield* handleUnsent(clients, chatRule({ unsent: "post" }), "alice", place, answer)).toEqual({ handled: "post", posted: true })
       expect(s.posts[1]).toMatchObject({ thread_ts: "9.9", text: answer })
-      expect(yield* handleUnsent(clients, chatRule({ unsent: "drop" }), "alice", place, answer)).toBe("drop")
+      expect(yield* handleUnsent(clients, chatRule({ unsent: "drop" }), "alice", place, answer)).toEqual({ handled: "drop", posted: true })
       expect(s.posts).toHaveLength(2)
+      // Slack gone: the post fails, and says so (the message is then marked unanswered, not answered).
+      yield* Effect.promise(() => s.close())
+      expect(yield* handleUnsent(clients, chatRule({ unsent: "post" }), "alice", place, answer)).toEqual({ handled: "post", posted: false })
     }))
 
   eff.live("postChat: into the thread, Slack's markup escaped, a long answer in parts, only a mapped channel", () =>

@@ -44,13 +44,51 @@ describe("a chat channel's desk (its sessions faked)", () => {
       })
       yield* desk.offer(message("first"))
       yield* settle(() => failures.length > 0)
-      expect(failures).toEqual(["roster failed unexpectedly (the daemon's log says why)"])
+      expect(failures).toEqual(["roster failed unexpectedly (the daemon's log says why) — 1 message it had not answered waits for the next session (your next message starts it)"])
       expect(logged.some((l) => l.includes("chat: a session failed unexpectedly") && l.includes("session exploded"))).toBe(true)
       yield* desk.offer(message("second"))
-      yield* settle(() => served.length > 0)
-      expect(served).toEqual(["second"])
-      expect(sessions).toBe(2)
+      yield* settle(() => served.length > 1)
+      // The message the dead session never answered comes first (each of this fake's sessions takes one).
+      expect(served).toEqual(["first", "second"])
+      expect(sessions).toBe(3)
     }).pipe(Effect.scoped, Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+  })
+})
+
+describe("a chat channel's desk: what a failed session had not answered", () => {
+  it.live("waits for the next session, which the next message starts, and the channel is told how many wait — none is dropped", () => {
+    const failures: Array<string> = []
+    const served: Array<string> = []
+    let sessions = 0
+    return Effect.gen(function*() {
+      const desk = yield* makeDesk({
+        runSession: (inbox: Mailbox.ReadonlyMailbox<SessionMessage>) =>
+          ++sessions === 1
+            // Its box never starts: it fails having taken nothing, a second message queued behind the first.
+            ? Effect.sleep("100 millis").pipe(Effect.zipRight(Effect.fail({ message: "the box image is missing" })))
+            : Effect.gen(function*() {
+              let turns = 0
+              for (;;) {
+                const m = yield* inbox.take.pipe(Effect.timeout("200 millis"), Effect.option)
+                if (m._tag === "None") break
+                served.push(m.value.text)
+                turns++
+              }
+              const outcome: SessionOutcome = { runId: "r2", runDir: "/tmp/r2", reason: "idle", clean: true, turns, unserved: [], ceilingMin: 240 }
+              return outcome
+            }),
+        onEnd: () => Effect.void,
+        onFail: (text) => Effect.sync(() => void failures.push(text)),
+        onReady: () => Effect.void
+      })
+      yield* desk.offer(message("first"))
+      yield* desk.offer(message("second"))
+      yield* settle(() => failures.length > 0)
+      expect(failures).toEqual(["the box image is missing — 2 messages it had not answered wait for the next session (your next message starts it)"])
+      yield* desk.offer(message("third"))
+      yield* settle(() => served.length >= 3)
+      expect(served).toEqual(["first", "second", "third"])
+    }).pipe(Effect.scoped)
   })
 })
 
@@ -116,7 +154,8 @@ describe("a chat channel's sessions through the Runner (its test layer: no engin
       yield* desk.offer({ text: "hello", author: "U0ANNA", provider: "slack", messageId: "1.1", place: { provider: "slack", channel: "C0TEAM", thread: "1.1" } })
       yield* settle(() => failed.length > 0)
       expect(failed).toEqual([
-        "slack channel C0TEAM has spent $2.5000 (estimated) of its budget_usd_day of $2.0000 today; it starts again at 00:00 UTC — to allow more, raise budget_usd_day of its [[chat.channel]] in org.toml"
+        "slack channel C0TEAM has spent $2.5000 (estimated) of its budget_usd_day of $2.0000 today; it starts again at 00:00 UTC — to allow more, raise budget_usd_day of its [[chat.channel]] in org.toml" +
+        " — 1 message it had not answered waits for the next session (your next message starts it)"
       ])
       expect(asked).toEqual(["slack:c0team"])
       expect(held).toEqual([])

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Logger, Ref, TestClock } from "effect"
 import { FirewallLog } from "../../src/box/Firewall.js"
-import { egressChainRules } from "../../src/box/docker/egressChain.js"
+import { egressChainRules, removeEgressLockdown } from "../../src/box/docker/egressChain.js"
+import { fixStale } from "../../src/box/docker/lockdownSurvey.js"
 import { ensureLockdown } from "../../src/box/docker/lockdown.js"
 import { gatewayAddresses, ListenRefused } from "../../src/box/docker/listen.js"
 import { egressChainName, lockdownNetworkName } from "../../src/contract/deployment.js"
@@ -212,6 +213,25 @@ describe("lockdown", () => {
       expect(failureText(exit)).toContain("CAP_NET_ADMIN")
       expect(failureText(exit)).toContain("egress_lockdown = false")
     }).pipe(Effect.provide(unitLayer(paths, { firewall: () => false })))
+  })
+
+  it.effect("a removal of the chain the firewall refuses is said with the commands, and doctor --fix says it was not removed (never 'removed chain')", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    const chain = egressChainName(paths.config)
+    const said: Array<string> = []
+    const logger = Logger.make(({ message }) => void said.push(String(message)))
+    const listing = `-P INPUT ACCEPT\n-N ${chain}\n-A INPUT -s 172.30.0.0/16 -m addrtype --dst-type LOCAL -j ${chain}\n-A ${chain} -j DROP\n`
+    return Effect.gen(function*() {
+      const removal = yield* removeEgressLockdown(chain)
+      expect(removal.failed).toEqual(expect.arrayContaining([`iptables -X ${chain}`, `iptables -D INPUT -s 172.30.0.0/16 -m addrtype --dst-type LOCAL -j ${chain}`]))
+      expect(said.some((m) => m.includes(`the egress chain ${chain} was not removed whole`) && m.includes("run them as root"))).toBe(true)
+      const done = yield* fixStale([{ deployment: null, network: null, chain: { name: chain, jumps: 1 }, daemon: null, stale: true }])
+      expect(done).toEqual([expect.stringMatching(new RegExp(`^could not remove chain ${chain} whole: .*-X ${chain} failed`))])
+    }).pipe(
+      Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
+      Effect.provide(unitLayer(paths, { firewall: (_tool, args) => args[0] !== "-D" && args[0] !== "-X", firewallListing: () => listing }))
+    )
   })
 
   it("the chain accepts the gateway port before it drops", () => {

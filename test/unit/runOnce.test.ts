@@ -150,10 +150,13 @@ describe("roster worker run (Docker test layer)", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.effect("a huge ceiling is accepted and clamped, never thrown", () => {
+  it.effect("a huge ceiling is refused with the bound before anything is made, never thrown; the longest one runs", () => {
     const { layer } = setup({ docker: { script: () => ({ exitCode: 0 }) } })
     return Effect.gen(function*() {
-      const outcome = yield* runOnce({ worker: "alice", prompt: "x", ceilingMin: 1e300 })
+      const exit = yield* Effect.exit(runOnce({ worker: "alice", prompt: "x", ceilingMin: 1e300 }))
+      expect(String(Exit.isFailure(exit) ? exit.cause : "")).toContain("at most 20160 (14 days)")
+      expect(yield* (yield* DockerFake).callsOf("containerCreate")).toEqual([])
+      const outcome = yield* runOnce({ worker: "alice", prompt: "x", ceilingMin: 20160 })
       expect(outcome.endedBy).toBe("exit")
     }).pipe(Effect.provide(layer))
   })
@@ -165,6 +168,9 @@ describe("roster worker run (Docker test layer)", () => {
       const exit = yield* Effect.exit(runOnce({ worker: "alice", prompt: "x" }))
       expect(Exit.isFailure(exit)).toBe(true)
       expect(String(Exit.isFailure(exit) ? exit.cause : "")).toContain("roster connection add anthropic")
+      // A subscription sign-in is named for what makes it; a Codex sign-in is never offered as something `add` makes.
+      expect(String(Exit.isFailure(exit) ? exit.cause : "")).toContain("roster connection login anthropic")
+      expect(String(Exit.isFailure(exit) ? exit.cause : "")).not.toContain("(or openai-codex)")
       expect(yield* (yield* DockerFake).callsOf("containerCreate")).toEqual([])
     }).pipe(Effect.provide(unitLayer(paths, { env: {} })))
   })

@@ -225,7 +225,7 @@ describe("warm sessions (Docker test layer, TestClock)", () => {
       const c = yield* eventually(box, "the box")
       yield* eventually(Effect.sync(() => prompts(c).length === 1), "the prompt")
       expect(prompts(c)).toEqual(["real one"])
-      expect(notes.some((n) => n.includes("not delivered"))).toBe(true)
+      expect(notes.some((n) => n.includes("could not be delivered") && n.includes("the message is blank"))).toBe(true)
       yield* inbox.end
       yield* emit(c, ...END)
       expect(yield* Fiber.join(fiber)).toMatchObject({ clean: true, turns: 1 })
@@ -250,9 +250,12 @@ describe("warm sessions (Docker test layer, TestClock)", () => {
       const inbox = yield* Mailbox.make<SessionMessage>()
       const notes: Array<string> = []
       const replies: Array<string> = []
+      const skipped: Array<string> = []
       const fiber = yield* Effect.fork(runSession({
         worker: "alice", inbox, surface: "term-session",
-        onNote: (t) => Effect.sync(() => void notes.push(t)), onReply: (t) => Effect.sync(() => void replies.push(t))
+        onNote: (t) => Effect.sync(() => void notes.push(t)), onReply: (t) => Effect.sync(() => void replies.push(t)),
+        // Where its sender is (a chat thread's desk says it there): told which message, and why.
+        onSkipped: (m, why) => Effect.sync(() => void skipped.push(`${m.text}: ${why}`))
       }))
       yield* inbox.offer(msg("first"))
       const c = yield* eventually(box, "the box")
@@ -263,6 +266,7 @@ describe("warm sessions (Docker test layer, TestClock)", () => {
       // The second never reached pi: its context could not be saved, and that was said.
       expect(prompts(c)).toEqual(["first", "third"])
       expect(notes.some((n) => n.includes("a message could not be delivered") && n.includes("the disk said no (test)"))).toBe(true)
+      expect(skipped).toEqual([expect.stringMatching(/^second: its run context could not be saved \(.*the disk said no \(test\)/)])
       yield* emit(c, assistant("reply three"), ...END)
       yield* inbox.end
       expect(yield* Fiber.join(fiber)).toMatchObject({ clean: true, turns: 2 })

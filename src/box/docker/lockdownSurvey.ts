@@ -73,8 +73,10 @@ export const fixStale = (found: ReadonlyArray<DeploymentLockdown>) =>
     const done: Array<string> = []
     for (const d of found.filter((x) => x.stale)) {
       if (d.chain) {
-        yield* removeEgressLockdown(d.chain.name)
-        done.push(`removed chain ${d.chain.name} and its ${d.chain.jumps} jump(s)`)
+        const removal = yield* removeEgressLockdown(d.chain.name)
+        done.push(removal.failed.length === 0
+          ? `removed chain ${d.chain.name} and its ${d.chain.jumps} jump(s)`
+          : `could not remove chain ${d.chain.name} whole: ${removal.failed.join("; ")} failed — run them as root`)
       }
       if (d.network && d.network.containers === 0) {
         const removed = yield* docker.networkRemove(d.network.name).pipe(Effect.either)
