@@ -1,5 +1,7 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect } from "effect"
+import * as os from "node:os"
+import { probeReport } from "../box/preflightProbe.js"
 import { fixStale, surveyLockdown } from "../box/docker/lockdownSurvey.js"
 import { checkChats } from "../chat/doctor.js"
 import { checkLogins } from "../vault/loginCheck.js"
@@ -11,6 +13,12 @@ import { checkFleet, fleetCheckLines } from "../fleet/doctor.js"
 const fix = Options.boolean("fix").pipe(Options.withDescription(
   "remove what is stale (chains and their jumps, networks no container is on) and, as root, register an installed gVisor (runsc) with Docker"
 ))
+
+/** `[box] preflight_probe` as org.toml sets it (none: roster picks). */
+const configuredProbe = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
+  Effect.map((o) => o.box.preflight_probe),
+  Effect.orElseSucceed(() => undefined)
+)
 
 const boxRuntimeSetting = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
   Effect.map((o) => o.box.runtime),
@@ -53,7 +61,8 @@ export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json 
     const chat = yield* checkChats
     const fleet = yield* fleetCheck
     const logins = yield* checkLogins
-    if (json) return yield* Console.log(JSON.stringify({ lockdown: found, runtime: runtime.runtime, fixed, chat, logins, ...(fleet ? { fleet } : {}) }, null, 2))
+    const preflight = probeReport(yield* configuredProbe, os.networkInterfaces())
+    if (json) return yield* Console.log(JSON.stringify({ lockdown: found, runtime: runtime.runtime, preflight, fixed, chat, logins, ...(fleet ? { fleet } : {}) }, null, 2))
     const ours = (yield* Paths).config
     if (found.length === 0) yield* Console.log("no roster networks or iptables chains on this host")
     for (const d of found) {
@@ -64,6 +73,7 @@ export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json 
       yield* Console.log(d.chain ? `  chain:   ${d.chain.name} (${d.chain.jumps} INPUT jump(s))` : "  chain:   none (egress_lockdown off, or not installed)")
     }
     for (const line of runtimeLines(runtime.runtime)) yield* Console.log(line)
+    yield* Console.log(`preflight probe: ${preflight.probe} — ${preflight.why}`)
     for (const line of fixed) yield* Console.log(line)
     for (const c of chat) {
       yield* Console.log(`chat ${c.provider} (connection ${c.connection}): ${c.ok ? "ok" : "FAILING"} — ${c.detail}`)

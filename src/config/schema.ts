@@ -57,12 +57,13 @@ const BoxFields = Schema.Struct({
   /** The longest line roster holds to show or read (longer ones are cut with a visible mark). */
   line_max: Schema.optionalWith(Size("line_max"), { default: () => "1m" }),
   /**
-   * host:port a box's preflight tries to reach directly, and must not. The default (TEST-NET-1)
-   * answers nowhere; an address that answers from this host makes the check bite.
+   * host:port a box's preflight tries to reach directly, and must not. Unset, roster picks an address
+   * that answers nowhere and is on none of this machine's networks (box/preflightProbe.ts); an address
+   * that answers from this host makes the check bite.
    */
-  preflight_probe: Schema.optionalWith(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9.-]+:\d{1,5}$/, {
-    message: () => `preflight_probe is "host:port", e.g. "192.0.2.1:443"`
-  })), { default: () => "192.0.2.1:443" }),
+  preflight_probe: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9.-]+:\d{1,5}$/, {
+    message: () => `preflight_probe is "host:port", e.g. "203.0.113.1:443"`
+  }))),
   /**
    * Warm boxes: after a worker's run, the daemon makes its next box ready (started, pi waiting for its first
    * prompt, its token bound to no run) so the next run of that worker skips the engine's start and pi's load.

@@ -22,8 +22,8 @@ tmp_size = "1g"                 # bound on the box's /tmp (a tmpfs: RAM, so it m
 transcript_max = "256m"         # stdout.jsonl cap (a marker line ends a cut transcript)
 # identity_max = 64000          # characters a worker's identity.md may hold (the head of every run's system prompt)
 line_max = "1m"                 # longest line shown or summarised (longer ones are cut, with a mark)
-preflight_probe = "192.0.2.1:443" # a box checks it cannot reach this directly as pi starts; an address
-                                # that answers from this host makes the check bite (TEST-NET-1 answers nowhere)
+# preflight_probe = "203.0.113.1:443" # a box checks it cannot reach this directly as pi starts; unset, roster
+                                # picks a TEST-NET address on none of this machine's networks (roster doctor says which)
 warm = "recent"                 # after a worker's run the daemon readies its next box (pi waiting, its token bound
                                 # to no run) so the next run starts at once; "off": every run starts its box when asked
 warm_max = 2                    # warm boxes at once on this node (each holds a started box's memory)

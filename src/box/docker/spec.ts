@@ -47,7 +47,7 @@ const environment = (plan: BoxPlan): Array<string> => {
     // For the preflight: where the gateway is, and which deployment it must answer for (an id, never the host path).
     `ROSTER_GATEWAY=host.docker.internal:${plan.gatewayPort}`,
     `ROSTER_DEPLOYMENT_ID=${deploymentId(plan.deployment)}`,
-    `ROSTER_PREFLIGHT_PROBE=${plan.policy.preflight_probe}`,
+    `ROSTER_PREFLIGHT_PROBE=${plan.preflightProbe ?? plan.policy.preflight_probe ?? "203.0.113.1:443"}`,
     `ROSTER_TASKS_FILE=${C.TASKS_FILE}`,
     `ROSTER_STORE_DIR=${C.STORE}`,
     `ROSTER_SELF_DIR=${C.SELF}`,
