@@ -10,6 +10,8 @@
  * const roster = await openRoster()                       // ROSTER_HOME, else ~/.config/roster …
  * const run = await roster.run("alice", "summarise the notes in your store", { ceilingMin: 10 })
  * console.log(run.endedBy, run.finalText)
+ * // Every long call takes an AbortSignal: an abort ends the run as Ctrl-C does (box killed, token revoked).
+ * await roster.run("alice", "…", { signal: AbortSignal.timeout(60_000) }).catch((e) => e.name === "AbortError")
  * for await (const turn of roster.talk("alice", ["hello", "and what did I just say?"])) console.log(turn.reply)
  * await roster.close()
  * ```
@@ -111,18 +113,32 @@ export interface MemoryEntry {
   readonly time: string
 }
 
+/** What a long call may be given: an `AbortSignal` that ends it (`Effect.tryPromise`'s, `AbortSignal.timeout(ms)`, a controller's). */
+export interface Abortable {
+  /**
+   * Aborted, the call ends as Ctrl-C ends a run — its box killed, its token revoked, its record finished
+   * `signal` — and rejects with an `AbortError` that says so.
+   */
+  readonly signal?: AbortSignal
+}
+
 /** An open roster: runs, conversations, the task queue and workers' memory, until `close`. */
 export interface Roster {
   /** One run of `worker` in a box: resolves when it has ended (a ceiling, a budget or the box's own exit). */
-  readonly run: (worker: string, prompt: string, options?: { readonly ceilingMin?: number; readonly channel?: string }) => Promise<RunResult>
+  readonly run: (worker: string, prompt: string, options?: { readonly ceilingMin?: number; readonly channel?: string } & Abortable) => Promise<RunResult>
   /** A conversation in one warm box: each of `messages` a turn, each turn's reply yielded as it ends; the box goes when they do. */
-  readonly talk: (worker: string, messages: Iterable<string> | AsyncIterable<string>) => AsyncIterable<Turn>
+  readonly talk: (worker: string, messages: Iterable<string> | AsyncIterable<string>, options?: Abortable) => AsyncIterable<Turn>
   readonly tasks: {
     /** Queues a task (the daemon runs it; while it is down, it waits for it). */
     readonly add: (worker: string, prompt: string, options?: { readonly ceilingMin?: number; readonly after?: string; readonly key?: string }) => Promise<Task>
     readonly list: (filter?: { readonly worker?: string }) => Promise<ReadonlyArray<Task>>
     readonly show: (taskId: string) => Promise<Task>
     readonly cancel: (taskId: string) => Promise<Task>
+    /**
+     * The task once it has ended (done, failed or cancelled), looked at every `everyMs` (default 1000).
+     * Aborted, the wait stops (the task itself goes on: `cancel` ends it).
+     */
+    readonly wait: (taskId: string, options?: { readonly everyMs?: number } & Abortable) => Promise<Task>
   }
   readonly memory: {
     readonly list: (worker: string) => Promise<ReadonlyArray<MemoryEntry>>
@@ -134,6 +150,13 @@ export interface Roster {
 
 const errorOf = (cause: unknown) => new Error(cause instanceof Error ? cause.message : String(cause))
 
+/** The rejection of a call its signal aborted: named AbortError (as fetch's), saying what became of its run. */
+const abortedError = (signal: AbortSignal, what: string) =>
+  Object.assign(new Error(`${what} was aborted (${signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? "abort")})`), {
+    name: "AbortError",
+    cause: signal.reason
+  })
+
 /**
  * Opens roster over a deployment (one made by `roster init`, or `home`): its services built once,
  * held until `close`. Every method's failure is an `Error` whose message names the fix.
@@ -141,26 +164,33 @@ const errorOf = (cause: unknown) => new Error(cause instanceof Error ? cause.mes
 export const openRoster = async (options: RosterOptions = {}): Promise<Roster> => {
   const paths = options.home === undefined ? Paths.layer : Paths.layerAt({ ...Paths.fromEnv({ ROSTER_HOME: options.home, HOME: process.env.HOME }), home: process.env.HOME ?? options.home })
   const runtime = ManagedRuntime.make(Layer.merge(makeRosterLive({ paths }).pipe(Layer.orDie), loggerFor(options)))
-  const run = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof makeRosterLive>>>) =>
-    runtime.runPromiseExit(effect).then((exit) => {
+  // With a signal, an abort interrupts the call's fiber: its scopes close (the run's box killed, its token revoked,
+  // its record finished from the interrupted Exit: `signal`) before the promise rejects.
+  const run = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof makeRosterLive>>>, abort?: { readonly signal: AbortSignal; readonly what: string }) =>
+    runtime.runPromiseExit(effect, abort ? { signal: abort.signal } : undefined).then((exit) => {
       if (Exit.isSuccess(exit)) return exit.value
+      if (abort?.signal.aborted && Exit.isInterrupted(exit)) throw abortedError(abort.signal, abort.what)
       const failure = Exit.causeOption(exit).pipe(Option.flatMap((c) => Option.fromNullable(c._tag === "Fail" ? c.error : undefined)))
       throw Option.isSome(failure) ? errorOf(failure.value) : new Error(String(Exit.isFailure(exit) ? exit.cause : "interrupted"))
     })
+  const abortable = (signal: AbortSignal | undefined, what: string) => (signal ? { signal, what } : undefined)
   const task = (taskId: string) => isTaskId(taskId) ? Effect.void : Effect.fail(new Error(`"${taskId}" is not a task id (t-xxxxxxxx)`))
 
   return {
     run: (worker, prompt, o = {}) =>
-      run(Effect.flatMap(Runner, (r) => r.once({
-        worker,
-        prompt,
-        channel: o.channel ?? null,
-        origin: { _tag: "person", via: "embed" },
-        ...(o.ceilingMin !== undefined ? { ceilingMin: o.ceilingMin } : {})
-      })).pipe(Effect.map((o): RunResult => ({
-        runId: o.runId, runDir: o.runDir, endedBy: o.endedBy, exitCode: o.exitCode, error: o.error, finalText: o.finalText, messages: o.messages
-      })))),
-    talk: (worker, messages) => talkThrough(run, worker, messages),
+      run(
+        Effect.flatMap(Runner, (r) => r.once({
+          worker,
+          prompt,
+          channel: o.channel ?? null,
+          origin: { _tag: "person", via: "embed" },
+          ...(o.ceilingMin !== undefined ? { ceilingMin: o.ceilingMin } : {})
+        })).pipe(Effect.map((o): RunResult => ({
+          runId: o.runId, runDir: o.runDir, endedBy: o.endedBy, exitCode: o.exitCode, error: o.error, finalText: o.finalText, messages: o.messages
+        }))),
+        abortable(o.signal, `the run of ${worker} (its box killed, its token revoked, its record finished as ended by signal)`)
+      ),
+    talk: (worker, messages, o = {}) => talkThrough(run, worker, messages, o.signal),
     tasks: {
       add: (worker, prompt, o = {}) =>
         run(Effect.gen(function*() {
@@ -194,7 +224,24 @@ export const openRoster = async (options: RosterOptions = {}): Promise<Roster> =
           if (Option.isSome(viaServer)) return taskOf(viaServer.value)
           const t = yield* (yield* TaskStore).get(taskId)
           return taskOf(t ? yield* cancelInPlace(t) : yield* Effect.fail(new NoSuchTask({ taskId })))
-        }))
+        })),
+      wait: (taskId, o = {}) =>
+        run(
+          Effect.gen(function*() {
+            yield* task(taskId)
+            const every = Math.max(50, o.everyMs ?? 1000)
+            for (;;) {
+              const viaServer = yield* viaDaemon((c) => c.tasks.show({ path: { id: taskId } }))
+              const store = yield* TaskStore
+              const t = Option.isSome(viaServer)
+                ? viaServer.value
+                : (yield* store.get(taskId)) ?? (yield* store.getArchived(taskId)) ?? (yield* Effect.fail(new NoSuchTask({ taskId })))
+              if (t.status === "done" || t.status === "failed" || t.status === "cancelled") return taskOf(t)
+              yield* Effect.sleep(every)
+            }
+          }),
+          abortable(o.signal, `the wait for task ${taskId} (the task goes on; roster.tasks.cancel ends it)`)
+        )
     },
     memory: {
       list: (worker) =>
@@ -205,10 +252,17 @@ export const openRoster = async (options: RosterOptions = {}): Promise<Roster> =
   }
 }
 
-type RunIn = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof makeRosterLive>>>) => Promise<A>
+type RunIn = <A, E>(
+  effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof makeRosterLive>>>,
+  abort?: { readonly signal: AbortSignal; readonly what: string }
+) => Promise<A>
 
-/** A conversation as an async iterator: the session runs in the background, each turn's reply handed over as it ends. */
-const talkThrough = (run: RunIn, worker: string, messages: Iterable<string> | AsyncIterable<string>): AsyncIterable<Turn> => ({
+/**
+ * A conversation as an async iterator: the session runs in the background, each turn's reply handed
+ * over as it ends. Aborted, the session is interrupted (its box killed, its token revoked, its record
+ * finished `signal`) and the iterator's next call rejects with the AbortError.
+ */
+const talkThrough = (run: RunIn, worker: string, messages: Iterable<string> | AsyncIterable<string>, signal?: AbortSignal): AsyncIterable<Turn> => ({
   [Symbol.asyncIterator]: () => {
     type Out = { readonly _tag: "turn"; readonly turn: Turn } | { readonly _tag: "end"; readonly error?: Error }
     const setup = run(Effect.all({ out: Queue.unbounded<Out>(), inbox: Mailbox.make<SessionMessage>() }))
@@ -232,7 +286,8 @@ const talkThrough = (run: RunIn, worker: string, messages: Iterable<string> | As
             said = ""
             return Queue.offer(out, { _tag: "turn", turn: { turn, reply } })
           })
-      }))).then((): Out => ({ _tag: "end" }), (e: unknown): Out => ({ _tag: "end", error: errorOf(e) }))
+      })), signal ? { signal, what: `the talk with ${worker} (its box killed, its token revoked, its record finished as ended by signal)` } : undefined)
+        .then((): Out => ({ _tag: "end" }), (e: unknown): Out => ({ _tag: "end", error: e instanceof Error && e.name === "AbortError" ? e : errorOf(e) }))
       await run(Queue.offer(out, end))
     })
     let ended = false
