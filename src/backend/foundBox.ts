@@ -16,8 +16,9 @@ export interface FoundBox {
   /** The labels name a run and worker roster could have made (else no record can be trusted for it). */
   readonly named: boolean
   /**
-   * Made as a warm box (its labels say `warm` for life) and taken by the run whose name it goes by:
-   * its kind, task and deadline are that run's, from the run's record (the supervisor reads it).
+   * Made as a warm box (its labels say `warm` for life) and taken by the run whose name it goes by (its
+   * name is no longer the one it was made under): its kind, task and deadline are that run's, from the
+   * run's record (the supervisor reads it).
    */
   readonly takenWarm?: boolean
 }

@@ -81,11 +81,15 @@ const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   )
 }))
 
-/** This node's live boxes with the engine's stats for each, as another node's Now page shows them. */
+/**
+ * This node's live boxes with the engine's stats for each, as another node's Now page shows them: the
+ * boxes of runs (a warm box a run took, as its run's), not the warm boxes waiting for a run.
+ */
 const liveBoxesWithStats = Effect.gen(function*() {
   const backend = yield* BoxBackend
   const now = yield* Clock.currentTimeMillis
-  return yield* Effect.forEach(yield* deploymentBoxes, (b) =>
+  const runs = (yield* deploymentBoxes).filter((b) => b.kind !== "warm" || b.takenWarm === true)
+  return yield* Effect.forEach(runs, (b) =>
     backend.stats(b.id).pipe(
       Effect.orElseSucceed(() => undefined),
       Effect.map((st): FleetBox => ({ ...boxFacts(b, now), ...(st ? { cpu_percent: st.cpuPercent, memory_bytes: st.memoryBytes } : {}) }))

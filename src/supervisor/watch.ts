@@ -24,7 +24,8 @@ export const deploymentBoxes = Effect.flatMap(BoxBackend, (backend) => backend.l
  */
 export const asItsRun = (box: FoundBox) =>
   Effect.gen(function*() {
-    if (box.kind !== "warm" || !box.named) return box
+    // A warm box under its own name waits for a run; one renamed may have its record in by now (or be mid-claim).
+    if (box.kind !== "warm" || !box.named || !box.takenWarm) return box
     const record = yield* (yield* RunLog).read(box.worker, box.runId).pipe(Effect.orElseSucceed(() => undefined))
     if (!record) return box
     const deadline = record.deadline ? Date.parse(record.deadline) : Number.NaN

@@ -39,7 +39,9 @@ export const foundBox = (c: ContainerSummary): FoundBox => {
     owner: pid === null ? null : { pid, start: c.labels[C.LABEL_OWNER_START] ?? "" },
     created: c.created,
     state: c.state,
-    named: isRunId(runId) && isWorkerName(worker)
+    named: isRunId(runId) && isWorkerName(worker),
+    // Renamed from the run id it was made under to a run's: a run took it.
+    ...(c.labels[C.LABEL_KIND] === "warm" && runId !== (c.labels[C.LABEL_RUN_ID] ?? "") ? { takenWarm: true } : {})
   }
 }
 
