@@ -119,7 +119,17 @@ step("6/6 and into her ceiling (1 s)")
 const second = roster(["worker", "run", "alice", "--ceiling", "0.02", "Take your time."], { allowFail: true, inherit: true })
 console.log(`roster exited ${second.status} (2 = ended by the ceiling)`)
 
-const leftovers = spawnSync("docker", ["ps", "-aq", "--filter", "label=roster.run-id"], { encoding: "utf8" }).stdout.trim()
+// This deployment's boxes, a run's left behind apart from a warm box waiting for its worker's next run (labelled
+// warm, still under the name it was made with): that one is by design, and goes with the daemon at the demo's end.
+const boxesNow = spawnSync("docker", ["ps", "-a", "--filter", `label=roster.deployment=${path.join(home, "config")}`,
+  "--format", '{{.ID}} {{.Names}} {{.Label "roster.kind"}} {{.Label "roster.run-id"}} {{.Label "roster.worker"}}'], { encoding: "utf8" }).stdout
+  .trim().split("\n").filter((l) => l !== "").map((l) => {
+    const [id, name, kind, runId, worker] = l.split(" ")
+    return { id, worker, waiting: kind === "warm" && name === `roster-box-${runId}` }
+  })
+const leftovers = boxesNow.filter((b) => !b.waiting).map((b) => b.id).join(" ")
+const waiting = boxesNow.filter((b) => b.waiting)
+const warmWords = waiting.length === 0 ? "" : ` (${waiting.length} warm box${waiting.length === 1 ? "" : "es"} wait${waiting.length === 1 ? "s" : ""} for ${[...new Set(waiting.map((b) => `${b.worker}'s`))].join(" and ")} next run)`
 const key = rehearsal ? "sk-ant-rehearsal-demo-key-0000" : process.env.ANTHROPIC_API_KEY
 const files = fs.readdirSync(runDir, { recursive: true }).map((f) => path.join(runDir, String(f))).filter((f) => fs.statSync(f).isFile())
 const leaked = key ? files.some((f) => fs.readFileSync(f, "utf8").includes(key)) : false
@@ -128,8 +138,8 @@ const audit = fs.readdirSync(path.join(home, "state", "audit")).flatMap((f) => f
 console.log(bold("\nproof of the lockdown"))
 console.log(`  the box's way out:             ${audit.length} gateway request(s): ${[...new Set(audit.map((r) => `${r.method} ${r.host}${r.path}${r.injected ? " [key injected]" : ""}`))].join(", ")}`)
 console.log(`  the key anywhere in the run:   ${leaked ? "FOUND (bug!)" : "nowhere — the box held only a sentinel"}`)
-console.log(`  boxes left running:            ${leftovers === "" ? "none" : leftovers}`)
+console.log(`  boxes left running:            ${leftovers === "" ? "none" : leftovers}${warmWords}`)
 console.log(`  the run record:                ${runDir}/run.json`)
-console.log(`\ndone in ${Math.round((Date.now() - started) / 1000)} s. The daemon stops with the demo; see everything again with:`)
+console.log(`\ndone in ${Math.round((Date.now() - started) / 1000)} s. The daemon stops with the demo (its warm boxes with it); see everything again with:`)
 console.log(`  ROSTER_HOME=.roster-dev/demo bin/roster.js runs show ${path.basename(runDir)}`)
 process.exit(first.status === 0 && second.status === 2 && !leaked && leftovers === "" ? 0 : 1)

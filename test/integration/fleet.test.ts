@@ -280,7 +280,9 @@ describe("a fleet on Postgres: nodes, heartbeats, the shared folder (real Postgr
     const runId = latestRunId(runs)
     expect(answersOf(fs.readFileSync(path.join(runs, runId, "stdout.jsonl"), "utf8")).exfil).toContain("HTTP/1.1 403")
     // Every run of the fleet is in the run index (the daemons' tasks and this CLI's run), and another node lists from it.
-    const folders = fs.readdirSync(path.join(shared, "runs")).flatMap((w) => fs.readdirSync(path.join(shared, "runs", w)))
+    // Runs are the folders with a record (a warm box waiting for a run has a folder, and no record).
+    const folders = fs.readdirSync(path.join(shared, "runs")).flatMap((w) =>
+      fs.readdirSync(path.join(shared, "runs", w)).filter((id) => fs.existsSync(path.join(shared, "runs", w, id, "run.json"))))
     expect(pg.sql("SELECT count(*) FROM roster_runs")).toBe(String(folders.length))
     expect(pg.sql(`SELECT node || ' ' || ended_by FROM roster_runs WHERE run_id = '${runId}'`)).toBe("node-a exit")
     const listed = JSON.parse((await b.roster(["runs", "list", "--json", "--limit", "1"])).stdout) as Array<{ run_id: string; node: string }>

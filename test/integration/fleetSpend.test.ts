@@ -1,4 +1,3 @@
-import Dockerode from "dockerode"
 import { Effect, Exit, Scope } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -7,10 +6,10 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { serveRehearsal } from "../../src/rehearsal/server.js"
 import { collect, type Deployment, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
+import { runBoxesOf } from "../support/leftovers.js"
 import { type Postgres, startPostgres } from "../support/postgres.js"
 
 const PI_IMAGE = "roster-box:test"
-const docker = new Dockerode()
 
 describe("a fleet's budget holds across nodes: real pi on two daemons, one Postgres, the rehearsal model", () => {
   let pg: Postgres
@@ -81,6 +80,7 @@ describe("a fleet's budget holds across nodes: real pi on two daemons, one Postg
     const usage = JSON.parse((await a.roster(["usage", "--worker", "bea", "--json"])).stdout) as { workers: Record<string, { runs: number; usd: number }> }
     expect(usage.workers.bea?.runs).toBe(2)
     expect(usage.workers.bea?.usd).toBeCloseTo(spentOnA + stopped.usage!.usd, 6)
-    expect(await docker.listContainers({ filters: { label: [`roster.deployment=${b.file("config")}`] } })).toEqual([])
+    // No box of the stopped run is left (a warm box waiting for bea's next run is not one).
+    expect(await runBoxesOf(b.file("config"))).toEqual([])
   })
 })

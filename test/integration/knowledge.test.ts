@@ -222,7 +222,8 @@ echo uncommitted > loose.md
     const use = script(d, "channel.sh", `echo "seen: $(cat /pihome/channel/store/count 2>/dev/null || echo none)"
 echo once >> /pihome/channel/store/count
 echo "dir: $ROSTER_CHANNEL_DIR"
-ls /pihome/channel
+# find, not ls: Debian 12's gVisor (runsc 2022-12-19) refuses the statx flag coreutils' ls passes (see box/engine/statx-shim.c)
+find /pihome/channel -mindepth 1 -maxdepth 1
 touch /pihome/channel/planted 2>/dev/null && echo CHANNEL-WRITABLE || echo CHANNEL-READONLY
 `)
     expect((await d.roster(["worker", "run", "alice", "--channel", "ops", use])).code).toBe(0)
@@ -300,9 +301,10 @@ for (const p of fs.readdirSync("/proc").filter((n) => /^[0-9]+$/.test(n))) {
       sh(canonical, "update-ref", "-d", ref)
       expect((await d.roster(["worker", "run", "alice", system])).code).toBe(0)
       const after = lastRun(d)
+      // A box of its own, briefed as the run is now (the scripted engine's one-shot execs the command: no pi left to read).
       expect(after.record.warm).toBe(false)
-      expect(systemOf(after)).toBe(contextOf(after))
       expect(contextOf(after)).not.toContain(ref)
+      expect(contextOf(after)).not.toBe(contextOf(run))
     } finally {
       d.writeOrg(mount)
     }

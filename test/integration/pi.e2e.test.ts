@@ -10,14 +10,16 @@ import { REHEARSAL_FOLLOW_UP, REHEARSAL_FOLLOW_UP_ASK, REHEARSAL_MESSAGE, REHEAR
 import { type Received, serveRehearsal } from "../../src/rehearsal/server.js"
 import { latestRunId } from "../support/runs.js"
 import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN, talkTo } from "../support/deployment.js"
+import { expectOnlyWarm, leftovers, runBoxesOf } from "../support/leftovers.js"
 
 const PI_IMAGE = "roster-box:test"
 const TEST_KEY = "sk-ant-e2e-REAL-vault-key-5a4b3c2d1e"
 const checkout = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const docker = new Dockerode()
-/** The boxes of the deployment under test (never another suite's on the same engine). */
-let deploymentLabel = "roster.deployment"
-const boxes = () => docker.listContainers({ all: true, filters: { label: ["roster.run-id", deploymentLabel] } })
+/** The deployment under test's config folder (its boxes' label: never another suite's on the same engine). */
+let deploymentConfig = ""
+/** The boxes of runs (a waiting warm box is not one: a user's deployment keeps one for each worker's next run). */
+const boxes = () => runBoxesOf(deploymentConfig)
 
 const lastRun = (d: Deployment) => {
   const dir = d.file("data", "runs", "alice")
@@ -53,7 +55,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     failing = await Effect.runPromise(serveRehearsal({ port: 0, failWith: 500 }).pipe(Scope.extend(scope)))
     slow = await Effect.runPromise(serveRehearsal({ port: 0, delayMs: 60_000 }).pipe(Scope.extend(scope)))
     d = await makeDeployment(org(model.port), PI_IMAGE)
-    deploymentLabel = `roster.deployment=${d.file("config")}`
+    deploymentConfig = d.file("config")
     fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
     const added = await collect(spawn(ROSTER_BIN, ["connection", "add", "anthropic", "--from-env", "E2E_KEY"], {
       env: { ...d.env, E2E_KEY: TEST_KEY }, stdio: ["ignore", "pipe", "pipe"]
@@ -116,30 +118,34 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     const requests = JSON.parse(show.stdout).gateway_requests as Array<{ path: string; injected: boolean; status: number }>
     expect(requests.filter((r) => r.path === "/v1/messages").every((r) => r.injected && r.status === 200)).toBe(true)
     expect(requests.some((r) => r.path === "/v1/actions/message_user" && r.status === 200)).toBe(true)
-    expect(await boxes()).toEqual([])
+    await expectOnlyWarm(d)
     return inspected
   }
 
   it("roster box check reports the image's Node and pi", async () => {
     const r = await d.roster(["box", "check", "--tag", PI_IMAGE])
     expect(r.code, r.stderr).toBe(0)
-    expect(r.stdout).toMatch(/node v22\.\d+\.\d+, pi 1\.6\.\d+ \(label 1\.6\.\d+\), \/tmp writable, runtime runc$/m)
+    // The runtime roster picks where the engine has gVisor registered (CI registers it).
+    expect(r.stdout).toMatch(/node v22\.\d+\.\d+, pi 1\.6\.\d+ \(label 1\.6\.\d+\), \/tmp writable, runtime runsc \(gVisor\)$/m)
   })
 
-  it("runs pi to exit 0: a bash tool call in the box, message_user, the real key only in transit", async () => {
+  it("runs pi to exit 0 under gVisor (the runtime roster picks): a bash tool call in the box, message_user, the real key only in transit", async () => {
     const inspected = await expectWholePath()
     expect(inspected).toContain("/opt/roster/engine/run-pi")
+    expect(JSON.parse(inspected).HostConfig.Runtime).toBe("runsc")
+    expect(lastRun(d).record.runtime).toBe("runsc")
   })
 
-  it("under gVisor (runsc): box check and the same whole path, the key only in transit", async () => {
-    d.writeOrg(org(model.port), undefined, "runsc")
+  // runc pinned: the one runtime comparison of this suite (the host's kernel, [box] runtime = "runc").
+  it("under runc (pinned): box check and the same whole path, the key only in transit", async () => {
+    d.writeOrg(org(model.port), undefined, "runc")
     try {
       const check = await d.roster(["box", "check", "--tag", PI_IMAGE])
       expect(check.code, check.stderr).toBe(0)
-      expect(check.stdout).toMatch(/node v22\.\d+\.\d+, pi 1\.6\.\d+ .*, \/tmp writable, runtime runsc \(gVisor\)$/m)
+      expect(check.stdout).toMatch(/node v22\.\d+\.\d+, pi 1\.6\.\d+ .*, \/tmp writable, runtime runc$/m)
       const inspected = await expectWholePath()
-      expect(JSON.parse(inspected).HostConfig.Runtime).toBe("runsc")
-      expect(lastRun(d).record.runtime).toBe("runsc")
+      expect(JSON.parse(inspected).HostConfig.Runtime).toBe("runc")
+      expect(lastRun(d).record.runtime).toBe("runc")
     } finally {
       d.writeOrg(org(model.port))
     }
@@ -169,7 +175,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     expect(run.final_text).toContain(`task=${id}`)
     const next = await until(followUps[0] ?? "")
     expect(next).toMatchObject({ status: "done", prompt: REHEARSAL_FOLLOW_UP, origin: { by: "self", run_id: runId, task_id: id } })
-    expect(await boxes()).toEqual([])
+    await expectOnlyWarm(d)
   })
 
   it("a model error ends as a failed run with the error recorded, not as success", async () => {
@@ -230,7 +236,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     expect(second.events.some((e) => e.type === "auto_retry_start")).toBe(false)
     const usage = JSON.parse((await d.roster(["usage", "--worker", "bea", "--json"])).stdout)
     expect(usage.workers.bea).toMatchObject({ runs: 1, answers: 1 })
-    expect(await boxes()).toEqual([])
+    await expectOnlyWarm(d)
   }, 120_000)
 
   /** `roster talk alice` in a tmux terminal of its own: keys in, the screen out. */
@@ -272,8 +278,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     // The session was the daemon's (handed over, as `worker run` is): the terminal only kept the conversation.
     expect(run.record.owner?.pid).toBe(JSON.parse((await d.roster(["server", "status", "--json"])).stdout).pid)
     expect(fs.readFileSync(path.join(run.dir, "turns.jsonl"), "utf8").trim().split("\n")).toHaveLength(2)
-    expect(await boxes()).toEqual([])
-    expect(fs.readdirSync(d.file("state", "identity"))).toEqual([])
+    await expectOnlyWarm(d)
   })
 
   it("roster talk: term_send is the worker's word to its person — printed as `alice: …` before the turn's answer, kept with the run's messages; a one-shot run has no such tool", async () => {
@@ -349,8 +354,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     }
     const run = lastRun(d)
     expect(run.record).toMatchObject({ kind: "session", ended_by: "signal" })
-    expect(await boxes()).toEqual([])
-    expect(fs.readdirSync(d.file("state", "identity"))).toEqual([])
+    await expectOnlyWarm(d)
   })
 
   it("roster talk handed to the daemon: a CLI killed with -9 drops its connection, and the daemon ends the session and its box", async () => {
@@ -370,7 +374,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     await until("the box gone", async () => (await boxes()).length === 0, 30_000)
     await until("the run finished", () => lastRun(d).record.finished_at !== null, 30_000)
     expect(lastRun(d).record).toMatchObject({ kind: "session", ended_by: "signal" })
-    expect(fs.readdirSync(d.file("state", "identity"))).toEqual([])
+    await expectOnlyWarm(d)
   })
 
   it("roster talk handed to the daemon: server stop ends the session, its box gone, and the CLI says why and exits 1", async () => {
@@ -384,7 +388,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
       const ended = await exited
       expect(ended.code).toBe(1)
       expect(ended.stderr).toContain("roster: the daemon stopped while it ran this session (its box was killed): talk again once it is back (roster server start)")
-      expect(await boxes()).toEqual([])
+      await expectOnlyWarm(d)
       expect(lastRun(d).record).toMatchObject({ kind: "session", ended_by: "signal" })
     } finally {
       expect((await d.roster(["server", "start"])).code).toBe(0)
@@ -505,11 +509,11 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     const child = d.spawn(["worker", "run", "alice", `${REHEARSAL_REMEMBER_ASK}a note from a tainted run.`])
     const done = collect(child)
     // The run's box asks the gateway for a host no rule allows (here with the run's own token): the run is tainted.
-    const identity = d.file("state", "identity")
     const deadline = Date.now() + 30_000
-    // The token is served once its box runs.
-    while ((await boxes()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
-    const token = (fs.readdirSync(identity)[0] ?? "").replace(/\.json$/, "")
+    // The token is served once its box runs; the run's is the one bound to a run (a warm box's waits unbound).
+    const runToken = async () => (await leftovers(d.file("config"), d.file("state"))).runTokens[0]?.file.replace(/\.json$/, "")
+    while (((await boxes()).length === 0 || (await runToken()) === undefined) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    const token = (await runToken()) ?? ""
     const refused = await new Promise<number>((resolve) => {
       const req = http.request({ host: "127.0.0.1", port: d.port, method: "CONNECT", path: "blocked.example.test:443", headers: { "proxy-authorization": `Basic ${Buffer.from(`${token}:x`).toString("base64")}` } })
       req.once("connect", (res, socket) => {

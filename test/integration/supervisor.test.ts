@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { spawn } from "node:child_process"
 import { controlPost } from "../support/control.js"
 import { type Deployment, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
+import { runBoxesOf } from "../support/leftovers.js"
 import { engineGate } from "../support/engineGate.js"
 import { latestRunId } from "../support/runs.js"
 
@@ -25,10 +26,18 @@ interface Task {
 
 describe("the supervisor in the real daemon, on a real Docker engine", () => {
   let d: Deployment
-  const boxesOf = () => docker.listContainers({ filters: { label: [`roster.deployment=${d.file("config")}`] } })
+  /** The boxes of runs (a warm box waiting for its worker's next run is not one: a user's deployment keeps one after each run). */
+  const boxesOf = () => runBoxesOf(d.file("config"))
+  /** The tokens of runs (a waiting warm box's unbound token is not one). */
   const identityFiles = () =>
     // A token file, never the temp file one is written through (a daemon may be minting one as the test looks).
-    (fs.existsSync(d.file("state", "identity")) ? fs.readdirSync(d.file("state", "identity")).filter((f) => f.endsWith(".json")) : [])
+    (fs.existsSync(d.file("state", "identity")) ? fs.readdirSync(d.file("state", "identity")).filter((f) => f.endsWith(".json")) : []).filter((f) => {
+      try {
+        return (JSON.parse(fs.readFileSync(d.file("state", "identity", f), "utf8")) as { warm?: boolean }).warm !== true
+      } catch {
+        return true
+      }
+    })
   const daemonPid = () => (JSON.parse(fs.readFileSync(d.file("state", "gateway.json"), "utf8")) as { pid: number }).pid
 
   const roster = async (args: ReadonlyArray<string>) => {
@@ -257,7 +266,8 @@ describe("the supervisor in the real daemon, on a real Docker engine", () => {
         const child = spawn(ROSTER_BIN, ["worker", "run", "alice", "!echo never"], { env: { ...d.env, DOCKER_HOST: gate.dockerHost }, stdio: "ignore" })
         const exited = new Promise((r) => child.once("exit", r))
         await Promise.race([gate.held, exited.then(() => { throw new Error(`${step}: the run ended before it reached the step`) })])
-        const runId = [...fs.readdirSync(d.file("data", "runs", "alice"))].find((id) => !before.has(id)) ?? ""
+        // The run's folder has its record; a warm box made meanwhile has a folder without one.
+        const runId = [...fs.readdirSync(d.file("data", "runs", "alice"))].find((id) => !before.has(id) && fs.existsSync(d.file("data", "runs", "alice", id, "run.json"))) ?? ""
         expect(runId, step).toMatch(/^\d{4}-/)
         child.kill("SIGKILL")
         await exited

@@ -67,32 +67,37 @@ export interface Deployment {
   readonly port: number
   readonly spawn: (args: ReadonlyArray<string>) => ChildProcess
   readonly roster: (args: ReadonlyArray<string>) => Promise<Result>
-  /** org.toml anew: the engine and gateway port, `extra`, and the runtime (the deployment's unless given). */
+  /** org.toml anew: the engine and gateway port, `extra`, and the runtime (the deployment's unless given; none: roster picks). */
   readonly writeOrg: (extra: string, engine?: string, runtime?: string) => void
   readonly file: (...parts: Array<string>) => string
   readonly stop: () => Promise<void>
 }
 
 /**
- * `[box] runtime` set in an org.toml's text: inside its [box] table when it has one, else in a
- * table of its own. Test deployments pin one so that what a test measures does not change with
- * what the host has registered (the runsc suite asks for gVisor, the rest run under runc).
+ * `[box] runtime` set in an org.toml's text, when a test pins one: inside its [box] table when it has
+ * one, else in a table of its own. A test deployment gets what a user gets unless it says otherwise:
+ * the runtime roster picks (gVisor, which CI registers) and warm boxes on. A test that pins runc or
+ * turns warm boxes off says why where it does.
  */
-export const withRuntime = (toml: string, runtime: string) => {
-  // Warm boxes (on by default) are off in a test deployment unless it says so: a suite that counts its
-  // boxes and tokens after a run would otherwise find the worker's next box, ready for a run it never asks for.
-  const lines = `runtime = "${runtime}"${/^\s*warm\s*=/m.test(toml) ? "" : `\nwarm = "off"`}`
-  return /^\[box\]$/m.test(toml) ? toml.replace(/^\[box\]$/m, `[box]\n${lines}`) : `${toml}\n[box]\n${lines}\n`
+export const withRuntime = (toml: string, runtime: string | undefined, box: ReadonlyArray<string> = []) => {
+  const lines = [...(runtime === undefined ? [] : [`runtime = "${runtime}"`]), ...box]
+  if (lines.length === 0) return toml
+  return /^\[box\]$/m.test(toml) ? toml.replace(/^\[box\]$/m, `[box]\n${lines.join("\n")}`) : `${toml}\n[box]\n${lines.join("\n")}\n`
 }
 
 /** What a deployment's processes get besides the defaults, and whether its daemon starts at once. */
 export interface DeploymentOptions {
   readonly env?: Readonly<Record<string, string>>
   readonly start?: boolean
+  /**
+   * `[box]` lines every org.toml of the deployment keeps (e.g. `warm = "off"` for a suite of the cold
+   * box itself): a test that turns a default off says so here, with why, beside its call.
+   */
+  readonly box?: ReadonlyArray<string>
 }
 
 /** A deployment in a temp ROSTER_HOME driven through the real CLI: init, org.toml, the real daemon. */
-export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE, runtime = "runc", options: DeploymentOptions = {}): Promise<Deployment> => {
+export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE, runtime: string | undefined = undefined, options: DeploymentOptions = {}): Promise<Deployment> => {
   // Named for this test run (globalSetup), so its teardown can tell this run's boxes from another's.
   const home = fs.mkdtempSync(path.join(os.tmpdir(), `roster-it-${process.env.ROSTER_TEST_RUN ?? "adhoc"}-`))
   const port = await freePort()
@@ -108,9 +113,9 @@ export const makeDeployment = async (orgExtra = "", image = TEST_IMAGE, runtime 
     spawn(ROSTER_BIN, [...args], { env, stdio: ["ignore", "pipe", "pipe"] })
   const roster = (args: ReadonlyArray<string>) => collectOrKill(spawnRoster(args), args)
   // `extra` may have a [gateway] table of its own: the port goes into it.
-  const writeOrg = (extra: string, engine = `[engine]\nimage = "${image}"`, boxRuntime = runtime) => {
+  const writeOrg = (extra: string, engine = `[engine]\nimage = "${image}"`, boxRuntime: string | undefined = runtime) => {
     const body = /^\[gateway\]$/m.test(extra) ? extra.replace(/^\[gateway\]$/m, `[gateway]\nport = ${port}`) : `[gateway]\nport = ${port}\n${extra}`
-    fs.writeFileSync(path.join(home, "config", "org.toml"), withRuntime(`${engine}\n${body}\n`, boxRuntime))
+    fs.writeFileSync(path.join(home, "config", "org.toml"), withRuntime(`${engine}\n${body}\n`, boxRuntime, options.box))
   }
   const init = await roster(["init"])
   if (init.code !== 0) throw new Error(`roster init failed: ${init.stderr}`)
