@@ -10,6 +10,9 @@ import * as os from "node:os"
 import * as net from "node:net"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { checkNode } from "./node-check.mjs"
+
+checkNode()
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const home = path.join(root, ".roster-dev", "demo")

