@@ -19,6 +19,7 @@ export const engineFiles = (dir?: string) =>
       "engine/package.json",
       "engine/package-lock.json",
       "engine/run-pi",
+      "engine/statx-shim.c",
       ...(yield* tsFiles(path.join(box, "extensions"), "extensions")),
       // What the extensions share (not loaded as extensions: run-pi takes extensions/*.ts only).
       ...(yield* tsFiles(path.join(box, "extensions", "lib"), "extensions/lib"))
@@ -67,4 +68,7 @@ export const pinnedNodeVersion = (dir?: string) =>
 
 /** Node for the offline image: the npm package that carries the official binary, for this machine's CPU. */
 export const nodePackage = (version: string) => `node-linux-${process.arch === "arm64" ? "arm64" : "x64"}@${version}`
+/** Where the image keeps the statx shim (box/engine/statx-shim.c), relative to its root; run-pi preloads it when present. */
+export const STATX_SHIM = "opt/roster/lib/statx-shim.so"
+
 export const BOX_USER_LINE = "roster:x:65532:65532:roster box:/pihome:/bin/bash"

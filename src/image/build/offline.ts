@@ -1,11 +1,11 @@
 import { Effect } from "effect"
-import { report, step } from "../../report/Reporter.js"
+import { notice, report, step } from "../../report/Reporter.js"
 import { FileSystem, Path } from "@effect/platform"
 import { spawn } from "node:child_process"
 import * as os from "node:os"
 import { Docker } from "../../docker/Docker.js"
 import { BuildError } from "../buildScripted.js"
-import { BOX_USER_LINE, boxDir, engineFiles, nodePackage, pinnedNodeVersion } from "./engineFiles.js"
+import { BOX_USER_LINE, boxDir, engineFiles, nodePackage, pinnedNodeVersion, STATX_SHIM } from "./engineFiles.js"
 import { runStep } from "./exec.js"
 import { aptMirror } from "./mirror.js"
 
@@ -67,6 +67,13 @@ export const buildOffline = Effect.fn("box.buildOffline")(function*(tag: string,
   for (const f of yield* engineFiles(box)) yield* fs.copyFile(path.join(box, f), path.join(engine, f.replace(/^engine\//, "")))
   yield* fs.chmod(path.join(engine, "run-pi"), 0o755)
   yield* runStep("npm ci", "npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--ignore-scripts"], { cwd: engine, quiet: true })
+  // Built with this machine's C compiler against its libc (this is a Debian 12 root filesystem, as the host is).
+  yield* fs.makeDirectory(path.join(rootfs, "opt/roster/lib"), { recursive: true })
+  yield* runStep("the statx shim (cc)", "cc", ["-shared", "-fPIC", "-O2", "-o", path.join(rootfs, STATX_SHIM), path.join(box, "engine", "statx-shim.c")]).pipe(
+    Effect.catchAll((e) =>
+      report(notice(`the box's statx shim was not built (${e.message}): under Debian 12's gVisor, ls and stat fail in its boxes — install a C compiler (apt-get install gcc) and build again`, "warning"))
+    )
+  )
   yield* appendTo(path.join(rootfs, "etc/passwd"), `${BOX_USER_LINE}\n`)
   yield* appendTo(path.join(rootfs, "etc/group"), "roster:x:65532:\n")
   for (const cache of ["var/cache/apt/archives", "var/lib/apt/lists"]) {
