@@ -1,7 +1,7 @@
 {
   description = "roster: AI workers (the pi coding agent) in locked-down Docker boxes behind a credential-injecting gateway";
 
-  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-24.05";
+  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-25.11";
 
   outputs = { self, nixpkgs }:
     let
@@ -11,7 +11,7 @@
       devShells = forAll (pkgs: {
         default = pkgs.mkShell {
           packages = [
-            pkgs.nodejs_20
+            pkgs.nodejs_24
             pkgs.docker-client
             pkgs.iptables
             pkgs.iproute2

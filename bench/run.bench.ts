@@ -10,6 +10,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, it } from "vitest"
 import { freePort } from "../test/support/deployment.js"
+import { binFlags, CA_BUNDLE, officialNode, unflooredBin } from "./otherNode.mjs"
 import { boxMemoryMiB, emit, percentile, quick, smoke, warmBoxes } from "./support.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
@@ -104,6 +105,36 @@ describe("a run", () => {
     })
   }
 
+  /**
+   * The Node under the CLI of a warm run (handed over to the daemon, which runs on this Node either way):
+   * Node 20 (a copy of bin/roster.js without its floor) against this Node, with NODE_EXTRA_CA_CERTS set as
+   * many company machines set it, and this Node with it set against unset. Alternating, runc.
+   */
+  const cliNodeRows = (n: number) => {
+    useRuntime("runc", "recent")
+    spawnSync(bin, ["worker", "run", "alice", "!true"], { env })
+    const flags = binFlags(root)
+    const ways = {
+      old: [officialNode("20.20.2"), [...flags, unflooredBin(root)]],
+      now: [process.execPath, [...flags, bin]]
+    } as const
+    const ca = { ...env, NODE_EXTRA_CA_CERTS: CA_BUNDLE }
+    const times = { oldCa: [] as Array<number>, nowCa: [] as Array<number>, now: [] as Array<number> }
+    for (let i = 0; i < n; i++) {
+      for (const [key, [node, args], e] of [["oldCa", ways.old, ca], ["nowCa", ways.now, ca], ["now", ways.now, env]] as const) {
+        warmBoxReady()
+        times[key].push(measure(node, [...args, "worker", "run", "alice", "!true"], e).ms)
+      }
+    }
+    const row = (metric: string, xs: Array<number>, base: Array<number>) =>
+      emit({
+        metric, roster: percentile(xs, 50), baseline: percentile(base, 50), unit: "ms", compare: "ratio", goal: "reported", pass: true,
+        reported: true, spread: `min ${Math.min(...xs).toFixed(0)} max ${Math.max(...xs).toFixed(0)}, n=${n}`
+      })
+    row(`warm worker run, the CLI on Node 20.20.2 against ${process.version}, NODE_EXTRA_CA_CERTS set`, times.oldCa, times.nowCa)
+    row(`warm worker run on ${process.version}: NODE_EXTRA_CA_CERTS set against unset`, times.nowCa, times.now)
+  }
+
   it("worker run of an engine that exits at once, against docker run --rm with the same hardening", () => {
     const n = smoke ? 1 : quick ? 3 : 9
     const { docker, roster, rss, dockerRss } = alternate("runc", n)
@@ -124,6 +155,7 @@ describe("a run", () => {
       metric: "memory one warm box holds while it waits (scripted engine)", roster: mib, baseline: mib, unit: "MB", compare: "absolute",
       goal: "reported (warm_max multiplies it)", pass: Number.isFinite(mib)
     })
+    cliNodeRows(n)
     useRuntime("runc")
     if (smoke) return
     const gvisor = alternate("runsc", n)

@@ -11,6 +11,16 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as vm from "node:vm"
 
+// A maintained Node, first: 22.19 or newer (src/contract/nodeSupport.ts gives the same floor and says why).
+{
+  const [major, minor] = process.versions.node.split(".").map(Number)
+  if (major < 22 || (major === 22 && minor < 19)) {
+    process.stderr.write(`roster needs Node 22.19 or newer (Node 24 LTS is what it is built and tested for); this is Node ${process.version}` +
+      " — install Node 24 (nodejs.org, your distribution's nodesource packages, or nvm install 24) and run roster again\n")
+    process.exit(1)
+  }
+}
+
 const bundle = fileURLToPath(new URL("../dist/roster.cjs", import.meta.url))
 
 /** Whether `dir` is this user's alone: theirs, a real folder, and nobody else may write in it. */
@@ -74,8 +84,8 @@ const writeCache = (cache, script) => {
 
 /**
  * Loads the bundled CLI as Node would load a CommonJS file, but compiled with V8's code cache:
- * Node 20 compiles the 2 MB bundle from source on every start (~100 ms, measured) and has no
- * module compile cache of its own. A cache V8 rejects (another Node, other flags) is rewritten.
+ * Node compiles the 2 MB bundle from source on every start (~100 ms, measured on Node 20) and its own
+ * compile cache does not serve a script loaded this way. A cache V8 rejects (another Node, other flags) is rewritten.
  */
 const loadCli = () => {
   const source = fs.readFileSync(bundle, "utf8")

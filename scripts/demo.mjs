@@ -10,6 +10,9 @@ import * as os from "node:os"
 import * as net from "node:net"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { checkNode } from "./node-check.mjs"
+
+checkNode()
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const home = path.join(root, ".roster-dev", "demo")
@@ -62,7 +65,7 @@ if (!fs.existsSync(built) || fs.statSync(built).mtimeMs < newestMtime(path.join(
   console.log("built dist/")
 } else console.log("dist/ is up to date")
 
-step("3/6 the box image (pi 1.6 on Node 22)")
+step("3/6 the box image (pi 1.6 on Node 24)")
 roster(["box", "build", "--if-changed", "--tag", IMAGE], { inherit: true })
 roster(["box", "check", "--tag", IMAGE], { inherit: true })
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes this machine ready for roster's boxes, idempotently: a Docker engine that answers,
 # iptables and iproute2 (lockdown and the tests' network namespaces), and a static busybox
-# (the scripted engine image), debootstrap (the offline box image build), chromium (the web UI's
+# (the scripted engine image), debootstrap and gcc (the offline box image build), chromium (the web UI's
 # browser tests), mitmproxy (the gateway bench's peer), runsc (gVisor: the boxes' runtime, registered
 # with the engine), postgresql (the fleet's database: its tests start their own server in a temp folder), docker-registry (a registry on loopback for the image-pull test). Installs from Debian's packages when root; otherwise says what to run.
 set -euo pipefail
@@ -12,6 +12,8 @@ command -v iptables >/dev/null 2>&1 || missing+=(iptables)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+# A C compiler: the offline box build compiles the box's statx shim (box/engine/statx-shim.c).
+command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 # Debian's chromium: the browser the web UI's tests drive through playwright-core (no browser download).
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)

@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d node_modules ] || npm ci
+node scripts/node-check.mjs
 scripts/ensure-host.sh
 exec npx vitest run --project unit --project integration "$@"

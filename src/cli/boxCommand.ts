@@ -47,7 +47,8 @@ const check = Command.make("check", { tag: tagOption }, ({ tag }) =>
     // As the box user, with /tmp mounted as a box's is and under the box's runtime: pi and its tools write there.
     const r = yield* runCaptured(target, ["sh", "-c",
       "echo \"node $(node --version)\"; echo \"pi $(/opt/roster/engine/run-pi --version)\"; " +
-      "if f=$(mktemp /tmp/roster-check.XXXXXX) && rm -f \"$f\"; then echo 'tmp writable'; else echo 'tmp NOT writable'; fi"], runtime)
+      "if f=$(mktemp /tmp/roster-check.XXXXXX) && rm -f \"$f\"; then echo 'tmp writable'; else echo 'tmp NOT writable'; fi; " +
+      "if ls -ld /tmp >/dev/null 2>&1; then echo 'ls works'; else echo \"ls fails: $(ls -ld /tmp 2>&1)\"; fi"], runtime)
     const node = /node (v\S+)/.exec(r.stdout)?.[1]
     const pi = /pi (\d\S*)/.exec(r.stdout)?.[1]
     if (r.exitCode !== 0 || !node || !pi) {
@@ -56,6 +57,13 @@ const check = Command.make("check", { tag: tagOption }, ({ tag }) =>
     if (!r.stdout.includes("tmp writable")) {
       return yield* Effect.fail(new BuildError({
         detail: `${target}: /tmp is not writable by the box user (uid 65532) — pi and its tools need it; rebuild the image: roster box build`
+      }))
+    }
+    // Debian 12's gVisor refuses a statx flag coreutils passes: the image's shim (box/engine/statx-shim.c) drops it.
+    if (!r.stdout.includes("ls works")) {
+      return yield* Effect.fail(new BuildError({
+        detail: `${target}: ls fails in a box under ${runtime} (${/ls fails: (.*)/.exec(r.stdout)?.[1] ?? "no answer"}) — the agent's ls and stat would too; ` +
+          "rebuild the image with a C compiler installed, which builds its statx shim: apt-get install gcc && roster box build"
       }))
     }
     yield* Console.log(`${target}: node ${node}, pi ${pi}${labels["org.roster.pi-version"] ? ` (label ${labels["org.roster.pi-version"]})` : ""}, /tmp writable, ` +

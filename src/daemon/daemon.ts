@@ -11,6 +11,7 @@ import { egressChainName } from "../contract/deployment.js"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { Paths, layout } from "../config/Paths.js"
 import { BoxBackend } from "../backend/BoxBackend.js"
+import { endedOn } from "../contract/nodeSupport.js"
 import { VERSION } from "../contract/version.js"
 import { Gateway } from "../gateway/egress/Gateway.js"
 import { GatewayLive } from "../gateway/server.js"
@@ -157,6 +158,11 @@ const GatewayUp = Layer.scoped(Gateway, Effect.gen(function*() {
   yield* Effect.addFinalizer(() => removeEgressLockdown(egressChainName(paths.config)))
   yield* recordGateway(gateway.port(), addrs, boxAddr)
   yield* report(notice(`roster gateway ${VERSION} listening on ${addrs.map((a) => `${a}:${gateway.port()}`).join(", ")} (config ${paths.config})`))
+  // Said once at each start: a daemon holds every credential of its deployment and parses every request its boxes make.
+  const ended = endedOn(process.versions.node, new Date(yield* Clock.currentTimeMillis).toISOString().slice(0, 10))
+  if (ended) {
+    yield* report(notice(`this daemon runs on Node ${process.version}, past its end of life (${ended}): it gets no security fixes — run roster on Node 24 LTS`, "warning"))
+  }
   return gateway
 }))
 

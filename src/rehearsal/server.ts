@@ -1,5 +1,6 @@
 import { Effect, Schema } from "effect"
 import * as http from "node:http"
+import * as zlib from "node:zlib"
 import { nextStep, type Step } from "./script.js"
 
 /** What the rehearsal reads of a Messages API request: the conversation, the tools' names, and a thread to continue. */
@@ -25,6 +26,8 @@ export interface RehearsalOptions {
   readonly failWith?: number
   /** Think this long before answering (to rehearse a slow turn, e.g. for Ctrl-C). */
   readonly delayMs?: number
+  /** Stream every answer compressed (`content-encoding: zstd`, flushed event by event), as some upstreams do even when asked not to. */
+  readonly encoding?: "zstd"
 }
 
 export interface Received {
@@ -35,7 +38,22 @@ export interface Received {
   readonly authorization: string | undefined
 }
 
-const sse = (res: http.ServerResponse, event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
+/** Where an answer's bytes go: the response itself, or a compressor in front of it. */
+interface Out {
+  readonly write: (text: string) => void
+  readonly end: () => void
+}
+
+const sse = (out: Out, event: string, data: unknown) => out.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
+
+/** The answer's head, and where its body goes: compressed (each event flushed at once) when the rehearsal is asked to. */
+const open = (res: http.ServerResponse, encoding: RehearsalOptions["encoding"]): Out => {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", ...(encoding ? { "content-encoding": encoding } : {}) })
+  if (!encoding) return { write: (t) => void res.write(t), end: () => void res.end() }
+  const z = zlib.createZstdCompress({ flush: zlib.constants.ZSTD_e_flush })
+  z.pipe(res)
+  return { write: (t) => void z.write(t), end: () => void z.end() }
+}
 
 /** The assistant message a step streams, as it joins the conversation of a thread. */
 const assistantMessage = (step: Step) => ({
@@ -45,9 +63,9 @@ const assistantMessage = (step: Step) => ({
     : [{ type: "text", text: step.intro }, { type: "tool_use", id: step.id, name: step.name, input: step.input }]
 })
 
-const stream = (res: http.ServerResponse, model: string, step: Step, id: string) => {
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
-  sse(res, "message_start", {
+const stream = (res: http.ServerResponse, model: string, step: Step, id: string, encoding: RehearsalOptions["encoding"]) => {
+  const out = open(res, encoding)
+  sse(out, "message_start", {
     type: "message_start",
     message: {
       id, type: "message", role: "assistant", model, content: [],
@@ -55,23 +73,23 @@ const stream = (res: http.ServerResponse, model: string, step: Step, id: string)
     }
   })
   const text = step.kind === "final" ? step.text : step.intro
-  sse(res, "content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } })
+  sse(out, "content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } })
   for (const piece of text.match(/.{1,24}/gs) ?? []) {
-    sse(res, "content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } })
+    sse(out, "content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } })
   }
-  sse(res, "content_block_stop", { type: "content_block_stop", index: 0 })
+  sse(out, "content_block_stop", { type: "content_block_stop", index: 0 })
   if (step.kind === "tool") {
-    sse(res, "content_block_start", { type: "content_block_start", index: 1, content_block: { type: "tool_use", id: step.id, name: step.name, input: {} } })
-    sse(res, "content_block_delta", { type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: JSON.stringify(step.input) } })
-    sse(res, "content_block_stop", { type: "content_block_stop", index: 1 })
+    sse(out, "content_block_start", { type: "content_block_start", index: 1, content_block: { type: "tool_use", id: step.id, name: step.name, input: {} } })
+    sse(out, "content_block_delta", { type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: JSON.stringify(step.input) } })
+    sse(out, "content_block_stop", { type: "content_block_stop", index: 1 })
   }
-  sse(res, "message_delta", {
+  sse(out, "message_delta", {
     type: "message_delta",
     delta: { stop_reason: step.kind === "tool" ? "tool_use" : "end_turn", stop_sequence: null },
     usage: { output_tokens: 24 }
   })
-  sse(res, "message_stop", { type: "message_stop" })
-  res.end()
+  sse(out, "message_stop", { type: "message_stop" })
+  out.end()
 }
 
 /**
@@ -131,7 +149,7 @@ export const serveRehearsal = (options: RehearsalOptions) =>
             const id = `msg_rehearsal_${Date.now()}_${++counter}`
             if (request.thread) threads.set(id, { tools, messages: [...messages, assistantMessage(step)] })
             const answer = () => {
-              if (!res.destroyed) stream(res, request.model ?? "rehearsal", step, id)
+              if (!res.destroyed) stream(res, request.model ?? "rehearsal", step, id, options.encoding)
             }
             if (options.delayMs) setTimeout(answer, options.delayMs)
             else answer()

@@ -50,6 +50,9 @@ const GIL_SOLO = "aa".repeat(32)
 const GIL_RUN = "2026-12-01-09-00-00-0000c6a1"
 const GIL_TOO_RUN = "2026-12-01-09-00-00-0000c6a2"
 const GIL_SOLO_RUN = "2026-12-01-09-00-00-0000c6a3"
+/** A run of ivy's, whose model answers in zstd. */
+const IVY = "ac".repeat(32)
+const IVY_RUN = "2026-12-01-09-00-00-00000172"
 /** A run of hank's: a request for another host inside a tunnel taints it. */
 const HANK = "ab".repeat(32)
 const HANK_RUN = "2026-12-01-09-00-00-0000ba1c"
@@ -66,8 +69,10 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   let franToml: string
   let org: Org
   let readRun: (worker: string, runId: string) => Promise<RunRecord | undefined>
-  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d", DAVE_RUN, ERIN_RUN, FRAN_RUN, GIL_RUN, GIL_TOO_RUN, GIL_SOLO_RUN, HANK_RUN])
+  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d", DAVE_RUN, ERIN_RUN, FRAN_RUN, GIL_RUN, GIL_TOO_RUN, GIL_SOLO_RUN, HANK_RUN, IVY_RUN])
   let rehearsal: { readonly port: number }
+  /** The rehearsal model answering in zstd (its stream compressed, flushed per event). */
+  let zrehearsal: { readonly port: number; readonly received: ReadonlyArray<{ readonly apiKey: string | undefined }> }
   /** Another gateway on the same deployment, as after a daemon restart; closed by the caller. */
   let startAnother: (scope: Scope.Scope) => Promise<number>
 
@@ -81,6 +86,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     outside = await makeOutsideHost({ cert: path.join(dir, "upstream.crt"), key: path.join(dir, "upstream.key") })
     scope = Effect.runSync(Scope.make())
     rehearsal = await Effect.runPromise(serveRehearsal({ port: 0, host: "127.0.0.1" }).pipe(Scope.extend(scope)))
+    zrehearsal = await Effect.runPromise(serveRehearsal({ port: 0, host: "127.0.0.1", encoding: "zstd" }).pipe(Scope.extend(scope)))
 
     const paths = { ...Paths.fromEnv({ ROSTER_HOME: dir, HOME: dir }), home: dir }
     fs.mkdirSync(paths.config, { recursive: true })
@@ -93,6 +99,8 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       `server_tools = ["web_search"]`, `server_tool_domains = ["example.com"]`,
       "[[grant]]", `name = "metered"`, `hosts = ["model.example.com"]`, "ports = [8443]", `scope = ["org/carol"]`, `credential = "anthropic"`,
       "[[route]]", `host = "model.example.com"`, `upstream = "http://127.0.0.1:${rehearsal.port}"`,
+      "[[grant]]", `name = "zmodel"`, `hosts = ["zmodel.example.com"]`, "ports = [8443]", `scope = ["org/ivy"]`, `credential = "anthropic"`,
+      "[[route]]", `host = "zmodel.example.com"`, `upstream = "http://127.0.0.1:${zrehearsal.port}"`,
       "[budget]", "run_tokens = 30",
       // 12 tokens in cost $0.000036: the first token out crosses $0.00004.
       "[[chat]]", `provider = "slack"`, `connection = "team"`, "[[chat.channel]]", `id = "C0BUDGET"`, `worker = "gil"`, "budget_usd_day = 0.00004",
@@ -119,10 +127,11 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     fs.writeFileSync(path.join(identity, `${ERIN}.json`), JSON.stringify({ subject: "org/carol", run_id: ERIN_RUN, worker: "erin", task_id: null }))
     fs.writeFileSync(path.join(identity, `${FRAN}.json`), JSON.stringify({ subject: "org/carol", run_id: FRAN_RUN, worker: "fran", task_id: null }))
     fs.writeFileSync(path.join(identity, `${HANK}.json`), JSON.stringify({ subject: "org/alice", run_id: HANK_RUN, worker: "hank", task_id: null }))
+    fs.writeFileSync(path.join(identity, `${IVY}.json`), JSON.stringify({ subject: "org/ivy", run_id: IVY_RUN, worker: "ivy", task_id: null }))
     for (const [token, run, chat] of [[GIL, GIL_RUN, "slack:c0budget"], [GIL_TOO, GIL_TOO_RUN, "slack:c0budget"], [GIL_SOLO, GIL_SOLO_RUN, undefined]] as const) {
       fs.writeFileSync(path.join(identity, `${token}.json`), JSON.stringify({ subject: "org/carol", run_id: run, worker: "gil", task_id: null, ...(chat ? { chat_channel: chat } : {}) }))
     }
-    for (const [worker, tokens] of [["dave", 180], ["erin", 100_000], ["fran", 100_000], ["gil", 100_000]] as const) {
+    for (const [worker, tokens] of [["dave", 180], ["erin", 100_000], ["fran", 100_000], ["gil", 100_000], ["ivy", 100_000]] as const) {
       fs.mkdirSync(path.dirname(layout(paths).workerToml(worker)), { recursive: true })
       fs.writeFileSync(layout(paths).workerToml(worker), `[budget]\nrun_tokens = ${tokens}\n`)
     }
@@ -164,11 +173,12 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
         l.start({ runId: "2026-12-01-09-00-00-0000a11d", worker: "alice", kind: "box" }),
         l.start({ runId: DAVE_RUN, worker: "dave", kind: "box" }), l.start({ runId: ERIN_RUN, worker: "erin", kind: "box" }),
         l.start({ runId: FRAN_RUN, worker: "fran", kind: "box" }), l.start({ runId: HANK_RUN, worker: "hank", kind: "box" }),
+        l.start({ runId: IVY_RUN, worker: "ivy", kind: "box" }),
         ...[GIL_RUN, GIL_TOO_RUN, GIL_SOLO_RUN].map((runId) => l.start({ runId, worker: "gil", kind: "box" }))
       ])
     ).pipe(Effect.provide(services)))
     // Each run's box has passed its check (recorded: a second gateway finds it in the record).
-    for (const token of [ALICE, BOB, CAROL, ALICE_WS, DAVE, ERIN, FRAN, GIL, GIL_TOO, GIL_SOLO, HANK]) expect(await reportPreflight(port, token)).toBe(200)
+    for (const token of [ALICE, BOB, CAROL, ALICE_WS, DAVE, ERIN, FRAN, GIL, GIL_TOO, GIL_SOLO, HANK, IVY]) expect(await reportPreflight(port, token)).toBe(200)
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
   })
 
@@ -245,8 +255,8 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect((await tlsHandshakeVia(port, ALICE, "198.51.100.7:8443", [rosterCa])).reused).toBe(false)
   })
 
-  it("a compressed reflecting answer (gzip, br, deflate, stacked) is decoded and scrubbed; an encoding roster cannot undo is a 502", async () => {
-    for (const as of ["gzip", "br", "deflate", "deflate-raw", "gzip,br"]) {
+  it("a compressed reflecting answer (gzip, br, deflate, zstd, stacked) is decoded and scrubbed; an encoding roster cannot undo is a 502", async () => {
+    for (const as of ["gzip", "br", "deflate", "deflate-raw", "zstd", "gzip,br", "zstd,gzip"]) {
       const r = await viaGateway(port, ALICE, "198.51.100.7:8443", { path: `/encoded?as=${as}`, headers: { "x-api-key": SENTINEL } }, [rosterCa])
       expect(r.status, as).toBe(200)
       // The box gets the decoded bytes (no content-encoding left to undo) with the key scrubbed.
@@ -256,10 +266,26 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       expect(answer.headers["accept-encoding"], as).toBe("identity")
       expect(r.body, as).not.toContain(REAL_KEY)
     }
-    const zstd = await viaGateway(port, ALICE, "198.51.100.7:8443", { path: "/encoded?as=zstd", headers: { "x-api-key": SENTINEL } }, [rosterCa])
-    expect(zstd.status).toBe(502)
-    expect(JSON.parse(zstd.body).roster.why).toBe("encoding")
-    expect(zstd.body).not.toContain(REAL_KEY)
+    const lzw = await viaGateway(port, ALICE, "198.51.100.7:8443", { path: "/encoded?as=compress", headers: { "x-api-key": SENTINEL } }, [rosterCa])
+    expect(lzw.status).toBe(502)
+    expect(JSON.parse(lzw.body).roster.why).toBe("encoding")
+    expect(JSON.parse(lzw.body).error.message).toContain("(compress)")
+    expect(lzw.body).not.toContain(REAL_KEY)
+  })
+
+  it("a model call answered as a zstd event stream: the box gets it decoded, event by event, and the run is metered as for an uncompressed one", async () => {
+    const r = await viaGateway(port, IVY, "zmodel.example.com:8443", {
+      method: "POST", path: "/v1/messages", headers: { "x-api-key": SENTINEL, "content-type": "application/json" },
+      body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 100, stream: true, messages: [{ role: "user", content: "hi" }] })
+    }, [rosterCa])
+    expect(r.status).toBe(200)
+    expect(r.headers["content-encoding"]).toBeUndefined()
+    expect(r.body).toContain("event: message_start")
+    expect(r.body).toContain("event: message_stop")
+    // Flushed per event: the stream reached the box in pieces, not as one decoded lump at the end.
+    expect(r.arrivals.length).toBeGreaterThan(1)
+    expect(await ledgerLines(IVY_RUN)).toEqual([expect.objectContaining({ run_id: IVY_RUN, input: 12, output: 24 })])
+    expect(zrehearsal.received.at(-1)?.apiKey).toBe(REAL_KEY)
   })
 
   it("a key reflected with only some characters encoded (%2D, %2d, \\u002d, a mix) never reaches the box", async () => {

@@ -86,7 +86,8 @@ describe("the packed package", () => {
     const types = fs.readFileSync(path.join(project, "node_modules", "roster", "dist", "src", "promise.d.ts"), "utf8")
     expect(types).not.toMatch(/from ["']effect|import\(["']effect/)
     fs.writeFileSync(path.join(project, "main.ts"), [
-      `import { Effect } from "effect"`,
+      `import { Effect, Fiber } from "effect"`,
+      `import * as fs from "node:fs"`,
       `import { openRoster, type RunResult } from "roster/promise"`,
       `const home = process.env.ROSTER_HOME ?? ""`,
       `const roster = await openRoster({ home })`,
@@ -95,10 +96,21 @@ describe("the packed package", () => {
       `for await (const t of roster.talk("alice", ["the word is PROMISE-FACE", "what was the word?"])) turns.push(t.turn + ": " + t.reply)`,
       `const added = await roster.tasks.add("alice", "later", { key: "promise-face" })`,
       `const again = await roster.tasks.add("alice", "later", { key: "promise-face" })`,
+      // The README's example: a fiber awaiting a run, interrupted once the box is at its long work (pi's bash
+      // running sleep 600): Effect 4 aborts the signal it gave, and roster ends the run as Ctrl-C does.
+      `const runs = home + "/data/runs/alice"`,
+      `const before = new Set(fs.readdirSync(runs))`,
+      `let pending: Promise<unknown> = Promise.resolve()`,
+      `const fiber = Effect.runFork(Effect.tryPromise({ try: (signal) => (pending = roster.run("alice", "CONT-SAY: a long job", { ceilingMin: 5, signal })), catch: (e) => e }))`,
+      `const atWork = () => fs.readdirSync(runs).filter((r) => !before.has(r)).some((r) => fs.existsSync(runs + "/" + r + "/stdout.jsonl") && fs.readFileSync(runs + "/" + r + "/stdout.jsonl", "utf8").includes("sleep 600"))`,
+      `for (let i = 0; i < 900 && !atWork(); i++) await new Promise((r) => setTimeout(r, 200))`,
+      `const wasAtWork = atWork()`,
+      `await Effect.runPromise(Fiber.interrupt(fiber))`,
+      `const aborted = await pending.then(() => "resolved", (e: Error) => e.name + ": " + e.message)`,
       `await roster.close()`,
       // The program's own Effect is 4: its own runtime runs its own effects beside roster's.
       `const four = Effect.runSync(Effect.succeed("effect-4-ran"))`,
-      `console.log(JSON.stringify({ ran, turns, added: added.task_id, again: again.existed && again.task_id === added.task_id, four }))`
+      `console.log(JSON.stringify({ ran, turns, added: added.task_id, again: again.existed && again.task_id === added.task_id, four, wasAtWork, aborted }))`
     ].join("\n"))
     fs.writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify({
       compilerOptions: {
@@ -118,7 +130,7 @@ describe("the packed package", () => {
     try {
       const out = JSON.parse(await run(process.execPath, ["out/main.js"], project, { ...d.env })) as {
         ran: { runId: string; runDir: string; endedBy: string; exitCode: number; finalText: string; messages: Array<string> }
-        turns: Array<string>; added: string; again: boolean; four: string
+        turns: Array<string>; added: string; again: boolean; four: string; wasAtWork: boolean; aborted: string
       }
       expect(out.ran).toMatchObject({ endedBy: "exit", exitCode: 0 })
       expect(out.ran.finalText).toContain("Rehearsal answer: I looked at my box with bash")
@@ -131,6 +143,20 @@ describe("the packed package", () => {
       expect(out.added).toMatch(/^t-[0-9a-f]{8}$/)
       expect(out.again).toBe(true)
       expect(out.four).toBe("effect-4-ran")
+      // The interrupted fiber's run: the call rejected saying it was aborted, its record says signal, and
+      // neither its box nor its token is left.
+      expect(out.wasAtWork).toBe(true)
+      expect(out.aborted).toMatch(/^AbortError: the run of alice \(its box killed, its token revoked, its record finished as ended by signal\) was aborted/)
+      const runs = d.file("data", "runs", "alice")
+      // A warm box waiting has a folder with no record yet.
+      const records = fs.readdirSync(runs).filter((r) => fs.existsSync(path.join(runs, r, "run.json"))).map((r) => JSON.parse(fs.readFileSync(path.join(runs, r, "run.json"), "utf8")) as { run_id: string; ended_by: string; prompt?: string })
+      const ended = records.filter((r) => r.ended_by === "signal")
+      expect(ended).toHaveLength(1)
+      const abortedRun = ended[0]?.run_id ?? ""
+      expect(await docker.listContainers({ all: true, filters: { label: [`roster.run-id=${abortedRun}`] } })).toEqual([])
+      const tokens = fs.readdirSync(d.file("state", "identity")).filter((f) => f.endsWith(".json"))
+        .map((f) => JSON.parse(fs.readFileSync(path.join(d.file("state", "identity"), f), "utf8")) as { run_id: string })
+      expect(tokens.filter((t) => t.run_id === abortedRun)).toEqual([])
     } finally {
       await d.stop()
       await Effect.runPromise(Scope.close(scope, Exit.void))

@@ -126,7 +126,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     const r = await d.roster(["box", "check", "--tag", PI_IMAGE])
     expect(r.code, r.stderr).toBe(0)
     // The runtime roster picks where the engine has gVisor registered (CI registers it).
-    expect(r.stdout).toMatch(/node v22\.\d+\.\d+, pi 1\.6\.\d+ \(label 1\.6\.\d+\), \/tmp writable, runtime runsc \(gVisor\)$/m)
+    expect(r.stdout).toMatch(/node v24\.\d+\.\d+, pi 1\.6\.\d+ \(label 1\.6\.\d+\), \/tmp writable, runtime runsc \(gVisor\)$/m)
   })
 
   it("runs pi to exit 0 under gVisor (the runtime roster picks): a bash tool call in the box, message_user, the real key only in transit", async () => {
@@ -142,7 +142,7 @@ describe("real pi in a real box, through the real gateway, against the rehearsal
     try {
       const check = await d.roster(["box", "check", "--tag", PI_IMAGE])
       expect(check.code, check.stderr).toBe(0)
-      expect(check.stdout).toMatch(/node v22\.\d+\.\d+, pi 1\.6\.\d+ .*, \/tmp writable, runtime runc$/m)
+      expect(check.stdout).toMatch(/node v24\.\d+\.\d+, pi 1\.6\.\d+ .*, \/tmp writable, runtime runc$/m)
       const inspected = await expectWholePath()
       expect(JSON.parse(inspected).HostConfig.Runtime).toBe("runc")
       expect(lastRun(d).record.runtime).toBe("runc")

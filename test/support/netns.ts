@@ -75,7 +75,8 @@ const APP = `
       });
       return;
     }
-    // A hostile reflector: the key it got, compressed whatever was asked (?as=gzip|br|deflate|deflate-raw|zstd|gzip,br),
+    // A hostile reflector: the key it got, compressed whatever was asked (?as=gzip|br|deflate|deflate-raw|zstd|gzip,br, or an
+    // unknown coding: "compress", LZW, which nobody undoes),
     // or spelled with only some characters encoded (/partial).
     if (q.url.startsWith("/encoded")) {
       const zlib = require("zlib");
@@ -83,7 +84,7 @@ const APP = `
       let body = Buffer.from(JSON.stringify({ echoed: q.headers["x-api-key"], headers: q.headers }));
       for (const c of as.split(",")) {
         body = c === "gzip" ? zlib.gzipSync(body) : c === "br" ? zlib.brotliCompressSync(body) : c === "deflate" ? zlib.deflateSync(body)
-          : c === "deflate-raw" ? zlib.deflateRawSync(body) : Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), body]);
+          : c === "deflate-raw" ? zlib.deflateRawSync(body) : c === "zstd" ? zlib.zstdCompressSync(body) : Buffer.concat([Buffer.from([0x1f, 0x9d]), body]);
       }
       r.writeHead(200, { "content-type": "application/json", "content-encoding": as.replace("deflate-raw", "deflate") });
       return r.end(body);

