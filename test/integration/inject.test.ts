@@ -194,10 +194,10 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     return alice
   }
 
-  /** The spend ledger's lines of one run. */
+  /** The spend ledger's lines of one run (a ledger file is made before its first line is written: polled, it can be empty). */
   const ledgerOf = (runId: string) =>
     fs.readdirSync(path.join(auditDir, "..", "ledger")).flatMap((f) =>
-      fs.readFileSync(path.join(auditDir, "..", "ledger", f), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { run_id: string; input: number; output: number }))
+      fs.readFileSync(path.join(auditDir, "..", "ledger", f), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { run_id: string; input: number; output: number }))
       .filter((e) => e.run_id === runId)
 
   /** A run's ledger lines once there are some (written just after its answer ends, by the usage notes), or none after two seconds. */
