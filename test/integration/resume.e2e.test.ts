@@ -76,6 +76,17 @@ describe("tasks through a stop and a reboot (real daemon, real pi in real boxes,
     const file = d.file("data", "runs", worker, runId, "stdout.jsonl")
     return fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""
   }
+  /**
+   * Whether the run's pi session (what a continuation resumes, data/runs/<worker>/<run>/home/session) holds
+   * `text`: pi writes it a moment after its output says so, and under a loaded machine the stop could fall
+   * between the two — the continuation would then start the job again, correctly, and never recall the word.
+   */
+  const sessionSays = (worker: string, runId: string, text: string) => {
+    const dir = d.file("data", "runs", worker, runId, "home", "session")
+    if (!fs.existsSync(dir)) return false
+    return fs.readdirSync(dir, { recursive: true }).map((f) => path.join(dir, String(f)))
+      .some((f) => fs.statSync(f).isFile() && fs.readFileSync(f, "utf8").includes(text))
+  }
   const boxesOf = () => docker.listContainers({ all: true, filters: { label: [`roster.deployment=${d.file("config")}`] } })
   const daemonPid = () => (JSON.parse(fs.readFileSync(d.file("state", "gateway.json"), "utf8")) as { pid: number }).pid
 
@@ -85,10 +96,11 @@ describe("tasks through a stop and a reboot (real daemon, real pi in real boxes,
       // Six behind them: each worker has a box, so these wait whatever the concurrency.
       const waiting: Array<string> = []
       for (let i = 0; i < 6; i++) waiting.push(await add(WORKERS[i % 4]!, "What system is your box running?"))
-      // All four mid-work: each run's pi has started the long bash command.
+      // All four mid-work: each run's pi has started the long bash command, and its session holds the word it said.
       const runs = await until("the four tasks mid-work", async (seen) => {
         const ts = (await tasks()).filter((t) => working.includes(t.task_id))
-        const busy = ts.filter((t) => t.status === "running" && transcript(t.worker, t.run_ids.at(-1) ?? "").includes(REHEARSAL_LONG_WORK))
+        const busy = ts.filter((t) => t.status === "running" && transcript(t.worker, t.run_ids.at(-1) ?? "").includes(REHEARSAL_LONG_WORK) &&
+          sessionSays(t.worker, t.run_ids.at(-1) ?? "", "the word is WORD-"))
         seen(ts.map((t) => [t.worker, t.status]))
         return busy.length === 4 ? new Map(busy.map((t) => [t.task_id, t.run_ids.at(-1) ?? ""])) : undefined
       }, 120_000)
