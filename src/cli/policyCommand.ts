@@ -17,13 +17,17 @@ const HOW = {
 
 const check = Command.make("check", {
   json: Options.boolean("json").pipe(Options.withDescription("print JSON for scripts")),
+  method: Options.text("method").pipe(
+    Options.withDefault("GET"),
+    Options.withDescription("the request's method, as the box would send it (a grant with [[grant.rules]] decides by method and path)")
+  ),
   worker: Args.text({ name: "worker" }).pipe(Args.withDescription("whose box would ask")),
   url: Args.text({ name: "url" }).pipe(Args.withDescription("https://host[:port]/…, http://host[:port]/…, or host:port (a CONNECT)"))
-}, ({ json, url, worker }) =>
+}, ({ json, method, url, worker }) =>
   Effect.gen(function*() {
     yield* readIdentity(worker)
     const org = yield* (yield* OrgConfig).snapshot
-    const answer = checkPolicy(org, workerSubject(worker), url)
+    const answer = checkPolicy(org, workerSubject(worker), url, method)
     // A grant whose credential is not connected is allowed by policy, yet every request gets 502: say so.
     const missing = answer.allowed && answer.credential && !(yield* credentialFor(answer.credential)) ? answer.credential : undefined
     const notes = answer.allowed
@@ -39,6 +43,7 @@ const check = Command.make("check", {
     } else if (answer.allowed) {
       yield* Console.log(`allowed: ${answer.subject} → ${answer.host}:${answer.port}`)
       yield* Console.log(`  rule: ${answer.rule} — ${HOW[answer.how]}${answer.credential ? ` (credential "${answer.credential}")` : ""}`)
+      if (answer.request) yield* Console.log(`  request: ${visible(answer.request)}`)
       if (answer.upstream) yield* Console.log(`  upstream: ${answer.upstream} ([[route]])`)
       for (const n of notes) yield* Console.log(`  note: ${n}`)
     } else {
@@ -49,7 +54,8 @@ const check = Command.make("check", {
     if (!answer.allowed) return yield* Effect.fail(new ExitCode({ code: 1 }))
   })).pipe(Command.withDescription(
     "Would the gateway let this worker's box reach this URL, and which rule decides? Reads org.toml and sends nothing. " +
-      "Exit 0 when allowed, 1 when refused. Example: roster policy check alice https://api.example.com/v1/messages"
+      "Exit 0 when allowed, 1 when refused. Example: roster policy check alice https://api.example.com/v1/messages " +
+        "(or, for a grant with request rules: roster policy check alice https://api.example.com/repos/acme/app --method DELETE)"
   ))
 
 export const policyCommand = Command.make("policy").pipe(

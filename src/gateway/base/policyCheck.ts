@@ -3,6 +3,7 @@ import type { Org } from "../../config/schema.js"
 import { isLoopback, isValidHost, normalizeHost } from "../../contract/addresses.js"
 import { decide, upstreamFor } from "./policy.js"
 import { Refusal } from "./refusal.js"
+import { hasRules, ruleRequest } from "./requestRules.js"
 
 /** What a box's request to `url` would meet at the gateway, decided without sending anything. */
 export type PolicyAnswer =
@@ -16,6 +17,8 @@ export type PolicyAnswer =
     readonly how: "terminated" | "tunnelled" | "forwarded"
     readonly credential?: string
     readonly upstream?: string
+    /** A grant with request rules: what they make of this method and path (or that they decide each request). */
+    readonly request?: string
     /** What still happens at request time (name resolution). */
     readonly notes: ReadonlyArray<string>
   }
@@ -25,6 +28,8 @@ interface Target {
   readonly host: string
   readonly port: number
   readonly scheme: "https" | "http" | "tunnel"
+  /** The request target (path and query) of a URL; none for a bare host:port. */
+  readonly path?: string
 }
 
 /** `https://host[:port]/…`, `http://host[:port]/…`, or a bare `host:port` (a CONNECT, as a box's client sends for any TLS). */
@@ -37,7 +42,10 @@ export const parseTarget = (raw: string): Target | undefined => {
   if (scheme !== "http" && scheme !== "https") return undefined
   try {
     const u = new URL(raw)
-    return { host: normalizeHost(u.hostname), port: Number(u.port || (scheme === "https" ? 443 : 80)), scheme }
+    // The path as written (new URL would resolve its dot-segments and escapes: the gateway's own canonical form decides).
+    const rest = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*([^#]*)/i.exec(raw)?.[1] ?? ""
+    const path = rest.startsWith("/") ? rest : `/${rest}`
+    return { host: normalizeHost(u.hostname), port: Number(u.port || (scheme === "https" ? 443 : 80)), scheme, path }
   } catch {
     return undefined
   }
@@ -49,7 +57,7 @@ export const parseTarget = (raw: string): Target | undefined => {
  * and it is not the gateway itself. A name is resolved only when a box asks, so a private
  * answer then is said as a note, not decided here.
  */
-export const checkPolicy = (org: Org, subject: string, raw: string): PolicyAnswer => {
+export const checkPolicy = (org: Org, subject: string, raw: string, method = "GET"): PolicyAnswer => {
   const target = parseTarget(raw)
   const where = { subject, ...(target ? { host: target.host, port: target.port } : {}) }
   const refused = (r: Refusal): PolicyAnswer => ({ allowed: false, status: r.status, refusal: r })
@@ -68,6 +76,17 @@ export const checkPolicy = (org: Org, subject: string, raw: string): PolicyAnswe
   if (up.port === org.gateway.port && (isLoopback(up.host) || up.host === "0.0.0.0")) {
     return refused(new Refusal(403, "the gateway does not proxy to itself", { why: "gateway_itself", ...where }))
   }
+  // A grant with request rules decides each request inside its tunnel: the URL's method and path, or a note that it will.
+  let request: string | undefined
+  if (decision.via === "grant" && hasRules(decision.rule)) {
+    if (target.path === undefined) {
+      request = `each request is decided by the grant's rules (method and path): give a URL to check one`
+    } else {
+      const ruled = ruleRequest(decision.rule, method, target.path, { host, port, subject })
+      if (!ruled.ok) return refused(ruled.refusal)
+      request = `${method} ${ruled.url.split("?")[0]} allowed by ${ruled.by ?? "the grant"}`
+    }
+  }
   const notes = !up.routed && net.isIP(up.host) === 0
     ? [`${up.host} is resolved when the box asks: an answer that is a private, loopback or metadata address is refused unless the rule lists that address`]
     : []
@@ -77,6 +96,7 @@ export const checkPolicy = (org: Org, subject: string, raw: string): PolicyAnswe
     how: decision.via === "grant" ? "terminated" : target.scheme === "http" ? "forwarded" : "tunnelled",
     ...(decision.via === "grant" ? { credential: decision.rule.credential } : {}),
     ...(up.routed ? { upstream: `${up.protocol}//${up.host}:${up.port}` } : {}),
+    ...(request ? { request } : {}),
     notes
   }
 }

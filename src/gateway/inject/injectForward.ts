@@ -6,6 +6,7 @@ import { placed, Refusal } from "../base/refusal.js"
 import { forwardable } from "../base/headers.js"
 import type { Target } from "./granted.js"
 import { injectCredential } from "../secrets/inject.js"
+import { ruleRequest } from "../base/requestRules.js"
 import { refuseResponse } from "../base/refuse.js"
 import { bodyLimit, isCheckedBody, parseChecked, readBody } from "../base/requestBody.js"
 import { serverToolsReason, vetServerTools } from "../base/serverTools.js"
@@ -60,6 +61,10 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     if (decided._tag === "Left") return yield* refuse(decided.left)
     const seen = decided.right
     const { agent, granted: { authorized, credential, grant } } = seen
+    // The grant's request rules, on the path the upstream will get (canonical when it has rules).
+    const ruled = ruleRequest(grant, req.method ?? "GET", req.url ?? "/", { host: target.host, port: target.port, subject: target.caller.subject })
+    if (!ruled.ok) return yield* refuse(ruled.refusal)
+    req.url = ruled.url
     const limit = bodyLimit(authorized.org)
     const checkedOr = yield* checkedBody(req, grant, limit).pipe(Effect.either)
     if (checkedOr._tag === "Left") return yield* refuse(checkedOr.left)
