@@ -41,7 +41,7 @@ const check = Command.make("check", {
         null, 2
       ))
     } else if (answer.allowed) {
-      yield* Console.log(`allowed: ${answer.subject} → ${answer.host}:${answer.port}`)
+      yield* Console.log(`${answer.asked ? "asked" : "allowed"}: ${answer.subject} → ${answer.host}:${answer.port}`)
       yield* Console.log(`  rule: ${answer.rule} — ${HOW[answer.how]}${answer.credential ? ` (credential "${answer.credential}")` : ""}`)
       if (answer.request) yield* Console.log(`  request: ${visible(answer.request)}`)
       if (answer.upstream) yield* Console.log(`  upstream: ${answer.upstream} ([[route]])`)
@@ -54,7 +54,7 @@ const check = Command.make("check", {
     if (!answer.allowed) return yield* Effect.fail(new ExitCode({ code: 1 }))
   })).pipe(Command.withDescription(
     "Would the gateway let this worker's box reach this URL, and which rule decides? Reads org.toml and sends nothing. " +
-      "Exit 0 when allowed, 1 when refused. Example: roster policy check alice https://api.example.com/v1/messages " +
+      "Exit 0 when allowed or asked (a grant rule that holds the request for a person), 1 when refused. Example: roster policy check alice https://api.example.com/v1/messages " +
         "(or, for a grant with request rules: roster policy check alice https://api.example.com/repos/acme/app --method DELETE)"
   ))
 

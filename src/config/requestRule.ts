@@ -2,7 +2,7 @@ import { Schema } from "effect"
 
 /**
  * A grant's request rules ([[grant.rules]]): which requests inside its hosts it lets through with the
- * credential, which it refuses. The first rule whose methods and paths both match decides; the grant's
+ * credential, which it holds for a person (`ask`: one approval lets that one request through), which it refuses. The first rule whose methods and paths both match decides; the grant's
  * `default` decides the rest (allow when it has no rules — as before rules existed — deny otherwise).
  *
  * A path pattern is matched against the request's canonical path (gateway/base/canonicalPath.ts), one
@@ -10,7 +10,7 @@ import { Schema } from "effect"
  * last segment only, everything under what comes before it (`/repos/acme/**` matches `/repos/acme/` and
  * `/repos/acme/x/y`, not `/repos/acme`). A method is matched as sent: `GET` never matches `get`.
  */
-export const RULE_ACTIONS = ["allow", "deny"] as const
+export const RULE_ACTIONS = ["allow", "ask", "deny"] as const
 export type RuleAction = typeof RULE_ACTIONS[number]
 
 const Method = Schema.String.pipe(Schema.pattern(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/, {

@@ -70,7 +70,7 @@ entry_max = 2000                # characters in one entry
 # default = "deny"
 # [[grant.rules]]
 # methods = ["DELETE"]
-# action = "deny"
+# action = "deny"                # "ask": held until a person approves that one request (roster approve)
 # [[grant.rules]]
 # methods = ["GET"]
 # paths = ["/repos/acme/**"]

@@ -4,6 +4,7 @@ import { decodeToml } from "../../src/config/decode.js"
 import { patternCovers, rulesProblem } from "../../src/config/requestRule.js"
 import { OrgSchema } from "../../src/config/schema.js"
 import { ORG_TEMPLATE } from "../../src/config/template.js"
+import { decisionRefusal, decisionsFor } from "../../src/contract/approval.js"
 import { canonicalTarget } from "../../src/gateway/base/canonicalPath.js"
 import { checkPolicy } from "../../src/gateway/base/policyCheck.js"
 import { ruleRequest } from "../../src/gateway/base/requestRules.js"
@@ -119,6 +120,35 @@ describe("a grant's request rules", () => {
     const open = org(GITHUB.replace(`credential = "github"`, `credential = "github"\ndefault = "allow"`)).grant[0]!
     expect(ruleRequest(open, "GET", "/anything", where)).toMatchObject({ ok: true, by: "its default (allow: no rule matched)" })
     expect(ruleRequest(open, "DELETE", "/anything", where).ok).toBe(false)
+  })
+})
+
+describe("a rule that asks", () => {
+  const asking = org(GITHUB.replace(`methods = ["DELETE"]\naction = "deny"`, `methods = ["DELETE"]\npaths = ["/repos/acme/*"]\naction = "ask"`)).grant[0]!
+  it("holds the request it matches, naming the rule, with the canonical path the upstream gets once approved", () => {
+    const r = ruleRequest(asking, "DELETE", "/repos/acme/x/../app", where)
+    expect(r).toMatchObject({
+      ok: false,
+      ask: { rule: `[[grant]] "github" rule 1 (methods = ["DELETE"], paths = ["/repos/acme/*"], action = "ask")`, method: "DELETE", path: "/repos/acme/app", url: "/repos/acme/app" }
+    })
+    expect(!r.ok && r.refusal.reason).toMatch(/is held for a person by \[\[grant\]\] "github" rule 1/)
+    // Not matched by the asking rule: the default refuses, nothing is held.
+    const other = ruleRequest(asking, "DELETE", "/repos/other/app", where)
+    expect(other.ok).toBe(false)
+    expect("ask" in other).toBe(false)
+  })
+
+  it("a held request of a rule takes once or deny only; one held by a refusal takes all four", () => {
+    expect(decisionsFor({ rule: "[[grant]] \"github\" rule 1 (…)" })).toEqual(["once", "deny"])
+    expect(decisionsFor({})).toEqual(["once", "run", "always", "deny"])
+    expect(decisionRefusal({ id: "ap-00000000", rule: "[[grant]] \"github\" rule 1 (…)" }, "always")).toMatch(/approve it once \(roster approve ap-00000000\) or deny it/)
+    expect(decisionRefusal({ id: "ap-00000000", rule: "r" }, "once")).toBeUndefined()
+  })
+
+  it("roster policy check says asked, and by which rule", () => {
+    expect(checkPolicy(org(GITHUB.replace(`action = "deny"`, `action = "ask"`)), "org/alice", "https://api.github.test/repos/acme/app", "DELETE")).toMatchObject({
+      allowed: true, asked: true, request: expect.stringMatching(/^DELETE \/repos\/acme\/app asked: held until a person approves it .*rule 1/)
+    })
   })
 })
 

@@ -19,6 +19,8 @@ export type PolicyAnswer =
     readonly upstream?: string
     /** A grant with request rules: what they make of this method and path (or that they decide each request). */
     readonly request?: string
+    /** The grant's rule asks a person about this request: it waits for an approval (`roster approve`). */
+    readonly asked?: boolean
     /** What still happens at request time (name resolution). */
     readonly notes: ReadonlyArray<string>
   }
@@ -78,13 +80,18 @@ export const checkPolicy = (org: Org, subject: string, raw: string, method = "GE
   }
   // A grant with request rules decides each request inside its tunnel: the URL's method and path, or a note that it will.
   let request: string | undefined
+  let asked = false
   if (decision.via === "grant" && hasRules(decision.rule)) {
     if (target.path === undefined) {
       request = `each request is decided by the grant's rules (method and path): give a URL to check one`
     } else {
       const ruled = ruleRequest(decision.rule, method, target.path, { host, port, subject })
-      if (!ruled.ok) return refused(ruled.refusal)
-      request = `${method} ${ruled.url.split("?")[0]} allowed by ${ruled.by ?? "the grant"}`
+      if (!ruled.ok && !ruled.ask) return refused(ruled.refusal)
+      if (ruled.ok) request = `${method} ${ruled.url.split("?")[0]} allowed by ${ruled.by ?? "the grant"}`
+      else {
+        asked = true
+        request = `${method} ${ruled.ask?.path ?? target.path} asked: held until a person approves it (roster approve), by ${ruled.ask?.rule ?? "the grant"}`
+      }
     }
   }
   const notes = !up.routed && net.isIP(up.host) === 0
@@ -97,6 +104,7 @@ export const checkPolicy = (org: Org, subject: string, raw: string, method = "GE
     ...(decision.via === "grant" ? { credential: decision.rule.credential } : {}),
     ...(up.routed ? { upstream: `${up.protocol}//${up.host}:${up.port}` } : {}),
     ...(request ? { request } : {}),
+    ...(asked ? { asked } : {}),
     notes
   }
 }

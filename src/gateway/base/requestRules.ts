@@ -49,7 +49,8 @@ const matches = (pattern: ReadonlyArray<string>, path: ReadonlyArray<string>) =>
 /** What a grant's rules make of one request: the URL to send (canonical when it has rules), or the refusal. */
 export type RuledRequest =
   | { readonly ok: true; readonly url: string; readonly by?: string }
-  | { readonly ok: false; readonly refusal: Refusal }
+  /** Refused; or, with `ask`, held for a person first — `refusal` is its answer unless one approves it. */
+  | { readonly ok: false; readonly refusal: Refusal; readonly ask?: { readonly rule: string; readonly method: string; readonly path: string; readonly url: string } }
 
 /** Whether the grant decides request by request (it has rules or a default of deny). */
 export const hasRules = (grant: GrantRule) => compile(grant) !== null
@@ -71,6 +72,13 @@ export const ruleRequest = (grant: GrantRule, method: string, url: string, where
   const by = rule ? rule.text : `its default (${rules.fallback}: no rule matched)`
   if (action === "allow") return { ok: true, url: target.url, by }
   const asked = `${method} ${target.path}`
+  if (action === "ask") {
+    return {
+      ok: false,
+      refusal: new Refusal(403, `${asked} on ${where.host} is held for a person by [[grant]] ${JSON.stringify(grant.name)} ${by}`, { why: "request_rule", ...where }),
+      ask: { rule: `[[grant]] ${JSON.stringify(grant.name)} ${by}`, method, path: target.path, url: target.url }
+    }
+  }
   return {
     ok: false,
     refusal: new Refusal(403, `${asked} on ${where.host} is refused for ${where.subject} by [[grant]] ${JSON.stringify(grant.name)} ${by}`, {

@@ -7,6 +7,7 @@ import { forwardable } from "../base/headers.js"
 import type { Target } from "./granted.js"
 import { injectCredential } from "../secrets/inject.js"
 import { ruleRequest } from "../base/requestRules.js"
+import { askByRule, socketEnded } from "../egress/approve.js"
 import { refuseResponse } from "../base/refuse.js"
 import { bodyLimit, isCheckedBody, parseChecked, readBody } from "../base/requestBody.js"
 import { serverToolsReason, vetServerTools } from "../base/serverTools.js"
@@ -63,8 +64,13 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     const { agent, granted: { authorized, credential, grant } } = seen
     // The grant's request rules, on the path the upstream will get (canonical when it has rules).
     const ruled = ruleRequest(grant, req.method ?? "GET", req.url ?? "/", { host: target.host, port: target.port, subject: target.caller.subject })
-    if (!ruled.ok) return yield* refuse(ruled.refusal)
-    req.url = ruled.url
+    // A rule that asks holds this one request for a person: approved, it goes on as an allowed one would.
+    const approvedBy = ruled.ok || !ruled.ask ? undefined
+      : yield* askByRule(target.caller, target.host, target.port, { method: ruled.ask.method, path: ruled.ask.path }, ruled.ask.rule, ruled.refusal, socketEnded(req.socket))
+        .pipe(Effect.either)
+    if (approvedBy?._tag === "Left") return yield* refuse(approvedBy.left)
+    if (!ruled.ok && !approvedBy) return yield* refuse(ruled.refusal)
+    req.url = ruled.ok ? ruled.url : ruled.ask?.url ?? "/"
     const limit = bodyLimit(authorized.org)
     const checkedOr = yield* checkedBody(req, grant, limit).pipe(Effect.either)
     if (checkedOr._tag === "Left") return yield* refuse(checkedOr.left)
@@ -99,7 +105,8 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     started?.meter?.settle()
     const places = [...inHead, ...(body.found() ? ["body"] : [])]
     if (result.refusal) yield* taintOnRefusal(self.taints, target.caller, placed(result.refusal, trace))
-    yield* auditTrace(trace, relayedFields(result, injected, places))
+    const fields = relayedFields(result, injected, places)
+    yield* auditTrace(trace, approvedBy ? { ...fields, note: [`approved by ${approvedBy.right}`, fields.note].filter(Boolean).join("; ") } : fields)
     if (places.length > 0) {
       yield* warnRun(target.caller, sentinelWarning(target.host, places))
       if (before.length === 0) yield* taintSentinel(self.taints, target.caller, target.host, places)
