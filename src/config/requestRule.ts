@@ -17,15 +17,54 @@ const Method = Schema.String.pipe(Schema.pattern(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,
   message: () => "a method is an HTTP method token as sent, e.g. \"GET\" or \"POST\""
 }))
 const PathPattern = Schema.String.pipe(Schema.maxLength(2048))
+/** "query", "mutation" or "subscription", alone (every operation of that type) or with ":" and an operation name. */
+const Operation = Schema.String.pipe(Schema.pattern(/^(query|mutation|subscription)(:[_A-Za-z][_0-9A-Za-z]*)?$/, {
+  message: () => `an operation is "query", "mutation" or "subscription", or one with its name: "mutation:CreateIssue"`
+}))
+/** A JSON-RPC method ("tools/list"), or MCP's tools/call with the tool's name ("tools/call:write_file"). */
+const Call = Schema.String.pipe(Schema.pattern(/^[^\s:]{1,128}(:[^\s]{1,128})?$/, {
+  message: () => `a call is a JSON-RPC method ("tools/list"), or "tools/call:<tool>" for an MCP tool`
+}))
 
-export const RequestRule = Schema.Struct({
+const RuleFields = Schema.Struct({
   /** The methods it matches, as sent; absent: every method. */
   methods: Schema.optional(Schema.NonEmptyArray(Method)),
   /** The paths it matches; absent: every path. */
   paths: Schema.optional(Schema.NonEmptyArray(PathPattern)),
+  /** A GraphQL endpoint: the rule matches by the document's one operation (`operations`; absent: every one). */
+  graphql: Schema.optional(Schema.Boolean),
+  operations: Schema.optional(Schema.NonEmptyArray(Operation)),
+  /** A JSON-RPC endpoint (an MCP server over HTTP): the rule matches call by call (`calls`; absent: every call). */
+  jsonrpc: Schema.optional(Schema.Boolean),
+  calls: Schema.optional(Schema.NonEmptyArray(Call)),
   action: Schema.Literal(...RULE_ACTIONS)
 })
+
+// What a rule reads of a body is said by the rule's own switch: operations without graphql = true would match nothing.
+export const RequestRule = RuleFields.pipe(Schema.filter((r) =>
+  r.graphql === true && r.jsonrpc === true ? "a rule is graphql = true or jsonrpc = true, not both (one endpoint speaks one)"
+    : r.operations !== undefined && r.graphql !== true ? "operations apply to a rule with graphql = true: add it"
+    : r.calls !== undefined && r.jsonrpc !== true ? "calls apply to a rule with jsonrpc = true: add it"
+    : true
+))
 export type RequestRule = typeof RequestRule.Type
+
+/** Whether a rule reads the request's body (GraphQL or JSON-RPC) to decide. */
+export const readsBody = (r: RequestRule) => r.graphql === true || r.jsonrpc === true
+
+/** Does operation pattern `outer` match every operation `inner` matches? ("mutation" covers "mutation:X".) */
+const operationCovers = (outer: string, inner: string) => outer === inner || (!outer.includes(":") && inner.startsWith(`${outer}:`))
+/** Does call pattern `outer` match every call `inner` matches? ("tools/call" covers "tools/call:x".) */
+const callCovers = operationCovers
+
+const listCovers = (outer: ReadonlyArray<string> | undefined, inner: ReadonlyArray<string> | undefined, covers: (o: string, i: string) => boolean) =>
+  outer === undefined || (inner !== undefined && inner.every((i) => outer.some((o) => covers(o, i))))
+
+/** Does `outer` match every body `inner` matches? A rule that reads no body matches them all. */
+const bodyCovers = (outer: RequestRule, inner: RequestRule) =>
+  outer.graphql === true ? inner.graphql === true && listCovers(outer.operations, inner.operations, operationCovers)
+    : outer.jsonrpc === true ? inner.jsonrpc === true && listCovers(outer.calls, inner.calls, callCovers)
+    : true
 
 /** A path pattern split into segments: `/a/*\/b` → ["a", "*", "b"]; `/` → [""]. */
 export const segmentsOf = (path: string): ReadonlyArray<string> => path.slice(1).split("/")
@@ -73,6 +112,10 @@ export const describeRule = (rule: RequestRule, index: number) =>
   `rule ${index + 1} (${[
     ...(rule.methods ? [`methods = ${JSON.stringify(rule.methods)}`] : []),
     ...(rule.paths ? [`paths = ${JSON.stringify(rule.paths)}`] : []),
+    ...(rule.graphql ? ["graphql = true"] : []),
+    ...(rule.operations ? [`operations = ${JSON.stringify(rule.operations)}`] : []),
+    ...(rule.jsonrpc ? ["jsonrpc = true"] : []),
+    ...(rule.calls ? [`calls = ${JSON.stringify(rule.calls)}`] : []),
     `action = "${rule.action}"`
   ].join(", ")})`
 
@@ -86,7 +129,7 @@ export const rulesProblem = (rules: ReadonlyArray<RequestRule>): { readonly inde
       const problem = patternProblem(p)
       if (problem) return { index: i, message: `${describeRule(rule, i)}: path ${JSON.stringify(p)} can never match — ${problem}` }
     }
-    const before = rules.slice(0, i).findIndex((r) => methodsCover(r, rule) && pathsCover(r, rule))
+    const before = rules.slice(0, i).findIndex((r) => methodsCover(r, rule) && pathsCover(r, rule) && bodyCovers(r, rule))
     if (before >= 0) {
       return {
         index: i,

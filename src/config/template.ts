@@ -80,6 +80,24 @@ entry_max = 2000                # characters in one entry
 # paths = ["/repos/acme/*/pulls"]
 # action = "allow"
 
+# An MCP server over HTTP, decided call by call (jsonrpc = true; graphql = true reads a GraphQL
+# operation instead: operations = ["query", "mutation:CreateIssue"]):
+# [[grant]]
+# name = "files-mcp"
+# hosts = ["mcp.example.com"]
+# scope = ["org/alice"]
+# credential = "files-mcp"
+# [[grant.rules]]
+# paths = ["/mcp"]
+# jsonrpc = true
+# calls = ["tools/call:write_file", "tools/call:delete_file"]
+# action = "deny"
+# [[grant.rules]]
+# paths = ["/mcp"]
+# jsonrpc = true
+# calls = ["initialize", "notifications/initialized", "tools/list", "tools/call"]
+# action = "allow"
+
 # Egress without credentials (tunnelled as is; port 443 unless ports are listed):
 # [[allow]]
 # hosts = ["packages.example.org"]

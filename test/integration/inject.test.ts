@@ -114,6 +114,12 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       "[[grant.rules]]", `methods = ["GET"]`, `paths = ["/repos/acme/**"]`, `action = "allow"`,
       "[[grant.rules]]", `methods = ["POST"]`, `paths = ["/repos/acme/*/pulls"]`, `action = "allow"`,
       "[[route]]", `host = "gh.example.com"`, `upstream = "https://198.51.100.7:8443"`,
+      // An MCP server over HTTP decided call by call, and a GraphQL endpoint by its operation.
+      "[[grant]]", `name = "mcp"`, `hosts = ["mcp.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "anthropic"`,
+      "[[grant.rules]]", `paths = ["/mcp"]`, "jsonrpc = true", `calls = ["tools/call:write_file"]`, `action = "deny"`,
+      "[[grant.rules]]", `paths = ["/mcp"]`, "jsonrpc = true", `action = "allow"`,
+      "[[grant.rules]]", `paths = ["/graphql"]`, "graphql = true", `operations = ["query"]`, `action = "allow"`,
+      "[[route]]", `host = "mcp.example.com"`, `upstream = "https://198.51.100.7:8443"`,
       "[[allow]]", `hosts = ["token.example.com"]`, `scope = ["org"]`,
       "[[route]]", `host = "token.example.com"`, `upstream = "https://198.51.100.7:8443"`,
       "[[grant]]", `name = "unconnected"`, `hosts = ["nokey.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "nothing"`,
@@ -491,6 +497,29 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     const audited = (await auditedOnce(auditDir, (lines) => lines.filter(mine).length >= 8)).filter(mine)
     expect(audited.find((x) => x.method === "DELETE")).toMatchObject({ status: 403, note: expect.stringContaining(`"github" rule 1`) })
     expect(audited.filter((x) => x.status === 200).map((x) => x.injected)).toEqual([true, true, true])
+  })
+
+  it("a JSON-RPC rule decides an MCP server's calls, a batch whole; a GraphQL rule the document's one operation; the body decided is the body sent", async () => {
+    const post = (p: string, body: unknown) =>
+      viaGateway(port, HANK, "mcp.example.com:8443", { method: "POST", path: p, headers: { "x-api-key": SENTINEL, "content-type": "application/json" }, body: JSON.stringify(body) }, [rosterCa])
+    const call = (name: string, id = 1) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: { path: "/notes" } } })
+    const read = await post("/mcp", call("read_file"))
+    expect(read.status).toBe(200)
+    expect(JSON.parse(echo(read).body)).toEqual(call("read_file"))
+    expect(echo(read).x_api_key_sha256).toBe(sha(REAL_KEY))
+    const write = await post("/mcp", call("write_file"))
+    expect(write.status).toBe(403)
+    expect(JSON.parse(write.body).error.message).toMatch(/POST \/mcp \(call tools\/call:write_file\) on mcp\.example\.com is refused .* "mcp" rule 1/)
+    const batch = await post("/mcp", [call("read_file"), call("write_file", 2)])
+    expect(batch.status).toBe(403)
+    expect(JSON.parse(batch.body).error.message).toMatch(/a batch of 2 calls: its call tools\/call:write_file/)
+    const query = await post("/graphql", { query: "query Q { viewer { mutation: login } }" })
+    expect(query.status).toBe(200)
+    const mutation = await post("/graphql", { query: "mutation M { deleteRepository { id } }" })
+    expect(mutation.status).toBe(403)
+    const two = await post("/graphql", { query: "query A { x } mutation B { y }" })
+    expect(two.status).toBe(400)
+    expect(JSON.parse(two.body).error.message).toMatch(/2 operations/)
   })
 
   it("a grant whose credential is not connected says how to connect it — to a request and to a WebSocket handshake", async () => {

@@ -6,7 +6,7 @@ import { OrgSchema } from "../../src/config/schema.js"
 import { ORG_TEMPLATE } from "../../src/config/template.js"
 import { decisionRefusal, decisionsFor } from "../../src/contract/approval.js"
 import { canonicalTarget } from "../../src/gateway/base/canonicalPath.js"
-import { checkPolicy } from "../../src/gateway/base/policyCheck.js"
+import { checkPolicy, probeBody } from "../../src/gateway/base/policyCheck.js"
 import { ruleRequest } from "../../src/gateway/base/requestRules.js"
 
 // A GitHub-shaped grant: read the org's repositories, open pull requests, never delete.
@@ -152,10 +152,107 @@ describe("a rule that asks", () => {
   })
 })
 
+describe("GraphQL operations", () => {
+  const GQL = org([
+    "[[grant]]", `name = "gh-graphql"`, `hosts = ["api.github.test"]`, `scope = ["org/*"]`, `credential = "github"`,
+    "[[grant.rules]]", `methods = ["POST"]`, `paths = ["/graphql"]`, "graphql = true", `operations = ["query"]`, `action = "allow"`,
+    "[[grant.rules]]", `methods = ["POST"]`, `paths = ["/graphql"]`, "graphql = true", `operations = ["mutation:CreateIssue"]`, `action = "ask"`
+  ].join("\n")).grant[0]!
+  const post = (doc: unknown, type = "application/json") => ruleRequest(GQL, "POST", "/graphql", where, { contentType: type, raw: Buffer.from(typeof doc === "string" ? doc : JSON.stringify(doc)) })
+
+  it("a GraphQL rule waits for the body; without one the request is not decided", () => {
+    expect(ruleRequest(GQL, "POST", "/graphql", where)).toMatchObject({ ok: false, needsBody: true })
+  })
+
+  it.each([
+    [{ query: "{ viewer { login } }" }, "allow", /rule 1/],
+    [{ query: "query Q { a: viewer { mutation: login } }" }, "allow", /rule 1/],
+    [{ query: "query mutation { x }" }, "allow", /rule 1/],
+    [{ query: "fragment F on User { id } query Q { viewer { ...F } }" }, "allow", /rule 1/],
+    [{ query: "mutation CreateIssue($t: String = \"query\") { createIssue(title: $t) { id } }", operationName: "CreateIssue" }, "ask", /rule 2/],
+    [{ query: "mutation DeleteRepo { deleteRepository { id } }" }, "deny", /its default/],
+    [{ query: "subscription S { x }" }, "deny", /its default/],
+    ["query Q { x }", "allow", /rule 1/]
+  ])("%j is %s", (doc, action, by) => {
+    const r = post(doc, typeof doc === "string" ? "application/graphql" : "application/json")
+    if (action === "allow") expect(r).toMatchObject({ ok: true, by: expect.stringMatching(by) })
+    else if (action === "ask") expect(!r.ok && r.ask?.rule).toMatch(by)
+    else expect(!r.ok && r.refusal.status === 403 && r.refusal.reason).toMatch(by)
+  })
+
+  it.each([
+    [{ query: "query A { x } mutation B { y }" }, /2 operations/],
+    [{ extensions: { persistedQuery: { version: 1, sha256Hash: "ab".repeat(32) } } }, /persisted query/],
+    [[{ query: "{ x }" }, { query: "{ y }" }], /batch of GraphQL operations/],
+    [{ query: "query Q { x" }, /braces do not close/],
+    ["{not json", /not JSON/]
+  ])("%j has no single operation: refused (400), never guessed", (doc, why) => {
+    const r = post(doc)
+    expect(!r.ok && r.refusal.status).toBe(400)
+    expect(!r.ok && r.refusal.reason).toMatch(why)
+  })
+})
+
+describe("JSON-RPC calls (an MCP server over HTTP)", () => {
+  const MCP = org([
+    "[[grant]]", `name = "mcp"`, `hosts = ["mcp.example.test"]`, `scope = ["org/*"]`, `credential = "mcp"`,
+    "[[grant.rules]]", `paths = ["/mcp"]`, "jsonrpc = true", `calls = ["tools/call:write_file"]`, `action = "deny"`,
+    "[[grant.rules]]", `paths = ["/mcp"]`, "jsonrpc = true", `calls = ["initialize", "notifications/initialized", "tools/list", "tools/call"]`, `action = "allow"`
+  ].join("\n")).grant[0]!
+  const call = (method: string, params?: unknown, id: number | undefined = 1) => ({ jsonrpc: "2.0", ...(id === undefined ? {} : { id }), method, ...(params ? { params } : {}) })
+  const send = (body: unknown) => ruleRequest(MCP, "POST", "/mcp", where, { contentType: "application/json", raw: Buffer.from(JSON.stringify(body)) })
+
+  it("decides each call by its method, and an MCP tool call by its tool", () => {
+    expect(send(call("tools/list")).ok).toBe(true)
+    expect(send(call("tools/call", { name: "read_file", arguments: {} })).ok).toBe(true)
+    expect(send(call("notifications/initialized", undefined, undefined)).ok).toBe(true)
+    const refused = send(call("tools/call", { name: "write_file", arguments: { path: "/x" } }))
+    expect(!refused.ok && refused.refusal.reason).toMatch(/call tools\/call:write_file\) on .* by \[\[grant\]\] "mcp" rule 1/)
+    expect(!send(call("resources/read")).ok).toBe(true)
+  })
+
+  it("a batch is decided call by call and refused whole if any call is", () => {
+    expect(send([call("tools/list"), call("tools/call", { name: "read_file" }, 2)]).ok).toBe(true)
+    const r = send([call("tools/list"), call("tools/call", { name: "write_file" }, 2)])
+    expect(!r.ok && r.refusal.reason).toMatch(/a batch of 2 calls: its call tools\/call:write_file/)
+  })
+
+  it.each([
+    [{ jsonrpc: "2.0", id: 1 }, /not a JSON-RPC call/],
+    [[], /empty JSON-RPC batch/],
+    [call("tools/call", { arguments: {} }), /names no tool/]
+  ])("%j is refused (400)", (body, why) => {
+    const r = send(body)
+    expect(!r.ok && r.refusal.status).toBe(400)
+    expect(!r.ok && r.refusal.reason).toMatch(why)
+  })
+
+  it("roster policy check decides a call given with --jsonrpc", () => {
+    const o = org([
+      "[[grant]]", `name = "mcp"`, `hosts = ["mcp.example.test"]`, `scope = ["org/*"]`, `credential = "mcp"`,
+      "[[grant.rules]]", `paths = ["/mcp"]`, "jsonrpc = true", `calls = ["tools/call:write_file"]`, `action = "deny"`,
+      "[[grant.rules]]", `paths = ["/mcp"]`, "jsonrpc = true", `action = "allow"`
+    ].join("\n"))
+    const refused = checkPolicy(o, "org/alice", "https://mcp.example.test/mcp", "POST", probeBody({ jsonrpc: "tools/call:write_file" }))
+    expect(refused.allowed).toBe(false)
+    expect(checkPolicy(o, "org/alice", "https://mcp.example.test/mcp", "POST", probeBody({ jsonrpc: "tools/list" }))).toMatchObject({ allowed: true })
+    expect(checkPolicy(o, "org/alice", "https://mcp.example.test/mcp", "POST")).toMatchObject({ allowed: true, request: expect.stringMatching(/decided by its body/) })
+  })
+})
+
 describe("rules org.toml refuses", () => {
+  it("the template's commented MCP grant, uncommented, refuses write_file and allows read_file", () => {
+    const block = ORG_TEMPLATE.split("# An MCP server over HTTP")[1]?.split("\n\n")[0] ?? ""
+    const toml = block.split("\n").filter((l) => /^# (\[|[a-z_]+ = )/.test(l)).map((l) => l.slice(2)).join("\n")
+    const [grant] = org(toml).grant
+    const call = (name: string) => ({ contentType: "application/json", raw: Buffer.from(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name } })) })
+    expect(grant && ruleRequest(grant, "POST", "/mcp", where, call("write_file")).ok).toBe(false)
+    expect(grant && ruleRequest(grant, "POST", "/mcp", where, call("read_file")).ok).toBe(true)
+  })
+
   it("the template's commented GitHub grant, uncommented, is a grant with three rules", () => {
     const block = ORG_TEMPLATE.split("# A grant that decides request by request")[1]?.split("\n\n")[0] ?? ""
-    const toml = block.split("\n").filter((l) => /^# [a-z[]/.test(l)).map((l) => l.slice(2)).join("\n")
+    const toml = block.split("\n").filter((l) => /^# (\[|[a-z_]+ = )/.test(l)).map((l) => l.slice(2)).join("\n")
     const [grant] = org(toml).grant
     expect(grant?.rules?.map((r) => r.action)).toEqual(["deny", "allow", "allow"])
     expect(grant && ruleRequest(grant, "DELETE", "/repos/acme/app", where).ok).toBe(false)
@@ -189,7 +286,7 @@ describe("rules org.toml refuses", () => {
 
   it("an action other than allow or deny, and a key rules do not have, are refused", () => {
     expect(problem(rule([`action = "maybe"`]))).toMatch(/action/)
-    expect(problem(rule([`action = "allow"`, `graphql = true`]))).toMatch(/graphql/)
+    expect(problem(rule([`action = "allow"`, `websocket = true`]))).toMatch(/websocket/)
   })
 
   it.each([
@@ -204,6 +301,21 @@ describe("rules org.toml refuses", () => {
     ["/a/", "/a", false]
   ])("%s covers %s: %s", (outer, inner, covers) => {
     expect(patternCovers(outer, inner)).toBe(covers)
+  })
+
+  it("operations and calls say what they read; a GraphQL rule after one that allows every body of its path never decides", () => {
+    expect(problem(rule([`operations = ["mutation"]`, `action = "deny"`]))).toMatch(/operations apply to a rule with graphql = true/)
+    expect(problem(rule([`calls = ["tools/list"]`, `action = "deny"`]))).toMatch(/calls apply to a rule with jsonrpc = true/)
+    expect(problem(rule([`graphql = true`, `jsonrpc = true`, `action = "deny"`]))).toMatch(/not both/)
+    expect(problem(rule([`operations = ["mutate"]`, `graphql = true`, `action = "deny"`]))).toMatch(/an operation is "query", "mutation" or "subscription"/)
+    expect(problem([rule([`paths = ["/graphql"]`, `action = "allow"`]), rule([`paths = ["/graphql"]`, "graphql = true", `operations = ["mutation"]`, `action = "deny"`])].join("\n")))
+      .toMatch(/rule 2 .* never decides: rule 1/)
+    expect(problem([rule([`paths = ["/graphql"]`, "graphql = true", `operations = ["mutation"]`, `action = "deny"`]), rule([`paths = ["/graphql"]`, "graphql = true", `operations = ["mutation:CreateIssue"]`, `action = "allow"`])].join("\n")))
+      .toMatch(/rule 2 .* never decides: rule 1/)
+    expect(rulesProblem([
+      { paths: ["/graphql"], graphql: true, operations: ["mutation:CreateIssue"], action: "allow" },
+      { paths: ["/graphql"], graphql: true, operations: ["mutation"], action: "deny" }
+    ])).toBeUndefined()
   })
 
   it("rules that overlap without one covering the other are kept", () => {

@@ -3,7 +3,7 @@ import type { Org } from "../../config/schema.js"
 import { isLoopback, isValidHost, normalizeHost } from "../../contract/addresses.js"
 import { decide, upstreamFor } from "./policy.js"
 import { Refusal } from "./refusal.js"
-import { hasRules, ruleRequest } from "./requestRules.js"
+import { hasRules, type RequestBody, ruleRequest } from "./requestRules.js"
 
 /** What a box's request to `url` would meet at the gateway, decided without sending anything. */
 export type PolicyAnswer =
@@ -59,7 +59,21 @@ export const parseTarget = (raw: string): Target | undefined => {
  * and it is not the gateway itself. A name is resolved only when a box asks, so a private
  * answer then is said as a note, not decided here.
  */
-export const checkPolicy = (org: Org, subject: string, raw: string, method = "GET"): PolicyAnswer => {
+/** The body a box would send for one GraphQL operation ("mutation:CreateIssue") or one JSON-RPC call ("tools/call:write_file"): what policy check decides. */
+export const probeBody = (o: { readonly graphqlOp?: string | undefined; readonly jsonrpc?: string | undefined }): RequestBody | undefined => {
+  if (o.graphqlOp !== undefined) {
+    const [type, name] = o.graphqlOp.split(":")
+    return { contentType: "application/json", raw: Buffer.from(JSON.stringify({ query: `${type ?? "query"} ${name ?? ""} { __typename }` })) }
+  }
+  if (o.jsonrpc !== undefined) {
+    const [method, tool] = o.jsonrpc.split(":")
+    const params = method === "tools/call" && tool !== undefined ? { name: tool, arguments: {} } : {}
+    return { contentType: "application/json", raw: Buffer.from(JSON.stringify({ jsonrpc: "2.0", id: 1, method, params })) }
+  }
+  return undefined
+}
+
+export const checkPolicy = (org: Org, subject: string, raw: string, method = "GET", body?: RequestBody): PolicyAnswer => {
   const target = parseTarget(raw)
   const where = { subject, ...(target ? { host: target.host, port: target.port } : {}) }
   const refused = (r: Refusal): PolicyAnswer => ({ allowed: false, status: r.status, refusal: r })
@@ -85,9 +99,11 @@ export const checkPolicy = (org: Org, subject: string, raw: string, method = "GE
     if (target.path === undefined) {
       request = `each request is decided by the grant's rules (method and path): give a URL to check one`
     } else {
-      const ruled = ruleRequest(decision.rule, method, target.path, { host, port, subject })
-      if (!ruled.ok && !ruled.ask) return refused(ruled.refusal)
-      if (ruled.ok) request = `${method} ${ruled.url.split("?")[0]} allowed by ${ruled.by ?? "the grant"}`
+      const ruled = ruleRequest(decision.rule, method, target.path, { host, port, subject }, body)
+      if (!ruled.ok && ruled.needsBody) {
+        request = `${method} ${target.path} is decided by its body (a GraphQL or JSON-RPC rule): give --graphql-op or --jsonrpc to check one`
+      } else if (!ruled.ok && !ruled.ask) return refused(ruled.refusal)
+      else if (ruled.ok) request = `${method} ${ruled.url.split("?")[0]} allowed by ${ruled.by ?? "the grant"}`
       else {
         asked = true
         request = `${method} ${ruled.ask?.path ?? target.path} asked: held until a person approves it (roster approve), by ${ruled.ask?.rule ?? "the grant"}`
