@@ -61,6 +61,12 @@ const REVOKED = "bd".repeat(32)
 const HOST = "bench.example.test"
 const BULK = "bulk.example.test"
 const TINY = "tiny.example.test"
+/** The same upstream behind a grant with 100 request rules, the one that allows the bench's request last. */
+const RULED = "ruled.example.test"
+const RULES = [
+  ...Array.from({ length: 99 }, (_, i) => ["[[grant.rules]]", `methods = ["GET", "POST"]`, `paths = ["/repos/acme-${i}/*/pulls", "/orgs/acme-${i}/**"]`, `action = "deny"`]),
+  ["[[grant.rules]]", `methods = ["GET"]`, `paths = ["/v1/**"]`, `action = "allow"`]
+].flat()
 const BULK_BYTES = (quick ? 20 : 100) * 1024 * 1024
 /** The key mitmproxy injects (roster's gateway injects its own from the environment it was given). */
 const MITM_KEY = "sk-ant-bench-mitm-not-a-real-key"
@@ -157,6 +163,8 @@ describe("gateway", () => {
       "[gateway]", `upstream_ca_file = "${path.join(dir, "upstream-ca.crt")}"`,
       "[[grant]]", `name = "model"`, `hosts = ["${HOST}"]`, `scope = ["org/alice"]`, `credential = "anthropic"`,
       "[[route]]", `host = "${HOST}"`, `upstream = "https://127.0.0.1:${upstreamPort}"`,
+      "[[grant]]", `name = "ruled"`, `hosts = ["${RULED}"]`, `scope = ["org/alice"]`, `credential = "anthropic"`, ...RULES,
+      "[[route]]", `host = "${RULED}"`, `upstream = "https://127.0.0.1:${upstreamPort}"`,
       "[[allow]]", `hosts = ["${BULK}"]`, `scope = ["org/alice"]`,
       "[[route]]", `host = "${BULK}"`, `upstream = "https://127.0.0.1:${bulkPort}"`,
       "[[allow]]", `hosts = ["${TINY}"]`, `scope = ["org/alice"]`,
@@ -339,6 +347,67 @@ describe("gateway", () => {
     }
     return times
   }
+
+  it("request rules: the grant path with 100 rules on its grant against none, alternating", async () => {
+    const ruled = () => tunnelTls(gatewayPort, TOKEN, RULED, rosterCa).then((c) => rawClient(c, RULED))
+    const send = (c: Client) => c.get("/v1/messages")
+    // The request is one the rules allow (the last rule): a refusal would measure the wrong path.
+    const probe = await tunnelTls(gatewayPort, TOKEN, RULED, rosterCa)
+    const status = await new Promise<string>((resolve) => {
+      probe.once("data", (c: Buffer) => resolve(c.toString("latin1").split("\r\n")[0] ?? ""))
+      probe.write(`GET /v1/messages HTTP/1.1\r\nHost: ${RULED}\r\n\r\n`)
+    })
+    probe.destroy()
+    if (!status.startsWith("HTTP/1.1 200")) throw new Error(`the ruled grant answered ${status}, not 200: the bench's rules do not allow its request`)
+    // Keep-alive latency, alternating blocks on one connection each.
+    const [plain, withRules] = [await viaGateway(), await ruled()]
+    for (let i = 0; i < 20; i++) await send(plain).then(() => send(withRules))
+    const times = { plain: [] as Array<number>, rules: [] as Array<number> }
+    for (let r = 0; r < (smoke ? 1 : quick ? 4 : 10); r++) {
+      for (const [c, into] of [[plain, times.plain], [withRules, times.rules]] as const) {
+        for (let i = 0; i < (smoke ? 20 : quick ? 50 : 200); i++) {
+          const t = process.hrtime.bigint()
+          await send(c)
+          into.push(ms(t))
+        }
+      }
+    }
+    plain.close()
+    withRules.close()
+    const p50 = percentile(times.rules, 50)
+    const base = percentile(times.plain, 50)
+    emit({
+      metric: "grant path with 100 request rules, keep-alive, p50", roster: p50, baseline: base, unit: "ms", compare: "added",
+      goal: "added <= 0.1 ms", pass: p50 - base <= 0.1, spread: `n=${times.rules.length}`
+    })
+    // Throughput, 16 connections each, alternating rounds.
+    const seconds = quick ? 1 : 3
+    const load = async (open: () => Promise<Client>) => {
+      const clients = await Promise.all(Array.from({ length: 16 }, open))
+      for (const c of clients) await send(c)
+      let done = 0
+      const until = Date.now() + seconds * 1000
+      await Promise.all(clients.map(async (c) => {
+        while (Date.now() < until) {
+          await send(c)
+          done++
+        }
+      }))
+      for (const c of clients) c.close()
+      return done / seconds
+    }
+    const rates = { plain: [] as Array<number>, rules: [] as Array<number> }
+    for (let r = 0; r < (smoke ? 1 : 3); r++) {
+      rates.plain.push(await load(() => viaGateway()))
+      rates.rules.push(await load(ruled))
+    }
+    const rate = percentile(rates.rules, 50)
+    const baseRate = percentile(rates.plain, 50)
+    emit({
+      metric: "grant path with 100 request rules, 16 connections", roster: rate, baseline: baseRate, unit: "req/s", compare: "share",
+      goal: ">= 95 % of no rules", pass: rate >= 0.95 * baseRate, spread: `rounds ${rates.rules.map((x) => x.toFixed(0)).join(", ")} against ${rates.plain.map((x) => x.toFixed(0)).join(", ")}`
+    })
+  }, 300_000)
 
   it("a new connection: CONNECT + TLS + one request, against direct TLS + one request; and the same resuming TLS sessions", async () => {
     const n = quick ? 20 : 100

@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import type { CardPlace, PendingApproval } from "../contract/approval.js"
+import { type CardPlace, decisionsFor, type PendingApproval } from "../contract/approval.js"
 import type { ChatPlace } from "../contract/origin.js"
 import { chatClient } from "./chatClient.js"
 import { ChatPostError } from "./ChatPostError.js"
@@ -18,7 +18,8 @@ export interface ApprovalCard {
 }
 
 export const cardText = (v: PendingApproval) =>
-  `[roster] ${v.worker}'s run ${v.run_id} asks for ${v.method} ${v.host}:${v.port}${v.path ?? ""}, which the policy refuses. ` +
+  `[roster] ${v.worker}'s run ${v.run_id} asks for ${v.method} ${v.host}:${v.port}${v.path ?? ""}, ` +
+  `${v.rule ? `which ${v.rule} asks a person about (approving lets this one request through). ` : "which the policy refuses. "}` +
   `It waits until ${v.expires_at.slice(11, 19)} UTC for a decision (${v.id}; also: roster approve ${v.id}).`
 
 const button = (text: string, decision: CardDecision, id: string, style?: "primary" | "danger") => ({
@@ -32,11 +33,11 @@ const button = (text: string, decision: CardDecision, id: string, style?: "prima
 const Created = Schema.Struct({ id: Schema.String })
 
 /** Discord's buttons (message components): success, primary, danger; the custom id carries the decision and the request. */
-const discordButtons = (id: string) => [{
+const discordButtons = (v: PendingApproval) => [{
   type: 1,
-  components: ([["Approve once", "once", 3], ["Approve for this run", "run", 1], ["Deny", "deny", 4]] as const).map(([label, decision, style]) => ({
-    type: 2, style, label, custom_id: `${APPROVAL_ACTION}${decision}:${id}`
-  }))
+  components: ([["Approve once", "once", 3], ["Approve for this run", "run", 1], ["Deny", "deny", 4]] as const)
+    .filter(([, decision]) => decisionsFor(v).includes(decision))
+    .map(([label, decision, style]) => ({ type: 2, style, label, custom_id: `${APPROVAL_ACTION}${decision}:${v.id}` }))
 }]
 
 /**
@@ -56,7 +57,7 @@ export const postApprovalCard = (place: ChatPlace, v: PendingApproval) =>
             body: {
               content: text,
               allowed_mentions: { parse: [] },
-              components: discordButtons(v.id),
+              components: discordButtons(v),
               ...(place.message && !place.thread ? { message_reference: { message_id: place.message, fail_if_not_exists: false } } : {})
             }
           }),
@@ -80,6 +81,7 @@ export const postApprovalCard = (place: ChatPlace, v: PendingApproval) =>
               type: "actions" as const,
               block_id: "roster_approval",
               elements: [button("Approve once", "once", v.id, "primary"), button("Approve for this run", "run", v.id), button("Deny", "deny", v.id, "danger")]
+                .filter((b) => decisionsFor(v).includes(b.action_id.slice(APPROVAL_ACTION.length) as CardDecision))
             }
           ],
           unfurl_links: false,

@@ -9,7 +9,7 @@ import { ChatClients } from "../chat/ChatClients.js"
 import type { CardPress } from "../chat/cardPress.js"
 import { Gateway } from "../gateway/egress/Gateway.js"
 import { ApprovalBoard, type BoardDecision } from "../contract/ApprovalBoard.js"
-import { type CardPlace, cardPlaceText, type PendingApproval, pressRefusal } from "../contract/approval.js"
+import { type CardPlace, cardPlaceText, decisionRefusal, type PendingApproval, pressRefusal } from "../contract/approval.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { type TurnMarks, turnMarks } from "./turnMarks.js"
 import { admit, type ChatEvent, takeTurn } from "../chat/admit.js"
@@ -127,6 +127,8 @@ const pressed = (s: Surface, p: CardPress, approvals: Gateway["Type"]["approvals
     const held = yield* heldRequest(approvals, p.approvalId)
     if (Option.isNone(held)) return yield* refuse(`${p.approvalId} is no longer waiting: it was already decided, ran out of time, or its run ended`)
     const card = held.value.view.card
+    const notThat = decisionRefusal(held.value.view, p.decision)
+    if (notThat) return yield* refuse(notThat)
     const wrong = pressRefusal(card, { provider: p.provider, connection: s.chat.connection, channel: channel.id, thread: p.thread, message: p.message })
     if (wrong !== undefined || card === undefined) return yield* refuse(wrong ?? "its request has no card")
     // The approvers of the place the card is in (the press came from there, checked above).

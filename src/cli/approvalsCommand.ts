@@ -16,7 +16,8 @@ const NO_DAEMON = "the roster server is not running, so no request is held — s
 const whoAmI = () => `${os.userInfo().username} (cli)`
 
 const line = (a: PendingApproval) =>
-  `${a.id}  ${a.worker}  ${a.method} ${a.host}:${a.port}${a.path ?? ""}  run ${a.run_id}${a.node ? ` on ${a.node}` : ""}  waits until ${a.expires_at}`
+  `${a.id}  ${a.worker}  ${a.method} ${a.host}:${a.port}${a.path ?? ""}  run ${a.run_id}${a.node ? ` on ${a.node}` : ""}  waits until ${a.expires_at}` +
+  (a.rule ? `  (asked by ${a.rule}: once or deny)` : "")
 
 const approvals = Command.make("approvals", { json }, ({ json }) =>
   Effect.gen(function*() {

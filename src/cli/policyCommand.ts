@@ -1,8 +1,8 @@
 import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect } from "effect"
+import { Console, Effect, Option } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
 import { workerSubject } from "../contract/scope.js"
-import { checkPolicy } from "../gateway/base/policyCheck.js"
+import { checkPolicy, probeBody } from "../gateway/base/policyCheck.js"
 import { refusalBody } from "../gateway/base/refusal.js"
 import { credentialFor } from "../vault/credentialFor.js"
 import { readIdentity } from "../worker/workers.js"
@@ -17,13 +17,27 @@ const HOW = {
 
 const check = Command.make("check", {
   json: Options.boolean("json").pipe(Options.withDescription("print JSON for scripts")),
+  graphqlOp: Options.text("graphql-op").pipe(
+    Options.optional,
+    Options.withDescription("a GraphQL request's one operation, as a rule names it: query, mutation:CreateIssue, …")
+  ),
+  jsonrpc: Options.text("jsonrpc").pipe(
+    Options.optional,
+    Options.withDescription("a JSON-RPC call, as a rule names it: tools/list, or tools/call:write_file for an MCP tool")
+  ),
+  method: Options.text("method").pipe(
+    Options.withDefault("GET"),
+    Options.withDescription("the request's method, as the box would send it (a grant with [[grant.rules]] decides by method and path)")
+  ),
   worker: Args.text({ name: "worker" }).pipe(Args.withDescription("whose box would ask")),
   url: Args.text({ name: "url" }).pipe(Args.withDescription("https://host[:port]/…, http://host[:port]/…, or host:port (a CONNECT)"))
-}, ({ json, url, worker }) =>
+}, ({ graphqlOp, json, jsonrpc, method, url, worker }) =>
   Effect.gen(function*() {
     yield* readIdentity(worker)
     const org = yield* (yield* OrgConfig).snapshot
-    const answer = checkPolicy(org, workerSubject(worker), url)
+    const body = probeBody({ graphqlOp: Option.getOrUndefined(graphqlOp), jsonrpc: Option.getOrUndefined(jsonrpc) })
+    // A GraphQL or JSON-RPC request is a POST unless said otherwise.
+    const answer = checkPolicy(org, workerSubject(worker), url, body && method === "GET" ? "POST" : method, body)
     // A grant whose credential is not connected is allowed by policy, yet every request gets 502: say so.
     const missing = answer.allowed && answer.credential && !(yield* credentialFor(answer.credential)) ? answer.credential : undefined
     const notes = answer.allowed
@@ -37,8 +51,9 @@ const check = Command.make("check", {
         null, 2
       ))
     } else if (answer.allowed) {
-      yield* Console.log(`allowed: ${answer.subject} → ${answer.host}:${answer.port}`)
+      yield* Console.log(`${answer.asked ? "asked" : "allowed"}: ${answer.subject} → ${answer.host}:${answer.port}`)
       yield* Console.log(`  rule: ${answer.rule} — ${HOW[answer.how]}${answer.credential ? ` (credential "${answer.credential}")` : ""}`)
+      if (answer.request) yield* Console.log(`  request: ${visible(answer.request)}`)
       if (answer.upstream) yield* Console.log(`  upstream: ${answer.upstream} ([[route]])`)
       for (const n of notes) yield* Console.log(`  note: ${n}`)
     } else {
@@ -49,7 +64,8 @@ const check = Command.make("check", {
     if (!answer.allowed) return yield* Effect.fail(new ExitCode({ code: 1 }))
   })).pipe(Command.withDescription(
     "Would the gateway let this worker's box reach this URL, and which rule decides? Reads org.toml and sends nothing. " +
-      "Exit 0 when allowed, 1 when refused. Example: roster policy check alice https://api.example.com/v1/messages"
+      "Exit 0 when allowed or asked (a grant rule that holds the request for a person), 1 when refused. Example: roster policy check alice https://api.example.com/v1/messages " +
+        "(or, for a grant with request rules: roster policy check alice https://api.example.com/repos/acme/app --method DELETE)"
   ))
 
 export const policyCommand = Command.make("policy").pipe(

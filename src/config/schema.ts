@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { isIP } from "node:net"
 import { CeilingMinutes, Span } from "./ceiling.js"
 import { ClusterSection } from "./cluster.js"
+import { RequestRule, RULE_ACTIONS, rulesProblem } from "./requestRule.js"
 
 const Port = Schema.Int.pipe(Schema.between(1, 65535))
 // Ceilings by the one rule every surface uses; waits for a box or a message up to a week.
@@ -166,7 +167,7 @@ export type PriceRule = typeof Price.Type
 /** Tools a model provider runs on its own side, reaching the network where the gateway cannot see. */
 export const SERVER_TOOL_KINDS = ["web_search", "web_fetch", "code_execution", "mcp"] as const
 
-export const Grant = Schema.Struct({
+const GrantFields = Schema.Struct({
   name: Schema.NonEmptyString,
   hosts: Schema.NonEmptyArray(Host),
   scope: Scope,
@@ -177,8 +178,18 @@ export const Grant = Schema.Struct({
   /** Provider-side tools a model request on this grant may declare (none by default: they are egress the gateway cannot see). */
   server_tools: Schema.optional(Schema.Array(Schema.Literal(...SERVER_TOOL_KINDS))),
   /** When set, each web search/fetch tool is limited to these domains (and those under them), passed to the provider. */
-  server_tool_domains: Schema.optional(Schema.NonEmptyArray(Host))
+  server_tool_domains: Schema.optional(Schema.NonEmptyArray(Host)),
+  /** [[grant.rules]]: which requests the credential goes with (config/requestRule.ts); the first that matches decides. */
+  rules: Schema.optional(Schema.Array(RequestRule)),
+  /** What decides a request no rule matches: allow when the grant has no rules, deny otherwise. */
+  default: Schema.optional(Schema.Literal(...RULE_ACTIONS))
 })
+
+// A rule that can never match, or never decide, is a mistake that would read as a protection: refused at load.
+export const Grant = GrantFields.pipe(Schema.filter((g) => {
+  const problem = rulesProblem(g.rules ?? [])
+  return problem === undefined || { path: ["rules", problem.index], message: `grant "${g.name}": ${problem.message}` }
+}))
 
 export const Allow = Schema.Struct({
   hosts: Schema.NonEmptyArray(Host),

@@ -59,6 +59,45 @@ entry_max = 2000                # characters in one entry
 #                               # "code_execution", "mcp" — egress the gateway cannot see, so none by default
 # server_tool_domains = ["example.com"]   # web search/fetch limited to these domains (passed to the provider)
 
+# A grant that decides request by request: the first rule whose methods and paths match decides,
+# "default" the rest (deny once a grant has rules). Paths are matched as the upstream gets them
+# (escapes decoded, "//" and ".." resolved); "*" is one segment, a last "**" everything under.
+# [[grant]]
+# name = "github"
+# hosts = ["api.github.example.com"]
+# scope = ["org/alice"]
+# credential = "github"
+# default = "deny"
+# [[grant.rules]]
+# methods = ["DELETE"]
+# action = "deny"                # "ask": held until a person approves that one request (roster approve)
+# [[grant.rules]]
+# methods = ["GET"]
+# paths = ["/repos/acme/**"]
+# action = "allow"
+# [[grant.rules]]
+# methods = ["POST"]
+# paths = ["/repos/acme/*/pulls"]
+# action = "allow"
+
+# An MCP server over HTTP, decided call by call (jsonrpc = true; graphql = true reads a GraphQL
+# operation instead: operations = ["query", "mutation:CreateIssue"]):
+# [[grant]]
+# name = "files-mcp"
+# hosts = ["mcp.example.com"]
+# scope = ["org/alice"]
+# credential = "files-mcp"
+# [[grant.rules]]
+# paths = ["/mcp"]
+# jsonrpc = true
+# calls = ["tools/call:write_file", "tools/call:delete_file"]
+# action = "deny"
+# [[grant.rules]]
+# paths = ["/mcp"]
+# jsonrpc = true
+# calls = ["initialize", "notifications/initialized", "tools/list", "tools/call"]
+# action = "allow"
+
 # Egress without credentials (tunnelled as is; port 443 unless ports are listed):
 # [[allow]]
 # hosts = ["packages.example.org"]

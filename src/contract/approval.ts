@@ -57,10 +57,24 @@ export const PendingApproval = Schema.Struct({
   /** The fleet node whose gateway holds it (under `[cluster]`). */
   node: Schema.optional(Schema.String),
   /** Its card in a chat thread, once posted: the only place a press decides it. */
-  card: Schema.optional(CardPlace)
+  card: Schema.optional(CardPlace),
+  /**
+   * Held by a grant's request rule that asks (`[[grant]] "github" rule 2 (…)`), not by a refusal: it is
+   * approved once or denied — the rule asks again for the next request, so never for the run or for good.
+   */
+  rule: Schema.optional(Schema.String)
 })
 export type PendingApproval = typeof PendingApproval.Type
 
 /** once: this request; run: this host:port for the rest of the run; always: an [[allow]] in org.toml; deny: the 403 now. */
 export const ApprovalDecision = Schema.Literal("once", "run", "always", "deny")
 export type ApprovalDecision = typeof ApprovalDecision.Type
+
+/** The decisions a held request takes: a rule's hold once or deny only (its rule asks about each request). */
+export const decisionsFor = (v: Pick<PendingApproval, "rule">): ReadonlyArray<ApprovalDecision> =>
+  v.rule === undefined ? ["once", "run", "always", "deny"] : ["once", "deny"]
+
+/** Why `decision` cannot decide `v` (undefined when it can), with what can. */
+export const decisionRefusal = (v: Pick<PendingApproval, "rule" | "id">, decision: ApprovalDecision): string | undefined =>
+  decisionsFor(v).includes(decision) ? undefined
+    : `${v.id} is held by ${v.rule ?? "a rule"}, which asks about each request: approve it once (roster approve ${v.id}) or deny it`

@@ -17,7 +17,7 @@ import { directRunRoutes, endDirectRuns, makeDirectRuns } from "./directRuns.js"
 import { directTalkRoutes, endDirectTalks, makeDirectTalks } from "./directTalks.js"
 import { FleetMember } from "../fleet/FleetMember.js"
 import { ApprovalBoard, type BoardSilent } from "../contract/ApprovalBoard.js"
-import type { PendingApproval } from "../contract/approval.js"
+import { decisionRefusal, type PendingApproval } from "../contract/approval.js"
 
 export class ControlSocketBusy extends Schema.TaggedError<ControlSocketBusy>()("ControlSocketBusy", { socket: Schema.String }) {
   override get message() {
@@ -74,6 +74,9 @@ const ApprovalsLive = HttpApiBuilder.group(ControlApi, "approvals", (handlers) =
         const held = Option.isSome(here) || !board ? here : yield* onBoard(board, path.id)
         if (Option.isNone(held)) return yield* Effect.fail(new NoSuchApproval({ id: path.id }))
         const a = held.value
+        // A request a grant's rule asks about is approved once or denied: its rule asks again for the next.
+        const notThat = decisionRefusal(a, payload.decision)
+        if (notThat) return yield* Effect.fail(new ApprovalRefused({ id: a.id, reason: notThat }))
         const lines = payload.decision === "always"
           ? allowLines(a.worker, a.host, a.port, payload.by, new Date(yield* Clock.currentTimeMillis).toISOString())
           : undefined

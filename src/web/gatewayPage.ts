@@ -5,7 +5,7 @@ import type { Org } from "../config/schema.js"
 import { foldFileLines } from "../fs/lines.js"
 import { cut, html } from "./html.js"
 import { readAuditLine } from "../contract/auditLine.js"
-import type { PendingApproval } from "../contract/approval.js"
+import { decisionsFor, type PendingApproval } from "../contract/approval.js"
 
 const HOURS = 24
 const REFUSALS_SHOWN = 50
@@ -68,11 +68,19 @@ const chart = (host: string, counts: ReadonlyArray<number>) => {
 }
 
 const scopes = (s: ReadonlyArray<string>) => s.join(", ")
+
+/** A grant's request rules in order, then what decides the rest: every request, when it has none. */
+const requestRules = (g: Org["grant"][number]) => {
+  const rules = g.rules ?? []
+  const rest = g.default ?? (rules.length === 0 ? "allow" : "deny")
+  if (rules.length === 0 && rest === "allow") return "every request"
+  return html`<ol>${rules.map((r) => html`<li>${r.action} ${(r.methods ?? ["any method"]).join(", ")} ${(r.paths ?? ["any path"]).join(", ")}</li>`)}</ol>the rest: ${rest}`
+}
 const ports = (p: ReadonlyArray<number> | undefined) => (p && p.length > 0 ? p.join(", ") : "443")
 
 /** One held request's buttons: each a CSRF-checked form of its own. */
 const decisions = (a: PendingApproval, csrf: string) =>
-  (["once", "run", "always", "deny"] as const).map((d) =>
+  decisionsFor(a).map((d) =>
     html`<form method="post" action="/gateway/approvals/${a.id}" class="inline"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="decision" value="${d}"><button type="submit">${
       d === "deny" ? "Deny" : d === "once" ? "Approve once" : d === "run" ? "Approve for the run" : "Approve always"
     }</button></form>`)
@@ -83,7 +91,7 @@ const pendingSection = (pending: ReadonlyArray<PendingApproval> | null, csrf: st
 ${note ? html`<p class="note" role="status">${note}</p>` : ""}
 ${pending === null ? html`<p>The roster server is not running: nothing is held.</p>` : pending.length === 0 ? html`<p>No request is waiting.</p>` : html`<table>
 <thead><tr><th scope="col">Run</th><th scope="col">Worker</th><th scope="col">Request</th><th scope="col">Waits until</th><th scope="col">Decide</th></tr></thead>
-<tbody>${pending.map((a) => html`<tr><td><a href="/runs/${a.run_id}">${a.run_id}</a>${a.node ? html` on ${a.node}` : ""}</td><td>${a.worker}</td><td><code>${a.method} ${a.host}:${a.port}${a.path ?? ""}</code></td><td>${a.expires_at}</td><td>${decisions(a, csrf)}</td></tr>`)}</tbody>
+<tbody>${pending.map((a) => html`<tr><td><a href="/runs/${a.run_id}">${a.run_id}</a>${a.node ? html` on ${a.node}` : ""}</td><td>${a.worker}</td><td><code>${a.method} ${a.host}:${a.port}${a.path ?? ""}</code>${a.rule ? html`<br>asked by ${a.rule}` : ""}</td><td>${a.expires_at}</td><td>${decisions(a, csrf)}</td></tr>`)}</tbody>
 </table>`}`
 
 /** Gateway: held requests, requests per host over the last day, refusals with their reasons, and the rules in force. */
@@ -103,8 +111,8 @@ ${v.refusals.length === 0 ? html`<p>No refusal in the last 24 hours.</p>` : html
 <h2>Rules in force</h2>
 ${org === null ? html`<p class="error">org.toml does not decode: nothing is allowed until it is fixed (roster doctor names the error).</p>` : html`<table>
 <caption>[[grant]]: TLS terminated, the credential injected</caption>
-<thead><tr><th scope="col">Name</th><th scope="col">Hosts</th><th scope="col">Ports</th><th scope="col">Subjects</th><th scope="col">Credential</th><th scope="col">Server tools</th></tr></thead>
-<tbody>${org.grant.map((g) => html`<tr><td>${g.name}</td><td>${g.hosts.join(", ")}</td><td>${ports(g.ports)}</td><td>${scopes(g.scope)}</td><td>${g.credential}</td><td>${(g.server_tools ?? []).join(", ") || "none"}</td></tr>`)}</tbody>
+<thead><tr><th scope="col">Name</th><th scope="col">Hosts</th><th scope="col">Ports</th><th scope="col">Subjects</th><th scope="col">Credential</th><th scope="col">Server tools</th><th scope="col">Requests</th></tr></thead>
+<tbody>${org.grant.map((g) => html`<tr><td>${g.name}</td><td>${g.hosts.join(", ")}</td><td>${ports(g.ports)}</td><td>${scopes(g.scope)}</td><td>${g.credential}</td><td>${(g.server_tools ?? []).join(", ") || "none"}</td><td>${requestRules(g)}</td></tr>`)}</tbody>
 </table>
 <table>
 <caption>[[allow]]: tunnelled as is</caption>

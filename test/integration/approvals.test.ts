@@ -1,9 +1,14 @@
+import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as http from "node:http"
+import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { answersOf, askScript, type Held, nextHeld } from "../support/ask.js"
-import { collect, type Deployment, makeDeployment } from "../support/deployment.js"
+import { viaGateway } from "../support/boxClient.js"
+import { collect, type Deployment, HOST_KEY, makeDeployment } from "../support/deployment.js"
+import { makeTestTls } from "../support/testCa.js"
+import { SENTINEL } from "../../src/contract/constants.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { latestRunId } from "../support/runs.js"
 import { auditedOnce } from "../support/audit.js"
@@ -12,10 +17,16 @@ import type { AuditRecord } from "../../src/gateway/base/Audit.js"
 describe("approvals: a box's refused request held while a person decides, through the real gateway and CLI", () => {
   let d: Deployment
   let outside: OutsideHost
-  const writeOrg = (wait: number) => d.writeOrg(`[gateway]\napprovals = "ask"\napproval_wait_s = ${wait}\n`)
+  let testCa: string
+  const writeOrg = (wait: number, extra = "") => d.writeOrg(`[gateway]\napprovals = "ask"\napproval_wait_s = ${wait}\nupstream_ca_file = "${testCa}"\n${extra}`)
 
   beforeAll(async () => {
-    outside = await makeOutsideHost()
+    // The outside host speaks TLS too (its https ports): a grant's upstream, verified against this test CA.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-approvals-"))
+    const tls = await makeTestTls("198.51.100.7")
+    for (const [name, text] of [["up.crt", tls.certPem], ["up.key", tls.keyPem], ["ca.crt", tls.caPem]] as const) fs.writeFileSync(path.join(dir, name), text)
+    testCa = path.join(dir, "ca.crt")
+    outside = await makeOutsideHost({ cert: path.join(dir, "up.crt"), key: path.join(dir, "up.key") })
     d = await makeDeployment("")
     writeOrg(60)
   })
@@ -72,6 +83,66 @@ describe("approvals: a box's refused request held while a person decides, throug
     ])
     expect(audited.find((x) => x.status === 403 && x.host === outside.address)?.note).toMatch(/\(cli\) denied it$/)
   })
+
+  it("a grant's rule that asks holds one DELETE until roster approve lets it through, injected, on the path its rule saw; the next is held again; --always is refused for it", async () => {
+    writeOrg(60, [
+      "[[grant]]", `name = "github"`, `hosts = ["gh.example.com"]`, `scope = ["org/alice"]`, `credential = "anthropic"`,
+      "[[grant.rules]]", `methods = ["DELETE"]`, `paths = ["/repos/acme/*"]`, `action = "ask"`,
+      "[[grant.rules]]", `methods = ["GET"]`, `paths = ["/repos/acme/**"]`, `action = "allow"`,
+      "[[route]]", `host = "gh.example.com"`, `upstream = "https://${outside.address}:${outside.httpsPorts[0]}"`
+    ].join("\n"))
+    // A run whose box waits; the test speaks for it from the host, with its token, as its box's client would.
+    const child = d.spawn(["worker", "run", "alice", "!sleep 60"])
+    const done = collect(child)
+    try {
+      const identity = d.file("state", "identity")
+      let token: string | undefined
+      for (let i = 0; i < 300 && !token; i++) {
+        token = fs.readdirSync(identity).filter((f) => f.endsWith(".json"))
+          .find((f) => (JSON.parse(fs.readFileSync(path.join(identity, f), "utf8")) as { worker: string; warm?: boolean }).worker === "alice" &&
+            !(JSON.parse(fs.readFileSync(path.join(identity, f), "utf8")) as { warm?: boolean }).warm)?.replace(/\.json$/, "")
+        if (!token) await new Promise((r) => setTimeout(r, 200))
+      }
+      expect(token, "alice's run has its token").toBeDefined()
+      const rosterCa = fs.readFileSync(d.file("state", "ca", "ca.crt"), "utf8")
+      const send = (method: string, p: string) => viaGateway(d.port, token, "gh.example.com:443", { method, path: p, headers: { "x-api-key": SENTINEL } }, [rosterCa])
+      const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex")
+      // Allowed by rule 2, nothing held.
+      const read = await send("GET", "/repos/acme/app")
+      expect(read.status).toBe(200)
+      const seen = new Set<string>()
+      // Held: approved once, it goes on injected, on its canonical path.
+      const first = send("DELETE", "/repos/acme/x/../app")
+      const held = await nextHeld(d, seen)
+      expect(held).toMatchObject({ worker: "alice", method: "DELETE", host: "gh.example.com", port: 443, path: "/repos/acme/app" })
+      expect((held as unknown as { rule: string }).rule).toBe(`[[grant]] "github" rule 1 (methods = ["DELETE"], paths = ["/repos/acme/*"], action = "ask")`)
+      expect((await d.roster(["approvals"])).stdout).toContain(`(asked by [[grant]] "github" rule 1`)
+      const always = await d.roster(["approve", held.id, "--always"])
+      expect(always.code).not.toBe(0)
+      expect(always.stderr + always.stdout).toMatch(/which asks about each request: approve it once \(roster approve ap-[0-9a-f]{8}\) or deny it/)
+      expect(fs.readFileSync(d.file("config", "org.toml"), "utf8")).not.toContain("roster approve --always")
+      const once = await d.roster(["approve", held.id])
+      expect(once.code, once.stderr).toBe(0)
+      const approved = await first
+      expect(approved.status).toBe(200)
+      const e = JSON.parse(approved.body) as { method: string; path: string; x_api_key_sha256: string }
+      expect(e).toMatchObject({ method: "DELETE", path: "/repos/acme/app", x_api_key_sha256: sha(HOST_KEY) })
+      // The next DELETE is held again, and a denial is its 403.
+      const second = send("DELETE", "/repos/acme/app")
+      const again = await nextHeld(d, seen)
+      expect(again.id).not.toBe(held.id)
+      expect((await d.roster(["deny", again.id])).code).toBe(0)
+      const denied = await second
+      expect(denied.status).toBe(403)
+      expect(denied.body).toMatch(/held for a person by \[\[grant\]\] "github" rule 1 .* denied it/)
+      const audited = await auditedOnce(d.file("state", "audit"), (lines) => lines.some((x) => x.host === "gh.example.com" && x.status === 403))
+      expect(audited.find((x) => x.host === "gh.example.com" && x.method === "DELETE" && x.status === 200)?.note).toMatch(/^approved by \S+ \(cli\) \(once\)$/)
+    } finally {
+      child.kill("SIGINT")
+      await done
+      writeOrg(60)
+    }
+  }, 180_000)
 
   it("no decision in time is the 403 saying no one approved it; --always writes the worker's [[allow]] with who and when", async () => {
     writeOrg(2)

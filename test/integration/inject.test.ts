@@ -108,6 +108,18 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
         "[[grant]]", `name = "${c}"`, `hosts = ["${c}.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "${c}"`,
         "[[route]]", `host = "${c}.example.com"`, `upstream = "https://198.51.100.7:8443"`
       ]),
+      // A GitHub-shaped grant deciding request by request: read acme's repositories, open pull requests, never delete.
+      "[[grant]]", `name = "github"`, `hosts = ["gh.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "anthropic"`,
+      "[[grant.rules]]", `methods = ["DELETE"]`, `action = "deny"`,
+      "[[grant.rules]]", `methods = ["GET"]`, `paths = ["/repos/acme/**"]`, `action = "allow"`,
+      "[[grant.rules]]", `methods = ["POST"]`, `paths = ["/repos/acme/*/pulls"]`, `action = "allow"`,
+      "[[route]]", `host = "gh.example.com"`, `upstream = "https://198.51.100.7:8443"`,
+      // An MCP server over HTTP decided call by call, and a GraphQL endpoint by its operation.
+      "[[grant]]", `name = "mcp"`, `hosts = ["mcp.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "anthropic"`,
+      "[[grant.rules]]", `paths = ["/mcp"]`, "jsonrpc = true", `calls = ["tools/call:write_file"]`, `action = "deny"`,
+      "[[grant.rules]]", `paths = ["/mcp"]`, "jsonrpc = true", `action = "allow"`,
+      "[[grant.rules]]", `paths = ["/graphql"]`, "graphql = true", `operations = ["query"]`, `action = "allow"`,
+      "[[route]]", `host = "mcp.example.com"`, `upstream = "https://198.51.100.7:8443"`,
       "[[allow]]", `hosts = ["token.example.com"]`, `scope = ["org"]`,
       "[[route]]", `host = "token.example.com"`, `upstream = "https://198.51.100.7:8443"`,
       "[[grant]]", `name = "unconnected"`, `hosts = ["nokey.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "nothing"`,
@@ -447,6 +459,67 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(seen.headers["x-api-key"]).toBe(SENTINEL)
     expect(seen.headers["sec-websocket-extensions"]).toContain("permessage-deflate")
     expect(s.messages[2]).toBe("through")
+  })
+
+  it("a grant's request rules decide each request in its tunnel: the allowed reach the upstream injected, on the path the rules saw; the rest are refused naming the rule, never sent", async () => {
+    const gh = (method: string, p: string, body?: string) =>
+      viaGateway(port, HANK, "gh.example.com:8443", { method, path: p, headers: { "x-api-key": SENTINEL }, ...(body === undefined ? {} : { body }) }, [rosterCa])
+    const read = await gh("GET", "/repos/acme/app/issues?state=open")
+    expect(read.status).toBe(200)
+    expect(echo(read)).toMatchObject({ path: "/repos/acme/app/issues?state=open", x_api_key_sha256: sha(REAL_KEY) })
+    const pull = await gh("POST", "/repos/acme/app/pulls", "{}")
+    expect(pull.status).toBe(200)
+    expect(echo(pull)).toMatchObject({ method: "POST", path: "/repos/acme/app/pulls", x_api_key_sha256: sha(REAL_KEY) })
+    // The upstream gets the path the rules saw: dot-segments and repeated slashes resolved first.
+    const folded = await gh("GET", "/repos/acme/x/../app//pulls")
+    expect(folded.status).toBe(200)
+    expect(echo(folded).path).toBe("/repos/acme/app/pulls")
+    // Refused by the gateway itself (its JSON, not the upstream's echo), the rule that decided named.
+    const refusals: Array<[string, string, number, RegExp]> = [
+      ["DELETE", "/repos/acme/app", 403, /DELETE \/repos\/acme\/app on gh\.example\.com is refused for org\/alice by \[\[grant\]\] "github" rule 1 \(methods = \["DELETE"\], action = "deny"\)/],
+      ["GET", "/repos/acme/%2e%2e/other/app", 403, /GET \/repos\/other\/app .* its default \(deny: no rule matched\)/],
+      ["POST", "/repos/acme/app/merges", 403, /its default/],
+      ["GET", "/repos/acme%2Fapp", 400, /no single meaning: an encoded slash/]
+    ]
+    for (const [method, p, status, reason] of refusals) {
+      const r = await gh(method, p)
+      expect(r.status, `${method} ${p}`).toBe(status)
+      const said = JSON.parse(r.body) as { error: { message: string }; roster: { why: string }; x_api_key_sha256?: unknown }
+      expect(said.x_api_key_sha256, "the upstream never answered").toBeUndefined()
+      expect(said.error.message).toMatch(reason)
+      expect(said.roster.why).toBe(status === 400 ? "malformed" : "request_rule")
+    }
+    // A WebSocket on a grant that decides request by request would carry what no rule sees.
+    const ws = await wsVia(port, HANK, "gh.example.com:8443", "/ws", { headers: { "x-api-key": SENTINEL }, expect: 1, ca: [rosterCa] })
+    expect(ws.status).toBe(403)
+    expect(ws.headers["x-roster-refusal"]).toBe("request_rule")
+    const mine = (x: AuditRecord) => x.run_id === HANK_RUN && x.host === "gh.example.com"
+    const audited = (await auditedOnce(auditDir, (lines) => lines.filter(mine).length >= 8)).filter(mine)
+    expect(audited.find((x) => x.method === "DELETE")).toMatchObject({ status: 403, note: expect.stringContaining(`"github" rule 1`) })
+    expect(audited.filter((x) => x.status === 200).map((x) => x.injected)).toEqual([true, true, true])
+  })
+
+  it("a JSON-RPC rule decides an MCP server's calls, a batch whole; a GraphQL rule the document's one operation; the body decided is the body sent", async () => {
+    const post = (p: string, body: unknown) =>
+      viaGateway(port, HANK, "mcp.example.com:8443", { method: "POST", path: p, headers: { "x-api-key": SENTINEL, "content-type": "application/json" }, body: JSON.stringify(body) }, [rosterCa])
+    const call = (name: string, id = 1) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: { path: "/notes" } } })
+    const read = await post("/mcp", call("read_file"))
+    expect(read.status).toBe(200)
+    expect(JSON.parse(echo(read).body)).toEqual(call("read_file"))
+    expect(echo(read).x_api_key_sha256).toBe(sha(REAL_KEY))
+    const write = await post("/mcp", call("write_file"))
+    expect(write.status).toBe(403)
+    expect(JSON.parse(write.body).error.message).toMatch(/POST \/mcp \(call tools\/call:write_file\) on mcp\.example\.com is refused .* "mcp" rule 1/)
+    const batch = await post("/mcp", [call("read_file"), call("write_file", 2)])
+    expect(batch.status).toBe(403)
+    expect(JSON.parse(batch.body).error.message).toMatch(/a batch of 2 calls: its call tools\/call:write_file/)
+    const query = await post("/graphql", { query: "query Q { viewer { mutation: login } }" })
+    expect(query.status).toBe(200)
+    const mutation = await post("/graphql", { query: "mutation M { deleteRepository { id } }" })
+    expect(mutation.status).toBe(403)
+    const two = await post("/graphql", { query: "query A { x } mutation B { y }" })
+    expect(two.status).toBe(400)
+    expect(JSON.parse(two.body).error.message).toMatch(/2 operations/)
   })
 
   it("a grant whose credential is not connected says how to connect it — to a request and to a WebSocket handshake", async () => {

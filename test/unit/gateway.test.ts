@@ -59,8 +59,8 @@ describe("gateway policy", () => {
   })
 
   it("policy check reads URLs and CONNECT targets the way the gateway does", () => {
-    expect(parseTarget("https://API.example.com/v1?x=1")).toEqual({ host: "api.example.com", port: 443, scheme: "https" })
-    expect(parseTarget("http://198.51.100.7:9080/")).toEqual({ host: "198.51.100.7", port: 9080, scheme: "http" })
+    expect(parseTarget("https://API.example.com/v1?x=1")).toEqual({ host: "api.example.com", port: 443, scheme: "https", path: "/v1?x=1" })
+    expect(parseTarget("http://198.51.100.7:9080/")).toEqual({ host: "198.51.100.7", port: 9080, scheme: "http", path: "/" })
     expect(parseTarget("[2001:db8::1]:8443")).toEqual({ host: "2001:db8::1", port: 8443, scheme: "tunnel" })
     expect(parseTarget("ftp://example.com/")).toBeUndefined()
     expect(parseTarget("example.com")).toBeUndefined()

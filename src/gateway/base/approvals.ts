@@ -50,7 +50,7 @@ export const makeApprovals = (board?: Board) => {
       if (card !== undefined && !sameCard(held.view.card, card)) return Option.none<PendingApproval>()
       // The first decision wins: a second (a button pressed as the CLI decided) finds it taken.
       if (!(yield* Deferred.succeed(held.answer, decided))) return Option.none<PendingApproval>()
-      if (decided.decision === "run") {
+      if (decided.decision === "run" && held.view.rule === undefined) {
         const set = forRun.get(held.view.run_id) ?? new Set<string>()
         set.add(key(held.view.host, held.view.port))
         forRun.set(held.view.run_id, set)

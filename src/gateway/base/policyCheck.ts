@@ -3,6 +3,7 @@ import type { Org } from "../../config/schema.js"
 import { isLoopback, isValidHost, normalizeHost } from "../../contract/addresses.js"
 import { decide, upstreamFor } from "./policy.js"
 import { Refusal } from "./refusal.js"
+import { hasRules, type RequestBody, ruleRequest } from "./requestRules.js"
 
 /** What a box's request to `url` would meet at the gateway, decided without sending anything. */
 export type PolicyAnswer =
@@ -16,6 +17,10 @@ export type PolicyAnswer =
     readonly how: "terminated" | "tunnelled" | "forwarded"
     readonly credential?: string
     readonly upstream?: string
+    /** A grant with request rules: what they make of this method and path (or that they decide each request). */
+    readonly request?: string
+    /** The grant's rule asks a person about this request: it waits for an approval (`roster approve`). */
+    readonly asked?: boolean
     /** What still happens at request time (name resolution). */
     readonly notes: ReadonlyArray<string>
   }
@@ -25,6 +30,8 @@ interface Target {
   readonly host: string
   readonly port: number
   readonly scheme: "https" | "http" | "tunnel"
+  /** The request target (path and query) of a URL; none for a bare host:port. */
+  readonly path?: string
 }
 
 /** `https://host[:port]/…`, `http://host[:port]/…`, or a bare `host:port` (a CONNECT, as a box's client sends for any TLS). */
@@ -37,7 +44,10 @@ export const parseTarget = (raw: string): Target | undefined => {
   if (scheme !== "http" && scheme !== "https") return undefined
   try {
     const u = new URL(raw)
-    return { host: normalizeHost(u.hostname), port: Number(u.port || (scheme === "https" ? 443 : 80)), scheme }
+    // The path as written (new URL would resolve its dot-segments and escapes: the gateway's own canonical form decides).
+    const rest = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*([^#]*)/i.exec(raw)?.[1] ?? ""
+    const path = rest.startsWith("/") ? rest : `/${rest}`
+    return { host: normalizeHost(u.hostname), port: Number(u.port || (scheme === "https" ? 443 : 80)), scheme, path }
   } catch {
     return undefined
   }
@@ -49,7 +59,21 @@ export const parseTarget = (raw: string): Target | undefined => {
  * and it is not the gateway itself. A name is resolved only when a box asks, so a private
  * answer then is said as a note, not decided here.
  */
-export const checkPolicy = (org: Org, subject: string, raw: string): PolicyAnswer => {
+/** The body a box would send for one GraphQL operation ("mutation:CreateIssue") or one JSON-RPC call ("tools/call:write_file"): what policy check decides. */
+export const probeBody = (o: { readonly graphqlOp?: string | undefined; readonly jsonrpc?: string | undefined }): RequestBody | undefined => {
+  if (o.graphqlOp !== undefined) {
+    const [type, name] = o.graphqlOp.split(":")
+    return { contentType: "application/json", raw: Buffer.from(JSON.stringify({ query: `${type ?? "query"} ${name ?? ""} { __typename }` })) }
+  }
+  if (o.jsonrpc !== undefined) {
+    const [method, tool] = o.jsonrpc.split(":")
+    const params = method === "tools/call" && tool !== undefined ? { name: tool, arguments: {} } : {}
+    return { contentType: "application/json", raw: Buffer.from(JSON.stringify({ jsonrpc: "2.0", id: 1, method, params })) }
+  }
+  return undefined
+}
+
+export const checkPolicy = (org: Org, subject: string, raw: string, method = "GET", body?: RequestBody): PolicyAnswer => {
   const target = parseTarget(raw)
   const where = { subject, ...(target ? { host: target.host, port: target.port } : {}) }
   const refused = (r: Refusal): PolicyAnswer => ({ allowed: false, status: r.status, refusal: r })
@@ -68,6 +92,24 @@ export const checkPolicy = (org: Org, subject: string, raw: string): PolicyAnswe
   if (up.port === org.gateway.port && (isLoopback(up.host) || up.host === "0.0.0.0")) {
     return refused(new Refusal(403, "the gateway does not proxy to itself", { why: "gateway_itself", ...where }))
   }
+  // A grant with request rules decides each request inside its tunnel: the URL's method and path, or a note that it will.
+  let request: string | undefined
+  let asked = false
+  if (decision.via === "grant" && hasRules(decision.rule)) {
+    if (target.path === undefined) {
+      request = `each request is decided by the grant's rules (method and path): give a URL to check one`
+    } else {
+      const ruled = ruleRequest(decision.rule, method, target.path, { host, port, subject }, body)
+      if (!ruled.ok && ruled.needsBody) {
+        request = `${method} ${target.path} is decided by its body (a GraphQL or JSON-RPC rule): give --graphql-op or --jsonrpc to check one`
+      } else if (!ruled.ok && !ruled.ask) return refused(ruled.refusal)
+      else if (ruled.ok) request = `${method} ${ruled.url.split("?")[0]} allowed by ${ruled.by ?? "the grant"}`
+      else {
+        asked = true
+        request = `${method} ${ruled.ask?.path ?? target.path} asked: held until a person approves it (roster approve), by ${ruled.ask?.rule ?? "the grant"}`
+      }
+    }
+  }
   const notes = !up.routed && net.isIP(up.host) === 0
     ? [`${up.host} is resolved when the box asks: an answer that is a private, loopback or metadata address is refused unless the rule lists that address`]
     : []
@@ -77,6 +119,8 @@ export const checkPolicy = (org: Org, subject: string, raw: string): PolicyAnswe
     how: decision.via === "grant" ? "terminated" : target.scheme === "http" ? "forwarded" : "tunnelled",
     ...(decision.via === "grant" ? { credential: decision.rule.credential } : {}),
     ...(up.routed ? { upstream: `${up.protocol}//${up.host}:${up.port}` } : {}),
+    ...(request ? { request } : {}),
+    ...(asked ? { asked } : {}),
     notes
   }
 }

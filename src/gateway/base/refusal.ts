@@ -11,6 +11,7 @@ export type RefusalWhy =
   | "malformed" // not a request the gateway parses
   | "no_rule" // no [[grant]] or [[allow]] covers host:port for this subject
   | "wrong_port" // a rule covers the host for this subject, not this port
+  | "request_rule" // the host is granted, and the grant's request rules (method, path) refuse this request
   | "refused_address" // the name resolves to a private/loopback/metadata address no rule names
   | "gateway_itself" // the gateway does not proxy to itself
   | "tls_only" // a granted host over plain http: credentials go only over TLS

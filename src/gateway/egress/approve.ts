@@ -64,36 +64,52 @@ const askFor = (caller: Caller, rawHost: string, port: number, asked: AskedFor, 
     const runId = caller.runId
     const worker = caller.worker
     const host = normalizeHost(rawHost)
-    const approvals = (yield* Gateway).approvals
-    if (approvals.allowedForRun(caller.runId, host, port)) return approved(org, caller, host, port, "an earlier --run approval")
+    if ((yield* Gateway).approvals.allowedForRun(caller.runId, host, port)) return approved(org, caller, host, port, "an earlier --run approval")
     if (yield* reachesPrivate(host)) return yield* Effect.fail(refusal)
     const wait = org.gateway.approval_wait_s
     yield* Effect.logWarning(
       `gateway: run ${caller.runId} (${caller.worker}) asks for ${asked.method} ${host}:${port}${asked.path ?? ""}, which the policy refuses: ` +
         `waiting ${wait} s for roster approvals / approve / deny`
     )
+    const end = yield* hold(caller, runId, worker, host, port, asked, closed, org)
+    const { by, decision, at } = yield* heldAnswer(end, refusal, wait)
+    return approved(org, caller, host, port, `${by} (${decision})${at}`)
+  })
+
+/** A request held until a person decides, its wait runs out, or its connection or run ends; its card, where its run has a thread. */
+const hold = (
+  caller: Caller, runId: string, worker: string, host: string, port: number, asked: AskedFor, closed: Effect.Effect<void>, org: Authorized["org"], rule?: string
+) =>
+  Effect.gen(function*() {
+    const approvals = (yield* Gateway).approvals
     // A held request is owned by its connection and its run: either's end takes it off the list.
     const gone = Effect.race(Effect.as(closed, "the box closed its connection"), runEnded(runId))
     const limits = { perRun: org.gateway.approvals_max_per_run, total: org.gateway.approvals_max }
+    const wait = org.gateway.approval_wait_s
     const now = yield* Clock.currentTimeMillis
-    const answer = yield* withCard(worker, runId, (onHeld) =>
+    return yield* withCard(worker, runId, (onHeld) =>
       approvals.ask(
-        { run_id: runId, worker, subject: caller.subject, method: asked.method, host, port, path: asked.path },
+        { run_id: runId, worker, subject: caller.subject, method: asked.method, host, port, path: asked.path, ...(rule ? { rule } : {}) },
         now,
         wait * 1000,
         limits,
         gone,
         onHeld
       ), (end) => cardEnd(asked, host, port, worker, wait, end))
-    if (answer._tag === "full") return yield* Effect.fail(new Refusal(429, `${refusal.reason} — not held for a decision: ${answer.why}`, refusal.detail))
-    if (answer._tag === "gone") return yield* Effect.fail(new Refusal(403, `${refusal.reason} — it was held for a decision until ${answer.why}`, refusal.detail))
-    if (answer._tag === "timeout") {
+  })
+
+/** How a hold ended, as the request's answer: a person's approval (who, what, where), or `refusal` saying why not. */
+const heldAnswer = (end: HoldEnd, refusal: Refusal, wait: number) =>
+  Effect.gen(function*() {
+    if (end._tag === "full") return yield* Effect.fail(new Refusal(429, `${refusal.reason} — not held for a decision: ${end.why}`, refusal.detail))
+    if (end._tag === "gone") return yield* Effect.fail(new Refusal(403, `${refusal.reason} — it was held for a decision until ${end.why}`, refusal.detail))
+    if (end._tag === "timeout") {
       return yield* Effect.fail(new Refusal(403, `${refusal.reason} — it waited ${wait} s for an approval and no one approved it`, refusal.detail))
     }
-    const { by, decision, where } = answer.decided
+    const { by, decision, where } = end.decided
     const at = where ? ` in ${where}` : ""
     if (decision === "deny") return yield* Effect.fail(new Refusal(403, `${refusal.reason} — ${by} denied it${at}`, refusal.detail))
-    return approved(org, caller, host, port, `${by} (${decision})${at}`)
+    return { by, decision, at }
   })
 
 /** The chat thread a run's held requests are decided in: its chat session's, or the chat place its task answers to. */
@@ -159,6 +175,24 @@ const cardEnd = (asked: AskedFor, host: string, port: number, worker: string, wa
       return `${what}: not held (${end.why}).`
   }
 }
+
+/**
+ * A request a grant's rule asks about (`action = "ask"`), held for a person whatever `[gateway] approvals`
+ * says: `once` lets this one request through (the rule holds the next again), `deny` or no decision in
+ * time is `refusal`, saying which. The audit's words on success: who approved it.
+ */
+export const askByRule = (caller: Caller, host: string, port: number, asked: AskedFor, rule: string, refusal: Refusal, closed: Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    if (!caller.runId || !caller.worker) return yield* Effect.fail(refusal)
+    const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.mapError(() => refusal))
+    const wait = org.gateway.approval_wait_s
+    yield* Effect.logWarning(
+      `gateway: run ${caller.runId} (${caller.worker}) asks for ${asked.method} ${host}:${port}${asked.path ?? ""}, which ${rule} asks a person about: ` +
+        `waiting ${wait} s for roster approvals / approve / deny`
+    )
+    const end = yield* hold(caller, caller.runId, caller.worker, host, port, asked, closed, org, rule)
+    return yield* heldAnswer(end, refusal, wait).pipe(Effect.map(({ by, decision, at }) => `${by} (${decision})${at}`))
+  })
 
 /** `authorize`, with a refusal by policy held for a person's decision where `[gateway] approvals = "ask"`. */
 export const authorizeOrAsk = (caller: Caller, host: string, port: number, asked: AskedFor, closed: Effect.Effect<void>) =>

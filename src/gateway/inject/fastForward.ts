@@ -15,6 +15,7 @@ import { isModelCall, type Meter, type MeterBasis, openMeter, overAtStart } from
 import { injectCredential } from "../secrets/inject.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
 import { type GrantCache, type GrantSeen, refreshGrant } from "./grantCache.js"
+import { ruleRequest } from "../base/requestRules.js"
 import type { Target } from "./granted.js"
 import { checkBody, modelOf } from "./injectForward.js"
 import { relayedFields, relayTo } from "./relay.js"
@@ -145,11 +146,15 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
    * false, having read and sent nothing, when `injectForward` must.
    */
   const tryForward = (target: Target, req: http.IncomingMessage, res: http.ServerResponse): boolean => {
-    const url = req.url ?? "/"
-    if (!url.startsWith("/")) return false
+    if (!(req.url ?? "/").startsWith("/")) return false
     const now = clock.unsafeCurrentTimeMillis()
     const seen = grants.fresh(target, now)
     if (!seen) return false
+    // A request the grant's rules refuse goes the slow way, which refuses it (tainted, audited) as any refusal.
+    const ruled = ruleRequest(seen.granted.grant, req.method ?? "GET", req.url ?? "/", { host: target.host, port: target.port, subject: target.caller.subject })
+    if (!ruled.ok) return false
+    const url = ruled.url
+    req.url = url
     if (grants.refreshDue(target, seen, now)) self.fork(refreshGrant(target, grants, seen))
     const { caller } = target
     const trace: RequestTrace = {

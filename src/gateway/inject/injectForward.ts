@@ -6,6 +6,8 @@ import { placed, Refusal } from "../base/refusal.js"
 import { forwardable } from "../base/headers.js"
 import type { Target } from "./granted.js"
 import { injectCredential } from "../secrets/inject.js"
+import { ruleRequest } from "../base/requestRules.js"
+import { askByRule, socketEnded } from "../egress/approve.js"
 import { refuseResponse } from "../base/refuse.js"
 import { bodyLimit, isCheckedBody, parseChecked, readBody } from "../base/requestBody.js"
 import { serverToolsReason, vetServerTools } from "../base/serverTools.js"
@@ -43,6 +45,42 @@ const checkedBody = (req: http.IncomingMessage, grant: GrantRule, limit: number)
     return "refusal" in checked ? yield* Effect.fail(checked.refusal) : checked
   })
 
+/** A body already read (a GraphQL or JSON-RPC rule needed it): checked as `checkedBody` checks one, else sent as read. */
+const checkedRead = (req: http.IncomingMessage, raw: Buffer, grant: GrantRule) =>
+  Effect.gen(function*() {
+    if (!isCheckedBody(req)) return { body: raw, json: undefined } satisfies Checked
+    const checked = checkBody(req, raw, grant)
+    return "refusal" in checked ? yield* Effect.fail(checked.refusal) : checked
+  })
+
+/**
+ * The grant's request rules on this request, on the path the upstream will get (canonical when it has
+ * rules): its body read first when a GraphQL or JSON-RPC rule needs it (that body is then the one sent,
+ * so the upstream gets what was decided), and a rule that asks holding it for a person. Fails with the
+ * refusal; an approval says who gave it.
+ */
+const byRules = (target: Target, req: http.IncomingMessage, grant: GrantRule, limit: number) =>
+  Effect.gen(function*() {
+    const where = { host: target.host, port: target.port, subject: target.caller.subject }
+    const method = req.method ?? "GET"
+    const url = req.url ?? "/"
+    let ruled = ruleRequest(grant, method, url, where)
+    let raw: Buffer | undefined
+    if (!ruled.ok && ruled.needsBody) {
+      raw = yield* readBody(req, limit)
+      ruled = ruleRequest(grant, method, url, where, { contentType: String(req.headers["content-type"] ?? ""), raw })
+    }
+    if (ruled.ok) {
+      req.url = ruled.url
+      return { raw, approvedBy: undefined }
+    }
+    if (!ruled.ask) return yield* Effect.fail(ruled.refusal)
+    // Approved, it goes on as an allowed one would.
+    const approvedBy = yield* askByRule(target.caller, target.host, target.port, { method, path: ruled.ask.path }, ruled.ask.rule, ruled.refusal, socketEnded(req.socket))
+    req.url = ruled.ask.url
+    return { raw, approvedBy }
+  })
+
 /** The model a request names (`model` in its JSON body). */
 export const modelOf = (json: unknown) => (namesModel(json) ? json.model : "unknown")
 const namesModel = Schema.is(Schema.Struct({ model: Schema.String }))
@@ -61,7 +99,10 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     const seen = decided.right
     const { agent, granted: { authorized, credential, grant } } = seen
     const limit = bodyLimit(authorized.org)
-    const checkedOr = yield* checkedBody(req, grant, limit).pipe(Effect.either)
+    const ruled = yield* byRules(target, req, grant, limit).pipe(Effect.either)
+    if (ruled._tag === "Left") return yield* refuse(ruled.left)
+    const { approvedBy, raw } = ruled.right
+    const checkedOr = yield* (raw ? checkedRead(req, raw, grant) : checkedBody(req, grant, limit)).pipe(Effect.either)
     if (checkedOr._tag === "Left") return yield* refuse(checkedOr.left)
     const checked = checkedOr.right
     // A run's model call is metered, and refused once a budget is used up.
@@ -94,7 +135,8 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     started?.meter?.settle()
     const places = [...inHead, ...(body.found() ? ["body"] : [])]
     if (result.refusal) yield* taintOnRefusal(self.taints, target.caller, placed(result.refusal, trace))
-    yield* auditTrace(trace, relayedFields(result, injected, places))
+    const fields = relayedFields(result, injected, places)
+    yield* auditTrace(trace, approvedBy ? { ...fields, note: [`approved by ${approvedBy}`, fields.note].filter(Boolean).join("; ") } : fields)
     if (places.length > 0) {
       yield* warnRun(target.caller, sentinelWarning(target.host, places))
       if (before.length === 0) yield* taintSentinel(self.taints, target.caller, target.host, places)

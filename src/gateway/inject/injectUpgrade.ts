@@ -11,6 +11,7 @@ import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 import { taintSentinel } from "../base/taint.js"
 import { Gateway } from "../egress/Gateway.js"
+import { hasRules } from "../base/requestRules.js"
 import { injectCredential } from "../secrets/inject.js"
 import { Scrub, scrubText } from "../secrets/scrub.js"
 import { sentinelPlaces } from "../secrets/sentinelScan.js"
@@ -76,7 +77,13 @@ export const injectUpgrade = (
     // The same decision as the connection's other requests: the one made as its tunnel opened, when fresh.
     const decided = yield* grantFor(target, grants).pipe(Effect.either)
     if (decided._tag === "Left") return yield* refuse(decided.left)
-    const { authorized, credential, upstream } = decided.right.granted
+    const { authorized, credential, grant, upstream } = decided.right.granted
+    // Past the handshake every frame is a request the rules never see: a grant that decides by request refuses the tunnel.
+    if (hasRules(grant)) {
+      return yield* refuse(new Refusal(403,
+        `a WebSocket upgrade on ${target.host} is refused for ${target.caller.subject}: [[grant]] ${JSON.stringify(grant.name)} decides request by request ` +
+          "(its rules), and what a WebSocket carries after the handshake is no request its rules could decide", { why: "request_rule", host: target.host, port: target.port, subject: target.caller.subject }))
+    }
     const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
     const out = forwardable(headers)
     delete out["sec-websocket-extensions"]

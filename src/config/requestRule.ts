@@ -1,0 +1,142 @@
+import { Schema } from "effect"
+
+/**
+ * A grant's request rules ([[grant.rules]]): which requests inside its hosts it lets through with the
+ * credential, which it holds for a person (`ask`: one approval lets that one request through), which it refuses. The first rule whose methods and paths both match decides; the grant's
+ * `default` decides the rest (allow when it has no rules — as before rules existed — deny otherwise).
+ *
+ * A path pattern is matched against the request's canonical path (gateway/base/canonicalPath.ts), one
+ * segment at a time: a literal matches itself (case counts), `*` one non-empty segment, and `**`, as the
+ * last segment only, everything under what comes before it (`/repos/acme/**` matches `/repos/acme/` and
+ * `/repos/acme/x/y`, not `/repos/acme`). A method is matched as sent: `GET` never matches `get`.
+ */
+export const RULE_ACTIONS = ["allow", "ask", "deny"] as const
+export type RuleAction = typeof RULE_ACTIONS[number]
+
+const Method = Schema.String.pipe(Schema.pattern(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/, {
+  message: () => "a method is an HTTP method token as sent, e.g. \"GET\" or \"POST\""
+}))
+const PathPattern = Schema.String.pipe(Schema.maxLength(2048))
+/** "query", "mutation" or "subscription", alone (every operation of that type) or with ":" and an operation name. */
+const Operation = Schema.String.pipe(Schema.pattern(/^(query|mutation|subscription)(:[_A-Za-z][_0-9A-Za-z]*)?$/, {
+  message: () => `an operation is "query", "mutation" or "subscription", or one with its name: "mutation:CreateIssue"`
+}))
+/** A JSON-RPC method ("tools/list"), or MCP's tools/call with the tool's name ("tools/call:write_file"). */
+const Call = Schema.String.pipe(Schema.pattern(/^[^\s:]{1,128}(:[^\s]{1,128})?$/, {
+  message: () => `a call is a JSON-RPC method ("tools/list"), or "tools/call:<tool>" for an MCP tool`
+}))
+
+const RuleFields = Schema.Struct({
+  /** The methods it matches, as sent; absent: every method. */
+  methods: Schema.optional(Schema.NonEmptyArray(Method)),
+  /** The paths it matches; absent: every path. */
+  paths: Schema.optional(Schema.NonEmptyArray(PathPattern)),
+  /** A GraphQL endpoint: the rule matches by the document's one operation (`operations`; absent: every one). */
+  graphql: Schema.optional(Schema.Boolean),
+  operations: Schema.optional(Schema.NonEmptyArray(Operation)),
+  /** A JSON-RPC endpoint (an MCP server over HTTP): the rule matches call by call (`calls`; absent: every call). */
+  jsonrpc: Schema.optional(Schema.Boolean),
+  calls: Schema.optional(Schema.NonEmptyArray(Call)),
+  action: Schema.Literal(...RULE_ACTIONS)
+})
+
+// What a rule reads of a body is said by the rule's own switch: operations without graphql = true would match nothing.
+export const RequestRule = RuleFields.pipe(Schema.filter((r) =>
+  r.graphql === true && r.jsonrpc === true ? "a rule is graphql = true or jsonrpc = true, not both (one endpoint speaks one)"
+    : r.operations !== undefined && r.graphql !== true ? "operations apply to a rule with graphql = true: add it"
+    : r.calls !== undefined && r.jsonrpc !== true ? "calls apply to a rule with jsonrpc = true: add it"
+    : true
+))
+export type RequestRule = typeof RequestRule.Type
+
+/** Whether a rule reads the request's body (GraphQL or JSON-RPC) to decide. */
+export const readsBody = (r: RequestRule) => r.graphql === true || r.jsonrpc === true
+
+/** Does operation pattern `outer` match every operation `inner` matches? ("mutation" covers "mutation:X".) */
+const operationCovers = (outer: string, inner: string) => outer === inner || (!outer.includes(":") && inner.startsWith(`${outer}:`))
+/** Does call pattern `outer` match every call `inner` matches? ("tools/call" covers "tools/call:x".) */
+const callCovers = operationCovers
+
+const listCovers = (outer: ReadonlyArray<string> | undefined, inner: ReadonlyArray<string> | undefined, covers: (o: string, i: string) => boolean) =>
+  outer === undefined || (inner !== undefined && inner.every((i) => outer.some((o) => covers(o, i))))
+
+/** Does `outer` match every body `inner` matches? A rule that reads no body matches them all. */
+const bodyCovers = (outer: RequestRule, inner: RequestRule) =>
+  outer.graphql === true ? inner.graphql === true && listCovers(outer.operations, inner.operations, operationCovers)
+    : outer.jsonrpc === true ? inner.jsonrpc === true && listCovers(outer.calls, inner.calls, callCovers)
+    : true
+
+/** A path pattern split into segments: `/a/*\/b` → ["a", "*", "b"]; `/` → [""]. */
+export const segmentsOf = (path: string): ReadonlyArray<string> => path.slice(1).split("/")
+
+/** What is wrong with a path pattern, or undefined: one that can never match a canonical path is refused. */
+export const patternProblem = (pattern: string): string | undefined => {
+  if (!pattern.startsWith("/")) return `a path starts with "/" (it is matched against the request's path, without the query)`
+  if (/[?#]/.test(pattern)) return "a path has no query or fragment: the query is not part of the path a rule sees"
+  if (pattern.includes("%")) return "a path is written decoded (the gateway decodes a request's path once before matching)"
+  const segments = segmentsOf(pattern)
+  for (const [i, s] of segments.entries()) {
+    if (s === "." || s === "..") return `"${s}" never appears in a canonical path (the gateway resolves dot-segments before matching)`
+    if (s === "" && i < segments.length - 1) return `"//" never appears in a canonical path (the gateway folds repeated slashes)`
+    if (s === "**" && i < segments.length - 1) return `"**" is allowed only as the last segment (as in "/repos/acme/**")`
+    if (s !== "*" && s !== "**" && s.includes("*")) return `"*" stands for a whole segment ("/a/*/b"), not part of one`
+  }
+  return undefined
+}
+
+/**
+ * Does `outer` match every path `inner` matches? Segment by segment: a `**` covers all that is left
+ * (at least one segment), `*` covers any one non-empty segment (a literal or another `*`), a literal only itself.
+ */
+export const patternCovers = (outer: string, inner: string): boolean => {
+  const o = segmentsOf(outer)
+  const n = segmentsOf(inner)
+  for (let i = 0; i < o.length; i++) {
+    const seg = o[i] as string
+    if (seg === "**") return n.length > i
+    const other = n[i]
+    if (other === undefined || other === "**") return false
+    if (seg === "*" ? other === "" : seg !== other) return false
+  }
+  return n.length === o.length
+}
+
+const methodsCover = (outer: RequestRule, inner: RequestRule) =>
+  outer.methods === undefined || (inner.methods !== undefined && inner.methods.every((m) => outer.methods?.includes(m)))
+
+const pathsCover = (outer: RequestRule, inner: RequestRule) =>
+  outer.paths === undefined || (inner.paths !== undefined && inner.paths.every((p) => outer.paths?.some((q) => patternCovers(q, p))))
+
+/** How a rule reads in an error, a refusal or a check: its index (from 1) and its lines. */
+export const describeRule = (rule: RequestRule, index: number) =>
+  `rule ${index + 1} (${[
+    ...(rule.methods ? [`methods = ${JSON.stringify(rule.methods)}`] : []),
+    ...(rule.paths ? [`paths = ${JSON.stringify(rule.paths)}`] : []),
+    ...(rule.graphql ? ["graphql = true"] : []),
+    ...(rule.operations ? [`operations = ${JSON.stringify(rule.operations)}`] : []),
+    ...(rule.jsonrpc ? ["jsonrpc = true"] : []),
+    ...(rule.calls ? [`calls = ${JSON.stringify(rule.calls)}`] : []),
+    `action = "${rule.action}"`
+  ].join(", ")})`
+
+/**
+ * The first problem of a grant's rules, or undefined: a path that can never match, or a rule that can
+ * never decide because one before it matches everything it matches (first match wins) — each with the fix.
+ */
+export const rulesProblem = (rules: ReadonlyArray<RequestRule>): { readonly index: number; readonly message: string } | undefined => {
+  for (const [i, rule] of rules.entries()) {
+    for (const p of rule.paths ?? []) {
+      const problem = patternProblem(p)
+      if (problem) return { index: i, message: `${describeRule(rule, i)}: path ${JSON.stringify(p)} can never match — ${problem}` }
+    }
+    const before = rules.slice(0, i).findIndex((r) => methodsCover(r, rule) && pathsCover(r, rule) && bodyCovers(r, rule))
+    if (before >= 0) {
+      return {
+        index: i,
+        message: `${describeRule(rule, i)} never decides: ${describeRule(rules[before] as RequestRule, before)} matches every request it matches, ` +
+          "and the first rule that matches decides — move it above, narrow the earlier one, or remove it"
+      }
+    }
+  }
+  return undefined
+}
