@@ -134,7 +134,7 @@ describe("approvals: a box's refused request held while a person decides, throug
       expect((await d.roster(["deny", again.id])).code).toBe(0)
       const denied = await second
       expect(denied.status).toBe(403)
-      expect(denied.body).toMatch(/held for a person by \[\[grant\]\] "github" rule 1 .* denied it/)
+      expect((JSON.parse(denied.body) as { error: { message: string } }).error.message).toMatch(/held for a person by \[\[grant\]\] "github" rule 1 .* denied it$/)
       const audited = await auditedOnce(d.file("state", "audit"), (lines) => lines.some((x) => x.host === "gh.example.com" && x.status === 403))
       expect(audited.find((x) => x.host === "gh.example.com" && x.method === "DELETE" && x.status === 200)?.note).toMatch(/^approved by \S+ \(cli\) \(once\)$/)
     } finally {
