@@ -21,17 +21,24 @@ export const officialNode = (version) => {
   return node
 }
 
-/** bin/roster.js without its floor, beside links to the same dist/ and package.json: what the CLI costs to start on an older Node. */
+/** bin/roster.js without its floor, beside links to its siblings in bin/, the same dist/ and package.json: what the CLI costs to start on an older Node. */
 export const unflooredBin = (root) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-bench-bin-"))
   fs.mkdirSync(path.join(dir, "bin"))
   for (const f of ["dist", "package.json"]) fs.symlinkSync(path.join(root, f), path.join(dir, f))
+  // bin/roster.js imports its siblings (handoff.js) lazily: they come along, so the copy runs every path the original does.
+  for (const f of fs.readdirSync(path.join(root, "bin"))) {
+    if (f !== "roster.js") fs.symlinkSync(path.join(root, "bin", f), path.join(dir, "bin", f))
+  }
   const source = fs.readFileSync(path.join(root, "bin", "roster.js"), "utf8")
   const floor = /\/\/ A maintained Node, first[^\n]*\n\{[\s\S]*?\n\}\n/
   if (!floor.test(source)) throw new Error("bin/roster.js's Node floor check moved: update bench/otherNode.mjs")
   fs.writeFileSync(path.join(dir, "bin", "roster.js"), source.replace(floor, ""))
   return path.join(dir, "bin", "roster.js")
 }
+
+/** Removes a copy unflooredBin made. */
+export const dropUnfloored = (bin) => fs.rmSync(path.dirname(path.dirname(bin)), { recursive: true, force: true })
 
 /** The flags bin/roster.js's first line gives Node: a measured start passes the same. */
 export const binFlags = (root) => {

@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { binFlags, CA_BUNDLE, officialNode, unflooredBin } from "./otherNode.mjs"
+import { binFlags, CA_BUNDLE, dropUnfloored, officialNode, unflooredBin } from "./otherNode.mjs"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(root, "bin/roster.js")
@@ -70,6 +70,7 @@ for (let i = 0; i < runs; i++) {
   programs.oldCa.push(once(old, [...flags, lifted, "worker"], ca))
   programs.nowCa.push(once(process.execPath, [...flags, bin, "worker"], ca))
 }
+dropUnfloored(lifted)
 const now = process.version
 const compared = [
   [`roster --version on Node ${NODE20} against ${now}`, nodes.old, nodes.now],
