@@ -12,6 +12,7 @@ import { SENTINEL } from "../../src/contract/constants.js"
 import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { latestRunId } from "../support/runs.js"
 import { auditedOnce } from "../support/audit.js"
+import { runTokenFiles, servedRunToken } from "../support/leftovers.js"
 import type { AuditRecord } from "../../src/gateway/base/Audit.js"
 
 describe("approvals: a box's refused request held while a person decides, through the real gateway and CLI", () => {
@@ -92,18 +93,11 @@ describe("approvals: a box's refused request held while a person decides, throug
       "[[route]]", `host = "gh.example.com"`, `upstream = "https://${outside.address}:${outside.httpsPorts[0]}"`
     ].join("\n"))
     // A run whose box waits; the test speaks for it from the host, with its token, as its box's client would.
+    const before = await runTokenFiles(d)
     const child = d.spawn(["worker", "run", "alice", "!sleep 60"])
     const done = collect(child)
     try {
-      const identity = d.file("state", "identity")
-      let token: string | undefined
-      for (let i = 0; i < 300 && !token; i++) {
-        token = fs.readdirSync(identity).filter((f) => f.endsWith(".json"))
-          .find((f) => (JSON.parse(fs.readFileSync(path.join(identity, f), "utf8")) as { worker: string; warm?: boolean }).worker === "alice" &&
-            !(JSON.parse(fs.readFileSync(path.join(identity, f), "utf8")) as { warm?: boolean }).warm)?.replace(/\.json$/, "")
-        if (!token) await new Promise((r) => setTimeout(r, 200))
-      }
-      expect(token, "alice's run has its token").toBeDefined()
+      const token = await servedRunToken(d, "alice", before)
       const rosterCa = fs.readFileSync(d.file("state", "ca", "ca.crt"), "utf8")
       const send = (method: string, p: string) => viaGateway(d.port, token, "gh.example.com:443", { method, path: p, headers: { "x-api-key": SENTINEL } }, [rosterCa])
       const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex")

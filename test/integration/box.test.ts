@@ -80,7 +80,7 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     }
     outside = await makeOutsideHost()
     // Cold boxes: this suite is the box a run starts for itself (a --ceiling run's, a continuation's, a CLI's own)
-    // and its runc-against-gVisor comparison; the warm box is warm.test's and warm.e2e's, under the default runtime.
+    // and its runc-against-gVisor comparison; the warm box is warm.test's and warm.e2e's, under the default runtime (gVisor).
     d = await makeDeployment(`[[allow]]\nhosts = ["${"198.51.100.7"}"]\nports = [9099]\nscope = ["org/*"]\n`, TEST_IMAGE, runtime, { box: [`warm = "off"`] })
     deploymentLabel = `roster.deployment=${d.file("config")}`
   })

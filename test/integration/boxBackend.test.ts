@@ -5,7 +5,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BoxBackend } from "../../src/backend/BoxBackend.js"
-import type { BoxPlan } from "../../src/backend/plan.js"
+import type { BoxPlan, BoxRuntime } from "../../src/backend/plan.js"
 import { hostUser } from "../../src/box/provision.js"
 import { OrgConfig } from "../../src/config/OrgConfig.js"
 import { Paths } from "../../src/config/Paths.js"
@@ -17,7 +17,7 @@ import { type Deployment, makeDeployment, TEST_IMAGE } from "../support/deployme
 const docker = new Dockerode()
 
 /** A plan for a box of the scripted engine that prints a line, then waits to be killed (its folders in a temp tree). */
-const planOf = (d: Deployment, iso: { readonly network: string; readonly gatewayAddress: string; readonly gatewayPort: number }, runId: string) =>
+const planOf = (d: Deployment, iso: { readonly network: string; readonly gatewayAddress: string; readonly gatewayPort: number }, runId: string, runtime: BoxRuntime) =>
   Effect.gen(function*() {
     const org = yield* (yield* OrgConfig).snapshot
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "roster-backend-"))
@@ -33,7 +33,7 @@ const planOf = (d: Deployment, iso: { readonly network: string; readonly gateway
       return path.join(root, name)
     }
     const plan: BoxPlan = {
-      runId, worker: "alice", kind: "box", taskId: null, image: TEST_IMAGE, runtime: "runc", policy: org.box,
+      runId, worker: "alice", kind: "box", taskId: null, image: TEST_IMAGE, runtime, policy: org.box,
       user: hostUser(), network: iso.network, gatewayAddress: iso.gatewayAddress, gatewayPort: iso.gatewayPort,
       token: "0".repeat(64),
       dirs: {
@@ -75,8 +75,11 @@ describe("the Docker box backend, against its contract (a real engine, a real da
       const net = yield* Effect.promise(() => docker.getNetwork(iso.network).inspect() as Promise<{ Internal: boolean }>)
       expect(net.Internal).toBe(true)
       expect(yield* backend.runtime({ runtime: "runc" })).toBe("runc")
+      // The default: gVisor where the engine has it registered (CI registers it), and the box opened under it.
+      const runtime = yield* backend.runtime({ runtime: "auto" })
+      expect(runtime).toBe("runsc")
 
-      const plan = yield* planOf(d, iso, runId)
+      const plan = yield* planOf(d, iso, runId, runtime)
       const opened = yield* Effect.scoped(Effect.gen(function*() {
         const box = yield* backend.open(plan)
         expect(box.name).toBe(`roster-box-${runId}`)

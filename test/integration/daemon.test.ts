@@ -90,7 +90,7 @@ describe("the gateway's CA (real daemon, real engine)", () => {
   let d: Deployment
 
   beforeAll(async () => {
-    d = await makeDeployment("", undefined, "runc", { start: false })
+    d = await makeDeployment("", undefined, undefined, { start: false })
   })
   afterAll(async () => {
     await d?.stop()
@@ -188,7 +188,7 @@ describe("the daemon's image pull at start (a real registry on loopback: Debian'
 describe("roster server start --addr: where the gateway listens and boxes reach it (real daemon, real engine, iptables)", () => {
   let d: Deployment
   beforeAll(async () => {
-    d = await makeDeployment("[box]\negress_lockdown = true\n", undefined, "runc", { start: false })
+    d = await makeDeployment("[box]\negress_lockdown = true\n", undefined, undefined, { start: false })
   })
   afterAll(async () => {
     await d?.stop()

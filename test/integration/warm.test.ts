@@ -64,7 +64,8 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
   beforeAll(async () => {
     outside = await makeOutsideHost()
     execFileSync("docker", ["tag", TEST_IMAGE, image])
-    d = await makeDeployment(allow(), image, "runc")
+    // The runtime roster picks (gVisor, which CI registers): the warm path users get.
+    d = await makeDeployment(allow(), image)
     deployment = d.file("config")
   })
 
@@ -83,6 +84,8 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
     expect(first.code, first.stderr).toBe(0)
     const warm = await warmBox()
     expect(record(latestRunId(d.file("data", "runs", "alice"))).warm).toBe(false)
+    // Made under gVisor, as the run it waits for would be.
+    expect((await docker.getContainer(warm.id).inspect()).HostConfig.Runtime).toBe("runsc")
     // Its token is bound to no run, and says so.
     const held = tokens().map((f) => JSON.parse(fs.readFileSync(d.file("state", "identity", f), "utf8")))
     expect(held).toEqual([expect.objectContaining({ run_id: warm.runId, warm: true })])

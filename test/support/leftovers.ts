@@ -83,3 +83,26 @@ export const expectOnlyWarm = async (d: Roots, o: { readonly warm?: ReadonlyArra
 
 /** The deployment's boxes that are not warm boxes waiting (a run's: a cold box, or a warm box a run took). */
 export const runBoxesOf = async (config: string) => (await leftovers(config, "/nonexistent")).runBoxes
+
+/**
+ * The token of `worker`'s run that the gateway serves now: bound to a run (not a warm box's, waiting), not
+ * one that was already a run's before `before` was taken (a run that ended, its token not yet removed), and
+ * its run's box going by the run's name — a warm box's token is bound a moment before the engine renames
+ * the box, and until then the gateway finds no live box of the run (407, "the run of this token has ended").
+ */
+export const servedRunToken = async (d: Roots, worker: string, before: ReadonlySet<string>, ms = 60_000) => {
+  const by = Date.now() + ms
+  for (;;) {
+    const l = await leftovers(d.file("config"), d.file("state"), { all: true })
+    const token = l.runTokens.find((t) => t.worker === worker && !before.has(t.file))
+    if (token) {
+      const named = await docker.listContainers({ all: true, filters: { label: [`roster.deployment=${d.file("config")}`], name: [`roster-box-${token.run_id}`] } })
+      if (named.some((c) => c.State === "running")) return token.file.replace(/\.json$/, "")
+    }
+    if (Date.now() > by) throw new Error(`no served run token of ${worker} after ${ms / 1000} s`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+/** The token files that are runs' now (taken before starting a run, for servedRunToken). */
+export const runTokenFiles = async (d: Roots) => new Set((await leftovers(d.file("config"), d.file("state"))).runTokens.map((t) => t.file))
