@@ -1,4 +1,4 @@
-import { Clock, Context, Deferred, Effect, Layer, Mailbox, PubSub, Queue, Ref, Stream } from "effect"
+import { Clock, Context, Deferred, Effect, Fiber, Layer, Mailbox, PubSub, Queue, Ref, Stream } from "effect"
 import { type ContainerSpec, Docker, DockerError, DockerUnavailable, type ImageInfo, type NetworkInfo } from "./Docker.js"
 
 /** What a scripted box does once started. */
@@ -196,6 +196,7 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
         record("imageBuild", { contextDir, files, tag }).pipe(Effect.tap(() => Effect.sync(() => images.set(tag, fakeImage())))),
       imageImport: (_tarball, ref) =>
         record("imageImport", ref).pipe(Effect.tap(() => Effect.sync(() => images.set(ref, fakeImage())))),
+      // As a real engine: a create once asked is carried out whether or not its caller still waits for the answer.
       containerCreate: (spec) =>
         Effect.gen(function*() {
           yield* record("containerCreate", spec)
@@ -214,7 +215,7 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
             created: yield* Clock.currentTimeMillis
           })
           return id
-        }),
+        }).pipe(Effect.forkDaemon, Effect.flatMap(Fiber.join)),
       containerAttach: (id) =>
         Effect.gen(function*() {
           yield* record("containerAttach", id)

@@ -9,7 +9,7 @@ import { taskEnd } from "./taskEnd.js"
 import { interruptedEnd } from "./dispatch.js"
 import { RunLog } from "../run/RunLog.js"
 import { type TakeOver, takeOver } from "./takeOver.js"
-import { killOrSay } from "../backend/killOrSay.js"
+import { removeOrSay } from "../backend/killOrSay.js"
 
 /** How long past its deadline a box with a living owner gets, so the owner can record its own ceiling. */
 const OWNER_GRACE_MS = 5_000
@@ -92,14 +92,17 @@ export const watchPass = (st: SupervisorState, self: Owner) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     for (const found of yield* deploymentBoxes) {
-      if ((yield* Ref.get(st.held)).has(found.id) || sameOwner(found.owner, self)) continue
+      if ((yield* Ref.get(st.held)).has(found.id)) continue
       const box = yield* asItsRun(found)
       const pastDeadline = box.deadline !== null && now > box.deadline
-      const alive = box.owner !== null && (yield* ownerAlive(box.owner))
+      // This daemon's own boxes are their runs' to end, but not past their ceiling: one a run let go of
+      // (a box whose close went wrong) would otherwise live for good, the daemon being alive.
+      const alive = sameOwner(found.owner, self) || (box.owner !== null && (yield* ownerAlive(box.owner)))
       if (alive) {
         if (box.deadline !== null && now > box.deadline + OWNER_GRACE_MS) {
           yield* Effect.logWarning(`box ${box.name} of ${box.worker} is past its ceiling and its owner (pid ${box.owner?.pid}) did not stop it: killed`)
-          yield* killOrSay(box.id, `box ${box.name} of ${box.worker}`)
+          // Removed as well: a box never started (its create answered after its run was stopped) does not die of a kill.
+          yield* removeOrSay(box.id, `box ${box.name} of ${box.worker}`)
           yield* Ref.update(st.counts, (c) => ({ ...c, reaped: c.reaped + 1 }))
         }
         continue

@@ -755,6 +755,31 @@ describe("adoption and the reaper (Docker test layer)", () => {
       expect((yield* sup.status).reaped).toBe(2)
     }).pipe(Effect.provide(layer))
   })
+
+  it.scoped("a box of this daemon's own past its ceiling is removed, even one never started (a create answered after its run was stopped); one within it is left", () => {
+    const { paths, layer } = deployment()
+    return Effect.gen(function*() {
+      const self = yield* currentOwner
+      const docker = yield* Docker
+      const box = (runId: string, deadline: number) =>
+        docker.containerCreate({
+          name: `roster-box-${runId}`, Image: "roster-box:1", Cmd: ["HANG"], Env: [],
+          Labels: {
+            "roster.run-id": runId, "roster.worker": "alice", "roster.kind": "box", "roster.deployment": paths.config,
+            "roster.deadline": String(deadline), "roster.owner-pid": String(self.pid), "roster.owner-start": self.start
+          },
+          User: "1:1", WorkingDir: "/", OpenStdin: false, StdinOnce: false, AttachStdin: false, AttachStdout: true, AttachStderr: true, Tty: false,
+          HostConfig: { AutoRemove: true, NetworkMode: "roster-locked", ExtraHosts: [], Dns: [], CapDrop: ["ALL"], SecurityOpt: [], Tmpfs: {}, Binds: [] }
+        })
+      const leaked = yield* box("2026-11-29-10-00-00-000000d1", 60_000)
+      const within = yield* box("2026-11-29-10-00-00-000000d2", 3_600_000)
+      const fake = yield* DockerFake
+      const sup = yield* startSupervisor
+      yield* eventually(TestClock.adjust("3 seconds").pipe(Effect.zipRight(Effect.sync(() => fake.containers.get(leaked)?.state === "removed"))), "the leaked box removed")
+      expect(fake.containers.get(within)?.state).toBe("created")
+      expect((yield* sup.status).reaped).toBe(1)
+    }).pipe(Effect.provide(layer))
+  })
 })
 
 describe("a box's owner", () => {

@@ -1,8 +1,8 @@
-import { Context, Effect, Fiber, Layer, Ref, Scope } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import { isRunId, isWorkerName } from "../../config/names.js"
 import { Paths } from "../../config/Paths.js"
 import * as C from "../../contract/constants.js"
-import { type ContainerSummary, Docker } from "../../docker/Docker.js"
+import { type ContainerSummary, Docker, type DockerError } from "../../docker/Docker.js"
 import { BoxBackend } from "../../backend/BoxBackend.js"
 import type { FoundBox } from "../../backend/foundBox.js"
 import { containerName } from "../../backend/plan.js"
@@ -51,23 +51,20 @@ type BackendEnv = Effect.Effect.Context<ReturnType<typeof ensureLockdown>> | Eff
 /**
  * A box as a container: made from its plan's spec, attached before it starts (no byte lost), its
  * wait armed before it starts (an AutoRemove box that exits at once still reports its code),
- * killed and removed when its scope closes — by id, or by its unique name if the create was cut
- * after the engine made it.
+ * killed and removed when its scope closes. The engine makes a container whether or not its caller
+ * still waits, so a run stopped during the create (a Ctrl-C at a run's start) must not forget it:
+ * the create runs in a fiber the stop does not end, and the close removes what it made — at once when
+ * the engine has answered, else as soon as it does (a hung engine does not hold the Ctrl-C). A create
+ * that failed made nothing: nothing is removed (not another's container of the same name).
  */
 const openContainer = (docker: Context.Tag.Service<Docker>) => (plan: Parameters<typeof containerSpec>[0]) =>
   Effect.gen(function*() {
     const spec = containerSpec(plan)
-    const created = yield* Ref.make<string | undefined>(undefined)
-    yield* Effect.addFinalizer(() =>
-      Ref.get(created).pipe(
-        Effect.map((id) => id ?? spec.name),
-        Effect.flatMap((ref) => docker.containerKill(ref).pipe(Effect.zipRight(docker.containerRemove(ref)))),
-        Effect.catchAll((e) => Effect.logWarning(`could not remove box ${spec.name}: ${e.message} — remove it with: docker rm -f ${spec.name}`))
-      )
+    const creating = yield* Effect.uninterruptible(
+      Effect.tap(Effect.forkDaemon(docker.containerCreate(spec)), (fiber) => Effect.addFinalizer(() => removeCreated(docker, spec.name, fiber)))
     )
-    // The create stays interruptible (an engine that hangs must not hold a Ctrl-C).
-    const id = yield* docker.containerCreate(spec)
-    yield* Ref.set(created, id)
+    // The wait stays interruptible (an engine that hangs must not hold a Ctrl-C); the close settles the create.
+    const id = yield* Fiber.join(creating)
     const attached = yield* docker.containerAttach(id)
     const waiting = yield* Effect.forkScoped(yield* docker.containerWait(id))
     return {
@@ -82,6 +79,26 @@ const openContainer = (docker: Context.Tag.Service<Docker>) => (plan: Parameters
       kill: docker.containerKill(id).pipe(Effect.asVoid)
     }
   })
+
+/** A box's close: the container its create made killed and removed, now or once the engine answers the create. */
+const removeCreated = (docker: Context.Tag.Service<Docker>, name: string, creating: Fiber.Fiber<string, DockerError>) => {
+  const removeMade = (exit: Exit.Exit<string, DockerError>) =>
+    Exit.isSuccess(exit)
+      ? docker.containerKill(exit.value).pipe(
+        Effect.zipRight(docker.containerRemove(exit.value)),
+        Effect.catchAll((e) => Effect.logWarning(`could not remove box ${name}: ${e.message} — remove it with: docker rm -f ${name}`))
+      )
+      : Effect.void
+  return Effect.flatMap(Fiber.poll(creating), Option.match({
+    onSome: removeMade,
+    // Outlives the run's scope on purpose: the run is over, and what the engine makes for it after must still go.
+    onNone: () =>
+      Effect.logInfo(`box ${name}: its run stopped while the engine made it; it is removed once the engine answers`).pipe(
+        Effect.zipRight(Effect.forkDaemon(Effect.flatMap(Fiber.await(creating), removeMade))),
+        Effect.asVoid
+      )
+  }))
+}
 
 /** The Docker engine as roster's box backend: the one implementation of {@link BoxBackend}, over the `Docker` service. */
 export const DockerBackend = Layer.effect(
