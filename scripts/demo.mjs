@@ -50,8 +50,6 @@ const roster = (args, { allowFail = false, inherit = false, extraEnv = {} } = {}
   if (r.status !== 0 && !allowFail) fail(`roster ${args.join(" ")} failed (exit ${r.status})\n${r.stdout ?? ""}${r.stderr ?? ""}`)
   return r
 }
-const newest = (dir) => fs.readdirSync(dir).filter((f) => /^\d{4}-/.test(f)).sort().at(-1)
-
 step("1/6 this machine: Docker engine, iptables, debootstrap")
 if (!fs.existsSync(path.join(root, "node_modules"))) sh("npm", ["ci", "--no-audit", "--no-fund"])
 sh(path.join(root, "scripts/ensure-host.sh"), [])
@@ -116,7 +114,18 @@ console.log(dim(`$ roster worker run alice "${prompt}"`))
 // The conversation streams as it happens: alice's words, each tool call and what it gave back.
 const first = roster(["worker", "run", "alice", prompt], { allowFail: true, inherit: true })
 const runsDir = path.join(home, "data", "runs", "alice")
-const runDir = path.join(runsDir, newest(runsDir))
+// alice's run: the newest folder with a record — the newest folder may be the warm box made after it (a folder
+// of its own, without a record until a run takes it, removed when it is recycled as the ceiling run below does).
+const recorded = (dir) =>
+  fs.readdirSync(dir).filter((f) => /^\d{4}-/.test(f) && fs.existsSync(path.join(dir, f, "run.json")))
+    .map((f) => ({ f, at: Date.parse(JSON.parse(fs.readFileSync(path.join(dir, f, "run.json"), "utf8")).started_at) }))
+    .sort((a, b) => a.at - b.at || (a.f < b.f ? -1 : 1)).at(-1)?.f
+const firstRun = recorded(runsDir)
+if (!firstRun) {
+  console.error(`alice's run left no run record in ${runsDir}: see the daemon's log, ${path.join(home, "state", "gateway.log")}`)
+  process.exit(1)
+}
+const runDir = path.join(runsDir, firstRun)
 
 step("6/6 and into her ceiling (1 s)")
 const second = roster(["worker", "run", "alice", "--ceiling", "0.02", "Take your time."], { allowFail: true, inherit: true })
