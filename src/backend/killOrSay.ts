@@ -21,9 +21,9 @@ export const killRunOrSay = (runId: string, what: string) =>
       Effect.logWarning(`${what}: the engine refused to kill the box of run ${runId} (${e.message}); it may still run — the daemon's reaper tries again at its deadline`))
   )
 
-/** Kills and removes a box where nothing waits on the answer (a reaper past a box's ceiling); a refusal is said. */
+/** Kills and removes a box where nothing waits on the answer (a reaper, a take-over); a refusal is said. */
 export const removeOrSay = (box: string, what: string) =>
   Effect.flatMap(BoxBackend, (backend) => backend.remove(box)).pipe(
     Effect.catchAll((e) =>
-      Effect.logWarning(`${what}: the engine refused to remove its box ${box} (${e.message}); the daemon's reaper tries again in 3 s, or remove it by hand: docker rm -f ${box}`))
+      Effect.logWarning(`${what}: the engine refused to remove its box ${box} (${e.message}); remove it by hand: docker rm -f ${box}`))
   )

@@ -22,22 +22,39 @@ export const cardText = (v: PendingApproval) =>
   `${v.rule ? `which ${v.rule} asks a person about (approving lets this one request through). ` : "which the policy refuses. "}` +
   `It waits until ${v.expires_at.slice(11, 19)} UTC for a decision (${v.id}; also: roster approve ${v.id}).`
 
-const button = (text: string, decision: CardDecision, id: string, style?: "primary" | "danger") => ({
-  type: "button" as const,
-  text: { type: "plain_text" as const, text },
-  action_id: `${APPROVAL_ACTION}${decision}`,
-  value: id,
-  ...(style ? { style } : {})
-})
+/** The card's buttons a held request takes (a rule's hold: once and deny only), with each provider's style. */
+const cardButtons = (v: PendingApproval): ReadonlyArray<CardButton> =>
+  CARD_BUTTONS.filter((b) => decisionsFor(v).includes(b.decision))
+
+interface CardButton {
+  readonly label: string
+  readonly decision: CardDecision
+  readonly slack?: "primary" | "danger"
+  readonly discord: 1 | 3 | 4
+}
+
+const CARD_BUTTONS: ReadonlyArray<CardButton> = [
+  { label: "Approve once", decision: "once", slack: "primary", discord: 3 },
+  { label: "Approve for this run", decision: "run", discord: 1 },
+  { label: "Deny", decision: "deny", slack: "danger", discord: 4 }
+]
+
+/** Slack's buttons (Block Kit): the action id carries the decision, the value the request. */
+const slackButtons = (v: PendingApproval) =>
+  cardButtons(v).map((b) => ({
+    type: "button" as const,
+    text: { type: "plain_text" as const, text: b.label },
+    action_id: `${APPROVAL_ACTION}${b.decision}`,
+    value: v.id,
+    ...(b.slack ? { style: b.slack } : {})
+  }))
 
 const Created = Schema.Struct({ id: Schema.String })
 
 /** Discord's buttons (message components): success, primary, danger; the custom id carries the decision and the request. */
 const discordButtons = (v: PendingApproval) => [{
   type: 1,
-  components: ([["Approve once", "once", 3], ["Approve for this run", "run", 1], ["Deny", "deny", 4]] as const)
-    .filter(([, decision]) => decisionsFor(v).includes(decision))
-    .map(([label, decision, style]) => ({ type: 2, style, label, custom_id: `${APPROVAL_ACTION}${decision}:${v.id}` }))
+  components: cardButtons(v).map((b) => ({ type: 2, style: b.discord, label: b.label, custom_id: `${APPROVAL_ACTION}${b.decision}:${v.id}` }))
 }]
 
 /**
@@ -80,8 +97,7 @@ export const postApprovalCard = (place: ChatPlace, v: PendingApproval) =>
             {
               type: "actions" as const,
               block_id: "roster_approval",
-              elements: [button("Approve once", "once", v.id, "primary"), button("Approve for this run", "run", v.id), button("Deny", "deny", v.id, "danger")]
-                .filter((b) => decisionsFor(v).includes(b.action_id.slice(APPROVAL_ACTION.length) as CardDecision))
+              elements: slackButtons(v)
             }
           ],
           unfurl_links: false,

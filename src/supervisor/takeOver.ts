@@ -16,7 +16,7 @@ import type { EndedBy } from "../run/RunLog.js"
 import { readWorkerSettings } from "../worker/workers.js"
 import type { FoundBox } from "../backend/foundBox.js"
 import type { RunEnded } from "./taskEnd.js"
-import { killOrSay } from "../backend/killOrSay.js"
+import { killOrSay, removeOrSay } from "../backend/killOrSay.js"
 
 /**
  * adopt: a task's box left running by a daemon that died — wait for it within what is left of
@@ -24,10 +24,7 @@ import { killOrSay } from "../backend/killOrSay.js"
  */
 export type TakeOver = { readonly how: "adopt" } | { readonly how: "reap"; readonly as: EndedBy }
 
-const killAndRemove = (id: string) =>
-  Effect.flatMap(BoxBackend, (backend) => backend.remove(id)).pipe(
-    Effect.catchAll((e) => Effect.logWarning(`could not remove box ${id}: ${e.message} — remove it with: docker rm -f ${id}`))
-  )
+const killAndRemove = (id: string) => removeOrSay(id, `box ${id}`)
 
 /**
  * The adopted box's output picks up where its dead owner stopped writing: the engine replays
