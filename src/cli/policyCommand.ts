@@ -11,6 +11,7 @@ import { visible } from "./terminal.js"
 
 const HOW = {
   terminated: "TLS terminated at the gateway, the credential injected",
+  intercepted: "TLS terminated at the gateway, each request decided by the [[allow]]'s rules, nothing injected",
   tunnelled: "tunnelled as is (the box speaks TLS with the host itself)",
   forwarded: "forwarded as plain http"
 } as const
@@ -25,19 +26,22 @@ const check = Command.make("check", {
     Options.optional,
     Options.withDescription("a JSON-RPC call, as a rule names it: tools/list, or tools/call:write_file for an MCP tool")
   ),
+  websocket: Options.boolean("websocket").pipe(
+    Options.withDescription("a WebSocket upgrade on the URL's path (an entry with rules lets one through only by a rule with websocket = true)")
+  ),
   method: Options.text("method").pipe(
     Options.withDefault("GET"),
-    Options.withDescription("the request's method, as the box would send it (a grant with [[grant.rules]] decides by method and path)")
+    Options.withDescription("the request's method, as the box would send it (a [[grant]] or [[allow]] with rules decides by method and path)")
   ),
   worker: Args.text({ name: "worker" }).pipe(Args.withDescription("whose box would ask")),
   url: Args.text({ name: "url" }).pipe(Args.withDescription("https://host[:port]/…, http://host[:port]/…, or host:port (a CONNECT)"))
-}, ({ graphqlOp, json, jsonrpc, method, url, worker }) =>
+}, ({ graphqlOp, json, jsonrpc, method, url, websocket, worker }) =>
   Effect.gen(function*() {
     yield* readIdentity(worker)
     const org = yield* (yield* OrgConfig).snapshot
     const body = probeBody({ graphqlOp: Option.getOrUndefined(graphqlOp), jsonrpc: Option.getOrUndefined(jsonrpc) })
     // A GraphQL or JSON-RPC request is a POST unless said otherwise.
-    const answer = checkPolicy(org, workerSubject(worker), url, body && method === "GET" ? "POST" : method, body)
+    const answer = checkPolicy(org, workerSubject(worker), url, body && method === "GET" ? "POST" : method, body, websocket)
     // A grant whose credential is not connected is allowed by policy, yet every request gets 502: say so.
     const missing = answer.allowed && answer.credential && !(yield* credentialFor(answer.credential)) ? answer.credential : undefined
     const notes = answer.allowed

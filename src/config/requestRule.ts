@@ -37,6 +37,12 @@ const RuleFields = Schema.Struct({
   /** A JSON-RPC endpoint (an MCP server over HTTP): the rule matches call by call (`calls`; absent: every call). */
   jsonrpc: Schema.optional(Schema.Boolean),
   calls: Schema.optional(Schema.NonEmptyArray(Call)),
+  /**
+   * A WebSocket upgrade on its paths: such a rule matches only an upgrade, and an upgrade only such a
+   * rule — past the handshake the frames are no request any rule could decide, so an entry with rules
+   * lets one through only where a rule names it (its default never does).
+   */
+  websocket: Schema.optional(Schema.Boolean),
   action: Schema.Literal(...RULE_ACTIONS)
 })
 
@@ -45,6 +51,8 @@ export const RequestRule = RuleFields.pipe(Schema.filter((r) =>
   r.graphql === true && r.jsonrpc === true ? "a rule is graphql = true or jsonrpc = true, not both (one endpoint speaks one)"
     : r.operations !== undefined && r.graphql !== true ? "operations apply to a rule with graphql = true: add it"
     : r.calls !== undefined && r.jsonrpc !== true ? "calls apply to a rule with jsonrpc = true: add it"
+    : r.websocket === true && (r.graphql === true || r.jsonrpc === true) ? "a websocket = true rule reads no body: it matches the upgrade by its path only (drop graphql/jsonrpc)"
+    : r.websocket === true && r.methods !== undefined ? "a WebSocket upgrade is a GET: a websocket = true rule takes paths, not methods (drop methods)"
     : true
 ))
 export type RequestRule = typeof RequestRule.Type
@@ -62,7 +70,8 @@ const listCovers = (outer: ReadonlyArray<string> | undefined, inner: ReadonlyArr
 
 /** Does `outer` match every body `inner` matches? A rule that reads no body matches them all. */
 const bodyCovers = (outer: RequestRule, inner: RequestRule) =>
-  outer.graphql === true ? inner.graphql === true && listCovers(outer.operations, inner.operations, operationCovers)
+  (outer.websocket === true) !== (inner.websocket === true) ? false
+    : outer.graphql === true ? inner.graphql === true && listCovers(outer.operations, inner.operations, operationCovers)
     : outer.jsonrpc === true ? inner.jsonrpc === true && listCovers(outer.calls, inner.calls, callCovers)
     : true
 
@@ -116,6 +125,7 @@ export const describeRule = (rule: RequestRule, index: number) =>
     ...(rule.operations ? [`operations = ${JSON.stringify(rule.operations)}`] : []),
     ...(rule.jsonrpc ? ["jsonrpc = true"] : []),
     ...(rule.calls ? [`calls = ${JSON.stringify(rule.calls)}`] : []),
+    ...(rule.websocket ? ["websocket = true"] : []),
     `action = "${rule.action}"`
   ].join(", ")})`
 

@@ -191,11 +191,24 @@ export const Grant = GrantFields.pipe(Schema.filter((g) => {
   return problem === undefined || { path: ["rules", problem.index], message: `grant "${g.name}": ${problem.message}` }
 }))
 
-export const Allow = Schema.Struct({
+const AllowFields = Schema.Struct({
   hosts: Schema.NonEmptyArray(Host),
   scope: Scope,
-  ports: Schema.optional(Schema.Array(Port))
+  ports: Schema.optional(Schema.Array(Port)),
+  /**
+   * [[allow.rules]]: which requests to its hosts go through (config/requestRule.ts). An allow with rules
+   * (or a default) is intercepted — TLS terminated with roster's CA, which the box already trusts — and
+   * decided request by request, no credential injected; without, it is tunnelled as is.
+   */
+  rules: Schema.optional(Schema.Array(RequestRule)),
+  /** What decides a request no rule matches: allow when the allow has no rules, deny otherwise. */
+  default: Schema.optional(Schema.Literal(...RULE_ACTIONS))
 })
+
+export const Allow = AllowFields.pipe(Schema.filter((a) => {
+  const problem = rulesProblem(a.rules ?? [])
+  return problem === undefined || { path: ["rules", problem.index], message: `allow for hosts = ${JSON.stringify(a.hosts)}: ${problem.message}` }
+}))
 
 export const Expose = Schema.Struct({
   env: Schema.String.pipe(Schema.pattern(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: () => "env is a variable name" })),

@@ -79,6 +79,10 @@ entry_max = 2000                # characters in one entry
 # methods = ["POST"]
 # paths = ["/repos/acme/*/pulls"]
 # action = "allow"
+# [[grant.rules]]                # a WebSocket upgrade goes through only where a rule names it
+# paths = ["/repos/acme/*/events"]
+# websocket = true
+# action = "allow"
 
 # An MCP server over HTTP, decided call by call (jsonrpc = true; graphql = true reads a GraphQL
 # operation instead: operations = ["query", "mutation:CreateIssue"]):
@@ -103,6 +107,16 @@ entry_max = 2000                # characters in one entry
 # hosts = ["packages.example.org"]
 # scope = ["org/*"]
 # ports = [443]
+
+# An [[allow]] with rules is intercepted (TLS terminated with roster's CA, nothing injected) and
+# decided request by request, as a grant with rules is:
+# [[allow]]
+# hosts = ["mirror.example.com"]
+# scope = ["org/*"]
+# [[allow.rules]]
+# methods = ["GET", "HEAD"]
+# paths = ["/pub/**"]
+# action = "allow"
 
 # An env var set to the sentinel in the box, swapped in transit by the grant for its credential:
 # [[expose]]

@@ -56,6 +56,12 @@ export const REHEARSAL_FILE_OUT = "/pihome/workspace/rehearsal-report.txt"
 /** "fetch the held page": the rehearsal asks for a page the policy refuses (a TEST-NET address), and answers with what its proxy said. */
 export const REHEARSAL_HELD_ASK = "fetch the held page"
 export const REHEARSAL_HELD_HOST = "198.51.100.9"
+/**
+ * "delete the acme repo": the rehearsal sends `DELETE /repos/acme/app` to a granted host through the gateway (TLS with
+ * roster's CA, as any client in the box), and answers with the status it got — a request a grant's rule may hold for a person.
+ */
+export const REHEARSAL_RULED_ASK = "delete the acme repo"
+export const REHEARSAL_RULED_HOST = "gh.example.com"
 const FILE_PATH = /: (\/pihome\/inbox\/files\/[^\n]+)$/gm
 
 interface Block {
@@ -197,26 +203,42 @@ const answerStep = (messages: ReadonlyArray<Message>, tools: ReadonlyArray<strin
   }
 }
 
-/** A turn asked to fetch a page the policy refuses: curl through the gateway, and what the proxy answered (a held request waits for a person). */
+/** What the box's node runs to reach the proxy by hand (its node may proxy http.request itself): the CONNECT, then `then` on the socket. */
+const connectScript = (target: string, then: string) => [
+  `const u = new URL(process.env.HTTPS_PROXY)`,
+  `const auth = Buffer.from(decodeURIComponent(u.username) + ":" + decodeURIComponent(u.password)).toString("base64")`,
+  `const s = require("net").connect(Number(u.port), u.hostname, () => s.write("CONNECT ${target} HTTP/1.1\\r\\nHost: ${target}\\r\\nProxy-Authorization: Basic " + auth + "\\r\\n\\r\\n"))`,
+  `s.once("data", (d) => { const code = d.toString().split(" ")[1]; ${then} })`,
+  `s.on("error", (e) => console.log("error " + e.message))`
+].join("; ")
+
+/** Inside the tunnel to the granted host: TLS (roster's CA, which the box trusts), one DELETE, and the status it got. */
+const deleteInTunnel = [
+  `if (code !== "200") { console.log("proxy " + code); return s.destroy() }`,
+  `const t = require("tls").connect({ socket: s, servername: "${REHEARSAL_RULED_HOST}" }, () => t.write("DELETE /repos/acme/app HTTP/1.1\\r\\nHost: ${REHEARSAL_RULED_HOST}\\r\\nConnection: close\\r\\n\\r\\n"))`,
+  `t.once("data", (r) => { console.log("answer " + r.toString().split(" ")[1]); t.destroy() })`,
+  `t.on("error", (e) => console.log("error " + e.message))`
+].join("; ")
+
+/** The two turns that reach through the gateway: a page the policy refuses (a held CONNECT), a request a grant's rule asks about. */
+const THROUGH = [
+  { ask: REHEARSAL_HELD_ASK, id: "toolu_rehearsal_held", said: "the held page", script: connectScript(`${REHEARSAL_HELD_HOST}:9443`, `console.log("proxy " + code); s.destroy()`) },
+  { ask: REHEARSAL_RULED_ASK, id: "toolu_rehearsal_ruled", said: "the delete", script: connectScript(`${REHEARSAL_RULED_HOST}:443`, deleteInTunnel) }
+] as const
+
+/** A turn asked to reach through the gateway: node in the box, by hand, and what the proxy (or the host) answered — a held request waits for a person. */
 const heldStep = (messages: ReadonlyArray<Message>, current: { readonly i: number; readonly text: string } | undefined): Step | undefined => {
-  if (!current?.text.toLowerCase().includes(REHEARSAL_HELD_ASK)) return undefined
+  const what = THROUGH.find((t) => current?.text.toLowerCase().includes(t.ask))
+  if (!what || !current) return undefined
   const done = messages.slice(current.i)
     .filter((m) => m.role === "user" && Array.isArray(m.content))
-    .flatMap((m) => (m.content as ReadonlyArray<Block>).filter((b) => b.type === "tool_result" && b.tool_use_id?.startsWith("toolu_rehearsal_held")))
+    .flatMap((m) => (m.content as ReadonlyArray<Block>).filter((b) => b.type === "tool_result" && b.tool_use_id?.startsWith(what.id)))
     .at(0)
   if (!done) {
-    // The box has node, not curl, and its node may proxy http.request itself: the CONNECT is written by hand, as a client's would be.
-    const script = [
-      `const u = new URL(process.env.HTTPS_PROXY)`,
-      `const auth = Buffer.from(decodeURIComponent(u.username) + ":" + decodeURIComponent(u.password)).toString("base64")`,
-      `const s = require("net").connect(Number(u.port), u.hostname, () => s.write("CONNECT ${REHEARSAL_HELD_HOST}:9443 HTTP/1.1\\r\\nHost: ${REHEARSAL_HELD_HOST}:9443\\r\\nProxy-Authorization: Basic " + auth + "\\r\\n\\r\\n"))`,
-      `s.once("data", (d) => { console.log("proxy " + d.toString().split(" ")[1]); s.destroy() })`,
-      `s.on("error", (e) => console.log("error " + e.message))`
-    ].join("; ")
-    const command = `node -e '${script}'`
-    return { kind: "tool", intro: "Fetching it.", id: `toolu_rehearsal_held_${Date.now()}`, name: "bash", input: { command } }
+    const command = `node -e '${what.script}'`
+    return { kind: "tool", intro: "Fetching it.", id: `${what.id}_${Date.now()}`, name: "bash", input: { command } }
   }
-  return { kind: "final", text: `Rehearsal answer: the held page: ${resultText(done).trim()}` }
+  return { kind: "final", text: `Rehearsal answer: ${what.said}: ${resultText(done).trim()}` }
 }
 
 /** A turn asked about the files it brought: their sha256 sums, read in the box. */

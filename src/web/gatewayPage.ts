@@ -2,6 +2,7 @@ import { Path } from "@effect/platform"
 import { Clock, Effect } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import type { Org } from "../config/schema.js"
+import type { RequestRule } from "../config/requestRule.js"
 import { foldFileLines } from "../fs/lines.js"
 import { cut, html } from "./html.js"
 import { readAuditLine } from "../contract/auditLine.js"
@@ -69,12 +70,22 @@ const chart = (host: string, counts: ReadonlyArray<number>) => {
 
 const scopes = (s: ReadonlyArray<string>) => s.join(", ")
 
-/** A grant's request rules in order, then what decides the rest: every request, when it has none. */
-const requestRules = (g: Org["grant"][number]) => {
+/** One rule as a line: its action, methods, paths, and what of the request it reads (the operation, the call, an upgrade). */
+const ruleLine = (r: RequestRule) =>
+  [
+    r.action,
+    r.websocket ? "WebSocket upgrade on" : (r.methods ?? ["any method"]).join(", "),
+    (r.paths ?? ["any path"]).join(", "),
+    ...(r.graphql ? [`GraphQL ${(r.operations ?? ["any operation"]).join(", ")}`] : []),
+    ...(r.jsonrpc ? [`JSON-RPC ${(r.calls ?? ["any call"]).join(", ")}`] : [])
+  ].join(" ")
+
+/** An entry's request rules in order, then what decides the rest: every request, when it has none. */
+const requestRules = (g: { readonly rules?: ReadonlyArray<RequestRule> | undefined; readonly default?: RequestRule["action"] | undefined }) => {
   const rules = g.rules ?? []
   const rest = g.default ?? (rules.length === 0 ? "allow" : "deny")
   if (rules.length === 0 && rest === "allow") return "every request"
-  return html`<ol>${rules.map((r) => html`<li>${r.action} ${(r.methods ?? ["any method"]).join(", ")} ${(r.paths ?? ["any path"]).join(", ")}</li>`)}</ol>the rest: ${rest}`
+  return html`<ol>${rules.map((r) => html`<li>${ruleLine(r)}</li>`)}</ol>the rest: ${rest}`
 }
 const ports = (p: ReadonlyArray<number> | undefined) => (p && p.length > 0 ? p.join(", ") : "443")
 
@@ -115,9 +126,9 @@ ${org === null ? html`<p class="error">org.toml does not decode: nothing is allo
 <tbody>${org.grant.map((g) => html`<tr><td>${g.name}</td><td>${g.hosts.join(", ")}</td><td>${ports(g.ports)}</td><td>${scopes(g.scope)}</td><td>${g.credential}</td><td>${(g.server_tools ?? []).join(", ") || "none"}</td><td>${requestRules(g)}</td></tr>`)}</tbody>
 </table>
 <table>
-<caption>[[allow]]: tunnelled as is</caption>
-<thead><tr><th scope="col">Hosts</th><th scope="col">Ports</th><th scope="col">Subjects</th></tr></thead>
-<tbody>${org.allow.map((a) => html`<tr><td>${a.hosts.join(", ")}</td><td>${ports(a.ports)}</td><td>${scopes(a.scope)}</td></tr>`)}</tbody>
+<caption>[[allow]]: tunnelled as is; one with rules intercepted and decided request by request, nothing injected</caption>
+<thead><tr><th scope="col">Hosts</th><th scope="col">Ports</th><th scope="col">Subjects</th><th scope="col">Requests</th></tr></thead>
+<tbody>${org.allow.map((a) => html`<tr><td>${a.hosts.join(", ")}</td><td>${ports(a.ports)}</td><td>${scopes(a.scope)}</td><td>${requestRules(a)}</td></tr>`)}</tbody>
 </table>
 ${org.route.length > 0 ? html`<table><caption>[[route]]</caption><thead><tr><th scope="col">Host</th><th scope="col">Upstream</th></tr></thead><tbody>${org.route.map((r) => html`<tr><td>${r.host}</td><td>${r.upstream}</td></tr>`)}</tbody></table>` : ""}`}`
 }

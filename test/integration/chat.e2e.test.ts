@@ -5,7 +5,7 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { REHEARSAL_FILE_OUT_ASK, REHEARSAL_FILES_ASK, REHEARSAL_HELD_ASK, REHEARSAL_HELD_HOST, REHEARSAL_MESSAGE, REHEARSAL_MESSAGE_USER_ASK, REHEARSAL_OWN_PAST_ASK, REHEARSAL_UNSENT_ASK } from "../../src/rehearsal/script.js"
+import { REHEARSAL_FILE_OUT_ASK, REHEARSAL_FILES_ASK, REHEARSAL_HELD_ASK, REHEARSAL_HELD_HOST, REHEARSAL_MESSAGE, REHEARSAL_MESSAGE_USER_ASK, REHEARSAL_OWN_PAST_ASK, REHEARSAL_RULED_ASK, REHEARSAL_RULED_HOST, REHEARSAL_UNSENT_ASK } from "../../src/rehearsal/script.js"
 import { serveRehearsal } from "../../src/rehearsal/server.js"
 import { collect, type Deployment, makeDeployment, ROSTER_BIN } from "../support/deployment.js"
 import { PI_IMAGE } from "../support/images.js"
@@ -35,6 +35,8 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
   let slack: SlackStandIn
   let discord: DiscordStandIn
   let scope: Scope.CloseableScope
+  /** The rehearsal model: the workers' model, and the stand-in for the granted host a rule asks about. */
+  let model: { readonly port: number; readonly received: ReadonlyArray<{ readonly path: string }> }
   const inspected: Array<string> = []
   let label = ""
 
@@ -84,7 +86,7 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
 
   beforeAll(async () => {
     scope = Effect.runSync(Scope.make())
-    const model = await Effect.runPromise(serveRehearsal({ port: 0 }).pipe(Scope.extend(scope)))
+    model = await Effect.runPromise(serveRehearsal({ port: 0 }).pipe(Scope.extend(scope)))
     slack = await startSlackStandIn({ bot: BOT, app: APP })
     discord = await startDiscordStandIn(DISCORD_TOKEN)
     d = await makeDeployment([
@@ -94,6 +96,10 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
       "[supervisor]", "concurrency = 3",
       "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
       "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`,
+      // A grant deciding request by request: a DELETE in acme's repositories waits for a person (the rehearsal model stands in for the host).
+      "[[grant]]", `name = "github"`, `hosts = ["${REHEARSAL_RULED_HOST}"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
+      "[[grant.rules]]", `methods = ["DELETE"]`, `paths = ["/repos/acme/*"]`, `action = "ask"`,
+      "[[route]]", `host = "${REHEARSAL_RULED_HOST}"`, `upstream = "http://127.0.0.1:${model.port}"`,
       // Files of up to 4 MB reach a box: the test's 5 MB one is named, not fetched.
       "[[chat]]", `provider = "slack"`, `connection = "slack"`, `api_url = "${slack.apiUrl}"`, "file_max = 4", "turns_per_min = 30",
       // U0BEN may talk to alice but not decide what she may reach.
@@ -257,6 +263,29 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     const audit = allText(d.file("state", "audit"))
     // Who, where and on which card.
     expect(audit).toContain(`slack:U0ANNA denied it in slack channel C0TEAM thread ${thread} (connection slack), card ${card.ts}`)
+  }, 180_000)
+
+  it("a grant's rule that asks holds one request in the thread: its card names the rule and offers once or deny; Approve once lets that one request reach the host", async () => {
+    const reached = () => model.received.filter((r) => r.path === "/repos/acme/app").length
+    slack.say({ channel: "C0TEAM", user: "U0ANNA", text: `<@${BOT_USER}> ${REHEARSAL_RULED_ASK}`, thread_ts: thread })
+    const card = await postWhere("with the rule's card", (p) => p.text.includes(`asks for DELETE ${REHEARSAL_RULED_HOST}:443/repos/acme/app`))
+    expect(card.thread_ts).toBe(thread)
+    expect(card.text).toContain(`which [[grant]] "github" rule 1 (methods = ["DELETE"], paths = ["/repos/acme/*"], action = "ask") asks a person about`)
+    const id = /\((ap-[0-9a-f]{8});/.exec(card.text)?.[1] ?? ""
+    // A rule's hold lets one request through: no button for the run or for good.
+    const buttons = card.blocks?.find((b) => b.type === "actions")?.elements ?? []
+    expect(buttons.map((b) => [b.action_id, b.value])).toEqual([["roster_approval_once", id], ["roster_approval_deny", id]])
+    expect(reached(), "held: the host has not heard it").toBe(0)
+    slack.press({ user: "U0ANNA", post: card, action_id: "roster_approval_once", value: id })
+    const answer = await postWhere("with the host's answer", (p) => p.text.startsWith("Rehearsal answer: the delete"))
+    // The rehearsal model stands in for the host: its 404 is the host's answer, not the gateway's 403.
+    expect(answer.text).toContain("answer 404")
+    expect(reached()).toBe(1)
+    await until("the card says who approved", () => slack.updates.some((u) => u.ts === card.ts), () => slack.updates)
+    expect(slack.updates.find((u) => u.ts === card.ts)?.text).toBe(`[roster] DELETE ${REHEARSAL_RULED_HOST}:443/repos/acme/app for alice: approved once by slack:U0ANNA.`)
+    const audit = allText(d.file("state", "audit"))
+    const line = audit.split("\n").find((l) => l.includes(`"host":"${REHEARSAL_RULED_HOST}"`) && l.includes(`"method":"DELETE"`))
+    expect(line).toContain("approved by slack:U0ANNA (once)")
   }, 180_000)
 
   it("a message from a user not in allow_users reaches no box and gets no post; it is counted", async () => {

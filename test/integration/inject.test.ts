@@ -113,7 +113,17 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       "[[grant.rules]]", `methods = ["DELETE"]`, `action = "deny"`,
       "[[grant.rules]]", `methods = ["GET"]`, `paths = ["/repos/acme/**"]`, `action = "allow"`,
       "[[grant.rules]]", `methods = ["POST"]`, `paths = ["/repos/acme/*/pulls"]`, `action = "allow"`,
+      // An upgrade only where a rule names it.
+      "[[grant.rules]]", `paths = ["/repos/acme/*/events"]`, "websocket = true", `action = "allow"`,
       "[[route]]", `host = "gh.example.com"`, `upstream = "https://198.51.100.7:8443"`,
+      // An [[allow]] with rules: intercepted and decided request by request, nothing injected — over TLS and plain http.
+      "[[allow]]", `hosts = ["mirror.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`,
+      "[[allow.rules]]", `methods = ["GET"]`, `paths = ["/pub/**"]`, `action = "allow"`,
+      "[[allow.rules]]", `paths = ["/pub/live"]`, "websocket = true", `action = "allow"`,
+      "[[route]]", `host = "mirror.example.com"`, `upstream = "https://198.51.100.7:8443"`,
+      "[[allow]]", `hosts = ["plain.example.com"]`, "ports = [80]", `scope = ["org/alice"]`,
+      "[[allow.rules]]", `methods = ["GET"]`, `paths = ["/pub/**"]`, `action = "allow"`,
+      "[[route]]", `host = "plain.example.com"`, `upstream = "http://198.51.100.7:9080"`,
       // An MCP server over HTTP decided call by call, and a GraphQL endpoint by its operation.
       "[[grant]]", `name = "mcp"`, `hosts = ["mcp.example.com"]`, "ports = [8443]", `scope = ["org/alice"]`, `credential = "anthropic"`,
       "[[grant.rules]]", `paths = ["/mcp"]`, "jsonrpc = true", `calls = ["tools/call:write_file"]`, `action = "deny"`,
@@ -489,14 +499,54 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       expect(said.error.message).toMatch(reason)
       expect(said.roster.why).toBe(status === 400 ? "malformed" : "request_rule")
     }
-    // A WebSocket on a grant that decides request by request would carry what no rule sees.
-    const ws = await wsVia(port, HANK, "gh.example.com:8443", "/ws", { headers: { "x-api-key": SENTINEL }, expect: 1, ca: [rosterCa] })
+    // A WebSocket on a REST path would carry what no rule sees: refused, saying so — though GET /repos/acme/** is allowed.
+    const ws = await wsVia(port, HANK, "gh.example.com:8443", "/repos/acme/app/ws", { headers: { "x-api-key": SENTINEL }, expect: 1, ca: [rosterCa] })
     expect(ws.status).toBe(403)
     expect(ws.headers["x-roster-refusal"]).toBe("request_rule")
+    expect(ws.messages[0]).toMatch(/a WebSocket upgrade on \/repos\/acme\/app\/ws on gh\.example\.com is refused .* only by a rule that names it: websocket = true/)
+    // One a websocket = true rule names goes through, the handshake injected.
+    const events = await wsVia(port, HANK, "gh.example.com:8443", "/repos/acme/app/events", { headers: { "x-api-key": SENTINEL }, send: ["ping"], expect: 3, ca: [rosterCa] })
+    expect(events.status).toBe(101)
+    expect(JSON.parse(events.messages[0] ?? "{}").x_api_key_sha256).toBe(sha(REAL_KEY))
+    expect(events.messages[2]).toBe("ping")
     const mine = (x: AuditRecord) => x.run_id === HANK_RUN && x.host === "gh.example.com"
-    const audited = (await auditedOnce(auditDir, (lines) => lines.filter(mine).length >= 8)).filter(mine)
+    const audited = (await auditedOnce(auditDir, (lines) => lines.filter(mine).length >= 9)).filter(mine)
     expect(audited.find((x) => x.method === "DELETE")).toMatchObject({ status: 403, note: expect.stringContaining(`"github" rule 1`) })
     expect(audited.filter((x) => x.status === 200).map((x) => x.injected)).toEqual([true, true, true])
+    expect(audited.find((x) => x.status === 101)).toMatchObject({ path: "/repos/acme/app/events", injected: true })
+  })
+
+  it("an [[allow]] with rules is intercepted and decided per request, nothing injected; over plain http too; its WebSocket only where a rule names it", async () => {
+    // The box's own header (no sentinel: one sent to a host with no credential would be a placeholder leaking, and taint the run).
+    const mirror = (method: string, p: string) => viaGateway(port, HANK, "mirror.example.com:8443", { method, path: p, headers: { "x-api-key": "the-box-own-value" } }, [rosterCa])
+    // Intercepted: the box speaks TLS with roster's CA (the upstream's own CA would not do), the upstream gets the request as sent.
+    const read = await mirror("GET", "/pub/a/../b?x=1")
+    expect(read.status).toBe(200)
+    expect(echo(read)).toMatchObject({ method: "GET", path: "/pub/b?x=1", x_api_key_sha256: sha("the-box-own-value") })
+    const put = await mirror("PUT", "/pub/b")
+    expect(put.status).toBe(403)
+    const said = JSON.parse(put.body) as { error: { message: string }; roster: { why: string; org_toml?: ReadonlyArray<string> }; path?: unknown }
+    expect(said.path, "the upstream never answered").toBeUndefined()
+    expect(said.error.message).toMatch(/PUT \/pub\/b on mirror\.example\.com is refused for org\/alice by \[\[allow\]\] hosts = \["mirror\.example\.com"\] its default \(deny/)
+    expect(said.roster.org_toml).toContain("[[allow.rules]]")
+    expect((await wsVia(port, HANK, "mirror.example.com:8443", "/pub/other", { expect: 1, ca: [rosterCa] })).status).toBe(403)
+    const live = await wsVia(port, HANK, "mirror.example.com:8443", "/pub/live", { headers: { "x-api-key": "the-box-own-value" }, send: ["tick"], expect: 3, ca: [rosterCa] })
+    expect(live.status).toBe(101)
+    expect(JSON.parse(live.messages[0] ?? "{}").headers["x-api-key"]).toBe("the-box-own-value")
+    expect(live.messages[2]).toBe("tick")
+    // Plain http: the same kind of rules on the absolute-form request.
+    const plain = await forwardVia(port, HANK, "http://plain.example.com/pub/../pub/x")
+    expect(plain.status).toBe(200)
+    expect(echo(plain).path).toBe("/pub/x")
+    const closed = await forwardVia(port, HANK, "http://plain.example.com/private")
+    expect(closed.status).toBe(403)
+    expect(JSON.parse(closed.body).error.message).toMatch(/GET \/private on plain\.example\.com is refused .* \[\[allow\]\] hosts = \["plain\.example\.com"\]/)
+    const mine = (x: AuditRecord) => x.run_id === HANK_RUN && (x.host === "mirror.example.com" || x.host === "plain.example.com")
+    // A line each: the read and the PUT, two upgrades (one refused), two plain requests (one refused).
+    const audited = (await auditedOnce(auditDir, (lines) => lines.filter(mine).length >= 6)).filter(mine)
+    expect(audited.map((x) => x.status).sort()).toEqual([101, 200, 200, 403, 403, 403])
+    expect(audited.filter((x) => x.status === 200 || x.status === 101).every((x) => x.injected !== true)).toBe(true)
+    expect(audited.find((x) => x.method === "PUT")).toMatchObject({ status: 403, note: expect.stringContaining("[[allow]]") })
   })
 
   it("a JSON-RPC rule decides an MCP server's calls, a batch whole; a GraphQL rule the document's one operation; the body decided is the body sent", async () => {

@@ -53,7 +53,13 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
     model = await Effect.runPromise(serveRehearsal({ port: 0, delayMs: 1000 }).pipe(Scope.extend(scope)))
     grant = [
       "[[grant]]", `name = "anthropic"`, `hosts = ["api.anthropic.com"]`, `scope = ["org/*"]`, `credential = "anthropic"`,
-      "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`
+      "[[route]]", `host = "api.anthropic.com"`, `upstream = "http://127.0.0.1:${model.port}"`,
+      // Rules the Gateway page lists: a grant's and an [[allow]]'s, one for an upgrade.
+      "[[grant]]", `name = "github"`, `hosts = ["api.github.example.com"]`, `scope = ["org/alice"]`, `credential = "github"`,
+      "[[grant.rules]]", `methods = ["DELETE"]`, `action = "deny"`,
+      "[[grant.rules]]", `paths = ["/repos/acme/*/events"]`, "websocket = true", `action = "allow"`,
+      "[[allow]]", `hosts = ["mirror.example.com"]`, `scope = ["org/*"]`,
+      "[[allow.rules]]", `methods = ["GET"]`, `paths = ["/pub/**"]`, `action = "allow"`
     ].join("\n")
     d = await makeDeployment(grant, PI_IMAGE)
     fs.writeFileSync(d.file("config", "workers", "alice", "worker.toml"), `model = "anthropic/claude-sonnet-4-5"\n`)
@@ -220,6 +226,9 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
     expect(text).toContain("blocked.example.test:443")
     expect(text).toContain("no [[grant]] or [[allow]] in org.toml covers it")
     expect(text).toContain("api.anthropic.com")
+    // Each entry's rules in order, then what decides the rest.
+    expect(text).toMatch(/api\.github\.example\.com[^]*deny DELETE any path[^]*allow WebSocket upgrade on \/repos\/acme\/\*\/events[^]*the rest: deny/)
+    expect(text).toMatch(/mirror\.example\.com[^]*allow GET \/pub\/\*\*[^]*the rest: deny/)
     await page.screenshot({ path: path.join(artifacts, "gateway.png"), fullPage: true })
   })
 

@@ -250,12 +250,22 @@ describe("rules org.toml refuses", () => {
     expect(grant && ruleRequest(grant, "POST", "/mcp", where, call("read_file")).ok).toBe(true)
   })
 
-  it("the template's commented GitHub grant, uncommented, is a grant with three rules", () => {
+  it("the template's commented GitHub grant, uncommented, is a grant with four rules, its upgrade only on events", () => {
     const block = ORG_TEMPLATE.split("# A grant that decides request by request")[1]?.split("\n\n")[0] ?? ""
     const toml = block.split("\n").filter((l) => /^# (\[|[a-z_]+ = )/.test(l)).map((l) => l.slice(2)).join("\n")
     const [grant] = org(toml).grant
-    expect(grant?.rules?.map((r) => r.action)).toEqual(["deny", "allow", "allow"])
+    expect(grant?.rules?.map((r) => r.action)).toEqual(["deny", "allow", "allow", "allow"])
     expect(grant && ruleRequest(grant, "DELETE", "/repos/acme/app", where).ok).toBe(false)
+    expect(grant && ruleRequest(grant, "GET", "/repos/acme/app/events", where, undefined, true).ok).toBe(true)
+    expect(grant && ruleRequest(grant, "GET", "/repos/acme/app", where, undefined, true).ok).toBe(false)
+  })
+
+  it("the template's commented [[allow]] with rules, uncommented, is intercepted and reads /pub only", () => {
+    const block = ORG_TEMPLATE.split("# An [[allow]] with rules")[1]?.split("\n\n")[0] ?? ""
+    const toml = block.split("\n").filter((l) => /^# (\[|[a-z_]+ = )/.test(l)).map((l) => l.slice(2)).join("\n")
+    const o = org(toml)
+    expect(checkPolicy(o, "org/alice", "https://mirror.example.com/pub/x", "HEAD")).toMatchObject({ allowed: true, how: "intercepted" })
+    expect(checkPolicy(o, "org/alice", "https://mirror.example.com/admin").allowed).toBe(false)
   })
 
   const problem = (rules: string) => {
@@ -286,7 +296,15 @@ describe("rules org.toml refuses", () => {
 
   it("an action other than allow or deny, and a key rules do not have, are refused", () => {
     expect(problem(rule([`action = "maybe"`]))).toMatch(/action/)
-    expect(problem(rule([`action = "allow"`, `websocket = true`]))).toMatch(/websocket/)
+    expect(problem(rule([`action = "allow"`, `upgrade = true`]))).toMatch(/upgrade/)
+  })
+
+  it("a websocket = true rule takes paths only, and neither shadows nor is shadowed by a rule for plain requests", () => {
+    expect(problem(rule([`methods = ["GET"]`, "websocket = true", `action = "allow"`]))).toMatch(/a WebSocket upgrade is a GET: a websocket = true rule takes paths, not methods/)
+    expect(problem(rule([`paths = ["/graphql"]`, "graphql = true", "websocket = true", `action = "allow"`]))).toMatch(/reads no body/)
+    expect(rulesProblem([{ paths: ["/**"], action: "allow" }, { paths: ["/stream"], websocket: true, action: "allow" }])).toBeUndefined()
+    expect(rulesProblem([{ paths: ["/**"], websocket: true, action: "deny" }, { paths: ["/stream"], action: "allow" }])).toBeUndefined()
+    expect(rulesProblem([{ paths: ["/**"], websocket: true, action: "deny" }, { paths: ["/stream"], websocket: true, action: "allow" }])?.message).toMatch(/rule 2 .* never decides: rule 1/)
   })
 
   it.each([
@@ -339,5 +357,79 @@ describe("roster policy check with a method", () => {
     const up = checkPolicy(o, "org/alice", "https://api.github.test/repos/acme/%2e%2e/other")
     expect(up.allowed).toBe(false)
     expect(checkPolicy(o, "org/alice", "api.github.test:443")).toMatchObject({ allowed: true, request: expect.stringMatching(/each request is decided/) })
+  })
+})
+
+describe("a WebSocket upgrade", () => {
+  const WS = GITHUB.replace(`credential = "github"`, `credential = "github"\ndefault = "allow"`) +
+    ["", "[[grant.rules]]", `paths = ["/stream/*"]`, "websocket = true", `action = "allow"`, "[[grant.rules]]", `paths = ["/ask/*"]`, "websocket = true", `action = "ask"`].join("\n")
+  const ws = org(WS).grant[0]!
+  const upgrade = (url: string) => ruleRequest(ws, "GET", url, where, undefined, true)
+
+  it("is let through by a websocket = true rule that matches its path, on its canonical path", () => {
+    expect(upgrade("/stream/../stream/live")).toMatchObject({ ok: true, url: "/stream/live", by: expect.stringMatching(/^rule 4 .*websocket = true/) })
+  })
+
+  it("is refused where no websocket rule matches — a GET rule and the entry's default allow do not turn a REST grant into a tunnel — with the rule that would", () => {
+    const r = upgrade("/repos/acme/app")
+    expect(r.ok).toBe(false)
+    if (r.ok) return
+    expect(r.refusal.status).toBe(403)
+    expect(r.refusal.reason).toMatch(/a WebSocket upgrade on \/repos\/acme\/app on api\.github\.test is refused for org\/alice by \[\[grant\]\] "github" \(an upgrade is let through only by a rule that names it: websocket = true\)/)
+    expect(r.refusal.detail.fix).toEqual([`# a rule in the [[grant]] named "github":`, "[[grant.rules]]", `paths = ["/repos/acme/app"]`, "websocket = true", `action = "allow"`])
+    // The same path as a plain GET is allowed by rule 2: the upgrade is decided apart.
+    expect(ruleRequest(ws, "GET", "/repos/acme/app", where).ok).toBe(true)
+  })
+
+  it("a websocket rule never matches a plain request; an asking one holds the upgrade for a person", () => {
+    expect(ruleRequest(ws, "GET", "/stream/live", where)).toMatchObject({ ok: true, by: "its default (allow: no rule matched)" })
+    expect(upgrade("/ask/x")).toMatchObject({ ok: false, ask: { rule: expect.stringMatching(/^\[\[grant\]\] "github" rule 5 /), path: "/ask/x" } })
+  })
+
+  it("a grant without rules lets an upgrade through as before rules existed", () => {
+    const plain = org(`[[grant]]\nname = "m"\nhosts = ["api.test"]\nscope = ["org/*"]\ncredential = "m"\n`).grant[0]!
+    expect(ruleRequest(plain, "GET", "/socket", where, undefined, true).ok).toBe(true)
+  })
+
+  it("roster policy check --websocket says it", () => {
+    const o = org(WS)
+    expect(checkPolicy(o, "org/alice", "https://api.github.test/stream/live", "GET", undefined, true)).toMatchObject({
+      allowed: true, request: expect.stringMatching(/^a WebSocket upgrade on \/stream\/live allowed by rule 4/)
+    })
+    expect(checkPolicy(o, "org/alice", "https://api.github.test/repos/acme/app", "GET", undefined, true).allowed).toBe(false)
+  })
+})
+
+describe("an [[allow]] with rules", () => {
+  const ALLOW = [
+    "[[allow]]", `hosts = ["mirror.example.com"]`, `scope = ["org/*"]`, `ports = [443, 80]`,
+    "[[allow.rules]]", `methods = ["GET", "HEAD"]`, `paths = ["/pub/**"]`, `action = "allow"`,
+    "[[allow.rules]]", `methods = ["PUT"]`, `paths = ["/pub/*"]`, `action = "ask"`
+  ].join("\n")
+  const o = org(ALLOW)
+  const allow = o.allow[0]!
+  const at = { host: "mirror.example.com", port: 443, subject: "org/alice" }
+
+  it("decides request by request, naming the [[allow]] by its hosts, with its own fix lines", () => {
+    expect(ruleRequest(allow, "GET", "/pub/a/b", at)).toMatchObject({ ok: true, by: expect.stringMatching(/^rule 1 /) })
+    const refused = ruleRequest(allow, "POST", "/pub/a", at)
+    expect(!refused.ok && refused.refusal.reason).toMatch(/POST \/pub\/a on mirror\.example\.com is refused for org\/alice by \[\[allow\]\] hosts = \["mirror\.example\.com"\] its default \(deny/)
+    expect(!refused.ok && refused.refusal.detail.fix).toEqual([
+      `# a rule in the [[allow]] for hosts = ["mirror.example.com"]:`, "[[allow.rules]]", `methods = ["POST"]`, `paths = ["/pub/a"]`, `action = "allow"`
+    ])
+    expect(ruleRequest(allow, "PUT", "/pub/a", at)).toMatchObject({ ok: false, ask: { rule: expect.stringMatching(/^\[\[allow\]\] hosts = \["mirror\.example\.com"\] rule 2/) } })
+  })
+
+  it("is intercepted, not tunnelled, in roster policy check; plain http is decided by the same rules", () => {
+    expect(checkPolicy(o, "org/alice", "https://mirror.example.com/pub/x")).toMatchObject({ allowed: true, how: "intercepted", request: expect.stringMatching(/allowed by rule 1/) })
+    expect(checkPolicy(o, "org/alice", "http://mirror.example.com/pub/x", "DELETE").allowed).toBe(false)
+    expect(checkPolicy(o, "org/alice", "http://mirror.example.com/pub/x")).toMatchObject({ allowed: true, how: "forwarded" })
+    const plain = org(`[[allow]]\nhosts = ["example.com"]\nscope = ["org/*"]\n`)
+    expect(checkPolicy(plain, "org/alice", "https://example.com/anything", "DELETE")).toMatchObject({ allowed: true, how: "tunnelled" })
+  })
+
+  it("org.toml refuses an [[allow]] rule that never decides, naming the allow", () => {
+    const r = decodeToml(OrgSchema, "org.toml", ALLOW + "\n[[allow.rules]]\nmethods = [\"GET\"]\npaths = [\"/pub/x\"]\naction = \"deny\"\n")
+    expect(Either.isLeft(r) && r.left.message).toMatch(/allow for hosts = \["mirror\.example\.com"\]: rule 3 .* never decides: rule 1/)
   })
 })

@@ -52,11 +52,18 @@ const encodeSegment = (segment: string) => {
   return out
 }
 
+// A path of plain characters (no escape), without "//" or a "." or ".." segment, is its own canonical form.
+const PLAIN_PATH = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$/
+const UNFOLDED = /\/\/|\/\.\.?(?:\/|$)/
+
 /** The canonical form of a request target (origin-form: "/path?query"). */
 export const canonicalTarget = (target: string): CanonicalTarget => {
   if (!target.startsWith("/")) return { ok: false, why: "the request target is not a path" }
   if (target.includes("#")) return { ok: false, why: "a fragment, which a request never carries" }
   const q = target.indexOf("?")
+  // The common request, already canonical: decoding and encoding again would give it back as it is.
+  const asSent = q < 0 ? target : target.slice(0, q)
+  if (PLAIN_PATH.test(asSent) && !UNFOLDED.test(asSent)) return { ok: true, path: asSent, url: target }
   const decoded = decodeOnce(q < 0 ? target : target.slice(0, q))
   if (typeof decoded !== "string") return { ok: false, why: decoded.why }
   const raw = decoded.slice(1).split("/")

@@ -26,7 +26,8 @@ const ruleName = (r: Rule) => r.kind === "grant" ? `the [[grant]] named ${JSON.s
 
 /**
  * Deny by default: a host:port is reachable only through a `[[grant]]` (TLS terminated, the
- * credential injected) or an `[[allow]]` (tunnelled as is) whose hosts, ports and scope match
+ * credential injected) or an `[[allow]]` (tunnelled as is; with request rules, terminated and
+ * decided request by request, nothing injected) whose hosts, ports and scope match
  * the calling subject. A grant wins over an allow for the same host, so a credential is never
  * silently skipped. A refusal says what would change the answer.
  */

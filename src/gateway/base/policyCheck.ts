@@ -3,7 +3,7 @@ import type { Org } from "../../config/schema.js"
 import { isLoopback, isValidHost, normalizeHost } from "../../contract/addresses.js"
 import { decide, upstreamFor } from "./policy.js"
 import { Refusal } from "./refusal.js"
-import { hasRules, type RequestBody, ruleRequest } from "./requestRules.js"
+import { entryName, hasRules, type RequestBody, type RuledEntry, ruleRequest } from "./requestRules.js"
 
 /** What a box's request to `url` would meet at the gateway, decided without sending anything. */
 export type PolicyAnswer =
@@ -14,10 +14,10 @@ export type PolicyAnswer =
     readonly subject: string
     /** The rule that decided: a [[grant]] by name, an [[allow]] by its hosts. */
     readonly rule: string
-    readonly how: "terminated" | "tunnelled" | "forwarded"
+    readonly how: "terminated" | "intercepted" | "tunnelled" | "forwarded"
     readonly credential?: string
     readonly upstream?: string
-    /** A grant with request rules: what they make of this method and path (or that they decide each request). */
+    /** An entry with request rules: what they make of this method and path (or that they decide each request). */
     readonly request?: string
     /** The grant's rule asks a person about this request: it waits for an approval (`roster approve`). */
     readonly asked?: boolean
@@ -73,7 +73,7 @@ export const probeBody = (o: { readonly graphqlOp?: string | undefined; readonly
   return undefined
 }
 
-export const checkPolicy = (org: Org, subject: string, raw: string, method = "GET", body?: RequestBody): PolicyAnswer => {
+export const checkPolicy = (org: Org, subject: string, raw: string, method = "GET", body?: RequestBody, upgrade = false): PolicyAnswer => {
   const target = parseTarget(raw)
   const where = { subject, ...(target ? { host: target.host, port: target.port } : {}) }
   const refused = (r: Refusal): PolicyAnswer => ({ allowed: false, status: r.status, refusal: r })
@@ -92,35 +92,38 @@ export const checkPolicy = (org: Org, subject: string, raw: string, method = "GE
   if (up.port === org.gateway.port && (isLoopback(up.host) || up.host === "0.0.0.0")) {
     return refused(new Refusal(403, "the gateway does not proxy to itself", { why: "gateway_itself", ...where }))
   }
-  // A grant with request rules decides each request inside its tunnel: the URL's method and path, or a note that it will.
-  let request: string | undefined
-  let asked = false
-  if (decision.via === "grant" && hasRules(decision.rule)) {
-    if (target.path === undefined) {
-      request = `each request is decided by the grant's rules (method and path): give a URL to check one`
-    } else {
-      const ruled = ruleRequest(decision.rule, method, target.path, { host, port, subject }, body)
-      if (!ruled.ok && ruled.needsBody) {
-        request = `${method} ${target.path} is decided by its body (a GraphQL or JSON-RPC rule): give --graphql-op or --jsonrpc to check one`
-      } else if (!ruled.ok && !ruled.ask) return refused(ruled.refusal)
-      else if (ruled.ok) request = `${method} ${ruled.url.split("?")[0]} allowed by ${ruled.by ?? "the grant"}`
-      else {
-        asked = true
-        request = `${method} ${ruled.ask?.path ?? target.path} asked: held until a person approves it (roster approve), by ${ruled.ask?.rule ?? "the grant"}`
-      }
-    }
-  }
+  // An entry with request rules decides each request: the URL's method and path, or a note that it will.
+  const ruled = decision.via === "grant" || hasRules(decision.rule) ? byRulesOf(decision.rule, method, target.path, { host, port, subject }, body, upgrade) : undefined
+  if (ruled && "refusal" in ruled) return refused(ruled.refusal)
+  const intercepted = decision.via === "allow" && hasRules(decision.rule)
   const notes = !up.routed && net.isIP(up.host) === 0
     ? [`${up.host} is resolved when the box asks: an answer that is a private, loopback or metadata address is refused unless the rule lists that address`]
     : []
   return {
     allowed: true, host, port, subject,
     rule: decision.via === "grant" ? `[[grant]] ${JSON.stringify(decision.rule.name)}` : `[[allow]] hosts = ${JSON.stringify(decision.rule.hosts)}`,
-    how: decision.via === "grant" ? "terminated" : target.scheme === "http" ? "forwarded" : "tunnelled",
+    how: decision.via === "grant" ? "terminated" : target.scheme === "http" ? "forwarded" : intercepted ? "intercepted" : "tunnelled",
     ...(decision.via === "grant" ? { credential: decision.rule.credential } : {}),
     ...(up.routed ? { upstream: `${up.protocol}//${up.host}:${up.port}` } : {}),
-    ...(request ? { request } : {}),
-    ...(asked ? { asked } : {}),
+    ...(ruled?.request ? { request: ruled.request } : {}),
+    ...(ruled?.asked ? { asked: true } : {}),
     notes
   }
+}
+
+/** What an entry's rules make of a checked URL: a line to say, whether it is asked, or the refusal. */
+const byRulesOf = (entry: RuledEntry, method: string, path: string | undefined, where: { host: string; port: number; subject: string }, body: RequestBody | undefined, upgrade: boolean):
+  | { readonly request?: string; readonly asked?: boolean }
+  | { readonly refusal: Refusal } =>
+{
+  if (!hasRules(entry)) return {}
+  const what = upgrade ? "a WebSocket upgrade on" : method
+  if (path === undefined) return { request: `each request is decided by the entry's rules (method and path): give a URL to check one` }
+  const ruled = ruleRequest(entry, method, path, where, body, upgrade)
+  if (!ruled.ok && ruled.needsBody) {
+    return { request: `${method} ${path} is decided by its body (a GraphQL or JSON-RPC rule): give --graphql-op or --jsonrpc to check one` }
+  }
+  if (ruled.ok) return { request: `${what} ${ruled.url.split("?")[0]} allowed by ${ruled.by ?? entryName(entry)}` }
+  if (!ruled.ask) return { refusal: ruled.refusal }
+  return { asked: true, request: `${what} ${ruled.ask.path} asked: held until a person approves it (roster approve), by ${ruled.ask.rule}` }
 }

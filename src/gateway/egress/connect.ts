@@ -11,6 +11,7 @@ import { Refusal } from "../base/refusal.js"
 import type { Caller } from "../base/identify.js"
 import { identify, refusalStatus } from "../base/identify.js"
 import { upstreamFor } from "../base/policy.js"
+import { hasRules } from "../base/requestRules.js"
 import { refuseSocket } from "../base/refuse.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 
@@ -66,7 +67,8 @@ const pipeBoth = (client: Duplex, up: net.Socket, head: Buffer) =>
 
 /**
  * A CONNECT: who is calling, is the target allowed, and by which rule. A granted host goes to
- * the TLS terminator; an [[allow]]ed one is tunnelled to the checked address as is.
+ * the TLS terminator, as does one an [[allow]] with request rules covers; any other [[allow]]ed one
+ * is tunnelled to the checked address as is.
  */
 export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, client: Duplex, head: Buffer, trace: RequestTrace) =>
   Effect.gen(function*() {
@@ -89,7 +91,8 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
     const ok = yield* authorizeOrAsk(caller, target.host, target.port, { method: "CONNECT", path: null }, socketEnded(client)).pipe(Effect.either)
     if (ok._tag === "Left") return yield* refuse(ok.left, caller)
     trace.host = ok.right.host
-    if (ok.right.decision.via === "grant") {
+    // An [[allow]] with request rules is intercepted as a grant is (the box trusts roster's CA), to be decided request by request.
+    if (ok.right.decision.via === "grant" || hasRules(ok.right.decision.rule)) {
       return yield* ctx.terminate(client, head, caller, ok.right.host, ok.right.port).pipe(
         Effect.catchAll((e) => refuse(new Refusal(502, `cannot present a certificate for ${e.host}`), caller))
       )

@@ -3,33 +3,45 @@ import { Effect } from "effect"
 import * as http from "node:http"
 import { isValidHost, normalizeHost } from "../../contract/addresses.js"
 import { authorizeOrAsk, socketEnded } from "./approve.js"
-import { dialChecked, namedBy } from "./authorize.js"
+import { type Authorized, dialChecked, namedBy } from "./authorize.js"
 import { Gateway } from "./Gateway.js"
 import { awaitPreflight } from "./preflightGate.js"
 import { Refusal } from "../base/refusal.js"
 import { forwardable, responsePairs } from "../base/headers.js"
-import { identify, refusalStatus } from "../base/identify.js"
+import { type Caller, identify, refusalStatus } from "../base/identify.js"
 import { taintSentinel } from "../base/taint.js"
 import { upstreamFor } from "../base/policy.js"
+import { bodyLimit } from "../base/requestBody.js"
+import { hasRules } from "../base/requestRules.js"
+import { byRules } from "./byRules.js"
 import { refuseResponse } from "../base/refuse.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 
-/** The request to the upstream on an already-dialled socket, streamed both ways; the answer's status and byte counts. */
+/** The path and query as the box wrote them in its absolute-form target (new URL would resolve them first: the rules' canonical form decides). */
+const rawPathOf = (target: string) => {
+  const rest = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*([^#]*)/i.exec(target)?.[1] ?? ""
+  return rest.startsWith("/") ? rest : `/${rest}`
+}
+
+/**
+ * The request to the upstream on an already-dialled socket, streamed both ways (or, read already to be
+ * decided, its `raw` body sent as read); the answer's status and byte counts.
+ */
 const relay = (
   req: http.IncomingMessage,
   res: http.ServerResponse,
-  url: URL,
+  path: string,
   headers: http.OutgoingHttpHeaders,
   sock: import("node:net").Socket,
-  onBody: (chunk: Buffer) => void
+  body: { readonly onBody: (chunk: Buffer) => void } | { readonly raw: Buffer }
 ) =>
   Effect.async<{ status: number; up: number; down: number }>((resume) => {
     let up = 0
     let down = 0
     // The socket is already dialled to the checked address: no agent, no second lookup.
-    const out = http.request({ method: req.method ?? "GET", path: `${url.pathname}${url.search}`, headers, createConnection: () => sock }, (upRes) => {
+    const out = http.request({ method: req.method ?? "GET", path, headers, createConnection: () => sock }, (upRes) => {
       // A redirect goes back to the box as it came: the gateway never follows one.
       res.writeHead(upRes.statusCode ?? 502, responsePairs(upRes.rawHeaders))
       upRes.on("data", (c: Buffer) => (down += c.length))
@@ -40,12 +52,29 @@ const relay = (
       refuseResponse(res, new Refusal(502, e.message))
       resume(Effect.succeed({ status: 502, up, down }))
     })
-    req.on("data", (c: Buffer) => {
-      up += c.length
-      onBody(c)
-    })
-    req.pipe(out)
+    if ("raw" in body) {
+      up = body.raw.length
+      out.end(body.raw)
+    } else {
+      req.on("data", (c: Buffer) => {
+        up += c.length
+        body.onBody(c)
+      })
+      req.pipe(out)
+    }
     return Effect.sync(() => out.destroy())
+  })
+
+/**
+ * What an [[allow]] with request rules makes of a plain request: decided by its method and canonical
+ * path (and body, where a rule reads it, which is then the body sent); without rules, the path as sent.
+ */
+const forwardRules = (caller: Caller, ok: Authorized & { readonly approvedBy?: string }, req: http.IncomingMessage, url: URL) =>
+  Effect.gen(function*() {
+    const plain = { path: `${url.pathname}${url.search}`, raw: undefined as Buffer | undefined, approvedBy: ok.approvedBy }
+    if (!hasRules(ok.decision.rule)) return plain
+    const ruled = yield* byRules({ caller, host: ok.host, port: ok.port }, req, rawPathOf(req.url ?? ""), ok.decision.rule, bodyLimit(ok.org))
+    return { path: req.url ?? "/", raw: ruled.raw, approvedBy: ruled.approvedBy ?? ok.approvedBy }
   })
 
 /** A plain http:// absolute URI: forwarded for [[allow]] hosts only; credentials are injected only over TLS. */
@@ -78,21 +107,31 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     if (ok.right.decision.via === "grant") {
       return yield* refuse(new Refusal(403, "credentials are injected only over TLS: use https://", { why: "tls_only" }), who.caller)
     }
+    const ruled = yield* forwardRules(who.caller, ok.right, req, url).pipe(Effect.either)
+    if (ruled._tag === "Left") return yield* refuse(ruled.left, who.caller)
+    const { approvedBy, path, raw } = ruled.right
+    trace.path = path.split("?")[0] ?? "/"
     const to = upstreamFor(ok.right.org, ok.right.host, ok.right.port, "http:")
     const dialled = yield* dialChecked(to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
     if (dialled._tag === "Left") return yield* refuse(dialled.left, who.caller)
     const headers = forwardable(req.headers)
     headers.host = url.host
+    if (raw) {
+      headers["content-length"] = String(raw.length)
+      delete headers["transfer-encoding"]
+    }
     const body = bodyScanner()
     const sentinelOut = (places: ReadonlyArray<string>) => taintSentinel(self.taints, who.caller, trace.host, places)
     // Known before sending (headers, query): the run is tainted before the box hears the answer.
-    const before = sentinelPlaces(headers, `${url.pathname}${url.search}`, req.method)
+    const before = sentinelPlaces(headers, path, req.method)
+    if (raw) body.feed(raw)
+    if (body.found()) before.push("body")
     if (before.length > 0) yield* sentinelOut(before)
-    const counts = yield* relay(req, res, url, headers, dialled.right.socket, body.feed)
-    const places = [...before, ...(body.found() ? ["body"] : [])]
+    const counts = yield* relay(req, res, path, headers, dialled.right.socket, raw ? { raw } : { onBody: body.feed })
+    const places = [...before, ...(body.found() && !before.includes("body") ? ["body"] : [])]
     yield* auditTrace(trace, {
       status: counts.status, bytes_up: counts.up, bytes_down: counts.down, ...(places.length > 0 ? { sentinel_unsubstituted: places } : {}),
-      ...(ok.right.approvedBy ? { note: `approved by ${ok.right.approvedBy}` } : {})
+      ...(approvedBy ? { note: `approved by ${approvedBy}` } : {})
     })
     if (places.length > 0) {
       yield* warnRun(who.caller, sentinelWarning(trace.host, places))

@@ -10,13 +10,13 @@ import { bodyLimit, collectBody, isCheckedBody } from "../base/requestBody.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { type RequestTrace, type TraceFields, traceRecord } from "../base/supervise.js"
 import { taintOnRefusal, taintSentinel } from "../base/taint.js"
+import type { GrantRule } from "../../config/schema.js"
 import { Gateway } from "../egress/Gateway.js"
 import { isModelCall, type Meter, type MeterBasis, openMeter, overAtStart } from "../metering/meter.js"
-import { injectCredential } from "../secrets/inject.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
 import { type GrantCache, type GrantSeen, refreshGrant } from "./grantCache.js"
 import { ruleRequest } from "../base/requestRules.js"
-import type { Target } from "./granted.js"
+import { injectGranted, type Target } from "./granted.js"
 import { checkBody, modelOf } from "./injectForward.js"
 import { relayedFields, relayTo } from "./relay.js"
 
@@ -73,7 +73,7 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
   /** The credential in; undefined when a sentinel is elsewhere in the head (tainted before sending: `injectForward`'s to do). */
   const outgoing = (seen: GrantSeen, req: http.IncomingMessage, url: string): Outgoing | undefined => {
     const { credential } = seen.granted
-    const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
+    const { headers, injected, reveals } = injectGranted(req.headers, credential)
     const out = forwardable(headers)
     // The answer is scanned for the real value, so it must arrive uncompressed.
     out["accept-encoding"] = "identity"
@@ -106,7 +106,7 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
    * ledger that is not in memory) or would start past a budget (refused, and its run stopped, by
    * `injectForward`).
    */
-  const sendChecked = (seen: GrantSeen, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, o: Outgoing) => {
+  const sendChecked = (seen: GrantSeen, grant: GrantRule, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, o: Outgoing) => {
     const { runId, worker } = target.caller
     let metered: { readonly caller: RunCaller; readonly basis: MeterBasis } | undefined
     if (isModelCall(req) && runId && worker) {
@@ -117,7 +117,7 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
       if (overAtStart(basis)) return false
       metered = { caller: { ...target.caller, runId, worker }, basis }
     }
-    const { authorized, grant } = seen.granted
+    const { authorized } = seen.granted
     collectBody(req, bodyLimit(authorized.org), (raw) =>
       guarded(res, trace, () => {
         const checked = raw instanceof Refusal ? { refusal: raw } : checkBody(req, raw, grant)
@@ -151,7 +151,7 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
     const seen = grants.fresh(target, now)
     if (!seen) return false
     // A request the grant's rules refuse goes the slow way, which refuses it (tainted, audited) as any refusal.
-    const ruled = ruleRequest(seen.granted.grant, req.method ?? "GET", req.url ?? "/", { host: target.host, port: target.port, subject: target.caller.subject })
+    const ruled = ruleRequest(seen.granted.entry, req.method ?? "GET", req.url ?? "/", { host: target.host, port: target.port, subject: target.caller.subject })
     if (!ruled.ok) return false
     const url = ruled.url
     req.url = url
@@ -164,7 +164,8 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
     guarded(res, trace, () => {
       const o = outgoing(seen, req, url)
       if (!o) taken = false
-      else if (isCheckedBody(req)) taken = sendChecked(seen, target, req, res, trace, o)
+      // An intercepted [[allow]] vets no body (it injects nothing): its bodies stream as sent.
+      else if (seen.granted.grant && isCheckedBody(req)) taken = sendChecked(seen, seen.granted.grant, target, req, res, trace, o)
       // A model call whose body is not one to read (an unusual content type) is metered there.
       else if (isModelCall(req)) taken = false
       else send(seen, target, req, res, trace, o, undefined, undefined)

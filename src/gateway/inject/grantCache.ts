@@ -134,8 +134,8 @@ const inTheBackground = <R>(decision: Effect.Effect<unknown, unknown, R>, target
 /** The grant decided now (a refusal forgets the connection's), kept for the connection's next requests. */
 const decide = Effect.fnUntraced(function*(target: Target, grants: GrantCache, now: number) {
   const granted = yield* grantedCredential(target).pipe(Effect.tapError(() => Effect.sync(() => grants.forget(target))))
-  const { authorized, grant, upstream } = granted
-  const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(grant)}`
+  const { authorized, entry, upstream } = granted
+  const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(entry)}`
   const agent = yield* (yield* Gateway).upstreamPool.agentFor(key, openUpstream(authorized, upstream))
   return grants.note(target, granted, agent, now)
 })

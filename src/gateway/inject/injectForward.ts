@@ -4,10 +4,8 @@ import type * as http from "node:http"
 import { Gateway } from "../egress/Gateway.js"
 import { placed, Refusal } from "../base/refusal.js"
 import { forwardable } from "../base/headers.js"
-import type { Target } from "./granted.js"
-import { injectCredential } from "../secrets/inject.js"
-import { ruleRequest } from "../base/requestRules.js"
-import { askByRule, socketEnded } from "../egress/approve.js"
+import { injectGranted, type Target } from "./granted.js"
+import { byRules } from "../egress/byRules.js"
 import { refuseResponse } from "../base/refuse.js"
 import { bodyLimit, isCheckedBody, parseChecked, readBody } from "../base/requestBody.js"
 import { serverToolsReason, vetServerTools } from "../base/serverTools.js"
@@ -38,47 +36,20 @@ interface Checked {
   readonly json: unknown
 }
 
-const checkedBody = (req: http.IncomingMessage, grant: GrantRule, limit: number) =>
+const checkedBody = (req: http.IncomingMessage, grant: GrantRule | undefined, limit: number) =>
   Effect.gen(function*() {
-    if (!isCheckedBody(req)) return undefined
+    // An intercepted [[allow]] vets no model request (it injects no credential): its body streams as sent.
+    if (!grant || !isCheckedBody(req)) return undefined
     const checked = checkBody(req, yield* readBody(req, limit), grant)
     return "refusal" in checked ? yield* Effect.fail(checked.refusal) : checked
   })
 
 /** A body already read (a GraphQL or JSON-RPC rule needed it): checked as `checkedBody` checks one, else sent as read. */
-const checkedRead = (req: http.IncomingMessage, raw: Buffer, grant: GrantRule) =>
+const checkedRead = (req: http.IncomingMessage, raw: Buffer, grant: GrantRule | undefined) =>
   Effect.gen(function*() {
-    if (!isCheckedBody(req)) return { body: raw, json: undefined } satisfies Checked
+    if (!grant || !isCheckedBody(req)) return { body: raw, json: undefined } satisfies Checked
     const checked = checkBody(req, raw, grant)
     return "refusal" in checked ? yield* Effect.fail(checked.refusal) : checked
-  })
-
-/**
- * The grant's request rules on this request, on the path the upstream will get (canonical when it has
- * rules): its body read first when a GraphQL or JSON-RPC rule needs it (that body is then the one sent,
- * so the upstream gets what was decided), and a rule that asks holding it for a person. Fails with the
- * refusal; an approval says who gave it.
- */
-const byRules = (target: Target, req: http.IncomingMessage, grant: GrantRule, limit: number) =>
-  Effect.gen(function*() {
-    const where = { host: target.host, port: target.port, subject: target.caller.subject }
-    const method = req.method ?? "GET"
-    const url = req.url ?? "/"
-    let ruled = ruleRequest(grant, method, url, where)
-    let raw: Buffer | undefined
-    if (!ruled.ok && ruled.needsBody) {
-      raw = yield* readBody(req, limit)
-      ruled = ruleRequest(grant, method, url, where, { contentType: String(req.headers["content-type"] ?? ""), raw })
-    }
-    if (ruled.ok) {
-      req.url = ruled.url
-      return { raw, approvedBy: undefined }
-    }
-    if (!ruled.ask) return yield* Effect.fail(ruled.refusal)
-    // Approved, it goes on as an allowed one would.
-    const approvedBy = yield* askByRule(target.caller, target.host, target.port, { method, path: ruled.ask.path }, ruled.ask.rule, ruled.refusal, socketEnded(req.socket))
-    req.url = ruled.ask.url
-    return { raw, approvedBy }
   })
 
 /** The model a request names (`model` in its JSON body). */
@@ -97,9 +68,9 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     const decided = yield* grantFor(target, grants).pipe(Effect.either)
     if (decided._tag === "Left") return yield* refuse(decided.left)
     const seen = decided.right
-    const { agent, granted: { authorized, credential, grant } } = seen
+    const { agent, granted: { authorized, credential, entry, grant } } = seen
     const limit = bodyLimit(authorized.org)
-    const ruled = yield* byRules(target, req, grant, limit).pipe(Effect.either)
+    const ruled = yield* byRules(target, req, req.url ?? "/", entry, limit).pipe(Effect.either)
     if (ruled._tag === "Left") return yield* refuse(ruled.left)
     const { approvedBy, raw } = ruled.right
     const checkedOr = yield* (raw ? checkedRead(req, raw, grant) : checkedBody(req, grant, limit)).pipe(Effect.either)
@@ -113,7 +84,7 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     // The worker's budgets as read now serve the connection's next calls while its grant does.
     if (started) grants.meteredBy(seen, started.limits)
     if (started?.refusal) return yield* refuse(started.refusal)
-    const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
+    const { headers, injected, reveals } = injectGranted(req.headers, credential)
     const out = forwardable(headers)
     if (checked) {
       out["content-length"] = String(checked.body.length)

@@ -11,12 +11,11 @@ import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 import { taintSentinel } from "../base/taint.js"
 import { Gateway } from "../egress/Gateway.js"
-import { hasRules } from "../base/requestRules.js"
-import { injectCredential } from "../secrets/inject.js"
+import { byRules } from "../egress/byRules.js"
 import { Scrub, scrubText } from "../secrets/scrub.js"
 import { sentinelPlaces } from "../secrets/sentinelScan.js"
 import { type GrantCache, grantFor } from "./grantCache.js"
-import { openUpstream, type Target } from "./granted.js"
+import { injectGranted, openUpstream, type Target } from "./granted.js"
 import { relayWebSocket } from "./wsRelay.js"
 
 type Handshake =
@@ -51,9 +50,11 @@ const relayAnswer = (box: Duplex, res: http.IncomingMessage, secrets: ReadonlyAr
     return Effect.sync(() => res.destroy())
   })
 
+const noted = (approvedBy: string | undefined, note: string) => (approvedBy ? `approved by ${approvedBy}; ${note}` : note)
+
 /**
  * A WebSocket upgrade inside a terminated tunnel: authorised again, the credential injected in
- * the handshake as in any request (never on an upgrade to a host without a grant), and
+ * the handshake as in any request (none on an intercepted [[allow]]), the entry's rules deciding it, and
  * `Sec-WebSocket-Extensions` removed so no frame comes compressed past the scrubber. After the
  * switch the frames are relayed both ways: the upstream's scrubbed of the credential, the box's
  * watched for the sentinel (a sentinel sent taints the run and is audited, as in a request).
@@ -77,14 +78,11 @@ export const injectUpgrade = (
     // The same decision as the connection's other requests: the one made as its tunnel opened, when fresh.
     const decided = yield* grantFor(target, grants).pipe(Effect.either)
     if (decided._tag === "Left") return yield* refuse(decided.left)
-    const { authorized, credential, grant, upstream } = decided.right.granted
-    // Past the handshake every frame is a request the rules never see: a grant that decides by request refuses the tunnel.
-    if (hasRules(grant)) {
-      return yield* refuse(new Refusal(403,
-        `a WebSocket upgrade on ${target.host} is refused for ${target.caller.subject}: [[grant]] ${JSON.stringify(grant.name)} decides request by request ` +
-          "(its rules), and what a WebSocket carries after the handshake is no request its rules could decide", { why: "request_rule", host: target.host, port: target.port, subject: target.caller.subject }))
-    }
-    const { headers, injected, reveals } = injectCredential(req.headers, credential.kind, credential.value)
+    const { authorized, credential, entry, upstream } = decided.right.granted
+    // Past the handshake every frame is a request no rule could decide: an entry with rules lets an upgrade through only where a rule names it.
+    const approvedBy = yield* byRules(target, req, req.url ?? "/", entry, 0, true).pipe(Effect.map((r) => r.approvedBy), Effect.either)
+    if (approvedBy._tag === "Left") return yield* refuse(approvedBy.left)
+    const { headers, injected, reveals } = injectGranted(req.headers, credential)
     const out = forwardable(headers)
     delete out["sec-websocket-extensions"]
     out.connection = "Upgrade"
@@ -102,7 +100,7 @@ export const injectUpgrade = (
     const answer = shaken.right
     if (answer._tag === "Answered") {
       const status = yield* relayAnswer(box, answer.res, reveals)
-      return yield* auditTrace(trace, { status, injected, note: "websocket handshake answered without switching" })
+      return yield* auditTrace(trace, { status, injected, note: noted(approvedBy.right, "websocket handshake answered without switching") })
     }
     if (answer.res.headers["sec-websocket-extensions"]) {
       answer.socket.destroy()
@@ -123,7 +121,7 @@ export const injectUpgrade = (
     })
     const sentinel = [...places, ...sentFrames]
     yield* auditTrace(trace, {
-      status: 101, injected, bytes_up: relayed.up, bytes_down: relayed.down, note: relayed.note ?? "websocket",
+      status: 101, injected, bytes_up: relayed.up, bytes_down: relayed.down, note: noted(approvedBy.right, relayed.note ?? "websocket"),
       ...(sentinel.length > 0 ? { sentinel_unsubstituted: sentinel } : {})
     })
   })
