@@ -108,6 +108,15 @@ describe("a grant's request rules", () => {
     expect(!denied.ok && denied.refusal.detail.fix).toBeUndefined()
   })
 
+  it("decides a request the same the first time, again, and after a thousand other paths have come and gone", () => {
+    const first = decide("POST", "/repos/acme/app/pulls")
+    expect(decide("POST", "/repos/acme/app/pulls")).toEqual(first)
+    for (let i = 0; i < 1000; i++) decide("GET", `/repos/acme/r${i}`)
+    expect(decide("POST", "/repos/acme/app/pulls")).toEqual(first)
+    expect(decide("DELETE", "/repos/acme/app/pulls").ok).toBe(false)
+    expect(decide("GET", `/repos/acme/${"x/".repeat(400)}y`)).toMatchObject({ ok: true, by: expect.stringMatching(/^rule 2 /) })
+  })
+
   it("the upstream gets the path the rules saw", () => {
     expect(decide("GET", "/repos/acme/x/../app?q=1")).toMatchObject({ ok: true, url: "/repos/acme/app?q=1" })
   })

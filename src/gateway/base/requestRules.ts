@@ -15,7 +15,13 @@ interface CompiledRule {
 interface Compiled {
   readonly rules: ReadonlyArray<CompiledRule>
   readonly fallback: RuleAction
+  /** The candidates of requests seen lately, by kind, method and canonical path: a box repeats its requests. */
+  readonly seen: Map<string, ReadonlyArray<CompiledRule>>
 }
+
+/** How many (method, path) pairs an entry remembers the candidates of, and the longest path it keeps. */
+const SEEN_MAX = 256
+const SEEN_PATH_MAX = 512
 
 /** An org.toml entry that may carry request rules: a [[grant]] (its credential goes only with what they allow) or an [[allow]]. */
 export type RuledEntry = GrantRule | AllowRule
@@ -48,7 +54,8 @@ const compile = (grant: RuledEntry): Compiled | null => {
       rule: r,
       text: describeRule(r, i)
     })),
-    fallback
+    fallback,
+    seen: new Map()
   }
   compiled.set(grant, made)
   return made
@@ -82,6 +89,18 @@ const candidatesFor = (rules: ReadonlyArray<CompiledRule>, method: string, segme
     }
   }
   return out
+}
+
+/** `candidatesFor`, remembered for the entry's recent requests (forgotten all at once when full: no unbounded growth from a box's paths). */
+const seenCandidates = (rules: Compiled, method: string, path: string, upgrade: boolean) => {
+  if (path.length > SEEN_PATH_MAX) return candidatesFor(rules.rules, method, segmentsOf(path), upgrade)
+  const key = `${upgrade ? "ws" : "http"} ${method} ${path}`
+  const have = rules.seen.get(key)
+  if (have) return have
+  const found = candidatesFor(rules.rules, method, segmentsOf(path), upgrade)
+  if (rules.seen.size >= SEEN_MAX) rules.seen.clear()
+  rules.seen.set(key, found)
+  return found
 }
 
 /** "mutation" matches every mutation, "mutation:CreateIssue" that one; "tools/call" every tool, "tools/call:x" that one. */
@@ -125,8 +144,7 @@ export const ruleRequest = (entry: RuledEntry, method: string, url: string, wher
   const target = canonicalTarget(url)
   const name = entryName(entry)
   if (!target.ok) return malformed(name, target.why, "path", where)
-  const segments = segmentsOf(target.path)
-  const candidates = candidatesFor(rules.rules, method, segments, upgrade)
+  const candidates = seenCandidates(rules, method, target.path, upgrade)
   if (body === undefined && candidates.some((r) => readsBody(r.rule))) {
     return { ok: false, needsBody: true, refusal: new Refusal(400, "the request's body decides it", { why: "malformed", ...where }) }
   }

@@ -131,11 +131,23 @@ const inTheBackground = <R>(decision: Effect.Effect<unknown, unknown, R>, target
     logDefects(`gateway: unexpected failure deciding the grant of ${target.host}:${target.port} for run ${target.caller.runId ?? "-"} (${target.caller.subject}) ${when}`)
   )
 
+// An entry's part of its upstream pool's key, made once per decoded entry: a grant with 100 rules is ~10 KB of
+// JSON, and made on every refresh it was 1.1 % of the gateway's CPU under load (docs/PERFORMANCE.md).
+const entryKeys = new WeakMap<object, string>()
+const entryKey = (entry: object) => {
+  let key = entryKeys.get(entry)
+  if (key === undefined) {
+    key = JSON.stringify(entry)
+    entryKeys.set(entry, key)
+  }
+  return key
+}
+
 /** The grant decided now (a refusal forgets the connection's), kept for the connection's next requests. */
 const decide = Effect.fnUntraced(function*(target: Target, grants: GrantCache, now: number) {
   const granted = yield* grantedCredential(target).pipe(Effect.tapError(() => Effect.sync(() => grants.forget(target))))
   const { authorized, entry, upstream } = granted
-  const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${JSON.stringify(entry)}`
+  const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${entryKey(entry)}`
   const agent = yield* (yield* Gateway).upstreamPool.agentFor(key, openUpstream(authorized, upstream))
   return grants.note(target, granted, agent, now)
 })
