@@ -1,6 +1,7 @@
 import * as net from "node:net"
 import type { Org } from "../../config/schema.js"
 import { isLoopback, isValidHost, normalizeHost } from "../../contract/addresses.js"
+import { pathAsWritten } from "./canonicalPath.js"
 import { decide, upstreamFor } from "./policy.js"
 import { Refusal } from "./refusal.js"
 import { entryName, hasRules, type RequestBody, type RuledEntry, ruleRequest } from "./requestRules.js"
@@ -44,10 +45,7 @@ export const parseTarget = (raw: string): Target | undefined => {
   if (scheme !== "http" && scheme !== "https") return undefined
   try {
     const u = new URL(raw)
-    // The path as written (new URL would resolve its dot-segments and escapes: the gateway's own canonical form decides).
-    const rest = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*([^#]*)/i.exec(raw)?.[1] ?? ""
-    const path = rest.startsWith("/") ? rest : `/${rest}`
-    return { host: normalizeHost(u.hostname), port: Number(u.port || (scheme === "https" ? 443 : 80)), scheme, path }
+    return { host: normalizeHost(u.hostname), port: Number(u.port || (scheme === "https" ? 443 : 80)), scheme, path: pathAsWritten(raw) }
   } catch {
     return undefined
   }
@@ -93,8 +91,8 @@ export const checkPolicy = (org: Org, subject: string, raw: string, method = "GE
     return refused(new Refusal(403, "the gateway does not proxy to itself", { why: "gateway_itself", ...where }))
   }
   // An entry with request rules decides each request: the URL's method and path, or a note that it will.
-  const ruled = decision.via === "grant" || hasRules(decision.rule) ? byRulesOf(decision.rule, method, target.path, { host, port, subject }, body, upgrade) : undefined
-  if (ruled && "refusal" in ruled) return refused(ruled.refusal)
+  const ruled = byRulesOf(decision.rule, method, target.path, { host, port, subject }, body, upgrade)
+  if ("refusal" in ruled) return refused(ruled.refusal)
   const intercepted = decision.via === "allow" && hasRules(decision.rule)
   const notes = !up.routed && net.isIP(up.host) === 0
     ? [`${up.host} is resolved when the box asks: an answer that is a private, loopback or metadata address is refused unless the rule lists that address`]
@@ -105,8 +103,8 @@ export const checkPolicy = (org: Org, subject: string, raw: string, method = "GE
     how: decision.via === "grant" ? "terminated" : target.scheme === "http" ? "forwarded" : intercepted ? "intercepted" : "tunnelled",
     ...(decision.via === "grant" ? { credential: decision.rule.credential } : {}),
     ...(up.routed ? { upstream: `${up.protocol}//${up.host}:${up.port}` } : {}),
-    ...(ruled?.request ? { request: ruled.request } : {}),
-    ...(ruled?.asked ? { asked: true } : {}),
+    ...(ruled.request ? { request: ruled.request } : {}),
+    ...(ruled.asked ? { asked: true } : {}),
     notes
   }
 }

@@ -5,6 +5,9 @@ import { readBody } from "../base/requestBody.js"
 import { type RuledEntry, ruleRequest } from "../base/requestRules.js"
 import { askByRule, socketEnded } from "./approve.js"
 
+/** An audit line's note for a request a person let through: who approved it, then what else the line says. */
+export const approvedNote = (approvedBy: string, note?: string) => [`approved by ${approvedBy}`, note].filter(Boolean).join("; ")
+
 /** Where a request goes and for whom: a terminated tunnel's target, or a plain forward's. */
 export interface RuledTarget {
   readonly caller: Caller

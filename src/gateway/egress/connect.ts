@@ -4,6 +4,7 @@ import type * as http from "node:http"
 import type * as net from "node:net"
 import type { Duplex } from "node:stream"
 import { authorizeOrAsk, socketEnded } from "./approve.js"
+import { approvedNote } from "./byRules.js"
 import { dialChecked, namedBy } from "./authorize.js"
 import { Gateway } from "./Gateway.js"
 import { awaitPreflight } from "./preflightGate.js"
@@ -105,6 +106,6 @@ export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, cl
     client.write("HTTP/1.1 200 Connection Established\r\n\r\n")
     const bytes = yield* pipeBoth(client, up, head).pipe(Effect.ensuring(Effect.sync(() => ctx.sockets.delete(up))))
     yield* auditTrace(trace, {
-      status: 200, bytes_up: bytes.up, bytes_down: bytes.down, ...(ok.right.approvedBy ? { note: `approved by ${ok.right.approvedBy}` } : {})
+      status: 200, bytes_up: bytes.up, bytes_down: bytes.down, ...(ok.right.approvedBy ? { note: approvedNote(ok.right.approvedBy) } : {})
     })
   })

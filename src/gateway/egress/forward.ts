@@ -11,19 +11,14 @@ import { forwardable, responsePairs } from "../base/headers.js"
 import { type Caller, identify, refusalStatus } from "../base/identify.js"
 import { taintSentinel } from "../base/taint.js"
 import { upstreamFor } from "../base/policy.js"
+import { pathAsWritten } from "../base/canonicalPath.js"
 import { bodyLimit } from "../base/requestBody.js"
 import { hasRules } from "../base/requestRules.js"
-import { byRules } from "./byRules.js"
+import { approvedNote, byRules } from "./byRules.js"
 import { refuseResponse } from "../base/refuse.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
-
-/** The path and query as the box wrote them in its absolute-form target (new URL would resolve them first: the rules' canonical form decides). */
-const rawPathOf = (target: string) => {
-  const rest = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*([^#]*)/i.exec(target)?.[1] ?? ""
-  return rest.startsWith("/") ? rest : `/${rest}`
-}
 
 /**
  * The request to the upstream on an already-dialled socket, streamed both ways (or, read already to be
@@ -73,7 +68,7 @@ const forwardRules = (caller: Caller, ok: Authorized & { readonly approvedBy?: s
   Effect.gen(function*() {
     const plain = { path: `${url.pathname}${url.search}`, raw: undefined as Buffer | undefined, approvedBy: ok.approvedBy }
     if (!hasRules(ok.decision.rule)) return plain
-    const ruled = yield* byRules({ caller, host: ok.host, port: ok.port }, req, rawPathOf(req.url ?? ""), ok.decision.rule, bodyLimit(ok.org))
+    const ruled = yield* byRules({ caller, host: ok.host, port: ok.port }, req, pathAsWritten(req.url ?? ""), ok.decision.rule, bodyLimit(ok.org))
     return { path: req.url ?? "/", raw: ruled.raw, approvedBy: ruled.approvedBy ?? ok.approvedBy }
   })
 
@@ -131,7 +126,7 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     const places = [...before, ...(body.found() && !before.includes("body") ? ["body"] : [])]
     yield* auditTrace(trace, {
       status: counts.status, bytes_up: counts.up, bytes_down: counts.down, ...(places.length > 0 ? { sentinel_unsubstituted: places } : {}),
-      ...(approvedBy ? { note: `approved by ${approvedBy}` } : {})
+      ...(approvedBy ? { note: approvedNote(approvedBy) } : {})
     })
     if (places.length > 0) {
       yield* warnRun(who.caller, sentinelWarning(trace.host, places))

@@ -5,7 +5,7 @@ import { Gateway } from "../egress/Gateway.js"
 import { placed, Refusal } from "../base/refusal.js"
 import { forwardable } from "../base/headers.js"
 import { injectGranted, type Target } from "./granted.js"
-import { byRules } from "../egress/byRules.js"
+import { approvedNote, byRules } from "../egress/byRules.js"
 import { refuseResponse } from "../base/refuse.js"
 import { bodyLimit, isCheckedBody, parseChecked, readBody } from "../base/requestBody.js"
 import { serverToolsReason, vetServerTools } from "../base/serverTools.js"
@@ -107,7 +107,7 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     const places = [...inHead, ...(body.found() ? ["body"] : [])]
     if (result.refusal) yield* taintOnRefusal(self.taints, target.caller, placed(result.refusal, trace))
     const fields = relayedFields(result, injected, places)
-    yield* auditTrace(trace, approvedBy ? { ...fields, note: [`approved by ${approvedBy}`, fields.note].filter(Boolean).join("; ") } : fields)
+    yield* auditTrace(trace, approvedBy ? { ...fields, note: approvedNote(approvedBy, fields.note) } : fields)
     if (places.length > 0) {
       yield* warnRun(target.caller, sentinelWarning(target.host, places))
       if (before.length === 0) yield* taintSentinel(self.taints, target.caller, target.host, places)

@@ -11,7 +11,7 @@ import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 import { taintSentinel } from "../base/taint.js"
 import { Gateway } from "../egress/Gateway.js"
-import { byRules } from "../egress/byRules.js"
+import { approvedNote, byRules } from "../egress/byRules.js"
 import { Scrub, scrubText } from "../secrets/scrub.js"
 import { sentinelPlaces } from "../secrets/sentinelScan.js"
 import { type GrantCache, grantFor } from "./grantCache.js"
@@ -50,8 +50,6 @@ const relayAnswer = (box: Duplex, res: http.IncomingMessage, secrets: ReadonlyAr
     return Effect.sync(() => res.destroy())
   })
 
-const noted = (approvedBy: string | undefined, note: string) => (approvedBy ? `approved by ${approvedBy}; ${note}` : note)
-
 /**
  * A WebSocket upgrade inside a terminated tunnel: authorised again, the credential injected in
  * the handshake as in any request (none on an intercepted [[allow]]), the entry's rules deciding it, and
@@ -80,7 +78,7 @@ export const injectUpgrade = (
     if (decided._tag === "Left") return yield* refuse(decided.left)
     const { authorized, credential, entry, upstream } = decided.right.granted
     // Past the handshake every frame is a request no rule could decide: an entry with rules lets an upgrade through only where a rule names it.
-    const approvedBy = yield* byRules(target, req, req.url ?? "/", entry, 0, true).pipe(Effect.map((r) => r.approvedBy), Effect.either)
+    const approvedBy = yield* byRules(target, req, req.url ?? "/", entry, bodyLimit(authorized.org), true).pipe(Effect.map((r) => r.approvedBy), Effect.either)
     if (approvedBy._tag === "Left") return yield* refuse(approvedBy.left)
     const { headers, injected, reveals } = injectGranted(req.headers, credential)
     const out = forwardable(headers)
@@ -100,7 +98,7 @@ export const injectUpgrade = (
     const answer = shaken.right
     if (answer._tag === "Answered") {
       const status = yield* relayAnswer(box, answer.res, reveals)
-      return yield* auditTrace(trace, { status, injected, note: noted(approvedBy.right, "websocket handshake answered without switching") })
+      return yield* auditTrace(trace, { status, injected, note: approvedBy.right ? approvedNote(approvedBy.right, "websocket handshake answered without switching") : "websocket handshake answered without switching" })
     }
     if (answer.res.headers["sec-websocket-extensions"]) {
       answer.socket.destroy()
@@ -121,7 +119,7 @@ export const injectUpgrade = (
     })
     const sentinel = [...places, ...sentFrames]
     yield* auditTrace(trace, {
-      status: 101, injected, bytes_up: relayed.up, bytes_down: relayed.down, note: noted(approvedBy.right, relayed.note ?? "websocket"),
+      status: 101, injected, bytes_up: relayed.up, bytes_down: relayed.down, note: approvedBy.right ? approvedNote(approvedBy.right, relayed.note ?? "websocket") : relayed.note ?? "websocket",
       ...(sentinel.length > 0 ? { sentinel_unsubstituted: sentinel } : {})
     })
   })
