@@ -341,6 +341,44 @@ describe("the roster CLI (the real binary, a temp ROSTER_HOME)", () => {
     }
   })
 
+  it("policy check with --method, --graphql-op, --jsonrpc and --websocket decides one request by the entry's rules, through the CLI", async () => {
+    const file = path.join(home, "config", "org.toml")
+    const saved = fs.readFileSync(file, "utf8")
+    fs.appendFileSync(file, [
+      "", "[[grant]]", `name = "github"`, `hosts = ["api.github.example.com"]`, `scope = ["org/alice"]`, `credential = "github"`,
+      "[[grant.rules]]", `methods = ["DELETE"]`, `action = "deny"`,
+      "[[grant.rules]]", `methods = ["POST"]`, `paths = ["/repos/acme/*/pulls"]`, `action = "allow"`,
+      "[[grant.rules]]", `paths = ["/graphql"]`, "graphql = true", `operations = ["query"]`, `action = "allow"`,
+      "[[grant.rules]]", `paths = ["/mcp"]`, "jsonrpc = true", `calls = ["tools/call:read_file"]`, `action = "allow"`,
+      "[[grant.rules]]", `paths = ["/repos/acme/*/events"]`, "websocket = true", `action = "ask"`,
+      "[[allow]]", `hosts = ["mirror.example.com"]`, `scope = ["org/*"]`,
+      "[[allow.rules]]", `methods = ["GET"]`, `paths = ["/pub/**"]`, `action = "allow"`, ""
+    ].join("\n"))
+    const check = (...args: Array<string>) => roster("policy", "check", "alice", ...args)
+    try {
+      const pulls = await check("https://api.github.example.com/repos/acme/app/pulls", "--method", "POST")
+      expect(pulls.code, pulls.stderr).toBe(0)
+      expect(pulls.stdout).toMatch(/request: POST \/repos\/acme\/app\/pulls allowed by rule 2 /)
+      const deleted = await check("https://api.github.example.com/repos/acme/app", "--method", "DELETE")
+      expect(deleted.code).toBe(1)
+      expect(deleted.stdout).toContain(`refused (request_rule, 403)`)
+      // A GraphQL or JSON-RPC probe is a POST unless said otherwise.
+      expect((await check("https://api.github.example.com/graphql", "--graphql-op", "query:Viewer")).code).toBe(0)
+      expect((await check("https://api.github.example.com/graphql", "--graphql-op", "mutation:DeleteRepo")).code).toBe(1)
+      expect((await check("https://api.github.example.com/mcp", "--jsonrpc", "tools/call:read_file")).code).toBe(0)
+      expect((await check("https://api.github.example.com/mcp", "--jsonrpc", "tools/call:write_file")).code).toBe(1)
+      const events = await check("https://api.github.example.com/repos/acme/app/events", "--websocket")
+      expect(events.code).toBe(0)
+      expect(events.stdout).toMatch(/^asked: /)
+      expect((await check("https://api.github.example.com/repos/acme/app", "--websocket")).code).toBe(1)
+      const mirror = JSON.parse((await check("https://mirror.example.com/pub/x", "--json")).stdout)
+      expect(mirror).toMatchObject({ allowed: true, how: "intercepted", rule: `[[allow]] hosts = ["mirror.example.com"]` })
+      expect((await check("https://mirror.example.com/admin")).code).toBe(1)
+    } finally {
+      fs.writeFileSync(file, saved)
+    }
+  })
+
   it("usage sums the spend ledger per worker, filtered by worker and day", async () => {
     const ledger = path.join(home, "state", "ledger")
     fs.mkdirSync(ledger, { recursive: true })
