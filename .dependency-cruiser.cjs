@@ -20,7 +20,8 @@ const LAYERS = [
 // The gateway's own folders, ranked the same way within src/gateway (server.ts, at its root, is the top).
 const GATEWAY = [
   ["secrets", "certs"], //                   sentinels and secret shapes, scrubbing; the CA and leaf certificates: no gateway knowledge
-  ["base"], //                               its services (Audit, Dialer, LiveRuns), refusals, callers and taints, policy, the ledger, request supervision
+  ["base"], //                               its services (Audit, Dialer, LiveRuns), refusals, callers and taints, the ledger, request supervision
+  ["policy"], //                             the one decision: a request as read, the compiled policy, the verdict (and roster policy check, which prints it)
   ["upstream"], //                           the way out: verified TLS, trust roots, keep-alive pools
   ["egress"], //                             the Gateway service, authorization and the checked dial, CONNECT tunnels, plain forwards
   ["metering", "actions"], //                model answers counted against budgets; the box's actions (remember, set_tasks, chat sends, …)

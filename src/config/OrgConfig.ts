@@ -3,11 +3,14 @@ import { Config, Context, Effect, Either, Layer, Option, Ref, Schema } from "eff
 import { makeStampCache } from "../fs/stamp.js"
 import { ConfigError, readTomlIn } from "./decode.js"
 import { Paths, layout } from "./Paths.js"
+import { compilePolicy, type Policy } from "./policy.js"
 import { type Org, OrgSchema } from "./schema.js"
 
 interface Decoded {
   readonly stamp: string
   readonly result: Either.Either<Org, ConfigError>
+  /** The egress policy compiled from this decode: once per edit of the file, never per request. */
+  readonly policy: Either.Either<Policy, ConfigError>
 }
 
 const missing = (file: string) =>
@@ -41,6 +44,8 @@ const perNode = (org: Org, gatewayPort: Option.Option<string>): Effect.Effect<Or
  */
 export class OrgConfig extends Context.Tag("roster/OrgConfig")<OrgConfig, {
   readonly snapshot: Effect.Effect<Org, ConfigError>
+  /** The egress policy of the same snapshot, compiled when it was decoded (config/policy.ts). */
+  readonly policy: Effect.Effect<Policy, ConfigError>
 }>() {
   static readonly layer = Layer.effect(
     OrgConfig,
@@ -51,26 +56,38 @@ export class OrgConfig extends Context.Tag("roster/OrgConfig")<OrgConfig, {
       const decoded = yield* Ref.make<Decoded | undefined>(undefined)
       // Looked at twice a second at most: an edit takes effect within half a second.
       const stamps = makeStampCache(500)
+      const current = Effect.gen(function*() {
+        const stamp = yield* stamps.stamp(file)
+        if (Option.isNone(stamp)) return yield* Effect.fail(missing(file))
+        const known = yield* Ref.get(decoded)
+        if (known && known.stamp === stamp.value) return known
+        const result = yield* read(OrgSchema, file, Effect.fail(missing(file))).pipe(
+          // The node's own port, read with the file (the caller's configuration: a test gives its own).
+          Effect.flatMap((org) => Effect.flatMap(gatewayPortVar, (port) => perNode(org, port))),
+          Effect.either
+        )
+        const made: Decoded = { stamp: stamp.value, result, policy: Either.map(result, compilePolicy) }
+        yield* Ref.set(decoded, made)
+        return made
+      })
       return {
-        snapshot: Effect.gen(function*() {
-          const stamp = yield* stamps.stamp(file)
-          if (Option.isNone(stamp)) return yield* Effect.fail(missing(file))
-          const known = yield* Ref.get(decoded)
-          if (known && known.stamp === stamp.value) return yield* known.result
-          const result = yield* read(OrgSchema, file, Effect.fail(missing(file))).pipe(
-            // The node's own port, read with the file (the caller's configuration: a test gives its own).
-            Effect.flatMap((org) => Effect.flatMap(gatewayPortVar, (port) => perNode(org, port))),
-            Effect.either
-          )
-          yield* Ref.set(decoded, { stamp: stamp.value, result })
-          return yield* result
-        })
+        snapshot: Effect.flatMap(current, (d) => d.result),
+        policy: Effect.flatMap(current, (d) => d.policy)
       }
     })
   )
 
-  static readonly layerTest = (org: Partial<Schema.Schema.Encoded<typeof OrgSchema>> = {}) =>
-    Layer.succeed(OrgConfig, { snapshot: Effect.succeed(Schema.decodeUnknownSync(OrgSchema)(org)) })
+  static readonly layerTest = (org: Partial<Schema.Schema.Encoded<typeof OrgSchema>> = {}) => OrgConfig.fromOrg(Schema.decodeUnknownSync(OrgSchema)(org))
+
+  /** A decoded org.toml as the service (its policy compiled once): a test's, an embedder's. */
+  static readonly fromOrg = (org: Org) => {
+    const policy = compilePolicy(org)
+    return Layer.succeed(OrgConfig, { snapshot: Effect.succeed(org), policy: Effect.succeed(policy) })
+  }
+
+  /** The service over a snapshot that may change between reads (a test's): its policy compiled at each read. */
+  static readonly fromSnapshot = (snapshot: Effect.Effect<Org, ConfigError>) =>
+    Layer.succeed(OrgConfig, { snapshot, policy: Effect.map(snapshot, compilePolicy) })
 }
 
 export const defaultOrg = (): Org => Schema.decodeUnknownSync(OrgSchema)({})

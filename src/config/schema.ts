@@ -187,7 +187,7 @@ const GrantFields = Schema.Struct({
 
 // A rule that can never match, or never decide, is a mistake that would read as a protection: refused at load.
 export const Grant = GrantFields.pipe(Schema.filter((g) => {
-  const problem = rulesProblem(g.rules ?? [])
+  const problem = rulesProblem(g.rules ?? [], g.default)
   return problem === undefined || { path: ["rules", problem.index], message: `grant "${g.name}": ${problem.message}` }
 }))
 
@@ -206,7 +206,7 @@ const AllowFields = Schema.Struct({
 })
 
 export const Allow = AllowFields.pipe(Schema.filter((a) => {
-  const problem = rulesProblem(a.rules ?? [])
+  const problem = rulesProblem(a.rules ?? [], a.default)
   return problem === undefined || { path: ["rules", problem.index], message: `allow for hosts = ${JSON.stringify(a.hosts)}: ${problem.message}` }
 }))
 

@@ -42,13 +42,8 @@ export const isLoopback = (addr: string | undefined): boolean => {
   return v4 === "::1" || (net.isIPv4(v4) && v4.startsWith("127."))
 }
 
-/** One form of a host name for policy and dialling alike: lower case, no trailing dot, no brackets. */
-export const normalizeHost = (host: string): string => {
-  let h = host.trim().toLowerCase()
-  if (h.startsWith("[") && h.endsWith("]")) h = h.slice(1, -1)
-  while (h.endsWith(".")) h = h.slice(0, -1)
-  return h
-}
+// Written down once, where org.toml's hosts are compiled: the policy and every dial read one form.
+export { normalizeHost } from "../config/hosts.js"
 
 /** A host a proxy may be asked for: a name or an address, nothing that could smuggle a second meaning. */
 export const isValidHost = (host: string): boolean =>

@@ -19,7 +19,9 @@ export const AuditLine = Schema.Struct({
   bytes_down: Schema.Number,
   duration_ms: Schema.Number,
   note: Schema.optional(Schema.String),
-  sentinel_unsubstituted: Schema.optional(Schema.Array(Schema.String))
+  sentinel_unsubstituted: Schema.optional(Schema.Array(Schema.String)),
+  why: Schema.optional(Schema.String),
+  decided_by: Schema.optional(Schema.String)
 })
 export type AuditLine = typeof AuditLine.Type
 

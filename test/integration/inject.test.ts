@@ -26,7 +26,8 @@ import { auditedOnce } from "../support/audit.js"
 import type { AuditRecord } from "../../src/gateway/base/Audit.js"
 import { connectVia, forwardVia, keptAlive, type Reply, reportPreflight, tlsHandshakeVia, viaGateway, wsVia } from "../support/boxClient.js"
 import type { Org } from "../../src/config/schema.js"
-import { checkPolicy } from "../../src/gateway/base/policyCheck.js"
+import { checkPolicy } from "../../src/gateway/policy/policyCheck.js"
+import { compilePolicy } from "../../src/config/policy.js"
 
 const REAL_KEY = "sk-ant-api03-REAL-injected-key-7f3a9c"
 const REAL_GIT = "ghp_REALgitTOKEN0123456789"
@@ -497,7 +498,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
       const said = JSON.parse(r.body) as { error: { message: string }; roster: { why: string }; x_api_key_sha256?: unknown }
       expect(said.x_api_key_sha256, "the upstream never answered").toBeUndefined()
       expect(said.error.message).toMatch(reason)
-      expect(said.roster.why).toBe(status === 400 ? "malformed" : "request_rule")
+      expect(said.roster.why).toBe(status === 400 ? "ambiguous" : "request_rule")
     }
     // A WebSocket on a REST path would carry what no rule sees: refused, saying so — though GET /repos/acme/** is allowed.
     const ws = await wsVia(port, HANK, "gh.example.com:8443", "/repos/acme/app/ws", { headers: { "x-api-key": SENTINEL }, expect: 1, ca: [rosterCa] })
@@ -665,7 +666,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(pairs.length).toBeGreaterThanOrEqual(20)
     const seen = new Set<string>()
     for (const [who, url] of pairs) {
-      const policy = checkPolicy(org, `org/${who}`, url)
+      const policy = checkPolicy(compilePolicy(org), `org/${who}`, url)
       const gateway = url.startsWith("http://")
         ? await forwardVia(port, subjects[who], url)
         : url.startsWith("https://")

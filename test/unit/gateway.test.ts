@@ -7,10 +7,12 @@ import { drainTo } from "../../src/box/output.js"
 import { OrgSchema } from "../../src/config/schema.js"
 import { isRefusedAddress, isValidHost, normalizeHost } from "../../src/contract/addresses.js"
 import { tokenFrom } from "../../src/gateway/base/identify.js"
-import { decide, ruleNamesAddress } from "../../src/gateway/base/policy.js"
-import { checkPolicy, parseTarget } from "../../src/gateway/base/policyCheck.js"
+import { compilePolicy } from "../../src/config/policy.js"
+import type { Org } from "../../src/config/schema.js"
+import { decide } from "../../src/gateway/policy/decide.js"
+import { checkPolicy as checkOf, parseTarget } from "../../src/gateway/policy/policyCheck.js"
 import { Refusal, refusalBody } from "../../src/gateway/base/refusal.js"
-import { vetServerTools } from "../../src/gateway/base/serverTools.js"
+import { vetServerTools } from "../../src/gateway/policy/serverTools.js"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 
 const org = Schema.decodeUnknownSync(OrgSchema)({
@@ -21,17 +23,25 @@ const org = Schema.decodeUnknownSync(OrgSchema)({
   ]
 })
 
+/** The one decision on a CONNECT to host:port: allowed (with the addresses its entry names), or why not and the fix. */
+const hostDecision = (o: Org, subject: string, host: string, port: number) => {
+  const v = decide(compilePolicy(o), { subject, runId: null, worker: null, taskId: null }, { _tag: "Connect", host, port })
+  if (v._tag === "Refuse") return { allowed: false, why: v.refusal.detail.why, reason: v.refusal.reason, fix: v.refusal.detail.fix }
+  return { allowed: v._tag === "Tunnel" || v._tag === "Intercept", names: v._tag === "Tunnel" || v._tag === "Intercept" ? v.dial.names : [] }
+}
+const checkPolicy = (o: Org, subject: string, url: string) => checkOf(compilePolicy(o), subject, url)
+
 describe("gateway policy", () => {
   it("denies by default and allows only matching host, port and subject", () => {
-    expect(decide(org, "org/alice", "packages.example.org", 443).allowed).toBe(true)
-    expect(decide(org, "org/alice", "Packages.EXAMPLE.org.", 443).allowed).toBe(true)
-    expect(decide(org, "org/alice", "packages.example.org", 80).allowed).toBe(false)
-    expect(decide(org, "org", "packages.example.org", 443).allowed).toBe(false)
-    expect(decide(org, "org/alice", "api.example.test", 8443).allowed).toBe(true)
-    expect(decide(org, "org/bob", "api.example.test", 443).allowed).toBe(false)
-    expect(decide(org, "org/alice", "example.test", 443).allowed).toBe(false)
-    expect(decide(org, "org/alice", "api.example.test.evil.test", 443).allowed).toBe(false)
-    expect(decide(org, "org/alice", "evil.test", 443).allowed).toBe(false)
+    expect(hostDecision(org, "org/alice", "packages.example.org", 443).allowed).toBe(true)
+    expect(hostDecision(org, "org/alice", "Packages.EXAMPLE.org.", 443).allowed).toBe(true)
+    expect(hostDecision(org, "org/alice", "packages.example.org", 80).allowed).toBe(false)
+    expect(hostDecision(org, "org", "packages.example.org", 443).allowed).toBe(false)
+    expect(hostDecision(org, "org/alice", "api.example.test", 8443).allowed).toBe(true)
+    expect(hostDecision(org, "org/bob", "api.example.test", 443).allowed).toBe(false)
+    expect(hostDecision(org, "org/alice", "example.test", 443).allowed).toBe(false)
+    expect(hostDecision(org, "org/alice", "api.example.test.evil.test", 443).allowed).toBe(false)
+    expect(hostDecision(org, "org/alice", "evil.test", 443).allowed).toBe(false)
   })
 
   it("a refusal says which kind it is and the org.toml lines that would change it", () => {
@@ -39,15 +49,15 @@ describe("gateway policy", () => {
       grant: [{ name: "model", hosts: ["api.example.com"], scope: ["org/alice"], credential: "anthropic" }],
       allow: [{ hosts: ["*.example.test"], scope: ["org/alice"], ports: [443, 8443] }]
     })
-    expect(decide(granted, "org/alice", "evil.example.net", 8080)).toEqual({
+    expect(hostDecision(granted, "org/alice", "evil.example.net", 8080)).toEqual({
       allowed: false, why: "no_rule", reason: expect.stringContaining("no [[grant]] or [[allow]]"),
       fix: ["[[allow]]", `hosts = ["evil.example.net"]`, "ports = [8080]", `scope = ["org/alice"]`]
     })
-    expect(decide(granted, "org/alice", "api.example.test", 9000)).toMatchObject({
+    expect(hostDecision(granted, "org/alice", "api.example.test", 9000)).toMatchObject({
       why: "wrong_port", fix: [`# in the [[allow]] for hosts = ["*.example.test"]:`, "ports = [443, 8443, 9000]"]
     })
     // Outside a grant's scope the fix widens the grant, never an [[allow]] that would skip the credential.
-    expect(decide(granted, "org/bob", "api.example.com", 443)).toMatchObject({
+    expect(hostDecision(granted, "org/bob", "api.example.com", 443)).toMatchObject({
       why: "no_rule", fix: [`# in the [[grant]] named "model":`, `scope = ["org/alice","org/bob"]`]
     })
     const body = refusalBody(new Refusal(403, "nope", { why: "wrong_port", host: "h.example.test", port: 9, subject: "org/a", fix: ["ports = [9]"] }))
@@ -93,10 +103,9 @@ describe("gateway policy", () => {
   })
 
   it("a rule names a private address only by listing it", () => {
-    const rule = org.allow[2]
-    if (!rule) throw new Error("fixture")
-    expect(ruleNamesAddress(rule, "10.1.2.3")).toBe(true)
-    expect(ruleNamesAddress(rule, "10.1.2.4")).toBe(false)
+    // A rule names an address by listing it: only a listed literal passes the private-address guard of a dial.
+    expect(hostDecision(org, "org", "10.1.2.3", 80)).toMatchObject({ allowed: true, names: ["10.1.2.3"] })
+    expect(hostDecision(org, "org/alice", "packages.example.org", 443)).toMatchObject({ allowed: true, names: [] })
   })
 
   it("refuses loopback, private, link-local, CGNAT, metadata and mapped forms", () => {

@@ -2,8 +2,8 @@ import { Cause, Deferred, Effect, Exit, Fiber, TestClock, TestContext } from "ef
 import type * as http from "node:http"
 import { describe, expect, it } from "vitest"
 import { lookAgainNow } from "../../src/fs/stamp.js"
-import { GRANT_REFRESH_MS, GRANT_SEEN_MS, type Granted, grantFor, type GrantSeen, makeGrantCache } from "../../src/gateway/inject/grantCache.js"
-import type { Target } from "../../src/gateway/inject/granted.js"
+import { GRANT_REFRESH_MS, GRANT_SEEN_MS, grantFor, type GrantSeen, makeGrantCache } from "../../src/gateway/inject/grantCache.js"
+import type { Granted, Target } from "../../src/gateway/inject/granted.js"
 import { Refusal } from "../../src/gateway/base/refusal.js"
 
 const target = (): Target => ({ caller: { subject: "org/alice", runId: "r1", worker: "alice", taskId: null }, host: "api.example.com", port: 443 })

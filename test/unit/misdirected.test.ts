@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { misdirection } from "../../src/gateway/inject/misdirected.js"
+import { misdirection } from "../../src/gateway/policy/misdirected.js"
 
 const caller = { subject: "org/alice", runId: "2026-12-07-09-00-00-0000a11c", worker: "alice", taskId: null }
 const tunnel = (host: string, port: number) => ({ caller, host, port })

@@ -20,7 +20,7 @@ type BoxKeys = { readonly warm_max?: number; readonly warm_idle_min?: number; re
 
 /** An org.toml whose `[box]` the test can change while the pool runs (a person editing it). */
 const orgOf = (box: Ref.Ref<BoxKeys>) =>
-  Layer.succeed(OrgConfig, { snapshot: Effect.map(Ref.get(box), (b) => Schema.decodeUnknownSync(OrgSchema)({ box: b })) })
+  OrgConfig.fromSnapshot(Effect.map(Ref.get(box), (b) => Schema.decodeUnknownSync(OrgSchema)({ box: b })))
 
 const pool = (
   box: BoxKeys | Ref.Ref<BoxKeys>,

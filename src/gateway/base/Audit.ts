@@ -21,6 +21,10 @@ export interface AuditRecord {
   readonly note?: string
   /** Where the request left the gateway still carrying a sentinel ("header:x-other", "query", "body"). */
   readonly sentinel_unsubstituted?: ReadonlyArray<string>
+  /** Why a refused request was refused (the code its refusal carries: request_rule, ambiguous, no_rule, …). */
+  readonly why?: string
+  /** The entry and rule that decided it (`[[grant]] "github" rule 2 (…)`), where an entry with rules did. */
+  readonly decided_by?: string
 }
 
 /** How often a failing audit log is reported: once a minute, not once a request. */

@@ -1,3 +1,5 @@
+import { Data } from "effect"
+
 /**
  * Why the gateway said no, in words an agent can act on: a code it can branch on, the host and
  * subject it was judged as, and — where an operator could change the answer — the exact
@@ -12,6 +14,7 @@ export type RefusalWhy =
   | "no_rule" // no [[grant]] or [[allow]] covers host:port for this subject
   | "wrong_port" // a rule covers the host for this subject, not this port
   | "request_rule" // the host is granted, and the grant's request rules (method, path) refuse this request
+  | "ambiguous" // on an entry with rules, a request that could mean one thing to the rules and another to the upstream
   | "refused_address" // the name resolves to a private/loopback/metadata address no rule names
   | "gateway_itself" // the gateway does not proxy to itself
   | "tls_only" // a granted host over plain http: credentials go only over TLS
@@ -35,10 +38,22 @@ export interface RefusalDetail {
   readonly fix?: ReadonlyArray<string> | undefined
 }
 
-/** A request the gateway answers itself, with a status and a reason for the box and the audit log. */
-export class Refusal {
-  readonly _tag = "Refusal"
-  constructor(readonly status: number, readonly reason: string, readonly detail: RefusalDetail = { why: whyOfStatus(status) }) {}
+/**
+ * A request the gateway answers itself, with a status and a reason for the box and the audit log: the one
+ * error every listener fails with, caught once where it writes the answer, the taint and the audit line.
+ */
+export class Refusal extends Data.TaggedError("Refusal")<{
+  readonly status: number
+  readonly reason: string
+  readonly detail: RefusalDetail
+}> {
+  constructor(status: number, reason: string, detail: RefusalDetail = { why: whyOfStatus(status) }) {
+    super({ status, reason, detail })
+  }
+
+  override get message() {
+    return `roster gateway: ${this.reason}`
+  }
 }
 
 function whyOfStatus(status: number): RefusalWhy {

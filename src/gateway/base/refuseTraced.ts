@@ -12,5 +12,5 @@ import { taintOnRefusal, type TaintMemo } from "./taint.js"
 export const refuseTraced = (taints: TaintMemo, trace: RequestTrace, answer: (r: Refusal) => void) => (r: Refusal, caller?: Caller) =>
   taintOnRefusal(taints, caller, placed(r, trace)).pipe(
     Effect.zipRight(Effect.sync(() => answer(placed(r, trace)))),
-    Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason }))
+    Effect.zipRight(auditTrace(trace, { status: r.status, note: r.reason, why: r.detail.why }))
   )

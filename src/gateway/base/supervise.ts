@@ -2,11 +2,14 @@ import { Cause, Clock, Effect } from "effect"
 import { Audit, type AuditRecord } from "./Audit.js"
 import { redactMarks } from "../secrets/sentinelScan.js"
 import { logDefects } from "../../report/defects.js"
+import type { Caller } from "./identify.js"
 
 /** What is known of a request so far: each handler fills it in, so a failure is still audited with it. */
 export interface RequestTrace {
   run_id: string | null
   subject: string
+  /** Who is asking, once its token is read: a refusal taints its run. */
+  caller?: Caller | undefined
   host: string
   port: number
   method: string
@@ -19,11 +22,11 @@ export const newTrace = (method: string, host: string, port: number, path: strin
 
 export type TraceFields =
   & Pick<AuditRecord, "status">
-  & Partial<Pick<AuditRecord, "injected" | "bytes_up" | "bytes_down" | "note" | "host" | "sentinel_unsubstituted">>
+  & Partial<Pick<AuditRecord, "injected" | "bytes_up" | "bytes_down" | "note" | "host" | "sentinel_unsubstituted" | "why" | "decided_by">>
 
 /** The audit line of a request from its trace, at `now`. */
 export const traceRecord = (trace: RequestTrace, fields: TraceFields, now: number): AuditRecord => {
-  const { startedAt: _, ...where } = trace
+  const { startedAt: _, caller: _caller, ...where } = trace
   return { injected: false, bytes_up: 0, bytes_down: 0, ...where, path: redactMarks(where.path), ...fields, duration_ms: now - trace.startedAt }
 }
 

@@ -9,7 +9,9 @@ import type { Refusal, RefusalWhy } from "./refusal.js"
 const MAX_TAINTS = 20
 
 /** Refusals that taint the run: it asked for a way out no rule gives. */
-const TAINTING: ReadonlySet<RefusalWhy> = new Set(["no_rule", "wrong_port", "request_rule", "refused_address", "gateway_itself", "server_tools", "misdirected"])
+const TAINTING: ReadonlySet<RefusalWhy> = new Set([
+  "no_rule", "wrong_port", "request_rule", "ambiguous", "refused_address", "gateway_itself", "server_tools", "misdirected"
+])
 
 /** The taint a tainting refusal gives its run. */
 const taintReasonOf = (why: RefusalWhy): TaintReason => (why === "server_tools" ? "server_tools" : why === "misdirected" ? "misdirected" : "egress_refused")

@@ -6,28 +6,14 @@ import type { CardPlace, HoldEnd, PendingApproval } from "../base/approvals.js"
 import type { Duplex } from "node:stream"
 import * as net from "node:net"
 import { OrgConfig } from "../../config/OrgConfig.js"
-import { isRefusedAddress, normalizeHost } from "../../contract/addresses.js"
+import type { Org } from "../../config/schema.js"
+import { isRefusedAddress } from "../../contract/addresses.js"
 import { Dialer } from "../base/Dialer.js"
 import { LiveRuns } from "../base/LiveRuns.js"
 import type { Caller } from "../base/identify.js"
 import { Refusal } from "../base/refusal.js"
-import { authorize, type Authorized } from "./authorize.js"
+import type { AskedFor, Hold } from "../policy/verdict.js"
 import { Gateway } from "./Gateway.js"
-
-/** What a held request shows a person: its method, and its path without the query (null for a CONNECT). */
-export interface AskedFor {
-  readonly method: string
-  readonly path: string | null
-}
-
-/** Authorised as an [[allow]] of this one host:port for this subject: a tunnel, never a grant. */
-const approved = (org: Authorized["org"], caller: Caller, host: string, port: number, by: string): Authorized & { readonly approvedBy: string } => ({
-  host,
-  port,
-  org,
-  decision: { allowed: true, via: "allow", rule: { hosts: [host], ports: [port], scope: [caller.subject] } },
-  approvedBy: by
-})
 
 /** Private, loopback and metadata addresses are never approvable: by literal, or by what the name resolves to. */
 const reachesPrivate = (host: string) =>
@@ -50,35 +36,37 @@ const runEnded = (runId: string) =>
 const RUN_LOOK = "1 second"
 
 /**
- * A refusal by policy held for a person (`[gateway] approvals = "ask"`): the request waits up to
- * `approval_wait_s` as a pending approval; `once`, `run` and `always` let it through as a
- * tunnel (`run` remembers host:port for the rest of the run), `deny` or no decision in time is
- * the 403 it would have had, saying which.
+ * A request the decision holds for a person (a Hold verdict), waiting up to `approval_wait_s` as a pending
+ * approval: a grant's or allow's rule that asks takes `once` (the rule holds the next again) or `deny`; a
+ * refusal by policy under `[gateway] approvals = "ask"` takes `once`, `run` (host:port for the rest of the run)
+ * or `always` — and is never held for a private, loopback or metadata address. Succeeds with who approved it
+ * (for the audit line); `deny`, no decision in time, or its connection or run ending fails with the refusal,
+ * saying which.
  */
-const askFor = (caller: Caller, rawHost: string, port: number, asked: AskedFor, refusal: Refusal, closed: Effect.Effect<void>) =>
+export const holdFor = (caller: Caller, held: Hold, closed: Effect.Effect<void>) =>
   Effect.gen(function*() {
-    const why = refusal.detail.why
-    if (why !== "no_rule" && why !== "wrong_port") return yield* Effect.fail(refusal)
-    const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.mapError(() => refusal))
-    if (org.gateway.approvals !== "ask" || !caller.runId || !caller.worker) return yield* Effect.fail(refusal)
+    const { refusal, asked, rule, host, port } = held
+    if (!caller.runId || !caller.worker) return yield* Effect.fail(refusal)
     const runId = caller.runId
     const worker = caller.worker
-    const host = normalizeHost(rawHost)
-    if ((yield* Gateway).approvals.allowedForRun(caller.runId, host, port)) return approved(org, caller, host, port, "an earlier --run approval")
-    if (yield* reachesPrivate(host)) return yield* Effect.fail(refusal)
+    const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.mapError(() => refusal))
+    if (rule === undefined) {
+      if ((yield* Gateway).approvals.allowedForRun(runId, host, port)) return "an earlier --run approval"
+      if (yield* reachesPrivate(host)) return yield* Effect.fail(refusal)
+    }
     const wait = org.gateway.approval_wait_s
     yield* Effect.logWarning(
-      `gateway: run ${caller.runId} (${caller.worker}) asks for ${asked.method} ${host}:${port}${asked.path ?? ""}, which the policy refuses: ` +
-        `waiting ${wait} s for roster approvals / approve / deny`
+      `gateway: run ${runId} (${worker}) asks for ${asked.method} ${host}:${port}${asked.path ?? ""}, which ` +
+        `${rule ? `${rule} asks a person about` : "the policy refuses"}: waiting ${wait} s for roster approvals / approve / deny`
     )
-    const end = yield* hold(caller, runId, worker, host, port, asked, closed, org)
+    const end = yield* hold(caller, runId, worker, host, port, asked, closed, org, rule)
     const { by, decision, at } = yield* heldAnswer(end, refusal, wait)
-    return approved(org, caller, host, port, `${by} (${decision})${at}`)
+    return `${by} (${decision})${at}`
   })
 
 /** A request held until a person decides, its wait runs out, or its connection or run ends; its card, where its run has a thread. */
 const hold = (
-  caller: Caller, runId: string, worker: string, host: string, port: number, asked: AskedFor, closed: Effect.Effect<void>, org: Authorized["org"], rule?: string
+  caller: Caller, runId: string, worker: string, host: string, port: number, asked: AskedFor, closed: Effect.Effect<void>, org: Org, rule?: string
 ) =>
   Effect.gen(function*() {
     const approvals = (yield* Gateway).approvals
@@ -175,31 +163,6 @@ const cardEnd = (asked: AskedFor, host: string, port: number, worker: string, wa
       return `${what}: not held (${end.why}).`
   }
 }
-
-/**
- * A request a grant's rule asks about (`action = "ask"`), held for a person whatever `[gateway] approvals`
- * says: `once` lets this one request through (the rule holds the next again), `deny` or no decision in
- * time is `refusal`, saying which. The audit's words on success: who approved it.
- */
-export const askByRule = (caller: Caller, host: string, port: number, asked: AskedFor, rule: string, refusal: Refusal, closed: Effect.Effect<void>) =>
-  Effect.gen(function*() {
-    if (!caller.runId || !caller.worker) return yield* Effect.fail(refusal)
-    const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.mapError(() => refusal))
-    const wait = org.gateway.approval_wait_s
-    yield* Effect.logWarning(
-      `gateway: run ${caller.runId} (${caller.worker}) asks for ${asked.method} ${host}:${port}${asked.path ?? ""}, which ${rule} asks a person about: ` +
-        `waiting ${wait} s for roster approvals / approve / deny`
-    )
-    const end = yield* hold(caller, caller.runId, caller.worker, host, port, asked, closed, org, rule)
-    return yield* heldAnswer(end, refusal, wait).pipe(Effect.map(({ by, decision, at }) => `${by} (${decision})${at}`))
-  })
-
-/** `authorize`, with a refusal by policy held for a person's decision where `[gateway] approvals = "ask"`. */
-export const authorizeOrAsk = (caller: Caller, host: string, port: number, asked: AskedFor, closed: Effect.Effect<void>) =>
-  authorize(caller, host, port).pipe(
-    Effect.map((a): Authorized & { readonly approvedBy?: string } => a),
-    Effect.catchAll((refusal) => askFor(caller, host, port, asked, refusal, closed))
-  )
 
 /** Completes when the box ends its side of a connection (its FIN, an error, a close). */
 export const socketEnded = (socket: Duplex) =>

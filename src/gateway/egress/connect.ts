@@ -1,18 +1,14 @@
-import { refuseTraced } from "../base/refuseTraced.js"
 import { Effect } from "effect"
 import type * as http from "node:http"
 import type * as net from "node:net"
 import type { Duplex } from "node:stream"
-import { authorizeOrAsk, socketEnded } from "./approve.js"
-import { approvedNote } from "./byRules.js"
-import { dialChecked, namedBy } from "./authorize.js"
-import { Gateway } from "./Gateway.js"
+import { socketEnded } from "./approve.js"
+import { callerOf } from "./caller.js"
+import { answeringRefusals, approvedNote, decideNow, settle } from "./decision.js"
+import { dialChecked } from "./dial.js"
 import { awaitPreflight } from "./preflightGate.js"
 import { Refusal } from "../base/refusal.js"
 import type { Caller } from "../base/identify.js"
-import { identify, refusalStatus } from "../base/identify.js"
-import { upstreamFor } from "../base/policy.js"
-import { hasRules } from "../base/requestRules.js"
 import { refuseSocket } from "../base/refuse.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 
@@ -67,45 +63,41 @@ const pipeBoth = (client: Duplex, up: net.Socket, head: Buffer) =>
   })
 
 /**
- * A CONNECT: who is calling, is the target allowed, and by which rule. A granted host goes to
- * the TLS terminator, as does one an [[allow]] with request rules covers; any other [[allow]]ed one
- * is tunnelled to the checked address as is.
+ * A CONNECT: who is calling, then the decision. A granted host goes to the TLS terminator, as does one an
+ * [[allow]] with request rules covers (each request inside is decided there); any other [[allow]]ed one is
+ * tunnelled to the checked address as is. Every refusal is answered once, at the end.
  */
 export const handleConnect = (ctx: ConnectContext, req: http.IncomingMessage, client: Duplex, head: Buffer, trace: RequestTrace) =>
   Effect.gen(function*() {
-    const self = yield* Gateway
-    // A refusal of egress taints the caller's run (known once the token is read).
-    const refuse = refuseTraced(self.taints, trace, (r) => refuseSocket(client, r))
     const target = parseConnectTarget(req.url ?? "")
     if (target) {
       trace.host = target.host
       trace.port = target.port
     }
-    const who = yield* identify(req.headers, req.socket.remoteAddress, self.identities)
-    if (!who.ok) return yield* refuse(new Refusal(refusalStatus(who.why), who.reason, { why: who.why }))
-    const caller = who.caller
-    trace.run_id = caller.runId
-    trace.subject = caller.subject
-    if (!target) return yield* refuse(new Refusal(400, "CONNECT wants host:port"), caller)
-    const held = yield* awaitPreflight(caller).pipe(Effect.either)
-    if (held._tag === "Left") return yield* refuse(held.left, caller)
-    const ok = yield* authorizeOrAsk(caller, target.host, target.port, { method: "CONNECT", path: null }, socketEnded(client)).pipe(Effect.either)
-    if (ok._tag === "Left") return yield* refuse(ok.left, caller)
-    trace.host = ok.right.host
-    // An [[allow]] with request rules is intercepted as a grant is (the box trusts roster's CA), to be decided request by request.
-    if (ok.right.decision.via === "grant" || hasRules(ok.right.decision.rule)) {
-      return yield* ctx.terminate(client, head, caller, ok.right.host, ok.right.port).pipe(
-        Effect.catchAll((e) => refuse(new Refusal(502, `cannot present a certificate for ${e.host}`), caller))
-      )
+    const caller = yield* callerOf(req, trace)
+    if (!target) return yield* new Refusal(400, "CONNECT wants host:port")
+    yield* awaitPreflight(caller)
+    const asked = { _tag: "Connect", host: target.host, port: target.port } as const
+    const { policy, verdict } = yield* decideNow(caller, asked)
+    const { approvedBy, settled } = yield* settle(policy, asked, verdict, { caller, readBody: () => Effect.succeed(Buffer.alloc(0)), closed: socketEnded(client) })
+    trace.host = settled.host
+    switch (settled._tag) {
+      case "Intercept":
+        // The box trusts roster's CA: each request inside is decided, a grant's credential injected.
+        return yield* ctx.terminate(client, head, caller, settled.host, settled.port).pipe(
+          Effect.mapError((e) => new Refusal(502, `cannot present a certificate for ${e.host}`))
+        )
+      case "Tunnel": {
+        const dialled = yield* dialChecked(settled.dial)
+        const up = dialled.socket
+        ctx.sockets.add(up)
+        client.write("HTTP/1.1 200 Connection Established\r\n\r\n")
+        const bytes = yield* pipeBoth(client, up, head).pipe(Effect.ensuring(Effect.sync(() => ctx.sockets.delete(up))))
+        return yield* auditTrace(trace, {
+          status: 200, bytes_up: bytes.up, bytes_down: bytes.down, ...(approvedBy ? { note: approvedNote(approvedBy) } : {})
+        })
+      }
+      case "Forward":
+        return yield* Effect.dieMessage("a CONNECT was decided as a request")
     }
-    const to = upstreamFor(ok.right.org, ok.right.host, ok.right.port, "https:")
-    const dialled = yield* dialChecked(to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
-    if (dialled._tag === "Left") return yield* refuse(dialled.left, caller)
-    const up = dialled.right.socket
-    ctx.sockets.add(up)
-    client.write("HTTP/1.1 200 Connection Established\r\n\r\n")
-    const bytes = yield* pipeBoth(client, up, head).pipe(Effect.ensuring(Effect.sync(() => ctx.sockets.delete(up))))
-    yield* auditTrace(trace, {
-      status: 200, bytes_up: bytes.up, bytes_down: bytes.down, ...(ok.right.approvedBy ? { note: approvedNote(ok.right.approvedBy) } : {})
-    })
-  })
+  }).pipe(answeringRefusals(trace, (r) => refuseSocket(client, r)))

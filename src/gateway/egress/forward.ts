@@ -1,20 +1,18 @@
-import { refuseTraced } from "../base/refuseTraced.js"
 import { Effect } from "effect"
 import * as http from "node:http"
 import { isValidHost, normalizeHost } from "../../contract/addresses.js"
-import { authorizeOrAsk, socketEnded } from "./approve.js"
-import { type Authorized, dialChecked, namedBy } from "./authorize.js"
+import { socketEnded } from "./approve.js"
+import { callerOf } from "./caller.js"
+import { answeringRefusals, approvedNote, decideNow, settle } from "./decision.js"
+import { dialChecked } from "./dial.js"
 import { Gateway } from "./Gateway.js"
 import { awaitPreflight } from "./preflightGate.js"
 import { Refusal } from "../base/refusal.js"
 import { forwardable, responsePairs } from "../base/headers.js"
-import { type Caller, identify, refusalStatus } from "../base/identify.js"
 import { taintSentinel } from "../base/taint.js"
-import { upstreamFor } from "../base/policy.js"
-import { pathAsWritten } from "../base/canonicalPath.js"
-import { bodyLimit } from "../base/requestBody.js"
-import { hasRules } from "../base/requestRules.js"
-import { approvedNote, byRules } from "./byRules.js"
+import { readBody } from "../base/requestBody.js"
+import { type AskedRequest, headsOf } from "../policy/asked.js"
+import { pathAsWritten } from "../policy/canonicalPath.js"
 import { refuseResponse } from "../base/refuse.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
@@ -60,19 +58,7 @@ const relay = (
     return Effect.sync(() => out.destroy())
   })
 
-/**
- * What an [[allow]] with request rules makes of a plain request: decided by its method and canonical
- * path (and body, where a rule reads it, which is then the body sent); without rules, the path as sent.
- */
-const forwardRules = (caller: Caller, ok: Authorized & { readonly approvedBy?: string }, req: http.IncomingMessage, url: URL) =>
-  Effect.gen(function*() {
-    const plain = { path: `${url.pathname}${url.search}`, raw: undefined as Buffer | undefined, approvedBy: ok.approvedBy }
-    if (!hasRules(ok.decision.rule)) return plain
-    const ruled = yield* byRules({ caller, host: ok.host, port: ok.port }, req, pathAsWritten(req.url ?? ""), ok.decision.rule, bodyLimit(ok.org))
-    return { path: req.url ?? "/", raw: ruled.raw, approvedBy: ruled.approvedBy ?? ok.approvedBy }
-  })
-
-/** A plain http:// absolute URI: forwarded for [[allow]] hosts only; credentials are injected only over TLS. */
+/** A plain http:// absolute URI: decided as any request (an [[allow]]'s rules on its canonical path); a [[grant]]'s credential goes only over TLS. */
 export const handleForward = (req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace) =>
   Effect.gen(function*() {
     const self = yield* Gateway
@@ -80,56 +66,49 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     try {
       url = new URL(req.url ?? "")
     } catch {
-      return refuseResponse(res, new Refusal(400, "malformed request target"))
+      return yield* new Refusal(400, "malformed request target")
     }
     trace.host = url.hostname
     trace.port = Number(url.port || 80)
     trace.path = url.pathname
-    // A refusal of egress taints the caller's run (known once the token is read).
-    const refuse = refuseTraced(self.taints, trace, (r) => refuseResponse(res, r))
-    const who = yield* identify(req.headers, req.socket.remoteAddress, self.identities)
-    if (!who.ok) return yield* refuse(new Refusal(refusalStatus(who.why), who.reason, { why: who.why }))
-    trace.run_id = who.caller.runId
-    trace.subject = who.caller.subject
+    const caller = yield* callerOf(req, trace)
     if (url.protocol !== "http:" || url.username || url.password || !isValidHost(normalizeHost(url.hostname))) {
-      return yield* refuse(new Refusal(400, "only plain http:// absolute URIs without userinfo (use CONNECT for https)"), who.caller)
+      return yield* new Refusal(400, "only plain http:// absolute URIs without userinfo (use CONNECT for https)")
     }
-    const held = yield* awaitPreflight(who.caller).pipe(Effect.either)
-    if (held._tag === "Left") return yield* refuse(held.left, who.caller)
-    const ok = yield* authorizeOrAsk(who.caller, url.hostname, trace.port, { method: req.method ?? "GET", path: url.pathname }, socketEnded(req.socket)).pipe(Effect.either)
-    if (ok._tag === "Left") return yield* refuse(ok.left, who.caller)
-    trace.host = ok.right.host
-    if (ok.right.decision.via === "grant") {
-      return yield* refuse(new Refusal(403, "credentials are injected only over TLS: use https://", { why: "tls_only" }), who.caller)
+    yield* awaitPreflight(caller)
+    const asked: AskedRequest = {
+      _tag: "Request", via: "plain", host: url.hostname, port: trace.port, method: req.method ?? "GET", target: pathAsWritten(req.url ?? ""),
+      heads: headsOf(req.headers), upgrade: req.headers.upgrade !== undefined
     }
-    const ruled = yield* forwardRules(who.caller, ok.right, req, url).pipe(Effect.either)
-    if (ruled._tag === "Left") return yield* refuse(ruled.left, who.caller)
-    const { approvedBy, path, raw } = ruled.right
-    trace.path = path.split("?")[0] ?? "/"
-    const to = upstreamFor(ok.right.org, ok.right.host, ok.right.port, "http:")
-    const dialled = yield* dialChecked(to.host, to.port, to.routed ? () => true : namedBy(ok.right)).pipe(Effect.either)
-    if (dialled._tag === "Left") return yield* refuse(dialled.left, who.caller)
+    const { policy, verdict } = yield* decideNow(caller, asked)
+    const { approvedBy, settled } = yield* settle(policy, asked, verdict, { caller, readBody: (limit) => readBody(req, limit), closed: socketEnded(req.socket) })
+    if (settled._tag !== "Forward") return yield* Effect.dieMessage(`a plain request was decided as a ${settled._tag}`)
+    trace.host = settled.host
+    trace.path = settled.url.split("?")[0] ?? "/"
+    const dialled = yield* dialChecked(settled.dial)
     const headers = forwardable(req.headers)
     headers.host = url.host
+    const raw = settled.body?.raw
     if (raw) {
       headers["content-length"] = String(raw.length)
       delete headers["transfer-encoding"]
+      if (settled.body?.decoded) delete headers["content-encoding"]
     }
     const body = bodyScanner()
-    const sentinelOut = (places: ReadonlyArray<string>) => taintSentinel(self.taints, who.caller, trace.host, places)
+    const sentinelOut = (places: ReadonlyArray<string>) => taintSentinel(self.taints, caller, trace.host, places)
     // Known before sending (headers, query): the run is tainted before the box hears the answer.
-    const before = sentinelPlaces(headers, path, req.method)
+    const before = sentinelPlaces(headers, settled.url, req.method)
     if (raw) body.feed(raw)
     if (body.found()) before.push("body")
     if (before.length > 0) yield* sentinelOut(before)
-    const counts = yield* relay(req, res, path, headers, dialled.right.socket, raw ? { raw } : { onBody: body.feed })
+    const counts = yield* relay(req, res, settled.url, headers, dialled.socket, raw ? { raw } : { onBody: body.feed })
     const places = [...before, ...(body.found() && !before.includes("body") ? ["body"] : [])]
     yield* auditTrace(trace, {
       status: counts.status, bytes_up: counts.up, bytes_down: counts.down, ...(places.length > 0 ? { sentinel_unsubstituted: places } : {}),
-      ...(approvedBy ? { note: approvedNote(approvedBy) } : {})
+      ...(approvedBy ? { note: approvedNote(approvedBy) } : {}), ...(settled.by ? { decided_by: `${settled.entry} ${settled.by}` } : {})
     })
     if (places.length > 0) {
-      yield* warnRun(who.caller, sentinelWarning(trace.host, places))
+      yield* warnRun(caller, sentinelWarning(trace.host, places))
       if (before.length === 0) yield* sentinelOut(places)
     }
-  })
+  }).pipe(answeringRefusals(trace, (r) => refuseResponse(res, r)))

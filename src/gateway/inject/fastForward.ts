@@ -6,18 +6,18 @@ import { forwardable } from "../base/headers.js"
 import { placed, Refusal } from "../base/refusal.js"
 import { refuseResponse } from "../base/refuse.js"
 import { refuseTraced } from "../base/refuseTraced.js"
-import { bodyLimit, collectBody, isCheckedBody } from "../base/requestBody.js"
+import { collectBody } from "../base/requestBody.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { type RequestTrace, type TraceFields, traceRecord } from "../base/supervise.js"
 import { taintOnRefusal, taintSentinel } from "../base/taint.js"
-import type { GrantRule } from "../../config/schema.js"
 import { Gateway } from "../egress/Gateway.js"
 import { isModelCall, type Meter, type MeterBasis, openMeter, overAtStart } from "../metering/meter.js"
+import { checkBody, isCheckedBody, modelOf } from "../policy/bodyVet.js"
+import { bodyLimitOf, decide } from "../policy/decide.js"
+import type { Forward, Inject } from "../policy/verdict.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
 import { type GrantCache, type GrantSeen, refreshGrant } from "./grantCache.js"
-import { ruleRequest } from "../base/requestRules.js"
-import { injectGranted, type Target } from "./granted.js"
-import { checkBody, modelOf } from "./injectForward.js"
+import { askedIn, injectGranted, type Target } from "./granted.js"
 import { relayedFields, relayTo } from "./relay.js"
 
 /** What goes out of a request: its head with the credential in, and what to scrub from the answer. */
@@ -80,19 +80,20 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
     return sentinelPlaces(out, url, req.method).length > 0 ? undefined : { out, injected, reveals }
   }
 
-  /** Sends the request (its checked body, or streaming it) and the answer back, then finishes it. */
-  const send = (seen: GrantSeen, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, o: Outgoing, checked: Buffer | undefined, meter: Meter | undefined) => {
+  /** Sends the request (its checked body, or streaming it) on the path decided and the answer back, then finishes it. */
+  const send = (seen: GrantSeen, forward: Forward, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, o: Outgoing, checked: Buffer | undefined, meter: Meter | undefined) => {
     const body = bodyScanner()
     if (checked) body.feed(checked)
     // A sentinel in a checked body is known before it leaves: the run is tainted first.
     const taintedBefore = body.found()
+    const decided = forward.by ? { decided_by: `${forward.entry} ${forward.by}` } : {}
     const go = () => {
-      const limit = bodyLimit(seen.granted.authorized.org)
-      const options = { out: o.out, agent: seen.agent, secrets: o.reveals, limit, onBody: checked ? noBody : body.feed, checked, meter }
+      const limit = bodyLimitOf(seen.granted.policy)
+      const options = { path: forward.url, out: o.out, agent: seen.agent, secrets: o.reveals, limit, onBody: checked ? noBody : body.feed, checked, meter }
       const cancel = relayTo(req, res, options, (r) => {
         inFlight.delete(cancel)
         meter?.settle()
-        finish(target, trace, relayedFields(r, o.injected, body.found() ? ["body"] : []), r.refusal, taintedBefore)
+        finish(target, trace, { ...relayedFields(r, o.injected, body.found() ? ["body"] : []), ...decided }, r.refusal, taintedBefore)
       })
       inFlight.add(cancel)
     }
@@ -106,10 +107,10 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
    * ledger that is not in memory) or would start past a budget (refused, and its run stopped, by
    * `injectForward`).
    */
-  const sendChecked = (seen: GrantSeen, grant: GrantRule, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, o: Outgoing) => {
+  const sendChecked = (seen: GrantSeen, forward: Forward, inject: Inject, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, o: Outgoing) => {
     const { runId, worker } = target.caller
     let metered: { readonly caller: RunCaller; readonly basis: MeterBasis } | undefined
-    if (isModelCall(req) && runId && worker) {
+    if (isModelCall(req.method ?? "GET", forward.url) && runId && worker) {
       const spentNow = self.ledger.spentNow
       if (!seen.limits || !spentNow) return false
       const startedAt = new Date(trace.startedAt).toISOString()
@@ -117,15 +118,15 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
       if (overAtStart(basis)) return false
       metered = { caller: { ...target.caller, runId, worker }, basis }
     }
-    const { authorized } = seen.granted
-    collectBody(req, bodyLimit(authorized.org), (raw) =>
+    const { policy } = seen.granted
+    collectBody(req, bodyLimitOf(policy), (raw) =>
       guarded(res, trace, () => {
-        const checked = raw instanceof Refusal ? { refusal: raw } : checkBody(req, raw, grant)
+        const checked = raw instanceof Refusal ? { refusal: raw } : checkBody(String(req.headers["content-type"] ?? ""), raw, inject)
         if ("refusal" in checked) return refuse(target, res, trace, checked.refusal)
         o.out["content-length"] = String(checked.body.length)
         delete o.out["transfer-encoding"]
-        const meter = metered && openMeter(self, self.runPromise, metered.caller, authorized.org, modelOf(checked.json), metered.basis)
-        send(seen, target, req, res, trace, o, checked.body, meter)
+        const meter = metered && openMeter(self, self.runPromise, metered.caller, policy.org, modelOf(checked.json), metered.basis)
+        send(seen, forward, target, req, res, trace, o, checked.body, meter)
       }))
     return true
   }
@@ -142,33 +143,32 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
   }
 
   /**
-   * Handles the request when it is one of the common kind and its connection's grant is fresh;
-   * false, having read and sent nothing, when `injectForward` must.
+   * Handles the request when it is one of the common kind and its connection's grant is fresh: the one
+   * decision, on the connection's policy, lets it through as sent or on its canonical path. False, having
+   * read and sent nothing, when `injectForward` must: a refusal, a hold, a body to read before deciding.
    */
   const tryForward = (target: Target, req: http.IncomingMessage, res: http.ServerResponse): boolean => {
-    if (!(req.url ?? "/").startsWith("/")) return false
     const now = clock.unsafeCurrentTimeMillis()
     const seen = grants.fresh(target, now)
     if (!seen) return false
-    // A request the grant's rules refuse goes the slow way, which refuses it (tainted, audited) as any refusal.
-    const ruled = ruleRequest(seen.granted.entry, req.method ?? "GET", req.url ?? "/", { host: target.host, port: target.port, subject: target.caller.subject })
-    if (!ruled.ok) return false
-    const url = ruled.url
-    req.url = url
+    const verdict = decide(seen.granted.policy, target.caller, askedIn(target, req))
+    if (verdict._tag !== "Forward" || verdict.body !== undefined) return false
+    const url = verdict.url
     if (grants.refreshDue(target, seen, now)) self.fork(refreshGrant(target, grants, seen))
     const { caller } = target
+    const method = req.method ?? "GET"
     const trace: RequestTrace = {
-      run_id: caller.runId, subject: caller.subject, host: target.host, port: target.port, method: req.method ?? "GET", path: url.split("?")[0] ?? "/", startedAt: now
+      run_id: caller.runId, subject: caller.subject, caller, host: target.host, port: target.port, method, path: url.split("?")[0] ?? "/", startedAt: now
     }
     let taken = true
     guarded(res, trace, () => {
       const o = outgoing(seen, req, url)
       if (!o) taken = false
       // An intercepted [[allow]] vets no body (it injects nothing): its bodies stream as sent.
-      else if (seen.granted.grant && isCheckedBody(req)) taken = sendChecked(seen, seen.granted.grant, target, req, res, trace, o)
+      else if (verdict.inject && isCheckedBody(method, String(req.headers["content-type"] ?? ""))) taken = sendChecked(seen, verdict, verdict.inject, target, req, res, trace, o)
       // A model call whose body is not one to read (an unusual content type) is metered there.
-      else if (isModelCall(req)) taken = false
-      else send(seen, target, req, res, trace, o, undefined, undefined)
+      else if (isModelCall(method, url)) taken = false
+      else send(seen, verdict, target, req, res, trace, o, undefined, undefined)
     })
     return taken
   }

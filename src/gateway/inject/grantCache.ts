@@ -4,9 +4,7 @@ import { lookAgainCount } from "../../fs/stamp.js"
 import { logDefects } from "../../report/defects.js"
 import { Gateway } from "../egress/Gateway.js"
 import { type Limits, limitsFor } from "../metering/meter.js"
-import { grantedCredential, openUpstream, type Target } from "./granted.js"
-
-export type Granted = Effect.Effect.Success<ReturnType<typeof grantedCredential>>
+import { connectionGrant, type Granted, openUpstream, type Target } from "./granted.js"
 
 /** What a terminated connection's requests were last granted, and the upstream agent for it. */
 export interface GrantSeen {
@@ -131,24 +129,12 @@ const inTheBackground = <R>(decision: Effect.Effect<unknown, unknown, R>, target
     logDefects(`gateway: unexpected failure deciding the grant of ${target.host}:${target.port} for run ${target.caller.runId ?? "-"} (${target.caller.subject}) ${when}`)
   )
 
-// An entry's part of its upstream pool's key, made once per decoded entry: a grant with 100 rules is ~10 KB of
-// JSON, and made on every refresh it was 1.1 % of the gateway's CPU under load (docs/PERFORMANCE.md).
-const entryKeys = new WeakMap<object, string>()
-const entryKey = (entry: object) => {
-  let key = entryKeys.get(entry)
-  if (key === undefined) {
-    key = JSON.stringify(entry)
-    entryKeys.set(entry, key)
-  }
-  return key
-}
-
 /** The grant decided now (a refusal forgets the connection's), kept for the connection's next requests. */
 const decide = Effect.fnUntraced(function*(target: Target, grants: GrantCache, now: number) {
-  const granted = yield* grantedCredential(target).pipe(Effect.tapError(() => Effect.sync(() => grants.forget(target))))
-  const { authorized, entry, upstream } = granted
-  const key = `${upstream.protocol}//${upstream.host}:${upstream.port} ${upstream.routed} ${entryKey(entry)}`
-  const agent = yield* (yield* Gateway).upstreamPool.agentFor(key, openUpstream(authorized, upstream))
+  const granted = yield* connectionGrant(target).pipe(Effect.tapError(() => Effect.sync(() => grants.forget(target))))
+  // One agent per upstream and entry (the dial's key, made as org.toml was compiled): an idle connection of the same entry is reused.
+  const dial = granted.intercept.dial
+  const agent = yield* (yield* Gateway).upstreamPool.agentFor(dial.key, openUpstream(dial, granted.policy.org.gateway.upstream_ca_file))
   return grants.note(target, granted, agent, now)
 })
 
@@ -166,7 +152,7 @@ export const refreshGrant = (target: Target, grants: GrantCache, previous: Grant
       const { worker } = target.caller
       return previous.limits === undefined || !worker
         ? Effect.void
-        : Effect.map(limitsFor(entry.granted.authorized.org, worker, target.caller.chatChannel), (limits) => grants.meteredBy(entry, limits))
+        : Effect.map(limitsFor(entry.granted.policy.org, worker, target.caller.chatChannel), (limits) => grants.meteredBy(entry, limits))
     }),
     (refresh) => inTheBackground(refresh, target, "in the background"),
     Effect.ensuring(Effect.sync(() => grants.refreshed(target)))

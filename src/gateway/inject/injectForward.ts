@@ -1,17 +1,18 @@
-import { refuseTraced } from "../base/refuseTraced.js"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import type * as http from "node:http"
 import { Gateway } from "../egress/Gateway.js"
-import { placed, Refusal } from "../base/refusal.js"
+import { placed, type Refusal } from "../base/refusal.js"
 import { forwardable } from "../base/headers.js"
-import { injectGranted, type Target } from "./granted.js"
-import { approvedNote, byRules } from "../egress/byRules.js"
+import { askedIn, injectGranted, type Target } from "./granted.js"
+import { socketEnded } from "../egress/approve.js"
+import { answeringRefusals, approvedNote, settle } from "../egress/decision.js"
 import { refuseResponse } from "../base/refuse.js"
-import { bodyLimit, isCheckedBody, parseChecked, readBody } from "../base/requestBody.js"
-import { serverToolsReason, vetServerTools } from "../base/serverTools.js"
+import { readBody } from "../base/requestBody.js"
 import { taintOnRefusal, taintSentinel } from "../base/taint.js"
 import { isModelCall, startMeter } from "../metering/meter.js"
-import type { GrantRule } from "../../config/schema.js"
+import { checkBody, type Checked, isCheckedBody, modelOf } from "../policy/bodyVet.js"
+import { bodyLimitOf, decide } from "../policy/decide.js"
+import type { Forward } from "../policy/verdict.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
 import { relay, relayedFields } from "./relay.js"
@@ -19,76 +20,52 @@ import { type GrantCache, grantFor } from "./grantCache.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 
 /**
- * A body that may be a model request, read whole, checked before anything leaves: refused when it
- * declares provider-side tools its grant does not allow; sent as re-serialised.
+ * The body to send whole, checked: a grant's model request (JSON, text or undeclared) is read and vetted
+ * before anything leaves — refused when it declares provider-side tools its grant does not allow — and sent
+ * re-serialised; a body the decision already read goes as read. Undefined: the body streams through.
  */
-export const checkBody = (req: http.IncomingMessage, raw: Buffer, grant: GrantRule): { readonly refusal: Refusal } | Checked => {
-  const parsed = parseChecked(req, raw)
-  if (!parsed.ok) return { refusal: new Refusal(400, "the request body is declared JSON and does not parse", { why: "malformed" }) }
-  if (parsed.json === undefined) return { body: raw, json: undefined }
-  const vetted = vetServerTools(parsed.json, grant)
-  if (!vetted.ok) return { refusal: new Refusal(403, serverToolsReason(grant, vetted), { why: "server_tools" }) }
-  return { body: Buffer.from(JSON.stringify(parsed.json)), json: parsed.json }
-}
-
-interface Checked {
-  readonly body: Buffer
-  readonly json: unknown
-}
-
-const checkedBody = (req: http.IncomingMessage, grant: GrantRule | undefined, limit: number) =>
+const sentWhole = (req: http.IncomingMessage, forward: Forward, limit: number) =>
   Effect.gen(function*() {
-    // An intercepted [[allow]] vets no model request (it injects no credential): its body streams as sent.
-    if (!grant || !isCheckedBody(req)) return undefined
-    const checked = checkBody(req, yield* readBody(req, limit), grant)
+    const contentType = String(req.headers["content-type"] ?? "")
+    if (!forward.inject || !isCheckedBody(req.method ?? "GET", contentType)) {
+      return forward.body ? ({ body: forward.body.raw, json: undefined } satisfies Checked) : undefined
+    }
+    const checked = checkBody(contentType, forward.body?.raw ?? (yield* readBody(req, limit)), forward.inject)
     return "refusal" in checked ? yield* Effect.fail(checked.refusal) : checked
   })
-
-/** A body already read (a GraphQL or JSON-RPC rule needed it): checked as `checkedBody` checks one, else sent as read. */
-const checkedRead = (req: http.IncomingMessage, raw: Buffer, grant: GrantRule | undefined) =>
-  Effect.gen(function*() {
-    if (!grant || !isCheckedBody(req)) return { body: raw, json: undefined } satisfies Checked
-    const checked = checkBody(req, raw, grant)
-    return "refusal" in checked ? yield* Effect.fail(checked.refusal) : checked
-  })
-
-/** The model a request names (`model` in its JSON body). */
-export const modelOf = (json: unknown) => (namesModel(json) ? json.model : "unknown")
-const namesModel = Schema.is(Schema.Struct({ model: Schema.String }))
 
 /**
- * One request inside a terminated tunnel: re-authorised, the real credential in the one header
- * its kind uses, to the verified upstream (or the host's [[route]]), the answer scrubbed.
+ * One request inside a terminated tunnel: decided by the connection's policy (its body read first where
+ * the decision asks, held where a rule asks a person), the real credential in the one header its kind
+ * uses, to the verified upstream (or the host's [[route]]) on the path decided, the answer scrubbed.
  */
 export const injectForward = (target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, grants: GrantCache) =>
   Effect.gen(function*() {
     const self = yield* Gateway
-    const refuseAs = refuseTraced(self.taints, trace, (r) => refuseResponse(res, r))
-    const refuse = (r: Refusal) => refuseAs(r, target.caller)
-    const decided = yield* grantFor(target, grants).pipe(Effect.either)
-    if (decided._tag === "Left") return yield* refuse(decided.left)
-    const seen = decided.right
-    const { agent, granted: { authorized, credential, entry, grant } } = seen
-    const limit = bodyLimit(authorized.org)
-    const ruled = yield* byRules(target, req, req.url ?? "/", entry, limit).pipe(Effect.either)
-    if (ruled._tag === "Left") return yield* refuse(ruled.left)
-    const { approvedBy, raw } = ruled.right
-    const checkedOr = yield* (raw ? checkedRead(req, raw, grant) : checkedBody(req, grant, limit)).pipe(Effect.either)
-    if (checkedOr._tag === "Left") return yield* refuse(checkedOr.left)
-    const checked = checkedOr.right
+    const seen = yield* grantFor(target, grants)
+    const { agent, granted: { credential, policy } } = seen
+    const asked = askedIn(target, req)
+    const { approvedBy, settled } = yield* settle(policy, asked, decide(policy, target.caller, asked), {
+      caller: target.caller, readBody: (limit) => readBody(req, limit), closed: socketEnded(req.socket)
+    })
+    if (settled._tag !== "Forward") return yield* Effect.dieMessage(`a request in a tunnel was decided as a ${settled._tag}`)
+    trace.path = settled.url.split("?")[0] ?? "/"
+    const limit = bodyLimitOf(policy)
+    const checked = yield* sentWhole(req, settled, limit)
     // A run's model call is metered, and refused once a budget is used up.
     const { runId, worker } = target.caller
-    const started = isModelCall(req) && runId && worker
-      ? yield* startMeter({ ...target.caller, runId, worker }, authorized.org, modelOf(checked?.json))
+    const started = isModelCall(req.method ?? "GET", settled.url) && runId && worker
+      ? yield* startMeter({ ...target.caller, runId, worker }, policy.org, modelOf(checked?.json))
       : undefined
     // The worker's budgets as read now serve the connection's next calls while its grant does.
     if (started) grants.meteredBy(seen, started.limits)
-    if (started?.refusal) return yield* refuse(started.refusal)
+    if (started?.refusal) return yield* Effect.fail(started.refusal)
     const { headers, injected, reveals } = injectGranted(req.headers, credential)
     const out = forwardable(headers)
     if (checked) {
       out["content-length"] = String(checked.body.length)
       delete out["transfer-encoding"]
+      if (settled.body?.decoded) delete out["content-encoding"]
     }
     // The answer is scanned for the real value, so it must arrive uncompressed.
     out["accept-encoding"] = "identity"
@@ -97,19 +74,19 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     if (checked) body.feed(checked.body)
     // Loud, never silent: a sentinel that goes out anywhere taints the run (before the answer, when
     // it is known before sending), is audited by place and warned to the run.
-    const inHead = sentinelPlaces(out, req.url ?? "/", req.method)
+    const inHead = sentinelPlaces(out, settled.url, req.method)
     const before = [...inHead, ...(body.found() ? ["body"] : [])]
     if (before.length > 0) yield* taintSentinel(self.taints, target.caller, target.host, before)
     const result = yield* relay(req, res, {
-      out, agent, secrets: reveals, limit, onBody: checked ? () => {} : body.feed, checked: checked?.body, meter: started?.meter
+      path: settled.url, out, agent, secrets: reveals, limit, onBody: checked ? () => {} : body.feed, checked: checked?.body, meter: started?.meter
     })
     started?.meter?.settle()
     const places = [...inHead, ...(body.found() ? ["body"] : [])]
     if (result.refusal) yield* taintOnRefusal(self.taints, target.caller, placed(result.refusal, trace))
-    const fields = relayedFields(result, injected, places)
+    const fields = { ...relayedFields(result, injected, places), ...(settled.by ? { decided_by: `${settled.entry} ${settled.by}` } : {}) }
     yield* auditTrace(trace, approvedBy ? { ...fields, note: approvedNote(approvedBy, fields.note) } : fields)
     if (places.length > 0) {
       yield* warnRun(target.caller, sentinelWarning(target.host, places))
       if (before.length === 0) yield* taintSentinel(self.taints, target.caller, target.host, places)
     }
-  })
+  }).pipe(answeringRefusals(trace, (r: Refusal) => refuseResponse(res, r)))

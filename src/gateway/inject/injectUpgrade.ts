@@ -1,21 +1,21 @@
-import { refuseTraced } from "../base/refuseTraced.js"
 import { Effect } from "effect"
 import * as http from "node:http"
 import type { Duplex } from "node:stream"
 import { SENTINEL } from "../../contract/constants.js"
 import { forwardable, responsePairs } from "../base/headers.js"
 import { Refusal } from "../base/refusal.js"
-import { bodyLimit } from "../base/requestBody.js"
 import { refuseSocket } from "../base/refuse.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 import { taintSentinel } from "../base/taint.js"
 import { Gateway } from "../egress/Gateway.js"
-import { approvedNote, byRules } from "../egress/byRules.js"
+import { socketEnded } from "../egress/approve.js"
+import { answeringRefusals, approvedNote, settle } from "../egress/decision.js"
+import { bodyLimitOf, decide } from "../policy/decide.js"
 import { Scrub, scrubText } from "../secrets/scrub.js"
 import { sentinelPlaces } from "../secrets/sentinelScan.js"
 import { type GrantCache, grantFor } from "./grantCache.js"
-import { injectGranted, openUpstream, type Target } from "./granted.js"
+import { askedIn, injectGranted, openUpstream, type Target } from "./granted.js"
 import { relayWebSocket } from "./wsRelay.js"
 
 type Handshake =
@@ -51,12 +51,13 @@ const relayAnswer = (box: Duplex, res: http.IncomingMessage, secrets: ReadonlyAr
   })
 
 /**
- * A WebSocket upgrade inside a terminated tunnel: authorised again, the credential injected in
- * the handshake as in any request (none on an intercepted [[allow]]), the entry's rules deciding it, and
- * `Sec-WebSocket-Extensions` removed so no frame comes compressed past the scrubber. After the
- * switch the frames are relayed both ways: the upstream's scrubbed of the credential, the box's
- * watched for the sentinel (a sentinel sent taints the run and is audited, as in a request).
- * Budgets do not meter WebSocket traffic.
+ * A WebSocket upgrade inside a terminated tunnel: decided by the connection's policy as any request (an
+ * entry with rules lets one through only where a websocket = true rule names it), the credential injected
+ * in the handshake as in any request (none on an intercepted [[allow]]), and `Sec-WebSocket-Extensions`
+ * removed so no frame comes compressed past the scrubber. After the switch the frames are relayed both
+ * ways: the upstream's scrubbed of the credential, the box's read as frames (anything else cuts the
+ * connection) and watched for the sentinel (a sentinel sent taints the run and is audited, as in a
+ * request). Budgets do not meter WebSocket traffic.
  */
 export const injectUpgrade = (
   target: Target,
@@ -68,41 +69,36 @@ export const injectUpgrade = (
 ) =>
   Effect.gen(function*() {
     const self = yield* Gateway
-    const refuseAs = refuseTraced(self.taints, trace, (r) => refuseSocket(box, r))
-    const refuse = (r: Refusal) => refuseAs(r, target.caller)
-    if (String(req.headers.upgrade ?? "").toLowerCase() !== "websocket") {
-      return yield* refuse(new Refusal(400, "only a WebSocket upgrade is relayed to a granted host", { why: "malformed" }))
-    }
-    // The same decision as the connection's other requests: the one made as its tunnel opened, when fresh.
-    const decided = yield* grantFor(target, grants).pipe(Effect.either)
-    if (decided._tag === "Left") return yield* refuse(decided.left)
-    const { authorized, credential, entry, upstream } = decided.right.granted
-    // Past the handshake every frame is a request no rule could decide: an entry with rules lets an upgrade through only where a rule names it.
-    const approvedBy = yield* byRules(target, req, req.url ?? "/", entry, bodyLimit(authorized.org), true).pipe(Effect.map((r) => r.approvedBy), Effect.either)
-    if (approvedBy._tag === "Left") return yield* refuse(approvedBy.left)
+    // The same grant as the connection's other requests: the one decided as its tunnel opened, when fresh.
+    const { granted: { credential, policy } } = yield* grantFor(target, grants)
+    const asked = askedIn(target, req, true)
+    const { approvedBy, settled } = yield* settle(policy, asked, decide(policy, target.caller, asked), {
+      caller: target.caller, readBody: () => Effect.succeed(Buffer.alloc(0)), closed: socketEnded(box)
+    })
+    if (settled._tag !== "Forward") return yield* Effect.dieMessage(`a WebSocket handshake was decided as a ${settled._tag}`)
+    trace.path = settled.url.split("?")[0] ?? "/"
     const { headers, injected, reveals } = injectGranted(req.headers, credential)
     const out = forwardable(headers)
     delete out["sec-websocket-extensions"]
     out.connection = "Upgrade"
     out.upgrade = "websocket"
-    const places = sentinelPlaces(out, req.url ?? "/", req.method)
+    const places = sentinelPlaces(out, settled.url, req.method)
     const sentinelOut = (where: ReadonlyArray<string>) =>
       taintSentinel(self.taints, target.caller, target.host, where).pipe(
         Effect.zipRight(warnRun(target.caller, sentinelWarning(target.host, where)))
       )
     if (places.length > 0) yield* sentinelOut(places)
-    const connection = yield* openUpstream(authorized, upstream).pipe(Effect.either)
-    if (connection._tag === "Left") return yield* refuse(connection.left)
-    const shaken = yield* handshake(connection.right, req.url ?? "/", out).pipe(Effect.either)
-    if (shaken._tag === "Left") return yield* refuse(shaken.left)
-    const answer = shaken.right
+    const connection = yield* openUpstream(settled.dial, policy.org.gateway.upstream_ca_file)
+    const answer = yield* handshake(connection, settled.url, out)
+    const noted = (note: string) => (approvedBy ? approvedNote(approvedBy, note) : note)
+    const decided = settled.by ? { decided_by: `${settled.entry} ${settled.by}` } : {}
     if (answer._tag === "Answered") {
       const status = yield* relayAnswer(box, answer.res, reveals)
-      return yield* auditTrace(trace, { status, injected, note: approvedBy.right ? approvedNote(approvedBy.right, "websocket handshake answered without switching") : "websocket handshake answered without switching" })
+      return yield* auditTrace(trace, { status, injected, note: noted("websocket handshake answered without switching"), ...decided })
     }
     if (answer.res.headers["sec-websocket-extensions"]) {
       answer.socket.destroy()
-      return yield* refuse(new Refusal(502, "the upstream negotiated a WebSocket extension (compression) roster cannot scrub", { why: "encoding" }))
+      return yield* new Refusal(502, "the upstream negotiated a WebSocket extension (compression) roster cannot scrub", { why: "encoding" })
     }
     box.write(head(101, "Switching Protocols", responsePairs(answer.res.rawHeaders, new Set(), (v) => scrubText(v, reveals, SENTINEL)).concat(
       "Upgrade", "websocket", "Connection", "Upgrade"
@@ -110,7 +106,7 @@ export const injectUpgrade = (
     const sentFrames: Array<string> = []
     const relayed = yield* relayWebSocket(box, answer.socket, boxHead, answer.head, {
       secrets: reveals,
-      maxFrame: bodyLimit(authorized.org),
+      maxFrame: bodyLimitOf(policy),
       onSentinel: (done) => {
         sentFrames.push("websocket frame")
         // In the gateway's scope: the taint is written (and the frame let go) even if this connection ends first.
@@ -119,7 +115,7 @@ export const injectUpgrade = (
     })
     const sentinel = [...places, ...sentFrames]
     yield* auditTrace(trace, {
-      status: 101, injected, bytes_up: relayed.up, bytes_down: relayed.down, note: approvedBy.right ? approvedNote(approvedBy.right, relayed.note ?? "websocket") : relayed.note ?? "websocket",
+      status: 101, injected, bytes_up: relayed.up, bytes_down: relayed.down, note: noted(relayed.note ?? "websocket"), ...decided,
       ...(sentinel.length > 0 ? { sentinel_unsubstituted: sentinel } : {})
     })
-  })
+  }).pipe(answeringRefusals(trace, (r) => refuseSocket(box, r)))

@@ -1,15 +1,16 @@
 import { Clock, Deferred, Effect, Schema } from "effect"
 import * as http from "node:http"
 import type * as net from "node:net"
-import type { Org } from "../../config/schema.js"
+import type { Policy } from "../../config/policy.js"
 import { Paths, layout } from "../../config/Paths.js"
 import { readJsonOptional, writeJson } from "../../fs/atomic.js"
 import { type ChosenCredential, credentialFor } from "../../vault/credentialFor.js"
 import type { OAuthLogin } from "../../vault/entries.js"
 import { asJsonObject, Vault, type VaultEntry } from "../../vault/Vault.js"
-import { dialChecked } from "../egress/authorize.js"
+import { dialChecked } from "../egress/dial.js"
 import { Gateway } from "../egress/Gateway.js"
-import { decide, ruleNamesAddress, upstreamFor } from "../base/policy.js"
+import type { Caller } from "../base/identify.js"
+import { decide } from "../policy/decide.js"
 import { Refusal } from "../base/refusal.js"
 import { upstreamTls } from "../upstream/upstreamTls.js"
 
@@ -41,20 +42,24 @@ const failed = (name: string, detail: string) =>
     { why: "credential_refresh" }
   )
 
-/** POSTs the refresh to the token endpoint through the gateway's own policy: rules, routes, the address checks, verified TLS. */
-const postRefresh = (org: Org, endpoint: URL, body: string, contentType: string) =>
+/** The gateway itself, as the caller of a refresh: a host-side subject, no run. */
+const GATEWAY_ITSELF: Caller = { subject: "org", runId: null, worker: null, taskId: null }
+
+/** POSTs the refresh to the token endpoint through the gateway's own decision: its rules, routes, the address checks, verified TLS. */
+const postRefresh = (policy: Policy, endpoint: URL, body: string, contentType: string) =>
   Effect.gen(function*() {
     const self = yield* Gateway
     const host = endpoint.hostname.toLowerCase()
     const port = Number(endpoint.port || (endpoint.protocol === "https:" ? 443 : 80))
-    const decision = decide(org, "org", host, port)
-    if (!decision.allowed) return yield* Effect.fail(`${decision.reason}; allow it for the gateway itself: ${decision.fix.join(" ")}`)
-    const up = upstreamFor(org, host, port, endpoint.protocol === "https:" ? "https:" : "http:")
-    const dialled = yield* dialChecked(up.host, up.port, up.routed ? () => true : (a) => ruleNamesAddress(decision.rule, a)).pipe(
-      Effect.mapError((r) => r.reason)
-    )
+    const verdict = decide(policy, GATEWAY_ITSELF, { _tag: "Connect", host, port })
+    if (verdict._tag === "Refuse") {
+      return yield* Effect.fail(`${verdict.refusal.reason}; allow it for the gateway itself: ${(verdict.refusal.detail.fix ?? []).join(" ")}`)
+    }
+    if (verdict._tag !== "Tunnel" && verdict._tag !== "Intercept") return yield* Effect.fail(`the token endpoint ${host}:${port} is not one the gateway reaches on its own`)
+    const up = { ...verdict.dial, protocol: verdict.dial.routed ? verdict.dial.protocol : endpoint.protocol === "https:" ? "https:" as const : "http:" as const }
+    const dialled = yield* dialChecked(up).pipe(Effect.mapError((r) => r.reason))
     const socket: net.Socket = up.protocol === "https:"
-      ? yield* Effect.flatMap(self.upstreamTrust(org.gateway.upstream_ca_file), (trust) => upstreamTls(dialled.socket, up.host, trust)).pipe(
+      ? yield* Effect.flatMap(self.upstreamTrust(policy.org.gateway.upstream_ca_file), (trust) => upstreamTls(dialled.socket, up.host, trust)).pipe(
         Effect.mapError((r) => r.reason)
       )
       : dialled.socket
@@ -86,7 +91,7 @@ const writeBack = (name: string, source: ChosenCredential["source"], entry: Vaul
     yield* writeJson(file, { ...logins, [name]: entry }, 0o600).pipe(Effect.mapError((e) => e.message))
   })
 
-const refresh = (org: Org, name: string, chosen: ChosenCredential, login: OAuthLogin) =>
+const refresh = (policy: Policy, name: string, chosen: ChosenCredential, login: OAuthLogin) =>
   Effect.gen(function*() {
     const entry = chosen.entry
     const known = TOKEN_ENDPOINTS[name]
@@ -96,7 +101,7 @@ const refresh = (org: Org, name: string, chosen: ChosenCredential, login: OAuthL
     if (!url || !clientId) return yield* Effect.fail(failed(name, "roster does not know this provider's token endpoint"))
     const fields = { grant_type: "refresh_token", client_id: clientId, refresh_token: login.refresh }
     const asForm = (known?.body ?? "json") === "form" && url === known?.url
-    const text = yield* postRefresh(org, new URL(url), asForm ? new URLSearchParams(fields).toString() : JSON.stringify(fields),
+    const text = yield* postRefresh(policy, new URL(url), asForm ? new URLSearchParams(fields).toString() : JSON.stringify(fields),
       asForm ? "application/x-www-form-urlencoded" : "application/json").pipe(Effect.mapError((d) => failed(name, d)))
     const answer = yield* Schema.decodeUnknown(Schema.parseJson(TokenAnswer))(text).pipe(
       Effect.mapError(() => failed(name, "the token endpoint's answer has no access_token and expires_in"))
@@ -115,7 +120,7 @@ const refresh = (org: Org, name: string, chosen: ChosenCredential, login: OAuthL
  * minutes — once, however many requests need it at that moment; the rest wait and use the new
  * token. Keys and logins not near expiry come back as they are.
  */
-export const freshCredential = (org: Org, name: string) =>
+export const freshCredential = (policy: Policy, name: string) =>
   Effect.gen(function*() {
     const self = yield* Gateway
     const chosen: ChosenCredential | undefined = yield* credentialFor(name)
@@ -127,7 +132,7 @@ export const freshCredential = (org: Org, name: string) =>
     const done = yield* Deferred.make<ChosenCredential, Refusal>()
     self.oauth.set(name, done)
     // Not cut short by the request that started it (others wait on it; it is bounded by its own timeout).
-    return yield* refresh(org, name, chosen, login).pipe(
+    return yield* refresh(policy, name, chosen, login).pipe(
       Effect.onExit((exit) => Deferred.done(done, exit).pipe(Effect.zipRight(Effect.sync(() => self.oauth.delete(name))))),
       Effect.uninterruptible
     )

@@ -19,6 +19,8 @@ export interface Relayed {
 }
 
 export interface RelayOptions {
+  /** The request target the upstream gets: the one decided (its canonical form, where a rule decided it). */
+  readonly path: string
   readonly out: http.OutgoingHttpHeaders
   readonly agent: http.Agent
   /** Real values to scrub from the answer. */
@@ -48,7 +50,7 @@ export const relayTo = (req: http.IncomingMessage, res: http.ServerResponse, o: 
   let up = 0
   let down = 0
   let cut = false
-  const upReq = http.request({ method: req.method ?? "GET", path: req.url ?? "/", headers: o.out, agent: o.agent }, (upRes) => {
+  const upReq = http.request({ method: req.method ?? "GET", path: o.path, headers: o.out, agent: o.agent }, (upRes) => {
     // Only bytes the scrubber can read reach the box: a compressed answer is decoded first.
     const decoding = answerDecoding(upRes.headers["content-encoding"])
     if (!decoding.ok) {

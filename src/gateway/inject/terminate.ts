@@ -13,15 +13,21 @@ import type { LeafIssuer } from "../certs/leafCerts.js"
 import { Refusal } from "../base/refusal.js"
 import { refuseResponse, refuseSocket, refuseUnlessHttp1 } from "../base/refuse.js"
 import { newTrace, type RequestTrace, supervised } from "../base/supervise.js"
-import { refuseTraced } from "../base/refuseTraced.js"
-import { Gateway, type GatewayContext } from "../egress/Gateway.js"
-import { misdirectedRefusal, misdirection, sniOf } from "./misdirected.js"
+import type { GatewayContext } from "../egress/Gateway.js"
+
+/** The trace of a request inside a tunnel: its caller is the tunnel's. */
+const noteCaller = (trace: RequestTrace, target: Target) => {
+  trace.run_id = target.caller.runId
+  trace.subject = target.caller.subject
+  trace.caller = target.caller
+}
 
 /**
  * TLS termination for hosts with an injecting grant: the box gets a leaf certificate for the
  * host from the roster CA, and each request inside goes through `injectForward` (a WebSocket
  * upgrade through `injectUpgrade`) as a supervised fiber of the gateway's scope — or, the common
- * request on a connection granted a moment ago, through `fastForward` without one.
+ * request on a connection granted a moment ago, through `fastForward` without one. Each decides the
+ * request with the one decision (gateway/policy/decide.ts) and acts on its verdict.
  */
 export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(issuer: LeafIssuer) {
   const run = yield* FiberSet.makeRuntime<GatewayContext>()
@@ -34,36 +40,23 @@ export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(issu
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (refuseUnlessHttp1(req, req.socket)) return
     const target = targets.get(req.socket)
-    // A request for another host than the tunnel's is refused before anything is injected or sent.
-    const misdirected = target && misdirection(target, req.headers.host, sniOf(req.socket))
     // The common request without a fiber; the rest (and the first of each connection) as an Effect.
-    if (target && !misdirected && fast.tryForward(target, req, res)) return
+    if (target && fast.tryForward(target, req, res)) return
     void run(Effect.gen(function*() {
-      const url = req.url ?? "/"
-      const trace = yield* newTrace(req.method ?? "GET", target?.host ?? "?", target?.port ?? 0, url.split("?")[0] ?? "/")
-      if (!target || !url.startsWith("/")) return refuseResponse(res, new Refusal(400, "bad request"))
-      trace.run_id = target.caller.runId
-      trace.subject = target.caller.subject
-      if (misdirected) return yield* refuseMisdirected(target, misdirected, trace, (r) => refuseResponse(res, r))
+      const trace = yield* newTrace(req.method ?? "GET", target?.host ?? "?", target?.port ?? 0, (req.url ?? "/").split("?")[0] ?? "/")
+      if (!target) return refuseResponse(res, new Refusal(400, "bad request"))
+      noteCaller(trace, target)
       yield* supervised(trace, injectForward(target, req, res, trace, grants), () => refuseResponse(res, new Refusal(500, "internal error")))
     }))
   }
 
-  /** Tainted first, then answered and audited, as every refusal (refuseTraced). */
-  const refuseMisdirected = (target: Target, why: string, trace: RequestTrace, answer: (r: Refusal) => void) =>
-    Effect.flatMap(Gateway, (self) => refuseTraced(self.taints, trace, answer)(misdirectedRefusal(target, why), target.caller))
-
-  // A WebSocket handshake: the same checks, then frames both ways (injectUpgrade).
+  // A WebSocket handshake: the same decision, then frames both ways (injectUpgrade).
   const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
     refuseUnlessHttp1(req, socket) || void run(Effect.gen(function*() {
       const target = targets.get(req.socket)
-      const url = req.url ?? "/"
-      const trace = yield* newTrace("GET", target?.host ?? "?", target?.port ?? 0, url.split("?")[0] ?? "/")
-      if (!target || !url.startsWith("/") || req.method !== "GET") return refuseSocket(socket, new Refusal(400, "bad request"))
-      trace.run_id = target.caller.runId
-      trace.subject = target.caller.subject
-      const misdirected = misdirection(target, req.headers.host, sniOf(req.socket))
-      if (misdirected) return yield* refuseMisdirected(target, misdirected, trace, (r) => refuseSocket(socket, r))
+      const trace = yield* newTrace(req.method ?? "GET", target?.host ?? "?", target?.port ?? 0, (req.url ?? "/").split("?")[0] ?? "/")
+      if (!target || req.method !== "GET") return refuseSocket(socket, new Refusal(400, "bad request"))
+      noteCaller(trace, target)
       yield* supervised(trace, injectUpgrade(target, req, socket, head, trace, grants), () => socket.destroy())
     }))
 

@@ -1,5 +1,5 @@
+import { canonicalTarget } from "../policy/canonicalPath.js"
 import { Clock, Effect } from "effect"
-import type * as http from "node:http"
 import { costOf, priceFor, type TokenCount, totalTokens } from "../../config/prices.js"
 import { chatFor, type Org } from "../../config/schema.js"
 import { parseChatChannelKey } from "../../contract/origin.js"
@@ -14,7 +14,12 @@ import { taintRun } from "../base/taint.js"
 import { UsageTap } from "./usageTap.js"
 
 /** An Anthropic Messages call: the one kind of request whose answer the gateway meters. */
-export const isModelCall = (req: http.IncomingMessage) => req.method === "POST" && (req.url ?? "").split("?")[0] === "/v1/messages"
+export const isModelCall = (method: string, url: string) => {
+  if (method !== "POST") return false
+  // Its canonical path: "/v1//messages" or "/v1/x/../messages" is a model call to an upstream that folds them, so it is metered.
+  const target = canonicalTarget(url)
+  return (target.ok ? target.path : url.split("?")[0]) === "/v1/messages"
+}
 
 type Which = "run_usd" | "run_tokens" | "worker_daily_usd" | "org_daily_usd" | "budget_usd_day"
 

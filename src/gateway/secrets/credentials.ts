@@ -23,12 +23,15 @@ export const fromCredential = (name: string, credential: Credential): Omit<RealC
  * Untraced: it runs on every request the gateway handles, and a traced step (a span and a stack
  * capture per call) measured 13–26 µs against 1–3 µs untraced (docs/PERFORMANCE.md).
  */
-export const resolveCredential = Effect.fnUntraced(function*(grant: GrantRule) {
+export const resolveCredential = Effect.fnUntraced(function*(grant: Injecting) {
   return asInjected(grant, yield* credentialFor(grant.credential))
 })
 
+/** What of a grant says how its credential goes: whose it is, and the header it goes in when the grant names one. */
+export type Injecting = Pick<GrantRule, "credential" | "header">
+
 /** The value and header of a chosen credential for a grant (the grant's `header` wins). */
-export const asInjected = (grant: GrantRule, chosen: ChosenCredential | undefined) => {
+export const asInjected = (grant: Injecting, chosen: ChosenCredential | undefined) => {
   const c = chosen ? fromCredential(grant.credential, chosen.credential) : undefined
   return c ? ({ ...c, kind: grant.header ?? c.kind, source: chosen?.source ?? "vault" } satisfies RealCredential) : undefined
 }

@@ -4,7 +4,8 @@
  * dot-segments resolved; the rules see that decoded path, and the upstream gets the same path encoded again
  * (the query, not part of the path, goes on as sent). What has no single meaning is refused instead: an
  * encoded "/" or "\", a NUL or other control character, a malformed escape, bytes that are not UTF-8, a
- * target that is not a path.
+ * target that is not a path, and a ";" in a segment — servlet containers (Tomcat, Jetty, Spring) cut a
+ * segment's ";parameters" before routing, so `/repos/acme/..;/..;/orgs/x` is `/orgs/x` to them.
  */
 export type CanonicalTarget =
   | { readonly ok: true; readonly path: string; readonly url: string }
@@ -13,7 +14,7 @@ export type CanonicalTarget =
 const HEX = /^[0-9A-Fa-f]{2}$/
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 // RFC 3986's pchar, minus "%": sent as is; everything else of a segment is escaped.
-const PCHAR = /[A-Za-z0-9\-._~!$&'()*+,;=:@]/
+const PCHAR = /[A-Za-z0-9\-._~!$&'()*+,=:@]/
 
 /** The path's bytes, each escape decoded once; a string saying why when it has no single meaning. */
 const decodeOnce = (raw: string): string | { readonly why: string } => {
@@ -52,8 +53,8 @@ const encodeSegment = (segment: string) => {
   return out
 }
 
-// A path of plain characters (no escape), without "//" or a "." or ".." segment, is its own canonical form.
-const PLAIN_PATH = /^[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$/
+// A path of plain characters (no escape, no ";"), without "//" or a "." or ".." segment, is its own canonical form.
+const PLAIN_PATH = /^[A-Za-z0-9\-._~!$&'()*+,=:@/]*$/
 const UNFOLDED = /\/\/|\/\.\.?(?:\/|$)/
 
 /**
@@ -75,6 +76,7 @@ export const canonicalTarget = (target: string): CanonicalTarget => {
   if (PLAIN_PATH.test(asSent) && !UNFOLDED.test(asSent)) return { ok: true, path: asSent, url: target }
   const decoded = decodeOnce(asSent)
   if (typeof decoded !== "string") return { ok: false, why: decoded.why }
+  if (decoded.includes(";")) return { ok: false, why: `a ";" in a path segment (servlet upstreams cut ";…" from a segment before routing: "..;" is "..")` }
   const raw = decoded.slice(1).split("/")
   const segments: Array<string> = []
   let trailing = false

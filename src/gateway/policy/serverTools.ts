@@ -1,5 +1,5 @@
 import { type GrantRule, SERVER_TOOL_KINDS } from "../../config/schema.js"
-import { hostMatches } from "./policy.js"
+import { hostMatches } from "../../config/hosts.js"
 
 /**
  * Tools a model provider runs on its own side — web search, web fetch, code execution, remote

@@ -1,7 +1,7 @@
-import * as net from "node:net"
 import { normalizeHost } from "../../contract/addresses.js"
 import { Refusal } from "../base/refusal.js"
-import type { Target } from "./granted.js"
+
+type Target = { readonly host: string; readonly port: number }
 
 /** A Host header's name and port (443 when it names none: the tunnel is TLS), or undefined when it is not one. */
 const hostAndPort = (value: string): { readonly host: string; readonly port: number } | undefined => {
@@ -37,6 +37,3 @@ export const misdirectedRefusal = (target: Target, why: string) =>
     host: target.host,
     port: target.port
   })
-
-/** The TLS server name the box sent on a terminated connection, if any. */
-export const sniOf = (socket: net.Socket): string | false | undefined => (socket as net.Socket & { readonly servername?: string | false }).servername
