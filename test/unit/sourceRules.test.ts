@@ -48,6 +48,18 @@ export const engineImports = (text: string): Array<number> =>
     return names.every((n) => n === "DockerError" || n === "DockerUnavailable") ? [] : [i + 1]
   })
 
+/**
+ * The lines that read what only the decision may read: a grant, an allow or a rule type (or the rule and
+ * entry modules), the canonical path, or org.toml's egress sections and a compiled entry's parts.
+ */
+export const decisionReads = (text: string): Array<number> =>
+  text.split("\n").flatMap((line, i) => {
+    const imported = /^\s*import\b.*["'][./]*(?:[\w/]*\/)?(?:config\/requestRule|policy\/requestRules|policy\/hostEntry|policy\/canonicalPath)\.js["']/.test(line) ||
+      /^\s*import\b[^"']*\b(?:GrantRule|AllowRule|RequestRule|PolicyEntry|CompiledRules?)\b/.test(line)
+    const reads = /\b(?:org|policy)\.(?:grant|allow|route|entries|routes)\b/.test(line) || /\bentry\.(?:rules|grant|hosts)\b/.test(line)
+    return imported || reads ? [i + 1] : []
+  })
+
 describe("source rules", () => {
   it("the check finds a cast of parsed data, and lets a Schema's input through", () => {
     expect(parsedCasts(`const a = JSON.parse(x) as { b: number }`)).toEqual([1])
@@ -96,5 +108,29 @@ describe("source rules", () => {
     const found = sources().filter(({ file }) => !allowed.some((a) => file.startsWith(a)) && !roots.includes(file))
       .flatMap(({ file, text }) => engineImports(text).map((line) => `${file}:${line}`))
     expect(found, "take BoxBackend (src/backend/BoxBackend.ts) instead: a box in roster's words, so another backend plugs in beneath").toEqual([])
+  })
+
+  it("the gateway's listeners act on the one decision: none reads a grant, an allow or a rule itself", () => {
+    // The modules that take a request off the wire (and what they hand it to) and act on its verdict.
+    const listeners = [
+      "gateway/server.ts", "gateway/egress/connect.ts", "gateway/egress/forward.ts", "gateway/egress/decision.ts", "gateway/inject/terminate.ts",
+      "gateway/inject/fastForward.ts", "gateway/inject/injectForward.ts", "gateway/inject/injectUpgrade.ts", "gateway/inject/granted.ts",
+      "gateway/inject/grantCache.ts"
+    ].map((f) => path.join("src", f))
+    const found = sources().filter(({ file }) => listeners.includes(file)).flatMap(({ file, text }) =>
+      decisionReads(text).map((line) => `${file}:${line}`))
+    expect(found, "decide the request with gateway/policy/decide.ts and match its verdict; what it needs of an entry goes in the verdict").toEqual([])
+    expect(listeners.filter((f) => !sources().some((s) => s.file === f)), "a listener was moved or renamed: say where it went").toEqual([])
+  })
+
+  it("the decision-reader check finds an import of the rules or an entry, and a read of org.toml's egress sections", () => {
+    expect(decisionReads(`import type { GrantRule } from "../../config/schema.js"`)).toEqual([1])
+    expect(decisionReads(`import { type AllowRule, type Org } from "../../config/schema.js"`)).toEqual([1])
+    expect(decisionReads(`import { segmentsOf } from "../../config/requestRule.js"`)).toEqual([1])
+    expect(decisionReads(`import type { PolicyEntry } from "../../config/policy.js"`)).toEqual([1])
+    expect(decisionReads(`import { candidatesFor } from "../policy/requestRules.js"\nimport { entryFor } from "../policy/hostEntry.js"`)).toEqual([1, 2])
+    expect(decisionReads(`import { canonicalTarget } from "../policy/canonicalPath.js"`)).toEqual([1])
+    expect(decisionReads(`const g = org.grant.find((x) => x.name)\nconst a = policy.entries[0]\nconst r = entry.rules`)).toEqual([1, 2, 3])
+    expect(decisionReads(`import type { Policy } from "../../config/policy.js"\nimport { decide } from "../policy/decide.js"\nconst v = verdict.inject`)).toEqual([])
   })
 })

@@ -187,4 +187,51 @@ describe("WebSocket frames", () => {
       expect(upstream.destroyed).toBe(true)
       expect(box.destroyed).toBe(true)
     }))
+
+  /** What the upstream hears of the box's bytes, written in `chunks`, and how the relay ended. */
+  const fromTheBox = (chunks: ReadonlyArray<Buffer>) =>
+    Effect.gen(function*() {
+      const { incoming: boxWrites, side: box } = end()
+      const { outgoing: toUpstream, side: upstream } = end()
+      const heard: Array<Buffer> = []
+      toUpstream.on("data", (c: Buffer) => heard.push(c))
+      const fiber = yield* Effect.fork(relayWebSocket(box, upstream, Buffer.alloc(0), Buffer.alloc(0), {
+        secrets: ["sk-REAL-0123456789"], maxFrame: 1024, onSentinel: (done) => done()
+      }))
+      for (const c of chunks) {
+        boxWrites.write(c)
+        yield* Effect.sleep("20 millis")
+      }
+      yield* Effect.sleep("100 millis")
+      upstream.destroy()
+      const result = yield* fiber.await
+      return { heard: Buffer.concat(heard), result }
+    })
+
+  it.live("the box's frames go on byte for byte, in any chunking, fragmented messages and control frames among them", () =>
+    Effect.gen(function*() {
+      const wire = Buffer.concat([
+        masked(false, OP.text, Buffer.from("hel")), masked(true, OP.ping, Buffer.from("p")), masked(true, OP.continuation, Buffer.from("lo")),
+        masked(true, OP.binary, Buffer.alloc(70_000, 7)), masked(true, OP.close, Buffer.from([0x03, 0xe8]))
+      ])
+      const chunks = [wire.subarray(0, 1), wire.subarray(1, 7), wire.subarray(7, 5000), wire.subarray(5000)]
+      const { heard, result } = yield* fromTheBox(chunks)
+      expect(heard.equals(wire)).toBe(true)
+      expect(result._tag === "Success" && result.value.note).toBeFalsy()
+    }))
+
+  it.live.each<[string, Buffer, RegExp]>([
+    ["a plain HTTP request written after the upgrade", Buffer.from("GET /admin HTTP/1.1\r\nHost: api.example.com\r\n\r\n"), /not a frame/],
+    ["an unmasked frame", encodeFrame(true, OP.text, Buffer.from("hi")), /unmasked frame/],
+    ["a frame with an RSV bit (a compressed one)", Buffer.from([0xc1, 0x80, 1, 2, 3, 4]), /RSV bits/],
+    ["an unknown opcode", Buffer.from([0x83, 0x80, 1, 2, 3, 4]), /opcode 3/],
+    ["a continuation outside a message", masked(true, OP.continuation, Buffer.from("x")), /out of order/],
+    ["a ping of 126 bytes", masked(true, OP.ping, Buffer.alloc(126)), /control frame/]
+  ])("%s after a good frame: the good frame goes on, the rest never reaches the upstream and the connection is cut", ([, bad, why]) =>
+    Effect.gen(function*() {
+      const good = masked(true, OP.text, Buffer.from("ok"))
+      const { heard, result } = yield* fromTheBox([good, bad, masked(true, OP.text, Buffer.from("after"))])
+      expect(heard.equals(good)).toBe(true)
+      expect(result._tag === "Success" && result.value.note).toMatch(why)
+    }))
 })

@@ -11,11 +11,11 @@ import { Refusal } from "../base/refusal.js"
 import { forwardable, responsePairs } from "../base/headers.js"
 import { taintSentinel } from "../base/taint.js"
 import { readBody } from "../base/requestBody.js"
-import { type AskedRequest, headsOf } from "../policy/asked.js"
-import { pathAsWritten } from "../policy/canonicalPath.js"
+import { type AskedRequest, headsOf, pathAsWritten } from "../policy/asked.js"
 import { refuseResponse } from "../base/refuse.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
+import { upstreamTls } from "../upstream/upstreamTls.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 
 /**
@@ -85,7 +85,11 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     if (settled._tag !== "Forward") return yield* Effect.dieMessage(`a plain request was decided as a ${settled._tag}`)
     trace.host = settled.host
     trace.path = settled.url.split("?")[0] ?? "/"
+    // A [[route]] names its upstream's scheme too: a plain request routed to https:// goes over verified TLS.
     const dialled = yield* dialChecked(settled.dial)
+    const socket = settled.dial.protocol === "https:"
+      ? yield* upstreamTls(dialled.socket, settled.dial.host, yield* self.upstreamTrust(policy.org.gateway.upstream_ca_file))
+      : dialled.socket
     const headers = forwardable(req.headers)
     headers.host = url.host
     const raw = settled.body?.raw
@@ -101,7 +105,7 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     if (raw) body.feed(raw)
     if (body.found()) before.push("body")
     if (before.length > 0) yield* sentinelOut(before)
-    const counts = yield* relay(req, res, settled.url, headers, dialled.socket, raw ? { raw } : { onBody: body.feed })
+    const counts = yield* relay(req, res, settled.url, headers, socket, raw ? { raw } : { onBody: body.feed })
     const places = [...before, ...(body.found() && !before.includes("body") ? ["body"] : [])]
     yield* auditTrace(trace, {
       status: counts.status, bytes_up: counts.up, bytes_down: counts.down, ...(places.length > 0 ? { sentinel_unsubstituted: places } : {}),

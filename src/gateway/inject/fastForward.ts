@@ -12,9 +12,10 @@ import { type RequestTrace, type TraceFields, traceRecord } from "../base/superv
 import { taintOnRefusal, taintSentinel } from "../base/taint.js"
 import { Gateway } from "../egress/Gateway.js"
 import { isModelCall, type Meter, type MeterBasis, openMeter, overAtStart } from "../metering/meter.js"
-import { checkBody, isCheckedBody, modelOf } from "../policy/bodyVet.js"
+import type { AskedRequest } from "../policy/asked.js"
+import { modelOf } from "../policy/bodyVet.js"
 import { bodyLimitOf, decide } from "../policy/decide.js"
-import type { Forward, Inject } from "../policy/verdict.js"
+import type { Forward } from "../policy/verdict.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
 import { type GrantCache, type GrantSeen, refreshGrant } from "./grantCache.js"
 import { askedIn, injectGranted, type Target } from "./granted.js"
@@ -43,7 +44,11 @@ const noBody = () => {}
  * a call that would start past a budget, a fleet's ledger — is `injectForward`'s, and is given to
  * it before anything of the request is read.
  */
-export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
+export const makeFastForward = Effect.fnUntraced(function*(
+  grants: GrantCache,
+  /** Hands a request whose body it read, and which is not then a plain forward, to `injectForward`. */
+  slow: (target: Target, req: http.IncomingMessage, res: http.ServerResponse, read: Buffer) => void
+) {
   const self = yield* Gateway
   const audit = yield* Audit
   const clock = yield* Effect.clock
@@ -102,34 +107,43 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
   }
 
   /**
-   * A body read whole and checked, then sent; a model call of a run metered. False, having read
-   * nothing, when the call cannot be metered here (no budgets read on this connection yet, a
-   * ledger that is not in memory) or would start past a budget (refused, and its run stopped, by
-   * `injectForward`).
+   * How a model call of a run is metered here, without a fiber: against the budgets its connection's last
+   * call read and the ledger's spending in memory. Undefined when the request is not a run's model call;
+   * false when it cannot be metered here (no budgets read on this connection yet, a ledger not in memory)
+   * or would start past a budget (refused, and its run stopped, by `injectForward`).
    */
-  const sendChecked = (seen: GrantSeen, forward: Forward, inject: Inject, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, o: Outgoing) => {
+  const meterBasis = (seen: GrantSeen, target: Target, method: string, url: string, startedAt: number) => {
     const { runId, worker } = target.caller
-    let metered: { readonly caller: RunCaller; readonly basis: MeterBasis } | undefined
-    if (isModelCall(req.method ?? "GET", forward.url) && runId && worker) {
-      const spentNow = self.ledger.spentNow
-      if (!seen.limits || !spentNow) return false
-      const startedAt = new Date(trace.startedAt).toISOString()
-      const basis = { limits: seen.limits, spent: spentNow(worker, runId, startedAt, target.caller.chatChannel), startedAt }
-      if (overAtStart(basis)) return false
-      metered = { caller: { ...target.caller, runId, worker }, basis }
-    }
-    const { policy } = seen.granted
-    collectBody(req, bodyLimitOf(policy), (raw) =>
-      guarded(res, trace, () => {
-        const checked = raw instanceof Refusal ? { refusal: raw } : checkBody(String(req.headers["content-type"] ?? ""), raw, inject)
-        if ("refusal" in checked) return refuse(target, res, trace, checked.refusal)
-        o.out["content-length"] = String(checked.body.length)
-        delete o.out["transfer-encoding"]
-        const meter = metered && openMeter(self, self.runPromise, metered.caller, policy.org, modelOf(checked.json), metered.basis)
-        send(seen, forward, target, req, res, trace, o, checked.body, meter)
-      }))
-    return true
+    if (!isModelCall(method, url) || !runId || !worker) return undefined
+    const spentNow = self.ledger.spentNow
+    if (!seen.limits || !spentNow) return false
+    const at = new Date(startedAt).toISOString()
+    const basis: MeterBasis = { limits: seen.limits, spent: spentNow(worker, runId, at, target.caller.chatChannel), startedAt: at }
+    if (overAtStart(basis)) return false
+    return { caller: { ...target.caller, runId, worker } satisfies RunCaller, basis }
   }
+
+  /**
+   * The body read whole, the request decided again with it (a grant's model request checked, a rule that
+   * reads it applied), then sent as checked, a model call metered. A request that is not then a plain
+   * forward (a refusal, a hold) is `injectForward`'s, given the body read.
+   */
+  const sendRead = (
+    seen: GrantSeen, target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, asked: AskedRequest, limit: number, o: Outgoing,
+    metered: { readonly caller: RunCaller; readonly basis: MeterBasis } | undefined
+  ) =>
+    collectBody(req, limit, (raw) =>
+      guarded(res, trace, () => {
+        if (raw instanceof Refusal) return refuse(target, res, trace, raw)
+        const verdict = decide(seen.granted.policy, target.caller, { ...asked, body: { raw } })
+        if (verdict._tag !== "Forward" || verdict.body === undefined) return slow(target, req, res, raw)
+        trace.path = verdict.url.split("?")[0] ?? "/"
+        o.out["content-length"] = String(verdict.body.raw.length)
+        delete o.out["transfer-encoding"]
+        if (verdict.body.decoded) delete o.out["content-encoding"]
+        const meter = metered && openMeter(self, self.runPromise, metered.caller, seen.granted.policy.org, modelOf(verdict.body.json), metered.basis)
+        send(seen, verdict, target, req, res, trace, o, verdict.body.raw, meter)
+      }))
 
   /** As `supervised` for a fiber: an unexpected failure is logged with its request, a 500 to the box, still audited. */
   const guarded = (res: http.ServerResponse, trace: RequestTrace, work: () => void) => {
@@ -151,9 +165,10 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
     const now = clock.unsafeCurrentTimeMillis()
     const seen = grants.fresh(target, now)
     if (!seen) return false
-    const verdict = decide(seen.granted.policy, target.caller, askedIn(target, req))
-    if (verdict._tag !== "Forward" || verdict.body !== undefined) return false
-    const url = verdict.url
+    const asked = askedIn(target, req)
+    const verdict = decide(seen.granted.policy, target.caller, asked)
+    if (verdict._tag !== "Forward" && verdict._tag !== "ReadBody") return false
+    const url = verdict._tag === "Forward" ? verdict.url : asked.target
     if (grants.refreshDue(target, seen, now)) self.fork(refreshGrant(target, grants, seen))
     const { caller } = target
     const method = req.method ?? "GET"
@@ -163,11 +178,12 @@ export const makeFastForward = Effect.fnUntraced(function*(grants: GrantCache) {
     let taken = true
     guarded(res, trace, () => {
       const o = outgoing(seen, req, url)
-      if (!o) taken = false
-      // An intercepted [[allow]] vets no body (it injects nothing): its bodies stream as sent.
-      else if (verdict.inject && isCheckedBody(method, String(req.headers["content-type"] ?? ""))) taken = sendChecked(seen, verdict, verdict.inject, target, req, res, trace, o)
-      // A model call whose body is not one to read (an unusual content type) is metered there.
-      else if (isModelCall(method, url)) taken = false
+      const metered = meterBasis(seen, target, method, url, now)
+      if (!o || metered === false) taken = false
+      // Its body decides it (a grant's model request to check, a rule that reads it): read here, then decided again.
+      else if (verdict._tag === "ReadBody") sendRead(seen, target, req, res, trace, asked, verdict.limit, o, metered)
+      // A model call whose body was not read (an unusual content type) is metered there.
+      else if (metered !== undefined) taken = false
       else send(seen, verdict, target, req, res, trace, o, undefined, undefined)
     })
     return taken

@@ -10,9 +10,8 @@ import { refuseResponse } from "../base/refuse.js"
 import { readBody } from "../base/requestBody.js"
 import { taintOnRefusal, taintSentinel } from "../base/taint.js"
 import { isModelCall, startMeter } from "../metering/meter.js"
-import { checkBody, type Checked, isCheckedBody, modelOf } from "../policy/bodyVet.js"
+import { modelOf } from "../policy/bodyVet.js"
 import { bodyLimitOf, decide } from "../policy/decide.js"
-import type { Forward } from "../policy/verdict.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { bodyScanner, sentinelPlaces } from "../secrets/sentinelScan.js"
 import { relay, relayedFields } from "./relay.js"
@@ -20,38 +19,25 @@ import { type GrantCache, grantFor } from "./grantCache.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 
 /**
- * The body to send whole, checked: a grant's model request (JSON, text or undeclared) is read and vetted
- * before anything leaves — refused when it declares provider-side tools its grant does not allow — and sent
- * re-serialised; a body the decision already read goes as read. Undefined: the body streams through.
- */
-const sentWhole = (req: http.IncomingMessage, forward: Forward, limit: number) =>
-  Effect.gen(function*() {
-    const contentType = String(req.headers["content-type"] ?? "")
-    if (!forward.inject || !isCheckedBody(req.method ?? "GET", contentType)) {
-      return forward.body ? ({ body: forward.body.raw, json: undefined } satisfies Checked) : undefined
-    }
-    const checked = checkBody(contentType, forward.body?.raw ?? (yield* readBody(req, limit)), forward.inject)
-    return "refusal" in checked ? yield* Effect.fail(checked.refusal) : checked
-  })
-
-/**
  * One request inside a terminated tunnel: decided by the connection's policy (its body read first where
  * the decision asks, held where a rule asks a person), the real credential in the one header its kind
  * uses, to the verified upstream (or the host's [[route]]) on the path decided, the answer scrubbed.
  */
-export const injectForward = (target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, grants: GrantCache) =>
+export const injectForward = (target: Target, req: http.IncomingMessage, res: http.ServerResponse, trace: RequestTrace, grants: GrantCache, read?: Buffer) =>
   Effect.gen(function*() {
     const self = yield* Gateway
     const seen = yield* grantFor(target, grants)
     const { agent, granted: { credential, policy } } = seen
     const asked = askedIn(target, req)
+    // `read`: the body the fast path read before it found the request was not its to send.
     const { approvedBy, settled } = yield* settle(policy, asked, decide(policy, target.caller, asked), {
-      caller: target.caller, readBody: (limit) => readBody(req, limit), closed: socketEnded(req.socket)
+      caller: target.caller, readBody: (limit) => (read ? Effect.succeed(read) : readBody(req, limit)), closed: socketEnded(req.socket)
     })
     if (settled._tag !== "Forward") return yield* Effect.dieMessage(`a request in a tunnel was decided as a ${settled._tag}`)
     trace.path = settled.url.split("?")[0] ?? "/"
     const limit = bodyLimitOf(policy)
-    const checked = yield* sentWhole(req, settled, limit)
+    // The body the decision read (a rule read it, or it was a grant's model request to check) goes whole, as checked.
+    const checked = settled.body
     // A run's model call is metered, and refused once a budget is used up.
     const { runId, worker } = target.caller
     const started = isModelCall(req.method ?? "GET", settled.url) && runId && worker
@@ -63,22 +49,22 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     const { headers, injected, reveals } = injectGranted(req.headers, credential)
     const out = forwardable(headers)
     if (checked) {
-      out["content-length"] = String(checked.body.length)
+      out["content-length"] = String(checked.raw.length)
       delete out["transfer-encoding"]
-      if (settled.body?.decoded) delete out["content-encoding"]
+      if (checked.decoded) delete out["content-encoding"]
     }
     // The answer is scanned for the real value, so it must arrive uncompressed.
     out["accept-encoding"] = "identity"
 
     const body = bodyScanner()
-    if (checked) body.feed(checked.body)
+    if (checked) body.feed(checked.raw)
     // Loud, never silent: a sentinel that goes out anywhere taints the run (before the answer, when
     // it is known before sending), is audited by place and warned to the run.
     const inHead = sentinelPlaces(out, settled.url, req.method)
     const before = [...inHead, ...(body.found() ? ["body"] : [])]
     if (before.length > 0) yield* taintSentinel(self.taints, target.caller, target.host, before)
     const result = yield* relay(req, res, {
-      path: settled.url, out, agent, secrets: reveals, limit, onBody: checked ? () => {} : body.feed, checked: checked?.body, meter: started?.meter
+      path: settled.url, out, agent, secrets: reveals, limit, onBody: checked ? () => {} : body.feed, checked: checked?.raw, meter: started?.meter
     })
     started?.meter?.settle()
     const places = [...inHead, ...(body.found() ? ["body"] : [])]

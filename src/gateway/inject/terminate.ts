@@ -35,7 +35,14 @@ export const makeTerminator = Effect.fn("gateway.makeTerminator")(function*(issu
 
   // What each connection was last granted, for its next requests.
   const grants = makeGrantCache()
-  const fast = yield* makeFastForward(grants)
+  // The slow way for a request the fast path read the body of and then found was not its to send.
+  const slow = (target: Target, req: http.IncomingMessage, res: http.ServerResponse, read: Buffer) =>
+    void run(Effect.gen(function*() {
+      const trace = yield* newTrace(req.method ?? "GET", target.host, target.port, (req.url ?? "/").split("?")[0] ?? "/")
+      noteCaller(trace, target)
+      yield* supervised(trace, injectForward(target, req, res, trace, grants, read), () => refuseResponse(res, new Refusal(500, "internal error")))
+    }))
+  const fast = yield* makeFastForward(grants, slow)
 
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (refuseUnlessHttp1(req, req.socket)) return

@@ -99,3 +99,94 @@ export const encodeFrame = (fin: boolean, opcode: number, payload: Buffer): Buff
   }
   return Buffer.concat([head, payload])
 }
+
+const OPCODES: ReadonlySet<number> = new Set([OP.continuation, OP.text, OP.binary, OP.close, OP.ping, OP.pong])
+
+/** What a chunk of the box's side comes to: the bytes that may go on (whole frame headers, payload as it comes) and the payload unmasked. */
+export type BoxRead =
+  | { readonly ok: true; readonly pass: Buffer; readonly payload: ReadonlyArray<Buffer> }
+  | { readonly ok: false; readonly why: string }
+
+/**
+ * The box's side of an upgraded connection, read as the frames a WebSocket client sends (RFC 6455 §5) and
+ * nothing else: each masked, no RSV bit (no extension was negotiated), a known opcode, a control frame
+ * whole and short, a continuation only inside a message. Only the bytes of frames so read go on — a
+ * header once it is whole and checked, its payload as it comes — so a plain HTTP request, or any other
+ * bytes written into the upgraded stream, never reaches the upstream: the first such byte cuts it.
+ */
+export class BoxFrames {
+  private pending: Buffer = Buffer.alloc(0)
+  private remaining = 0
+  private mask: Buffer = Buffer.alloc(4)
+  private maskAt = 0
+  private inMessage = false
+  private broken: string | undefined
+
+  push(chunk: Buffer): BoxRead {
+    if (this.broken) return { ok: false, why: this.broken }
+    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk])
+    const pass: Array<Buffer> = []
+    const payload: Array<Buffer> = []
+    for (;;) {
+      if (this.remaining > 0) {
+        if (this.pending.length === 0) break
+        const take = Math.min(this.remaining, this.pending.length)
+        const raw = this.pending.subarray(0, take)
+        this.pending = this.pending.subarray(take)
+        this.remaining -= take
+        pass.push(raw)
+        const plain = Buffer.from(raw)
+        for (let i = 0; i < plain.length; i++) plain[i] = (plain[i] as number) ^ (this.mask[(this.maskAt + i) & 3] as number)
+        this.maskAt += take
+        payload.push(plain)
+        continue
+      }
+      const head = this.header()
+      if (head === undefined) break
+      if (typeof head === "string") {
+        this.broken = head
+        return { ok: false, why: head }
+      }
+      pass.push(head)
+    }
+    return { ok: true, pass: Buffer.concat(pass), payload }
+  }
+
+  /** The next frame's header, when whole: its bytes (checked), a reason it is not a client frame, or undefined (not yet whole). */
+  private header(): Buffer | string | undefined {
+    const p = this.pending
+    if (p.length < 2) return undefined
+    const b0 = p[0] as number
+    const b1 = p[1] as number
+    const fin = (b0 & 0x80) !== 0
+    const opcode = b0 & 0x0f
+    if ((b0 & 0x70) !== 0) return "the box sent a frame with RSV bits set (no extension was negotiated), or bytes that are not a frame"
+    if (!OPCODES.has(opcode)) return `the box sent bytes that are not a WebSocket frame (opcode ${opcode})`
+    if ((b1 & 0x80) === 0) return "the box sent an unmasked frame (a client masks every frame), or bytes that are not a frame"
+    let length = b1 & 0x7f
+    let at = 2
+    if (length === 126) {
+      if (p.length < 4) return undefined
+      length = p.readUInt16BE(2)
+      at = 4
+    } else if (length === 127) {
+      if (p.length < 10) return undefined
+      const big = p.readBigUInt64BE(2)
+      if (big > BigInt(Number.MAX_SAFE_INTEGER)) return "the box sent a frame longer than a frame can be"
+      length = Number(big)
+      at = 10
+    }
+    if (p.length < at + 4) return undefined
+    if (isControl(opcode) && (!fin || length > 125)) return "the box sent a control frame that is fragmented or over 125 bytes"
+    if (opcode === OP.continuation ? !this.inMessage : !isControl(opcode) && this.inMessage) {
+      return "the box sent a message frame out of order"
+    }
+    if (!isControl(opcode)) this.inMessage = !fin
+    this.mask = Buffer.from(p.subarray(at, at + 4))
+    this.maskAt = 0
+    this.remaining = length
+    const bytes = p.subarray(0, at + 4)
+    this.pending = p.subarray(at + 4)
+    return bytes
+  }
+}

@@ -3,7 +3,7 @@ import type { Duplex } from "node:stream"
 import { SENTINEL } from "../../contract/constants.js"
 import { ScrubCursor } from "../secrets/scrub.js"
 import { bodyScanner } from "../secrets/sentinelScan.js"
-import { encodeFrame, type FrameHeader, FrameReader, isControl, OP } from "./wsFrames.js"
+import { BoxFrames, encodeFrame, type FrameHeader, FrameReader, isControl, OP } from "./wsFrames.js"
 
 export interface WsRelayOptions {
   /** Every form of the real value: scrubbed out of the upstream's frames. */
@@ -116,19 +116,25 @@ const upstreamFrames = (o: WsRelayOptions, send: (frame: Buffer) => void, cut: (
   return { push, flushEnd: () => flushEnd(false), stop }
 }
 
-/** The box's frames go on as they came; read on the side for a sentinel, across frames. True: this chunk completed one. */
+/**
+ * The box's frames go on as they came, once read as frames (BoxFrames: anything else cuts the connection),
+ * their payloads read on the side for a sentinel, across frames.
+ */
 const boxFrames = () => {
-  const reader = new FrameReader()
+  const reader = new BoxFrames()
   const scanner = bodyScanner()
   let said = false
-  return (chunk: Buffer) => {
+  return (chunk: Buffer): { readonly pass: Buffer; readonly sentinel: boolean } | { readonly cut: string } => {
+    const read = reader.push(chunk)
+    if (!read.ok) return { cut: read.why }
     let found = false
-    reader.push(chunk, (e) => {
-      if (e._tag !== "Payload" || said) return
-      scanner.feed(e.bytes)
-      if (scanner.found()) said = found = true
-    })
-    return found
+    if (!said) {
+      for (const bytes of read.payload) {
+        scanner.feed(bytes)
+        if (scanner.found()) said = found = true
+      }
+    }
+    return { pass: read.pass, sentinel: found }
   }
 }
 
@@ -171,16 +177,20 @@ export const relayWebSocket = (box: Duplex, upstream: Duplex, boxHead: Buffer, u
     const fromUpstream = upstreamFrames(o, toBox, cut)
     const watch = boxFrames()
     const forward = (chunk: Buffer) => {
+      if (chunk.length === 0) return
       if (note === undefined && upstream.writable && !upstream.write(chunk)) box.pause()
     }
     // The box's bytes from a sentinel's frame on, while its taint is written (in order, after it).
     let waiting: Array<Buffer> | undefined
     const fromBox = (chunk: Buffer) => {
       up += chunk.length
-      if (waiting) return void waiting.push(chunk)
-      if (!watch(chunk)) return forward(chunk)
+      if (note !== undefined) return
+      const read = watch(chunk)
+      if ("cut" in read) return cut(read.cut)
+      if (waiting) return void waiting.push(read.pass)
+      if (!read.sentinel) return forward(read.pass)
       // The sentinel's frame goes on once the taint is written: nothing the box does next can outrun it.
-      waiting = [chunk]
+      waiting = [read.pass]
       box.pause()
       o.onSentinel(() => {
         const queued = waiting ?? []

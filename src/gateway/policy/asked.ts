@@ -69,3 +69,12 @@ export type Asked =
   }
 
 export type AskedRequest = Extract<Asked, { _tag: "Request" }>
+
+/**
+ * The path and query of an absolute-form target ("http://host/a/../b?q") as written: `new URL` would resolve
+ * its dot-segments and escapes first, and the gateway's own canonical form must be the one that decides.
+ */
+export const pathAsWritten = (target: string) => {
+  const rest = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*([^#]*)/i.exec(target)?.[1] ?? ""
+  return rest.startsWith("/") ? rest : `/${rest}`
+}

@@ -57,15 +57,6 @@ const encodeSegment = (segment: string) => {
 const PLAIN_PATH = /^[A-Za-z0-9\-._~!$&'()*+,=:@/]*$/
 const UNFOLDED = /\/\/|\/\.\.?(?:\/|$)/
 
-/**
- * The path and query of an absolute-form target ("http://host/a/../b?q") as written: `new URL` would resolve
- * its dot-segments and escapes first, and the gateway's own canonical form must be the one that decides.
- */
-export const pathAsWritten = (target: string) => {
-  const rest = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*([^#]*)/i.exec(target)?.[1] ?? ""
-  return rest.startsWith("/") ? rest : `/${rest}`
-}
-
 /** The canonical form of a request target (origin-form: "/path?query"). */
 export const canonicalTarget = (target: string): CanonicalTarget => {
   if (!target.startsWith("/")) return { ok: false, why: "the request target is not a path" }

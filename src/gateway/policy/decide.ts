@@ -4,12 +4,13 @@ import type { Caller } from "../base/identify.js"
 import { Refusal } from "../base/refusal.js"
 import type { Asked, AskedRequest } from "./asked.js"
 import { mediaType } from "./bodyReads.js"
+import { checkBody, isCheckedBody } from "./bodyVet.js"
 import { canonicalTarget } from "./canonicalPath.js"
 import { dialFor, entryFor, itselfRefusal } from "./hostEntry.js"
 import { misdirectedRefusal, misdirection } from "./misdirected.js"
 import { candidatesFor, decideEach, type DecidedCall } from "./requestRules.js"
 import { bodyProblem, decodeBody, headProblem, mayOverride } from "./twoMeanings.js"
-import { type AskedFor, type Dial, type Forward, type Inject, type SentBody, type Tunnel, Verdict } from "./verdict.js"
+import { type AskedFor, type Dial, type Forward, type Hold, type Inject, type SentBody, type Tunnel, Verdict } from "./verdict.js"
 import { segmentsOf } from "../../config/requestRule.js"
 
 type Where = { readonly host: string; readonly port: number; readonly subject: string }
@@ -87,7 +88,29 @@ const decideRequest = (policy: Policy, caller: Caller, r: AskedRequest): Verdict
     return refuse(403, "the [[allow]] for this host no longer has request rules; reconnect", { why: "no_rule", ...where })
   }
   const dial = dialFor(policy, entry, host, r.port, r.via === "plain" ? "http:" : "https:")
-  return itselfOr(policy, dial, where) ?? (entry.rules === null ? forwardAsSent(policy, entry, r, where) : byRules(policy, caller, entry, r, where, dial))
+  const itself = itselfOr(policy, dial, where)
+  if (itself) return itself
+  const decided = entry.rules === null ? forwardAsSent(policy, entry, r, where) : byRules(policy, caller, entry, r, where, dial)
+  return decided._tag === "Forward" || decided._tag === "Hold" ? vetted(policy, r, decided) : decided
+}
+
+/** Why a [[grant]]'s body is read when no rule reads it. */
+export const VETTED = "a [[grant]]'s model request is checked for provider-side tools before it leaves"
+
+/**
+ * A [[grant]]'s request body that may be a model request (JSON, text, or undeclared) is read whole and
+ * checked before anything leaves — its provider-side tools, its JSON — and sent as checked (re-serialised:
+ * the provider reads exactly what was checked). A held request is checked before a person is asked.
+ */
+const vetted = (policy: Policy, r: AskedRequest, v: Forward | Hold): Verdict => {
+  const forward = v._tag === "Hold" ? v.then : v
+  if (forward._tag !== "Forward" || !forward.inject || r.upgrade || !r.heads.hasBody || !isCheckedBody(r.method, r.heads.contentType)) return v
+  const raw = forward.body?.raw ?? r.body?.raw
+  if (raw === undefined) return Verdict.ReadBody({ limit: bodyLimitOf(policy), why: VETTED })
+  const checked = checkBody(r.heads.contentType, raw, forward.inject)
+  if ("refusal" in checked) return Verdict.Refuse({ refusal: checked.refusal })
+  const sent = Verdict.Forward({ ...forward, body: { raw: checked.body, decoded: forward.body?.decoded ?? false, json: checked.json } })
+  return v._tag === "Hold" ? Verdict.Hold({ ...v, then: sent }) : sent
 }
 
 const pathOnly = (target: string) => target.split("?")[0] ?? "/"
@@ -129,11 +152,13 @@ const byRules = (policy: Policy, caller: Caller, entry: PolicyEntry, r: AskedReq
   const candidates = candidatesFor(rules, r.method, segmentsOf(target.path), r.upgrade)
   const type = mediaType(r.heads.contentType)
   const readsBody = candidates.some((c) => c.readsBody)
-  if ((readsBody || mayOverride(r.method, type)) && r.heads.hasBody && r.body === undefined) {
+  const needsBody = readsBody || mayOverride(r.method, type)
+  if (needsBody && r.heads.hasBody && r.body === undefined) {
     return Verdict.ReadBody({ limit: bodyLimitOf(policy), why: readsBody ? "a rule reads its body" : "its body could override its method" })
   }
+  // A body is read only where it decides: one given that no rule needs streams as sent, as it would have.
   let sent: SentBody | undefined
-  if (r.body !== undefined) {
+  if (needsBody && r.body !== undefined) {
     const decoded = decodeBody(r.body.raw, r.heads.contentEncoding, bodyLimitOf(policy))
     if (!decoded.ok) return ambiguous(entry, decoded.why, "body", where, decoded.status)
     sent = { raw: decoded.raw, decoded: r.heads.contentEncoding !== "" }

@@ -3,10 +3,8 @@ import type { Policy } from "../../config/policy.js"
 import { normalizeHost } from "../../contract/addresses.js"
 import type { Caller } from "../base/identify.js"
 import { Refusal } from "../base/refusal.js"
-import { headsOf } from "./asked.js"
-import { checkBody, isCheckedBody } from "./bodyVet.js"
-import { pathAsWritten } from "./canonicalPath.js"
-import { decide } from "./decide.js"
+import { headsOf, pathAsWritten } from "./asked.js"
+import { decide, VETTED } from "./decide.js"
 import type { Dial, Settled, Verdict } from "./verdict.js"
 
 /**
@@ -129,36 +127,26 @@ export const checkPolicy = (policy: Policy, subject: string, raw: string, reques
   const target = parseTarget(raw)
   if (!target) return refused(new Refusal(400, "malformed target", { why: "malformed", subject }))
   const connect = target.scheme === "http" ? undefined : decide(policy, caller, { _tag: "Connect", host: target.host, port: target.port })
-  if (connect !== undefined && connect._tag !== "Intercept") return answerOf(policy, target, subject, connect, undefined, request)
-  if (target.path === undefined) return answerOf(policy, target, subject, connect ?? decideNothing(), "each request is decided by the entry's rules: give a URL to check one", request)
+  if (connect !== undefined && (connect._tag !== "Intercept" || target.path === undefined)) return answerOf(target, subject, connect, undefined, request)
+  if (target.path === undefined) return refused(new Refusal(400, "malformed target", { why: "malformed", subject }))
   const method = request.method ?? "GET"
   const sent = request.body
   const lines = request.headers ?? []
   const authority = target.port === (target.scheme === "http" ? 80 : 443) ? target.host : `${target.host}:${target.port}`
   const given = headersOf(lines)
-  const heads = headsOf({
-    host: authority,
-    // The body the check was given, or (none given) one it cannot see: a request that may have one is asked for it.
-    ...(sent === undefined ? (method === "GET" || method === "HEAD" || request.websocket ? {} : { "transfer-encoding": "chunked" }) : { "content-length": String(sent.length) }),
-    ...(request.websocket ? { upgrade: "websocket", connection: "Upgrade" } : {}),
-    ...given
-  })
-  const verdict = decide(policy, caller, {
-    _tag: "Request", via: target.scheme === "http" ? "plain" : "tls", host: target.host, port: target.port, method, target: target.path, heads,
-    sni: target.scheme === "https" && net.isIP(target.host) === 0 ? target.host : undefined, upgrade: request.websocket === true,
-    ...(sent !== undefined ? { body: { raw: sent } } : {})
-  })
-  return answerOf(policy, target, subject, vetted(verdict, method, heads.contentType, sent), undefined, request)
-}
-
-const decideNothing = (): Verdict => ({ _tag: "Refuse", refusal: new Refusal(400, "malformed target", { why: "malformed" }) })
-
-/** A [[grant]]'s model request is checked as the gateway checks it before sending: its provider-side tools, its JSON. */
-const vetted = (verdict: Verdict, method: string, contentType: string, body: Buffer | undefined): Verdict => {
-  const forward = verdict._tag === "Hold" ? verdict.then : verdict
-  if (forward._tag !== "Forward" || !forward.inject || body === undefined || !isCheckedBody(method, contentType)) return verdict
-  const checked = checkBody(contentType, forward.body?.raw ?? body, forward.inject)
-  return "refusal" in checked ? { _tag: "Refuse", refusal: checked.refusal } : verdict
+  const ask = (framing: Record<string, string>) =>
+    decide(policy, caller, {
+      _tag: "Request", via: target.scheme === "http" ? "plain" : "tls", host: target.host, port: target.port, method, target: target.path ?? "/",
+      heads: headsOf({ host: authority, ...framing, ...(request.websocket ? { upgrade: "websocket", connection: "Upgrade" } : {}), ...given }),
+      sni: target.scheme === "https" && net.isIP(target.host) === 0 ? target.host : undefined, upgrade: request.websocket === true,
+      ...(sent !== undefined ? { body: { raw: sent } } : {})
+    })
+  if (sent !== undefined) return answerOf(target, subject, ask({ "content-length": String(sent.length) }), connect, request)
+  // No body given: decided as a request without one — unless, were it to carry one, a rule would read it to decide (then
+  // said so). A grant's model request is checked for provider-side tools when it is sent: that alone asks for no body here.
+  const bodied = method === "GET" || method === "HEAD" || request.websocket ? undefined : ask({ "transfer-encoding": "chunked" })
+  const verdict = bodied?._tag === "ReadBody" && bodied.why !== VETTED ? bodied : ask({})
+  return answerOf(target, subject, verdict, connect, request)
 }
 
 const refused = (refusal: Refusal): PolicyAnswer => ({ allowed: false, status: refusal.status, refusal, verdict: viewOf({ _tag: "Refuse", refusal }) })
@@ -187,30 +175,30 @@ export const viewOf = (v: Verdict): VerdictView => {
 
 const settledOf = (v: Verdict): Settled | undefined => (v._tag === "Hold" ? v.then : v._tag === "Refuse" || v._tag === "ReadBody" ? undefined : v)
 
-const answerOf = (_policy: Policy, target: Target, subject: string, v: Verdict, note: string | undefined, request: CheckedRequest): PolicyAnswer => {
+/** The check's answer from the verdict on the request (and, for a request inside a tunnel, the CONNECT's, which names the entry). */
+const answerOf = (target: Target, subject: string, v: Verdict, connect: Verdict | undefined, request: CheckedRequest): PolicyAnswer => {
   if (v._tag === "Refuse") return refused(v.refusal)
-  const settled = settledOf(v)
+  const settled = settledOf(v) ?? (connect && settledOf(connect))
   const method = request.method ?? "GET"
   const what = request.websocket ? "a WebSocket upgrade on" : method
-  const entry = settled?.entry ?? ""
   const inject = settled?._tag === "Tunnel" ? undefined : settled?.inject
   const dial = settled?.dial
   const notes = dial && !dial.routed && net.isIP(dial.host) === 0
     ? [`${dial.host} is resolved when the box asks: an answer that is a private, loopback or metadata address is refused unless the rule lists that address`]
     : []
   const how = target.scheme === "http" ? "forwarded" : settled?._tag === "Tunnel" ? "tunnelled" : inject ? "terminated" : "intercepted"
-  const request_ = v._tag === "ReadBody"
+  const said = v._tag === "ReadBody"
     ? `${method} ${target.path?.split("?")[0] ?? ""} is decided by its body (${v.why}): give --body (or --graphql-op, --jsonrpc) to check one`
     : v._tag === "Hold"
     ? `${what} ${v.asked.path ?? ""} asked: held until a person approves it (roster approve), by ${v.rule ?? "[gateway] approvals = \"ask\""}`
     : settled?._tag === "Forward" && settled.by !== undefined
     ? `${what} ${settled.url.split("?")[0]} allowed by ${settled.by}`
-    : settled?._tag === "Intercept" && settled.ruled ? note : undefined
+    : settled?._tag === "Intercept" && settled.ruled ? "each request is decided by the entry's rules: give a URL to check one" : undefined
   return {
-    allowed: true, host: target.host, port: target.port, subject, rule: entry, how,
+    allowed: true, host: target.host, port: target.port, subject, rule: settled?.entry ?? "", how,
     ...(inject ? { credential: inject.credential } : {}),
     ...(dial?.routed ? { upstream: dialText(dial) } : {}),
-    ...(request_ ? { request: request_ } : {}),
+    ...(said ? { request: said } : {}),
     ...(v._tag === "Hold" ? { asked: true } : {}),
     notes,
     verdict: viewOf(v)

@@ -30,6 +30,8 @@ export interface Inject {
 export interface SentBody {
   readonly raw: Buffer
   readonly decoded: boolean
+  /** A [[grant]]'s model request, as parsed to be checked (its `model` names what a metered call is priced by). */
+  readonly json?: unknown
 }
 
 /** What a person is asked about: a request's method, and its canonical path without the query (null for a CONNECT). */
