@@ -13,6 +13,8 @@ export interface OutsideHost {
   /** HTTPS echo servers (with `tls`): the same app on two ports. */
   readonly httpsPorts: readonly [number, number]
   readonly greeting: string
+  /** Every HTTP request (and WebSocket handshake) its servers have heard so far, in order. */
+  readonly heard: () => ReadonlyArray<{ readonly method: string; readonly url: string; readonly host: string; readonly upgrade: string }>
   readonly close: () => void
 }
 
@@ -31,6 +33,7 @@ const WS_APP = `
     return Buffer.concat([h, b]);
   };
   const wsApp = (q, s, head) => {
+    console.log("HEARD " + JSON.stringify({ method: q.method, url: q.url, host: q.headers.host || "", upgrade: q.headers.upgrade || "" }));
     s.on("error", () => {});
     const accept = crypto.createHash("sha1").update(q.headers["sec-websocket-key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest("base64");
     const k = String(q.headers["x-api-key"] || q.headers["authorization"] || "");
@@ -63,6 +66,8 @@ const APP = `
   const sha = (v) => v === undefined ? null : crypto.createHash("sha256").update(String(v)).digest("hex");
   let tokens = 0;
   const app = (q, r) => {
+    // Every request it hears, on stdout for the test: what reached the upstream, whatever it was answered.
+    console.log("HEARD " + JSON.stringify({ method: q.method, url: q.url, host: q.headers.host || "", upgrade: q.headers.upgrade || "" }));
     if (q.url === "/oauth/token") {
       let b = "";
       q.on("data", (c) => b += c);
@@ -194,6 +199,7 @@ export const makeOutsideHost = async (tlsFiles?: { readonly cert: string; readon
   const httpPort = 9080
   const greeting = `hello-from-outside-${id}`
   let listener: ChildProcess | undefined
+  const heard: Array<{ readonly method: string; readonly url: string; readonly host: string; readonly upgrade: string }> = []
   const close = () => {
     listener?.kill("SIGKILL")
     tryNetns(["del", ns])
@@ -225,6 +231,15 @@ export const makeOutsideHost = async (tlsFiles?: { readonly cert: string; readon
       http.createServer(app).listen(${httpPort}, ${JSON.stringify(address)}, () => setTimeout(() => console.log("ready"), 100));
     `
     listener = spawn("ip", ["netns", "exec", ns, process.execPath, "-e", program], { stdio: ["ignore", "pipe", "inherit"] })
+    let out = ""
+    listener.stdout?.on("data", (c: Buffer) => {
+      out += c.toString()
+      for (let nl = out.indexOf("\n"); nl >= 0; nl = out.indexOf("\n")) {
+        const line = out.slice(0, nl)
+        out = out.slice(nl + 1)
+        if (line.startsWith("HEARD ")) heard.push(JSON.parse(line.slice(6)) as (typeof heard)[number])
+      }
+    })
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error("the outside host's listener did not start")), 10_000)
       listener?.stdout?.once("data", () => {
@@ -237,5 +252,5 @@ export const makeOutsideHost = async (tlsFiles?: { readonly cert: string; readon
     close()
     throw e
   }
-  return { address, port, httpPort, httpsPorts: [8443, 9443], greeting, close }
+  return { address, port, httpPort, httpsPorts: [8443, 9443], greeting, heard: () => [...heard], close }
 }
