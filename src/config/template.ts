@@ -61,7 +61,8 @@ entry_max = 2000                # characters in one entry
 
 # A grant that decides request by request: the first rule whose methods and paths match decides,
 # "default" the rest (deny once a grant has rules). Paths are matched as the upstream gets them
-# (escapes decoded, "//" and ".." resolved); "*" is one segment, a last "**" everything under.
+# (escapes decoded, "//" and ".." resolved); "*" is one segment, a last "**" everything under. A request
+# that could mean two things (a method override, "..;", a body read two ways) is refused (README).
 # [[grant]]
 # name = "github"
 # hosts = ["api.github.example.com"]
@@ -74,10 +75,12 @@ entry_max = 2000                # characters in one entry
 # [[grant.rules]]
 # methods = ["GET"]
 # paths = ["/repos/acme/**"]
+# case = "insensitive"           # GitHub reads owner and repository in any case (what ** matches keeps its own)
 # action = "allow"
 # [[grant.rules]]
 # methods = ["POST"]
 # paths = ["/repos/acme/*/pulls"]
+# case = "insensitive"
 # action = "allow"
 # [[grant.rules]]                # a WebSocket upgrade goes through only where a rule names it
 # paths = ["/repos/acme/*/events"]

@@ -7,6 +7,7 @@ import { foldFileLines } from "../fs/lines.js"
 import { cut, html } from "./html.js"
 import { readAuditLine } from "../contract/auditLine.js"
 import { decisionsFor, type PendingApproval } from "../contract/approval.js"
+import type { PolicyAnswer } from "../gateway/policy/policyCheck.js"
 
 const HOURS = 24
 const REFUSALS_SHOWN = 50
@@ -18,6 +19,8 @@ interface Refused {
   readonly target: string
   readonly status: number
   readonly note: string
+  /** The refusal's code (request_rule, ambiguous, no_rule, …), where the line has one. */
+  readonly why: string
 }
 
 export interface GatewayView {
@@ -49,7 +52,7 @@ export const gatewayView = Effect.gen(function*() {
       if (status >= 400 && status < 500) {
         refusals.push({
           time: r.time, run: r.run_id ?? "—", subject: r.subject,
-          target: `${r.method} ${host}:${r.port}${r.path}`, status, note: r.note ?? ""
+          target: `${r.method} ${host}:${r.port}${r.path}`, status, note: r.note ?? "", why: r.why ?? ""
         })
         if (refusals.length > REFUSALS_SHOWN) refusals.shift()
       }
@@ -76,6 +79,7 @@ const ruleLine = (r: RequestRule) =>
     r.action,
     r.websocket ? "WebSocket upgrade on" : (r.methods ?? ["any method"]).join(", "),
     (r.paths ?? ["any path"]).join(", "),
+    ...(r.case === "insensitive" ? ["(in any case)"] : []),
     ...(r.graphql ? [`GraphQL ${(r.operations ?? ["any operation"]).join(", ")}`] : []),
     ...(r.jsonrpc ? [`JSON-RPC ${(r.calls ?? ["any call"]).join(", ")}`] : [])
   ].join(" ")
@@ -106,9 +110,12 @@ ${pending === null ? html`<p>The roster server is not running: nothing is held.<
 </table>`}`
 
 /** Gateway: held requests, requests per host over the last day, refusals with their reasons, and the rules in force. */
-export const gatewayBody = (v: GatewayView, org: Org | null, pending: ReadonlyArray<PendingApproval> | null, csrf: string, note: string | null = null) => {
+export const gatewayBody = (
+  v: GatewayView, org: Org | null, pending: ReadonlyArray<PendingApproval> | null, csrf: string, note: string | null = null, check: CheckView | null = null
+) => {
   const hosts = [...v.perHost].sort(([, a], [, b]) => b.reduce((x, y) => x + y, 0) - a.reduce((x, y) => x + y, 0))
   return html`${pendingSection(pending, csrf, note)}
+${checkSection(check)}
 <h2>Requests per host, last 24 hours</h2>
 ${hosts.length === 0 ? html`<p>No request in the last 24 hours.</p>` : html`<table>
 <thead><tr><th scope="col">Host</th><th scope="col">Requests</th><th scope="col">By hour (oldest left)</th></tr></thead>
@@ -116,8 +123,8 @@ ${hosts.length === 0 ? html`<p>No request in the last 24 hours.</p>` : html`<tab
 </table>`}
 <h2>Refusals (latest ${REFUSALS_SHOWN})</h2>
 ${v.refusals.length === 0 ? html`<p>No refusal in the last 24 hours.</p>` : html`<table>
-<thead><tr><th scope="col">Time</th><th scope="col">Run</th><th scope="col">Subject</th><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Why</th></tr></thead>
-<tbody>${v.refusals.map((r) => html`<tr><td>${r.time}</td><td>${r.run === "—" || r.run === "null" ? "—" : html`<a href="/runs/${r.run}">${r.run}</a>`}</td><td>${r.subject}</td><td><code>${r.target}</code></td><td>${r.status}</td><td>${cut(r.note, 400)}</td></tr>`)}</tbody>
+<thead><tr><th scope="col">Time</th><th scope="col">Run</th><th scope="col">Subject</th><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Why</th><th scope="col">Reason</th></tr></thead>
+<tbody>${v.refusals.map((r) => html`<tr><td>${r.time}</td><td>${r.run === "—" || r.run === "null" ? "—" : html`<a href="/runs/${r.run}">${r.run}</a>`}</td><td>${r.subject}</td><td><code>${r.target}</code></td><td>${r.status}</td><td>${r.why ? html`<code>${r.why}</code>` : "—"}</td><td>${cut(r.note, 400)}</td></tr>`)}</tbody>
 </table>`}
 <h2>Rules in force</h2>
 ${org === null ? html`<p class="error">org.toml does not decode: nothing is allowed until it is fixed (roster doctor names the error).</p>` : html`<table>
@@ -132,3 +139,44 @@ ${org === null ? html`<p class="error">org.toml does not decode: nothing is allo
 </table>
 ${org.route.length > 0 ? html`<table><caption>[[route]]</caption><thead><tr><th scope="col">Host</th><th scope="col">Upstream</th></tr></thead><tbody>${org.route.map((r) => html`<tr><td>${r.host}</td><td>${r.upstream}</td></tr>`)}</tbody></table>` : ""}`}`
 }
+
+/** A request a person asked the Gateway page about, and the gateway's verdict on it (roster policy check's, the same decision). */
+export interface CheckView {
+  readonly worker: string
+  readonly method: string
+  readonly url: string
+  readonly headers: string
+  readonly body: string
+  readonly answer: PolicyAnswer | { readonly error: string } | undefined
+}
+
+const verdictRows = (a: PolicyAnswer) => {
+  const v = a.verdict
+  const rows: Array<readonly [string, string]> = [
+    ["Verdict", a.allowed ? (a.asked ? `${v.kind} (asked: held for a person)` : v.kind) : `refuse (${a.status})`],
+    ...(v.entry ? [["Entry", v.entry] as const] : []),
+    ...(v.by ? [["Decided by", v.by] as const] : []),
+    ...(v.url ? [["Target the upstream gets", v.url] as const] : []),
+    ...(v.injects ? [["Credential injected", v.injects] as const] : []),
+    ...(v.dial ? [["Dialled", v.dial] as const] : []),
+    ...(v.why ? [["Why", v.why] as const] : []),
+    ...(a.allowed && a.request ? [["Request", a.request] as const] : []),
+    ...(!a.allowed ? [["Reason", a.refusal.reason] as const] : []),
+    ...(!a.allowed && a.refusal.detail.fix ? [["org.toml could add", a.refusal.detail.fix.join("\n")] as const] : []),
+    ...(a.allowed ? a.notes.map((n) => ["Note", n] as const) : [])
+  ]
+  return html`<dl class="verdict">${rows.map(([k, val]) => html`<dt>${k}</dt><dd><code>${val}</code></dd>`)}</dl>`
+}
+
+/** "Check a request": what the gateway would do with a box's request, decided as the gateway decides it, sending nothing. */
+const checkSection = (c: CheckView | null) =>
+  html`<h2>Check a request</h2>
+<form method="get" action="/gateway" class="check">
+<label>Worker <input name="check_worker" value="${c?.worker ?? ""}" required pattern="[a-z][a-z0-9\\-]{0,31}"></label>
+<label>Method <input name="check_method" value="${c?.method ?? "GET"}" size="8"></label>
+<label>URL <input name="check_url" value="${c?.url ?? ""}" required size="60" placeholder="https://api.example.com/v1/…"></label>
+<label>Headers (one "Name: value" a line) <textarea name="check_headers" rows="2" cols="60">${c?.headers ?? ""}</textarea></label>
+<label>Body <textarea name="check_body" rows="2" cols="60">${c?.body ?? ""}</textarea></label>
+<button type="submit">Check</button>
+</form>
+${c?.answer === undefined ? "" : "error" in c.answer ? html`<p class="error" role="status">${c.answer.error}</p>` : verdictRows(c.answer)}`

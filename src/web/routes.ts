@@ -14,6 +14,9 @@ import { TaskStatus } from "../task/TaskRecord.js"
 import { listWorkers, readIdentity, readWorkerSettings } from "../worker/workers.js"
 import type { Session } from "./auth.js"
 import { gatewayBody, gatewayView } from "./gatewayPage.js"
+import { isWorkerName } from "../config/names.js"
+import { workerSubject } from "../contract/scope.js"
+import { checkPolicy } from "../gateway/policy/policyCheck.js"
 import { type Html, html } from "./html.js"
 import { page } from "./layout.js"
 import type { makeNowHub } from "./nowHub.js"
@@ -121,9 +124,26 @@ const cancelTask = Effect.gen(function*() {
 
 const gatewayPage = (note: string | null) =>
   Effect.gen(function*() {
+    // An org.toml that does not decode is said on the page itself (its rules section), not as a failed page.
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.orElseSucceed(() => null))
     const pending = yield* viaDaemon((c) => c.approvals.list()).pipe(Effect.orElseSucceed(() => Option.none()))
-    return yield* pageFor("Gateway", "/gateway", gatewayBody(yield* gatewayView, org, Option.getOrNull(pending), (yield* WebCall).session.csrf, note))
+    const check = yield* checkOf((yield* WebCall).url.searchParams)
+    return yield* pageFor("Gateway", "/gateway", gatewayBody(yield* gatewayView, org, Option.getOrNull(pending), (yield* WebCall).session.csrf, note, check))
+  })
+
+/** The page's "Check a request" form, answered by roster policy check's own function (the gateway's decision). */
+const checkOf = (q: URLSearchParams) =>
+  Effect.gen(function*() {
+    const url = q.get("check_url")
+    if (url === null) return null
+    const view = { worker: q.get("check_worker") ?? "", method: (q.get("check_method") ?? "GET").trim() || "GET", url, headers: q.get("check_headers") ?? "", body: q.get("check_body") ?? "" }
+    if (!isWorkerName(view.worker)) return { ...view, answer: { error: `"${view.worker}" is not a worker's name` } }
+    const policy = yield* (yield* OrgConfig).policy.pipe(Effect.either)
+    if (policy._tag === "Left") return { ...view, answer: { error: `org.toml does not decode: ${policy.left.message}` } }
+    const answer = checkPolicy(policy.right, workerSubject(view.worker), url, {
+      method: view.method, headers: view.headers.split(/\r?\n/).filter((l) => l.trim() !== ""), ...(view.body !== "" ? { body: Buffer.from(view.body) } : {})
+    })
+    return { ...view, answer }
   })
 
 /** A person's decision on a held request, from the Gateway page's buttons (the guard checked its CSRF token). */

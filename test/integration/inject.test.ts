@@ -24,7 +24,7 @@ import { makeOutsideHost, type OutsideHost } from "../support/netns.js"
 import { makeTestTls } from "../support/testCa.js"
 import { auditedOnce } from "../support/audit.js"
 import type { AuditRecord } from "../../src/gateway/base/Audit.js"
-import { connectVia, forwardVia, keptAlive, type Reply, reportPreflight, tlsHandshakeVia, viaGateway, wsVia } from "../support/boxClient.js"
+import { connectVia, forwardVia, keptAlive, rawVia, type Reply, reportPreflight, tlsHandshakeVia, viaGateway, wsVia } from "../support/boxClient.js"
 import type { Org } from "../../src/config/schema.js"
 import { checkPolicy } from "../../src/gateway/policy/policyCheck.js"
 import { compilePolicy } from "../../src/config/policy.js"
@@ -515,6 +515,31 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     expect(audited.find((x) => x.method === "DELETE")).toMatchObject({ status: 403, note: expect.stringContaining(`"github" rule 1`) })
     expect(audited.filter((x) => x.status === 200).map((x) => x.injected)).toEqual([true, true, true])
     expect(audited.find((x) => x.status === 101)).toMatchObject({ path: "/repos/acme/app/events", injected: true })
+  })
+
+  it("what was already right stays so: pipelined requests each decided, h2c and the HTTP/2 preface refused, a path past the cap never sent", async () => {
+    const statuses = (got: string) => [...got.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))
+    const before = outside.heard().length
+    // Two requests back to back on one connection: the second, which the rules refuse, is decided on its own.
+    const pipelined = await rawVia(port, HANK, "gh.example.com:8443", [
+      "GET /repos/acme/app HTTP/1.1\r\nHost: gh.example.com:8443\r\nx-api-key: " + SENTINEL + "\r\n\r\n",
+      "DELETE /repos/acme/app HTTP/1.1\r\nHost: gh.example.com:8443\r\nx-api-key: " + SENTINEL + "\r\nConnection: close\r\n\r\n"
+    ].join(""), [rosterCa])
+    expect(statuses(pipelined)).toEqual([200, 403])
+    // h2c, inside a tunnel and on plain http: no protocol but a WebSocket is switched to.
+    const h2c = "GET /repos/acme/app/events HTTP/1.1\r\nHost: gh.example.com:8443\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n"
+    expect(statuses(await rawVia(port, HANK, "gh.example.com:8443", h2c, [rosterCa]))).toEqual([400])
+    const auth = `Proxy-Authorization: Basic ${Buffer.from(`${HANK}:x`).toString("base64")}\r\n`
+    expect(statuses(await rawVia(port, HANK, undefined, `GET http://plain.example.com/pub/x HTTP/1.1\r\nHost: plain.example.com\r\n${auth}Upgrade: h2c\r\nConnection: Upgrade\r\n\r\n`)))
+      .toEqual([400])
+    // The HTTP/2 preface, to the gateway itself and inside a tunnel: HTTP/1.1 only.
+    expect(statuses(await rawVia(port, HANK, undefined, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))).toEqual([400])
+    expect(statuses(await rawVia(port, HANK, "gh.example.com:8443", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", [rosterCa]))).toEqual([400])
+    // A request line past the 16 KiB head: refused (431) before anything is decided or sent.
+    const long = `/repos/acme/${"a/".repeat(9000)}x`
+    expect(statuses(await rawVia(port, HANK, "gh.example.com:8443", `GET ${long} HTTP/1.1\r\nHost: gh.example.com:8443\r\n\r\n`, [rosterCa]))).toEqual([431])
+    // The upstream heard the first pipelined request only.
+    expect(outside.heard().slice(before).map((h) => `${h.method} ${h.url}`)).toEqual(["GET /repos/acme/app"])
   })
 
   it("an [[allow]] with rules is intercepted and decided per request, nothing injected; over plain http too; its WebSocket only where a rule names it", async () => {

@@ -58,6 +58,7 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
       "[[grant]]", `name = "github"`, `hosts = ["api.github.example.com"]`, `scope = ["org/alice"]`, `credential = "github"`,
       "[[grant.rules]]", `methods = ["DELETE"]`, `action = "deny"`,
       "[[grant.rules]]", `paths = ["/repos/acme/*/events"]`, "websocket = true", `action = "allow"`,
+      "[[grant.rules]]", `methods = ["GET", "POST"]`, `paths = ["/repos/acme/**"]`, `case = "insensitive"`, `action = "allow"`,
       "[[allow]]", `hosts = ["mirror.example.com"]`, `scope = ["org/*"]`,
       "[[allow.rules]]", `methods = ["GET"]`, `paths = ["/pub/**"]`, `action = "allow"`
     ].join("\n")
@@ -229,7 +230,30 @@ describe("roster web in a real browser (Debian's chromium), against a real daemo
     // Each entry's rules in order, then what decides the rest.
     expect(text).toMatch(/api\.github\.example\.com[^]*deny DELETE any path[^]*allow WebSocket upgrade on \/repos\/acme\/\*\/events[^]*the rest: deny/)
     expect(text).toMatch(/mirror\.example\.com[^]*allow GET \/pub\/\*\*[^]*the rest: deny/)
+    // The refusal's code beside its reason.
+    expect(await page.locator("table", { hasText: "blocked.example.test:443" }).innerText()).toMatch(/blocked\.example\.test:443\s+403\s+no_rule/)
     await page.screenshot({ path: path.join(artifacts, "gateway.png"), fullPage: true })
+    // "Check a request": the gateway's own decision, the verdict's fields, nothing sent.
+    const check = async (method: string, url: string, headers = "") => {
+      await page.locator("form.check input[name=check_worker]").fill("alice")
+      await page.locator("form.check input[name=check_method]").fill(method)
+      await page.locator("form.check input[name=check_url]").fill(url)
+      await page.locator("form.check textarea[name=check_headers]").fill(headers)
+      await page.locator("form.check button").click()
+      await page.waitForLoadState()
+      return page.locator("dl.verdict").innerText()
+    }
+    const denied = await check("DELETE", "https://api.github.example.com/repos/acme/app")
+    expect(denied).toMatch(/Verdict\s+refuse \(403\)/)
+    expect(denied).toMatch(/Why\s+request_rule/)
+    expect(denied).toMatch(/Reason\s+.*rule 1/)
+    const read = await check("GET", "https://api.github.example.com/repos/ACME/x/../app")
+    expect(read).toMatch(/Verdict\s+forward/)
+    expect(read).toMatch(/Target the upstream gets\s+\/repos\/ACME\/app/)
+    expect(read).toMatch(/Decided by\s+rule 3/)
+    const overridden = await check("POST", "https://api.github.example.com/repos/acme/app/pulls", "X-HTTP-Method-Override: DELETE")
+    expect(overridden).toMatch(/Why\s+ambiguous/)
+    expect(pageErrors, pageErrors.join("\n")).toEqual([])
   })
 
   it("a held request shows on the Gateway page, and its Approve button lets it through while the box waits", async () => {

@@ -248,3 +248,40 @@ export const tlsHandshakeVia = (gatewayPort: number, token: string, target: stri
     connect.once("error", reject)
     connect.end()
   })
+
+/**
+ * Raw bytes a box writes, and everything it reads back until the connection closes (or `ms` pass): into a
+ * tunnel to `target` (CONNECT with its token, TLS with `ca`), or, with no target, to the gateway's own port
+ * (a plain-http client's connection). For what a well-behaved client never sends: pipelined requests, a
+ * preface, a path past the cap, bytes after an upgrade.
+ */
+export const rawVia = (gatewayPort: number, token: string, target: string | undefined, bytes: string, ca: ReadonlyArray<string> = [], ms = 3000) =>
+  new Promise<string>((resolve, reject) => {
+    const exchange = (socket: net.Socket | tls.TLSSocket) => {
+      let got = ""
+      socket.on("data", (c: Buffer) => (got += c.toString("latin1")))
+      const done = () => resolve(got)
+      socket.once("close", done)
+      socket.once("error", done)
+      setTimeout(() => {
+        socket.destroy()
+        done()
+      }, ms)
+      socket.write(bytes)
+    }
+    if (target === undefined) {
+      const s = net.connect(gatewayPort, "127.0.0.1", () => exchange(s))
+      s.once("error", reject)
+      return
+    }
+    const connect = http.request({ host: "127.0.0.1", port: gatewayPort, method: "CONNECT", path: target, headers: proxyAuth(token) })
+    connect.once("connect", (res, socket) => {
+      if (res.statusCode !== 200) return reject(new Error(`CONNECT answered ${res.statusCode}`))
+      const host = target.slice(0, target.lastIndexOf(":"))
+      const secured = tls.connect({ socket, servername: host, ca: [...ca] })
+      secured.once("secureConnect", () => exchange(secured))
+      secured.once("error", reject)
+    })
+    connect.once("error", reject)
+    connect.end()
+  })

@@ -318,6 +318,8 @@ describe("rules org.toml refuses", () => {
     expect(ruleRequest(policyOf(toml), "DELETE", "/repos/acme/app", at).ok).toBe(false)
     expect(ruleRequest(policyOf(toml), "GET", "/repos/acme/app/events", at, undefined, true).ok).toBe(true)
     expect(ruleRequest(policyOf(toml), "GET", "/repos/acme/app", at, undefined, true).ok).toBe(false)
+    // Owner and repository in any case, as GitHub reads them.
+    expect(ruleRequest(policyOf(toml), "GET", "/repos/ACME/App/git/refs/heads/Main", at)).toMatchObject({ ok: true, url: "/repos/ACME/App/git/refs/heads/Main" })
   })
 
   it("the template's commented [[allow]] with rules, uncommented, is intercepted and reads /pub only", () => {
