@@ -12,3 +12,7 @@ export const hostMatches = (pattern: string, host: string): boolean => {
   if (p.startsWith("*.")) return host.endsWith(p.slice(1)) && host.length > p.length - 1
   return p === host
 }
+
+/** `hostMatches` for a pattern already normalised (org.toml's, as compiled): nothing made per call. */
+export const normalHostMatches = (p: string, host: string): boolean =>
+  p.charCodeAt(0) === 42 && p.charCodeAt(1) === 46 ? host.length > p.length - 1 && host.endsWith(p.slice(1)) : p === host

@@ -46,6 +46,32 @@ export interface CompiledRules {
   readonly rules: ReadonlyArray<CompiledRule>
   /** What decides a request no rule matches. */
   readonly fallback: RuleAction
+  /**
+   * Which rules a request's first path segment can match, by their indexes in order: those whose every
+   * pattern starts with a literal are listed under it (folded for a rule that ignores case); the rest
+   * (no paths, or a pattern that starts with `*` or `**`) could match any path. A grant with 100 rules
+   * then looks at the few its request could match, not at all of them.
+   */
+  readonly index: RuleIndex
+}
+
+export interface RuleIndex {
+  readonly any: ReadonlyArray<number>
+  readonly byFirst: ReadonlyMap<string, ReadonlyArray<number>>
+  readonly byFirstFolded: ReadonlyMap<string, ReadonlyArray<number>>
+}
+
+const indexRules = (rules: ReadonlyArray<CompiledRule>): RuleIndex => {
+  const any: Array<number> = []
+  const byFirst = new Map<string, Array<number>>()
+  const byFirstFolded = new Map<string, Array<number>>()
+  rules.forEach((r, i) => {
+    const firsts = r.paths?.map((p) => p[0] ?? "")
+    if (firsts === undefined || firsts.some((f) => f === "*" || f === "**")) return void any.push(i)
+    const into = r.fold ? byFirstFolded : byFirst
+    for (const f of new Set(firsts)) into.set(f, [...(into.get(f) ?? []), i])
+  })
+  return { any, byFirst, byFirstFolded }
 }
 
 export interface CompiledRule {
@@ -64,9 +90,7 @@ const compileRules = (entry: GrantRule | AllowRule): CompiledRules | null => {
   const rules = entry.rules ?? []
   const fallback = entry.default ?? (rules.length === 0 ? "allow" : "deny")
   if (rules.length === 0 && fallback === "allow") return null
-  return {
-    fallback,
-    rules: rules.map((rule, i) => {
+  const compiled = rules.map((rule, i): CompiledRule => {
       const fold = foldsCase(rule)
       return {
         rule,
@@ -77,8 +101,8 @@ const compileRules = (entry: GrantRule | AllowRule): CompiledRules | null => {
         websocket: rule.websocket === true,
         readsBody: readsBody(rule)
       }
-    })
-  }
+  })
+  return { fallback, rules: compiled, index: indexRules(compiled) }
 }
 
 const entryOf = (kind: PolicyEntry["kind"], entry: GrantRule | AllowRule): PolicyEntry => {

@@ -15,19 +15,26 @@ const matches = (pattern: ReadonlyArray<string>, path: ReadonlyArray<string>) =>
 }
 
 /**
- * The rules whose kind (an upgrade or not), method and paths match, in order: plain loops, as this runs on
- * every request. A rule that ignores case is matched against the path's segments folded (once, when one asks).
+ * The rules whose kind (an upgrade or not), method and paths match, in order: only those the request's
+ * first segment can match (the entry's index), in plain loops, as this runs on every request. A rule that
+ * ignores case is matched against the path's segments folded (once, when one asks).
  */
 export const candidatesFor = (rules: CompiledRules, method: string, segments: ReadonlyArray<string>, upgrade: boolean) => {
+  const first = segments[0] ?? ""
+  const { any, byFirst, byFirstFolded } = rules.index
+  const named = byFirst.get(first)
+  const folded = byFirstFolded.size > 0 ? byFirstFolded.get(foldSegment(first)) : undefined
+  const indexes = named === undefined && folded === undefined ? any : [...new Set([...any, ...(named ?? []), ...(folded ?? [])])].sort((a, b) => a - b)
   const out: Array<CompiledRule> = []
-  let folded: ReadonlyArray<string> | undefined
-  for (const r of rules.rules) {
+  let foldedPath: ReadonlyArray<string> | undefined
+  for (const i of indexes) {
+    const r = rules.rules[i] as CompiledRule
     if (r.websocket !== upgrade || (r.methods !== undefined && !r.methods.has(method))) continue
     if (r.paths === undefined) {
       out.push(r)
       continue
     }
-    const path = r.fold ? (folded ??= segments.map(foldSegment)) : segments
+    const path = r.fold ? (foldedPath ??= segments.map(foldSegment)) : segments
     for (const p of r.paths) {
       if (matches(p, path)) {
         out.push(r)

@@ -13,7 +13,8 @@ export const headProblem = (method: string, query: string, heads: Heads): string
   for (const value of heads.methodOverrides) {
     if (!sameMethod(value, method)) return `a method-override header naming ${JSON.stringify(value)} on a ${method} (some upstreams run the method it names)`
   }
-  const named = queryParams(query).filter(([k]) => k.toLowerCase() === "_method")
+  // Parsed only when it could name one: "_method", or an escape that could spell it.
+  const named = query !== "" && /method|%/i.test(query) ? queryParams(query).filter(([k]) => k.toLowerCase() === "_method") : []
   if (named.length > 1) return `the URL's query gives _method ${named.length} times`
   const param = named[0]
   if (param && !sameMethod(param[1], method)) return `a _method=${JSON.stringify(param[1])} parameter on a ${method} (some upstreams run the method it names)`
