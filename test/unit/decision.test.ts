@@ -1,4 +1,5 @@
 import { Either } from "effect"
+import fc from "fast-check"
 import * as zlib from "node:zlib"
 import { describe, expect, it } from "vitest"
 import { decodeToml } from "../../src/config/decode.js"
@@ -7,6 +8,7 @@ import { OrgSchema } from "../../src/config/schema.js"
 import type { Caller } from "../../src/gateway/base/identify.js"
 import { headsOf } from "../../src/gateway/policy/asked.js"
 import { decide } from "../../src/gateway/policy/decide.js"
+import { candidatesFor } from "../../src/gateway/policy/requestRules.js"
 import { checkPolicy } from "../../src/gateway/policy/policyCheck.js"
 import type { Verdict } from "../../src/gateway/policy/verdict.js"
 
@@ -294,5 +296,46 @@ describe("roster policy check is the same decision", () => {
     expect(checkPolicy(policy, "org/alice", "https://api.github.test/mcp", {
       method: "POST", headers: ["Content-Type: application/json"], body: Buffer.from(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file"}}`)
     })).toMatchObject({ allowed: false, verdict: { kind: "refuse", why: "request_rule" } })
+  })
+})
+
+describe("an entry's rules, indexed by their first segment", () => {
+  // A reference matcher with no index: every rule, every pattern, segment by segment.
+  const naive = (pattern: string, path: ReadonlyArray<string>, fold: boolean) => {
+    const p = pattern.slice(1).split("/")
+    const eq = (a: string, b: string) => (fold ? a.toLowerCase() === b.toLowerCase() : a === b)
+    for (let i = 0; i < p.length; i++) {
+      if (p[i] === "**") return path.length > i
+      if (path[i] === undefined || (p[i] === "*" ? path[i] === "" : !eq(p[i] as string, path[i] as string))) return false
+    }
+    return path.length === p.length
+  }
+  const SEG = ["a", "A", "b", "*", "**", ""] as const
+  const patternArb = fc.array(fc.constantFrom(...SEG), { minLength: 1, maxLength: 3 })
+    .filter((s) => s.every((x, i) => x !== "**" || i === s.length - 1) && s.every((x, i) => x !== "" || i === s.length - 1))
+    .map((s) => `/${s.join("/")}`)
+  const ruleArb = fc.record({
+    methods: fc.option(fc.subarray(["GET", "POST"], { minLength: 1 }), { nil: undefined }),
+    paths: fc.option(fc.array(patternArb, { minLength: 1, maxLength: 2 }), { nil: undefined }),
+    fold: fc.boolean()
+  })
+
+  it("finds exactly the rules a request could match, in order, as a matcher that looks at every rule does", () => {
+    fc.assert(fc.property(fc.array(ruleArb, { minLength: 1, maxLength: 8 }), fc.constantFrom("GET", "POST"), fc.array(fc.constantFrom("a", "A", "b", "c", ""), { maxLength: 4 }), (rules, method, segs) => {
+      const toml = ["[[allow]]", `hosts = ["x.test"]`, `scope = ["org/*"]`, `default = "deny"`, ...rules.flatMap((r) => [
+        "[[allow.rules]]", ...(r.methods ? [`methods = ${JSON.stringify(r.methods)}`] : []), ...(r.paths ? [`paths = ${JSON.stringify(r.paths)}`] : []),
+        ...(r.paths && r.fold ? [`case = "insensitive"`] : []), `action = "allow"`
+      ])].join("\n")
+      const decoded = decodeToml(OrgSchema, "org.toml", toml)
+      fc.pre(Either.isRight(decoded))
+      if (!Either.isRight(decoded)) return
+      const compiled = compilePolicy(decoded.right).entries[0]?.rules
+      if (!compiled) throw new Error("an entry with rules compiles to rules")
+      const path = segs.length === 0 ? [""] : segs
+      const want = compiled.rules.filter((r) =>
+        !r.websocket && (r.methods === undefined || r.methods.has(method)) &&
+        (r.rule.paths === undefined || r.rule.paths.some((p) => naive(p, path, r.fold))))
+      expect(candidatesFor(compiled, method, path, false).map((r) => r.text)).toEqual(want.map((r) => r.text))
+    }), { numRuns: 2000, seed: 6302 })
   })
 })
