@@ -44,9 +44,10 @@ export interface FoundAgain {
 }
 
 /** A live box's use of the machine: CPU (percent of one core) and memory in use. */
+/** A box's CPU and memory now; a figure its engine did not give (a box stopping, gVisor's fewer counters) is absent. */
 export interface BoxStats {
-  readonly cpuPercent: number
-  readonly memoryBytes: number
+  readonly cpuPercent: number | undefined
+  readonly memoryBytes: number | undefined
 }
 
 /**

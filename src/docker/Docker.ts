@@ -162,9 +162,10 @@ export interface DockerApi {
   readonly containerStats: (id: string) => Effect.Effect<ContainerStats | undefined, DockerError>
 }
 
+/** One stats sample; a figure the engine did not give (a box stopping, gVisor's fewer counters) is absent. */
 export interface ContainerStats {
-  readonly cpuPercent: number
-  readonly memoryBytes: number
+  readonly cpuPercent: number | undefined
+  readonly memoryBytes: number | undefined
 }
 
 /** The Docker engine as roster uses it (see {@link DockerApi}): `DockerLive` talks to the real one, `roster/testing` has a fake. */

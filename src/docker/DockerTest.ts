@@ -1,5 +1,6 @@
 import { Clock, Context, Deferred, Effect, Fiber, Layer, Mailbox, PubSub, Queue, Ref, Stream } from "effect"
 import { type ContainerSpec, Docker, DockerError, DockerUnavailable, type ImageInfo, type NetworkInfo } from "./Docker.js"
+import { statsOf } from "./engineAnswers.js"
 
 /** What a scripted box does once started. */
 export interface ContainerScript {
@@ -75,6 +76,15 @@ export interface DockerFakeOptions {
   readonly runtimes?: ReadonlyArray<string>
   /** Runs before each call is carried out, after it is recorded: a test can hold an operation (Effect.never) to interrupt there. */
   readonly before?: (op: string, arg: unknown) => Effect.Effect<void>
+  /** A running box's stats as the engine's JSON answer (decoded as the live engine's is); default: 1.5 % CPU, 32 MiB. */
+  readonly stats?: (container: FakeContainer) => unknown
+}
+
+/** A stats answer shaped as the engine's: 1.5 % of one core over the sample, 32 MiB in use. */
+const ENGINE_STATS = {
+  cpu_stats: { cpu_usage: { total_usage: 1_015 }, system_cpu_usage: 2_000, online_cpus: 1 },
+  precpu_stats: { cpu_usage: { total_usage: 1_000 }, system_cpu_usage: 1_000, online_cpus: 1 },
+  memory_stats: { usage: 32 * 1024 * 1024, stats: { inactive_file: 0 } }
 }
 
 /** The fake's record of what the code under test asked the engine to do. */
@@ -291,9 +301,9 @@ export const makeDockerTest = (options: DockerFakeOptions = {}) =>
           c.name = name
         }),
       containerStats: (id) =>
-        record("containerStats", id).pipe(Effect.map(() => {
+        record("containerStats", id).pipe(Effect.flatMap(() => {
           const c = lookup(id)
-          return c && c.state === "running" ? { cpuPercent: 1.5, memoryBytes: 32 * 1024 * 1024 } : undefined
+          return c && c.state === "running" ? statsOf(options.stats?.(c) ?? ENGINE_STATS) : Effect.succeed(undefined)
         }))
     })
 

@@ -1,10 +1,8 @@
 import type Dockerode from "dockerode"
-import { Effect, Option, Schema } from "effect"
+import { Effect } from "effect"
 import { type ContainerSpec, type DockerApi, DockerError } from "./Docker.js"
+import { containerListOf, statsOf } from "./engineAnswers.js"
 import { absent, type EngineCall } from "./engineCall.js"
-
-/** What roster reads of the engine's memory detail: the page cache it may reclaim (cgroup v2's inactive_file). */
-const decodeMemoryDetail = Schema.decodeUnknownOption(Schema.Struct({ inactive_file: Schema.optional(Schema.Number) }))
 
 /** How long a removal the engine has under way is waited for before it is called failed. */
 const REMOVAL_WAIT = "30 seconds"
@@ -51,9 +49,7 @@ export const containerCalls = (call: EngineCall): Pick<DockerApi, "containerCrea
   containerList: (labels, name) =>
     call("list", (engine, _modem, abortSignal) =>
       engine.listContainers({ all: true, filters: { label: [...labels], ...(name !== undefined ? { name: [name] } : {}) }, abortSignal })).pipe(
-        Effect.map((list) =>
-          list.map((c) => ({ id: c.Id, names: c.Names, state: c.State, labels: c.Labels ?? {}, created: c.Created * 1000 }))
-        )
+        Effect.flatMap(containerListOf)
       ),
 
   containerRename: (id, name) =>
@@ -61,17 +57,7 @@ export const containerCalls = (call: EngineCall): Pick<DockerApi, "containerCrea
 
   containerStats: (id) =>
     call("stats", (engine) => engine.getContainer(id).stats({ stream: false })).pipe(
-      Effect.map((s) => {
-        // The engine's two samples: CPU time used between them over the time that passed, per core.
-        const cpu = s.cpu_stats.cpu_usage.total_usage - s.precpu_stats.cpu_usage.total_usage
-        const system = (s.cpu_stats.system_cpu_usage ?? 0) - (s.precpu_stats.system_cpu_usage ?? 0)
-        const cores = s.cpu_stats.online_cpus || s.cpu_stats.cpu_usage.percpu_usage?.length || 1
-        const cache = Option.getOrUndefined(decodeMemoryDetail(s.memory_stats.stats))?.inactive_file ?? 0
-        return {
-          cpuPercent: system > 0 && cpu > 0 ? (cpu / system) * cores * 100 : 0,
-          memoryBytes: Math.max(0, (s.memory_stats.usage ?? 0) - cache)
-        }
-      }),
+      Effect.flatMap(statsOf),
       Effect.catchIf(absent, () => Effect.succeed(undefined))
     )
 })

@@ -1,3 +1,4 @@
+import { imageOf } from "./engineAnswers.js"
 import { Effect, Option, Schema } from "effect"
 import type { Readable } from "node:stream"
 import type { DockerApi } from "./Docker.js"
@@ -11,7 +12,7 @@ const decodeBuildEvent = Schema.decodeUnknownOption(BuildEvent)
 export const imageCalls = (call: EngineCall): Pick<DockerApi, "imageInspect" | "imagePull" | "imageBuild" | "imageImport"> => ({
   imageInspect: (ref) =>
     call("image inspect", (engine) => engine.getImage(ref).inspect()).pipe(
-      Effect.map((raw) => ({ id: raw.Id, created: raw.Created, labels: raw.Config?.Labels ?? {} })),
+      Effect.flatMap(imageOf),
       Effect.catchIf((e) => e.statusCode === 404, () => Effect.succeed(undefined))
     ),
 

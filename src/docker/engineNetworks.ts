@@ -1,24 +1,13 @@
-import type Dockerode from "dockerode"
 import { Effect } from "effect"
-import { type DockerApi, DockerError, type NetworkInfo } from "./Docker.js"
+import { type DockerApi, DockerError } from "./Docker.js"
+import { networkOf } from "./engineAnswers.js"
 import type { EngineCall } from "./engineCall.js"
-
-const toNetworkInfo = (raw: Dockerode.NetworkInspectInfo): NetworkInfo => ({
-  id: raw.Id,
-  name: raw.Name,
-  driver: raw.Driver,
-  internal: raw.Internal === true,
-  options: raw.Options ?? {},
-  subnets: (raw.IPAM?.Config ?? []).map((c) => ({ subnet: c.Subnet ?? "", gateway: c.Gateway ?? "" })),
-  labels: raw.Labels ?? {},
-  containers: Object.keys(raw.Containers ?? {}).length
-})
 
 /** The engine's networks: inspect (undefined when absent), create, list by label, remove (absent is removed). */
 export const networkCalls = (call: EngineCall): Pick<DockerApi, "networkInspect" | "networkCreate" | "networkList" | "networkRemove"> => {
   const networkInspect = (name: string) =>
     call("network inspect", (engine) => engine.getNetwork(name).inspect()).pipe(
-      Effect.map((raw) => toNetworkInfo(raw as Dockerode.NetworkInspectInfo)),
+      Effect.flatMap(networkOf("network inspect")),
       Effect.catchIf((e) => e.statusCode === 404, () => Effect.succeed(undefined))
     )
 
@@ -42,7 +31,7 @@ export const networkCalls = (call: EngineCall): Pick<DockerApi, "networkInspect"
 
     networkList: (labels) =>
       call("network list", (engine) => engine.listNetworks({ filters: { label: [...labels] } })).pipe(
-        Effect.map((list) => list.map((raw) => toNetworkInfo(raw as Dockerode.NetworkInspectInfo)))
+        Effect.flatMap((list) => Effect.forEach(list, networkOf("network list")))
       ),
 
     networkRemove: (name) =>

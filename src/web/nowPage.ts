@@ -9,9 +9,12 @@ import { html } from "./html.js"
  */
 export interface NowData {
   readonly status: ServerStatus | null
-  readonly stats: ReadonlyMap<string, ContainerStats>
+  readonly stats: ReadonlyMap<string, BoxReading>
   readonly elsewhere?: ReadonlyArray<NodeBoxes>
 }
+
+/** A live box's engine stats, or why they could not be read. */
+export type BoxReading = ContainerStats | { readonly unreadable: string }
 
 const duration = (s: number | null) =>
   s === null ? "—" : s < 60 ? `${Math.round(s)} s` : s < 3600 ? `${Math.floor(s / 60)} min ${Math.round(s % 60)} s` : `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`
@@ -35,8 +38,11 @@ ${s.boxes.length === 0 ? html`<p>No box is running.</p>` : html`<table>
 <thead><tr><th scope="col">Worker</th><th scope="col">Run</th><th scope="col">Kind</th><th scope="col">Task</th><th scope="col">Held by</th><th scope="col">Age</th><th scope="col">Ceiling left</th><th scope="col">CPU</th><th scope="col">Memory</th></tr></thead>
 <tbody>${s.boxes.map((b) => {
     const st = d.stats.get(b.run_id)
-    const [cpu, memory] = usage(st?.cpuPercent, st?.memoryBytes)
-    return html`<tr><td>${b.worker}</td><td><a href="/runs/${b.run_id}">${b.run_id}</a></td><td>${b.kind}</td><td>${b.task_id ?? "—"}</td><td>${b.held_by}</td><td>${duration(b.age_s)}</td><td>${duration(b.remaining_s)}</td><td>${cpu}</td><td>${memory}</td></tr>`
+    const [cpu, memory] = st && !("unreadable" in st) ? usage(st.cpuPercent, st.memoryBytes) : usage(undefined, undefined)
+    const row = html`<td>${b.worker}</td><td><a href="/runs/${b.run_id}">${b.run_id}</a></td><td>${b.kind}</td><td>${b.task_id ?? "—"}</td><td>${b.held_by}</td><td>${duration(b.age_s)}</td><td>${duration(b.remaining_s)}</td>`
+    return st && "unreadable" in st
+      ? html`<tr>${row}<td colspan="2" class="warn">stats not read: ${st.unreadable}</td></tr>`
+      : html`<tr>${row}<td>${cpu}</td><td>${memory}</td></tr>`
   })}</tbody>
 </table>`}
 ${elsewhereSection(d.elsewhere ?? [])}
