@@ -81,7 +81,7 @@ const messagesOf = (runDir: string) =>
   }).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
 
 /** How a box ended as its runner saw it; "budget" when the gateway stopped the run, "fenced" when its fleet node did (read from its record). */
-export type BoxEnd = "exit" | "ceiling" | "cancelled" | "budget" | "fenced" | "cut-off"
+export type BoxEnd = "exit" | "ceiling" | "cancelled" | "budget" | "fenced" | "cut-off" | "tainted"
 
 /**
  * The box's exit raced against the ceiling (and a stop, when the run has one); at the ceiling

@@ -15,7 +15,7 @@ import { isTaintEvent, type TaintEvent, TaintLog, TaintLogError } from "./TaintL
 /** What ended a run: its own exit, a ceiling, a signal, an error, idleness, its owner's death, a cancel. */
 export const EndedBy = Schema.Literal(
   "exit", "ceiling", "signal", "error", "idle", "closed", "session-ceiling", "turn-ceiling", "box-died",
-  "orphaned", "cancelled", "budget", "fenced", "cut-off"
+  "orphaned", "cancelled", "budget", "fenced", "cut-off", "tainted"
 )
 export type EndedBy = typeof EndedBy.Type
 

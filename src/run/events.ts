@@ -26,7 +26,7 @@ export const RunEvent = Schema.Union(
    * once the fleet had fenced it, or by its node cut off from the fleet's database: its end is
    * recorded as this, whatever the box's exit.
    */
-  Schema.Struct({ kind: Schema.Literal("stop"), by: Schema.Literal("budget", "fenced", "cut-off"), detail: Schema.String }),
+  Schema.Struct({ kind: Schema.Literal("stop"), by: Schema.Literal("budget", "fenced", "cut-off", "tainted"), detail: Schema.String }),
   /** The box's preflight as the gateway decided it (the box's report, or none in time). */
   Schema.Struct({ kind: Schema.Literal("preflight"), result: PreflightResult })
 )
@@ -85,7 +85,7 @@ export const RunUsage = Schema.Struct({
 })
 export type RunUsage = typeof RunUsage.Type
 
-export const RunStopped = Schema.Struct({ by: Schema.Literal("budget", "fenced", "cut-off"), detail: Schema.String })
+export const RunStopped = Schema.Struct({ by: Schema.Literal("budget", "fenced", "cut-off", "tainted"), detail: Schema.String })
 
 export interface EventFields {
   readonly usage?: RunUsage

@@ -57,7 +57,7 @@ describe("WebSocket frames", () => {
       const heard: Array<Buffer> = []
       toBox.on("data", (c: Buffer) => heard.push(c))
       const fiber = yield* Effect.fork(relayWebSocket(box, upstream, Buffer.alloc(0), Buffer.alloc(0), {
-        secrets: ["sk-REAL-0123456789"], maxFrame: 1024, onSentinel: (done) => done()
+        secrets: ["sk-REAL-0123456789"], maxFrame: 1024, onSentinel: (done) => done(true)
       }))
       fromUpstream.write(upstreamBytes)
       yield* Effect.sleep("300 millis")
@@ -113,7 +113,7 @@ describe("WebSocket frames", () => {
       const { outgoing: toUpstream, side: upstream } = end()
       const got: Array<Buffer> = []
       toUpstream.on("data", (c: Buffer) => got.push(c))
-      let release = () => {}
+      let release: (ok: boolean) => void = () => {}
       const fiber = yield* Effect.fork(relayWebSocket(box, upstream, Buffer.alloc(0), Buffer.alloc(0), {
         secrets: [], maxFrame: 1024, onSentinel: (done) => (release = done)
       }))
@@ -121,11 +121,27 @@ describe("WebSocket frames", () => {
       fromBox.write(masked(true, OP.text, Buffer.from("after")))
       yield* Effect.sleep("50 millis")
       expect(got).toEqual([])
-      release()
+      release(true)
       yield* Effect.sleep("50 millis")
       expect(read(got).map(([, , p]) => p)).toEqual([`k=${SENTINEL}`, "after"])
       upstream.destroy()
       yield* fiber.await
+    }))
+
+  it.live("a box's frame with the sentinel whose taint cannot be recorded never reaches the upstream: the connection is cut, saying why", () =>
+    Effect.gen(function*() {
+      const { incoming: fromBox, side: box } = end()
+      const { outgoing: toUpstream, side: upstream } = end()
+      const got: Array<Buffer> = []
+      toUpstream.on("data", (c: Buffer) => got.push(c))
+      const fiber = yield* Effect.fork(relayWebSocket(box, upstream, Buffer.alloc(0), Buffer.alloc(0), {
+        secrets: [], maxFrame: 1024, onSentinel: (done) => setTimeout(() => done(false), 20)
+      }))
+      fromBox.write(masked(true, OP.text, Buffer.from(`k=${SENTINEL}`)))
+      fromBox.write(masked(true, OP.text, Buffer.from("after")))
+      const result = yield* fiber.await
+      expect(got).toEqual([])
+      expect(result._tag === "Success" && result.value.note).toMatch(/taint could not be recorded/)
     }))
 
   it.live("a compressed frame (RSV1) or one over the size limit is never passed on: the box gets a close frame saying why", () =>
@@ -149,7 +165,7 @@ describe("WebSocket frames", () => {
         const heard: Array<Buffer> = []
         toBox.on("data", (c: Buffer) => heard.push(c))
         const fiber = yield* Effect.fork(relayWebSocket(box, upstream, Buffer.alloc(0), Buffer.alloc(0), {
-          secrets: [secret], maxFrame: 1024, onSentinel: (done) => done()
+          secrets: [secret], maxFrame: 1024, onSentinel: (done) => done(true)
         }))
         fromUpstream.write(encodeFrame(true, OP.text, Buffer.from(`first ${head}`)))
         yield* Effect.sleep("400 millis")
@@ -177,7 +193,7 @@ describe("WebSocket frames", () => {
       const { incoming: fromBox, side: box } = end()
       const { side: upstream } = end()
       const fiber = yield* Effect.fork(relayWebSocket(box, upstream, Buffer.alloc(0), Buffer.alloc(0), {
-        secrets: [], maxFrame: 1024, onSentinel: (done) => done()
+        secrets: [], maxFrame: 1024, onSentinel: (done) => done(true)
       }))
       fromBox.write(masked(true, OP.close, Buffer.from([0x03, 0xe8])))
       fromBox.end()
@@ -196,7 +212,7 @@ describe("WebSocket frames", () => {
       const heard: Array<Buffer> = []
       toUpstream.on("data", (c: Buffer) => heard.push(c))
       const fiber = yield* Effect.fork(relayWebSocket(box, upstream, Buffer.alloc(0), Buffer.alloc(0), {
-        secrets: ["sk-REAL-0123456789"], maxFrame: 1024, onSentinel: (done) => done()
+        secrets: ["sk-REAL-0123456789"], maxFrame: 1024, onSentinel: (done) => done(true)
       }))
       for (const c of chunks) {
         boxWrites.write(c)

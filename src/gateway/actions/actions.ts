@@ -14,6 +14,7 @@ import { termSend } from "./termSend.js"
 import { setTasks } from "./setTasks.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
 import { RunFence } from "../../run/RunFence.js"
+import { Gateway } from "../egress/Gateway.js"
 
 const MAX_BODY = 64 * 1024
 
@@ -95,6 +96,13 @@ const heldAction = (req: http.IncomingMessage, path: string, caller: BoxCaller) 
     const held = yield* awaitPreflight(caller).pipe(Effect.either)
     if (held._tag === "Left") return { status: held.left.status, body: { ok: false, error: held.left.reason } } satisfies ActionAnswer
     if (!LANDING.has(path)) return yield* postBody(req, (body) => action(caller, body))
+    // A taint this run's record could not take holds what the taint would have held (fail closed).
+    if ((yield* Gateway).taints.isUnrecorded(caller.runId)) {
+      return {
+        status: 503,
+        body: { ok: false, error: "a taint of this run could not be recorded: its pushes, memories and follow-ups are refused (roster runs show names why)" }
+      } satisfies ActionAnswer
+    }
     const fence = yield* RunFence
     return yield* postBody(req, (body) => fence.guard({ runId: caller.runId, taskId: caller.taskId }, action(caller, body))).pipe(
       Effect.catchTag("Fenced", (e) =>

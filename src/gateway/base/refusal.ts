@@ -28,6 +28,7 @@ export type RefusalWhy =
   | "upstream" // the upstream could not be reached or failed
   | "encoding" // the upstream's answer is in a content-encoding the scrubber cannot undo
   | "misdirected" // inside a tunnel to one host, a request (Host, SNI) names another: a credential must never reach another tenant
+  | "taint_unrecorded" // the run's taint could not be recorded: what it would have held is refused (fail closed)
 
 export interface RefusalDetail {
   readonly why: RefusalWhy

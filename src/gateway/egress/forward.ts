@@ -9,7 +9,7 @@ import { Gateway } from "./Gateway.js"
 import { awaitPreflight } from "./preflightGate.js"
 import { Refusal } from "../base/refusal.js"
 import { forwardable, responsePairs } from "../base/headers.js"
-import { taintSentinel } from "../base/taint.js"
+import { taintSentinelAfter, taintSentinelBefore } from "../base/taint.js"
 import { readBody } from "../base/requestBody.js"
 import { type AskedRequest, headsOf, pathAsWritten } from "../policy/asked.js"
 import { refuseResponse } from "../base/refuse.js"
@@ -99,12 +99,11 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
       if (settled.body?.decoded) delete headers["content-encoding"]
     }
     const body = bodyScanner()
-    const sentinelOut = (places: ReadonlyArray<string>) => taintSentinel(self.taints, caller, trace.host, places)
     // Known before sending (headers, query): the run is tainted before the box hears the answer.
     const before = sentinelPlaces(headers, settled.url, req.method)
     if (raw) body.feed(raw)
     if (body.found()) before.push("body")
-    if (before.length > 0) yield* sentinelOut(before)
+    if (before.length > 0) yield* taintSentinelBefore(self.taints, caller, trace.host, before)
     const counts = yield* relay(req, res, settled.url, headers, socket, raw ? { raw } : { onBody: body.feed })
     const places = [...before, ...(body.found() && !before.includes("body") ? ["body"] : [])]
     yield* auditTrace(trace, {
@@ -113,6 +112,6 @@ export const handleForward = (req: http.IncomingMessage, res: http.ServerRespons
     })
     if (places.length > 0) {
       yield* warnRun(caller, sentinelWarning(trace.host, places))
-      if (before.length === 0) yield* sentinelOut(places)
+      if (before.length === 0) yield* taintSentinelAfter(self.taints, caller, trace.host, places)
     }
   }).pipe(answeringRefusals(trace, (r) => refuseResponse(res, r)))

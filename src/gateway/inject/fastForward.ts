@@ -9,7 +9,7 @@ import { refuseTraced } from "../base/refuseTraced.js"
 import { collectBody } from "../base/requestBody.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { type RequestTrace, type TraceFields, traceRecord } from "../base/supervise.js"
-import { taintOnRefusal, taintSentinel } from "../base/taint.js"
+import { taintOnRefusal, taintSentinelAfter, taintSentinelBefore } from "../base/taint.js"
 import { Gateway } from "../egress/Gateway.js"
 import { isModelCall, type Meter, type MeterBasis, openMeter, overAtStart } from "../metering/meter.js"
 import type { AskedRequest } from "../policy/asked.js"
@@ -67,7 +67,7 @@ export const makeFastForward = Effect.fnUntraced(function*(
     const places = fields.sentinel_unsubstituted ?? []
     if (places.length > 0) {
       const warned = warnRun(target.caller, sentinelWarning(target.host, places))
-      self.fork(taintedBefore ? warned : Effect.zipRight(warned, taintSentinel(self.taints, target.caller, target.host, places)))
+      self.fork(taintedBefore ? warned : Effect.zipRight(warned, taintSentinelAfter(self.taints, target.caller, target.host, places)))
     }
   }
 
@@ -102,7 +102,12 @@ export const makeFastForward = Effect.fnUntraced(function*(
       })
       inFlight.add(cancel)
     }
-    if (taintedBefore) self.fork(Effect.zipRight(taintSentinel(self.taints, target.caller, target.host, ["body"]), Effect.sync(go)))
+    // Tainted first; a taint that cannot be written refuses the request instead (nothing of it has left).
+    if (taintedBefore) {
+      self.fork(taintSentinelBefore(self.taints, target.caller, target.host, ["body"]).pipe(
+        Effect.matchEffect({ onSuccess: () => Effect.sync(go), onFailure: (r) => refuseTraced(self.taints, trace, (p) => refuseResponse(res, p))(r, target.caller) })
+      ))
+    }
     else go()
   }
 

@@ -8,7 +8,7 @@ import { socketEnded } from "../egress/approve.js"
 import { answeringRefusals, approvedNote, settle } from "../egress/decision.js"
 import { refuseResponse } from "../base/refuse.js"
 import { readBody } from "../base/requestBody.js"
-import { taintOnRefusal, taintSentinel } from "../base/taint.js"
+import { taintOnRefusal, taintSentinelAfter, taintSentinelBefore } from "../base/taint.js"
 import { isModelCall, startMeter } from "../metering/meter.js"
 import { modelOf } from "../policy/bodyVet.js"
 import { bodyLimitOf, decide } from "../policy/decide.js"
@@ -62,7 +62,7 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     // it is known before sending), is audited by place and warned to the run.
     const inHead = sentinelPlaces(out, settled.url, req.method)
     const before = [...inHead, ...(body.found() ? ["body"] : [])]
-    if (before.length > 0) yield* taintSentinel(self.taints, target.caller, target.host, before)
+    if (before.length > 0) yield* taintSentinelBefore(self.taints, target.caller, target.host, before)
     const result = yield* relay(req, res, {
       path: settled.url, out, agent, secrets: reveals, limit, onBody: checked ? () => {} : body.feed, checked: checked?.raw, meter: started?.meter
     })
@@ -73,6 +73,6 @@ export const injectForward = (target: Target, req: http.IncomingMessage, res: ht
     yield* auditTrace(trace, approvedBy ? { ...fields, note: approvedNote(approvedBy, fields.note) } : fields)
     if (places.length > 0) {
       yield* warnRun(target.caller, sentinelWarning(target.host, places))
-      if (before.length === 0) yield* taintSentinel(self.taints, target.caller, target.host, places)
+      if (before.length === 0) yield* taintSentinelAfter(self.taints, target.caller, target.host, places)
     }
   }).pipe(answeringRefusals(trace, (r: Refusal) => refuseResponse(res, r)))

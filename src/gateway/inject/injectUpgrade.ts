@@ -7,7 +7,7 @@ import { Refusal } from "../base/refusal.js"
 import { refuseSocket } from "../base/refuse.js"
 import { sentinelWarning, warnRun } from "../base/runWarning.js"
 import { auditTrace, type RequestTrace } from "../base/supervise.js"
-import { taintSentinel } from "../base/taint.js"
+import { taintSentinelBefore } from "../base/taint.js"
 import { Gateway } from "../egress/Gateway.js"
 import { socketEnded } from "../egress/approve.js"
 import { answeringRefusals, approvedNote, settle } from "../egress/decision.js"
@@ -84,7 +84,7 @@ export const injectUpgrade = (
     out.upgrade = "websocket"
     const places = sentinelPlaces(out, settled.url, req.method)
     const sentinelOut = (where: ReadonlyArray<string>) =>
-      taintSentinel(self.taints, target.caller, target.host, where).pipe(
+      taintSentinelBefore(self.taints, target.caller, target.host, where).pipe(
         Effect.zipRight(warnRun(target.caller, sentinelWarning(target.host, where)))
       )
     if (places.length > 0) yield* sentinelOut(places)
@@ -109,8 +109,9 @@ export const injectUpgrade = (
       maxFrame: bodyLimitOf(policy),
       onSentinel: (done) => {
         sentFrames.push("websocket frame")
-        // In the gateway's scope: the taint is written (and the frame let go) even if this connection ends first.
-        self.runPromise(sentinelOut(sentFrames)).then(done, done)
+        // In the gateway's scope: the taint is written (and the frame let go) even if this connection ends first;
+        // a taint that cannot be written cuts the connection instead of letting the frame go.
+        self.runPromise(Effect.either(sentinelOut(sentFrames))).then((e) => done(e._tag === "Right"), () => done(false))
       }
     })
     const sentinel = [...places, ...sentFrames]

@@ -14,7 +14,7 @@ export interface WsRelayOptions {
    * A frame from the box carried a sentinel (said once per connection): the box's bytes wait
    * until `done`, so the run is tainted before that frame reaches the upstream.
    */
-  readonly onSentinel: (done: () => void) => void
+  readonly onSentinel: (done: (ok: boolean) => void) => void
 }
 
 export interface WsRelayed {
@@ -192,7 +192,8 @@ export const relayWebSocket = (box: Duplex, upstream: Duplex, boxHead: Buffer, u
       // The sentinel's frame goes on once the taint is written: nothing the box does next can outrun it.
       waiting = [read.pass]
       box.pause()
-      o.onSentinel(() => {
+      o.onSentinel((ok) => {
+        if (!ok) return cut("this run's taint could not be recorded: the frame carrying the sentinel was not sent")
         const queued = waiting ?? []
         waiting = undefined
         for (const c of queued) forward(c)

@@ -10,7 +10,7 @@ import { Gateway, type GatewayContext, type GatewayState } from "../egress/Gatew
 import type { Caller, RunCaller } from "../base/identify.js"
 import type { LedgerEntry, Spent } from "../../spend/SpendLedger.js"
 import { Refusal } from "../base/refusal.js"
-import { taintRun } from "../base/taint.js"
+import { taintOrHold } from "../base/taint.js"
 import { UsageTap } from "./usageTap.js"
 
 /** An Anthropic Messages call: the one kind of request whose answer the gateway meters. */
@@ -112,7 +112,7 @@ const stopRun = (caller: Caller, text: string) =>
     yield* (yield* RunLog).append(caller.worker, runId, { kind: "stop", by: "budget", detail: text }).pipe(
       Effect.catchAll((e) => Effect.logError(`gateway: run ${runId}: its budget stop could not be recorded: ${e.message}`))
     )
-    yield* taintRun(self.taints, caller, "budget", null, text)
+    yield* taintOrHold(self.taints, caller, "budget", null, text)
     yield* Effect.logWarning(`gateway: run ${runId} of ${caller.worker} stopped: ${text}`)
     self.fork(Effect.gen(function*() {
       yield* Effect.sleep(STOP_GRACE)
