@@ -22,13 +22,24 @@ export const fleetRunFence = (node: string, instance: Effect.Effect<string>, tim
       const check = (runId: string, taskId: string | null) =>
         Effect.gen(function*() {
           yield* sql`SELECT set_config('idle_in_transaction_session_timeout', ${String(timeoutS * 1000)}, true)`
-          const me = yield* sql<{ readonly fenced: boolean }>`SELECT fenced_at IS NOT NULL AS fenced FROM roster_nodes
-            WHERE name = ${node} AND instance = ${yield* instance} AND left_at IS NULL FOR KEY SHARE`.withoutTransform
+          // The lease by the database's clock: a node whose last beat is older than node_timeout_s is LOST to the
+          // fleet already, and its right to land ends with its lease — not when another node gets round to fencing it
+          // (a node thawed from a freeze in between would otherwise land work whose task then runs again elsewhere).
+          const me = yield* sql<{ readonly fenced: boolean; readonly leased: boolean }>`SELECT fenced_at IS NOT NULL AS fenced,
+              heartbeat_at > now() - make_interval(secs => ${timeoutS}) AS leased
+            FROM roster_nodes WHERE name = ${node} AND instance = ${yield* instance} AND left_at IS NULL FOR KEY SHARE`.withoutTransform
           if (me.length === 0 || me[0]!.fenced) {
             return yield* new Fenced({
               runId,
               detail: `node ${node} was declared lost by the fleet (silent past [cluster] node_timeout_s) and its attempts fenced; ` +
                 "its tasks went back to the queue"
+            })
+          }
+          if (!me[0]!.leased) {
+            return yield* new Fenced({
+              runId,
+              detail: `node ${node}'s lease has expired (no heartbeat within [cluster] node_timeout_s = ${timeoutS} s by the database's clock): ` +
+                "the fleet counts it lost and may re-run its tasks elsewhere, so it lands nothing until it beats again"
             })
           }
           if (taskId === null) return

@@ -1,7 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
-import { inCanonical } from "./canonical.js"
+import { inCanonical, KnowledgeError } from "./canonical.js"
 import type { KnowledgeResult } from "../contract/knowledge.js"
 import { type Checkout, Checkouts, hostSide, quarantineRef } from "./Checkout.js"
 import { fetchFromClone } from "./fromClone.js"
@@ -75,14 +75,20 @@ export const backstop = (c: Checkout, runId: string) =>
     )
   )
 
-/** The checkouts a run was given, from the host's record of them (none when the run had no gated repo). */
+/**
+ * The checkouts a run was given, from the host's record of them (none when the run had no gated repo). A
+ * record that is there and cannot be read or decoded is an error, never "no checkouts": read as none, the
+ * run's end would delete clones whose work was never parked.
+ */
 export const readCheckouts = (worker: string, runId: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const file = hostSide(layout(yield* Paths).runReposDir(worker, runId)).checkouts
-    if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false)))) return []
-    const text = yield* fs.readFileString(file).pipe(Effect.orElseSucceed(() => "[]"))
-    return yield* Schema.decode(Checkouts)(text).pipe(Effect.orElseSucceed((): ReadonlyArray<Checkout> => []))
+    const unreadable = (detail: string) => new KnowledgeError({ connection: "(every one of this run's)", detail: `${file} could not be read: ${detail}` })
+    const there = yield* fs.exists(file).pipe(Effect.mapError((e) => unreadable(e.message)))
+    if (!there) return [] as ReadonlyArray<Checkout>
+    const text = yield* fs.readFileString(file).pipe(Effect.mapError((e) => unreadable(e.message)))
+    return yield* Schema.decode(Checkouts)(text).pipe(Effect.mapError((e) => unreadable(e.message.split("\n")[0] ?? "it does not decode")))
   })
 
 /**
@@ -92,10 +98,16 @@ export const readCheckouts = (worker: string, runId: string) =>
  */
 export const finishRepos = Effect.fn("knowledge.finish")(function*(worker: string, runId: string) {
   const fs = yield* FileSystem.FileSystem
-  const checkouts = yield* readCheckouts(worker, runId)
-  const results: Array<KnowledgeResult> = []
-  for (const c of checkouts) results.push(yield* backstop(c, runId))
   const dir = layout(yield* Paths).runReposDir(worker, runId)
+  const checkouts = yield* readCheckouts(worker, runId).pipe(Effect.either)
+  if (checkouts._tag === "Left") {
+    // Which clones there are, and where each one's work belongs, is in the record that cannot be read: keep them all.
+    const error = `${checkouts.left.detail}: nothing could be parked, and the run's clones are kept in ${dir} for a person`
+    yield* Effect.logWarning(`run ${runId}: ${error} — review them, then: rm -rf ${dir}`)
+    return [{ connection: "(unknown: the run's record of its checkouts)", base: "", head: null, error, kept: dir }] satisfies Array<KnowledgeResult>
+  }
+  const results: Array<KnowledgeResult> = []
+  for (const c of checkouts.right) results.push(yield* backstop(c, runId))
   if (!(yield* fs.exists(dir).pipe(Effect.orElseSucceed(() => false)))) return results
   if (results.some((r) => r.kept !== undefined)) {
     yield* Effect.logWarning(`run ${runId}: not all of its repo work could be parked; its clones are kept in ${dir} — remove it once reviewed: rm -rf ${dir}`)

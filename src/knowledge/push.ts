@@ -118,7 +118,9 @@ export const landQuarantined = Effect.fn("knowledge.landQuarantined")(function*(
  * it is, and the run's end parks it in quarantine.
  */
 export const knowledgePush = Effect.fn("knowledge.push")(function*(worker: string, runId: string, connection: string | undefined) {
-  const chosen = chooseCheckout(yield* readCheckouts(worker, runId), connection)
+  const checkouts = yield* readCheckouts(worker, runId).pipe(Effect.either)
+  if (checkouts._tag === "Left") return { ok: false, connection: connection ?? null, head: null, kind: "failed", reason: checkouts.left.message } satisfies PushOutcome
+  const chosen = chooseCheckout(checkouts.right, connection)
   if (typeof chosen === "string") return { ok: false, connection: connection ?? null, head: null, kind: "refused", reason: chosen } satisfies PushOutcome
   const c = chosen
   const refuse = (head: string | null, reason: string, kind: "refused" | "failed" = "refused"): PushOutcome => ({ ok: false, connection: c.connection, head, kind, reason })

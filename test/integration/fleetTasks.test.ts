@@ -347,13 +347,13 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
         st.update(task.task_id, (x) => (x.status === "queued" ? { ...x, status: "running", run_ids: [...x.run_ids, runId] } : x))), instance)
     expect(await claim("f1", "i-f1", t!, lostRun)).toMatchObject({ status: "running", node: "f1", attempt: 1 })
     expect(await claim("f2", "i-f2", u!, runIdOf())).toMatchObject({ status: "running", node: "f2" })
-    // f1 goes silent past the timeout (its heartbeat set back an hour), while a landing of its run is under way.
-    pg.sql("UPDATE roster_nodes SET heartbeat_at = now() - interval '1 hour' WHERE name = 'f1'")
+    // A landing of f1's run under way (begun while its lease held) when f1 goes silent past the timeout (its heartbeat set back an hour).
     const landed = await Effect.runPromise(Effect.gen(function*() {
       const release = yield* Deferred.make<void>()
       const landing = yield* onNodeEffect("f1", "i-f1", Effect.flatMap(RunFence, (fence) =>
         fence.guard({ runId: lostRun, taskId: t!.task_id }, Deferred.await(release).pipe(Effect.as("landed"))))).pipe(Effect.fork)
       yield* Effect.sleep("500 millis")
+      pg.sql("UPDATE roster_nodes SET heartbeat_at = now() - interval '1 hour' WHERE name = 'f1'")
       // The sweep cannot take f1's row while the landing holds it: nothing fenced (it tries at the next beat).
       const during = yield* onNodeEffect("f2", "i-f2", fenceLostNodes(cluster, "f2"))
       expect(during).toEqual([])
@@ -361,6 +361,11 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
       return yield* Fiber.join(landing)
     }))
     expect(landed).toBe("landed")
+    // Its lease expired and the fence not yet written (a node thawed from a freeze): a landing begun now is refused all the same.
+    const late = await onNode("f1", Effect.flip(Effect.flatMap(RunFence, (fence) => fence.guard({ runId: lostRun, taskId: t!.task_id }, Effect.succeed("landed late")))), "i-f1")
+    expect(late._tag).toBe("Fenced")
+    expect(late.message).toMatch(/node f1's lease has expired \(no heartbeat within \[cluster\] node_timeout_s = 30 s by the database's clock\)/)
+    expect(pg.sql("SELECT fenced_at IS NULL FROM roster_nodes WHERE name = 'f1'")).toBe("t")
     const fenced = await onNode("f2", fenceLostNodes(cluster, "f2"))
     expect(fenced).toEqual([{ node: "f1", instance: "i-f1", tasks: [{ taskId: t!.task_id, worker: "fw", status: "queued" }] }])
     expect(await onNode("f3", fenceLostNodes(cluster, "f3"))).toEqual([])
@@ -376,6 +381,8 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(await claim("f1", "i-f1", after[0]!, runIdOf())).toMatchObject({ status: "queued" })
     const retried = runIdOf()
     expect(await claim("f2", "i-f2", after[0]!, retried)).toMatchObject({ status: "running", node: "f2", attempt: 2 })
+    // f2 beats on (its daemon would, every few seconds): its lease holds.
+    pg.sql("UPDATE roster_nodes SET heartbeat_at = now() WHERE name = 'f2'")
     // The lost attempt's run is not the task's any more, even on a node that was never fenced.
     const stale = await onNode("f2", Effect.flip(Effect.flatMap(RunFence, (fence) => fence.guard({ runId: lostRun, taskId: t!.task_id }, Effect.succeed("x")))), "i-f2")
     expect(stale.message).toContain(`task ${t!.task_id} is no longer this run's`)

@@ -80,6 +80,27 @@ describe("gated repos", () => {
     }).pipe(Effect.provide(unitLayer(paths)))
   })
 
+  it.effect("a run whose record of its checkouts cannot be read or decoded keeps its clones and says where; its push is refused saying why", () => {
+    const paths = tempPaths()
+    const canonical = canonicalRepo(paths.home)
+    const runId = "2026-11-29-10-00-00-0000001f"
+    runDirFor(paths, runId)
+    return Effect.gen(function*() {
+      const [c] = yield* provisionRepos(WORKER, runId, [mountOf(canonical)], BOX_USER)
+      fs.writeFileSync(path.join(c!.clone, "draft.md"), "unlanded work\n")
+      const record = path.join(layout(paths).runReposDir(WORKER, runId), ".host", "checkouts.json")
+      fs.writeFileSync(record, `[{"connection": "knowledge", "clone": `)
+      const pushed = yield* knowledgePush(WORKER, runId, undefined)
+      expect(pushed).toMatchObject({ ok: false, kind: "failed", reason: expect.stringMatching(/checkouts\.json could not be read/) })
+      const [result] = yield* finishRepos(WORKER, runId)
+      const dir = layout(paths).runReposDir(WORKER, runId)
+      expect(result).toMatchObject({ head: null, kept: dir, error: expect.stringMatching(/checkouts\.json could not be read: .*the run's clones are kept in /) })
+      // Nothing of the run's work is deleted, and nothing was landed or parked.
+      expect(fs.readFileSync(path.join(c!.clone, "draft.md"), "utf8")).toBe("unlanded work\n")
+      expect(sh(canonical, "for-each-ref", "refs/quarantine")).toBe("")
+    }).pipe(Effect.provide(unitLayer(paths)))
+  })
+
   it.effect("a backstop that cannot read the clone at all parks nothing and deletes nothing", () => {
     const paths = tempPaths()
     const canonical = canonicalRepo(paths.home)
