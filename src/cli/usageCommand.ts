@@ -55,6 +55,10 @@ export const usageCommand = Command.make("usage", {
       const l = yield* SpendLedger
       const chatKey = Option.map(key, (k) => k.key)
       const byWorker = yield* l.usage(from, worker, chatKey)
+      // A day whose record cannot be read is said, not summed as nothing.
+      for (const u of l.unreadable ? yield* l.unreadable(from) : []) {
+        yield* Console.error(`roster usage: the ledger's day ${u.day} cannot be read (${u.detail}): its spending is not in these sums, and the daemon's budgets are closed until it can be`)
+      }
       // A channel's budget is a UTC day's: what it spent today, whatever --since says.
       const channelToday = Option.isSome(chatKey) ? [...(yield* l.usage(today, Option.none(), chatKey)).values()].reduce(plus, empty()).usd : undefined
       return { byWorker, channelToday }

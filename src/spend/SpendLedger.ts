@@ -1,10 +1,10 @@
 import { Context, Effect, Layer, type Option } from "effect"
 import { layout, Paths } from "../config/Paths.js"
 import { makeDayFiles } from "../fs/dayFiles.js"
-import { dayOf, type LedgerEntry, type Spent, tokensOf, type UsageSum } from "./entry.js"
+import { dayOf, type LedgerEntry, type Spent, tokensOf, type UnreadableDay, type UsageSum } from "./entry.js"
 import { makeLedgerReader } from "./ledgerFiles.js"
 
-export { dayOf, LedgerEntry, type Spent, tokensOf, type UsageSum } from "./entry.js"
+export { dayOf, LedgerEntry, type Spent, tokensOf, type UnreadableDay, type UsageSum } from "./entry.js"
 
 /**
  * What model answers cost, for the budgets and `roster usage`: one entry per answer. An answer is
@@ -29,6 +29,8 @@ export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, 
   readonly stopOnce: (runId: string) => boolean
   /** Each worker's sums from a UTC day on, one worker's or all; only what was charged to one chat channel when given (a channel key). */
   readonly usage: (since: string, worker: Option.Option<string>, chatChannel?: Option.Option<string>) => Effect.Effect<ReadonlyMap<string, UsageSum>>
+  /** The days from `since` on whose record cannot be read (what they spent is unknown), where the ledger is files. */
+  readonly unreadable?: (since: string) => Effect.Effect<ReadonlyArray<UnreadableDay>>
 }>() {
   /**
    * One machine: state/ledger/<UTC day>.jsonl. The recent days' sums are read into memory when
@@ -40,7 +42,12 @@ export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, 
       // The file services are taken here, once: the reader's and the day files' calls need nothing of a caller.
       const reader = yield* makeLedgerReader
       const sums = makeSums()
-      for (const e of yield* reader.recentDays) sums.add(e)
+      const recent = yield* reader.recentDays
+      for (const e of recent.entries) sums.add(e)
+      for (const u of recent.unreadable) {
+        sums.unreadable(u)
+        yield* Effect.logError(`gateway: the spend ledger's day ${u.day} cannot be read (${u.detail}): every budget is closed until it can — fix or move the file aside, then restart the daemon`)
+      }
       const stopped = new Set<string>()
       const dir = layout(yield* Paths).ledgerDir
       // The day's file stays open: a model answer's line is one write, not an open, a write and a close.
@@ -55,7 +62,8 @@ export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, 
             Effect.asVoid
           ),
         stopOnce: (runId) => !stopped.has(runId) && stopped.add(runId).size > 0,
-        usage: reader.usage
+        usage: reader.usage,
+        unreadable: reader.unreadableSince
       }
     })
   )
@@ -65,7 +73,10 @@ export class SpendLedger extends Context.Tag("roster/SpendLedger")<SpendLedger, 
 export const makeSums = () => {
   const runs = new Map<string, { usd: number; tokens: number }>()
   const days = new Map<string, { org: number; workers: Map<string, number>; channels: Map<string, number> }>()
+  const lost: Array<UnreadableDay> = []
   return {
+    /** A day read at start whose file could not be: what anything spent is not known while it stands. */
+    unreadable: (u: UnreadableDay) => void lost.push(u),
     add: (e: LedgerEntry) => {
       const run = runs.get(e.run_id) ?? { usd: 0, tokens: 0 }
       runs.set(e.run_id, { usd: run.usd + e.usd, tokens: run.tokens + tokensOf(e) })
@@ -83,7 +94,8 @@ export const makeSums = () => {
         runTokens: run?.tokens ?? 0,
         workerDayUsd: day?.workers.get(worker) ?? 0,
         orgDayUsd: day?.org ?? 0,
-        channelDayUsd: chatChannel === undefined ? 0 : day?.channels.get(chatChannel) ?? 0
+        channelDayUsd: chatChannel === undefined ? 0 : day?.channels.get(chatChannel) ?? 0,
+        ...(lost.length > 0 ? { unreadable: `the spend ledger's day ${lost.map((u) => u.day).join(", ")} could not be read (${lost[0]?.detail})` } : {})
       }
     }
   }

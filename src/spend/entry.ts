@@ -27,6 +27,14 @@ export interface Spent {
   readonly orgDayUsd: number
   /** This UTC day's spending charged to the run's chat channel (0 for a run charged to none). */
   readonly channelDayUsd: number
+  /** Why what was spent is not known: a day of the ledger that could not be read. Every budget is closed while it is. */
+  readonly unreadable?: string | undefined
+}
+
+/** A day of the ledger whose file could not be read: its spending is unknown, not nothing. */
+export interface UnreadableDay {
+  readonly day: string
+  readonly detail: string
 }
 
 /** One worker's spending over some days, as `roster usage` shows it. */

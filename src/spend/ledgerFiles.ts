@@ -2,7 +2,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import { foldLinesIn } from "../fs/lines.js"
-import { LedgerEntry, type UsageSum } from "./entry.js"
+import { LedgerEntry, type UnreadableDay, type UsageSum } from "./entry.js"
 
 /** How far back the ledger is read at start: a run's spending counts across days, a run lasts less than this. */
 const DAYS_KEPT_IN_MEMORY = 7
@@ -23,18 +23,33 @@ export const makeLedgerReader = Effect.gen(function*() {
     Effect.map((names) => names.filter((f) => DAY_FILE.test(f)).sort().map((f) => ({ day: f.slice(0, 10), file: path.join(dir, f) })))
   )
 
-  /** The last week's entries, line by line (a torn or foreign line is skipped). */
+  /**
+   * The last week's entries, line by line (a torn or foreign line is skipped), and the days whose file
+   * could not be read at all: their spending is unknown, which is not the same as none.
+   */
   const recentDays = Effect.gen(function*() {
     const entries: Array<LedgerEntry> = []
-    for (const { file } of (yield* dayFiles).slice(-DAYS_KEPT_IN_MEMORY)) {
+    const unreadable: Array<UnreadableDay> = []
+    for (const { day, file } of (yield* dayFiles).slice(-DAYS_KEPT_IN_MEMORY)) {
       yield* fold(file, 0, (n, line) => {
         const e = decodeLine(line)
         if (e._tag === "Some") entries.push(e.value)
         return n + 1
-      }).pipe(Effect.ignore)
+      }).pipe(Effect.catchAll((e) => Effect.sync(() => void unreadable.push({ day, detail: `${file}: ${e.message}` }))))
     }
-    return entries
+    return { entries, unreadable }
   })
+
+  /** The days from `since` on whose file cannot be read. */
+  const unreadableSince = (since: string) =>
+    Effect.gen(function*() {
+      const out: Array<UnreadableDay> = []
+      for (const { day, file } of yield* dayFiles) {
+        if (day < since) continue
+        yield* fold(file, 0, (n) => n + 1).pipe(Effect.catchAll((e) => Effect.sync(() => void out.push({ day, detail: `${file}: ${e.message}` }))))
+      }
+      return out as ReadonlyArray<UnreadableDay>
+    })
 
   /** The ledger's lines from `since` (a UTC day) on, one worker's or all (and one chat channel's, when given), summed per worker, read line by line. */
   const usage = (since: string, worker: Option.Option<string>, chatChannel: Option.Option<string> = Option.none()) =>
@@ -52,7 +67,7 @@ export const makeLedgerReader = Effect.gen(function*() {
       }
       return new Map([...byWorker].map(([w, s]): [string, UsageSum] => [w, { ...s, runs: s.runs.size }]))
     })
-  return { recentDays, usage }
+  return { recentDays, usage, unreadableSince }
 })
 
 interface Sum {

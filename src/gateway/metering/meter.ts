@@ -21,7 +21,7 @@ export const isModelCall = (method: string, url: string) => {
   return (target.ok ? target.path : url.split("?")[0]) === "/v1/messages"
 }
 
-type Which = "run_usd" | "run_tokens" | "worker_daily_usd" | "org_daily_usd" | "budget_usd_day"
+type Which = "run_usd" | "run_tokens" | "worker_daily_usd" | "org_daily_usd" | "budget_usd_day" | "ledger_unreadable"
 
 export interface Limits {
   readonly run_usd?: number | undefined
@@ -39,6 +39,8 @@ interface Over {
   readonly spent: number
   /** The chat channel whose budget it is (`budget_usd_day`). */
   readonly channel?: { readonly provider: string; readonly id: string }
+  /** Why what was spent is unknown (`ledger_unreadable`). */
+  readonly detail?: string
 }
 
 /** The budgets for a worker: each one its worker.toml [budget] sets, else org.toml's. */
@@ -83,6 +85,10 @@ const firstOver = (l: Limits, s: Spent, usd: number, tokens: number, atLimit: bo
  * one of the phrases it never retries).
  */
 export const budgetText = (o: Over, worker: string) => {
+  if (o.which === "ledger_unreadable") {
+    return `out of budget: ${o.detail ?? "the spend ledger could not be read"}, so no budget can be checked — this run is stopped. ` +
+      "Fix or move aside that day's file in the state folder's ledger/, then restart the daemon (roster server stop, roster server start)"
+  }
   const amount = (n: number) => (o.which === "run_tokens" ? `${Math.round(n)} tokens` : `$${n.toFixed(4)} (estimated)`)
   if (o.channel) {
     return `out of budget: ${o.channel.provider} channel ${o.channel.id} may spend ${amount(o.limit)} a day and ${amount(o.spent)} is spent today — ` +
@@ -139,7 +145,14 @@ export interface MeterBasis {
 }
 
 /** The budget a call would start past (already used up): it is refused before anything leaves. */
-export const overAtStart = (basis: MeterBasis) => firstOver(basis.limits, basis.spent, 0, 0, true)
+export const overAtStart = (basis: MeterBasis) => unknownSpend(basis) ?? firstOver(basis.limits, basis.spent, 0, 0, true)
+
+/** A budget set while what was spent is unknown (a ledger day that cannot be read): closed, never re-opened by reading none. */
+const unknownSpend = (basis: MeterBasis): Over | undefined => {
+  const l = basis.limits
+  const set = [l.run_usd, l.run_tokens, l.worker_daily_usd, l.org_daily_usd, l.channel_usd_day?.usd].some((x) => x !== undefined)
+  return set && basis.spent.unreadable ? { which: "ledger_unreadable", limit: 0, spent: 0, detail: basis.spent.unreadable } : undefined
+}
 
 /**
  * The meter of one model call's answer, built without a fiber (the common model call runs in
