@@ -24,6 +24,9 @@ export interface HostDirs {
   readonly selfView: string
   readonly workerConfig: string
   readonly workerRuns: string
+  /** The worker's tainted runs whose folders the box does not see (an empty folder mounted over each), and that folder. */
+  readonly hiddenRuns: ReadonlyArray<string>
+  readonly emptyDir: string
   readonly journal: string | undefined
   readonly tasksView: string
   readonly ca: string

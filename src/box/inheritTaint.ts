@@ -59,3 +59,15 @@ export const inheritTaints = Effect.fn("run.inheritTaints")(function*(worker: st
   }
   return inherited
 })
+
+/** A run given something whose taint cannot be known (a store's marks that cannot be read) starts tainted, saying why. */
+export const unknownTaints = Effect.fn("run.unknownTaints")(function*(worker: string, runId: string, why: ReadonlyArray<string>) {
+  const runLog = yield* RunLog
+  const out: Array<Taint> = []
+  for (const detail of why) {
+    const taint = { reason: "inherited", host: null, time: new Date(yield* Clock.currentTimeMillis).toISOString(), detail: `${detail}: a run given it starts tainted` } satisfies Taint
+    yield* runLog.append(worker, runId, { kind: "taint", taint })
+    out.push(taint)
+  }
+  return out
+})

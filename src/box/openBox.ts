@@ -15,6 +15,7 @@ import { knowledgeLine } from "../contract/knowledge.js"
 import { provisionRepos } from "../knowledge/provision.js"
 import { hostUser, provisionBox, type ProvisionRequest } from "./provision.js"
 import { provisionStore, snapshotStore } from "./store.js"
+import { marksOnClose } from "./storeTaint.js"
 
 export interface BoxRequest extends Omit<ProvisionRequest, "worker" | "runId" | "runDir" | "token"> {
   /** The run this box belongs to: its record gets the container, the image and the snapshot. */
@@ -98,12 +99,15 @@ const noteSnapshot = (record: OpenRecord, end: SnapshotEnd) => {
   }
 }
 
-// The first Ctrl-C lets the copy finish; only Hurry (the second) or the time limit cut it.
+// The first Ctrl-C lets the copy finish; only Hurry (the second) or the time limit cut it. A tainted run then
+// marks the stores it changed (storeTaint.ts): whether the worker's store changed is the snapshot's to say —
+// not known (no snapshot kept, one cut or failed), it is taken as changed.
 export const snapshotOnClose = (record: OpenRecord, keep: number) =>
   Effect.addFinalizer(() =>
     untilHurried(snapshotEnd(record, keep)).pipe(
       Effect.map(Option.getOrElse((): SnapshotEnd => ({ _tag: "cut" }))),
-      Effect.flatMap((end) => noteSnapshot(record, end))
+      Effect.tap((end) => noteSnapshot(record, end)),
+      Effect.flatMap((end) => marksOnClose(record, keep <= 0 || end._tag !== "done" || end.dir !== null))
     ))
 
 /** The run's gated repos at its end: unlanded work quarantined, the result in the record, the clones removed. */

@@ -1,3 +1,4 @@
+import { taintedRunsOf } from "../run/taintedRuns.js"
 import { type Duration, Effect } from "effect"
 import { validateChannelName, validateWorkerName } from "../config/names.js"
 import { OrgConfig } from "../config/OrgConfig.js"
@@ -42,6 +43,8 @@ export interface PreparedRun {
   readonly identity: string
   /** Its whole system prompt, when a warm box was checked against it (the box's own): compiled at its start otherwise. */
   readonly system?: string
+  /** The worker's tainted runs whose folders its box is not shown (taintedRuns.ts). */
+  readonly hidden: ReadonlyArray<string>
 }
 
 const withLimits = (org: Org, limits: RunLimits): Org => ({
@@ -80,8 +83,10 @@ export const prepareRun = Effect.fn("run.prepare")(function*(req: PrepareRequest
   if (bad) return yield* Effect.fail(new BadIdentity({ worker: req.worker, file: layout(yield* Paths).identityMd(req.worker), detail: bad }))
   const settings = yield* read
   const ceiling = ceilingDuration(req.kind === "session" ? org.box.session_ceiling_min : org.box.ceiling_min)
+  const runId = req.runId ?? (yield* newRunId)
   return {
-    runId: req.runId ?? (yield* newRunId),
+    runId,
+    hidden: yield* taintedRunsOf(req.worker, runId),
     worker: req.worker,
     channel,
     org,

@@ -1,3 +1,4 @@
+import { taintedRunsOf } from "../run/taintedRuns.js"
 import { FileSystem, Path } from "@effect/platform"
 import { Clock, Duration, Effect, Schema } from "effect"
 import * as os from "node:os"
@@ -64,12 +65,15 @@ const prepareRunDirs = Effect.fn("provision.runDirs")(function*(worker: string, 
     yield* fs.writeFileString(tasksView, "{}\n")
   }
   const journal = yield* ensureJournal(worker)
+  yield* fs.makeDirectory(files.emptyDir, { recursive: true })
   return {
     pihome: run.home,
     inbox: run.inbox,
     selfView: run.self,
     workerConfig: files.workerDir(worker),
     workerRuns: files.workerRunsDir(worker),
+    hiddenRuns: yield* taintedRunsOf(worker, path.basename(runDir)),
+    emptyDir: files.emptyDir,
     journal,
     tasksView
   }

@@ -9,7 +9,8 @@ import { openRunRecord } from "../run/record.js"
 import { saveRunContext } from "../run/runContext.js"
 import type { RunRecord } from "../run/RunLog.js"
 import { compileContext } from "./context.js"
-import { inheritTaints, taintSources } from "./inheritTaint.js"
+import { inheritTaints, taintSources, unknownTaints } from "./inheritTaint.js"
+import { leftBehind } from "./storeTaint.js"
 import { channelSpeakers } from "../journal/channel.js"
 import type { Interruption } from "../contract/interruption.js"
 
@@ -64,7 +65,11 @@ export const startRun = Effect.fn("run.start")(function*(req: RunStartRequest) {
   const resume = req.continues ? yield* sessionToResume(req.worker, req.continues.run_id) : undefined
   // The channel's history is the run's to read (its /pihome/channel, a chat session's first turn): its speakers' taint is the run's.
   const heard = req.channel === null ? [] : (yield* channelSpeakers(req.channel)).map((s) => ({ ...s, via: "words" as const, where: `channel ${req.channel}'s history` }))
-  const taints = yield* inheritTaints(req.worker, req.runId, [...taintSources(req.worker, req.origin, req.continues), ...heard])
+  // What tainted runs left behind for it: a store they changed, the prompts they queued in its schedule.
+  const left = yield* leftBehind(req.worker, req.channel, req.runId)
+  const direct = taintSources(req.worker, req.origin, req.continues)
+  const sources = [...direct, ...heard, ...left.sources.filter((s) => !direct.some((d) => d.runId === s.runId))]
+  const taints = [...yield* inheritTaints(req.worker, req.runId, sources), ...yield* unknownTaints(req.worker, req.runId, left.unknown)]
   const context = yield* compileContext({
     runId: req.runId,
     worker: req.worker,

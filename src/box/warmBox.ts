@@ -86,7 +86,7 @@ export interface WarmBox {
  * idle time and ceilings, how warm boxes are kept), so a channel's own `idle_min` does not make its
  * sessions' boxes misfit; a one-shot's ceiling is in its box's environment, so it counts.
  */
-export const warmDigest = (run: Pick<PreparedRun, "org" | "settings" | "mounts" | "channel">, shape: WarmShape, system: string) => {
+export const warmDigest = (run: Pick<PreparedRun, "org" | "settings" | "mounts" | "channel" | "hidden">, shape: WarmShape, system: string) => {
   const { idle_secs: _i, session_ceiling_min: _s, turn_ceiling_min: _t, warm: _w, warm_max: _m, warm_idle_min: _d, ceiling_min, ...box } = run.org.box
   return crypto.createHash("sha256")
     .update(JSON.stringify({
@@ -94,6 +94,8 @@ export const warmDigest = (run: Pick<PreparedRun, "org" | "settings" | "mounts" 
       org: { ...run.org, box: { ...box, ...(shape.kind === "one-shot" ? { ceiling_min } : {}) } },
       settings: run.settings,
       mounts: run.mounts,
+      // The runs its box hides: a run tainted since the box was made is one a box made now would hide.
+      hidden: run.hidden,
       system
     }))
     .digest("hex")

@@ -76,6 +76,13 @@ const makeLayout = (p: RosterPaths) => {
     workerToml: (worker: string) => path.join(p.config, "workers", worker, "worker.toml"),
     runsDir: path.join(carried, "runs"),
     workerRunsDir: (worker: string) => path.join(carried, "runs", worker),
+    /**
+     * One empty file per run of the worker that is tainted and not cleared (beside the runs, never in a
+     * mounted folder): those runs' folders are hidden from the worker's other runs (/pihome/self/runs).
+     */
+    taintedRunsDir: (worker: string) => path.join(carried, "runs", ".tainted", worker),
+    /** An empty folder, mounted read-only over each hidden run's folder. */
+    emptyDir: path.join(p.state, "empty"),
     runDir: (worker: string, runId: string) => path.join(carried, "runs", worker, runId),
     storeDir: (worker: string) => path.join(carried, "stores", worker),
     snapshotsDir: (worker: string) => path.join(carried, "stores", ".snapshots", worker),
@@ -85,6 +92,12 @@ const makeLayout = (p: RosterPaths) => {
     channelDir: (channel: string) => path.join(carried, "channels", channel),
     /** The durable store of one worker in one channel, mounted at /pihome/channel/store. */
     channelStoreDir: (worker: string, channel: string) => path.join(carried, "stores", ".channels", worker, channel),
+    /**
+     * The tainted runs that changed a store, host-side beside the stores (never mounted): a run given the
+     * store starts tainted while one of them is. The worker's store's, and one worker's store in a channel.
+     */
+    storeMarks: (worker: string) => path.join(carried, "stores", ".marks", `${worker}.json`),
+    channelStoreMarks: (worker: string, channel: string) => path.join(carried, "stores", ".marks", ".channels", worker, `${channel}.json`),
     journalFile: (worker: string) => path.join(p.data, "journal", `${worker}.jsonl`),
     /** A run's context (surface, origin, reply_to, continuation, memory briefed): host-side, never beside run.json (the box sees that folder). */
     contextFile: (worker: string, runId: string) => path.join(carried, "contexts", worker, `${runId}.json`),

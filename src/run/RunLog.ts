@@ -250,6 +250,17 @@ const makeRunLog = (
         Effect.mapError((e) =>
           new RunLogError({ file, detail: e._tag === "SystemError" && e.reason === "NotFound" ? "no run record to add to" : e.message }))
       )
+      // The worker's list of tainted runs, whose folders its other runs do not see: part of the taint's write
+      // (a run tainted and not listed would be shown to them), so a failure here is the taint's failure.
+      const last = [...events].reverse().find(isTaintEvent)
+      if (last) yield* noteTainted(worker, runId, last.kind === "taint").pipe(Effect.mapError((e) => new RunLogError({ file, detail: e.message })))
+    })
+  const noteTainted = (worker: string, runId: string, tainted: boolean) =>
+    Effect.gen(function*() {
+      const marker = path.join(where.taintedRunsDir(worker), runId)
+      if (!tainted) return yield* fs.remove(marker, { force: true })
+      yield* fs.makeDirectory(where.taintedRunsDir(worker), { recursive: true })
+      yield* fs.writeFileString(marker, "")
     })
   return {
     start: (run) =>

@@ -1,3 +1,4 @@
+import { keepMarksUpTo } from "../run/storeMarks.js"
 import { FileSystem } from "@effect/platform"
 import { Duration, Effect, Schedule, Schema } from "effect"
 import { BoxBackend } from "../backend/BoxBackend.js"
@@ -57,7 +58,11 @@ export const restoreStore = Effect.fn("store.restoreStore")(function*(worker: st
   const saved = yield* snapshotStore(worker, yield* snapshotIdAt(worker, "restore"), keep + 1)
   const user = hostUser()
   yield* restoreSnapshot(worker, snapshot, user.uid !== process.getuid?.() ? user : undefined)
-  return { restored: snapshot, saved: saved?.dir ?? null }
+  // What runs after the snapshot left in the store is gone with it: so are their taint marks.
+  const unmarked = yield* keepMarksUpTo({ worker }, snapshot).pipe(
+    Effect.catchAll((e) => Effect.logWarning(`${worker}'s store: its taint marks could not be updated (${e.message})`).pipe(Effect.as(0)))
+  )
+  return { restored: snapshot, saved: saved?.dir ?? null, unmarked }
 })
 
 /**

@@ -5,6 +5,7 @@ import { isTainted } from "../contract/taint.js"
 import { gatedRepos } from "../knowledge/provision.js"
 import { type Landing, landQuarantined } from "../knowledge/push.js"
 import { RunLog } from "../run/RunLog.js"
+import { clearMarks } from "../run/storeMarks.js"
 
 /** An untaint that cannot be done, with why. */
 export class UntaintError extends Schema.TaggedError<UntaintError>()("UntaintError", { detail: Schema.String }) {
@@ -37,5 +38,9 @@ export const untaintRun = Effect.fn("runs.untaint")(function*(worker: string, ru
   const at = new Date(yield* Clock.currentTimeMillis).toISOString()
   const cleared = run.tainted?.length ?? 0
   yield* runLog.append(worker, runId, { kind: "untaint", untaint: { reason: reason.trim(), at, cleared, landed } })
-  return { run, landed, live: run.finished_at === null }
+  // The stores it marked: runs given them no longer start tainted on its account.
+  const unmarked = yield* clearMarks([{ worker }, ...(run.channel !== undefined ? [{ worker, channel: run.channel }] : [])], runId).pipe(
+    Effect.catchAll((e) => Effect.logWarning(`run ${runId}: its store marks could not be cleared (${e.message})`).pipe(Effect.as([] as Array<string>)))
+  )
+  return { run, landed, live: run.finished_at === null, unmarked }
 })

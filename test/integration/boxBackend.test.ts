@@ -37,7 +37,7 @@ const planOf = (d: Deployment, iso: { readonly network: string; readonly gateway
       user: hostUser(), network: iso.network, gatewayAddress: iso.gatewayAddress, gatewayPort: iso.gatewayPort,
       token: "0".repeat(64),
       dirs: {
-        pihome: dir("pihome"), inbox: dir("inbox"), store: dir("store"), selfView: dir("self"), workerConfig: dir("config"), workerRuns: dir("runs"),
+        pihome: dir("pihome"), inbox: dir("inbox"), store: dir("store"), selfView: dir("self"), workerConfig: dir("config"), workerRuns: dir("runs"), hiddenRuns: [], emptyDir: "/tmp/roster-empty",
         journal: undefined, tasksView: file("schedule.json"), ca: d.file("state", "ca", "ca.crt"), caBundle: d.file("state", "ca", "ca.crt")
       },
       mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: 1,

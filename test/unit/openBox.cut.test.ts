@@ -17,7 +17,7 @@ const RUN = "2026-12-07-13-00-00-0000c0de"
 const planFor = (deployment: string): BoxPlan => ({
   runId: RUN, worker: "alice", kind: "box", taskId: null, image: "roster-box:1", runtime: "runc", policy: Schema.decodeSync(OrgSchema)({}).box,
   user: { uid: 1000, gid: 1000 }, network: "roster-locked", gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
-  dirs: { pihome: "/h", inbox: "/in", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
+  dirs: { pihome: "/h", inbox: "/in", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", hiddenRuns: [], emptyDir: "/tmp/roster-empty", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
   mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: 30, deployment, deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 2,
   engine: { kind: "baked" }, mode: "json", piArgs: [], chatSend: null, termSend: false
 })

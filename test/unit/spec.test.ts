@@ -181,7 +181,7 @@ describe("the box's create spec", () => {
     const plan: BoxPlan = {
       runId: "2026-01-01-00-00-00-abcdef01", worker: "alice", kind: "box", taskId: "t1", image: "img", runtime: "runsc", policy: org.box,
       user: { uid: 1000, gid: 1000 }, network: "roster-locked-test", gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
-      dirs: { pihome: "/h", inbox: "/in", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
+      dirs: { pihome: "/h", inbox: "/in", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", hiddenRuns: [], emptyDir: "/tmp/roster-empty", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
       mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: null, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 2,
       engine: { kind: "mounted", hostDir: "/src/roster", entry: "/opt/roster/checkout/node_modules/pi/cli.js", extensions: ["/opt/roster/checkout/box/extensions/a.ts", "/opt/roster/checkout/box/extensions/b.ts"] },
       mode: "rpc", piArgs: ["--session-id", "k"], chatSend: "slack", termSend: false
@@ -207,7 +207,7 @@ describe("the box's create spec", () => {
     const plan: BoxPlan = {
       runId: "2026-01-01-00-00-00-abcdef02", worker: "alice", kind: "box", taskId: null, image: "img", runtime: "runc", policy: defaults.box,
       user: { uid: 1000, gid: 1000 }, network: "roster-locked-test", gatewayAddress: "172.30.0.1", gatewayPort: 7300, token: "a".repeat(64),
-      dirs: { pihome: "/h", inbox: "/in", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
+      dirs: { pihome: "/h", inbox: "/in", store: "/s", selfView: "/sv", workerConfig: "/wc", workerRuns: "/wr", hiddenRuns: [], emptyDir: "/tmp/roster-empty", journal: "/j.jsonl", tasksView: "/t.json", ca: "/ca", caBundle: "/cab" },
       mounts: [], checkouts: [], channel: null, exposedEnv: [], anthropicEnvKey: false, ceilingMin: 30, deployment: "/cfg", deadline: 1, owner: { pid: 1, start: "1" }, hostCpus: 6,
       engine: { kind: "baked" }, mode: "json", piArgs: [], chatSend: null, termSend: false
     }

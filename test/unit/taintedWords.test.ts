@@ -9,6 +9,7 @@ import { knowledgePushAction } from "../../src/gateway/actions/knowledgePush.js"
 import { rememberAction } from "../../src/gateway/actions/memoryActions.js"
 import { appendChannel } from "../../src/journal/channel.js"
 import { readRunContext } from "../../src/run/runContext.js"
+import { untaintRun } from "../../src/supervisor/untaint.js"
 import { RunLog } from "../../src/run/RunLog.js"
 import { deliverPending } from "../../src/supervisor/deliver.js"
 import { PERSON, queueTask } from "../../src/supervisor/queueTask.js"
@@ -56,13 +57,21 @@ describe("taint follows a tainted run's words into a later run's input", () => {
       const caller = { subject: "org/alice", runId: heard.runId, worker: "alice", taskId: null }
       expect((yield* knowledgePushAction(caller, "{}")).status).toBe(403)
       expect(yield* rememberAction(caller, JSON.stringify({ text: "the thread said so" }))).toMatchObject({ status: 200, body: { pending: true } })
-      expect(isTainted((yield* runLog.read("alice", elsewhere.runId))!)).toBe(false)
-      expect(isTainted((yield* runLog.read("alice", none.runId))!)).toBe(false)
+      expect((yield* runLog.read("alice", elsewhere.runId))!.tainted ?? []).toEqual([])
+      expect((yield* runLog.read("alice", none.runId))!.tainted ?? []).toEqual([])
       // Untainting the source leaves the run that heard it tainted (its own decision); the next one to hear is clean.
       yield* runLog.append("bob", source, { kind: "untaint", untaint: { reason: "checked", at: "2026-12-07T11:00:00.000Z", cleared: 1, landed: [] } })
       expect(isTainted((yield* runLog.read("alice", heard.runId))!)).toBe(true)
+      // The history no longer taints; what the tainted run that heard it left in the channel's store does.
       const after = yield* runOnce({ worker: "alice", prompt: "again", channel: "slack-c0team" })
-      expect(isTainted((yield* runLog.read("alice", after.runId))!)).toBe(false)
+      expect((yield* runLog.read("alice", after.runId))!.tainted).toMatchObject([{
+        inherited_from: heard.runId, detail: expect.stringMatching(/alice's store in channel slack-c0team \(\/pihome\/channel\/store\)/)
+      }])
+      // A person's untaint of each clears the store's marks they made: the next run is clean.
+      expect((yield* untaintRun("alice", heard.runId, "read the thread: nothing to it")).unmarked).toEqual(["alice's store in channel slack-c0team (/pihome/channel/store)"])
+      yield* untaintRun("alice", after.runId, "the same")
+      const clean = yield* runOnce({ worker: "alice", prompt: "once more", channel: "slack-c0team" })
+      expect((yield* runLog.read("alice", clean.runId))!.tainted ?? []).toEqual([])
     }).pipe(Effect.provide(layer))
   })
 

@@ -10,7 +10,8 @@ const made = (org: Record<string, unknown> = {}, worker: Record<string, unknown>
   settings: Schema.decodeUnknownSync(WorkerSchema)(worker),
   mounts: [],
   identity,
-  channel: null
+  channel: null,
+  hidden: [] as ReadonlyArray<string>
 })
 
 /** Its digest with the system prompt a run of it would get, with no gated repo (or `repos`' notes). */
@@ -21,6 +22,11 @@ const grant = (scope: ReadonlyArray<string>) => ({ grant: [{ name: "docs", hosts
 const session = { kind: "session", chatSend: null, termSend: true, channel: null } as const
 
 describe("what a warm box was made from (its digest): a claim takes it only while a run would be made from the same", () => {
+  it("a run of the worker tainted since the box was made (a folder a box made now would hide) is another box", () => {
+    const base = made(grant(["org/*"]))
+    expect(digest({ ...base, hidden: ["2026-12-07-10-00-00-0000a0a0"] }, ONE_SHOT)).not.toBe(digest(base, ONE_SHOT))
+  })
+
   it("a change of the worker's grants, the runtime, the box's hardening, worker.toml or identity.md is another box", () => {
     const base = digest(made(grant(["org/*"])), ONE_SHOT)
     expect(digest(made(grant(["org/*"])), ONE_SHOT)).toBe(base)

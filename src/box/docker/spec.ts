@@ -32,6 +32,8 @@ const binds = (plan: BoxPlan): Array<string> => {
   // The store's mountpoint sits inside the read-only channel folder: it exists there already (docker cannot make it through a ro bind).
   if (plan.channel) out.push(`${plan.channel.dir}:${C.CHANNEL}:ro`, `${plan.channel.store}:${C.CHANNEL}/store`)
   out.push(`${d.selfView}:${C.SELF}:ro`, `${d.workerConfig}:${C.SELF}/config:ro`, `${d.workerRuns}:${C.SELF}/runs:ro`)
+  // A tainted run's folder is not shown to the worker's other runs: an empty folder over each.
+  for (const id of d.hiddenRuns) out.push(`${d.emptyDir}:${C.SELF}/runs/${id}:ro`)
   if (d.journal) out.push(`${d.journal}:${C.SELF}/journal/journal.jsonl:ro`)
   out.push(`${d.tasksView}:${C.TASKS_FILE}:ro`, `${d.ca}:${C.BOX_CA}:ro`, `${d.caBundle}:${C.BOX_CA_BUNDLE}:ro`)
   if (plan.engine.kind === "mounted") out.push(`${plan.engine.hostDir}:${C.MOUNTED_ENGINE}:ro`)
