@@ -1,3 +1,4 @@
+import { FileSystem } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import { type HostFiles, Paths, layout } from "../config/Paths.js"
 import { type RunContext, RunContext as RunContextSchema } from "../contract/runContext.js"
@@ -25,4 +26,17 @@ export const readRunContext = (worker: string, runId: string) =>
     const raw = yield* readJsonOptional(layout(yield* Paths).contextFile(worker, runId))
     const decoded = Schema.decodeUnknownOption(RunContextSchema)(raw)
     return decoded._tag === "Some" ? decoded.value : undefined
+  })
+
+/**
+ * The run's context, or why it cannot be had: absent (a run that saved none) is no problem; one that is
+ * there and cannot be read or decoded is said, for a caller that must not take it for absent.
+ */
+export const readRunContextOrWhy = (worker: string, runId: string) =>
+  Effect.gen(function*() {
+    const file = layout(yield* Paths).contextFile(worker, runId)
+    const context = yield* readRunContext(worker, runId)
+    if (context !== undefined) return { context, problem: undefined }
+    const there = yield* (yield* FileSystem.FileSystem).exists(file).pipe(Effect.orElseSucceed(() => true))
+    return { context: undefined, problem: there ? `${file} is there and cannot be read as a run context` : undefined }
   })

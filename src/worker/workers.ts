@@ -71,7 +71,15 @@ export const makeWorkerSettingsCache = () => {
     const stamp = Option.getOrElse(yield* stamps.stamp(file), () => "absent")
     const known = decoded.get(worker)
     if (known && known.stamp === stamp) return yield* known.result
-    const result = yield* Effect.either(readWorkerSettings(worker))
+    const read = yield* Effect.either(readWorkerSettings(worker))
+    // A worker.toml that stops decoding mid-run keeps the limits it last had (said once, for this edit): an
+    // edit half-saved must not lift a budget. Only with none known before does the error stand (the caller
+    // then goes by org.toml's).
+    const lastGood = known && Either.isRight(known.result) ? known.result : undefined
+    const result = Either.isLeft(read) && lastGood !== undefined ? lastGood : read
+    if (Either.isLeft(read)) {
+      yield* Effect.logWarning(`${file} does not decode (${read.left.message}): ${lastGood ? "its last good settings stay in force until it does" : "org.toml's limits apply until it does"}`)
+    }
     if (decoded.size > 1_000) decoded.clear()
     decoded.set(worker, { stamp, result })
     return yield* result

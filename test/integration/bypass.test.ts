@@ -96,6 +96,8 @@ const casesOf = (stdout: string) =>
 describe("from inside a box (the real box image, a warm box, the default runtime), no request means two things: each bypass is refused and the upstream hears nothing of it", () => {
   let d: Deployment
   let outside: OutsideHost
+  /** The run the bypasses tainted. */
+  let bypassRun = ""
 
   beforeAll(async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "roster-bypass-"))
@@ -132,6 +134,7 @@ describe("from inside a box (the real box image, a warm box, the default runtime
     const r = await d.roster(["worker", "run", "alice", "!node /pihome/store/bypass.cjs"])
     expect(r.code, r.stderr).toBe(0)
     const runId = latestRunId(d.file("data", "runs", "alice"))
+    bypassRun = runId
     const stdout = fs.readFileSync(d.file("data", "runs", "alice", runId, "stdout.jsonl"), "utf8")
     expect(stdout).not.toContain("SCRIPT-FAILED")
     const cases = casesOf(stdout)
@@ -155,4 +158,18 @@ describe("from inside a box (the real box image, a warm box, the default runtime
     const record = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", runId, "run.json"), "utf8")) as { tainted?: ReadonlyArray<{ reason: string }> }
     expect(record.tainted?.map((t) => t.reason)).toContain("egress_refused")
   }, 180_000)
+
+  it("the worker's next run (a real box) does not see the tainted run's folder, and starts clean: the run left nothing else behind", async () => {
+    expect(bypassRun).not.toBe("")
+    const r = await d.roster(["worker", "run", "alice", `!ls -A /pihome/self/runs/${bypassRun} | wc -l | sed 's/^/HIDDEN-ENTRIES /'; ls /pihome/self/runs | wc -l | sed 's/^/RUNS-LISTED /'`])
+    expect(r.code, r.stderr).toBe(0)
+    const runId = latestRunId(d.file("data", "runs", "alice"))
+    expect(runId).not.toBe(bypassRun)
+    const stdout = fs.readFileSync(d.file("data", "runs", "alice", runId, "stdout.jsonl"), "utf8")
+    // Its folder is there (an empty one over it), and nothing of it can be read.
+    expect(stdout).toMatch(/HIDDEN-ENTRIES 0/)
+    expect(stdout).toMatch(/RUNS-LISTED [1-9]/)
+    const record = JSON.parse(fs.readFileSync(d.file("data", "runs", "alice", runId, "run.json"), "utf8")) as { tainted?: ReadonlyArray<unknown> }
+    expect(record.tainted ?? []).toEqual([])
+  }, 120_000)
 })

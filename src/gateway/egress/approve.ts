@@ -1,7 +1,7 @@
 import { Clock, Effect, Ref } from "effect"
 import { type ApprovalCard, closeApprovalCard, postApprovalCard } from "../../chat/approvalCard.js"
 import { type ChatPlace, parseReplyTo } from "../../contract/origin.js"
-import { readRunContext } from "../../run/runContext.js"
+import { readRunContextOrWhy } from "../../run/runContext.js"
 import type { CardPlace, HoldEnd, PendingApproval } from "../base/approvals.js"
 import type { Duplex } from "node:stream"
 import * as net from "node:net"
@@ -102,13 +102,15 @@ const heldAnswer = (end: HoldEnd, refusal: Refusal, wait: number) =>
 
 /** The chat thread a run's held requests are decided in: its chat session's, or the chat place its task answers to. */
 const approvalPlace = (worker: string, runId: string) =>
-  readRunContext(worker, runId).pipe(
-    Effect.map((ctx): ChatPlace | undefined => {
+  readRunContextOrWhy(worker, runId).pipe(
+    // The request is held all the same (roster approvals, the web list it): only where to post its card is not known.
+    Effect.tap(({ problem }) =>
+      problem === undefined ? Effect.void : Effect.logWarning(`gateway: run ${runId}: ${problem}: its held request's card could not be posted to a chat thread; roster approvals and the web list it`)),
+    Effect.map(({ context: ctx }): ChatPlace | undefined => {
       if (ctx?.surface === "chat-session" && ctx.chat) return ctx.chat
       const to = ctx?.reply_to ? parseReplyTo(ctx.reply_to) : undefined
       return to?._tag === "chat" ? { provider: to.provider, channel: to.channel, ...(to.thread ? { thread: to.thread } : {}) } : undefined
-    }),
-    Effect.orElseSucceed(() => undefined)
+    })
   )
 
 /**
