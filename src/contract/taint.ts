@@ -5,7 +5,7 @@ import { Schema } from "effect"
  * ran into a spend budget, or sent a request for one host inside another's tunnel (misdirected). A tainted run's gated-repo work stays quarantined until a person
  * lands it (`roster runs untaint`).
  */
-export const TaintReason = Schema.Literal("egress_refused", "sentinel_upstream", "budget", "server_tools", "inherited", "misdirected")
+export const TaintReason = Schema.Literal("egress_refused", "sentinel_upstream", "budget", "server_tools", "inherited", "misdirected", "unreadable")
 export type TaintReason = typeof TaintReason.Type
 
 export const Taint = Schema.Struct({

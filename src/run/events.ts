@@ -39,14 +39,22 @@ export const eventsIn = (fs: FileSystem.FileSystem) => {
   /** Several events in one write, in order (one open and close for all of them). */
   const appendEvents = (file: string, events: ReadonlyArray<RunEvent>) =>
     fs.writeFileString(file, events.map((e) => `${JSON.stringify(e)}\n`).join(""), { flag: "a", mode: 0o644 })
-  /** The run's events in order; a torn or unknown line is skipped. */
+  /**
+   * The run's events in order; a torn or unknown line is skipped, and a run with no events file has none.
+   * A file that is there and cannot be read is not "no events": its taints would be lost, and the run read
+   * as clean. It reads as one taint (`unreadable`) saying so, so the run's work waits for a person.
+   */
   const readEvents = (file: string) =>
     fs.readFileString(file).pipe(
       Effect.map((text) => text.split("\n").flatMap((l) => {
         const e = decodeLine(l)
         return e._tag === "Some" ? [e.value] : []
       })),
-      Effect.orElseSucceed((): Array<RunEvent> => [])
+      Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "NotFound", () => Effect.succeed([] as Array<RunEvent>)),
+      Effect.catchAll((e) => Effect.succeed<Array<RunEvent>>([{
+        kind: "taint",
+        taint: { reason: "unreadable", host: null, time: new Date(0).toISOString(), detail: `its events (${file}) could not be read (${e.message}): what it did is not known` }
+      }]))
     )
   /**
    * Every event of a run folder: events.jsonl (one machine's, or an older run's), then each fleet

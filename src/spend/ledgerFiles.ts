@@ -18,8 +18,9 @@ export const makeLedgerReader = Effect.gen(function*() {
   const path = yield* Path.Path
   const dir = layout(yield* Paths).ledgerDir
   const fold = foldLinesIn(fs)
+  // No ledger folder yet is no spending; one that cannot be listed fails, said by each caller (never read as empty).
   const dayFiles = fs.readDirectory(dir).pipe(
-    Effect.orElseSucceed(() => [] as Array<string>),
+    Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "NotFound", () => Effect.succeed([] as Array<string>)),
     Effect.map((names) => names.filter((f) => DAY_FILE.test(f)).sort().map((f) => ({ day: f.slice(0, 10), file: path.join(dir, f) })))
   )
 
@@ -30,7 +31,9 @@ export const makeLedgerReader = Effect.gen(function*() {
   const recentDays = Effect.gen(function*() {
     const entries: Array<LedgerEntry> = []
     const unreadable: Array<UnreadableDay> = []
-    for (const { day, file } of (yield* dayFiles).slice(-DAYS_KEPT_IN_MEMORY)) {
+    const listed = yield* Effect.either(dayFiles)
+    if (listed._tag === "Left") return { entries, unreadable: [{ day: "(every day)", detail: `${dir}: ${listed.left.message}` }] }
+    for (const { day, file } of listed.right.slice(-DAYS_KEPT_IN_MEMORY)) {
       yield* fold(file, 0, (n, line) => {
         const e = decodeLine(line)
         if (e._tag === "Some") entries.push(e.value)
@@ -44,7 +47,9 @@ export const makeLedgerReader = Effect.gen(function*() {
   const unreadableSince = (since: string) =>
     Effect.gen(function*() {
       const out: Array<UnreadableDay> = []
-      for (const { day, file } of yield* dayFiles) {
+      const listed = yield* Effect.either(dayFiles)
+      if (listed._tag === "Left") return [{ day: "(every day)", detail: `${dir}: ${listed.left.message}` }] as ReadonlyArray<UnreadableDay>
+      for (const { day, file } of listed.right) {
         if (day < since) continue
         yield* fold(file, 0, (n) => n + 1).pipe(Effect.catchAll((e) => Effect.sync(() => void out.push({ day, detail: `${file}: ${e.message}` }))))
       }
@@ -55,7 +60,8 @@ export const makeLedgerReader = Effect.gen(function*() {
   const usage = (since: string, worker: Option.Option<string>, chatChannel: Option.Option<string> = Option.none()) =>
     Effect.gen(function*() {
       const byWorker = new Map<string, Sum>()
-      for (const { day, file } of yield* dayFiles) {
+      // A day (or the folder) that cannot be read is said by `unreadableSince`, beside these sums (roster usage).
+      for (const { day, file } of yield* dayFiles.pipe(Effect.orElseSucceed(() => []))) {
         if (day < since) continue
         yield* fold(file, 0, (n, line) => {
           const e = decodeLine(line)
@@ -63,6 +69,7 @@ export const makeLedgerReader = Effect.gen(function*() {
           if (Option.isSome(chatChannel) && e.value.chat_channel !== chatChannel.value) return n
           addTo(byWorker, e.value)
           return n + 1
+          // Said by `unreadableSince` (roster usage prints it); the sums are of what could be read.
         }).pipe(Effect.ignore)
       }
       return new Map([...byWorker].map(([w, s]): [string, UsageSum] => [w, { ...s, runs: s.runs.size }]))

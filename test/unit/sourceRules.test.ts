@@ -48,6 +48,16 @@ export const engineImports = (text: string): Array<number> =>
     return names.every((n) => n === "DockerError" || n === "DockerUnavailable") ? [] : [i + 1]
   })
 
+/** The lines (trimmed) that turn a failure into success or silence with no comment on them or just above. */
+export const silentFailures = (text: string): Array<string> => {
+  const lines = text.split("\n")
+  return lines.flatMap((l, i) => {
+    if (!/orElseSucceed|Effect\.ignore\b|catchAll\(\(\) => Effect\.void\)|orElse\(\(\) =>/.test(l)) return []
+    const near = [lines[i - 1] ?? "", lines[i - 2] ?? "", lines[i - 3] ?? "", l].join("\n")
+    return /\/\/|\/\*|^\s*\*/m.test(near) ? [] : [l.trim()]
+  })
+}
+
 /**
  * The lines that read what only the decision may read: a grant, an allow or a rule type (or the rule and
  * entry modules), the canonical path, or org.toml's egress sections and a compiled entry's parts.
@@ -132,5 +142,17 @@ describe("source rules", () => {
     expect(decisionReads(`import { canonicalTarget } from "../policy/canonicalPath.js"`)).toEqual([1])
     expect(decisionReads(`const g = org.grant.find((x) => x.name)\nconst a = policy.entries[0]\nconst r = entry.rules`)).toEqual([1, 2, 3])
     expect(decisionReads(`import type { Policy } from "../../config/policy.js"\nimport { decide } from "../policy/decide.js"\nconst v = verdict.inject`)).toEqual([])
+  })
+
+  it("a failure turned into success or silence says why beside it: none is added without (the ones from before the sweep are listed)", () => {
+    const baseline = new Set(fs.readFileSync(path.resolve(src, "../test/support/swallowedBaseline.txt"), "utf8").split("\n").filter((l) => l !== "" && !l.startsWith("#")))
+    const found = sources().flatMap(({ file, text }) => silentFailures(text).map((line) => `${file}\t${line}`))
+    expect(found.filter((f) => !baseline.has(f)), "say why losing the failure is right in a comment beside it (or let it fail)").toEqual([])
+  })
+
+  it("the silent-failure check finds orElseSucceed, Effect.ignore and their kin without a comment near, and lets a commented one through", () => {
+    expect(silentFailures(`const a = x.pipe(Effect.orElseSucceed(() => []))\nconst b = y.pipe(Effect.ignore)`)).toEqual(["const a = x.pipe(Effect.orElseSucceed(() => []))", "const b = y.pipe(Effect.ignore)"])
+    expect(silentFailures(`// a missing file is no entries\nconst a = x.pipe(Effect.orElseSucceed(() => []))`)).toEqual([])
+    expect(silentFailures(`const a = x.pipe(Effect.catchAll(() => Effect.void), Effect.orElse(() => z))`)).toHaveLength(1)
   })
 })

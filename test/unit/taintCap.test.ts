@@ -93,4 +93,20 @@ describe("taint cannot be worn out or lost", () => {
       expect((yield* runLog.read("alice", other))?.tainted?.map((t) => t.host)).toEqual(["evil.example.net"])
     }).pipe(Effect.provide(unitLayer(paths)))
   })
+
+  it.effect("a run whose events cannot be read reads as tainted (unreadable), never as clean: its taints are not known", () => {
+    const paths = tempPaths()
+    writeFixture({ paths })
+    const runId = "2026-12-07-10-00-00-0000ca94"
+    return Effect.gen(function*() {
+      const runLog = yield* RunLog
+      yield* runLog.start({ runId, worker: "alice", kind: "box" })
+      yield* refused(makeTaintMemo(), runId, 1)
+      const events = runFiles(layout(paths).runDir("alice", runId)).events
+      fs.rmSync(events, { force: true })
+      fs.mkdirSync(events)
+      const run = yield* runLog.read("alice", runId)
+      expect(run?.tainted).toMatchObject([{ reason: "unreadable", detail: expect.stringMatching(/could not be read/) }])
+    }).pipe(Effect.provide(unitLayer(paths)))
+  })
 })
