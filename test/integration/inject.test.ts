@@ -57,6 +57,9 @@ const IVY_RUN = "2026-12-01-09-00-00-00000172"
 /** A run of hank's: a request for another host inside a tunnel taints it. */
 const HANK = "ab".repeat(32)
 const HANK_RUN = "2026-12-01-09-00-00-0000ba1c"
+/** A run of jo's, for raw bytes a well-behaved client never sends (its audit lines apart from the other tests'). */
+const JO = "ad".repeat(32)
+const JO_RUN = "2026-12-01-09-00-00-00000f0f"
 const sha = (s: string) => crypto.createHash("sha256").update(s).digest("hex")
 
 describe("the gateway injects credentials in transit (real TLS upstream in a test network namespace)", () => {
@@ -70,7 +73,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
   let franToml: string
   let org: Org
   let readRun: (worker: string, runId: string) => Promise<RunRecord | undefined>
-  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d", DAVE_RUN, ERIN_RUN, FRAN_RUN, GIL_RUN, GIL_TOO_RUN, GIL_SOLO_RUN, HANK_RUN, IVY_RUN])
+  const live = new Set(["2026-12-01-09-00-00-0000a11c", "2026-12-01-09-00-00-00000b0b", "2026-12-01-09-00-00-0000ca01", "2026-12-01-09-00-00-0000a11d", DAVE_RUN, ERIN_RUN, FRAN_RUN, GIL_RUN, GIL_TOO_RUN, GIL_SOLO_RUN, HANK_RUN, IVY_RUN, JO_RUN])
   let rehearsal: { readonly port: number }
   /** The rehearsal model answering in zstd (its stream compressed, flushed per event). */
   let zrehearsal: { readonly port: number; readonly received: ReadonlyArray<{ readonly apiKey: string | undefined }> }
@@ -150,6 +153,7 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     fs.writeFileSync(path.join(identity, `${ERIN}.json`), JSON.stringify({ subject: "org/carol", run_id: ERIN_RUN, worker: "erin", task_id: null }))
     fs.writeFileSync(path.join(identity, `${FRAN}.json`), JSON.stringify({ subject: "org/carol", run_id: FRAN_RUN, worker: "fran", task_id: null }))
     fs.writeFileSync(path.join(identity, `${HANK}.json`), JSON.stringify({ subject: "org/alice", run_id: HANK_RUN, worker: "hank", task_id: null }))
+    fs.writeFileSync(path.join(identity, `${JO}.json`), JSON.stringify({ subject: "org/alice", run_id: JO_RUN, worker: "jo", task_id: null }))
     fs.writeFileSync(path.join(identity, `${IVY}.json`), JSON.stringify({ subject: "org/ivy", run_id: IVY_RUN, worker: "ivy", task_id: null }))
     for (const [token, run, chat] of [[GIL, GIL_RUN, "slack:c0budget"], [GIL_TOO, GIL_TOO_RUN, "slack:c0budget"], [GIL_SOLO, GIL_SOLO_RUN, undefined]] as const) {
       fs.writeFileSync(path.join(identity, `${token}.json`), JSON.stringify({ subject: "org/carol", run_id: run, worker: "gil", task_id: null, ...(chat ? { chat_channel: chat } : {}) }))
@@ -195,13 +199,13 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
         l.start({ runId: "2026-12-01-09-00-00-0000ca01", worker: "carol", kind: "box" }),
         l.start({ runId: "2026-12-01-09-00-00-0000a11d", worker: "alice", kind: "box" }),
         l.start({ runId: DAVE_RUN, worker: "dave", kind: "box" }), l.start({ runId: ERIN_RUN, worker: "erin", kind: "box" }),
-        l.start({ runId: FRAN_RUN, worker: "fran", kind: "box" }), l.start({ runId: HANK_RUN, worker: "hank", kind: "box" }),
+        l.start({ runId: FRAN_RUN, worker: "fran", kind: "box" }), l.start({ runId: HANK_RUN, worker: "hank", kind: "box" }), l.start({ runId: JO_RUN, worker: "jo", kind: "box" }),
         l.start({ runId: IVY_RUN, worker: "ivy", kind: "box" }),
         ...[GIL_RUN, GIL_TOO_RUN, GIL_SOLO_RUN].map((runId) => l.start({ runId, worker: "gil", kind: "box" }))
       ])
     ).pipe(Effect.provide(services)))
     // Each run's box has passed its check (recorded: a second gateway finds it in the record).
-    for (const token of [ALICE, BOB, CAROL, ALICE_WS, DAVE, ERIN, FRAN, GIL, GIL_TOO, GIL_SOLO, HANK, IVY]) expect(await reportPreflight(port, token)).toBe(200)
+    for (const token of [ALICE, BOB, CAROL, ALICE_WS, DAVE, ERIN, FRAN, GIL, GIL_TOO, GIL_SOLO, HANK, IVY, JO]) expect(await reportPreflight(port, token)).toBe(200)
     rosterCa = fs.readFileSync(layout(paths).caCert, "utf8")
   })
 
@@ -521,23 +525,23 @@ describe("the gateway injects credentials in transit (real TLS upstream in a tes
     const statuses = (got: string) => [...got.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))
     const before = outside.heard().length
     // Two requests back to back on one connection: the second, which the rules refuse, is decided on its own.
-    const pipelined = await rawVia(port, HANK, "gh.example.com:8443", [
+    const pipelined = await rawVia(port, JO, "gh.example.com:8443", [
       "GET /repos/acme/app HTTP/1.1\r\nHost: gh.example.com:8443\r\nx-api-key: " + SENTINEL + "\r\n\r\n",
       "DELETE /repos/acme/app HTTP/1.1\r\nHost: gh.example.com:8443\r\nx-api-key: " + SENTINEL + "\r\nConnection: close\r\n\r\n"
     ].join(""), [rosterCa])
     expect(statuses(pipelined)).toEqual([200, 403])
     // h2c, inside a tunnel and on plain http: no protocol but a WebSocket is switched to.
     const h2c = "GET /repos/acme/app/events HTTP/1.1\r\nHost: gh.example.com:8443\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n"
-    expect(statuses(await rawVia(port, HANK, "gh.example.com:8443", h2c, [rosterCa]))).toEqual([400])
-    const auth = `Proxy-Authorization: Basic ${Buffer.from(`${HANK}:x`).toString("base64")}\r\n`
-    expect(statuses(await rawVia(port, HANK, undefined, `GET http://plain.example.com/pub/x HTTP/1.1\r\nHost: plain.example.com\r\n${auth}Upgrade: h2c\r\nConnection: Upgrade\r\n\r\n`)))
+    expect(statuses(await rawVia(port, JO, "gh.example.com:8443", h2c, [rosterCa]))).toEqual([400])
+    const auth = `Proxy-Authorization: Basic ${Buffer.from(`${JO}:x`).toString("base64")}\r\n`
+    expect(statuses(await rawVia(port, JO, undefined, `GET http://plain.example.com/pub/x HTTP/1.1\r\nHost: plain.example.com\r\n${auth}Upgrade: h2c\r\nConnection: Upgrade\r\n\r\n`)))
       .toEqual([400])
     // The HTTP/2 preface, to the gateway itself and inside a tunnel: HTTP/1.1 only.
-    expect(statuses(await rawVia(port, HANK, undefined, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))).toEqual([400])
-    expect(statuses(await rawVia(port, HANK, "gh.example.com:8443", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", [rosterCa]))).toEqual([400])
+    expect(statuses(await rawVia(port, JO, undefined, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))).toEqual([400])
+    expect(statuses(await rawVia(port, JO, "gh.example.com:8443", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", [rosterCa]))).toEqual([400])
     // A request line past the 16 KiB head: refused (431) before anything is decided or sent.
     const long = `/repos/acme/${"a/".repeat(9000)}x`
-    expect(statuses(await rawVia(port, HANK, "gh.example.com:8443", `GET ${long} HTTP/1.1\r\nHost: gh.example.com:8443\r\n\r\n`, [rosterCa]))).toEqual([431])
+    expect(statuses(await rawVia(port, JO, "gh.example.com:8443", `GET ${long} HTTP/1.1\r\nHost: gh.example.com:8443\r\n\r\n`, [rosterCa]))).toEqual([431])
     // The upstream heard the first pipelined request only.
     expect(outside.heard().slice(before).map((h) => `${h.method} ${h.url}`)).toEqual(["GET /repos/acme/app"])
   })
