@@ -20,6 +20,19 @@ export type FrameEvent =
 
 export const isControl = (opcode: number) => opcode >= 8
 
+/**
+ * A frame's payload length and where what follows it starts (its mask, or its payload), from the bytes
+ * of its header so far: undefined while they are not all in, null for a length no frame can have (2^53).
+ */
+const payloadLength = (p: Buffer): { readonly length: number; readonly at: number } | undefined | null => {
+  const short = (p[1] as number) & 0x7f
+  if (short < 126) return { length: short, at: 2 }
+  if (short === 126) return p.length < 4 ? undefined : { length: p.readUInt16BE(2), at: 4 }
+  if (p.length < 10) return undefined
+  const big = p.readBigUInt64BE(2)
+  return big > BigInt(Number.MAX_SAFE_INTEGER) ? null : { length: Number(big), at: 10 }
+}
+
 /** Reads frames from a byte stream in any chunking; a payload is given as it arrives, unmasked. */
 export class FrameReader {
   private pending: Buffer = Buffer.alloc(0)
@@ -62,19 +75,9 @@ export class FrameReader {
     const b0 = p[0] as number
     const b1 = p[1] as number
     const masked = (b1 & 0x80) !== 0
-    let length = b1 & 0x7f
-    let at = 2
-    if (length === 126) {
-      if (p.length < 4) return undefined
-      length = p.readUInt16BE(2)
-      at = 4
-    } else if (length === 127) {
-      if (p.length < 10) return undefined
-      const big = p.readBigUInt64BE(2)
-      if (big > BigInt(Number.MAX_SAFE_INTEGER)) return null
-      length = Number(big)
-      at = 10
-    }
+    const sized = payloadLength(p)
+    if (sized === undefined || sized === null) return sized
+    const { length, at } = sized
     if (masked && p.length < at + 4) return undefined
     this.mask = masked ? Buffer.from(p.subarray(at, at + 4)) : undefined
     this.maskAt = 0
@@ -163,19 +166,10 @@ export class BoxFrames {
     if ((b0 & 0x70) !== 0) return "the box sent a frame with RSV bits set (no extension was negotiated), or bytes that are not a frame"
     if (!OPCODES.has(opcode)) return `the box sent bytes that are not a WebSocket frame (opcode ${opcode})`
     if ((b1 & 0x80) === 0) return "the box sent an unmasked frame (a client masks every frame), or bytes that are not a frame"
-    let length = b1 & 0x7f
-    let at = 2
-    if (length === 126) {
-      if (p.length < 4) return undefined
-      length = p.readUInt16BE(2)
-      at = 4
-    } else if (length === 127) {
-      if (p.length < 10) return undefined
-      const big = p.readBigUInt64BE(2)
-      if (big > BigInt(Number.MAX_SAFE_INTEGER)) return "the box sent a frame longer than a frame can be"
-      length = Number(big)
-      at = 10
-    }
+    const sized = payloadLength(p)
+    if (sized === undefined) return undefined
+    if (sized === null) return "the box sent a frame longer than a frame can be"
+    const { length, at } = sized
     if (p.length < at + 4) return undefined
     if (isControl(opcode) && (!fin || length > 125)) return "the box sent a control frame that is fragmented or over 125 bytes"
     if (opcode === OP.continuation ? !this.inMessage : !isControl(opcode) && this.inMessage) {
