@@ -403,9 +403,10 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
       // Either nothing of the run, or the run with its record finished.
       const runs = fresh().filter((f) => fs.existsSync(recordOf(f)))
       // Cut before the record (marked, moved): nothing; after it (the claim's steps): the run. The engine's rename ends
-      // while the run goes on (its record may be in by then or not): either.
-      expect(runs.length, step).toBe(step.startsWith("warm.claim.") ? 1 : step === "warm.handOver.renamed" ? runs.length : 0)
-      expect(runs.length, step).toBeLessThanOrEqual(1)
+      // while the run goes on (its record may be in by then or not): either, never more than the one run (and never a
+      // folder without its record: the strays check above).
+      const allowed = step.startsWith("warm.claim.") ? [1] : step === "warm.handOver.renamed" ? [0, 1] : [0]
+      expect(allowed, `${step}: ${runs.length} runs`).toContain(runs.length)
       for (const run of runs) {
         await until(`${step}: the cut run finished`, () => (record(run).finished_at !== null ? true : undefined), 15_000)
         expect(record(run).ended_by, step).toBe("orphaned")
