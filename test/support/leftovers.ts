@@ -44,6 +44,8 @@ export const leftovers = async (config: string, state: string, o: { readonly all
     runTokens: tokens.filter((t) => !(t.warm === true)),
     /** Unbound tokens of warm boxes. */
     warmTokens: tokens.filter((t) => t.warm === true),
+    /** Unbound warm tokens whose box is not waiting (gone, or not yet made): none once things settle. */
+    strayWarmTokens: tokens.filter((t) => t.warm === true && !warmIds.has(t.run_id)),
     /** Whether every waiting warm box has its unbound token. */
     warmBoxesHaveTokens: [...warmIds].every((id) => tokens.some((t) => t.warm === true && t.run_id === id))
   }
@@ -54,7 +56,7 @@ export const settledLeftovers = async (config: string, state: string, ms = 15_00
   const by = Date.now() + ms
   for (;;) {
     const l = await leftovers(config, state)
-    if ((l.runBoxes.length === 0 && l.runTokens.length === 0) || Date.now() > by) return l
+    if ((l.runBoxes.length === 0 && l.runTokens.length === 0 && l.strayWarmTokens.length === 0) || Date.now() > by) return l
     await new Promise((r) => setTimeout(r, 200))
   }
 }
@@ -76,6 +78,7 @@ export const expectOnlyWarm = async (d: Roots, o: { readonly warm?: ReadonlyArra
   expect(l.runBoxes.map((c) => `${c.Names.join(",")} (${c.Labels["roster.kind"]})`), "boxes a run left").toEqual([])
   expect(l.runTokens.map((t) => `${t.file}: run ${t.run_id} of ${t.worker}`), "tokens a run left").toEqual([])
   expect(l.warmBoxesHaveTokens, "every waiting warm box holds its unbound token").toBe(true)
+  expect(l.strayWarmTokens.map((t) => `${t.file}: warm box ${t.run_id} of ${t.worker}`), "warm tokens whose box is gone").toEqual([])
   expect(l.warmBoxes.length).toBeLessThanOrEqual(o.warmMax ?? 2)
   if (o.warm) expect(l.warmWorkers).toEqual([...o.warm].sort())
   return l
