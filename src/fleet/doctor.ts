@@ -54,7 +54,12 @@ export const checkFleet = (org: Org, cluster: ClusterSection) =>
       const shared = yield* checkSharedData(cluster.shared_data, node).pipe(
         Effect.map((s) => ({ folder: cluster.shared_data, ok: true, fleet: s.fleet, detail: null })),
         Effect.catchTag("SharedDataError", (e) => Effect.succeed({ folder: cluster.shared_data, ok: false, fleet: null, detail: e.message })),
-        Effect.catchTag("SqlError", () => Effect.succeed({ folder: cluster.shared_data, ok: true, fleet: null, detail: null }))
+        // The database's answer is half of the check (whose fleet the folder is). With no schema yet there is no fleet to
+        // ask about (the first daemon makes both); with one, an error there is the check's failure, never a pass.
+        Effect.catchTag("SqlError", (e) =>
+          Effect.succeed(found < 1
+            ? { folder: cluster.shared_data, ok: true, fleet: null, detail: null }
+            : { folder: cluster.shared_data, ok: false, fleet: null, detail: `the fleet's database could not say whose folder it is (${firstLine(e)})` }))
       )
       const mine = yield* configFingerprint(org)
       const nodes = found >= 1 ? yield* listNodes : []
