@@ -1,3 +1,4 @@
+import { FileSystem } from "@effect/platform"
 import { Effect, Fiber, Option, Ref } from "effect"
 import type { WorkerSettings } from "../config/schema.js"
 import { runFiles } from "../contract/runFiles.js"
@@ -14,7 +15,8 @@ import { finishRepos } from "../knowledge/backstop.js"
 import { knowledgeLine } from "../contract/knowledge.js"
 import { provisionRepos } from "../knowledge/provision.js"
 import { hostUser, provisionBox, type ProvisionRequest } from "./provision.js"
-import { provisionStore, snapshotStore } from "./store.js"
+import { changesBetween, manifestOf, provisionStore, snapshotStore } from "./store.js"
+import { layout, Paths } from "../config/Paths.js"
 import { marksOnClose } from "./storeTaint.js"
 
 export interface BoxRequest extends Omit<ProvisionRequest, "worker" | "runId" | "runDir" | "token"> {
@@ -100,15 +102,24 @@ const noteSnapshot = (record: OpenRecord, end: SnapshotEnd) => {
 }
 
 // The first Ctrl-C lets the copy finish; only Hurry (the second) or the time limit cut it. A tainted run then
-// marks the stores it changed (storeTaint.ts): whether the worker's store changed is the snapshot's to say —
-// not known (no snapshot kept, one cut or failed), it is taken as changed.
+// marks the stores it changed (storeTaint.ts): the worker's store as it was when the run got it against its end
+// (a host's edit between runs is not the run's) — not known (a store that could not be read), it is taken as changed.
 export const snapshotOnClose = (record: OpenRecord, keep: number) =>
-  Effect.addFinalizer(() =>
-    untilHurried(snapshotEnd(record, keep)).pipe(
-      Effect.map(Option.getOrElse((): SnapshotEnd => ({ _tag: "cut" }))),
-      Effect.tap((end) => noteSnapshot(record, end)),
-      Effect.flatMap((end) => marksOnClose(record, keep <= 0 || end._tag !== "done" || end.dir !== null))
-    ))
+  Effect.gen(function*() {
+    const store = layout(yield* Paths).storeDir(record.worker)
+    const fs = yield* FileSystem.FileSystem
+    // A store not made yet is an empty one (the run's box makes it), not an unknown one.
+    const storeNow = Effect.flatMap(fs.exists(store).pipe(Effect.orElseSucceed(() => true)), (there) => (there ? manifestOf(store) : Effect.succeed({})))
+    const before = yield* Effect.either(storeNow)
+    yield* Effect.addFinalizer(() =>
+      untilHurried(snapshotEnd(record, keep)).pipe(
+        Effect.map(Option.getOrElse((): SnapshotEnd => ({ _tag: "cut" }))),
+        Effect.tap((end) => noteSnapshot(record, end)),
+        Effect.zipRight(Effect.either(storeNow)),
+        Effect.flatMap((after) =>
+          marksOnClose(record, before._tag === "Left" || after._tag === "Left" || changesBetween(before.right, after.right) > 0))
+      ))
+  })
 
 /** The run's gated repos at its end: unlanded work quarantined, the result in the record, the clones removed. */
 export const reposOnClose = (record: Pick<OpenRecord, "worker" | "runId" | "note">) =>

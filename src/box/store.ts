@@ -23,7 +23,7 @@ const failing = (what: string) => (e: { readonly message: string }) => new Store
  * by its target text and never followed: a snapshot must not read host files through it.
  * Each file is its own step, so an interrupt lands between files, not after the whole walk.
  */
-const manifestOf = (root: string) =>
+export const manifestOf = (root: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const files = yield* Files
@@ -51,7 +51,7 @@ const manifestOf = (root: string) =>
 /** A copy of the store that keeps symlinks as links (never their targets), file by file. */
 const copyStore = (from: string, to: string) => copyTree(from, to).pipe(Effect.mapError(failing("copying the store")))
 
-const changesBetween = (a: Manifest, b: Manifest) => {
+export const changesBetween = (a: Manifest, b: Manifest) => {
   let n = 0
   for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) if (a[k] !== b[k]) n++
   return n

@@ -86,9 +86,10 @@ describe("files read once per change", () => {
       expect((yield* settings("alice")).budget?.run_usd).toBe(1)
       yield* TestClock.adjust("500 millis")
       expect((yield* settings("alice")).budget?.run_usd).toBe(2)
+      // An edit that does not decode keeps the last good settings (issue 64: a half-saved edit does not lift a budget).
       fs.writeFileSync(file, "[budget]\nrun_usd = \"no\"\n")
       yield* lookAgainNow
-      expect((yield* settings("alice").pipe(Effect.flip)).message).toContain("run_usd")
+      expect((yield* settings("alice")).budget?.run_usd).toBe(2)
       fs.rmSync(file)
       yield* lookAgainNow
       // No worker.toml: every setting its default.
