@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Layer, Option, Ref } from "effect"
 import { OrgConfig } from "../config/OrgConfig.js"
+import { layout, Paths } from "../config/Paths.js"
 import { type ChatChannel, chatChannelOf, type ChatRule } from "../config/schema.js"
 import type { ChatListenerStatus } from "../contract/chatStatus.js"
 import { chatChannelKey, chatChannelName, type ChatPlace } from "../contract/origin.js"
@@ -14,7 +15,8 @@ import { FleetMember } from "../fleet/FleetMember.js"
 import { type TurnMarks, turnMarks } from "./turnMarks.js"
 import { admit, type ChatEvent, takeTurn } from "../chat/admit.js"
 import { type Desk, type DeskEnv, makeDesk } from "./desk.js"
-import { cutNote, endedNotice, failedNotice, limitedNotice, skippedNotice, startedNotice } from "./notices.js"
+import { type Backlog, fileBacklog, WAITING_PER_THREAD } from "./backlog.js"
+import { cutNote, droppedNotice, endedNotice, failedNotice, limitedNotice, skippedNotice, startedNotice } from "./notices.js"
 import { handleUnsent, say } from "./say.js"
 import type { ListenerSink } from "../chat/sink.js"
 import { discordListener } from "../chat/discordListener.js"
@@ -65,8 +67,14 @@ export const deskEnv = (
   marks: TurnMarks,
   clients: ChatClients["Type"],
   /** What the channel's runs spent this UTC day (its `budget_usd_day` is checked before a session starts a box). */
-  spentToday?: (chatChannel: string) => Effect.Effect<number>
+  spentToday?: (chatChannel: string) => Effect.Effect<number>,
+  /** Where its waiting messages are kept (none: in memory only). */
+  backlog?: Backlog
 ): DeskEnv => ({
+  ...(backlog ? { backlog } : {}),
+  // Each thread told, once, which of its messages will not reach the next session.
+  onDropped: (dropped) =>
+    Effect.forEach(groupByThread(dropped), ([place, ms]) => say(clients, place, droppedNotice(channel.worker, WAITING_PER_THREAD, ms)), { discard: true }),
   runSession: (inbox, first, onReady) =>
     budgetLeft(chat, channel, spentToday).pipe(Effect.zipRight(Effect.scoped(supervisor.holdSlot(channel.worker, `chat:${chat.provider}:${channel.id}`).pipe(
       Effect.zipRight(runner.session({
@@ -105,6 +113,17 @@ export const deskEnv = (
   onEnd: (o, last) => say(clients, last, endedNotice(channel.worker, o.runId, o.reason, channel.idle_min, o.ceilingMin, o.stopped)),
   onFail: (message, last) => say(clients, last, failedNotice(channel.worker, message))
 })
+
+const groupByThread = <A extends { readonly place: ChatPlace }>(ms: ReadonlyArray<A>) => {
+  const by = new Map<string, [ChatPlace, Array<A>]>()
+  for (const m of ms) {
+    const key = m.place.thread ?? ""
+    const entry = by.get(key) ?? [m.place, []]
+    entry[1].push(m)
+    by.set(key, entry)
+  }
+  return [...by.values()]
+}
 
 /**
  * A held request's button pressed in a thread. It decides the request only when the button is on
@@ -212,6 +231,7 @@ const make = Effect.gen(function*() {
   const gateway = yield* Gateway
   const approvals = gateway.approvals
   const clients = yield* ChatClients
+  const paths = yield* Paths
   const surfaces: Array<Surface> = []
   for (const chat of org.chat) {
     const status = yield* Ref.make<ChatListenerStatus>({
@@ -222,7 +242,9 @@ const make = Effect.gen(function*() {
     for (const channel of chat.channel) {
       const spentToday = (key: string) =>
         Effect.flatMap(now, (iso) => gateway.ledger.spent(channel.worker, "", iso, key)).pipe(Effect.map((s) => s.channelDayUsd))
-      const desk = yield* makeDesk(deskEnv(chat, channel, supervisor, runner, yield* turnMarks(chat, clients), clients, spentToday))
+      const name = chatChannelName({ provider: chat.provider, channel: channel.id })
+      const backlog = yield* fileBacklog(layout(paths).chatWaitingFile(name), `chat ${chat.provider}:${channel.id}`)
+      const desk = yield* makeDesk(deskEnv(chat, channel, supervisor, runner, yield* turnMarks(chat, clients), clients, spentToday, backlog))
       desks.set(channel.id.toLowerCase(), { channel, desk })
     }
     const surface: Surface = { chat, status, desks }

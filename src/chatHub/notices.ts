@@ -45,3 +45,9 @@ export const failedNotice = (worker: string, detail: string) => `[roster] ${work
 
 /** A message the session could not take as a turn: said in its thread, so its sender knows to send it again. */
 export const skippedNotice = (worker: string, why: string) => `[roster] ${worker} could not take this message (${why}): send it again`
+
+/** Messages past what waits in one thread: the thread is told which ones will not reach the next session. */
+export const droppedNotice = (worker: string, kept: number, dropped: ReadonlyArray<{ readonly author: string; readonly text: string }>) =>
+  `[roster] only the latest ${kept} messages in a thread wait for ${worker}'s next session; ${dropped.length === 1 ? "this one was" : `these ${dropped.length} were`} dropped — send again what still matters:\n${
+    dropped.map((d) => `> ${d.author}: ${d.text.slice(0, 120).replace(/\n/g, " ")}${d.text.length > 120 ? "…" : ""}`).join("\n")
+  }`

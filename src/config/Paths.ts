@@ -98,6 +98,8 @@ const makeLayout = (p: RosterPaths) => {
      */
     storeMarks: (worker: string) => path.join(carried, "stores", ".marks", `${worker}.json`),
     channelStoreMarks: (worker: string, channel: string) => path.join(carried, "stores", ".marks", ".channels", worker, `${channel}.json`),
+    /** A chat channel's messages waiting for its next session (this machine's listener's): kept across a restart. */
+    chatWaitingFile: (channel: string) => path.join(p.data, "chat", "waiting", `${channel}.json`),
     journalFile: (worker: string) => path.join(p.data, "journal", `${worker}.jsonl`),
     /** A run's context (surface, origin, reply_to, continuation, memory briefed): host-side, never beside run.json (the box sees that folder). */
     contextFile: (worker: string, runId: string) => path.join(carried, "contexts", worker, `${runId}.json`),

@@ -35,9 +35,18 @@ export interface HistoryLine {
   readonly author: string
   readonly text: string
   readonly speaker?: "you" | "worker"
+  /** A message no session answered, that waited for this one: in this thread, or in another of the channel. */
+  readonly waited?: "here" | "another thread"
 }
 
 const speakerMark = { you: " (you)", worker: " (a roster worker)" } as const
+const waitedMark = {
+  here: " (not answered: it waited for this session)",
+  "another thread": " (not answered, in another thread of this channel: it waited for this session)"
+} as const
+
+const historyLine = (h: HistoryLine) =>
+  `- ${promptLine(h.author)}${h.speaker ? speakerMark[h.speaker] : ""}${h.waited ? waitedMark[h.waited] : ""}: ${promptLine(h.text)}`
 
 /** How a message is introduced to the worker: a person's plain words, or where it came from. */
 const heading = (m: SessionMessage) =>
@@ -62,7 +71,7 @@ export const compileTurn = (message: SessionMessage, turn: number, traceFile: st
   Effect.gen(function*() {
     if (message.text.trim() === "") return yield* Effect.fail(new UnpreparableMessage({ detail: "the message is blank" }))
     const history = turn === 1 && message.history && message.history.length > 0
-      ? `Recent messages before this one:\n${message.history.map((h) => `- ${promptLine(h.author)}${h.speaker ? speakerMark[h.speaker] : ""}: ${promptLine(h.text)}`).join("\n")}\n\n`
+      ? `Recent messages before this one:\n${message.history.map(historyLine).join("\n")}\n\n`
       : ""
     const start = turn === 1 && preamble !== "" ? `${preamble}\n\n## The first message\n` : ""
     const input = `${start}${history}${heading(message)}${promptBlock(message.text)}${filesBlock(message.fileNotes)}`

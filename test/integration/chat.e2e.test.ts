@@ -443,4 +443,34 @@ describe("chat surfaces end to end: Slack and Discord channels (their stand-ins)
     const logs = fs.readdirSync(d.file("state")).filter((f) => f.endsWith(".log"))
     expect(logs.length).toBeGreaterThan(0)
   })
+
+  // Last: it kills the daemon and starts another over the same deployment.
+  it("messages told to wait for the next session survive kill -9 of the daemon: kept on disk, and the next refusal counts them with its own (issue 64.3)", async () => {
+    const before = slack.say({ channel: "C0THRIFT", user: "U0ANNA", text: `<@${BOT_USER}> one more before the restart` })
+    const refused = await postWhere("refusing the session before the restart", (p) => p.thread_ts === before && p.text.includes("could not start"))
+    const waiting = Number(/ — (\d+) messages? not yet answered wait/.exec(refused.text)?.[1])
+    expect(waiting, refused.text).toBeGreaterThan(0)
+    const file = d.file("data", "chat", "waiting", "slack-c0thrift.json")
+    const kept = (JSON.parse(fs.readFileSync(file, "utf8")) as { messages: Array<{ text: string; place: { thread?: string } }> }).messages
+    expect(kept).toHaveLength(waiting)
+    expect(kept.at(-1)).toMatchObject({ text: "one more before the restart", place: { channel: "C0THRIFT", thread: before } })
+    const pid = (JSON.parse(fs.readFileSync(d.file("state", "gateway.json"), "utf8")) as { pid: number }).pid
+    process.kill(pid, "SIGKILL")
+    await until("the daemon is gone", () => {
+      try {
+        process.kill(pid, 0)
+        return false
+      } catch {
+        return true
+      }
+    }, () => pid)
+    const started = await d.roster(["server", "start"])
+    expect(started.code, started.stderr).toBe(0)
+    const deadline = Date.now() + 60_000
+    while (!(await chatStatus()).every((x) => x.state === "connected") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500))
+    const after = slack.say({ channel: "C0THRIFT", user: "U0ANNA", text: `<@${BOT_USER}> and one after it` })
+    const again = await postWhere("refusing the session after the restart", (p) => p.thread_ts === after && p.text.includes("could not start"))
+    // What waited before the kill still waits, with this one.
+    expect(again.text).toContain(` — ${waiting + 1} messages not yet answered wait for the next session (your next message starts it)`)
+  }, 180_000)
 })
