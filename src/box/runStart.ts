@@ -64,12 +64,13 @@ export const startRun = Effect.fn("run.start")(function*(req: RunStartRequest) {
   const record = yield* openRunRecord({ runId: req.runId, worker: req.worker, kind: req.kind, ...(req.taskId ? { taskId: req.taskId } : {}) })
   const resume = req.continues ? yield* sessionToResume(req.worker, req.continues.run_id) : undefined
   // The channel's history is the run's to read (its /pihome/channel, a chat session's first turn): its speakers' taint is the run's.
-  const heard = req.channel === null ? [] : (yield* channelSpeakers(req.channel)).map((s) => ({ ...s, via: "words" as const, where: `channel ${req.channel}'s history` }))
+  const spoken = req.channel === null ? { speakers: [], unknown: [] } : yield* channelSpeakers(req.channel)
+  const heard = spoken.speakers.map((s) => ({ ...s, via: "words" as const, where: `channel ${req.channel}'s history` }))
   // What tainted runs left behind for it: a store they changed, the prompts they queued in its schedule.
   const left = yield* leftBehind(req.worker, req.channel, req.runId)
   const direct = taintSources(req.worker, req.origin, req.continues)
   const sources = [...direct, ...heard, ...left.sources.filter((s) => !direct.some((d) => d.runId === s.runId))]
-  const taints = [...yield* inheritTaints(req.worker, req.runId, sources), ...yield* unknownTaints(req.worker, req.runId, left.unknown)]
+  const taints = [...yield* inheritTaints(req.worker, req.runId, sources), ...yield* unknownTaints(req.worker, req.runId, [...spoken.unknown, ...left.unknown])]
   const context = yield* compileContext({
     runId: req.runId,
     worker: req.worker,

@@ -90,6 +90,11 @@ const makeLayout = (p: RosterPaths) => {
     runReposDir: (worker: string, runId: string) => path.join(carried, "repos", worker, runId),
     /** A channel's folder, mounted read-only at /pihome/channel: its recent messages, written by roster. */
     channelDir: (channel: string) => path.join(carried, "channels", channel),
+    /**
+     * Runs whose words reached a channel but not its history (its line could not be written): beside the
+     * channel folders, never mounted. The channel's next runs take those runs' taint as the history's.
+     */
+    channelUnrecordedFile: (channel: string) => path.join(carried, "channels", ".unrecorded", `${channel}.json`),
     /** The durable store of one worker in one channel, mounted at /pihome/channel/store. */
     channelStoreDir: (worker: string, channel: string) => path.join(carried, "stores", ".channels", worker, channel),
     /**
