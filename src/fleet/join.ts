@@ -108,8 +108,8 @@ export const joinFleet = (opts: JoinOptions) =>
         config: yield* fingerprint
       } satisfies NodeBeat
     })
-    const register = Effect.gen(function*() {
-      const fenced = yield* withSql(registerNode(yield* beatNow, yield* Clock.currentTimeMillis, cluster)).pipe(
+    const register = (previous?: string) => Effect.gen(function*() {
+      const fenced = yield* withSql(registerNode(yield* beatNow, yield* Clock.currentTimeMillis, cluster, previous)).pipe(
         // Whether a holder on this machine is still alive is read from /proc.
         Effect.provideService(FileSystem.FileSystem, fs)
       )
@@ -119,7 +119,7 @@ export const joinFleet = (opts: JoinOptions) =>
     const nudges = yield* makeNudge
     if (cluster.listen && rpcAt) yield* serveRunnerRpc({ listen: cluster.listen, node, key, instance: Ref.get(instance), nudgeApprovals: nudges.nudge, liveBoxes: opts.liveBoxes }, rpcAt)
     yield* Effect.acquireRelease(
-      register,
+      register(),
       () =>
         Ref.get(instance).pipe(
           Effect.flatMap((i) => withSql(leaveNode(node, i))),
@@ -140,8 +140,8 @@ export const joinFleet = (opts: JoinOptions) =>
       Stream.catchAllCause((c) => Stream.drain(Stream.fromEffect(Effect.logWarning("fleet: the task wake-ups stopped; the queue is passed every 2 s", c))))
     )
     const rejoin = Effect.gen(function*() {
-      yield* Ref.set(instance, newInstance())
-      yield* register
+      const previous = yield* Ref.getAndSet(instance, newInstance())
+      yield* register(previous)
       yield* Ref.update(health, (h) => ({ ...h, fenced: false }))
       yield* Effect.logWarning(`fleet: node ${node} joined the fleet again as a new instance; it takes work again`)
     }).pipe(Effect.catchAllCause((c) => Effect.logError(`fleet: node ${node} could not join the fleet again (tried again shortly)`, c)))
@@ -216,7 +216,8 @@ const heartbeatLoop = (
 ) =>
   Effect.gen(function*() {
     const b = yield* beatNow
-    const result = yield* withSql(beat(b, yield* Clock.currentTimeMillis)).pipe(
+    const stoodDown = (yield* Ref.get(health)).cutOff
+    const result = yield* withSql(beat(b, yield* Clock.currentTimeMillis, cluster, stoodDown)).pipe(
       answerWithin(beatEvery(cluster), () => new Error(`no answer within ${Duration.format(beatEvery(cluster))}`))
     )
     const now = yield* Clock.currentTimeMillis
@@ -227,6 +228,13 @@ const heartbeatLoop = (
       yield* Effect.logError(
         `fleet: node ${node} was declared lost while it was silent and fenced by the fleet: nothing its boxes do can land, ` +
           "and its tasks went to other nodes — its boxes are killed, then it joins again"
+      )
+    }
+    if (result === "lapsed" && !was.fenced) {
+      yield* Effect.logError(
+        `fleet: node ${node} was silent past its lease ([cluster] node_timeout_s = ${cluster.node_timeout_s} s by the database's clock; ` +
+          "this process frozen or starved): the fleet counts it lost, so nothing its boxes do can land — its boxes are killed, " +
+          "then it joins again as a new instance, fencing the old one (its tasks back to the queue)"
       )
     }
     if (result === "taken") yield* Effect.logError(`fleet: node ${node}'s name was taken over by another daemon while this one was silent: stop one of them`)

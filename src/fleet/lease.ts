@@ -34,11 +34,14 @@ export interface Health {
 
 export const freshHealth = (now: number): Health => ({ reachable: true, detail: null, fenced: false, since: now, lastOk: now, lastTry: now, cutOff: false })
 
-/** A heartbeat that landed ("ok", "fenced", "taken"): the database answers, so the node acts again (fenced or not, as it said). */
-export const afterLanded = (h: Health, result: "ok" | "fenced" | "taken", now: number): Health => ({
+/**
+ * A heartbeat that landed ("ok", "fenced", "lapsed", "taken"): the database answers, so the node acts
+ * again — fenced or not, as it said; a lease that lapsed is over as a fenced one is.
+ */
+export const afterLanded = (h: Health, result: "ok" | "fenced" | "lapsed" | "taken", now: number): Health => ({
   reachable: true,
   detail: null,
-  fenced: h.fenced || result === "fenced",
+  fenced: h.fenced || result === "fenced" || result === "lapsed",
   since: h.reachable ? h.since : now,
   lastOk: now,
   lastTry: now,

@@ -43,16 +43,22 @@ export const afterLoss = (t: TaskRecord, lostNode: string, by: string, onLoss: C
  * do can land after this commits — every landing holds a share lock on the node's row, which
  * this waits for, and checks the mark), then each task it was running becomes what
  * {@link afterLoss} says, announced to every node. A landing in progress (a lock this cannot get
- * within 2 s) leaves it for the next beat. Returns what it fenced, or nothing.
+ * within 2 s) leaves it for the next beat. Returns what it fenced, or nothing. Another node fences
+ * one silent past the lease and its margin; a node fences its own instance once its lease lapsed.
  */
-export const fenceNode = (lost: { readonly name: string; readonly instance: string }, cluster: ClusterSection, by: string) =>
+export const fenceNode = (
+  lost: { readonly name: string; readonly instance: string },
+  cluster: ClusterSection,
+  by: string,
+  silentForS: number = fenceAfterS(cluster)
+) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     return yield* sql.withTransaction(Effect.gen(function*() {
       yield* sql`SELECT set_config('lock_timeout', '2000', true)`
       const held = yield* sql`SELECT name FROM roster_nodes
         WHERE name = ${lost.name} AND instance = ${lost.instance} AND fenced_at IS NULL AND left_at IS NULL
-          AND heartbeat_at < now() - make_interval(secs => ${fenceAfterS(cluster)})
+          AND heartbeat_at < now() - make_interval(secs => ${silentForS})
         FOR UPDATE`
       if (held.length === 0) return undefined
       yield* sql`UPDATE roster_nodes SET fenced_at = now(), fenced_by = ${by} WHERE name = ${lost.name} AND instance = ${lost.instance}`

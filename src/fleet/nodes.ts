@@ -105,9 +105,10 @@ const values = (b: NodeBeat, nodeClockMs: number) => ({
  * this machine whose process is gone (this node's daemon restarted) is taken over as it stands:
  * its boxes are adopted. A holder silent past the timeout is fenced first, as any node would
  * fence it (its tasks re-queued or failed), then taken over; one that left or was fenced is
- * taken over. Returns what was fenced.
+ * taken over. `previous` is this process's own last instance (it joins again after its lease
+ * lapsed): fenced by it whatever its age, then taken over. Returns what was fenced.
  */
-export const registerNode = (b: NodeBeat, nodeClockMs: number, cluster: ClusterSection) =>
+export const registerNode = (b: NodeBeat, nodeClockMs: number, cluster: ClusterSection, previous?: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     return yield* sql.withTransaction(Effect.gen(function*() {
@@ -124,11 +125,12 @@ export const registerNode = (b: NodeBeat, nodeClockMs: number, cluster: ClusterS
         FROM roster_nodes WHERE name = ${b.name} FOR UPDATE`.withoutTransform
       const h = held[0]
       const restarted = h !== undefined && h.host === b.host && !(yield* pidAlive(h.pid))
-      if (h && h.instance !== b.instance && !h.left && !h.fenced && h.age_s <= fenceAfterS(cluster) && !restarted) {
+      const own = h !== undefined && previous !== undefined && h.instance === previous
+      if (h && h.instance !== b.instance && !h.left && !h.fenced && h.age_s <= fenceAfterS(cluster) && !restarted && !own) {
         return yield* new NodeNameTaken({ node: b.name, pid: h.pid, host: h.host, ageS: Math.round(h.age_s) })
       }
-      const fenced = h && h.instance !== b.instance && !h.left && !h.fenced && h.age_s > fenceAfterS(cluster)
-        ? yield* fenceNode({ name: b.name, instance: h.instance }, cluster, b.name)
+      const fenced = h && h.instance !== b.instance && !h.left && !h.fenced && (own || h.age_s > fenceAfterS(cluster))
+        ? yield* fenceNode({ name: b.name, instance: h.instance }, cluster, b.name, own ? 0 : fenceAfterS(cluster))
         : undefined
       const v = values(b, nodeClockMs)
       yield* sql`INSERT INTO roster_nodes (name, instance, host, pid, version, advertise, started_at, heartbeat_at, node_clock,
@@ -146,17 +148,26 @@ export const registerNode = (b: NodeBeat, nodeClockMs: number, cluster: ClusterS
 
 /**
  * One heartbeat: "ok"; "fenced" when the fleet declared this instance lost while it was silent
- * (nothing it runs can land any more); "taken" when another daemon holds the name now.
+ * (nothing it runs can land any more); "lapsed" when it was silent past its lease
+ * (`node_timeout_s`, by the database's clock) and no node has fenced it yet: a lease that ran out
+ * is not renewed — the fleet showed the node lost and may re-run its tasks — so the instance is
+ * over as a fenced one is (this node fences it and joins again as a new one); "taken" when another
+ * daemon holds the name now. `stoodDown`: the node cut itself off and stopped its boxes before its
+ * lease could lapse (the database did not answer), so nothing of it ran past the lease: renewed.
  */
-export const beat = (b: NodeBeat, nodeClockMs: number) =>
+export const beat = (b: NodeBeat, nodeClockMs: number, cluster: ClusterSection, stoodDown: boolean) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const rows = yield* sql`UPDATE roster_nodes SET heartbeat_at = now(), node_clock = ${new Date(nodeClockMs)},
         boxes = ${b.boxes}, concurrency = ${b.concurrency}, load = ${b.load}, config = ${JSON.stringify(b.config)}::jsonb
-      WHERE name = ${b.name} AND instance = ${b.instance} AND left_at IS NULL AND fenced_at IS NULL RETURNING name`.withoutTransform
+      WHERE name = ${b.name} AND instance = ${b.instance} AND left_at IS NULL AND fenced_at IS NULL
+        AND (${stoodDown}::boolean OR heartbeat_at > now() - make_interval(secs => ${cluster.node_timeout_s})) RETURNING name`.withoutTransform
     if (rows.length > 0) return "ok" as const
-    const fenced = yield* sql`SELECT 1 FROM roster_nodes WHERE name = ${b.name} AND instance = ${b.instance} AND fenced_at IS NOT NULL`
-    return fenced.length > 0 ? "fenced" as const : "taken" as const
+    const held = yield* sql<{ readonly fenced: boolean; readonly left: boolean }>`SELECT fenced_at IS NOT NULL AS fenced,
+        left_at IS NOT NULL AS left FROM roster_nodes WHERE name = ${b.name} AND instance = ${b.instance}`.withoutTransform
+    const h = held[0]
+    if (h === undefined || h.left) return "taken" as const
+    return h.fenced ? "fenced" as const : "lapsed" as const
   })
 
 /** A clean stop: the node is marked left, so nothing mistakes it for a lost machine. */

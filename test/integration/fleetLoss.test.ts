@@ -250,7 +250,7 @@ describe("three daemons as one roster, and a node lost: its attempts fenced, its
     expect((await boxesOf(n2)).length + (await boxesOf(n3)).length).toBe(0)
   })
 
-  it("a node frozen (SIGSTOP) past its timeout and resumed: its box's set_tasks, remember and knowledge_push are refused, its box killed, and it joins again", async () => {
+  it("a node frozen (SIGSTOP) past its lease and thawed before any node wrote the fence: its box's set_tasks, remember and knowledge_push are refused, its box killed, its old instance fenced by itself as it joins again (issue 64.4)", async () => {
     onTestFailed(logTails)
     const [n1, n2, n3] = nodes as [Deployment, Deployment, Deployment]
     // n1 is back (a restart after the kill: its name's old instance is already fenced).
@@ -276,21 +276,18 @@ describe("three daemons as one roster, and a node lost: its attempts fenced, its
     const owner = first.d
     const others = nodes.filter((d) => d !== owner)
     const pid = daemonPid(owner)
-    process.kill(pid, "SIGSTOP")
-    frozen.push(pid)
-    // The fleet declares it lost and fences it; its task is claimed again elsewhere (attempt 2).
-    const fencedBy = await until("the frozen node fenced", async () => (await nodesOf(others[0]!)).find((n) => n.name === nameOf(owner))?.fenced_by ?? undefined, 30_000)
-    expect(others.map(nameOf)).toContain(fencedBy)
-    const again = await until("the task claimed again elsewhere", async (seen) => {
-      const t = (await tasksOf(others[0]!)).find((x) => x.task_id === id)
-      seen(t)
-      return t?.status === "running" && t.attempt === 2 ? t : undefined
-    }, 60_000)
-    expect(again.node).not.toBe(nameOf(owner))
-    expect(again.lost).toEqual([expect.objectContaining({ node: nameOf(owner), attempt: 1, run_id: runId, by: fencedBy })])
-    // Its box sent its actions while the node was frozen: they wait in the gateway's socket.
+    // Every daemon frozen, so no node can write the fence: the owner's lease lapses (the fleet shows it lost) with nothing fenced.
+    const pids = nodes.map(daemonPid)
+    for (const p of pids) {
+      process.kill(p, "SIGSTOP")
+      frozen.push(p)
+    }
+    await until("the owner's lease lapsed by the database's clock", async () =>
+      Number(pg.sql(`SELECT extract(epoch FROM now() - heartbeat_at) FROM roster_nodes WHERE name = '${nameOf(owner)}'`)) > 6 ? true : undefined, 30_000)
+    expect(pg.sql("SELECT count(*) FROM roster_nodes WHERE fenced_at IS NOT NULL")).toBe("0")
+    // Its box sent its actions while the node was frozen: they wait in the gateway's socket. The owner thaws first.
     process.kill(pid, "SIGCONT")
-    const refused = await until("the fenced run's actions answered", async () => {
+    const refused = await until("the frozen run's actions answered", async () => {
       const dir = path.join(shared, "audit", nameOf(owner))
       const lines = fs.existsSync(dir)
         ? fs.readdirSync(dir).flatMap((f) => fs.readFileSync(path.join(dir, f), "utf8").trim().split("\n")).filter((l) => l !== "").map((l) => JSON.parse(l) as { run_id: string; path: string; status: number })
@@ -298,18 +295,25 @@ describe("three daemons as one roster, and a node lost: its attempts fenced, its
       const acts = lines.filter((l) => l.run_id === runId && /set_tasks|remember|knowledge_push/.test(l.path))
       return acts.length === 3 ? acts : undefined
     }, 30_000)
-    // Sent at once, answered in whichever order they were read.
+    // Sent at once, answered in whichever order they were read: each refused, whether the beat or the landing came first.
     expect(refused.map((l) => [l.path, l.status]).sort()).toEqual([
       ["/v1/actions/knowledge_push", 409], ["/v1/actions/remember", 409], ["/v1/actions/set_tasks", 409]
     ])
-    // Its box is killed, its run says why, and it is back in the fleet as a new instance.
+    // Its box is killed, its run says why, and it is back in the fleet as a new instance: its old one fenced by itself, the task queued again.
     await until("the fenced box gone", async () => ((await boxesOf(owner, `roster.run-id=${runId}`)).length === 0 ? true : undefined), 20_000)
     const record = await until("the fenced run's record finished", async () => {
       const r = JSON.parse(fs.readFileSync(path.join(shared, "runs", "w1", runId, "run.json"), "utf8")) as { ended_by: string | null; error: string | null }
       return r.ended_by !== null ? r : undefined
     }, 20_000)
     expect(record.ended_by).toBe("fenced")
-    await until("the node up again", async () => ((await nodesOf(others[0]!)).find((n) => n.name === nameOf(owner))?.state === "up" ? true : undefined), 20_000)
+    for (const p of pids.filter((p) => p !== pid)) process.kill(p, "SIGCONT")
+    for (const d of nodes) await until(`${nameOf(d)} up again`, async () => ((await nodesOf(others[0]!)).find((n) => n.name === nameOf(d))?.state === "up" ? true : undefined), 30_000)
+    const again = await until("the task claimed again", async (seen) => {
+      const t = (await tasksOf(others[0]!)).find((x) => x.task_id === id)
+      seen(t)
+      return t?.attempt === 2 ? t : undefined
+    }, 60_000)
+    expect(again.lost).toEqual([expect.objectContaining({ node: nameOf(owner), attempt: 1, run_id: runId, by: nameOf(owner) })])
     // Nothing of the fenced attempt landed: no task queued by it, no memory of it.
     expect((await tasksOf(others[0]!)).filter((t) => t.origin.run_id === runId)).toEqual([])
     expect(pg.sql(`SELECT count(*) FROM roster_memory WHERE event->>'run_id' = '${runId}'`)).toBe("0")

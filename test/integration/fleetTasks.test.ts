@@ -16,7 +16,7 @@ import { fleetTaskStore } from "../../src/fleet/taskStore.js"
 import { boxRowElsewhere, giveBoxRow, takeBoxRow } from "../../src/fleet/boxRows.js"
 import { fleetRunFence } from "../../src/fleet/fence.js"
 import { fenceLostNodes } from "../../src/fleet/loss.js"
-import { type NodeBeat, registerNode } from "../../src/fleet/nodes.js"
+import { beat, type NodeBeat, registerNode } from "../../src/fleet/nodes.js"
 import { RunFence } from "../../src/run/RunFence.js"
 import { fleetSpendLedger } from "../../src/fleet/spendLedger.js"
 import { SpendLedger } from "../../src/spend/SpendLedger.js"
@@ -390,6 +390,36 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     // f1 joins again as a new instance: its mark is cleared and it may claim.
     await onNode("f1", registerNode(beatOf("f1", "i-f1b"), Date.now(), cluster).pipe(Effect.provide(NodeContext.layer)))
     expect(pg.sql("SELECT instance || ' ' || coalesce(fenced_by, '-') FROM roster_nodes WHERE name = 'f1'")).toBe("i-f1b -")
+  })
+
+  it("a lease that lapsed is not renewed by the node's next beat (it was frozen, its boxes ran on): the node fences its own instance as it joins again, its task re-queued; one that stood down while the database was gone is renewed (issue 64.4)", async () => {
+    const beatOf = (instance: string): NodeBeat => ({
+      name: "g1", instance, host: "other-host", pid: 1, version: "test", advertise: null, startedAt: Date.now(), boxes: 0, concurrency: 2, load: 0, config: {}
+    })
+    const beatOn = (instance: string, stoodDown: boolean) => onNode("g1", beat(beatOf(instance), Date.now(), cluster, stoodDown))
+    const heartbeatAge = () => Number(pg.sql("SELECT extract(epoch FROM now() - heartbeat_at)::int FROM roster_nodes WHERE name = 'g1'"))
+    await onNode("g1", registerNode(beatOf("i-g1"), Date.now(), cluster).pipe(Effect.provide(NodeContext.layer)))
+    const [t] = await onNode("g1", Effect.flatMap(TaskStore, (st) => Effect.all([st.add(newTask("gw", "frozen"))])))
+    const run = runIdOf()
+    await onNode("g1", Effect.flatMap(TaskStore, (st) => st.update(t!.task_id, (x) => ({ ...x, status: "running" as const, run_ids: [run] }))), "i-g1")
+    expect(await beatOn("i-g1", false)).toBe("ok")
+    // Silent past node_timeout_s (30 s) by the database's clock, not yet past the fence's margin: no node has fenced it.
+    pg.sql("UPDATE roster_nodes SET heartbeat_at = now() - interval '31 seconds' WHERE name = 'g1'")
+    expect(await beatOn("i-g1", false)).toBe("lapsed")
+    expect(heartbeatAge()).toBeGreaterThanOrEqual(31)
+    expect(pg.sql("SELECT fenced_at IS NULL FROM roster_nodes WHERE name = 'g1'")).toBe("t")
+    // A node that cut itself off (its boxes stopped before the lease could lapse) beats again as it was.
+    expect(await beatOn("i-g1", true)).toBe("ok")
+    expect(heartbeatAge()).toBeLessThan(2)
+    pg.sql("UPDATE roster_nodes SET heartbeat_at = now() - interval '31 seconds' WHERE name = 'g1'")
+    expect(await beatOn("i-g1", false)).toBe("lapsed")
+    // It joins again as a new instance (same process, so no other node's fence was needed): the old one fenced by it, its task queued again.
+    const fenced = await onNode("g1", registerNode(beatOf("i-g1b"), Date.now(), cluster, "i-g1").pipe(Effect.provide(NodeContext.layer)))
+    expect(fenced).toEqual({ node: "g1", instance: "i-g1", tasks: [{ taskId: t!.task_id, worker: "gw", status: "queued" }] })
+    expect(await onNode("g1", Effect.flatMap(TaskStore, (st) => st.get(t!.task_id)))).toMatchObject({ status: "queued", lost: [{ node: "g1", attempt: 1, run_id: run, by: "g1" }] })
+    expect(pg.sql("SELECT instance || ' ' || (fenced_at IS NULL)::text FROM roster_nodes WHERE name = 'g1'")).toBe("i-g1b true")
+    expect(await beatOn("i-g1", false)).toBe("taken")
+    expect(await beatOn("i-g1b", false)).toBe("ok")
   })
 
   it("the spend ledger is the fleet's: one node's answers count in another's budget sums once written, a retried write lands once, usage sums every node", async () => {
