@@ -40,7 +40,7 @@ import { approvalBoardOver, clearHeldOf } from "../../src/fleet/approvalBoard.js
 import { rpcKey } from "../../src/fleet/rpc/key.js"
 import { makeApprovals } from "../../src/gateway/base/approvals.js"
 const LIMITS = { perRun: 8, total: 64 }
-import type { PendingApproval } from "../../src/contract/approval.js"
+import type { CardPlace, PendingApproval } from "../../src/contract/approval.js"
 import { RunLog, type RunRecord } from "../../src/run/RunLog.js"
 import type { FileSystem, Path } from "@effect/platform"
 import { type Postgres, startPostgres } from "../support/postgres.js"
@@ -728,6 +728,33 @@ describe("the fleet's task store: claims over one real Postgres from three nodes
     expect(seen.forRun).toBe(true)
     expect(seen.rowsAfter).toBe("0")
     expect([seen.lapsed, seen.lateDecision, seen.left]).toEqual(["timeout", "None", "0"])
+  })
+
+  it("a held request is bound to its card on the fleet's board (real Postgres): a decision from another node that names another card decides nothing, its own card (keys in any order) decides it (issue 64.5)", async () => {
+    const card: CardPlace = { provider: "slack", connection: "slack", channel: "C0B", thread: "10.1", message: "10.2" }
+    const ask = { run_id: "2026-12-03-13-00-00-0000cccc", worker: "alice", subject: "box", method: "CONNECT", host: "carded.example.test", port: 443, path: null }
+    const seen = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const sql = (yield* Layer.build(fleetSqlLayer(cluster).pipe(Layer.provide(Vault.layerTest({}))))).pipe(Context.get(SqlClient))
+      const [b1, b2] = [approvalBoardOver(sql, "n1"), approvalBoardOver(sql, "n2")]
+      const held = makeApprovals(b1)
+      const waiting = yield* Effect.fork(held.ask(ask, Date.now(), 20_000, LIMITS, Effect.never, () => Effect.succeed(card)))
+      let listed: ReadonlyArray<PendingApproval> = []
+      for (let i = 0; i < 40 && listed[0]?.card === undefined; i++) listed = yield* b2.waiting.pipe(Effect.tap(() => Effect.sleep("50 millis")))
+      const id = listed[0]?.id ?? "none"
+      const decided = { decision: "once" as const, by: "slack:U0B", where: "slack channel C0B" }
+      const elsewhere = yield* b2.decide(id, decided, { ...card, channel: "C0A" })
+      const forged = yield* b2.decide(id, decided, { ...card, message: "11.1" })
+      const noThread = yield* b2.decide(id, decided, { provider: "slack", connection: "slack", channel: "C0B", message: "10.2" })
+      const stillWaiting = Option.isNone(yield* Fiber.poll(waiting))
+      const reordered: CardPlace = { message: "10.2", thread: "10.1", channel: "C0B", connection: "slack", provider: "slack" }
+      const own = yield* b2.decide(id, decided, reordered)
+      return { card: listed[0]?.card, refused: [elsewhere._tag, forged._tag, noThread._tag], stillWaiting, own: own._tag, answer: yield* Fiber.join(waiting) }
+    })).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PGPASSWORD", pg.password]]))), Effect.orDie))
+    expect(seen.card).toEqual(card)
+    expect(seen.refused).toEqual(["None", "None", "None"])
+    expect(seen.stillWaiting).toBe(true)
+    expect(seen.own).toBe("Some")
+    expect(seen.answer).toEqual({ _tag: "decided", decided: { decision: "once", by: "slack:U0B", where: "slack channel C0B" } })
   })
 
   it("a request whose node was lost or left is neither listed nor decidable on another; a node's new daemon takes its old rows down", async () => {
