@@ -163,6 +163,7 @@ export const serveControl = Effect.fn("daemon.control")(function*() {
   yield* Effect.addFinalizer(() => Effect.zip(endDirectRuns(directRuns), endDirectTalks(directTalks)))
   yield* fs.chmod(bound, 0o600)
   yield* fs.rename(bound, socket)
+  // Both best-effort: an empty private folder left is harmless, and a stale socket is replaced by the next daemon's bind.
   yield* fs.remove(privateDir, { recursive: true }).pipe(Effect.ignore)
   yield* Effect.addFinalizer(() => fs.remove(socket).pipe(Effect.ignore))
   return socket

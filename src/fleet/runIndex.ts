@@ -42,7 +42,11 @@ export const runIndexOver = (sql: SqlClient) =>
       logDefects("fleet: unexpected failure writing the run index (tried again in 5 s)"),
       Effect.repeat(Schedule.spaced("5 seconds"))
     )))
-    yield* Effect.addFinalizer(() => flush.pipe(answerWithin("2 seconds", () => new Error("no answer in 2 s")), Effect.ignore))
+    yield* Effect.addFinalizer(() =>
+      flush.pipe(
+        answerWithin("2 seconds", () => new Error("no answer in 2 s")),
+        Effect.catchAllCause((c) => Effect.logWarning("fleet: the run index's last rows were not written as the daemon closed; the node's next daemon start fills them in from the runs folder", c))
+      ))
     const byWorker = (worker: Option.Option<string>) => (Option.isSome(worker) ? sql`WHERE worker = ${worker.value}` : sql``)
     return RunIndex.of({
       put: (run) =>

@@ -93,6 +93,7 @@ export const fleetSpendLedger = (node: string) =>
       yield* Effect.forkScoped(Effect.gen(function*() {
         for (const [e, id] of [...unwritten]) yield* insert(e, id)
       }).pipe(
+        // The database still down: the lines stay in `unwritten`, and the next pass (5 s) tries them again.
         Effect.catchAll(() => Effect.void),
         // A pass that dies of a bug is logged; the next pass still comes.
         logDefects("fleet: unexpected failure writing the spend lines the database missed (tried again in 5 s)"),

@@ -18,6 +18,7 @@ export const atomicIn = (fs: FileSystem.FileSystem, path: Path.Path) => {
       const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content
       yield* fs.writeFile(tmp, bytes, { mode })
       yield* fs.chmod(tmp, mode)
+      // The rename's own error is the one returned; the temp file's removal is a courtesy beside it.
       yield* fs.rename(tmp, file).pipe(Effect.tapError(() => fs.remove(tmp).pipe(Effect.ignore)))
     }).pipe(Effect.withSpan("files.writeAtomic"))
   return {

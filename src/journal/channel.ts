@@ -100,7 +100,11 @@ export const recentChannel = (channel: string, n = 20) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const file = yield* channelHistoryFile(channel)
-    const text = yield* fs.readFileString(file).pipe(Effect.orElseSucceed(() => ""))
+    const text = yield* fs.readFileString(file).pipe(Effect.catchAll((e) =>
+      e._tag === "SystemError" && e.reason === "NotFound"
+        ? Effect.succeed("")
+        : Effect.logWarning(`the history of channel ${channel} could not be read (${e.message}): its runs start without it`).pipe(Effect.as(""))
+    ))
     return text.split("\n").filter((l) => l !== "").slice(-n).map((l) => decodeLine(l)).filter(Option.isSome).map((o) => o.value)
   })
 

@@ -37,6 +37,7 @@ export const readRunContextOrWhy = (worker: string, runId: string) =>
     const file = layout(yield* Paths).contextFile(worker, runId)
     const context = yield* readRunContext(worker, runId)
     if (context !== undefined) return { context, problem: undefined }
+    // A folder that cannot be looked in is taken for a context there and unreadable: said, never taken for none.
     const there = yield* (yield* FileSystem.FileSystem).exists(file).pipe(Effect.orElseSucceed(() => true))
     return { context: undefined, problem: there ? `${file} is there and cannot be read as a run context` : undefined }
   })

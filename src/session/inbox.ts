@@ -24,6 +24,7 @@ export const watchInbox = (runId: string, deliver: (m: SessionMessage) => Effect
     const offsets = new Map<string, number>()
     const lookAt = (file: string) =>
       Effect.gen(function*() {
+        // Read again in 500 ms: a file that cannot be read now loses nothing (its offset does not move).
         const text = yield* fs.readFileString(file).pipe(Effect.orElseSucceed(() => ""))
         const offset = offsets.get(file) ?? 0
         const complete = text.lastIndexOf("\n") + 1
@@ -37,6 +38,7 @@ export const watchInbox = (runId: string, deliver: (m: SessionMessage) => Effect
         }
       })
     const look = fs.readDirectory(dir).pipe(
+      // No inbox folder yet is no replies; one unreadable is looked at again in 500 ms, nothing taken from it.
       Effect.orElseSucceed((): Array<string> => []),
       Effect.flatMap((names) => Effect.forEach(names.filter(isInboxOf(runId)).sort(), (n) => lookAt(path.join(dir, n)), { discard: true }))
     )

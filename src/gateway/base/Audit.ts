@@ -85,7 +85,18 @@ const runStarts = (index: Context.Tag.Service<AuditIndex>, node: string) =>
       logDefects("gateway: unexpected failure noting audit offsets in the run index (tried again in 5 s)"),
       Effect.repeat(Schedule.spaced("5 seconds"))
     )))
-    yield* Effect.addFinalizer(() => flush.pipe(Effect.timeout("2 seconds"), Effect.ignore))
+    // At close, what the index still did not take is said: those runs' audit pages read their day files whole.
+    yield* Effect.addFinalizer(() =>
+      flush.pipe(
+        Effect.timeout("2 seconds"),
+        // A flush that timed out leaves its rows in `gathered`: said just below, not lost silently.
+        Effect.catchAll(() => Effect.void),
+        Effect.zipRight(Effect.suspend(() =>
+          gathered.size === 0
+            ? Effect.void
+            : Effect.logWarning(`gateway: ${gathered.size} run-day audit offsets were not put in the run index before the gateway closed; those runs' pages read their day files whole`)
+        ))
+      ))
     return {
       note: (runId: string, day: string, offset: number) => {
         const key = `${runId} ${day}`

@@ -20,6 +20,7 @@ export class LiveRuns extends Context.Tag("roster/LiveRuns")<LiveRuns, {
             const now = yield* Clock.currentTimeMillis
             const at = seen.get(runId)
             if (at !== undefined && now - at < 500) return true
+            // An engine that does not answer shows no box: the token is refused (fail closed), and the next request asks again.
             const live = (yield* backend.list({ runId }).pipe(Effect.orElseSucceed(() => []))).length > 0
             if (live) seen.set(runId, now)
             else seen.delete(runId)

@@ -21,6 +21,7 @@ const reachesPrivate = (host: string) =>
     ? Effect.succeed(isRefusedAddress(host))
     : Effect.flatMap(Dialer, (d) => d.resolve(host)).pipe(
       Effect.map((addrs) => addrs.length === 0 || addrs.some(isRefusedAddress)),
+      // A name that does not resolve is taken for private: fail closed, never offered to a person to approve.
       Effect.orElseSucceed(() => true)
     )
 

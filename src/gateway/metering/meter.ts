@@ -63,6 +63,7 @@ export const channelBudget = (org: Org, chatChannel: string | undefined): Limits
 export const limitsFor = (org: Org, worker: string, chatChannel?: string) =>
   Effect.flatMap(Gateway, (self) => self.workerSettings(worker)).pipe(
     Effect.map((s) => limitsOf(org, s)),
+    // Only a worker.toml never read well fails here (a bad edit keeps the last good): org.toml's budgets hold then.
     Effect.orElseSucceed((): Limits => org.budget),
     Effect.map((l): Limits => ({ ...l, channel_usd_day: channelBudget(org, chatChannel) }))
   )
