@@ -101,6 +101,7 @@ export class TaskStore extends Context.Tag("roster/TaskStore")<TaskStore, {
         const id = `t-${crypto.randomBytes(4).toString("hex")}`
         const taken = yield* Effect.all([fs.exists(f.taskFile(id)), fs.exists(`${f.tasksUnreadableDir}/${id}.json`)]).pipe(
             Effect.map(([a, b]) => a || b),
+            // 32 random bits: a folder that cannot be looked in makes a clash no likelier, and the write says what is wrong.
             Effect.orElseSucceed(() => false)
           )
         return taken ? yield* freshId : id

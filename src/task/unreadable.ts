@@ -12,7 +12,11 @@ export type TaskFile =
 
 const decode = Schema.decodeUnknownEither(Schema.parseJson(TaskRecordSchema), { errors: "first" })
 
-/** Reads one record file. Only a file that reads and does not decode is Undecodable: an I/O error is no verdict. */
+/**
+ * Reads one record file. Only a file that reads and does not decode is Undecodable: an I/O error is no
+ * verdict — a file gone meanwhile (renamed by a writer) is Gone; any other error is said, and the file
+ * is left as it is for the next look (it is not put aside for what may pass).
+ */
 export const readTaskFile = (fs: FileSystem.FileSystem) => (file: string) =>
   fs.readFileString(file).pipe(
     Effect.map((raw): TaskFile => {
@@ -21,7 +25,13 @@ export const readTaskFile = (fs: FileSystem.FileSystem) => (file: string) =>
       const why = ParseResult.TreeFormatter.formatErrorSync(decoded.left).split("\n").slice(-1)[0]?.trim() ?? "does not decode"
       return { _tag: "Undecodable", error: raw.trim() === "" ? "the file is empty" : why, raw }
     }),
-    Effect.orElseSucceed((): TaskFile => ({ _tag: "Gone" }))
+    Effect.catchAll((e) =>
+      e._tag === "SystemError" && e.reason === "NotFound"
+        ? Effect.succeed<TaskFile>({ _tag: "Gone" })
+        : Effect.logWarning(`task record ${file} could not be read (${e.message}): left out of this look, tried again at the next`).pipe(
+          Effect.as<TaskFile>({ _tag: "Gone" })
+        )
+    )
   )
 
 /** The id an unreadable file is listed under: its own name when that is a task id, else one made from the name. */
