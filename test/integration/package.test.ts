@@ -107,10 +107,23 @@ describe("the packed package", () => {
       `const wasAtWork = atWork()`,
       `await Effect.runPromise(Fiber.interrupt(fiber))`,
       `const aborted = await pending.then(() => "resolved", (e: Error) => e.name + ": " + e.message)`,
+      // A talk aborted mid-turn (its box at the same long work), and a wait for a task queued behind it aborted while it waits.
+      `const beforeTalk = new Set(fs.readdirSync(runs))`,
+      `const talkAbort = new AbortController()`,
+      `const talked = (async () => { for await (const t of roster.talk("alice", ["CONT-SAY: a long talk"], { signal: talkAbort.signal })) void t; return "ended" })().then((x) => x, (e: Error) => e.name + ": " + e.message)`,
+      `const talkAtWork = () => fs.readdirSync(runs).filter((r) => !beforeTalk.has(r)).some((r) => fs.existsSync(runs + "/" + r + "/stdout.jsonl") && fs.readFileSync(runs + "/" + r + "/stdout.jsonl", "utf8").includes("sleep 600"))`,
+      `for (let i = 0; i < 900 && !talkAtWork(); i++) await new Promise((r) => setTimeout(r, 200))`,
+      `const talkWasAtWork = talkAtWork()`,
+      `const behind = await roster.tasks.add("alice", "queued behind the talk")`,
+      `const waitAborted = await roster.tasks.wait(behind.task_id, { everyMs: 50, signal: AbortSignal.timeout(400) }).then((t) => "resolved " + t.status, (e: Error) => e.name + ": " + e.message)`,
+      `const behindAfter = (await roster.tasks.show(behind.task_id)).status`,
+      `await roster.tasks.cancel(behind.task_id)`,
+      `talkAbort.abort(new Error("enough talk"))`,
+      `const talkAborted = await talked`,
       `await roster.close()`,
       // The program's own Effect is 4: its own runtime runs its own effects beside roster's.
       `const four = Effect.runSync(Effect.succeed("effect-4-ran"))`,
-      `console.log(JSON.stringify({ ran, turns, added: added.task_id, again: again.existed && again.task_id === added.task_id, four, wasAtWork, aborted }))`
+      `console.log(JSON.stringify({ ran, turns, added: added.task_id, again: again.existed && again.task_id === added.task_id, four, wasAtWork, aborted, talkWasAtWork, talkAborted, waitAborted, behind: behind.task_id, behindAfter }))`
     ].join("\n"))
     fs.writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify({
       compilerOptions: {
@@ -131,6 +144,7 @@ describe("the packed package", () => {
       const out = JSON.parse(await run(process.execPath, ["out/main.js"], project, { ...d.env })) as {
         ran: { runId: string; runDir: string; endedBy: string; exitCode: number; finalText: string; messages: Array<string> }
         turns: Array<string>; added: string; again: boolean; four: string; wasAtWork: boolean; aborted: string
+        talkWasAtWork: boolean; talkAborted: string; waitAborted: string; behind: string; behindAfter: string
       }
       expect(out.ran).toMatchObject({ endedBy: "exit", exitCode: 0 })
       expect(out.ran.finalText).toContain("Rehearsal answer: I looked at my box with bash")
@@ -149,14 +163,23 @@ describe("the packed package", () => {
       expect(out.aborted).toMatch(/^AbortError: the run of alice \(its box killed, its token revoked, its record finished as ended by signal\) was aborted/)
       const runs = d.file("data", "runs", "alice")
       // A warm box waiting has a folder with no record yet.
-      const records = fs.readdirSync(runs).filter((r) => fs.existsSync(path.join(runs, r, "run.json"))).map((r) => JSON.parse(fs.readFileSync(path.join(runs, r, "run.json"), "utf8")) as { run_id: string; ended_by: string; prompt?: string })
+      const records = fs.readdirSync(runs).filter((r) => fs.existsSync(path.join(runs, r, "run.json"))).map((r) => JSON.parse(fs.readFileSync(path.join(runs, r, "run.json"), "utf8")) as { run_id: string; ended_by: string; kind: string; prompt?: string })
+      // The talk's abort ends its session as the run's did; the wait's abort ends the wait, not the task (still queued then).
+      expect(out.talkWasAtWork).toBe(true)
+      expect(out.talkAborted).toMatch(/^AbortError: the talk with alice \(its box killed, its token revoked, its record finished as ended by signal\) was aborted \(enough talk\)/)
+      expect(out.waitAborted).toMatch(new RegExp(`^AbortError: the wait for task ${out.behind} \\(the task goes on; roster\.tasks\.cancel ends it\\) was aborted`))
+      expect(out.behindAfter).toBe("queued")
       const ended = records.filter((r) => r.ended_by === "signal")
-      expect(ended).toHaveLength(1)
-      const abortedRun = ended[0]?.run_id ?? ""
-      expect(await docker.listContainers({ all: true, filters: { label: [`roster.run-id=${abortedRun}`] } })).toEqual([])
+      expect(ended.map((r) => r.kind).sort()).toEqual(["box", "session"])
       const tokens = fs.readdirSync(d.file("state", "identity")).filter((f) => f.endsWith(".json"))
         .map((f) => JSON.parse(fs.readFileSync(path.join(d.file("state", "identity"), f), "utf8")) as { run_id: string })
-      expect(tokens.filter((t) => t.run_id === abortedRun)).toEqual([])
+      for (const abortedRun of ended.map((r) => r.run_id)) {
+        // A warm box taken by a run keeps the label it was made under and goes by the run's name.
+        const left = (await docker.listContainers({ all: true, filters: { label: [`roster.deployment=${d.file("config")}`] } }))
+          .filter((c) => c.Labels["roster.run-id"] === abortedRun || c.Names.some((n) => n.endsWith(abortedRun)))
+        expect(left).toEqual([])
+        expect(tokens.filter((t) => t.run_id === abortedRun)).toEqual([])
+      }
     } finally {
       await d.stop()
       await Effect.runPromise(Scope.close(scope, Exit.void))

@@ -388,6 +388,15 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
       const cut = await workerRun("!echo handed over")
       expect(cut.code, `${step}: ${cut.stdout}`).not.toBe(0)
       await until(`${step}: the daemon's death`, () => gone(pid))
+      // Cut after the engine's rename: the box goes by the run's id (its label still the id it was made under).
+      const renamedTo = step === "warm.handOver.renamed"
+        ? (await docker.listContainers({ all: true, filters: { label: [`roster.deployment=${deployment}`, `roster.run-id=${warm.runId}`] } })).flatMap((c) => c.Names.map((n) => /(\d{4}-\d{2}-\d{2}-[\d-]+-[0-9a-f]{8})$/.exec(n)?.[1] ?? ""))
+        : []
+      if (step === "warm.handOver.renamed") {
+        expect(renamedTo, `${step}: the box's names`).toHaveLength(1)
+        expect(renamedTo[0], step).not.toBe(warm.runId)
+        expect(renamedTo[0], step).not.toBe("")
+      }
       const started = await d.roster(["server", "start"])
       expect(started.code, started.stderr).toBe(0)
       // The run the hand-over was for, if its folder got its id.
@@ -407,6 +416,11 @@ describe("warm boxes (real engine, real gateway, the scripted engine in rpc mode
       // folder without its record: the strays check above).
       const allowed = step.startsWith("warm.claim.") ? [1] : step === "warm.handOver.renamed" ? [0, 1] : [0]
       expect(allowed, `${step}: ${runs.length} runs`).toContain(runs.length)
+      // The box renamed to the run's id is gone with the rest; a run on the record is the one it was renamed for.
+      if (step === "warm.handOver.renamed") {
+        expect((await docker.listContainers({ all: true, filters: { label: [`roster.deployment=${deployment}`] } })).filter((c) => c.Names.some((n) => n.endsWith(renamedTo[0]!))), step).toEqual([])
+        expect(runs.every((r) => r === renamedTo[0]), `${step}: ${runs.join(", ")} against ${renamedTo[0]}`).toBe(true)
+      }
       for (const run of runs) {
         await until(`${step}: the cut run finished`, () => (record(run).finished_at !== null ? true : undefined), 15_000)
         expect(record(run).ended_by, step).toBe("orphaned")
