@@ -102,7 +102,7 @@ const heldAnswer = (end: HoldEnd, refusal: Refusal, wait: number) =>
   })
 
 /** The chat thread a run's held requests are decided in: its chat session's, or the chat place its task answers to. */
-const approvalPlace = (worker: string, runId: string) =>
+export const approvalPlace = (worker: string, runId: string) =>
   readRunContextOrWhy(worker, runId).pipe(
     // The request is held all the same (roster approvals, the web list it): only where to post its card is not known.
     Effect.tap(({ problem }) =>
