@@ -457,6 +457,11 @@ describe("roster's own handling of a run under the defaults (gVisor, warm boxes)
   const runTokens = () => identityFiles(d).filter((f) => !(JSON.parse(fs.readFileSync(d.file("state", "identity", f), "utf8")) as { warm?: boolean }).warm)
   /** A run's box running, once there is one (30 s at most): not a warm box waiting. */
   const waitForRunBox = () => waitForBox(runBoxes)
+  /** Until the run tokens number `n` (10 s at most): the caller's expectation then says what there was. */
+  const runTokensSettle = async (n: number) => {
+    const deadline = Date.now() + 10_000
+    while (runTokens().length !== n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+  }
 
   it("box text with terminal escapes is shown, never obeyed: worker run's live view and runs show", async () => {
     // \u001b in the JSON is a real ESC once parsed: a window-title write and a screen clear.
@@ -490,6 +495,7 @@ describe("roster's own handling of a run under the defaults (gVisor, warm boxes)
       const deadline = Date.now() + 20_000
       while ((await runBoxes()).length > 0 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 250))
       expect(await runBoxes()).toEqual([])
+      await runTokensSettle(0)
       expect(runTokens()).toEqual([])
     } finally {
       gate.close()
@@ -501,12 +507,18 @@ describe("roster's own handling of a run under the defaults (gVisor, warm boxes)
     async (signal, code) => {
       const child = d.spawn(["worker", "run", "alice", "!sleep 100000"])
       const done = collect(child)
-      expect(await waitForRunBox()).toHaveLength(1)
-      expect(runTokens()).toHaveLength(1)
-      child.kill(signal)
+      try {
+        expect(await waitForRunBox()).toHaveLength(1)
+        // The warm box's token is bound to the run a moment after the box is renamed to it.
+        await runTokensSettle(1)
+        expect(runTokens()).toHaveLength(1)
+      } finally {
+        child.kill(signal)
+      }
       const r = await done
       expect(r.code).toBe(code)
       expect(await runBoxes()).toEqual([])
+      await runTokensSettle(0)
       expect(runTokens()).toEqual([])
       const run = lastRun(d)
       expect(run.record.ended_by).toBe("signal")
@@ -550,6 +562,7 @@ describe("roster's own handling of a run under the defaults (gVisor, warm boxes)
     const deadline = Date.now() + 10_000
     while ((await runBoxes()).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
     expect(await runBoxes()).toEqual([])
+    await runTokensSettle(0)
     expect(runTokens()).toEqual([])
     // The record is finished last, as the run's scope closes (after its box and token are gone).
     // A record not yet finished has finished_at null (run.json's schema), so wait on it being a string.
