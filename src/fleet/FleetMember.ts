@@ -26,6 +26,12 @@ export class FleetMember extends Context.Tag("roster/FleetMember")<FleetMember, 
    */
   readonly cutOff: Effect.Effect<boolean>
   /**
+   * True while no heartbeat has landed for as long as would cut the node off, whatever the reason —
+   * this process frozen or starved among them, which `cutOff` does not count: its lease may have
+   * lapsed unseen, so it claims nothing until a beat says whether it still holds it.
+   */
+  readonly leaseInDoubt: Effect.Effect<boolean>
+  /**
    * Takes `worker`'s box row fleet-wide for a box that is not a task's (a chat session's, `key`):
    * false while another live box of the worker holds it or its task runs on any node.
    */

@@ -16,7 +16,7 @@ import { TASKS_CHANNEL } from "./channels.js"
 import { configFingerprintIn } from "./fingerprint.js"
 import { afterLanded, afterMissed, beatEvery, CUT_OFF, cutOffAfterMs, freshHealth, type Health } from "./lease.js"
 import { boxRowElsewhere, giveBoxRow, takeBoxRow } from "./boxRows.js"
-import { fenceLostNodes, type FencedNode } from "./loss.js"
+import { fenceLostNodes, fenceNode, type FencedNode, isLockTimeout } from "./loss.js"
 import { migrate, SCHEMA_VERSION } from "./migrations.js"
 import { beat, leaveNode, listNodes, type NodeBeat, type NodeRow, nodeState, nodeView, registerNode } from "./nodes.js"
 import { freshPings, runnerCalls, withPings } from "./rpc/calls.js"
@@ -151,6 +151,7 @@ export const joinFleet = (opts: JoinOptions) =>
       changes,
       fenced: Ref.get(health).pipe(Effect.map((h) => h.fenced)),
       cutOff: Ref.get(health).pipe(Effect.map((h) => h.cutOff)),
+      leaseInDoubt: Effect.zipWith(Ref.get(health), Clock.currentTimeMillis, (h, now) => now - h.lastOk >= cutOffAfterMs(cluster)),
       rejoin,
       ...boxRows(node, Ref.get(instance), withSql),
       nudgeApprovals: calls.nudgeApprovals,
@@ -217,9 +218,13 @@ const heartbeatLoop = (
   Effect.gen(function*() {
     const b = yield* beatNow
     const stoodDown = (yield* Ref.get(health)).cutOff
-    const result = yield* withSql(beat(b, yield* Clock.currentTimeMillis, cluster, stoodDown)).pipe(
+    const beaten = yield* withSql(beat(b, yield* Clock.currentTimeMillis, cluster, stoodDown)).pipe(
       answerWithin(beatEvery(cluster), () => new Error(`no answer within ${Duration.format(beatEvery(cluster))}`))
     )
+    // A lapsed lease: the node fences its own instance first — its tasks back to the queue, every later write of
+    // it refused — and only then, fenced, kills its boxes (their ends would otherwise be written as the tasks' own).
+    const result = beaten === "lapsed" ? yield* fenceSelf(node, b.instance, withSql, cluster) : beaten
+    if (result === "waiting") return
     const now = yield* Clock.currentTimeMillis
     const was = yield* Ref.getAndUpdate(health, (h) => afterLanded(h, result, now))
     if (was.cutOff) yield* Effect.logWarning(`fleet: the database answers again; node ${node} takes work again (its stopped tasks carry on)`)
@@ -233,8 +238,8 @@ const heartbeatLoop = (
     if (result === "lapsed" && !was.fenced) {
       yield* Effect.logError(
         `fleet: node ${node} was silent past its lease ([cluster] node_timeout_s = ${cluster.node_timeout_s} s by the database's clock; ` +
-          "this process frozen or starved): the fleet counts it lost, so nothing its boxes do can land — its boxes are killed, " +
-          "then it joins again as a new instance, fencing the old one (its tasks back to the queue)"
+          "this process frozen or starved): the fleet counts it lost, so it fenced its own instance (its tasks back to the queue) — " +
+          "its boxes are killed, then it joins again as a new instance"
       )
     }
     if (result === "taken") yield* Effect.logError(`fleet: node ${node}'s name was taken over by another daemon while this one was silent: stop one of them`)
@@ -253,6 +258,21 @@ const heartbeatLoop = (
       if (is.cutOff && !was.cutOff) yield* Effect.logError(`fleet: ${CUT_OFF}`)
     })
   ))
+
+/**
+ * Fences this node's own instance, its lease lapsed: "lapsed" once fenced (by it, or by another node
+ * meanwhile); "waiting" while a landing of it still holds its row (the next beat tries again — that
+ * landing is refused all the same, its lease being over).
+ */
+const fenceSelf = (node: string, instance: string, withSql: WithSql, cluster: ClusterSection) =>
+  withSql(fenceNode({ name: node, instance }, cluster, node, 0)).pipe(
+    Effect.flatMap((fenced) => (fenced ? logFenced(fenced) : Effect.void)),
+    Effect.as("lapsed" as const),
+    Effect.catchIf(isLockTimeout, () =>
+      Effect.logInfo(`fleet: node ${node}'s lease lapsed, and a landing of it still holds its row: it fences itself at the next beat`).pipe(
+        Effect.as("waiting" as const)
+      ))
+  )
 
 /** The fleet as the database has it, each node compared with this one's config. */
 const fleetStatus = (

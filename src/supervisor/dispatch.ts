@@ -259,9 +259,10 @@ export const dispatchPass = (st: SupervisorState) =>
     const store = yield* TaskStore
     yield* deliverPending()
     // A node the fleet fenced takes nothing until it has put its boxes down and joined again; one
-    // cut off from the fleet's database, nothing until a heartbeat lands again.
+    // cut off from the fleet's database, or whose last beat is too old to know its lease holds (a
+    // process thawed from a freeze), nothing until a heartbeat lands again.
     const member = yield* Effect.serviceOption(FleetMember)
-    if (Option.isSome(member) && ((yield* member.value.fenced) || (yield* member.value.cutOff))) return
+    if (Option.isSome(member) && ((yield* member.value.fenced) || (yield* member.value.cutOff) || (yield* member.value.leaseInDoubt))) return
     const org = yield* (yield* OrgConfig).snapshot
     const credential = yield* modelCredentialAvailable
     // A node of a fleet without a credential only takes nothing: the queue is every node's, and

@@ -38,6 +38,7 @@ const fakeMember = (over: Partial<Context.Tag.Service<FleetMember>>) =>
     changes: Stream.never,
     fenced: Effect.succeed(false),
     cutOff: Effect.succeed(false),
+    leaseInDoubt: Effect.succeed(false),
     rejoin: Effect.void,
     takeBox: () => Effect.succeed(true),
     giveBox: () => Effect.void,
@@ -198,6 +199,7 @@ describe("the supervisor (Docker test layer)", () => {
     const cutOff = Ref.unsafeMake(false)
     const member = fakeMember({
       cutOff: Ref.get(cutOff),
+      leaseInDoubt: Effect.succeed(false),
       rejoin: Effect.die("a node cut off is not fenced: it never joins again")
     })
     return Effect.gen(function*() {
