@@ -98,8 +98,10 @@ const http = require("http"), fs = require("fs")
 const u = new URL(process.env.HTTPS_PROXY)
 const token = decodeURIComponent(u.username)
 const [gwHost, gwPort] = process.env.ROSTER_GATEWAY.split(":")
+// Straight to the gateway's action port: an agent of its own, so Node's HTTP_PROXY support does not send it through the proxy.
+const direct = new http.Agent()
 const act = (name, body) => new Promise((resolve) => {
-  const r = http.request({ host: gwHost, port: gwPort, method: "POST", path: "/v1/actions/" + name, headers: { authorization: "Bearer " + token, "content-type": "application/json" } }, (res) => {
+  const r = http.request({ agent: direct, host: gwHost, port: gwPort, method: "POST", path: "/v1/actions/" + name, headers: { authorization: "Bearer " + token, "content-type": "application/json" } }, (res) => {
     let b = ""
     res.on("data", (c) => (b += c))
     res.on("end", () => resolve(res.statusCode + " " + b.replace(/\s+/g, " ")))
@@ -244,7 +246,9 @@ describe("from inside a box (the real box image, a warm box, the default runtime
     const heir = await run("remember")
     expect(recordOf(heir).tainted?.length).toBeGreaterThan(0)
     expect(recordOf(heir).tainted).toContainEqual(expect.objectContaining({ reason: "inherited", inherited_from: source, detail: expect.stringContaining("alice's store (/pihome/store)") }))
-    expect(stdoutOf(heir)).toMatch(/REMEMBER 200 .*"pending":true/)
+    const remembered = (id: string) => /REMEMBER .*/.exec(stdoutOf(id))?.[0] ?? "(no REMEMBER line)"
+    // (The script's lines may sit inside the transcript's JSON strings, their quotes escaped.)
+    expect(remembered(heir)).toMatch(/^REMEMBER 200 .*pending\\?":\s*true/)
     // A person looks and clears both: the tainted run's mark on the store goes, said so; the next run is clean and remembers at once.
     const untainted = await d.roster(["runs", "untaint", source, "--reason", "read what it left: harmless"])
     expect(untainted.code, untainted.stderr).toBe(0)
@@ -252,7 +256,8 @@ describe("from inside a box (the real box image, a warm box, the default runtime
     expect((await d.roster(["runs", "untaint", heir, "--reason", "it only read it"])).code).toBe(0)
     const clean = await run("remember")
     expect(recordOf(clean).tainted ?? []).toEqual([])
-    expect(stdoutOf(clean)).toMatch(/REMEMBER 200 (?!.*"pending":true)/)
+    expect(remembered(clean)).toMatch(/^REMEMBER 200 /)
+    expect(remembered(clean)).not.toMatch(/pending\\?":\s*true/)
   }, 180_000)
 
   it("20 open taints, a person's untaint of the live run, then one more refused host: tainted again, never worn out; the run goes on (issue 64.2)", async () => {
@@ -260,8 +265,9 @@ describe("from inside a box (the real box image, a warm box, the default runtime
     const before = new Set(fs.readdirSync(runs))
     const child = d.spawn(["worker", "run", "alice", "!node /pihome/store/leave.cjs cap"])
     const done = collect(child)
-    const runId = await until("the run's folder", () => fs.readdirSync(runs).find((r) => !before.has(r) && fs.existsSync(path.join(runs, r, "events.jsonl"))), 60_000)
-    const events = () => fs.readFileSync(path.join(runs, runId, "events.jsonl"), "utf8").trim().split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as { kind: string; taint?: { host: string } })
+    // The run's folder has its record (a warm box made meanwhile has a folder, and no record until a run takes it).
+    const runId = await until("the run's folder", () => fs.readdirSync(runs).find((r) => !before.has(r) && fs.existsSync(path.join(runs, r, "run.json"))), 60_000)
+    const events = () => (fs.existsSync(path.join(runs, runId, "events.jsonl")) ? fs.readFileSync(path.join(runs, runId, "events.jsonl"), "utf8") : "").trim().split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as { kind: string; taint?: { host: string } })
     await until("20 taints on the record", () => (events().filter((e) => e.kind === "taint").length >= 20 ? true : undefined), 30_000)
     const untainted = await d.roster(["runs", "untaint", runId, "--reason", "looked: a test"])
     expect(untainted.code, untainted.stderr).toBe(0)
