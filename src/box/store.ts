@@ -127,14 +127,21 @@ export const restoreSnapshot = Effect.fn("store.restore")(function*(worker: stri
   const from = path.join(files.snapshotsDir(worker), id, "store")
   const incoming = `${store}.restoring`
   const outgoing = `${store}.replaced`
+  // What a cut restore left: one that cannot go makes the copy into it fail below, saying where.
   for (const leftover of [incoming, outgoing]) yield* fs.remove(leftover, { recursive: true }).pipe(Effect.ignore)
-  // A snapshot of an empty store has no store folder: restoring it empties the store.
-  if (yield* fs.exists(from).pipe(Effect.orElseSucceed(() => false))) yield* copyStore(from, incoming)
+  // A snapshot of an empty store has no store folder: restoring it empties the store. One that cannot be looked
+  // at is an error, never taken for empty (that would empty the store).
+  if (yield* fs.exists(from).pipe(Effect.mapError(failing("reading the snapshot")))) yield* copyStore(from, incoming)
   else yield* fs.makeDirectory(incoming, { recursive: true }).pipe(Effect.mapError(failing("creating the store")))
   if (owner) yield* lchownTree(incoming, owner.uid, owner.gid).pipe(Effect.mapError(failing("handing the store to the box user")))
-  if (yield* fs.exists(store).pipe(Effect.orElseSucceed(() => false))) yield* fs.rename(store, outgoing).pipe(Effect.mapError(failing("moving the current store aside")))
+  if (yield* fs.exists(store).pipe(Effect.mapError(failing("looking at the current store")))) {
+    yield* fs.rename(store, outgoing).pipe(Effect.mapError(failing("moving the current store aside")))
+  }
   yield* fs.rename(incoming, store).pipe(Effect.mapError(failing("putting the snapshot in place")))
-  yield* fs.remove(outgoing, { recursive: true }).pipe(Effect.ignore)
+  // The restore is done; the store it replaced, left beside it, is said (and goes at the next restore).
+  yield* fs.remove(outgoing, { recursive: true }).pipe(
+    Effect.catchAll((e) => Effect.logWarning(`the store ${worker} had before the restore could not be removed (${e.message}): remove it with: rm -rf ${outgoing}`))
+  )
 })
 
 export interface SnapshotOutcome {
@@ -175,6 +182,7 @@ export const snapshotStore = Effect.fn("store.snapshot")(function*(worker: strin
   const previous: Manifest = latest
     ? yield* fs.readFileString(path.join(root, latest, "manifest.json")).pipe(
       Effect.flatMap(Schema.decode(Schema.parseJson(Manifest))),
+      // A last manifest that cannot be read counts every file as changed: a snapshot is taken, never one skipped.
       Effect.orElseSucceed((): Manifest => ({}))
     )
     : {}
@@ -183,6 +191,7 @@ export const snapshotStore = Effect.fn("store.snapshot")(function*(worker: strin
   const dir = path.join(root, runId)
   const partial = `${dir}.partial`
   yield* Effect.acquireUseRelease(
+    // A partial a cut copy left: one that cannot go makes the copy into it fail, saying where.
     fs.remove(partial, { recursive: true }).pipe(Effect.ignore, Effect.as(partial)),
     (tmp) =>
       Effect.gen(function*() {
@@ -194,6 +203,7 @@ export const snapshotStore = Effect.fn("store.snapshot")(function*(worker: strin
         )
         yield* fs.rename(tmp, dir).pipe(Effect.mapError(failing("completing the snapshot")))
       }),
+    // The copy's own failure is what is returned; a partial left is never counted as a snapshot (its name), and goes next time.
     (tmp, exit) => (exit._tag === "Success" ? Effect.void : fs.remove(tmp, { recursive: true }).pipe(Effect.ignore))
   )
   for (const old of [...existing, runId].sort().slice(0, Math.max(0, existing.length + 1 - keep))) {
