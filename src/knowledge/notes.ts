@@ -31,6 +31,7 @@ const unlandedOf = (worker: string, mount: MountRule) =>
     const mine: Array<string> = []
     for (const ref of out.split("\n").filter((r) => r.startsWith("refs/quarantine/run-"))) {
       // Run ids are unique across workers; a ref is this worker's when its run record is.
+      // A run folder that cannot be looked at leaves its ref out of this briefing only: the work stays in quarantine.
       if (yield* fs.exists(files.runDir(worker, ref.slice("refs/quarantine/run-".length))).pipe(Effect.orElseSucceed(() => false))) mine.push(ref)
       if (mine.length >= MAX_LISTED) break
     }
@@ -41,6 +42,7 @@ const unlandedOf = (worker: string, mount: MountRule) =>
 export const repoNotes = Effect.fn("knowledge.notes")(function*(worker: string, mounts: ReadonlyArray<MountRule>) {
   const notes: Array<RepoNote> = []
   for (const m of gatedRepos(mounts)) {
+    // A repo that cannot be read says nothing in the briefing: provisioning the run reports it, and its work stays where it is.
     const found = yield* unlandedOf(worker, m).pipe(Effect.orElseSucceed(() => ({ defaultBranch: null, unlanded: [] as Array<string> })))
     notes.push({ name: m.name, rw: m.rw, protect: m.protect, ...found })
   }

@@ -54,6 +54,7 @@ const checkPush = (c: Checkout, head: string, landed: string) =>
 const advance = (at: ReturnType<typeof inCanonical>, branch: string, ref: string, head: string, landed: string, message: string) =>
   Effect.gen(function*() {
     const bare = (yield* gitLine({ ...at, args: ["rev-parse", "--is-bare-repository"] })) === "true"
+    // symbolic-ref --quiet fails only when HEAD is detached: no branch checked out, so no worktree to advance.
     const current = bare ? "" : yield* gitLine({ ...at, args: ["symbolic-ref", "--quiet", "HEAD"] }).pipe(Effect.orElseSucceed(() => ""))
     if (current === `refs/heads/${branch}`) {
       const dirty = yield* git({ ...at, args: ["status", "--porcelain", "--untracked-files=no"] })
@@ -75,6 +76,7 @@ const land = (c: Checkout, runId: string, head: string, landed: string) =>
     yield* git({ gitDir: c.scratch, args: ["update-ref", "refs/roster/land", head] })
     yield* git({ ...at, args: ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", c.scratch, `+refs/roster/land:${landing}`] })
     return yield* advance(at, c.default_branch, landing, head, landed, `roster: knowledge_push of run ${runId}`).pipe(
+      // A landing ref left (refs/roster/landing/…) holds nothing that matters and is replaced by the run's next push.
       Effect.ensuring(git({ ...at, args: ["update-ref", "-d", landing] }).pipe(Effect.ignore))
     )
   })
@@ -98,6 +100,7 @@ export const landQuarantined = Effect.fn("knowledge.landQuarantined")(function*(
   return yield* Effect.gen(function*() {
     const c = yield* readCanonical(mount)
     const at = inCanonical(c)
+    // --verify --quiet fails only when there is no such commit: none to land, said just below.
     const head = yield* gitLine({ ...at, args: ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`] }).pipe(Effect.orElseSucceed(() => ""))
     if (head === "") return result(false, `${ref} is not in ${c.path} any more`)
     if (yield* gitSays({ ...at, args: ["merge-base", "--is-ancestor", head, c.head] })) return result(true, `already on ${c.defaultBranch}`, head)
