@@ -200,7 +200,12 @@ const make = Effect.gen(function*() {
   const member = yield* Effect.serviceOption(FleetMember)
   const node = Option.isSome(member) ? member.value.node : null
   // A stop's --fail-running was for the daemon it stopped.
-  yield* (yield* FileSystem.FileSystem).remove(layout(yield* Paths).stopFailsRunning).pipe(Effect.ignore)
+  const failsRunning = layout(yield* Paths).stopFailsRunning
+  yield* (yield* FileSystem.FileSystem).remove(failsRunning).pipe(Effect.catchAll((e) =>
+    e._tag === "SystemError" && e.reason === "NotFound"
+      ? Effect.void
+      : Effect.logWarning(`the mark of a stop's --fail-running could not be removed (${e.message}): the next daemon's stop would fail its running tasks too — remove it with: rm ${failsRunning}`)
+  ))
   // Adoption first, then the queue: a task whose box survived is never started again.
   yield* recover(node)
   // Answers a dead daemon owed (a task that ended just before it died) go out before anything new runs.

@@ -25,6 +25,7 @@ const boxesOf = (worker: string) =>
     const files = layout(yield* Paths)
     const out: Array<{ readonly box: FoundBox; readonly run: boolean }> = []
     for (const box of (yield* deploymentBoxes).filter((b) => b.worker === worker)) {
+      // A warm box whose record cannot be looked at is taken for a run's: its store is left alone.
       const taken = box.kind !== "warm" || (yield* fs.exists(runFiles(files.runDir(worker, box.runId)).record).pipe(Effect.orElseSucceed(() => true)))
       out.push({ box, run: taken })
     }
@@ -74,8 +75,10 @@ export const sweepStores = Effect.gen(function*() {
   const files = layout(yield* Paths)
   const taken: Array<string> = []
   for (const worker of yield* listWorkers) {
+    // A store that cannot be looked at is left as it is: no snapshot taken or pruned this pass.
     if (!(yield* fs.exists(files.storeDir(worker)).pipe(Effect.orElseSucceed(() => false)))) continue
     if ((yield* liveRunsOf(worker)).length > 0) continue
+    // A worker.toml that does not read keeps the default count (5): the next run's start says what is wrong with it.
     const keep = (yield* readWorkerSettings(worker).pipe(Effect.orElseSucceed(() => ({ store: { snapshots: 5 } })))).store.snapshots
     const done = yield* snapshotStore(worker, yield* snapshotIdAt(worker, "sweep"), keep).pipe(
       Effect.catchAll((e) => Effect.logWarning(`store sweep: ${worker}: ${e.message}`).pipe(Effect.as(undefined)))

@@ -34,6 +34,7 @@ const reattach = (box: FoundBox, runDir: string, output: FoundAgain["output"]) =
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const files = runFiles(runDir)
+    // A file that cannot be measured skips nothing: the replay may repeat lines in it, never lose one.
     const sizeOf = (file: string) => fs.stat(file).pipe(Effect.map((s) => Number(s.size)), Effect.orElseSucceed(() => 0))
     const caps = outputCaps((yield* (yield* OrgConfig).snapshot).box)
     const attached = yield* output
@@ -42,6 +43,7 @@ const reattach = (box: FoundBox, runDir: string, output: FoundAgain["output"]) =
     return Fiber.join(out).pipe(Effect.zipRight(Fiber.join(err)))
   }).pipe(
     Effect.tapError((e) => Effect.logWarning(`box ${box.name}: its output after the restart is not recorded (${e.message})`)),
+    // Said just above; the box's end is awaited all the same.
     Effect.orElseSucceed(() => Effect.void)
   )
 
@@ -99,6 +101,7 @@ const turnEnded = (runDir: string) =>
     if (ended) return true
     const kind = readEvent(line).kind
     return kind === "turn-end" || kind === "settled"
+    // A transcript that cannot be read is taken for a turn cut short: its task carries on, never counted done unread.
   }).pipe(Effect.orElseSucceed(() => false))
 
 const removeWarmFolder = (box: FoundBox) =>
@@ -125,6 +128,7 @@ export const takeOver = Effect.fn("supervisor.takeOver")(function*(box: FoundBox
   }
   return yield* Effect.scoped(Effect.gen(function*() {
     const held = yield* resumeRunRecord(box.worker, box.runId).pipe(Effect.either)
+    // revokeRunTokens says itself each token it could not remove, with the fix.
     yield* Effect.addFinalizer(() => revokeRunTokens(box.runId).pipe(Effect.ignore))
     if (Either.isLeft(held)) {
       yield* killAndRemove(box.id)
@@ -133,6 +137,7 @@ export const takeOver = Effect.fn("supervisor.takeOver")(function*(box: FoundBox
       return { ...unknown, found: false, ...(box.kind === "warm" ? { error: "a warm box no run took: removed" } : {}) }
     }
     const record = held.right.open
+    // A worker.toml that does not read keeps the default count of snapshots (5).
     const keep = yield* readWorkerSettings(box.worker).pipe(Effect.map((s) => s.store.snapshots), Effect.orElseSucceed(() => 5))
     yield* snapshotOnClose(record, keep)
     yield* Effect.addFinalizer(() => reposOnClose(record))
@@ -140,6 +145,7 @@ export const takeOver = Effect.fn("supervisor.takeOver")(function*(box: FoundBox
     const adopted = how.how === "adopt"
       ? yield* awaitAdopted(box, record.runDir)
       : yield* Effect.flatMap(BoxBackend, (b) => b.kill(box.id)).pipe(
+        // The finalizer above kills and removes it again, and says a refusal (removeOrSay).
         Effect.ignore,
         Effect.as({ endedBy: how.as, exitCode: null, error: null })
       )
@@ -169,6 +175,7 @@ export const takeOver = Effect.fn("supervisor.takeOver")(function*(box: FoundBox
  */
 export const finishLeftRun = (worker: string, runId: string, reason: string) =>
   Effect.scoped(Effect.gen(function*() {
+    // revokeRunTokens says itself each token it could not remove, with the fix.
     yield* Effect.addFinalizer(() => revokeRunTokens(runId).pipe(Effect.ignore))
     const held = yield* resumeRunRecord(worker, runId).pipe(Effect.option)
     if (held._tag === "None" || held.value.record.finished_at !== null) return
