@@ -2,6 +2,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
 import * as C from "../contract/constants.js"
 import type { Engine } from "../backend/plan.js"
+import { namesIn } from "../fs/namesIn.js"
 
 export class EngineError extends Schema.TaggedError<EngineError>()("EngineError", {
   dir: Schema.String,
@@ -40,7 +41,7 @@ export const resolveMountedEngine = Effect.fn("engine.resolveMounted")(function*
   const entry = path.join(pkgDir, bin)
   if (!entry.startsWith(`${root}${path.sep}`)) return yield* Effect.fail(fail(`pi resolves outside the checkout (${entry})`))
   const extDir = path.join(root, "box/extensions")
-  const exts = (yield* fs.readDirectory(extDir).pipe(Effect.orElseSucceed(() => [] as Array<string>))).filter((f) => f.endsWith(".ts")).sort()
+  const exts = (yield* namesIn(fs, extDir, "the engine's extensions")).filter((f) => f.endsWith(".ts")).sort()
   return {
     kind: "mounted",
     hostDir: root,

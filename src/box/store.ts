@@ -5,6 +5,7 @@ import { Paths, layout } from "../config/Paths.js"
 import { isRunId } from "../config/names.js"
 import { Files } from "../fs/Files.js"
 import { copyTree, lchownTree } from "../fs/tree.js"
+import { namesIn } from "../fs/namesIn.js"
 
 /** A store snapshot or restore that failed, with the step that failed. */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", { detail: Schema.String }) {
@@ -159,7 +160,7 @@ export const provisionStore = Effect.fn("store.provision")(function*(worker: str
 /** The snapshots of a worker's store, oldest first; a `.partial` left by a cut copy is never one. */
 export const listSnapshots = Effect.fn("store.listSnapshots")(function*(worker: string) {
   const root = layout(yield* Paths).snapshotsDir(worker)
-  const names = yield* (yield* FileSystem.FileSystem).readDirectory(root).pipe(Effect.orElseSucceed(() => [] as Array<string>))
+  const names = yield* namesIn(yield* FileSystem.FileSystem, root, `the snapshots of ${worker}'s store`)
   return names.filter((n) => !n.startsWith(".") && !n.endsWith(".partial")).sort()
 })
 

@@ -4,6 +4,7 @@ import { isRunId } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
 import { ownerAlive } from "../contract/owner.js"
 import { RunLog } from "../run/RunLog.js"
+import { namesIn } from "../fs/namesIn.js"
 
 /** A run's record by id alone: its worker found by its folder (one stat per worker; a fleet's run folders are shared). */
 const runById = (runId: string) =>
@@ -12,7 +13,7 @@ const runById = (runId: string) =>
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const root = layout(yield* Paths).runsDir
-    for (const worker of yield* fs.readDirectory(root).pipe(Effect.orElseSucceed(() => [] as Array<string>))) {
+    for (const worker of yield* namesIn(fs, root, "the runs")) {
       if (yield* fs.exists(path.join(root, worker, runId)).pipe(Effect.orElseSucceed(() => false))) return yield* (yield* RunLog).read(worker, runId)
     }
     return undefined

@@ -5,6 +5,7 @@ import { runFiles } from "../contract/runFiles.js"
 import { KnowledgePush } from "../contract/knowledge.js"
 import { PreflightResult } from "../contract/preflight.js"
 import { Taint, Untaint } from "../contract/taint.js"
+import { namesIn } from "../fs/namesIn.js"
 
 /**
  * What the gateway (and a person) learn about a run while another process holds its run.json:
@@ -65,7 +66,7 @@ export const eventsIn = (fs: FileSystem.FileSystem) => {
     Effect.gen(function*() {
       const own = yield* readEvents(runFiles(runDir).events)
       if (!fleetRun) return own
-      const names = (yield* fs.readDirectory(runDir).pipe(Effect.orElseSucceed((): Array<string> => []))).filter((n) => NODE_EVENTS.test(n)).sort()
+      const names = (yield* namesIn(fs, runDir, "a run's folder (its nodes' events files)")).filter((n) => NODE_EVENTS.test(n)).sort()
       const others = yield* Effect.forEach(names, (n) => readEvents(path.join(runDir, n)))
       return [...own, ...others.flat()]
     })

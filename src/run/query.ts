@@ -8,16 +8,17 @@ import { RunIndex, type RunRef } from "./RunIndex.js"
 import { AuditIndex } from "./AuditIndex.js"
 import { type TaintEvent, TaintLog } from "./TaintLog.js"
 import { type AuditLine, readAuditLine } from "../contract/auditLine.js"
+import { namesIn } from "../fs/namesIn.js"
 
 /** Every run folder as (worker, id), newest first by id (ids begin with their start time): no record read. */
 export const runDirs = (worker: Option.Option<string>) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const root = layout(yield* Paths).runsDir
-    const workers = Option.isSome(worker) ? [worker.value] : yield* fs.readDirectory(root).pipe(Effect.orElseSucceed(() => [] as Array<string>))
+    const workers = Option.isSome(worker) ? [worker.value] : yield* namesIn(fs, root, "the runs")
     const out: Array<RunRef> = []
     for (const w of workers) {
-      for (const id of (yield* fs.readDirectory(`${root}/${w}`).pipe(Effect.orElseSucceed(() => [] as Array<string>))).filter(isRunId)) out.push({ worker: w, run_id: id })
+      for (const id of (yield* namesIn(fs, `${root}/${w}`, `the runs of ${w}`)).filter(isRunId)) out.push({ worker: w, run_id: id })
     }
     return out.sort((a, b) => (a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0))
   })
@@ -62,7 +63,7 @@ export const findRun = (runId: string) =>
       const record = yield* readRunDir(path.join(root, indexed.value, runId), taints)
       if (record) return record
     }
-    for (const w of yield* fs.readDirectory(root).pipe(Effect.orElseSucceed(() => [] as Array<string>))) {
+    for (const w of yield* namesIn(fs, root, "the runs")) {
       const dir = path.join(root, w, runId)
       if (yield* fs.exists(dir).pipe(Effect.orElseSucceed(() => false))) return yield* readRunDir(dir, taints)
     }
@@ -102,7 +103,7 @@ export const auditOf = (run: {
     const starts = new Map(Option.isSome(indexed) ? indexed.value.map((s) => [`${s.day}.jsonl`, s.offset]) : [])
     const firstDay = Option.isSome(indexed) && indexed.value[0] ? indexed.value[0].day : startedAt.slice(0, 10)
     const lastDay = run.finished_at ? nextDay(run.finished_at) : "9999-12-31"
-    const files = (yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed(() => [] as Array<string>)))
+    const files = (yield* namesIn(fs, dir, "the audit log"))
       .filter((f) => f.endsWith(".jsonl") && f.slice(0, 10) >= firstDay && f.slice(0, 10) <= lastDay).sort()
     const out: Array<AuditLine> = []
     // A day's audit holds every run's requests: read it line by line, never whole.

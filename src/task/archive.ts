@@ -4,6 +4,7 @@ import type { TaskPlace } from "./place.js"
 import { isFinal, isTaskId, type TaskRecord, TaskStoreError } from "./TaskRecord.js"
 import { readTaskFile } from "./unreadable.js"
 import { byQueueOrder } from "./readTasks.js"
+import { namesIn } from "../fs/namesIn.js"
 
 /** Whether a finished task still owes its answer (a reply_to not yet delivered, or a delivery under way). */
 const owesAnswer = (t: TaskRecord) =>
@@ -50,7 +51,7 @@ export const localArchive = ({ fs, path, paths }: Omit<TaskPlace, "files">) => {
   get: (taskId: string) =>
     Effect.gen(function*() {
       if (!isTaskId(taskId)) return undefined
-      const months = yield* fs.readDirectory(root).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
+      const months = yield* namesIn(fs, root, "the task archive")
       for (const m of [...months].sort().reverse()) {
         const got = yield* read(path.join(root, m, `${taskId}.json`))
         if (got._tag === "Task") return { ...got.task, archived: true }
@@ -59,7 +60,7 @@ export const localArchive = ({ fs, path, paths }: Omit<TaskPlace, "files">) => {
     }),
   /** Every archived task, in queue order; a file that does not decode is skipped (the archive is never rewritten). */
   list: Effect.gen(function*() {
-    const months = yield* fs.readDirectory(root).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
+    const months = yield* namesIn(fs, root, "the task archive")
     const out: Array<TaskRecord> = []
     for (const m of months) {
       const names = yield* fs.readDirectory(path.join(root, m)).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))

@@ -3,6 +3,7 @@ import { layout } from "../config/Paths.js"
 import type { TaskPlace } from "./place.js"
 import { isTaskId, type TaskRecord } from "./TaskRecord.js"
 import { asideAsTask, putAside, readTaskFile } from "./unreadable.js"
+import { namesIn } from "../fs/namesIn.js"
 
 /** Queue order: by seq, then id (two CLIs adding at once while the daemon is down share a seq). */
 export const byQueueOrder = (a: TaskRecord, b: TaskRecord) => a.seq - b.seq || (a.task_id < b.task_id ? -1 : 1)
@@ -42,7 +43,7 @@ export const makeTaskReader = ({ fs, path, paths }: Omit<TaskPlace, "files">) =>
     )
 
   const readAside = Effect.gen(function*() {
-    const names = yield* fs.readDirectory(f.tasksUnreadableDir).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
+    const names = yield* namesIn(fs, f.tasksUnreadableDir, "the task records put aside")
     return yield* Effect.forEach(names.filter((n) => n.endsWith(".json")), (n) => asTask(path.join(f.tasksUnreadableDir, n)).pipe(Effect.option))
   })
 
@@ -61,7 +62,7 @@ export const makeTaskReader = ({ fs, path, paths }: Omit<TaskPlace, "files">) =>
 
   const readAll = (dir: string) =>
     Effect.gen(function*() {
-      const names = yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
+      const names = yield* namesIn(fs, dir, "the task records")
       const got = yield* Effect.forEach(names.filter((n) => n.endsWith(".json")), readOne, { concurrency: 16 })
       const put = (yield* readAside).flatMap((o) => (o._tag === "Some" ? [o.value] : []))
       // Put aside just now and read back from the aside folder too: listed once.

@@ -3,6 +3,7 @@ import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import { atomicIn } from "../fs/atomic.js"
 import { makeStampCache } from "../fs/stamp.js"
+import { namesIn } from "../fs/namesIn.js"
 
 /** A vault write that failed, or a connection name it refuses. */
 export class VaultError extends Schema.TaggedError<VaultError>()("VaultError", { detail: Schema.String }) {
@@ -84,7 +85,7 @@ export class Vault extends Context.Tag("roster/Vault")<Vault, {
           }).pipe(Effect.mapError((e) => new VaultError({ detail: e.message })))
           : Effect.succeed(false),
       list: Effect.gen(function*() {
-        const names = yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed(() => [] as Array<string>))
+        const names = yield* namesIn(fs, dir, "the vault's connections")
         const out: Array<{ readonly name: string; readonly entry: VaultEntry }> = []
         for (const f of names.filter((n) => n.endsWith(".json")).sort()) {
           const name = f.slice(0, -5)

@@ -6,6 +6,7 @@ import { Paths, layout } from "../config/Paths.js"
 import { WorkerSchema, type WorkerSettings } from "../config/schema.js"
 import { writeAtomic } from "../fs/atomic.js"
 import { makeStampCache } from "../fs/stamp.js"
+import { namesIn } from "../fs/namesIn.js"
 
 /** A worker's identity.md that no run may start from, with why and the fix. */
 export class BadIdentity extends Schema.TaggedError<BadIdentity>()("BadIdentity", {
@@ -93,9 +94,10 @@ export const listWorkers = Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const dir = layout(yield* Paths).workersDir
-  const names = yield* fs.readDirectory(dir).pipe(Effect.orElseSucceed(() => [] as Array<string>))
+  const names = yield* namesIn(fs, dir, "the workers")
   const out: Array<string> = []
-  for (const name of names.sort()) {
+  for (const name of [...names].sort()) {
+    // A folder that cannot be looked in is not listed as a worker (a worker is a folder with its identity.md).
     if (yield* fs.exists(path.join(dir, name, "identity.md")).pipe(Effect.orElseSucceed(() => false))) out.push(name)
   }
   return out
