@@ -66,6 +66,8 @@ const Fleet = Layer.unwrapScoped(Effect.gen(function*() {
   const org = yield* (yield* OrgConfig).snapshot
   if (!org.cluster) return SpendLedger.layer
   const env = Context.pick(Paths, BoxBackend)(yield* Effect.context<Paths | BoxBackend>())
+  // What a heartbeat tells the fleet of this node's boxes (shown by server status): an engine that does not
+  // answer shows none for that beat, and the next beat asks again; nothing is decided on these counts.
   const boxes = deploymentBoxes.pipe(Effect.map((b) => b.length), Effect.orElseSucceed(() => 0), Effect.provide(env))
   const liveBoxes = liveBoxesWithStats.pipe(Effect.orElseSucceed(() => []), Effect.provide(env))
   const { database, instance, member, nudges } = yield* joinFleet({ cluster: org.cluster, concurrency: org.supervisor.concurrency, boxes, liveBoxes })
@@ -92,6 +94,7 @@ const liveBoxesWithStats = Effect.gen(function*() {
   const runs = (yield* deploymentBoxes).filter((b) => b.kind !== "warm" || b.takenWarm === true)
   return yield* Effect.forEach(runs, (b) =>
     backend.stats(b.id).pipe(
+      // A box whose figures do not come (stopping, say) is listed without them.
       Effect.orElseSucceed(() => undefined),
       Effect.map((st): FleetBox => ({ ...boxFacts(b, now), ...(st ? { cpu_percent: st.cpuPercent, memory_bytes: st.memoryBytes } : {}) }))
     ), { concurrency: 8 })
@@ -130,6 +133,7 @@ const recordGateway = (port: number, addrs: ReadonlyArray<string>, boxAddr: stri
     yield* Effect.addFinalizer(() =>
       readGatewayState.pipe(
         Effect.flatMap((s) => (s?.pid === process.pid ? fs.remove(files.gatewayJson) : Effect.void)),
+        // A gateway.json left names this process, dead once it exits: the next start and server status read it as stale.
         Effect.ignore
       )
     )
@@ -146,6 +150,7 @@ const GatewayUp = Layer.scoped(Gateway, Effect.gen(function*() {
   const paths = yield* Paths
   const net = yield* BoxNetwork
   // `roster server start --addr` for this start, else [gateway] listen, else loopback and the bridge.
+  // Config.option fails only on a malformed value of a string: never, so none is the only fallback there is.
   const override = yield* Config.option(Config.string("ROSTER_GATEWAY_LISTEN")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
   const listen = Option.match(override, { onNone: () => org.gateway.listen, onSome: (s) => s.split(",").map((a) => a.trim()).filter((a) => a !== "") })
   const placed = gatewayAddresses(listen, net)

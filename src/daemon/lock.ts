@@ -53,6 +53,7 @@ const heldByLiveOwner = (file: string) =>
 const removeIfDead = (file: string) =>
   Effect.gen(function*() {
     if (yield* heldByLiveOwner(file)) return
+    // A dead owner's lock that cannot be removed stays in the way of the exclusive create: tried again, then said as the lock's error.
     yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(file)).pipe(Effect.ignore)
   })
 
@@ -71,9 +72,12 @@ const take = (file: string, text: string) =>
       if (yield* createExclusive(takeover, text)) {
         const took = yield* Effect.gen(function*() {
           if (yield* heldByLiveOwner(file)) return false
+          // As above: a lock that cannot be removed is tried again, then said as the lock's error (take's last lines).
           yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(file)).pipe(Effect.ignore)
           return yield* createExclusive(file, text)
-        }).pipe(Effect.ensuring(Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(takeover)).pipe(Effect.ignore)))
+        }).pipe(
+          // A takeover mark left holds no lock: a later start finds its owner dead and removes it (removeIfDead).
+          Effect.ensuring(Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(takeover)).pipe(Effect.ignore)))
         if (took) return
       } else {
         // Another start is taking over (or died doing so): its file goes once its owner is dead.
@@ -101,6 +105,7 @@ export const holdDaemonLock = Effect.gen(function*() {
   return yield* Effect.acquireRelease(take(file, text).pipe(Effect.as(record)), () =>
     readLock(file).pipe(
       Effect.flatMap((o) => (o._tag === "Some" && o.value.pid === me.pid && o.value.start === me.start ? fs.remove(file) : Effect.void)),
+      // A lock left behind names this process, dead once it exits: the next start takes it over.
       Effect.ignore
     ))
 })
