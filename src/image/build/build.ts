@@ -13,10 +13,12 @@ const SHIM_IMAGE = "debian:bookworm-slim"
 const canGet = (image: string) =>
   Effect.gen(function*() {
     const docker = yield* Docker
+    // A question, not a step: an image that cannot be inspected or pulled means build from what is here (the other way).
     if (yield* docker.imageInspect(image).pipe(Effect.orElseSucceed(() => undefined))) return true
     return yield* docker.imagePull(image, () => undefined).pipe(
       Effect.timeout("30 seconds"),
       Effect.as(true),
+      // No registry (the usual case here): false, and the image is built from the box's own files instead.
       Effect.orElseSucceed(() => false)
     )
   })
@@ -41,6 +43,7 @@ export const imageIsCurrent = (image: string) =>
   Effect.gen(function*() {
     const info = yield* (yield* Docker).imageInspect(image)
     return info?.labels["org.roster.engine-hash"] === (yield* engineHash())
+    // Not known to be current is rebuilt: the failure, if it is the engine's, shows again in the build itself.
   }).pipe(Effect.orElseSucceed(() => false))
 
 /** `roster box build`: the Dockerfile when a registry answers, the offline builder otherwise (or when asked). */
@@ -74,12 +77,14 @@ export const runCaptured = Effect.fn("box.runCaptured")(function*(image: string,
       ...(runtime ? { Runtime: runtime } : {})
     }
   }
+  // The check's own result is what matters; a check container left (named roster-check-…, no network) holds nothing.
   const id = yield* Effect.acquireRelease(docker.containerCreate(spec), (id) => docker.containerRemove(id).pipe(Effect.ignore))
   const attached = yield* docker.containerAttach(id)
   const exited = yield* docker.containerWait(id)
   const out = yield* Effect.fork(Stream.runFold(Stream.merge(attached.stdout, attached.stderr), "", (acc, c) => acc + new TextDecoder().decode(c)))
   yield* docker.containerStart(id)
   const exitCode = yield* exited.pipe(Effect.timeout("60 seconds"))
+  // The exit code is the check's answer; output that does not drain within 5 s after it is left out of the message only.
   return { exitCode, stdout: yield* out.await.pipe(Effect.flatten, Effect.timeout("5 seconds"), Effect.orElseSucceed(() => "")) } satisfies Captured
 }, Effect.scoped)
 
