@@ -13,6 +13,7 @@ const tagOption = Options.text("tag").pipe(
 const configuredTag = (tag: Option.Option<string>) =>
   Option.isSome(tag)
     ? Effect.succeed(tag.value)
+    // Outside a deployment (or with an org.toml that does not read, which every other command says) the default tag.
     : Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(Effect.map((o) => o.engine.image), Effect.orElseSucceed(() => "roster-box:1"))
 
 const build = Command.make("build", {
@@ -34,6 +35,7 @@ const build = Command.make("build", {
 // A deployment's [box] runtime; outside one, what a new deployment gets.
 const configuredRuntime = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
   Effect.map((o) => o.box),
+  // As the comment above says: outside a deployment (or with an org.toml that does not read), a new one's runtime.
   Effect.orElseSucceed(() => ({ runtime: "auto" as const })),
   Effect.flatMap((policy) => Effect.flatMap(BoxBackend, (b) => b.runtime(policy)))
 )

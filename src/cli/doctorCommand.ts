@@ -17,11 +17,13 @@ const fix = Options.boolean("fix").pipe(Options.withDescription(
 /** `[box] preflight_probe` as org.toml sets it (none: roster picks). */
 const configuredProbe = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
   Effect.map((o) => o.box.preflight_probe),
+  // An org.toml that does not read is doctor's own first line (orgTomlCheck); the probe then is roster's pick.
   Effect.orElseSucceed(() => undefined)
 )
 
 const boxRuntimeSetting = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
   Effect.map((o) => o.box.runtime),
+  // As above: doctor's first line says what is wrong with org.toml; the runtime checks go on with the default.
   Effect.orElseSucceed(() => "auto" as const)
 )
 
@@ -51,10 +53,17 @@ const fleetCheck = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
   Effect.flatMap((org) => (org._tag === "Some" && org.value.cluster ? checkFleet(org.value, org.value.cluster) : Effect.succeed(null)))
 )
 
+/** Whether this deployment's org.toml reads: a check of its own, so the others' defaults are never taken for its settings. */
+export const orgTomlCheck = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
+  Effect.as({ ok: true as const }),
+  Effect.catchAll((e) => Effect.succeed({ ok: false as const, detail: e.message }))
+)
+
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
 
 export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json }) =>
   Effect.gen(function*() {
+    const orgToml = yield* orgTomlCheck
     const found = yield* surveyLockdown
     const runtime = yield* checkRuntime(fix)
     const fixed = [...(fix ? yield* fixStale(found) : []), ...runtime.fixed]
@@ -62,8 +71,9 @@ export const doctorCommand = Command.make("doctor", { fix, json }, ({ fix, json 
     const fleet = yield* fleetCheck
     const logins = yield* checkLogins
     const preflight = probeReport(yield* configuredProbe, os.networkInterfaces())
-    if (json) return yield* Console.log(JSON.stringify({ lockdown: found, runtime: runtime.runtime, preflight, fixed, chat, logins, ...(fleet ? { fleet } : {}) }, null, 2))
+    if (json) return yield* Console.log(JSON.stringify({ org_toml: orgToml, lockdown: found, runtime: runtime.runtime, preflight, fixed, chat, logins, ...(fleet ? { fleet } : {}) }, null, 2))
     const ours = (yield* Paths).config
+    if (!orgToml.ok) yield* Console.log(`org.toml: FAILING — ${orgToml.detail} (the checks below use the defaults where it would say)`)
     if (found.length === 0) yield* Console.log("no roster networks or iptables chains on this host")
     for (const d of found) {
       const whose = d.deployment === null ? "(an older roster's, shared)" : `${d.deployment}${d.deployment === ours ? " (this deployment)" : ""}`

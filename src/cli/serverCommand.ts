@@ -108,6 +108,7 @@ const start = Command.make("start", {
       return health?.ok ? "up" as const : yield* Effect.fail("starting" as const)
     }).pipe(
       Effect.retry(Schedule.spaced("200 millis").pipe(Schedule.upTo("30 seconds"))),
+      // Out of tries is the answer "timeout": said just below, with the log's last lines.
       Effect.orElseSucceed(() => "timeout" as const)
     )
     if (up !== "up") {
@@ -123,6 +124,7 @@ const start = Command.make("start", {
       Effect.flatMap((ok) => (ok ? Effect.void : Effect.fail("not yet" as const))),
       Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo("15 seconds"))),
       Effect.as(true),
+      // Not answering within 15 s is said below (the supervisor still starting), never taken for answering.
       Effect.orElseSucceed(() => false)
     )
     const s = yield* readGatewayState
@@ -148,6 +150,7 @@ const stop = Command.make("stop", {
     process.kill(pid, "SIGTERM")
     const gone = yield* alive(pid).pipe(Effect.flatMap((up) => (up ? Effect.fail("alive") : Effect.succeed(true))),
       Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo("10 seconds"))),
+      // Still alive after 10 s is said below, with the kill -9 that ends it.
       Effect.orElseSucceed(() => false)
     )
     if (!gone) {

@@ -103,10 +103,12 @@ const edit = Command.make("edit", {
       return yield* Effect.fail(new BadInput({ detail: `that cannot be ${worker}'s identity: ${bad}; nothing changed — your draft is kept in ${draft}: fix it and run roster worker edit ${worker} --identity-file ${draft}` }))
     }
     if (text === before) {
+      // A draft left beside identity.md is harmless: the next edit writes over it.
       yield* fs.remove(draft).pipe(Effect.ignore)
       return yield* Console.log(`${worker}'s identity is unchanged (${file})`)
     }
     yield* writeAtomic(file, text)
+    // Saved: a draft left beside it is harmless, and the next edit writes over it.
     yield* fs.remove(draft).pipe(Effect.ignore)
     yield* Console.log(`${worker}'s identity saved; the next run of ${worker} starts from it:`)
     yield* printIdentity(text, file)
