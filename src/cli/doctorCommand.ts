@@ -53,10 +53,15 @@ const fleetCheck = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
   Effect.flatMap((org) => (org._tag === "Some" && org.value.cluster ? checkFleet(org.value, org.value.cluster) : Effect.succeed(null)))
 )
 
-/** Whether this deployment's org.toml reads: a check of its own, so the others' defaults are never taken for its settings. */
+/**
+ * Whether this deployment's org.toml reads: a check of its own, so the others' defaults are never
+ * taken for its settings. None at all is no failure (doctor runs before roster init too).
+ */
 export const orgTomlCheck = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
   Effect.as({ ok: true as const }),
-  Effect.catchAll((e) => Effect.succeed({ ok: false as const, detail: e.message }))
+  Effect.catchAll((e) =>
+    Effect.succeed(e.problems.some((p) => p.problem === "does not exist") ? { ok: true as const, absent: true as const } : { ok: false as const, detail: e.message })
+  )
 )
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))

@@ -15,6 +15,8 @@ describe("roster doctor's org.toml check (issue 64.7)", () => {
     fs.mkdirSync(path.dirname(file), { recursive: true })
     const layer = OrgConfig.layer.pipe(Layer.provide(Layer.mergeAll(NodeContext.layer, Paths.layerAt(paths))))
     return Effect.gen(function*() {
+      // Before roster init: none, and nothing failing.
+      expect(yield* orgTomlCheck.pipe(Effect.provide(layer))).toEqual({ ok: true, absent: true })
       fs.writeFileSync(file, "[box]\nruntime = \"runc\"\n")
       expect(yield* orgTomlCheck.pipe(Effect.provide(layer))).toEqual({ ok: true })
       fs.writeFileSync(file, "[box]\nruntime = \"runc\"\n[[grant]\n")
