@@ -8,6 +8,7 @@ import { writeAtomic } from "../fs/atomic.js"
 export const webToken = Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
   const file = layout(yield* Paths).webToken
+  // A token file that cannot be read (or holds no token) is made again: the old link stops working, and roster web prints the new one.
   const known = (yield* fs.readFileString(file).pipe(Effect.orElseSucceed(() => ""))).trim()
   if (/^[0-9a-f]{64}$/.test(known)) return known
   const token = crypto.randomBytes(32).toString("hex")

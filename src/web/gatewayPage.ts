@@ -57,7 +57,8 @@ export const gatewayView = Effect.gen(function*() {
         if (refusals.length > REFUSALS_SHOWN) refusals.shift()
       }
       return n + 1
-    }).pipe(Effect.ignore)
+      // The page shows the days it could read; one it could not is said in the log, not as a failed page.
+    }).pipe(Effect.catchAll((e) => Effect.logWarning(`web: the audit log of ${day} could not be read for the gateway page (${e.message})`)))
   }
   return { perHost, refusals: refusals.reverse() } satisfies GatewayView
 })

@@ -77,9 +77,12 @@ const runPage = (transcript: boolean) =>
 const workerPage = Effect.gen(function*() {
   const name = Option.getOrElse(yield* param("name", /^[a-z][a-z0-9-]{0,31}$/), () => "")
   if (!(yield* listWorkers).includes(name)) return yield* notFound("No such worker", "/workers", html`<p>There is no worker ${name}. <a href="/workers">Workers</a></p>`)
-  const identity = yield* readIdentity(name).pipe(Effect.orElseSucceed(() => ""))
+  // The page shows what it can: what could not be read is said where it would be.
+  const identity = yield* readIdentity(name).pipe(Effect.catchAll((e) => Effect.succeed(`(identity.md could not be read: ${e.message})`)))
   const settings = yield* readWorkerSettings(name).pipe(Effect.option)
-  const memory = yield* (yield* MemoryStore).list(name).pipe(Effect.orElseSucceed(() => []))
+  const memory = yield* (yield* MemoryStore).list(name).pipe(
+    Effect.catchAll((e) => Effect.logWarning(`web: ${name}'s memory could not be read for the worker page (${e.message})`).pipe(Effect.as([])))
+  )
   const { runs } = yield* pageOfRuns(0, 20, Option.some(name))
   const model = settings._tag === "Some" ? settings.value.model ?? null : null
   return yield* pageFor(`Worker ${name}`, "/workers", workerBody({ name, identity, model }, memory, runs))
@@ -91,6 +94,7 @@ const tasksPage = (note: string | null) =>
     const filter = { worker: url.searchParams.get("worker") ?? "", status: url.searchParams.get("status") ?? "" }
     const listed = yield* viaDaemon((c) =>
       c.tasks.list({ urlParams: { ...(filter.worker ? { worker: filter.worker } : {}), ...(isStatus(filter.status) ? { status: filter.status } : {}) } })
+      // No daemon to ask (or it did not answer): the page says the server is not running, with the command (tasksBody).
     ).pipe(Effect.orElseSucceed(() => Option.none()))
     return yield* pageFor("Tasks", "/tasks", tasksBody(Option.getOrNull(listed), yield* listWorkers, filter, session.csrf, note))
   })
@@ -126,6 +130,7 @@ const gatewayPage = (note: string | null) =>
   Effect.gen(function*() {
     // An org.toml that does not decode is said on the page itself (its rules section), not as a failed page.
     const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.orElseSucceed(() => null))
+    // No daemon to ask: nothing is held (held requests live in its gateway), which the page says.
     const pending = yield* viaDaemon((c) => c.approvals.list()).pipe(Effect.orElseSucceed(() => Option.none()))
     const check = yield* checkOf((yield* WebCall).url.searchParams)
     return yield* pageFor("Gateway", "/gateway", gatewayBody(yield* gatewayView, org, Option.getOrNull(pending), (yield* WebCall).session.csrf, note, check))

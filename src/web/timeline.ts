@@ -64,6 +64,8 @@ export const timelineOf = (run: RunRecord, runDir: string) =>
     const files = runFiles(runDir)
     const started = Date.parse(run.started_at)
     const fold = yield* foldFileLines(files.transcript, { entries: [], at: started, more: 0 } as Fold, step).pipe(
+      // The run page shows what it can: a transcript not there yet is none; one that cannot be read is said in the log.
+      Effect.tapError((e) => (e._tag === "SystemError" && e.reason === "NotFound" ? Effect.void : Effect.logWarning(`web: ${files.transcript} could not be read (${e.message})`))),
       Effect.orElseSucceed((): Fold => ({ entries: [], at: started, more: 0 }))
     )
     const requests: Array<Entry> = (yield* auditOf(run)).map((r) => ({
@@ -83,7 +85,11 @@ export const timelineOf = (run: RunRecord, runDir: string) =>
       const m = decodeMessageLine(line)
       if (Option.isSome(m) && acc.length < MAX_ENTRIES) acc.push({ kind: "message", at: Date.parse(m.value.time ?? "") || started, text: m.value.text ?? "" })
       return acc
-    }).pipe(Effect.orElseSucceed((): Array<Entry> => []))
+      // As the transcript: none yet is none; one that cannot be read is said in the log.
+    }).pipe(
+      Effect.tapError((e) => (e._tag === "SystemError" && e.reason === "NotFound" ? Effect.void : Effect.logWarning(`web: ${files.messages} could not be read (${e.message})`))),
+      Effect.orElseSucceed((): Array<Entry> => [])
+    )
     // pi's own order is kept: a stable sort by time only moves requests and messages in between.
     const entries = [...fold.entries, ...requests, ...messages].map((e, i) => ({ e, i })).sort((a, b) => a.e.at - b.e.at || a.i - b.i).map((x) => x.e)
     return { entries, more: fold.more }
