@@ -24,6 +24,7 @@ export type ControlClient = Effect.Effect.Success<ReturnType<typeof clientFor>>
 export const viaDaemon = <A, E, R>(f: (client: ControlClient) => Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const socket = layout(yield* Paths).controlSocket
+    // A socket that cannot be looked at is no daemon to hand to: the CLI does the work itself, as with none running.
     if (!(yield* (yield* FileSystem.FileSystem).exists(socket).pipe(Effect.orElseSucceed(() => false)))) return Option.none<A>()
     const client = yield* clientFor(socket)
     return yield* f(client).pipe(

@@ -95,6 +95,7 @@ export const talkViaDaemon = (ask: Omit<TalkAsk, "token" | "build" | "docker_hos
     if (build === undefined || process.env.ROSTER_HANDOFF === "0" || process.env.ROSTER_TRACE) return Option.none()
     const paths = yield* Paths
     const socket = layout(paths).controlSocket
+    // A socket that cannot be looked at is no daemon to hand to: the CLI does the work itself, as with none running.
     if (!(yield* (yield* FileSystem.FileSystem).exists(socket).pipe(Effect.orElseSucceed(() => false)))) return Option.none()
     const token = crypto.randomBytes(12).toString("hex")
     const full: TalkAsk = { ...ask, token, build, docker_host: process.env.DOCKER_HOST ?? null, home: paths.home, config: paths.config }

@@ -82,6 +82,7 @@ export const preparePiHome = Effect.fn("pihome.prepare")(function*(
   yield* writeJson(path.join(agentDir, "settings.json"), settings)
 
   if (!hasAuth && !anthropicEnvKey) {
+    // Config.option of a string fails only on a malformed value, which a string cannot be: unset is the only none.
     const keyHere = Option.isSome(yield* Config.option(Config.redacted("ANTHROPIC_API_KEY")).pipe(Effect.orElseSucceed(() => Option.none())))
     return yield* Effect.fail(new NoModelCredential({ keyOnlyHere: keyHere && daemonCredentials !== undefined }))
   }

@@ -23,6 +23,7 @@ export const whereOf = (cluster: ClusterSection) => {
 export const dbPassword = Effect.gen(function*() {
   const entry = yield* (yield* Vault).get(DB_CONNECTION)
   if (entry && typeof entry.key === "string" && entry.key !== "") return Option.some(Redacted.make(entry.key))
+  // Config.option of a string fails only on a malformed value, which a string cannot be: unset is the only none.
   return yield* Config.option(Config.redacted("PGPASSWORD")).pipe(Effect.orElseSucceed(() => Option.none()))
 })
 

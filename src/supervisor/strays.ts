@@ -9,15 +9,13 @@ import { IdentityRecord } from "../contract/identity.js"
 import { ownerAlive } from "../contract/owner.js"
 import { BoxBackend } from "../backend/BoxBackend.js"
 import { readJsonOptional } from "../fs/atomic.js"
+import { namesIn } from "../fs/namesIn.js"
 import { readRunDir } from "../run/RunLog.js"
 import type { SupervisorState } from "./state.js"
 import { finishLeftRun } from "./takeOver.js"
 
 const idsOf = (dir: string, keep: (name: string) => boolean) =>
-  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readDirectory(dir)).pipe(
-    Effect.map((names) => names.filter(keep)),
-    Effect.orElseSucceed((): ReadonlyArray<string> => [])
-  )
+  Effect.flatMap(FileSystem.FileSystem, (fs) => namesIn(fs, dir, "the sweep of boxless runs' folder")).pipe(Effect.map((names) => names.filter(keep)))
 
 /**
  * Runs that never got a box (their owner killed with -9 between the record and the container)

@@ -63,7 +63,7 @@ export const localArchive = ({ fs, path, paths }: Omit<TaskPlace, "files">) => {
     const months = yield* namesIn(fs, root, "the task archive")
     const out: Array<TaskRecord> = []
     for (const m of months) {
-      const names = yield* fs.readDirectory(path.join(root, m)).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
+      const names = yield* namesIn(fs, path.join(root, m), `the task archive's month ${m}`)
       const got = yield* Effect.forEach(names.filter((n) => n.endsWith(".json")), (n) => read(path.join(root, m, n)), { concurrency: 16 })
       for (const r of got) if (r._tag === "Task") out.push({ ...r.task, archived: true })
     }

@@ -35,7 +35,8 @@ export const credentialFor = Effect.fnUntraced(function*(name: string) {
   const fromLogin = chosenFrom("pi-login", Option.getOrUndefined(Schema.decodeUnknownOption(JsonObject)(asJsonObject(login)[name])))
   if (fromLogin) return fromLogin
   if (name === "anthropic") {
-    const env = yield* Config.option(Config.redacted("ANTHROPIC_API_KEY")).pipe(Effect.orElseSucceed(() => Option.none()))
+    // Config.option of a string fails only on a malformed value, which a string cannot be: unset is the only none.
+  const env = yield* Config.option(Config.redacted("ANTHROPIC_API_KEY")).pipe(Effect.orElseSucceed(() => Option.none()))
     if (Option.isSome(env) && Redacted.value(env.value) !== "") {
       const credential = { type: "api_key", key: Redacted.value(env.value) } as const
       return { source: "env", entry: credential, credential } satisfies ChosenCredential
