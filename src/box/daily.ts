@@ -12,8 +12,10 @@ export const onceADay = <E, R>(marker: string, say: Effect.Effect<void, E, R>) =
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const now = yield* Clock.currentTimeMillis
+    // No marker, or one that cannot be read, is "not yet today": the note is said again, a repeat its only cost.
     const last = yield* fs.readFileString(marker).pipe(Effect.map((t) => Date.parse(t.trim())), Effect.orElseSucceed(() => Number.NaN))
     if (now - last < DAY_MS) return
+    // A marker not written brings the note again next time: a repeat, nothing lost.
     yield* fs.writeFileString(marker, `${new Date(now).toISOString()}\n`).pipe(Effect.ignore)
     yield* say
   })

@@ -16,4 +16,5 @@ export const tailOfFile = (file: string, lines: number, maxBytes = 64 * 1024) =>
     const bytes = yield* handle.readAlloc(length)
     const text = Option.match(bytes, { onNone: () => "", onSome: (b) => Buffer.from(b).toString("utf8") })
     return text.trimEnd().split("\n").slice(-lines).join("\n")
+  // A log that cannot be read adds no lines to the message it completes; the message itself still goes out.
   }).pipe(Effect.scoped, Effect.orElseSucceed(() => ""))

@@ -58,6 +58,7 @@ export const spanTimesTracer = (times: Array<SpanTime>): Tracer.Tracer => {
 export const layerSpanTimes = (file: string): Layer.Layer<never> => {
   const times: Array<SpanTime> = []
   const written = Layer.scopedDiscard(Effect.flatMap(FileSystem.FileSystem, (fs) =>
+    // ROSTER_TRACE's file is a diagnostic: one that cannot be written must not change how the command ended.
     Effect.addFinalizer(() => fs.writeFileString(file, times.map((t) => JSON.stringify(t)).join("\n") + "\n").pipe(Effect.ignore))))
   return Layer.merge(Layer.setTracer(spanTimesTracer(times)), written.pipe(Layer.provide(NodeFileSystem.layer)))
 }

@@ -80,6 +80,7 @@ export const makeSessionTurns = ({ channel, deadline, inputs, note, org, record,
               if (req.onSend) yield* req.onSend(o.text)
               break
             case "abort":
+              // An abort to a pi that already ended reaches no one: the turn's end comes from its exit all the same.
               yield* send({ type: "abort" }).pipe(Effect.ignore)
               break
             case "note":

@@ -43,6 +43,7 @@ export const findRunsc = Effect.gen(function*() {
   const path = yield* Path.Path
   const searchPath = yield* Config.string("PATH").pipe(Config.withDefault(""))
   const dirs = [...searchPath.split(":").filter((d) => d.startsWith("/")), ...SEARCHED]
+  // A folder that cannot be looked in holds no runsc we can use: the next is tried, and none found is what doctor says.
   const found = yield* Effect.findFirst(dirs, (d) => fs.exists(path.join(d, "runsc")).pipe(Effect.orElseSucceed(() => false)))
   return Option.match(found, { onNone: () => null, onSome: (d) => path.join(d, "runsc") })
 })
@@ -67,7 +68,12 @@ const DaemonJson = Schema.parseJson(Schema.Record({ key: Schema.String, value: S
 /** daemon.json with runsc added to its runtimes: every other setting (and runtime) kept as it was. */
 const withRunsc = Effect.fn("runtime.withRunsc")(function*(files: EngineHostFiles, runsc: string) {
   const fs = yield* FileSystem.FileSystem
-  const text = yield* fs.readFileString(files.daemonJson).pipe(Effect.orElseSucceed(() => "{}"))
+  // None yet is an empty one; one that cannot be read is never written over (its other settings would be lost).
+  const text = yield* fs.readFileString(files.daemonJson).pipe(Effect.catchAll((e) =>
+    e._tag === "SystemError" && e.reason === "NotFound"
+      ? Effect.succeed("{}")
+      : Effect.fail(new RegisterError({ file: files.daemonJson, detail: `it could not be read (${e.message}); fix its permissions, then run roster doctor --fix again` }))
+  ))
   const current = yield* Schema.decode(DaemonJson)(text.trim() === "" ? "{}" : text).pipe(
     Effect.mapError(() => new RegisterError({ file: files.daemonJson, detail: "it is not a JSON object; fix it by hand, then run roster doctor --fix again" }))
   )
@@ -79,6 +85,7 @@ const withRunsc = Effect.fn("runtime.withRunsc")(function*(files: EngineHostFile
 const reloadEngine = Effect.fn("runtime.reloadEngine")(function*(files: EngineHostFiles) {
   const fs = yield* FileSystem.FileSystem
   const fail = (detail: string) => new RegisterError({ file: files.daemonJson, detail })
+  // A pid file that cannot be read is no pid: the error just below says so, with the reload to do by hand.
   const pid = Number((yield* fs.readFileString(files.pidFile).pipe(Effect.orElseSucceed(() => ""))).trim())
   if (!Number.isInteger(pid) || pid <= 1) {
     return yield* Effect.fail(fail(`written, but dockerd's pid is not in ${files.pidFile}; reload it: systemctl reload docker (or kill -HUP the dockerd process)`))
