@@ -110,4 +110,16 @@ describe("registering gVisor with the engine (roster doctor --fix)", () => {
       expect(fs.readFileSync(f.daemonJson, "utf8")).toBe("{ not json")
     }).pipe(Effect.provide(unitLayer(paths, { env })))
   })
+
+  it.effect("a daemon.json that cannot be read is never written over (its other settings would be lost), with what to do (issue 64.7)", () => {
+    const f = files()
+    // A folder where the file should be: it cannot be read as one.
+    fs.mkdirSync(f.daemonJson)
+    const paths = deployment(undefined)
+    return Effect.gen(function*() {
+      const failed = yield* Effect.flip(registerRunsc(f))
+      expect(failed.message).toMatch(/it could not be read \(.*\); fix its permissions, then run roster doctor --fix again/)
+      expect(fs.statSync(f.daemonJson).isDirectory()).toBe(true)
+    }).pipe(Effect.provide(unitLayer(paths, { env })))
+  })
 })
