@@ -16,7 +16,8 @@ export const allowLines = (worker: string, host: string, port: number, by: strin
 export const appendToOrgToml = Effect.fn("config.appendToOrgToml")(function*(lines: ReadonlyArray<string>) {
   const fs = yield* FileSystem.FileSystem
   const file = layout(yield* Paths).orgToml
-  const current = yield* fs.readFileString(file).pipe(Effect.orElseSucceed(() => ""))
+  // None yet starts one; one that cannot be read is never written over (everything it says would be lost).
+  const current = yield* fs.readFileString(file).pipe(Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "NotFound", () => Effect.succeed("")))
   const gap = current === "" || current.endsWith("\n\n") ? "" : current.endsWith("\n") ? "\n" : "\n\n"
   yield* writeAtomic(file, `${current}${gap}${lines.join("\n")}\n`)
 })
