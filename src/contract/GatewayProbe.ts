@@ -33,6 +33,7 @@ export class GatewayProbe extends Context.Tag("roster/GatewayProbe")<GatewayProb
       }).pipe(
         Effect.flatMap((text) => (text === undefined ? Effect.succeed(undefined) : Schema.decode(Schema.parseJson(Health))(text))),
         Effect.timeout("2 seconds"),
+        // No answer within 2 s, or not one: not up, which is what a caller asks (it says what to do).
         Effect.orElseSucceed(() => undefined)
       )
   })

@@ -11,4 +11,5 @@ export const ownBuild = Effect.gen(function*() {
   yield* handle.seek(Math.max(0, size - 64), "start")
   const tail = Option.getOrElse(yield* handle.readAlloc(Math.min(64, size)), () => new Uint8Array())
   return /\/\/# roster-build=([0-9a-f]+)\n$/.exec(Buffer.from(tail).toString("latin1"))?.[1]
+// No stamp readable: not a packed build, so nothing is handed to a daemon that may be another build.
 }).pipe(Effect.scoped, Effect.orElseSucceed(() => undefined))

@@ -19,6 +19,7 @@ export const systemRoots = Effect.gen(function*() {
   if (cachedRoots !== undefined) return cachedRoots
   const fs = yield* FileSystem.FileSystem
   for (const file of SYSTEM_BUNDLES) {
+    // A bundle this distribution does not have (or cannot read) is passed over for the next; Node's own roots are the last resort.
     const text = yield* fs.readFileString(file).pipe(Effect.orElseSucceed(() => ""))
     if (text.includes("BEGIN CERTIFICATE")) return (cachedRoots = text)
   }
@@ -31,6 +32,7 @@ export const ensureBundle = Effect.fn("ca.ensureBundle")(function*() {
   const files = layout(yield* Paths)
   const ca = yield* fs.readFileString(files.caCert).pipe(Effect.mapError(() => new CaMissing({ file: files.caCert })))
   const bundle = `${(yield* systemRoots).trimEnd()}\n${ca.trimEnd()}\n`
+  // The bundle is roster's own, made from the roots and the CA: one that cannot be read is written whole again.
   const current = yield* fs.readFileString(files.caBundle).pipe(Effect.orElseSucceed(() => ""))
   if (current !== bundle) yield* writeAtomic(files.caBundle, bundle, 0o644)
   return files.caBundle

@@ -21,6 +21,7 @@ const procStat = (pid: number) =>
       const fields = fieldsAfterName(stat)
       return { state: fields[0] ?? "", start: fields[19] ?? "" }
     }),
+    // No /proc entry to read: no such process (it ended), which callers read as not alive.
     Effect.orElseSucceed(() => undefined)
   )
 

@@ -61,7 +61,16 @@ export const sweepStrays = (st: SupervisorState) =>
     // What is left of a token once its run is over (or was never recorded) is removed.
     for (const name of yield* idsOf(files.identityDir, (n) => n.endsWith(".json"))) {
       const file = path.join(files.identityDir, name)
-      const token = Schema.decodeUnknownOption(IdentityRecord)(yield* readJsonOptional(file))
+      // Only a token that reads and is not one is removed as unreadable: one that cannot be read now (too many
+      // open files, say) may be a live run's, and is looked at again at the next sweep.
+      const text = yield* fs.readFileString(file).pipe(Effect.either)
+      if (text._tag === "Left") {
+        if (!(text.left._tag === "SystemError" && text.left.reason === "NotFound")) {
+          yield* Effect.logWarning(`the token file ${file} could not be read (${text.left.message}): left as it is, looked at again in 3 s`)
+        }
+        continue
+      }
+      const token = Schema.decodeUnknownOption(Schema.parseJson(IdentityRecord))(text.right)
       if (token._tag === "Some" && (busy(token.value.run_id) || unfinished.has(token.value.run_id))) continue
       // A warm box still being made (its token comes before its box) by a daemon that lives.
       if (token._tag === "Some" && token.value.warm === true && token.value.maker && (yield* ownerAlive(token.value.maker))) continue

@@ -44,6 +44,9 @@ describe("the sweep of boxless runs says what it could not remove, with the comm
     // A folder a dead daemon was handing to a run before the run's record was in.
     fs.mkdirSync(files.runDir("alice", TAKEN), { recursive: true })
     fs.writeFileSync(path.join(files.runDir("alice", TAKEN), HANDOVER_FILE), JSON.stringify({ from: "2026-12-08-00-59-00-0000c0c0", to: TAKEN, maker: DEAD }))
+    // A token file that cannot be read now (here: a folder by its name) may be a live run's: left, and said.
+    const unreadable = path.join(files.identityDir, `${"c".repeat(64)}.json`)
+    fs.mkdirSync(unreadable)
     const refused = refusingRemoveUnder([garbage, files.runDir("alice", WARM), files.runDir("alice", TAKEN)])
     return Effect.gen(function*() {
       const st = yield* makeState(Date.now())
@@ -56,6 +59,8 @@ describe("the sweep of boxless runs says what it could not remove, with the comm
       const handOver = logged.find((l) => l.startsWith(`run folder ${TAKEN} of alice`))
       expect(handOver).toMatch(/a hand-over its dead daemon left could not be cleared \(.*\); remove it by hand$/)
       expect(logged.filter((l) => l.startsWith("removed the folder"))).toEqual([])
+      expect(logged).toContainEqual(expect.stringMatching(new RegExp(`^the token file ${unreadable} could not be read \\(.*\\): left as it is, looked at again in 3 s$`)))
+      expect(fs.existsSync(unreadable)).toBe(true)
       // What could not go is still there, and the next sweep (with the folder writable again) clears it.
       expect(fs.existsSync(garbage) && fs.existsSync(files.runDir("alice", WARM)) && fs.existsSync(files.runDir("alice", TAKEN))).toBe(true)
       logged.length = 0
