@@ -19,6 +19,7 @@ export const auditIndexOver = (sql: SqlClient) =>
         Effect.map((rows) =>
           rows.length === 0 ? Option.none() : Option.some(rows.map((r): AuditStart => ({ ...r, offset: Number(r.offset) })))
         ),
+        // An unanswered index read is none: the caller reads the day files whole instead (slower, the same lines).
         Effect.orElseSucceed(() => Option.none())
       )
   })

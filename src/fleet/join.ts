@@ -82,6 +82,7 @@ export const joinFleet = (opts: JoinOptions) =>
       orgConfig.snapshot.pipe(
         Effect.flatMap(fingerprintOf),
         Effect.tap((d) => Ref.set(lastDigest, d)),
+        // A config that does not read now beats with the last fingerprint: what the fleet compares is never a failed read.
         Effect.orElse(() => Ref.get(lastDigest))
       ),
       "10 seconds"
@@ -90,6 +91,7 @@ export const joinFleet = (opts: JoinOptions) =>
     const boxes = opts.boxes.pipe(
       Effect.timeout("500 millis"),
       Effect.tap((n) => Ref.set(lastBoxes, n)),
+      // An engine slow to answer gives the last count: a beat is never held up by a look that only informs.
       Effect.orElse(() => Ref.get(lastBoxes))
     )
     const instance = yield* Ref.make(newInstance())

@@ -38,6 +38,7 @@ export const runIndexOver = (sql: SqlClient) =>
     // a fork inherits it): a loop that cannot be interrupted would hold the process open at exit.
     yield* Effect.forkScoped(Effect.interruptible(flush.pipe(
       Effect.tap(() => Ref.set(warned, false)),
+      // What could not be written stays in `unwritten` for the next pass, and `kept` said so once.
       Effect.ignore,
       logDefects("fleet: unexpected failure writing the run index (tried again in 5 s)"),
       Effect.repeat(Schedule.spaced("5 seconds"))
@@ -96,6 +97,7 @@ export const fleetRunIndexOnDemand = Layer.scoped(
           Effect.catchAll((e) =>
             Effect.logWarning(`fleet: run ${run.run_id} is not in the fleet's run index (${e.detail}); its node's daemon indexes it when it next starts`))
         ),
+      // The index is a shortcut: none makes the callers read the runs folder instead (runs list, runs show).
       page: (offset, limit, worker) => index.pipe(Effect.flatMap((i) => i.page(offset, limit, worker)), Effect.orElseSucceed(() => Option.none())),
       workerOf: (runId) => index.pipe(Effect.flatMap((i) => i.workerOf(runId)), Effect.orElseSucceed(() => Option.none()))
     })
@@ -119,6 +121,7 @@ export const indexRunsOf = (node: string) =>
     let added = 0
     for (const ref of yield* runDirs(Option.none())) {
       if (known.get(ref.run_id) === true) continue
+      // A run whose run.json cannot be read is not indexed now: runs list says it (query.ts), and the next start tries again.
       const record = yield* readRunJson(where.runDir(ref.worker, ref.run_id)).pipe(Effect.orElseSucceed(() => Option.none()))
       if (Option.isNone(record) || record.value.node !== node) continue
       if (known.has(ref.run_id) && record.value.finished_at === null) continue

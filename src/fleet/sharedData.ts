@@ -32,6 +32,7 @@ const writable = (folder: string, node: string) =>
 const readMarker = (folder: string) =>
   readJsonOptional(path.join(folder, MARKER)).pipe(
     Effect.map((v) => Option.getOrUndefined(Schema.decodeUnknownOption(Marker)(v))),
+    // A marker that cannot be read is no marker: the caller writes its own, or says the folder is not the fleet's.
     Effect.orElseSucceed(() => undefined)
   )
 
