@@ -31,6 +31,7 @@ const closingLinesOfInterrupted = (worker: string, runId: string) =>
     if (!record) return
     yield* Console.log(`box ${runId} ended by ${record.ended_by ?? "signal"} (exit code ${record.exit_code ?? "none"})`)
     yield* Console.log(`outputs: ${layout(yield* Paths).runDir(worker, runId)}`)
+  // The closing lines of a run the signal ended: its record says the rest; a record that cannot be read leaves only them out.
   }).pipe(Effect.ignore)
 
 /**

@@ -176,7 +176,9 @@ export const openBox = Effect.fn("box.open")(function*(req: BoxRequest) {
   const box = yield* backend.open(plan)
   const files = runFiles(record.runDir)
   const caps = outputCaps(req.org.box)
-  const preflight = yield* watchPreflight(record, box.kill.pipe(Effect.ignore))
+  const preflight = yield* watchPreflight(record, box.kill.pipe(
+    Effect.catchAll((e) => Effect.logWarning(`run ${record.runId}: its box failed its preflight and its kill was refused by the engine (${e.message}); the run's end removes it`))
+  ))
   const onLine = (line: string) =>
     line.startsWith(`{"type":"roster_preflight"`) ? preflight.line(line) : req.onLine ? req.onLine(line) : Effect.void
   const out = yield* Effect.forkScoped(drainTo(box.stdout, files.transcript, { onLine, wanted: req.linesWanted, ...caps }))

@@ -53,6 +53,7 @@ export const drainTo = (output: Stream.Stream<Uint8Array, unknown>, file: string
     let failed = false
     const stop = (h: FileSystem.File, why: string, reason: "write_failed" | "output_broken") =>
       Effect.logWarning(`${file}: ${why}; the rest of this output is not kept`).pipe(
+        // The file already refused a write: its last line may not land either, and the warning just before says why.
         Effect.zipRight(h.writeAll(new TextEncoder().encode(transcriptFailedLine(reason, why))).pipe(Effect.ignore))
       )
     const write = (chunk: Uint8Array) =>

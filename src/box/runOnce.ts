@@ -78,6 +78,7 @@ const messagesOf = (runDir: string) =>
     const m = Schema.decodeUnknownOption(MessageLine)(l)
     if (m._tag === "None") return acc
     return acc.length === MESSAGES_SHOWN ? [...acc, `… more messages in ${runFiles(runDir).messages}`] : [...acc, m.value.text]
+  // Shown after the run as a courtesy; messages.jsonl itself is named in the run's outputs line.
   }).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
 
 /** How a box ended as its runner saw it; "budget" when the gateway stopped the run, "fenced" when its fleet node did (read from its record). */
@@ -193,6 +194,7 @@ export const runOnce = Effect.fn("box.runOnce")(function*(
     const killRefused = (e: DockerError) =>
       Effect.logWarning(`run ${runId}: its box's kill was refused by the engine (${e.message}); it may still run — roster's daemon stops it once it finds it past its deadline (roster server status)`).pipe(
         Effect.zipRight(record.note({ kill_error: e.message })),
+        // Said just above whether or not the note lands: the reaper, not the note, is what stops the box.
         Effect.ignore
       )
     const end = yield* awaitBox(box, left, req.stop, killRefused).pipe(Effect.withSpan("box.await"))

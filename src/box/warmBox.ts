@@ -127,7 +127,8 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
     // Under both ids: a hand-over cut halfway leaves some of it under each.
     const untaken = <R>(f: (id: string) => Effect.Effect<unknown, unknown, R>) =>
       Effect.all([Ref.get(claimed), Ref.get(goesBy)]).pipe(Effect.flatMap(([c, now]) =>
-        c ? Effect.void : Effect.forEach(new Set([runId, now]), (id) => f(id).pipe(Effect.ignore), { discard: true })))
+        c ? Effect.void : Effect.forEach(new Set([runId, now]), (id) =>
+          f(id).pipe(Effect.catchAll((e) => Effect.logWarning(`warm box ${runId}: what it left under ${id} could not be cleared (${e instanceof Error ? e.message : String(e)}); the sweep of boxless runs clears it`))), { discard: true })))
     // First, so it runs last: a box no run claimed leaves no folder (no run ever had it).
     yield* Effect.addFinalizer(() => untaken((id) => fs.remove(place.runDir(worker, id), { recursive: true })))
     const store = yield* provisionStore(worker)
@@ -153,7 +154,11 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
     const preflight = (line: string) =>
       Option.match(failedPreflightLine(line), {
         onNone: () => Effect.void,
-        onSome: ({ check, detail }) => Deferred.succeed(failed, `its preflight failed (${check}: ${detail})`).pipe(Effect.zipRight(box.kill.pipe(Effect.ignore)))
+        onSome: ({ check, detail }) =>
+          Deferred.succeed(failed, `its preflight failed (${check}: ${detail})`).pipe(Effect.zipRight(box.kill.pipe(
+            // Never taken either way (its failure is set first); the pool's recycling removes it.
+            Effect.catchAll((e) => Effect.logWarning(`warm box ${runId}: its preflight failed and its kill was refused by the engine (${e.message}); it is recycled`))
+          )))
       })
     const onLine = (line: string) =>
       line.startsWith(`{"type":"roster_preflight"`) ? preflight(line) : Effect.flatMap(Ref.get(lines), (f) => f(line))
@@ -174,6 +179,7 @@ const makeWarm = (run: PreparedRun, shape: WarmShape) =>
       const exited = yield* Fiber.poll(exit)
       if (Option.isSome(exited)) return Option.some("its box exited before a run took it")
       // Nothing else may have taken its token or its folder (for a stray's): a box without them cannot serve.
+      // Not known to be intact is not taken: the run starts its own box, and this one is recycled.
       const intact = yield* Effect.all([fs.exists(identity.file), fs.exists(plan.dirs.pihome)]).pipe(Effect.orElseSucceed(() => [false, false]))
       return intact.every(Boolean) ? Option.none<string>() : Option.some("its token or its folder is gone")
     })

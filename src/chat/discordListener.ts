@@ -77,10 +77,12 @@ export const discordListener = (chat: ChatRule, readTokens: Effect.Effect<Discor
           ? Effect.succeed(parents.get(channelId) ?? { channel: channelId, thread: undefined })
           : discordWhere(rest, channelId).pipe(
             Effect.tap((w) => Effect.sync(() => parents.set(channelId, w))),
+            // Not known to be a thread is taken for its channel this once: only a found answer is kept, so the next message asks again.
             Effect.orElseSucceed(() => ({ channel: channelId, thread: undefined }))
           )
       const manager = yield* Effect.acquireRelease(
         Effect.sync(() => new WebSocketManager({ token: tokens.bot_token, intents: INTENTS, rest })),
+        // Closing: a connection that does not close within 5 s goes with the process.
         (m) => Effect.promise(async () => m.destroy()).pipe(Effect.timeout("5 seconds"), Effect.ignore)
       )
       manager.on(WebSocketShardEvents.Dispatch, (payload) => {

@@ -19,6 +19,7 @@ export interface ChatCheck {
 export const checkChats = Effect.gen(function*() {
   const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.option)
   if (org._tag === "None") return []
+  // listWorkers says itself what it could not read (namesIn); a channel's worker then shows as missing.
   const workers = new Set(yield* listWorkers.pipe(Effect.orElseSucceed(() => [] as ReadonlyArray<string>)))
   return yield* Effect.forEach(org.value.chat, (chat) =>
     Effect.gen(function*() {

@@ -96,6 +96,7 @@ export const slackListener = (chat: ChatRule, readTokens: Effect.Effect<SlackTok
             clientOptions: { ...(chat.api_url ? { slackApiUrl: chat.api_url } : {}), retryConfig: { retries: 3, factor: 2 } }
           })
         ),
+        // Closing: a connection that does not close within 5 s goes with the process.
         (c) => Effect.promise(() => c.disconnect()).pipe(Effect.timeout("5 seconds"), Effect.ignore)
       )
       const onEvent = async (args: { readonly event?: unknown; readonly ack?: () => Promise<void> }) => {

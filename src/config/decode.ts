@@ -65,9 +65,9 @@ export const readTomlIn = (fs: FileSystem.FileSystem) =>
   onMissing: Effect.Effect<A, ConfigError>
 ) =>
   Effect.gen(function*() {
-    if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false)))) return yield* onMissing
-    const text = yield* fs.readFileString(file).pipe(
-      Effect.mapError((e) => new ConfigError({ file, problems: [{ key: "", problem: `cannot be read: ${e.message}` }] }))
-    )
-    return yield* decodeToml(schema, file, text)
+    // Missing is onMissing; one that is there and cannot be read (or looked at) says so, never "run roster init".
+    const text = yield* fs.readFileString(file).pipe(Effect.either)
+    if (text._tag === "Left" && text.left._tag === "SystemError" && text.left.reason === "NotFound") return yield* onMissing
+    if (text._tag === "Left") return yield* new ConfigError({ file, problems: [{ key: "", problem: `cannot be read: ${text.left.message}` }] })
+    return yield* decodeToml(schema, file, text.right)
   })

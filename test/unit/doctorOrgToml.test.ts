@@ -26,3 +26,17 @@ describe("roster doctor's org.toml check (issue 64.7)", () => {
     })
   })
 })
+
+describe("a config file that is there and cannot be read (issue 64.7)", () => {
+  it.effect("says it cannot be read — never 'does not exist, run roster init'", () => {
+    const paths = tempPaths()
+    const file = layout(paths).orgToml
+    fs.mkdirSync(file, { recursive: true })
+    const layer = OrgConfig.layer.pipe(Layer.provide(Layer.mergeAll(NodeContext.layer, Paths.layerAt(paths))))
+    return Effect.gen(function*() {
+      const failing = yield* orgTomlCheck.pipe(Effect.provide(layer))
+      expect(failing).toMatchObject({ ok: false, detail: expect.stringContaining("cannot be read") })
+      expect(JSON.stringify(failing)).not.toContain("does not exist")
+    })
+  })
+})

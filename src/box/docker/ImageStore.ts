@@ -46,6 +46,7 @@ const pullRecord = (atomic: ReturnType<typeof atomicIn>, file: string) => {
       Effect.gen(function*() {
         const map = yield* pullTimes
         yield* atomic.writeJson(file, { ...map, [image]: yield* Clock.currentTimeMillis })
+      // A pull time not written means the next start asks the registry again: one more pull, nothing lost.
       }).pipe(Effect.ignore)
   }
 }
