@@ -85,6 +85,7 @@ const edit = Command.make("edit", {
     const fs = yield* FileSystem.FileSystem
     const file = layout(yield* Paths).identityMd(worker)
     const before = yield* readIdentity(worker)
+    // An org.toml that does not read keeps the default limit here; the next run's start says what is wrong with it.
     const max = (yield* (yield* OrgConfig).snapshot.pipe(Effect.orElseSucceed(() => undefined)))?.box.identity_max ?? 64_000
     // Edited as a copy beside it: a bad edit never replaces what runs start from, and is kept to fix.
     const draft = `${file}.edit`

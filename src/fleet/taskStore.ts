@@ -38,6 +38,7 @@ const viewAfter = (before: ReadonlyArray<ViewEntry>, task: TaskRecord): Readonly
 const viewOf = ({ task, viewBefore }: Picture) =>
   viewBefore === undefined
     ? Effect.succeed(undefined)
+    // A view that does not read is none: the paint then reads the worker's tasks itself (see above).
     : decodeView(viewBefore).pipe(Effect.map((before) => viewAfter(before, task)), Effect.orElseSucceed(() => undefined))
 
 const isUniqueViolation = (e: SqlError) => (e.cause as { readonly code?: string } | undefined)?.code === "23505"
@@ -298,6 +299,7 @@ export const fleetTaskStore = (node: string, where: string, instance: Effect.Eff
       yield* Effect.addFinalizer(() =>
         Fiber.interrupt(painter).pipe(Effect.zipRight(Queue.takeAll(pictures)), Effect.flatMap((b) => paint([...b]))))
       const announce = (task: TaskRecord) =>
+        // A wake-up not sent is a later one: every node's dispatch loop also looks every 2 s.
         sql`SELECT pg_notify(${TASKS_CHANNEL}, ${task.task_id})`.pipe(Effect.ignore, Effect.zipRight(Queue.offer(pictures, { task })), Effect.asVoid)
 
       const { archive, change, claimNext, failStuck, insert } = writes(sql, rows, node, instance)

@@ -33,6 +33,7 @@ export const atomicIn = (fs: FileSystem.FileSystem, path: Path.Path) => {
 export const readJsonIn = (fs: FileSystem.FileSystem) => (file: string) =>
   fs.readFileString(file).pipe(
     Effect.flatMap((text) => Effect.try(() => JSON.parse(text) as unknown)),
+    // Callers that must tell unreadable from missing read the file themselves (readRunContextOrWhy, the sweep's token read).
     Effect.orElseSucceed(() => undefined)
   )
 

@@ -9,7 +9,8 @@ export const lchownTree = (root: string, uid: number, gid: number): Effect.Effec
     const files = yield* Files
     const path = yield* Path.Path
     yield* files.lchown(root, uid, gid)
-    for (const e of yield* files.list(root).pipe(Effect.orElseSucceed(() => []))) {
+    // A folder that cannot be listed fails the hand-over (its caller says what it was doing): never half handed over unseen.
+    for (const e of yield* files.list(root)) {
       const p = path.join(root, e.name)
       if (e.kind === "directory") yield* lchownTree(p, uid, gid)
       else yield* files.lchown(p, uid, gid)

@@ -108,6 +108,7 @@ export const finishRepos = Effect.fn("knowledge.finish")(function*(worker: strin
   }
   const results: Array<KnowledgeResult> = []
   for (const c of checkouts.right) results.push(yield* backstop(c, runId))
+  // A folder that cannot be looked at is not removed: its clones stay, which loses nothing.
   if (!(yield* fs.exists(dir).pipe(Effect.orElseSucceed(() => false)))) return results
   if (results.some((r) => r.kept !== undefined)) {
     yield* Effect.logWarning(`run ${runId}: not all of its repo work could be parked; its clones are kept in ${dir} — remove it once reviewed: rm -rf ${dir}`)
