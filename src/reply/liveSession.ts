@@ -14,6 +14,7 @@ const runById = (runId: string) =>
     const path = yield* Path.Path
     const root = layout(yield* Paths).runsDir
     for (const worker of yield* namesIn(fs, root, "the runs")) {
+      // A folder that cannot be looked at is not taken for this run's: a run not found is, to the caller, not live.
       if (yield* fs.exists(path.join(root, worker, runId)).pipe(Effect.orElseSucceed(() => false))) return yield* (yield* RunLog).read(worker, runId)
     }
     return undefined

@@ -43,6 +43,7 @@ export const pageOfRuns = (offset: number, limit: number, worker: Option.Option<
       const dir = path.join(root, d.worker, d.run_id)
       const record = yield* readRunDir(dir, taints.get(d.run_id))
       if (record) runs.push(record)
+      // A run.json that cannot even be looked at is left out like a run still being made; one that is there and unreadable is said.
       else if (yield* fs.exists(path.join(dir, "run.json")).pipe(Effect.orElseSucceed(() => false))) {
         yield* Effect.logWarning(`run ${d.run_id} of ${d.worker}: its run.json is unreadable (${path.join(dir, "run.json")}) — not listed`)
       }
@@ -65,6 +66,7 @@ export const findRun = (runId: string) =>
     }
     for (const w of yield* namesIn(fs, root, "the runs")) {
       const dir = path.join(root, w, runId)
+      // A folder that cannot be looked at is not taken for the run: the next worker's is tried, and none found is the caller's "no such run".
       if (yield* fs.exists(dir).pipe(Effect.orElseSucceed(() => false))) return yield* readRunDir(dir, taints)
     }
     return undefined
@@ -114,7 +116,10 @@ export const auditOf = (run: {
         const rec = readAuditLine(line)
         if (rec?.run_id === runId) out.push(rec)
         return n + 1
-      }, LINE_MAX, starts.get(f) ?? 0).pipe(Effect.ignore)
+      }, LINE_MAX, starts.get(f) ?? 0).pipe(
+        // The run's requests from the days that could be read; one that could not is said.
+        Effect.catchAll((e) => Effect.logWarning(`the audit log ${path.join(dir, f)} could not be read (${e.message}): run ${runId}'s requests in it are not shown`))
+      )
     }
     return out
   })

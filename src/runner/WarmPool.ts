@@ -115,6 +115,7 @@ function makePool<R>(ops: PoolOps<R>) {
     const jobs = yield* Queue.unbounded<Effect.Effect<void>>()
     const turnedOff = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
       Effect.map(warmOff),
+      // An org.toml that does not read leaves warm boxes as they are: the runs' own start says what is wrong with it.
       Effect.orElseSucceed(() => false),
       Effect.provide(env)
     )

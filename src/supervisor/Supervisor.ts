@@ -13,7 +13,7 @@ import { type AddedTask, isFinal, NoSuchTask, type TaskRecord, TaskRefused, type
 import { byQueueOrder, TaskStore } from "../task/TaskStore.js"
 import { logDefects } from "../report/defects.js"
 import { dispatchLoop, hasSession, holdSlot, holdWorker, HOLD_REASON } from "./dispatch.js"
-import { cancelInPlace, cancelQueued, PERSON, queueTask, retryTask, type TaskRequest } from "./queueTask.js"
+import { archiveUnread, cancelInPlace, cancelQueued, PERSON, queueTask, retryTask, type TaskRequest } from "./queueTask.js"
 import { makeState, type SupervisorState } from "./state.js"
 import { deliverPending } from "./deliver.js"
 import { strayLoop, sweepStrays } from "./strays.js"
@@ -60,7 +60,7 @@ const CANCEL_WAIT = "30 seconds"
 export const findTask = (taskId: string) =>
   Effect.gen(function*() {
     const store = yield* TaskStore
-    const t = (yield* store.get(taskId)) ?? (yield* store.getArchived(taskId).pipe(Effect.orElseSucceed(() => undefined)))
+    const t = (yield* store.get(taskId)) ?? (yield* store.getArchived(taskId).pipe(archiveUnread(taskId)))
     return t ?? (yield* Effect.fail(new NoSuchTask({ taskId })))
   })
 
@@ -125,6 +125,7 @@ const cancelRunning = (st: SupervisorState, t: TaskRecord) =>
     if (held) {
       yield* killOrSay(held.containerId, `task ${t.task_id} (cancelled)`)
       const fiber = yield* FiberMap.get(st.takeovers, held.containerId).pipe(Effect.option)
+      // The kill is done; a take-over still closing after CANCEL_WAIT finishes on its own, its record written then.
       if (Option.isSome(fiber)) yield* Fiber.await(fiber.value).pipe(Effect.timeout(CANCEL_WAIT), Effect.ignore)
       return
     }
@@ -175,6 +176,7 @@ const boxView = (st: SupervisorState, self: Owner) =>
     const views: Array<BoxView> = []
     for (const b of yield* deploymentBoxes) {
       const h = held.get(b.id)
+      // server status shows what it can: a warm box whose record cannot be read is shown as not taken.
       const taken = b.kind === "warm" && !ready.has(b.runId) ? yield* runLog.read(b.worker, b.runId).pipe(Effect.orElseSucceed(() => undefined)) : undefined
       views.push({
         ...boxFacts(b, now),

@@ -89,6 +89,7 @@ const attemptEnd = (worker: string, end: RunEnded, cancelled: boolean) =>
 /** Whether this stop was asked to fail the running tasks (roster server stop --fail-running). */
 export const failsRunning = Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
+  // Not known to be asked is not asked: the running tasks carry on after the start, the default.
   return yield* fs.exists(layout(yield* Paths).stopFailsRunning).pipe(Effect.orElseSucceed(() => false))
 })
 
@@ -96,6 +97,7 @@ export const failsRunning = Effect.gen(function*() {
 export const hasSession = (worker: string, runId: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
+    // A context that cannot be looked at is not continued: its task starts again from its prompt, and the run's record stays.
     return yield* fs.exists(runFiles(layout(yield* Paths).runDir(worker, runId)).context).pipe(Effect.orElseSucceed(() => false))
   })
 
@@ -349,6 +351,7 @@ const holdOtherBox = (st: SupervisorState, worker: string, runKey: string, count
       Effect.gen(function*() {
         for (;;) {
           const taken = yield* st.slots.withPermits(1)(Effect.gen(function*() {
+            // An org.toml that does not read holds to one box at a time (the default) until it does.
             const org = yield* (yield* OrgConfig).snapshot.pipe(Effect.orElseSucceed(() => undefined))
             const here = yield* boxesHere(st)
             if (here.workers.has(worker)) return "worker" as const

@@ -45,10 +45,17 @@ export const runAt = (at: string, now: number): string | { readonly why: string 
 }
 
 /** A live task, else an archived one, else none: what a new task may name (`--continue`, `--after`). */
+/**
+ * For a lookup past the live tasks: an archive that cannot be read is said (with the task it was read
+ * for) and taken for no such task there — a live task never depends on it.
+ */
+export const archiveUnread = (taskId: string) => <A, E extends { readonly message: string }, R>(self: Effect.Effect<A, E, R>) =>
+  self.pipe(Effect.catchAll((e) => Effect.logWarning(`the task archive could not be read looking for ${taskId} (${e.message})`).pipe(Effect.as(undefined))))
+
 const namedTask = (taskId: string) =>
   Effect.gen(function*() {
     const store = yield* TaskStore
-    return (yield* store.get(taskId)) ?? (yield* store.getArchived(taskId).pipe(Effect.orElseSucceed(() => undefined)))
+    return (yield* store.get(taskId)) ?? (yield* store.getArchived(taskId).pipe(archiveUnread(taskId)))
   })
 
 /**
@@ -129,7 +136,7 @@ export const retryTask = Effect.fn("supervisor.retryTask")(function*(taskId: str
   const store = yield* TaskStore
   const t = yield* store.get(taskId)
   if (!t) {
-    const archived = yield* store.getArchived(taskId).pipe(Effect.orElseSucceed(() => undefined))
+    const archived = yield* store.getArchived(taskId).pipe(archiveUnread(taskId))
     if (!archived) return yield* Effect.fail(new NoSuchTask({ taskId }))
     return yield* Effect.fail(new TaskRefused({
       detail: `task ${taskId} is archived (it ended over [supervisor] keep_days ago): carry it on as a new task — roster task add ${archived.worker} --continue ${taskId} "…"`

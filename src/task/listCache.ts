@@ -37,6 +37,7 @@ export const makeListCache = (
     const mtimeOf = (dir: string) =>
       fs.stat(dir).pipe(
         Effect.map((info) => Option.getOrElse(Option.map(info.mtime, (d) => d.getTime()), () => -1)),
+        // No stamp (-1): the records folder is read again at every list, never served stale.
         Effect.orElseSucceed(() => -1)
       )
     const stampOf = Effect.gen(function*() {

@@ -48,7 +48,13 @@ export const eventStream = (attach: (sink: EventSink) => () => void) =>
 export const fileDownload = (file: string, type: string, extra: Extra) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const size = yield* fs.stat(file).pipe(Effect.map((i) => Number(i.size)), Effect.orElseSucceed(() => 0))
+    // Not there yet is an empty file; one that cannot be looked at is said in the log and sent empty.
+    const size = yield* fs.stat(file).pipe(
+      Effect.map((i) => Number(i.size)),
+      Effect.catchAll((e) =>
+        e._tag === "SystemError" && e.reason === "NotFound" ? Effect.succeed(0) : Effect.logWarning(`web: ${file} could not be read for a download (${e.message})`).pipe(Effect.as(0))
+      )
+    )
     const body = size === 0 ? Stream.empty : fs.stream(file, { bytesToRead: size })
     return HttpServerResponse.stream(body, { contentType: type, contentLength: size, headers: { ...SECURITY_HEADERS, ...extra } })
   })

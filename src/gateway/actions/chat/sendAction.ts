@@ -6,7 +6,7 @@ import { uploadChat } from "../../../chat/uploadChat.js"
 import { type BoxFile, readBoxFile } from "./boxFile.js"
 import { chatChannelName, type ChatPlace } from "../../../contract/origin.js"
 import { appendChannel } from "../../../journal/channel.js"
-import { readRunContext } from "../../../run/runContext.js"
+import { readRunContext, readRunContextOrWhy } from "../../../run/runContext.js"
 import type { ActionAnswer, BoxCaller } from "../actionTypes.js"
 import { placeText, postChat } from "../../../chat/postChat.js"
 
@@ -22,9 +22,11 @@ const refused = (status: number, error: string): ActionAnswer => ({ status, body
 
 /** The thread a chat session's run answers in, from its saved context; undefined for any other run. */
 export const chatSessionPlace = (caller: BoxCaller) =>
-  readRunContext(caller.worker, caller.runId).pipe(
-    Effect.map((ctx) => (ctx?.surface === "chat-session" ? ctx.chat : undefined)),
-    Effect.orElseSucceed(() => undefined)
+  readRunContextOrWhy(caller.worker, caller.runId).pipe(
+    // A context that cannot be read leaves the message on the run's record only: said, so its thread's silence is explained.
+    Effect.tap(({ problem }) =>
+      problem === undefined ? Effect.void : Effect.logWarning(`gateway: run ${caller.runId}: ${problem}: what it says is kept on its record, not posted to a chat thread`)),
+    Effect.map(({ context: ctx }) => (ctx?.surface === "chat-session" ? ctx.chat : undefined))
   )
 
 /**
