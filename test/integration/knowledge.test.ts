@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Deployment, makeDeployment } from "../support/deployment.js"
+import { collect, type Deployment, makeDeployment } from "../support/deployment.js"
 import { latestRunId } from "../support/runs.js"
 import { warmBoxOf } from "../support/warmBoxes.js"
 import { GIT_IMAGE } from "./globalSetup.js"
@@ -140,6 +140,42 @@ mkdir -p vendor/lib && cd vendor/lib && git init -q && echo inner > inner.md && 
     const shown = await d.roster(["runs", "show", run.id])
     expect(shown.stdout).toContain(`the clone is kept at ${clone}`)
     fs.rmSync(d.file("data", "repos", "alice", run.id), { recursive: true, force: true })
+  }, 120_000)
+
+  it("a run whose checkouts.json is corrupted while it runs keeps every clone, says where (its record and the daemon's log), and parks nothing (issue 64.3)", async () => {
+    const runs = d.file("data", "runs", "alice")
+    const before = new Set(fs.readdirSync(runs))
+    const prompt = script(d, "corrupt.sh", `cd /pihome/mnt/knowledge || exit 3
+echo unlanded > unlanded.md && git add unlanded.md && git commit -qm "work not landed" && echo COMMITTED
+sleep 8
+`)
+    const child = d.spawn(["worker", "run", "alice", prompt])
+    const done = collect(child)
+    // The run's own folder (its record), once its box has committed.
+    let runId = ""
+    const deadline = Date.now() + 60_000
+    while (Date.now() < deadline && runId === "") {
+      runId = fs.readdirSync(runs).find((r) => !before.has(r) && fs.existsSync(path.join(runs, r, "run.json")) &&
+        fs.existsSync(path.join(runs, r, "stdout.jsonl")) && fs.readFileSync(path.join(runs, r, "stdout.jsonl"), "utf8").includes("COMMITTED")) ?? ""
+      if (runId === "") await new Promise((r) => setTimeout(r, 200))
+    }
+    expect(runId, "the run's box committed").not.toBe("")
+    const reposDir = d.file("data", "repos", "alice", runId)
+    const record = path.join(reposDir, ".host", "checkouts.json")
+    expect(fs.existsSync(record)).toBe(true)
+    fs.writeFileSync(record, "{ not the checkouts")
+    const ended = await done
+    expect(ended.code, ended.stderr).toBe(0)
+    const run = JSON.parse(fs.readFileSync(path.join(runs, runId, "run.json"), "utf8")) as RunView["record"]
+    expect(run.knowledge).toEqual([expect.objectContaining({ kept: reposDir, error: expect.stringContaining(`${record} could not be read`) })])
+    // The clone and its work are where they were; nothing was parked from it.
+    expect(fs.readFileSync(path.join(reposDir, "knowledge", "unlanded.md"), "utf8")).toBe("unlanded\n")
+    expect(sh(canonical, "for-each-ref", `refs/quarantine/run-${runId}`)).toBe("")
+    // Said where the run's end ran: the daemon's log (a handed-over run), or the CLI's own stderr.
+    const log = fs.readFileSync(d.file("state", "gateway.log"), "utf8") + ended.stderr
+    expect(log).toContain(`run ${runId}: ${record} could not be read`)
+    expect(log).toContain(`rm -rf ${reposDir}`)
+    fs.rmSync(reposDir, { recursive: true, force: true })
   }, 120_000)
 
   it("knowledge_push lands a fast-forward and refuses a protected path; the next briefing names what is not landed", async () => {
