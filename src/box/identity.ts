@@ -6,6 +6,7 @@ import { identityFile, IdentityRecord } from "../contract/identity.js"
 import { currentOwner } from "../contract/owner.js"
 import { workerSubject } from "../contract/scope.js"
 import { readJsonOptional, writeJson } from "../fs/atomic.js"
+import { isNotFound } from "../fs/notFound.js"
 
 export interface Identity {
   readonly token: string
@@ -59,7 +60,7 @@ export const revokeRunTokens = Effect.fn("identity.revokeRun")(function*(runId: 
   const dir = layout(yield* Paths).identityDir
   // No folder: no token was ever minted. Any other failure is said: the tokens stay (the gateway refuses them once their run has ended).
   const names = yield* fs.readDirectory(dir).pipe(Effect.catchAll((e) =>
-    (e._tag === "SystemError" && e.reason === "NotFound"
+    (isNotFound(e)
       ? Effect.succeed<ReadonlyArray<string>>([])
       : Effect.logWarning(`run ${runId}: its gateway tokens could not be looked for (${e.message}) — check ${dir}`).pipe(Effect.as<ReadonlyArray<string>>([])))))
   let removed = 0

@@ -15,7 +15,7 @@ import { finishRepos } from "../knowledge/backstop.js"
 import { knowledgeLine } from "../contract/knowledge.js"
 import { provisionRepos } from "../knowledge/provision.js"
 import { hostUser, provisionBox, type ProvisionRequest } from "./provision.js"
-import { changesBetween, manifestOf, provisionStore, snapshotStore } from "./store.js"
+import { changesBetween, type Manifest, manifestOf, provisionStore, snapshotStoreAs } from "./store.js"
 import { layout, Paths } from "../config/Paths.js"
 import { marksOnClose } from "./storeTaint.js"
 
@@ -73,16 +73,22 @@ export const SNAPSHOT_LIMIT = "10 minutes"
  * The record says which: the snapshot's folder, null (nothing changed), or "interrupted".
  */
 type SnapshotEnd =
-  | { readonly _tag: "done"; readonly dir: string | null; readonly changes: number }
-  | { readonly _tag: "failed"; readonly message: string }
+  | { readonly _tag: "done"; readonly dir: string | null; readonly changes: number; readonly after: Manifest }
+  | { readonly _tag: "failed"; readonly message: string; readonly after?: Manifest }
   | { readonly _tag: "cut" }
 
-const snapshotEnd = (record: OpenRecord, keep: number) =>
-  snapshotStore(record.worker, record.runId, keep).pipe(
-    Effect.map((o): SnapshotEnd => ({ _tag: "done", dir: o?.dir ?? null, changes: o?.changes ?? 0 })),
-    Effect.catchAll((e) => Effect.succeed<SnapshotEnd>({ _tag: "failed", message: e.message })),
-    Effect.timeoutTo({ duration: SNAPSHOT_LIMIT, onTimeout: (): SnapshotEnd => ({ _tag: "cut" }), onSuccess: (x) => x })
-  )
+/** The store at the run's end, walked once: its snapshot and the run's store marks both read this manifest. */
+const snapshotEnd = <R>(record: OpenRecord, keep: number, storeNow: Effect.Effect<Manifest, unknown, R>) =>
+  Effect.gen(function*() {
+    const after = yield* Effect.either(storeNow)
+    if (after._tag === "Left") return { _tag: "failed", message: `the store could not be read: ${messageOf(after.left)}` } satisfies SnapshotEnd
+    return yield* snapshotStoreAs(record.worker, record.runId, keep, after.right).pipe(
+      Effect.map((o): SnapshotEnd => ({ _tag: "done", dir: o?.dir ?? null, changes: o?.changes ?? 0, after: after.right })),
+      Effect.catchAll((e) => Effect.succeed<SnapshotEnd>({ _tag: "failed", message: e.message, after: after.right }))
+    )
+  }).pipe(Effect.timeoutTo({ duration: SNAPSHOT_LIMIT, onTimeout: (): SnapshotEnd => ({ _tag: "cut" }), onSuccess: (x) => x }))
+
+const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
 const noteSnapshot = (record: OpenRecord, end: SnapshotEnd) => {
   switch (end._tag) {
@@ -108,16 +114,18 @@ export const snapshotOnClose = (record: OpenRecord, keep: number) =>
   Effect.gen(function*() {
     const store = layout(yield* Paths).storeDir(record.worker)
     const fs = yield* FileSystem.FileSystem
-    // A store not made yet is an empty one (the run's box makes it), not an unknown one.
-    const storeNow = Effect.flatMap(fs.exists(store).pipe(Effect.orElseSucceed(() => true)), (there) => (there ? manifestOf(store) : Effect.succeed({})))
+    // A store not made yet is an empty one (the run's box makes it); one that cannot be looked at or read fails
+    // here, and is "not known" below: taken as changed.
+    const storeNow = Effect.flatMap(fs.exists(store), (there) => (there ? manifestOf(store) : Effect.succeed<Manifest>({})))
     const before = yield* Effect.either(storeNow)
     yield* Effect.addFinalizer(() =>
-      untilHurried(snapshotEnd(record, keep)).pipe(
+      untilHurried(snapshotEnd(record, keep, storeNow)).pipe(
         Effect.map(Option.getOrElse((): SnapshotEnd => ({ _tag: "cut" }))),
         Effect.tap((end) => noteSnapshot(record, end)),
-        Effect.zipRight(Effect.either(storeNow)),
-        Effect.flatMap((after) =>
-          marksOnClose(record, before._tag === "Left" || after._tag === "Left" || changesBetween(before.right, after.right) > 0))
+        Effect.flatMap((end) => {
+          const after = end._tag === "cut" ? undefined : end.after
+          return marksOnClose(record, before._tag === "Left" || after === undefined || changesBetween(before.right, after) > 0)
+        })
       ))
   })
 

@@ -15,7 +15,7 @@ export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
 }
 
 const Manifest = Schema.Record({ key: Schema.String, value: Schema.String })
-type Manifest = typeof Manifest.Type
+export type Manifest = typeof Manifest.Type
 
 const failing = (what: string) => (e: { readonly message: string }) => new StoreError({ detail: `${what}: ${e.message}` })
 
@@ -170,14 +170,19 @@ export const listSnapshots = Effect.fn("store.listSnapshots")(function*(worker: 
  * goes to `<id>.partial` and is renamed when whole; an interrupt or a failure removes the
  * partial copy, so a half-copied snapshot is never counted as one.
  */
-export const snapshotStore = Effect.fn("store.snapshot")(function*(worker: string, runId: string, keep: number) {
+export const snapshotStore = (worker: string, runId: string, keep: number) =>
+  keep <= 0
+    ? Effect.succeed(undefined)
+    : Effect.flatMap(Paths, (p) => manifestOf(layout(p).storeDir(worker))).pipe(Effect.flatMap((current) => snapshotStoreAs(worker, runId, keep, current)))
+
+/** {@link snapshotStore} of a store already measured (`current`, its manifest now): its caller walks it once. */
+export const snapshotStoreAs = Effect.fn("store.snapshot")(function*(worker: string, runId: string, keep: number, current: Manifest) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const files = layout(yield* Paths)
   const store = files.storeDir(worker)
   const root = files.snapshotsDir(worker)
   if (keep <= 0) return undefined
-  const current = yield* manifestOf(store)
   const existing = yield* listSnapshots(worker)
   const latest = existing.at(-1)
   const previous: Manifest = latest

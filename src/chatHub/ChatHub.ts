@@ -15,7 +15,7 @@ import { FleetMember } from "../fleet/FleetMember.js"
 import { type TurnMarks, turnMarks } from "./turnMarks.js"
 import { admit, type ChatEvent, takeTurn } from "../chat/admit.js"
 import { type Desk, type DeskEnv, makeDesk } from "./desk.js"
-import { type Backlog, fileBacklog, WAITING_PER_THREAD } from "./backlog.js"
+import { type Backlog, fileBacklog, groupByThread, WAITING_PER_THREAD } from "./backlog.js"
 import { cutNote, droppedNotice, endedNotice, failedNotice, limitedNotice, skippedNotice, startedNotice } from "./notices.js"
 import { handleUnsent, say } from "./say.js"
 import type { ListenerSink } from "../chat/sink.js"
@@ -113,17 +113,6 @@ export const deskEnv = (
   onEnd: (o, last) => say(clients, last, endedNotice(channel.worker, o.runId, o.reason, channel.idle_min, o.ceilingMin, o.stopped)),
   onFail: (message, last) => say(clients, last, failedNotice(channel.worker, message))
 })
-
-const groupByThread = <A extends { readonly place: ChatPlace }>(ms: ReadonlyArray<A>) => {
-  const by = new Map<string, [ChatPlace, Array<A>]>()
-  for (const m of ms) {
-    const key = m.place.thread ?? ""
-    const entry = by.get(key) ?? [m.place, []]
-    entry[1].push(m)
-    by.set(key, entry)
-  }
-  return [...by.values()]
-}
 
 /**
  * A held request's button pressed in a thread. It decides the request only when the button is on

@@ -2,6 +2,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { Clock, Effect, Schema } from "effect"
 import { ChatPlace } from "../contract/origin.js"
 import { atomicIn } from "../fs/atomic.js"
+import { isNotFound } from "../fs/notFound.js"
 import type { HistoryLine, SessionMessage } from "../session/turnContext.js"
 
 /** The most messages of one thread that wait for a channel's next session; older ones are dropped, their thread told. */
@@ -45,9 +46,8 @@ export const fileBacklog = (file: string, where: string) =>
     const fs = yield* FileSystem.FileSystem
     const { writeJson } = atomicIn(fs, yield* Path.Path)
     const load = Effect.gen(function*() {
-      if (!(yield* fs.exists(file))) return []
-      const text = yield* fs.readFileString(file)
-      return (yield* Schema.decode(WaitingFile)(text)).messages
+      const text = yield* fs.readFileString(file).pipe(Effect.catchIf(isNotFound, () => Effect.succeed(undefined)))
+      return text === undefined ? [] : (yield* Schema.decode(WaitingFile)(text)).messages
     }).pipe(
       Effect.catchAll((e) =>
         Effect.gen(function*() {
@@ -70,6 +70,17 @@ export const fileBacklog = (file: string, where: string) =>
 
 /** A message's thread within its channel (Discord's channel itself when it has none). */
 const threadOf = (p: ChatPlace) => p.thread ?? ""
+
+/** Messages by their thread (each with the place of its first), in the order the threads first came. */
+export const groupByThread = <A extends { readonly place: ChatPlace }>(ms: ReadonlyArray<A>) => {
+  const by = new Map<string, [ChatPlace, Array<A>]>()
+  for (const m of ms) {
+    const entry = by.get(threadOf(m.place)) ?? [m.place, []]
+    entry[1].push(m)
+    by.set(threadOf(m.place), entry)
+  }
+  return [...by.values()]
+}
 
 /** The newest {@link WAITING_PER_THREAD} of each thread kept, in order; the rest dropped. */
 export const bounded = (waiting: ReadonlyArray<Waiting>, perThread = WAITING_PER_THREAD) => {

@@ -6,7 +6,7 @@ import { fixStale, surveyLockdown } from "../box/docker/lockdownSurvey.js"
 import { checkChats } from "../chat/doctor.js"
 import { checkLogins } from "../vault/loginCheck.js"
 import { ENGINE_HOST_FILES, registerRunsc, type RuntimeSurvey, surveyRuntime } from "../box/docker/runtimeHost.js"
-import { OrgConfig } from "../config/OrgConfig.js"
+import { isMissingOrg, OrgConfig } from "../config/OrgConfig.js"
 import { Paths } from "../config/Paths.js"
 import { checkFleet, fleetCheckLines } from "../fleet/doctor.js"
 
@@ -60,7 +60,7 @@ const fleetCheck = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
 export const orgTomlCheck = Effect.flatMap(OrgConfig, (c) => c.snapshot).pipe(
   Effect.as({ ok: true as const }),
   Effect.catchAll((e) =>
-    Effect.succeed(e.problems.some((p) => p.problem === "does not exist") ? { ok: true as const, absent: true as const } : { ok: false as const, detail: e.message })
+    Effect.succeed(isMissingOrg(e) ? { ok: true as const, absent: true as const } : { ok: false as const, detail: e.message })
   )
 )
 

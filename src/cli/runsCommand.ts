@@ -14,6 +14,7 @@ import { isTainted, taintLine } from "../contract/taint.js"
 import { untaintRun } from "../supervisor/untaint.js"
 import { auditOf, findRun, pageOfRuns } from "../run/query.js"
 import { readTurnLine } from "../contract/turnLine.js"
+import { readOr } from "../fs/notFound.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
 
@@ -50,19 +51,15 @@ const show = Command.make("show", {
     const fs = yield* FileSystem.FileSystem
     const { transcript, turns: turnsFile } = runFiles(dir)
     // Read line by line: a transcript may be hundreds of MB.
-    // runs show shows what it can: a file not there yet is none; one that cannot be read is said (unread).
-    const unread = (file: string) => <E extends { readonly message: string }>(e: E) =>
-      "reason" in e && e.reason === "NotFound" ? Effect.void : Effect.logWarning(`${file} could not be read (${e.message}): what it holds is not shown`)
-    const lines = yield* foldFileLines(transcript, 0, (n, l) => (l.trim() === "" ? n : n + 1)).pipe(Effect.tapError(unread(transcript)), Effect.orElseSucceed(() => 0))
+    // runs show shows what it can (readOr: a file not there yet is none; one that cannot be read is said).
+    const lines = yield* foldFileLines(transcript, 0, (n, l) => (l.trim() === "" ? n : n + 1)).pipe(readOr(transcript, 0))
     const requests = yield* auditOf(run)
     const turnInputs = run.kind === "session"
-      // Said by unread when it cannot be read; none yet is none.
-      ? (yield* fs.readFileString(turnsFile).pipe(Effect.tapError(unread(turnsFile)), Effect.orElseSucceed(() => ""))).split("\n").map(readTurnLine)
+      ? (yield* fs.readFileString(turnsFile).pipe(readOr(turnsFile, ""))).split("\n").map(readTurnLine)
         .filter((t) => t !== undefined).map((t) => t.input)
       : []
     const turnReplies = run.kind === "session"
-      // As above.
-      ? yield* foldFileLines(transcript, [] as Turns, turnsStep).pipe(Effect.tapError(unread(transcript)), Effect.orElseSucceed((): Turns => []))
+      ? yield* foldFileLines(transcript, [] as Turns, turnsStep).pipe(readOr(transcript, [] as Turns))
       : []
     const turns = turnInputs.map((input, i) => ({ input, replies: turnReplies[i]?.replies ?? [] }))
     if (json) {

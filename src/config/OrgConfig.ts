@@ -13,8 +13,13 @@ interface Decoded {
   readonly policy: Either.Either<Policy, ConfigError>
 }
 
+const MISSING = "does not exist"
+
 const missing = (file: string) =>
-  new ConfigError({ file, problems: [{ key: "", problem: "does not exist" }], hint: "create it with safe defaults: roster init" })
+  new ConfigError({ file, problems: [{ key: "", problem: MISSING }], hint: "create it with safe defaults: roster init" })
+
+/** Whether org.toml's error is that there is none yet (before roster init), not one that is wrong. */
+export const isMissingOrg = (e: ConfigError) => e.problems.some((p) => p.problem === MISSING)
 
 /**
  * The keys a fleet's nodes set each for itself, from the environment, so every node can hold the

@@ -2,6 +2,7 @@ import { FileSystem } from "@effect/platform"
 import { Effect } from "effect"
 import { writeAtomic } from "../fs/atomic.js"
 import { layout, Paths } from "./Paths.js"
+import { isNotFound } from "../fs/notFound.js"
 
 /** The lines `roster approve --always` adds: one worker, one host:port, and who approved it when. */
 export const allowLines = (worker: string, host: string, port: number, by: string, at: string) => [
@@ -17,7 +18,7 @@ export const appendToOrgToml = Effect.fn("config.appendToOrgToml")(function*(lin
   const fs = yield* FileSystem.FileSystem
   const file = layout(yield* Paths).orgToml
   // None yet starts one; one that cannot be read is never written over (everything it says would be lost).
-  const current = yield* fs.readFileString(file).pipe(Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "NotFound", () => Effect.succeed("")))
+  const current = yield* fs.readFileString(file).pipe(Effect.catchIf(isNotFound, () => Effect.succeed("")))
   const gap = current === "" || current.endsWith("\n\n") ? "" : current.endsWith("\n") ? "\n" : "\n\n"
   yield* writeAtomic(file, `${current}${gap}${lines.join("\n")}\n`)
 })

@@ -1,6 +1,7 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { FileSystem } from "@effect/platform"
 import { parse as parseToml } from "smol-toml"
+import { isNotFound } from "../fs/notFound.js"
 
 export interface ConfigProblem {
   readonly key: string
@@ -67,7 +68,7 @@ export const readTomlIn = (fs: FileSystem.FileSystem) =>
   Effect.gen(function*() {
     // Missing is onMissing; one that is there and cannot be read (or looked at) says so, never "run roster init".
     const text = yield* fs.readFileString(file).pipe(Effect.either)
-    if (text._tag === "Left" && text.left._tag === "SystemError" && text.left.reason === "NotFound") return yield* onMissing
+    if (text._tag === "Left" && isNotFound(text.left)) return yield* onMissing
     if (text._tag === "Left") return yield* new ConfigError({ file, problems: [{ key: "", problem: `cannot be read: ${text.left.message}` }] })
     return yield* decodeToml(schema, file, text.right)
   })

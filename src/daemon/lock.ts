@@ -50,11 +50,17 @@ const createExclusive = (file: string, text: string) =>
 const heldByLiveOwner = (file: string) =>
   readLock(file).pipe(Effect.flatMap((o) => (o._tag === "None" ? Effect.succeed(undefined) : Effect.map(ownerAlive(o.value), (alive) => (alive ? o.value : undefined)))))
 
+/**
+ * Removes a lock file if it can; one that stays is not lost track of. A dead owner's lock in the
+ * way of the exclusive create is tried again, then said as the lock's error (take's last lines); a
+ * takeover mark left holds no lock, and a later start finds its owner dead and removes it.
+ */
+const removeIfItCan = (file: string) => Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(file)).pipe(Effect.ignore)
+
 const removeIfDead = (file: string) =>
   Effect.gen(function*() {
     if (yield* heldByLiveOwner(file)) return
-    // A dead owner's lock that cannot be removed stays in the way of the exclusive create: tried again, then said as the lock's error.
-    yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(file)).pipe(Effect.ignore)
+    yield* removeIfItCan(file)
   })
 
 /**
@@ -72,12 +78,9 @@ const take = (file: string, text: string) =>
       if (yield* createExclusive(takeover, text)) {
         const took = yield* Effect.gen(function*() {
           if (yield* heldByLiveOwner(file)) return false
-          // As above: a lock that cannot be removed is tried again, then said as the lock's error (take's last lines).
-          yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(file)).pipe(Effect.ignore)
+          yield* removeIfItCan(file)
           return yield* createExclusive(file, text)
-        }).pipe(
-          // A takeover mark left holds no lock: a later start finds its owner dead and removes it (removeIfDead).
-          Effect.ensuring(Effect.flatMap(FileSystem.FileSystem, (fs) => fs.remove(takeover)).pipe(Effect.ignore)))
+        }).pipe(Effect.ensuring(removeIfItCan(takeover)))
         if (took) return
       } else {
         // Another start is taking over (or died doing so): its file goes once its owner is dead.

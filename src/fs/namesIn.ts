@@ -1,5 +1,6 @@
 import type { FileSystem } from "@effect/platform"
 import { Effect } from "effect"
+import { isNotFound } from "./notFound.js"
 
 /**
  * The names in a folder, for a caller that lists what it can: none when the folder does not exist
@@ -8,7 +9,7 @@ import { Effect } from "effect"
  */
 export const namesIn = (fs: FileSystem.FileSystem, dir: string, what: string) =>
   fs.readDirectory(dir).pipe(Effect.catchAll((e) =>
-    e._tag === "SystemError" && e.reason === "NotFound"
+    isNotFound(e)
       ? Effect.succeed<ReadonlyArray<string>>([])
       : Effect.logWarning(`${what} could not be listed (${e.message}): what is in ${dir} is left out until it can`).pipe(
         Effect.as<ReadonlyArray<string>>([])

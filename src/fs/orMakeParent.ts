@@ -1,8 +1,7 @@
 import { FileSystem, Path } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
 import { Effect } from "effect"
-
-const missing = (e: PlatformError) => e._tag === "SystemError" && e.reason === "NotFound"
+import { isNotFound } from "./notFound.js"
 
 /**
  * `write` of `file`, its folder made only when the write finds it missing: a file written on
@@ -14,4 +13,4 @@ export const orMakeParent = <A, R>(file: string, write: Effect.Effect<A, Platfor
 /** {@link orMakeParent} through file services taken once (a store's, when its layer is built). */
 export const orMakeParentIn = (fs: FileSystem.FileSystem, path: Path.Path) =>
 <A, R>(file: string, write: Effect.Effect<A, PlatformError, R>) =>
-  write.pipe(Effect.catchIf(missing, () => Effect.zipRight(fs.makeDirectory(path.dirname(file), { recursive: true }), write)))
+  write.pipe(Effect.catchIf(isNotFound, () => Effect.zipRight(fs.makeDirectory(path.dirname(file), { recursive: true }), write)))

@@ -4,6 +4,7 @@ import { RunId } from "../config/names.js"
 import { Paths, layout } from "../config/Paths.js"
 import { writeAtomic, writeJson } from "../fs/atomic.js"
 import { Files } from "../fs/Files.js"
+import { isNotFound, readOr } from "../fs/notFound.js"
 
 /** One message of a channel, as its history file holds it (and a box reads it at /pihome/channel/history.jsonl). */
 export const ChannelEntry = Schema.Struct({
@@ -54,9 +55,8 @@ const writeLine = (channel: string, entry: Omit<ChannelEntry, "time">) =>
 const readUnrecorded = (channel: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const file = layout(yield* Paths).channelUnrecordedFile(channel)
-    if (!(yield* fs.exists(file))) return []
-    return (yield* Schema.decode(Unrecorded)(yield* fs.readFileString(file))).speakers
+    const text = yield* fs.readFileString(layout(yield* Paths).channelUnrecordedFile(channel)).pipe(Effect.catchIf(isNotFound, () => Effect.succeed(undefined)))
+    return text === undefined ? [] : (yield* Schema.decode(Unrecorded)(text)).speakers
   })
 
 /** Notes a run's words beside the history they could not be written into; a note that cannot be read is not written over. */
@@ -100,11 +100,7 @@ export const recentChannel = (channel: string, n = 20) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const file = yield* channelHistoryFile(channel)
-    const text = yield* fs.readFileString(file).pipe(Effect.catchAll((e) =>
-      e._tag === "SystemError" && e.reason === "NotFound"
-        ? Effect.succeed("")
-        : Effect.logWarning(`the history of channel ${channel} could not be read (${e.message}): its runs start without it`).pipe(Effect.as(""))
-    ))
+    const text = yield* fs.readFileString(file).pipe(readOr(file, ""))
     return text.split("\n").filter((l) => l !== "").slice(-n).map((l) => decodeLine(l)).filter(Option.isSome).map((o) => o.value)
   })
 
@@ -121,7 +117,7 @@ export const channelSpeakers = (channel: string) =>
     const file = yield* channelHistoryFile(channel)
     // No history yet is none; one that cannot be read is not: its speakers' taint is unknown.
     const text = yield* fs.readFileString(file).pipe(Effect.catchAll((e) =>
-      e._tag === "SystemError" && e.reason === "NotFound"
+      isNotFound(e)
         ? Effect.succeed("")
         : Effect.sync(() => (unknown.push(`channel ${channel}'s history could not be read (${e.message})`), ""))
     ))

@@ -11,6 +11,7 @@ import { eventsIn, foldEvents, type RunEvent, RunStopped, RunUsage } from "./eve
 import { atomicIn, readJsonIn } from "../fs/atomic.js"
 import { RunIndex } from "./RunIndex.js"
 import { isTaintEvent, type TaintEvent, TaintLog, TaintLogError } from "./TaintLog.js"
+import { isNotFound } from "../fs/notFound.js"
 
 /** What ended a run: its own exit, a ceiling, a signal, an error, idleness, its owner's death, a cancel. */
 export const EndedBy = Schema.Literal(
@@ -248,7 +249,7 @@ const makeRunLog = (
         : appendEvents(file, events)
       yield* write.pipe(
         Effect.mapError((e) =>
-          new RunLogError({ file, detail: e._tag === "SystemError" && e.reason === "NotFound" ? "no run record to add to" : e.message }))
+          new RunLogError({ file, detail: isNotFound(e) ? "no run record to add to" : e.message }))
       )
       // The worker's list of tainted runs, whose folders its other runs do not see: part of the taint's write
       // (a run tainted and not listed would be shown to them), so a failure here is the taint's failure.

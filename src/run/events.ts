@@ -6,6 +6,7 @@ import { KnowledgePush } from "../contract/knowledge.js"
 import { PreflightResult } from "../contract/preflight.js"
 import { Taint, Untaint } from "../contract/taint.js"
 import { namesIn } from "../fs/namesIn.js"
+import { isNotFound } from "../fs/notFound.js"
 
 /**
  * What the gateway (and a person) learn about a run while another process holds its run.json:
@@ -51,7 +52,7 @@ export const eventsIn = (fs: FileSystem.FileSystem) => {
         const e = decodeLine(l)
         return e._tag === "Some" ? [e.value] : []
       })),
-      Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "NotFound", () => Effect.succeed([] as Array<RunEvent>)),
+      Effect.catchIf(isNotFound, () => Effect.succeed([] as Array<RunEvent>)),
       Effect.catchAll((e) => Effect.succeed<Array<RunEvent>>([{
         kind: "taint",
         taint: { reason: "unreadable", host: null, time: new Date(0).toISOString(), detail: `its events (${file}) could not be read (${e.message}): what it did is not known` }

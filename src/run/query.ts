@@ -9,6 +9,7 @@ import { AuditIndex } from "./AuditIndex.js"
 import { type TaintEvent, TaintLog } from "./TaintLog.js"
 import { type AuditLine, readAuditLine } from "../contract/auditLine.js"
 import { namesIn } from "../fs/namesIn.js"
+import { readOr } from "../fs/notFound.js"
 
 /** Every run folder as (worker, id), newest first by id (ids begin with their start time): no record read. */
 export const runDirs = (worker: Option.Option<string>) =>
@@ -116,10 +117,8 @@ export const auditOf = (run: {
         const rec = readAuditLine(line)
         if (rec?.run_id === runId) out.push(rec)
         return n + 1
-      }, LINE_MAX, starts.get(f) ?? 0).pipe(
-        // The run's requests from the days that could be read; one that could not is said.
-        Effect.catchAll((e) => Effect.logWarning(`the audit log ${path.join(dir, f)} could not be read (${e.message}): run ${runId}'s requests in it are not shown`))
-      )
+        // The run's requests from the days that could be read; one that could not is said (readOr).
+      }, LINE_MAX, starts.get(f) ?? 0).pipe(readOr(path.join(dir, f), 0))
     }
     return out
   })

@@ -3,6 +3,7 @@ import { Effect, Schema } from "effect"
 import { layout, Paths } from "../config/Paths.js"
 import { RunId } from "../config/names.js"
 import { writeJson } from "../fs/atomic.js"
+import { isNotFound } from "../fs/notFound.js"
 
 /**
  * Which tainted runs changed a store: kept host-side beside the stores, never mounted, so a box cannot
@@ -37,7 +38,7 @@ export const readMarks = (place: StorePlace) =>
     const fs = yield* FileSystem.FileSystem
     const file = yield* fileOf(place)
     const text = yield* fs.readFileString(file).pipe(
-      Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "NotFound", () => Effect.succeed("[]")),
+      Effect.catchIf(isNotFound, () => Effect.succeed("[]")),
       Effect.mapError((e) => new MarksUnreadable({ file, detail: e.message }))
     )
     return yield* Schema.decode(Marks)(text).pipe(Effect.mapError((e) => new MarksUnreadable({ file, detail: e.message.split("\n")[0] ?? "it does not decode" })))

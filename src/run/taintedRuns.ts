@@ -2,6 +2,7 @@ import { FileSystem } from "@effect/platform"
 import { Effect } from "effect"
 import { layout, Paths } from "../config/Paths.js"
 import { isRunId } from "../config/names.js"
+import { isNotFound } from "../fs/notFound.js"
 
 /**
  * The worker's runs that are tainted and not cleared by a person (but `except`, the run asking), whose
@@ -14,7 +15,7 @@ export const taintedRunsOf = (worker: string, except: string) =>
     const fs = yield* FileSystem.FileSystem
     const files = layout(yield* Paths)
     const names = yield* fs.readDirectory(files.taintedRunsDir(worker)).pipe(
-      Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "NotFound", () => Effect.succeed([] as Array<string>))
+      Effect.catchIf(isNotFound, () => Effect.succeed([] as Array<string>))
     )
     const out: Array<string> = []
     for (const id of names.filter(isRunId).sort()) {

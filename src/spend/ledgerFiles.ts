@@ -3,6 +3,7 @@ import { Effect, Option, Schema } from "effect"
 import { Paths, layout } from "../config/Paths.js"
 import { foldLinesIn } from "../fs/lines.js"
 import { LedgerEntry, type UnreadableDay, type UsageSum } from "./entry.js"
+import { isNotFound } from "../fs/notFound.js"
 
 /** How far back the ledger is read at start: a run's spending counts across days, a run lasts less than this. */
 const DAYS_KEPT_IN_MEMORY = 7
@@ -20,7 +21,7 @@ export const makeLedgerReader = Effect.gen(function*() {
   const fold = foldLinesIn(fs)
   // No ledger folder yet is no spending; one that cannot be listed fails, said by each caller (never read as empty).
   const dayFiles = fs.readDirectory(dir).pipe(
-    Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "NotFound", () => Effect.succeed([] as Array<string>)),
+    Effect.catchIf(isNotFound, () => Effect.succeed([] as Array<string>)),
     Effect.map((names) => names.filter((f) => DAY_FILE.test(f)).sort().map((f) => ({ day: f.slice(0, 10), file: path.join(dir, f) })))
   )
 

@@ -23,6 +23,7 @@ import { interruptedFail, requeueInterrupted, taskFailed } from "./taskEnd.js"
 import { deploymentBoxes, watchLoop, watchPass } from "./watch.js"
 import { boxFacts } from "../backend/foundBox.js"
 import { killOrSay } from "../backend/killOrSay.js"
+import { isNotFound } from "../fs/notFound.js"
 
 /** Which tasks `list` returns: one worker's, one status, or all. */
 export interface TaskFilter {
@@ -204,7 +205,7 @@ const make = Effect.gen(function*() {
   // A stop's --fail-running was for the daemon it stopped.
   const failsRunning = layout(yield* Paths).stopFailsRunning
   yield* (yield* FileSystem.FileSystem).remove(failsRunning).pipe(Effect.catchAll((e) =>
-    e._tag === "SystemError" && e.reason === "NotFound"
+    isNotFound(e)
       ? Effect.void
       : Effect.logWarning(`the mark of a stop's --fail-running could not be removed (${e.message}): the next daemon's stop would fail its running tasks too — remove it with: rm ${failsRunning}`)
   ))

@@ -13,6 +13,7 @@ import { namesIn } from "../fs/namesIn.js"
 import { readRunDir } from "../run/RunLog.js"
 import type { SupervisorState } from "./state.js"
 import { finishLeftRun } from "./takeOver.js"
+import { isNotFound } from "../fs/notFound.js"
 
 const idsOf = (dir: string, keep: (name: string) => boolean) =>
   Effect.flatMap(FileSystem.FileSystem, (fs) => namesIn(fs, dir, "the sweep of boxless runs' folder")).pipe(Effect.map((names) => names.filter(keep)))
@@ -65,7 +66,7 @@ export const sweepStrays = (st: SupervisorState) =>
       // open files, say) may be a live run's, and is looked at again at the next sweep.
       const text = yield* fs.readFileString(file).pipe(Effect.either)
       if (text._tag === "Left") {
-        if (!(text.left._tag === "SystemError" && text.left.reason === "NotFound")) {
+        if (!isNotFound(text.left)) {
           yield* Effect.logWarning(`the token file ${file} could not be read (${text.left.message}): left as it is, looked at again in 3 s`)
         }
         continue

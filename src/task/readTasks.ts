@@ -4,6 +4,7 @@ import type { TaskPlace } from "./place.js"
 import { isTaskId, type TaskRecord } from "./TaskRecord.js"
 import { asideAsTask, putAside, readTaskFile } from "./unreadable.js"
 import { namesIn } from "../fs/namesIn.js"
+import { isNotFound } from "../fs/notFound.js"
 
 /** Queue order: by seq, then id (two CLIs adding at once while the daemon is down share a seq). */
 export const byQueueOrder = (a: TaskRecord, b: TaskRecord) => a.seq - b.seq || (a.task_id < b.task_id ? -1 : 1)
@@ -38,7 +39,7 @@ export const makeTaskReader = ({ fs, path, paths }: Omit<TaskPlace, "files">) =>
       return yield* asTask(yield* aside(file, f.tasksUnreadableDir, got.error, got.raw))
     }).pipe(
       // Another reader put it aside first: it is listed from there.
-      Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "NotFound", () => Effect.succeed(undefined)),
+      Effect.catchIf(isNotFound, () => Effect.succeed(undefined)),
       Effect.catchAll((e) => Effect.logWarning(`task record ${name} could not be read or put aside: ${e.message}`).pipe(Effect.as(undefined)))
     )
 

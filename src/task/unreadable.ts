@@ -3,6 +3,7 @@ import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import * as crypto from "node:crypto"
 import { isTaskId, isWorkerName, WorkerName } from "../config/names.js"
 import { type TaskRecord, TaskRecord as TaskRecordSchema } from "./TaskRecord.js"
+import { isNotFound } from "../fs/notFound.js"
 
 /** A record file read: the task, nothing (gone meanwhile, or not readable now), or why it does not decode. */
 export type TaskFile =
@@ -26,7 +27,7 @@ export const readTaskFile = (fs: FileSystem.FileSystem) => (file: string) =>
       return { _tag: "Undecodable", error: raw.trim() === "" ? "the file is empty" : why, raw }
     }),
     Effect.catchAll((e) =>
-      e._tag === "SystemError" && e.reason === "NotFound"
+      isNotFound(e)
         ? Effect.succeed<TaskFile>({ _tag: "Gone" })
         : Effect.logWarning(`task record ${file} could not be read (${e.message}): left out of this look, tried again at the next`).pipe(
           Effect.as<TaskFile>({ _tag: "Gone" })

@@ -8,6 +8,7 @@ import { cut, html } from "./html.js"
 import { readAuditLine } from "../contract/auditLine.js"
 import { decisionsFor, type PendingApproval } from "../contract/approval.js"
 import type { PolicyAnswer } from "../gateway/policy/policyCheck.js"
+import { readOr } from "../fs/notFound.js"
 
 const HOURS = 24
 const REFUSALS_SHOWN = 50
@@ -57,8 +58,8 @@ export const gatewayView = Effect.gen(function*() {
         if (refusals.length > REFUSALS_SHOWN) refusals.shift()
       }
       return n + 1
-      // The page shows the days it could read; one it could not is said in the log, not as a failed page.
-    }).pipe(Effect.catchAll((e) => Effect.logWarning(`web: the audit log of ${day} could not be read for the gateway page (${e.message})`)))
+      // The page shows the days it could read; one it could not is said in the log (readOr), not as a failed page.
+    }).pipe(readOr(path.join(dir, `${day}.jsonl`), 0, "web: "))
   }
   return { perHost, refusals: refusals.reverse() } satisfies GatewayView
 })

@@ -1,6 +1,7 @@
 import { FileSystem, HttpServerResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import type { Html } from "./html.js"
+import { readOr } from "../fs/notFound.js"
 
 /** Every answer: nothing from elsewhere runs, frames or loads; nothing is cached or referred. */
 export const SECURITY_HEADERS = {
@@ -49,12 +50,7 @@ export const fileDownload = (file: string, type: string, extra: Extra) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     // Not there yet is an empty file; one that cannot be looked at is said in the log and sent empty.
-    const size = yield* fs.stat(file).pipe(
-      Effect.map((i) => Number(i.size)),
-      Effect.catchAll((e) =>
-        e._tag === "SystemError" && e.reason === "NotFound" ? Effect.succeed(0) : Effect.logWarning(`web: ${file} could not be read for a download (${e.message})`).pipe(Effect.as(0))
-      )
-    )
+    const size = yield* fs.stat(file).pipe(Effect.map((i) => Number(i.size)), readOr(file, 0, "web: "))
     const body = size === 0 ? Stream.empty : fs.stream(file, { bytesToRead: size })
     return HttpServerResponse.stream(body, { contentType: type, contentLength: size, headers: { ...SECURITY_HEADERS, ...extra } })
   })

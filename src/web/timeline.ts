@@ -4,6 +4,7 @@ import { runFiles } from "../contract/runFiles.js"
 import { foldFileLines } from "../fs/lines.js"
 import { auditOf } from "../run/query.js"
 import type { RunRecord } from "../run/RunLog.js"
+import { readOr } from "../fs/notFound.js"
 
 /** One thing that happened in a run, in the order it happened: pi's events, the gateway's requests, message_user. */
 export type Entry =
@@ -63,10 +64,9 @@ export const timelineOf = (run: RunRecord, runDir: string) =>
   Effect.gen(function*() {
     const files = runFiles(runDir)
     const started = Date.parse(run.started_at)
+    // The run page shows what it can (readOr: a file not there yet is none; one that cannot be read is said).
     const fold = yield* foldFileLines(files.transcript, { entries: [], at: started, more: 0 } as Fold, step).pipe(
-      // The run page shows what it can: a transcript not there yet is none; one that cannot be read is said in the log.
-      Effect.tapError((e) => (e._tag === "SystemError" && e.reason === "NotFound" ? Effect.void : Effect.logWarning(`web: ${files.transcript} could not be read (${e.message})`))),
-      Effect.orElseSucceed((): Fold => ({ entries: [], at: started, more: 0 }))
+      readOr(files.transcript, { entries: [], at: started, more: 0 } as Fold, "web: ")
     )
     const requests: Array<Entry> = (yield* auditOf(run)).map((r) => ({
       kind: "request",
@@ -85,11 +85,7 @@ export const timelineOf = (run: RunRecord, runDir: string) =>
       const m = decodeMessageLine(line)
       if (Option.isSome(m) && acc.length < MAX_ENTRIES) acc.push({ kind: "message", at: Date.parse(m.value.time ?? "") || started, text: m.value.text ?? "" })
       return acc
-      // As the transcript: none yet is none; one that cannot be read is said in the log.
-    }).pipe(
-      Effect.tapError((e) => (e._tag === "SystemError" && e.reason === "NotFound" ? Effect.void : Effect.logWarning(`web: ${files.messages} could not be read (${e.message})`))),
-      Effect.orElseSucceed((): Array<Entry> => [])
-    )
+    }).pipe(readOr(files.messages, [] as Array<Entry>, "web: "))
     // pi's own order is kept: a stable sort by time only moves requests and messages in between.
     const entries = [...fold.entries, ...requests, ...messages].map((e, i) => ({ e, i })).sort((a, b) => a.e.at - b.e.at || a.i - b.i).map((x) => x.e)
     return { entries, more: fold.more }

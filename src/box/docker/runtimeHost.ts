@@ -4,6 +4,7 @@ import type { BoxPolicy } from "../../config/schema.js"
 import { Docker } from "../../docker/Docker.js"
 import { writeAtomic } from "../../fs/atomic.js"
 import { RUNSC_ENTRY } from "./runtime.js"
+import { isNotFound } from "../../fs/notFound.js"
 
 /** Where dockerd reads its settings and writes its pid (Docker's defaults for a root engine). */
 export interface EngineHostFiles {
@@ -70,7 +71,7 @@ const withRunsc = Effect.fn("runtime.withRunsc")(function*(files: EngineHostFile
   const fs = yield* FileSystem.FileSystem
   // None yet is an empty one; one that cannot be read is never written over (its other settings would be lost).
   const text = yield* fs.readFileString(files.daemonJson).pipe(Effect.catchAll((e) =>
-    e._tag === "SystemError" && e.reason === "NotFound"
+    isNotFound(e)
       ? Effect.succeed("{}")
       : Effect.fail(new RegisterError({ file: files.daemonJson, detail: `it could not be read (${e.message}); fix its permissions, then run roster doctor --fix again` }))
   ))
